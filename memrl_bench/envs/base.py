@@ -1,0 +1,132 @@
+"""The environment interface: gymnasium-like, plus deterministic task lists.
+
+An environment is one file in this package exposing `ENV = <its Env subclass>` and
+one YAML in conf/env/. `check_env` validates a new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from memrl_bench.types import Task
+
+if TYPE_CHECKING:
+    from memrl_bench.actors import Actor
+
+
+class DataMissingError(FileNotFoundError):
+    """Benchmark data is not where the config says; the message says how to fetch it."""
+
+
+class Env(ABC):
+    """One environment instance plays one episode at a time (reset, then step until done).
+
+    The runner makes more instances with `spawn()` to play a batch concurrently.
+    """
+
+    name: ClassVar[str]
+    # Labels copied into the manifest and every report row (e.g. "synthetic").
+    labels: ClassVar[tuple[str, ...]] = ()
+    # Which of this env's splits play which role, unless the config overrides it.
+    default_roles: ClassVar[dict[str, Any]] = {
+        "train": "train",
+        "validation": "validation",
+        "test": ["test_in_distribution", "test_out_of_distribution"],
+    }
+    # The actor that plays this env unless the config says otherwise: "react"
+    # (multi-turn), "single_turn", or "own" (the env brings its actor).
+    default_actor: ClassVar[str] = "react"
+
+    def __init__(self, cfg: dict[str, Any], seed: int = 0):
+        self.cfg = dict(cfg)
+        self.seed = seed
+
+    @abstractmethod
+    def splits(self) -> dict[str, str]:
+        """Split name -> how it was made (goes into the manifest)."""
+
+    @abstractmethod
+    def tasks(self, split: str) -> list[Task]:
+        """The tasks of a split, in a deterministic order, with stable ids."""
+
+    @abstractmethod
+    def reset(self, task: Task) -> tuple[str, dict[str, Any]]:
+        """Start `task`; return the first observation and info (e.g. admissible_commands)."""
+
+    @abstractmethod
+    def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
+        """Apply one action: (observation, reward, done, info); info["success"] once done."""
+
+    def instructions(self) -> str:
+        """What an LLM actor is told about this environment (system prompt)."""
+        return ""
+
+    def spawn(self) -> Env:
+        """Another independent instance, for concurrent episodes."""
+        return type(self)(self.cfg, self.seed)
+
+    def own_actor(self) -> Actor | None:
+        """The env's own actor, for envs that model the agent themselves (synthetic)."""
+        return None
+
+    def close(self) -> None:
+        """Release processes and files."""
+
+
+def data_dir(cfg: dict[str, Any], env_var: str, shared_subdir: str, fetch_hint: str) -> Path:
+    """Resolve an env's data folder: config `data_dir`, then `$env_var`, then ../shared/data.
+
+    Raises DataMissingError naming the path tried and how to fetch the data.
+    """
+    configured = cfg.get("data_dir") or os.environ.get(env_var)
+    if configured:
+        path = Path(configured).expanduser()
+    else:
+        candidates = [Path.cwd() / "../shared/data" / shared_subdir, Path(__file__).resolve().parents[3] / "shared/data" / shared_subdir]
+        path = next((p for p in candidates if p.exists()), candidates[-1])
+    if not path.exists():
+        raise DataMissingError(f"data for this environment not found at {path.resolve()}; set env.data_dir or ${env_var}, or fetch it with: {fetch_hint}")
+    return path.resolve()
+
+
+def hash_fraction(text: str) -> float:
+    """A stable number in [0, 1) from a string, for splitting by a fixed hash."""
+    return int(hashlib.sha256(text.encode()).hexdigest()[:12], 16) / float(16**12)
+
+
+def check_env(env: Env, max_steps: int = 5) -> None:
+    """Validate an environment: splits, stable task ids, and the reset/step contract.
+
+    Raises AssertionError with a message saying what is wrong.
+    """
+    splits = env.splits()
+    assert splits, f"{env.name}: splits() is empty"
+    seen: dict[str, str] = {}
+    for split in splits:
+        tasks = env.tasks(split)
+        again = env.tasks(split)
+        assert [t.id for t in tasks] == [t.id for t in again], f"{env.name}: tasks({split!r}) is not deterministic"
+        ids = [t.id for t in tasks]
+        assert len(ids) == len(set(ids)), f"{env.name}: duplicate task ids in split {split!r}"
+        for t in tasks:
+            assert isinstance(t, Task), f"{env.name}: tasks() must return Task, got {type(t).__name__}"
+            assert t.split == split, f"{env.name}: task {t.id} says split {t.split!r}, listed in {split!r}"
+            assert t.id not in seen, f"{env.name}: task {t.id} is in splits {seen[t.id]!r} and {split!r}"
+            seen[t.id] = split
+    if env.own_actor() is not None:
+        return
+    task = env.tasks(next(iter(splits)))[0]
+    observation, info = env.reset(task)
+    assert isinstance(observation, str), f"{env.name}: reset() must return (str, dict)"
+    assert isinstance(info, dict), f"{env.name}: reset() must return (str, dict)"
+    for _ in range(max_steps):
+        observation, reward, done, info = env.step("look")
+        assert isinstance(observation, str) and isinstance(done, bool), f"{env.name}: step() must return (str, float, bool, dict)"
+        float(reward)
+        if done:
+            assert "success" in info, f"{env.name}: info['success'] missing at the end of an episode"
+            break

@@ -1,0 +1,33 @@
+"""The LLM interface the rest of the harness codes against.
+
+`ChatModel.chat` is async; it returns a Completion with its Usage (one call, its
+tokens, retries, latency, whether it came from the cache) or raises LLMError once
+its retries are spent. Actors turn LLMError into the episode status `llm_error`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from memrl_bench.types import Usage
+
+
+class LLMError(RuntimeError):
+    """A call that still failed after its retries."""
+
+
+@dataclass
+class Completion:
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    cached: bool = False
+    finish_reason: str | None = None
+
+
+class ChatModel(Protocol):
+    identity: dict[str, Any]  # configured name, served model id, base_url host (no keys)
+
+    async def chat(self, messages: list[dict[str, str]], *, sample_index: int = 0, **overrides: Any) -> Completion:
+        """One chat completion. `overrides` replace generation settings (temperature, max_tokens, stop)."""
+        ...

@@ -1,0 +1,221 @@
+"""The typed records of a run: what goes into episodes.jsonl and memory snapshots.
+
+Every record is a plain dataclass with `to_dict` / `from_dict`, so the log can be
+read back without the code that wrote it (pandas, jq, another language).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Phase = Literal["train", "validation", "test"]
+EpisodeStatus = Literal["ok", "step_limit", "llm_error", "env_error", "parse_error"]
+
+# Parts of an episode record that describe how the run went on this machine (wall
+# times, retries, cache hits) rather than what happened: the only parts allowed to
+# differ between two runs of the same command.
+MEASURED_KEYS = ("latency_s", "wall_time")
+MEASURED_USAGE_KEYS = ("latency_s", "retries", "cache_hits")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task of an environment. `id` is stable across runs and machines."""
+
+    id: str
+    split: str
+    description: str
+    intent: tuple[float, ...] | None = None  # an env-supplied key vector (synthetic env)
+    data: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass
+class Provenance:
+    """Where a memory item came from: it must be a training episode (audited)."""
+
+    task_id: str
+    split: str
+    phase: str
+    epoch: int
+    episode_id: str
+    success: bool
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class MemoryItem:
+    """One stored memory. `fields` holds method state (q_value, visits, group, ...)."""
+
+    id: str
+    content: str
+    provenance: Provenance
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "content": self.content, "provenance": self.provenance.to_dict(), "fields": self.fields}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> MemoryItem:
+        return cls(id=d["id"], content=d["content"], provenance=Provenance(**d["provenance"]), fields=dict(d["fields"]))
+
+
+@dataclass
+class RetrievedItem:
+    """One memory injected into a prompt, with the numbers behind its choice."""
+
+    item_id: str
+    similarity: float
+    q_value: float | None = None
+    score: float | None = None
+    source_episode_id: str = ""
+    source_success: bool | None = None
+
+    def to_dict(self) -> dict:
+        return {
+            "item_id": self.item_id,
+            "similarity": self.similarity,
+            "q_value": self.q_value,
+            "score": self.score,
+            "source_episode_id": self.source_episode_id,
+            "source_success": self.source_success,
+        }
+
+
+@dataclass
+class Retrieval:
+    """What a method hands the actor: chosen items, the prompt block, and the pool size."""
+
+    items: list[RetrievedItem] = field(default_factory=list)
+    prompt_block: str = ""
+    candidates: int = 0  # size of the pool the choice was made from
+
+
+@dataclass
+class Usage:
+    """LLM calls spent on one purpose (acting, or memory management)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retries: int = 0
+    cache_hits: int = 0
+    failures: int = 0
+    latency_s: float = 0.0  # summed over calls that reached the server (cache hits excluded)
+
+    def add(self, other: Usage) -> None:
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class Turn:
+    action: str
+    observation: str
+    reward: float = 0.0
+    raw_output: str | None = None  # the model's completion, before parsing into `action`
+
+
+@dataclass
+class Episode:
+    """One played episode: everything needed to recompute every metric."""
+
+    episode_id: str
+    task_id: str
+    split: str
+    phase: Phase
+    epoch: int  # training epoch; for evaluation, the epoch of the memory it used
+    batch_index: int
+    order_index: int  # position in the phase's task order
+    success: bool
+    reward: float
+    status: EpisodeStatus
+    turns: list[Turn] = field(default_factory=list)
+    retrieved: list[RetrievedItem] = field(default_factory=list)
+    candidates: int = 0
+    injected_chars: int = 0
+    act_usage: Usage = field(default_factory=Usage)
+    memory_usage: Usage = field(default_factory=Usage)
+    memory_op_errors: int = 0
+    latency_s: dict[str, float] = field(default_factory=dict)  # retrieve, act, env, learn (amortised)
+    memory_items_after: int = 0
+    memory_bytes_after: int = 0
+    memory_groups_after: int = 0
+    sample_index: int = 0  # pass@k samples of the same task
+    error: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    wall_time: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {
+            "episode_id": self.episode_id,
+            "task_id": self.task_id,
+            "split": self.split,
+            "phase": self.phase,
+            "epoch": self.epoch,
+            "batch_index": self.batch_index,
+            "order_index": self.order_index,
+            "sample_index": self.sample_index,
+            "success": self.success,
+            "reward": self.reward,
+            "status": self.status,
+            "error": self.error,
+            "turns": [dataclasses.asdict(t) for t in self.turns],
+            "retrieved": [r.to_dict() for r in self.retrieved],
+            "candidates": self.candidates,
+            "injected_chars": self.injected_chars,
+            "act_usage": self.act_usage.to_dict(),
+            "memory_usage": self.memory_usage.to_dict(),
+            "memory_op_errors": self.memory_op_errors,
+            "latency_s": self.latency_s,
+            "memory_items_after": self.memory_items_after,
+            "memory_bytes_after": self.memory_bytes_after,
+            "memory_groups_after": self.memory_groups_after,
+            "info": self.info,
+            "wall_time": self.wall_time,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Episode:
+        d = dict(d)
+        d["turns"] = [Turn(**t) for t in d.get("turns", [])]
+        d["retrieved"] = [RetrievedItem(**r) for r in d.get("retrieved", [])]
+        d["act_usage"] = Usage(**d.get("act_usage", {}))
+        d["memory_usage"] = Usage(**d.get("memory_usage", {}))
+        return cls(**d)
+
+
+@dataclass
+class Outcome:
+    """What an actor returns for one episode; the runner turns it into an Episode."""
+
+    success: bool
+    reward: float
+    status: EpisodeStatus = "ok"
+    turns: list[Turn] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    latency_s: dict[str, float] = field(default_factory=dict)  # act, env
+    error: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class MemoryStats:
+    items: int = 0
+    bytes: int = 0
+    groups: int = 0
+
+
+def strip_measured(record: dict) -> dict:
+    """A copy of an episode record without its measured parts, for reproducibility checks."""
+    out = {k: v for k, v in record.items() if k not in MEASURED_KEYS}
+    for usage_key in ("act_usage", "memory_usage"):
+        if usage_key in out:
+            out[usage_key] = {k: v for k, v in out[usage_key].items() if k not in MEASURED_USAGE_KEYS}
+    return out
