@@ -22,6 +22,8 @@ class Job:
     task: Task
     retrieval: Retrieval
     episode_id: str
+    phase: str = "train"
+    epoch: int = 0
     sample_index: int = 0
 
 
@@ -50,8 +52,10 @@ class EnvPool:
             self._available.notify()
 
     def close(self) -> None:
-        for env in self._all:
-            env.close()
+        """Close the spawned instances (the first belongs to the caller)."""
+        for env in self._all[1:]:
+            if env is not self._all[0]:
+                env.close()
 
 
 class Actor(ABC):

@@ -42,6 +42,10 @@ class Provenance:
     episode_id: str
     success: bool
 
+    @classmethod
+    def of(cls, episode: Episode) -> Provenance:
+        return cls(episode.task_id, episode.split, episode.phase, episode.epoch, episode.episode_id, episode.success)
+
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
@@ -71,18 +75,18 @@ class RetrievedItem:
     similarity: float
     q_value: float | None = None
     score: float | None = None
+    source_task_id: str = ""
     source_episode_id: str = ""
+    source_epoch: int = 0
     source_success: bool | None = None
 
+    @classmethod
+    def of(cls, item: MemoryItem, similarity: float, q_value: float | None = None, score: float | None = None) -> RetrievedItem:
+        p = item.provenance
+        return cls(item.id, float(similarity), q_value, score, p.task_id, p.episode_id, p.epoch, p.success)
+
     def to_dict(self) -> dict:
-        return {
-            "item_id": self.item_id,
-            "similarity": self.similarity,
-            "q_value": self.q_value,
-            "score": self.score,
-            "source_episode_id": self.source_episode_id,
-            "source_success": self.source_success,
-        }
+        return dataclasses.asdict(self)
 
 
 @dataclass

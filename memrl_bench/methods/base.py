@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
+import shutil
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, Awaitable, Callable, ClassVar
 
 import numpy as np
 
@@ -56,8 +56,8 @@ class MethodContext:
 
     seed: int
     embed: Callable[[list[str]], np.ndarray] | None = None  # texts -> unit-norm rows
-    llm: Any = None  # memrl_bench.llm client for memory management, or None
-    prompts: Any = None  # memrl_bench.prompts loader
+    llm: Any = None  # a memrl_bench.llm.ChatModel for memory management, or None
+    run: Callable[[Awaitable[Any]], Any] | None = None  # runs a coroutine on the runner's event loop
 
     def rng_for(self, *keys: str) -> np.random.Generator:
         """A generator fixed by the method seed and `keys` (e.g. the episode id).
@@ -189,24 +189,21 @@ class ItemStore:
             self.add(item, key)
 
 
+def trajectory_text(episode: Episode, max_chars: int = 2000) -> str:
+    """An episode's actions and observations as text, cut to `max_chars` (the end kept)."""
+    lines = [f"> {t.action}\n{t.observation}" for t in episode.turns]
+    text = "\n".join(lines)
+    return text if len(text) <= max_chars else "...\n" + text[-max_chars:]
+
+
 def fingerprint(method: MemoryMethod, scratch: Path) -> str:
     """sha256 of a method's snapshot: equal fingerprints mean equal memory."""
-    scratch.mkdir(parents=True, exist_ok=True)
-    for old in scratch.iterdir():
-        old.unlink()
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
     method.snapshot(scratch)
     digest = hashlib.sha256()
-    for file in sorted(scratch.iterdir()):
-        digest.update(file.name.encode())
+    for file in sorted(p for p in scratch.rglob("*") if p.is_file()):
+        digest.update(str(file.relative_to(scratch)).encode())
         digest.update(file.read_bytes())
+    shutil.rmtree(scratch)
     return digest.hexdigest()
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON so that a crash leaves either the old file or the new one."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)

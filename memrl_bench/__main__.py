@@ -1,0 +1,3 @@
+from memrl_bench.cli import main
+
+main()

@@ -1,0 +1,62 @@
+"""The `memrl-bench` command: a Hydra app running (or resuming) one run per job."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from memrl_bench.envs.base import DataMissingError
+from memrl_bench.protocol import ProtocolViolation
+from memrl_bench.registry import UnknownNameError
+from memrl_bench.runner import ConfigError, ConfigMismatchError, run
+from memrl_bench.summary import print_summary
+
+# Errors that mean "the input is wrong": one clear line, exit code 2, no traceback.
+USER_ERRORS = (ConfigError, ConfigMismatchError, ProtocolViolation, DataMissingError, UnknownNameError)
+
+
+def _run_name(override_dirname: str) -> str:
+    """A run folder name from the command's overrides ("default" without any)."""
+    name = override_dirname.replace("/", "_").replace("+", "")
+    return name or "default"
+
+
+OmegaConf.register_new_resolver("run_name", _run_name, replace=True)
+
+
+def _remove_if_empty(path: Path) -> None:
+    """A failed start must not leave a folder that could be mistaken for a result."""
+    if path.exists() and not (path / "manifest.json").exists():
+        shutil.rmtree(path, ignore_errors=True)
+
+
+# conf/ sits beside the package in the source tree (installed editable, as the README says).
+CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+
+
+@hydra.main(config_path=CONF_DIR, config_name="config", version_base=None)
+def app(cfg: DictConfig) -> None:
+    hydra_cfg = HydraConfig.get()
+    run_dir = Path(hydra_cfg.runtime.output_dir)
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    resolved["hydra"] = {"overrides": list(hydra_cfg.overrides.task)}
+    try:
+        metrics = run(resolved, run_dir)
+    except USER_ERRORS as err:
+        _remove_if_empty(run_dir)
+        print(f"memrl-bench: error: {err}", file=sys.stderr)
+        sys.exit(2)
+    print_summary(run_dir.name, metrics, run_dir)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

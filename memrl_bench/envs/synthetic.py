@@ -1,0 +1,211 @@
+"""A controlled simulation with known ground truth: the true usefulness of every memory.
+
+SYNTHETIC: results from this environment are a simulation, never LLM results; every
+run and report row using it is labelled "synthetic".
+
+The world: K latent task types, each with a centre in R^d. A task has an intent
+vector (its type's centre plus noise) and a base success probability. Every played
+episode leaves a lesson with a latent quality q: successful episodes teach better
+lessons on average, and a share of lessons is harmful. A memory method stores
+lessons and injects some of them into later episodes; the outcome model is
+
+    P(success | task, injected) = sigmoid(logit(base) + sum_m match(type_m, type_task) * q_m)
+
+match is 1 for the same type, `ood_match` between an out-of-distribution type and
+the training type it derives from, and `cross_type_match` otherwise.
+
+`outcome_temperature` stands in for the LLM's sampling temperature: at 0 the outcome
+is a fixed function of (task, injected memory set), as a temperature-0 LLM gives the
+same answer to the same prompt; above 0 every episode draws anew. Lesson qualities
+are a fixed function of (world seed, source episode id, its success), so nothing
+here needs state, and a resumed run sees the same world.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+from memrl_bench.actors import Actor, EnvPool, Job
+from memrl_bench.envs.base import Env
+from memrl_bench.types import Outcome, RetrievedItem, Task, Turn
+
+DEFAULTS: dict[str, Any] = {
+    "n_types": 8,  # K latent task types seen in training
+    "n_ood_types": 4,  # extra types only in test_out_of_distribution, each derived from one training type
+    "intent_dim": 32,  # dimension of intent vectors
+    "intent_noise": 0.35,  # std of a task's intent around its type centre (centres have unit norm)
+    "type_logit_range": [-2.0, 0.0],  # per-type base logit drawn uniformly from this range
+    "task_logit_std": 0.5,  # per-task spread of the base logit around its type's
+    "tasks": {"train": 200, "validation": 100, "test_in_distribution": 100, "test_out_of_distribution": 100},
+    "quality_success": 0.8,  # mean lesson quality of a successful episode
+    "quality_failure": 0.1,  # mean lesson quality of a failed episode
+    "quality_std": 0.4,  # spread of lesson quality
+    "harmful_share": 0.1,  # share of lessons that are harmful
+    "harmful_early_share": None,  # harmful share for lessons written in epoch 1 (None: as harmful_share)
+    "harmful_quality": -1.5,  # quality of a harmful lesson
+    "cross_type_match": 0.0,  # match between different training types
+    "ood_match": 0.5,  # match between an OOD type and its parent training type
+    "outcome_temperature": 0.0,  # 0: deterministic outcome per (task, injected set); > 0: resampled per episode
+}
+
+
+def _unit_hash(*parts: object) -> float:
+    """A uniform number in [0, 1) fixed by `parts`."""
+    digest = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") / 2.0**64
+
+
+def _sigmoid(x: np.ndarray | float) -> np.ndarray | float:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+class SyntheticEnv(Env):
+    name = "synthetic"
+    labels = ("synthetic",)
+    default_actor = "own"
+
+    def __init__(self, cfg: dict[str, Any], seed: int = 0):
+        merged = {**DEFAULTS, **{k: v for k, v in cfg.items() if k != "seed"}}
+        unknown = set(cfg) - set(DEFAULTS) - {"seed"}
+        if unknown:
+            raise KeyError(f"env.{sorted(unknown)[0]}: unknown key for the synthetic env; valid: {', '.join(sorted(DEFAULTS))}")
+        super().__init__(merged, int(cfg.get("seed", seed)))
+        c = self.cfg
+        rng = np.random.default_rng(self.seed)
+        k, k_ood, d = int(c["n_types"]), int(c["n_ood_types"]), int(c["intent_dim"])
+        if k < 1 or d < 2:
+            raise ValueError(f"env.n_types must be >= 1 and env.intent_dim >= 2, got {k} and {d}")
+        centres = rng.normal(size=(k, d))
+        self.parent = np.concatenate([np.arange(k), rng.integers(0, k, size=k_ood)])
+        # An OOD type's centre leans towards its parent's, so retrieval finds related memories.
+        ood = 0.6 * centres[self.parent[k:]] + 0.8 * rng.normal(size=(k_ood, d))
+        centres = np.concatenate([centres, ood])
+        self.centres = centres / np.linalg.norm(centres, axis=1, keepdims=True)
+        low, high = c["type_logit_range"]
+        self.type_logit = rng.uniform(low, high, size=k + k_ood)
+        self.match = np.full((k + k_ood, k + k_ood), float(c["cross_type_match"]))
+        np.fill_diagonal(self.match, 1.0)
+        for t in range(k, k + k_ood):
+            self.match[t, self.parent[t]] = self.match[self.parent[t], t] = float(c["ood_match"])
+        self._tasks: dict[str, list[Task]] = {}
+        for split, n in c["tasks"].items():
+            types = np.arange(k, k + k_ood) if split == "test_out_of_distribution" else np.arange(k)
+            self._tasks[split] = [self._make_task(split, i, int(types[i % len(types)]), rng) for i in range(int(n))]
+        self._by_id = {t.id: t for tasks in self._tasks.values() for t in tasks}
+        train_types = np.array([t.data["task_type"] for t in self._tasks.get("train", [])])
+        train_logits = np.array([t.data["base_logit"] for t in self._tasks.get("train", [])])
+        # For true utility: the base logits of the training tasks of each type.
+        self._logits_by_type = {t: train_logits[train_types == t] for t in range(k)}
+        self._current: Task | None = None
+
+    def _make_task(self, split: str, index: int, task_type: int, rng: np.random.Generator) -> Task:
+        intent = self.centres[task_type] + self.cfg["intent_noise"] * rng.normal(size=self.centres.shape[1]) / np.sqrt(self.centres.shape[1])
+        base_logit = float(self.type_logit[task_type] + self.cfg["task_logit_std"] * rng.normal())
+        return Task(
+            id=f"synthetic/{split}/{index:05d}",
+            split=split,
+            description=f"synthetic task of type {task_type} (#{index} of {split})",
+            intent=tuple(float(x) for x in intent),
+            data={"task_type": task_type, "base_logit": base_logit},
+        )
+
+    def splits(self) -> dict[str, str]:
+        k = self.cfg["n_types"]
+        return {
+            split: (f"{n} tasks drawn from the {k} training types" if split != "test_out_of_distribution" else f"{n} tasks of {self.cfg['n_ood_types']} held-out types")
+            + f", world seed {self.seed}"
+            for split, n in self.cfg["tasks"].items()
+        }
+
+    def tasks(self, split: str) -> list[Task]:
+        if split not in self._tasks:
+            raise KeyError(f"synthetic env has no split {split!r}; valid: {', '.join(self._tasks)}")
+        return list(self._tasks[split])
+
+    # The lesson an episode leaves, as a pure function of its identity.
+    def lesson_quality(self, episode_id: str, success: bool, epoch: int) -> float:
+        c = self.cfg
+        harmful_share = c["harmful_early_share"] if (epoch == 1 and c["harmful_early_share"] is not None) else c["harmful_share"]
+        if _unit_hash(self.seed, "harmful", episode_id) < harmful_share:
+            return float(c["harmful_quality"])
+        u = min(max(_unit_hash(self.seed, "quality", episode_id), 1e-12), 1 - 1e-12)
+        mean = c["quality_success"] if success else c["quality_failure"]
+        return float(mean + c["quality_std"] * NormalDist().inv_cdf(u))
+
+    def lesson_utility(self, task_type: int, quality: float) -> float:
+        """True utility: mean gain in P(success) when injected alone into tasks of its type."""
+        logits = self._logits_by_type.get(task_type)
+        if logits is None or len(logits) == 0:
+            return 0.0
+        return float(np.mean(_sigmoid(logits + quality) - _sigmoid(logits)))
+
+    def _item_effect(self, item: RetrievedItem, task_type: int) -> float:
+        source = self._by_id.get(item.source_task_id)
+        if source is None:  # a memory this world did not write (e.g. injected poison) has no effect
+            return 0.0
+        quality = self.lesson_quality(item.source_episode_id, bool(item.source_success), item.source_epoch)
+        return float(self.match[source.data["task_type"], task_type] * quality)
+
+    def outcome(self, task: Task, injected: list[RetrievedItem], episode_id: str) -> tuple[bool, float]:
+        """(success, P(success)) of one episode."""
+        task_type = task.data["task_type"]
+        logit = task.data["base_logit"] + sum(self._item_effect(item, task_type) for item in injected)
+        p = float(_sigmoid(logit))
+        injected_key = ",".join(sorted(item.item_id for item in injected))
+        if self.cfg["outcome_temperature"] > 0:
+            u = _unit_hash(self.seed, "outcome", task.id, injected_key, episode_id)
+        else:
+            u = _unit_hash(self.seed, "outcome", task.id, injected_key)
+        return u < p, p
+
+    def reset(self, task: Task) -> tuple[str, dict[str, Any]]:
+        self._current = task
+        return task.description, {}
+
+    def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
+        if self._current is None:
+            raise RuntimeError("step() before reset()")
+        success, p = self.outcome(self._current, [], episode_id=action)
+        return ("success" if success else "failure"), float(success), True, {"success": success, "p_success": p}
+
+    def spawn(self) -> Env:
+        return self
+
+    def own_actor(self) -> Actor:
+        return SyntheticActor(self)
+
+
+class SyntheticActor(Actor):
+    """Plays synthetic episodes with the env's outcome model: no LLM, no env steps."""
+
+    def __init__(self, env: SyntheticEnv):
+        self.env = env
+
+    def _play(self, job: Job) -> Outcome:
+        env, task = self.env, job.task
+        success, p = env.outcome(task, job.retrieval.items, job.episode_id)
+        quality = env.lesson_quality(job.episode_id, success, job.epoch)
+        task_type = task.data["task_type"]
+        info = {
+            "synthetic": True,
+            "task_type": task_type,
+            "p_success": p,
+            "lesson_quality": quality,
+            "lesson_utility": env.lesson_utility(task_type, quality) if task_type < env.cfg["n_types"] else 0.0,
+            "lesson_harmful": quality == env.cfg["harmful_quality"],
+        }
+        turn = Turn(action="act with injected memories", observation="success" if success else "failure", reward=float(success))
+        return Outcome(success=success, reward=float(success), turns=[turn], info=info)
+
+    async def play(self, job: Job, env: Env) -> Outcome:
+        return self._play(job)
+
+    async def play_batch(self, jobs: list[Job], pool: EnvPool) -> list[Outcome]:
+        return [self._play(job) for job in jobs]
+
+
+ENV = SyntheticEnv

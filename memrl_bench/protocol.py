@@ -1,0 +1,129 @@
+"""The evaluation protocol: the schedule of batches, and the guards that enforce fairness.
+
+held_out (default): learn on the train split only; validate after every epoch and
+test at the end with memory frozen.
+runtime_learning (MemRL's main tables): learn on and score the same tasks; labelled
+in every output, never the default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from memrl_bench.types import MemoryItem, Task
+
+
+class ProtocolViolation(RuntimeError):
+    """The run broke a rule of the fair protocol; it is stopped, not reported."""
+
+
+class ProtocolConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("held_out", description="held_out or runtime_learning.")
+    epochs: int = Field(10, ge=1, description="Training epochs over the train split.")
+    batch_size: int = Field(32, ge=1, description="Episodes played against one memory state before learn() (MemRL: 32).")
+    validate_every_epoch: bool = Field(True, description="Play the validation split after each epoch, memory frozen.")
+    test_at_end: bool = Field(True, description="Play every test split once after training, memory frozen.")
+    eval_samples: int = Field(1, ge=1, description="Samples per evaluation task, for pass@k.")
+    runtime_learning: bool = Field(False, description="Score the training episodes themselves (learn on the scored tasks).")
+    allow_finetuned: bool = Field(False, description="Run a backbone declared fine-tuned on this env's data (then labelled).")
+    checkpoint_interval_s: float = Field(30.0, ge=0, description="Seconds between memory checkpoints (resume replays learn() after the last one).")
+    max_tasks: dict[str, int | None] = Field(default_factory=dict, description="Per role (train, validation, test): use only the first N tasks.")
+    epoch_order_seeds: list[int] | None = Field(None, description="Per-epoch task-order seeds, overriding task_order_seed (order counterfactuals).")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A mini-batch of the schedule: these episodes share one memory state."""
+
+    phase: str  # train, validation, test
+    split: str
+    epoch: int
+    index: int
+    tasks: tuple[Task, ...]
+    first_order_index: int
+    samples: int = 1
+
+    @property
+    def key(self) -> tuple:
+        return (self.phase, self.split, self.epoch, self.index)
+
+    @property
+    def size(self) -> int:
+        return len(self.tasks) * self.samples
+
+    def episode_id(self, position: int, sample: int) -> str:
+        tag = self.phase if self.phase != "test" else self.split
+        return f"{tag}-e{self.epoch:02d}-{self.first_order_index + position:05d}-s{sample}"
+
+
+def epoch_order(tasks: list[Task], task_order_seed: int, epoch: int, epoch_order_seeds: list[int] | None) -> list[Task]:
+    """The training order of one epoch, fixed by the task-order seed (not the method's)."""
+    seed = epoch_order_seeds[epoch - 1] if epoch_order_seeds and epoch - 1 < len(epoch_order_seeds) else task_order_seed
+    rng = np.random.default_rng([seed, epoch])
+    return [tasks[i] for i in rng.permutation(len(tasks))]
+
+
+def _chunks(phase: str, split: str, epoch: int, tasks: list[Task], size: int, samples: int = 1) -> Iterable[Batch]:
+    per_batch = max(1, size // samples)
+    for index, start in enumerate(range(0, len(tasks), per_batch)):
+        yield Batch(phase, split, epoch, index, tuple(tasks[start : start + per_batch]), start, samples)
+
+
+def build_schedule(config: ProtocolConfig, roles: dict[str, Any], tasks: dict[str, list[Task]], task_order_seed: int) -> list[Batch]:
+    """Every batch of the run, in order. Deterministic: resume relies on it."""
+    schedule: list[Batch] = []
+    train_split = roles["train"]
+    for epoch in range(1, config.epochs + 1):
+        order = epoch_order(tasks[train_split], task_order_seed, epoch, config.epoch_order_seeds)
+        schedule.extend(_chunks("train", train_split, epoch, order, config.batch_size))
+        if config.validate_every_epoch and roles.get("validation"):
+            schedule.extend(_chunks("validation", roles["validation"], epoch, tasks[roles["validation"]], config.batch_size, config.eval_samples))
+    if config.test_at_end:
+        for split in roles.get("test") or []:
+            schedule.extend(_chunks("test", split, config.epochs, tasks[split], config.batch_size, config.eval_samples))
+    return schedule
+
+
+def split_hash(tasks: list[Task]) -> str:
+    return hashlib.sha256("\n".join(sorted(t.id for t in tasks)).encode()).hexdigest()
+
+
+def check_disjoint(tasks: dict[str, list[Task]]) -> None:
+    """Refuse splits that share a task id (or, for tasks with one, an identical description)."""
+    seen: dict[str, str] = {}
+    for split, split_tasks in tasks.items():
+        for task in split_tasks:
+            if task.id in seen and seen[task.id] != split:
+                raise ProtocolViolation(f"splits {seen[task.id]!r} and {split!r} overlap: task {task.id!r} is in both; held-out evaluation needs disjoint splits")
+            seen[task.id] = split
+
+
+def check_backbone(llm_cfg: dict, config: ProtocolConfig) -> list[str]:
+    """Refuse a backbone declared fine-tuned on the env's data unless allowed; return labels."""
+    finetuned_on = llm_cfg.get("finetuned_on")
+    if not finetuned_on:
+        return []
+    if not config.allow_finetuned:
+        raise ProtocolViolation(
+            f"llm.finetuned_on={finetuned_on!r}: the backbone was fine-tuned on environment data, so 'runtime learning' "
+            "would be measured on a model that already learned the tasks; set protocol.allow_finetuned=true to run it anyway (labelled)"
+        )
+    return ["finetuned_backbone"]
+
+
+def audit_provenance(items: list[MemoryItem], train_episode_ids: set[str], train_split: str) -> None:
+    """Every memory item must come from a training episode of this run."""
+    for item in items:
+        p = item.provenance
+        if p.phase != "train" or p.split != train_split or p.episode_id not in train_episode_ids:
+            raise ProtocolViolation(
+                f"memory item {item.id!r} has provenance phase={p.phase!r} split={p.split!r} episode={p.episode_id!r}, "
+                f"not a training episode of split {train_split!r}: evaluation data leaked into memory"
+            )

@@ -1,0 +1,384 @@
+"""One run, as data flows: config -> env, method, actor, guard -> batches -> episodes.jsonl.
+
+The schedule (memrl_bench.protocol) fixes every batch in advance, so the episode log
+is always a prefix of it and a re-run of the same command resumes: complete batches
+are skipped, learn() is replayed from the log after the last memory checkpoint, and
+the rest is played.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+from memrl_bench import metrics as metrics_lib
+from memrl_bench import registry
+from memrl_bench.actors import Actor, EnvPool, Job
+from memrl_bench.envs.base import Env
+from memrl_bench.methods.base import Experience, MemoryMethod, MethodContext, Query, fingerprint, unit_rows
+from memrl_bench.protocol import (
+    Batch,
+    ProtocolConfig,
+    ProtocolViolation,
+    audit_provenance,
+    build_schedule,
+    check_backbone,
+    check_disjoint,
+    split_hash,
+)
+from memrl_bench.runfolder import RunFolder
+from memrl_bench.types import Episode, Outcome, Task
+
+# Config keys that change how a run goes, not what it computes: left out of the
+# config hash, so e.g. raising llm.max_concurrency does not refuse a resume.
+NON_RESULT_KEYS = (
+    "progress",
+    "results_dir",
+    "experiment_name",
+    "transcripts",
+    "protocol.checkpoint_interval_s",
+    "llm.max_concurrency",
+    "llm.timeout_s",
+    "llm.max_retries",
+    "llm.max_consecutive_failures",
+    "llm.cache_mode",
+    "llm.cache_path",
+    "llm.threads",
+    "hydra",
+)
+
+
+class ConfigError(ValueError):
+    """A config value is wrong; the message names the key and the value."""
+
+
+class ConfigMismatchError(RuntimeError):
+    """The run folder holds a run of a different config."""
+
+
+def config_hash(cfg: dict) -> str:
+    pruned = json.loads(json.dumps(cfg, default=str))
+    for dotted in NON_RESULT_KEYS:
+        *parents, leaf = dotted.split(".")
+        node = pruned
+        for p in parents:
+            node = node.get(p, {}) if isinstance(node, dict) else {}
+        if isinstance(node, dict):
+            node.pop(leaf, None)
+    return hashlib.sha256(json.dumps(pruned, sort_keys=True).encode()).hexdigest()
+
+
+def config_error(err: ValidationError, prefix: str) -> ConfigError:
+    """One line naming the key and the value, from a pydantic error."""
+    first = err.errors()[0]
+    key = ".".join(str(p) for p in first["loc"]) or "(config)"
+    got = f" (got {first['input']!r})" if "input" in first and not isinstance(first["input"], dict) else ""
+    return ConfigError(f"{prefix}.{key}: {first['msg'].removeprefix('Value error, ')}{got}")
+
+
+def validated(model: type[BaseModel], values: dict, prefix: str) -> BaseModel:
+    try:
+        return model(**values)
+    except ValidationError as err:
+        raise config_error(err, prefix) from None
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in ("memrl-bench", "numpy", "pandas", "hydra-core", "openai", "faiss-cpu", "pydantic", "xllamacpp", "onnxruntime", "textworld-express", "alfworld"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            versions[name] = metadata.version(name)
+    return versions
+
+
+@dataclass
+class RunParts:
+    env: Env
+    method: MemoryMethod
+    actor: Actor
+    protocol: ProtocolConfig
+    roles: dict[str, Any]
+    tasks: dict[str, list[Task]]
+    labels: list[str]
+    llm: Any
+    embedder: Any
+
+
+class Runner:
+    def __init__(self, cfg: dict, run_dir: Path):
+        self.cfg = cfg
+        self.folder = RunFolder(run_dir)
+        self.loop = asyncio.new_event_loop()
+        self._key_cache: dict[str, np.ndarray] = {}
+
+    # ---- building ---------------------------------------------------------------
+    def _build(self, stack: contextlib.ExitStack) -> RunParts:
+        cfg = self.cfg
+        protocol = validated(ProtocolConfig, cfg.get("protocol", {}), "protocol")
+        if protocol.runtime_learning and (protocol.validate_every_epoch or protocol.test_at_end):
+            raise ConfigError("protocol.runtime_learning=true scores the training episodes; set protocol.validate_every_epoch=false and protocol.test_at_end=false")
+        labels = ["runtime_learning"] if protocol.runtime_learning else []
+        labels += check_backbone(cfg.get("llm", {}), protocol)
+
+        env_cfg = {k: v for k, v in cfg["env"].items() if k not in ("name", "roles")}
+        env = registry.get("env", cfg["env"]["name"])(env_cfg, seed=int(cfg.get("env", {}).get("seed", 0) or 0))
+        stack.callback(env.close)
+        labels += list(env.labels)
+        roles = dict(cfg["env"].get("roles") or env.default_roles)
+        if not protocol.validate_every_epoch:
+            roles.pop("validation", None)
+        if not protocol.test_at_end:
+            roles["test"] = []
+        tasks: dict[str, list[Task]] = {}
+        for role, splits in roles.items():
+            for split in [splits] if isinstance(splits, str) else list(splits or []):
+                if split not in env.splits():
+                    raise ConfigError(f"env.roles.{role}: split {split!r} does not exist in env {env.name!r}; valid: {', '.join(env.splits())}")
+                limit = protocol.max_tasks.get(role)
+                tasks[split] = env.tasks(split)[:limit] if limit else env.tasks(split)
+                if not tasks[split]:
+                    raise ConfigError(f"env {env.name!r} split {split!r} (role {role}) has no tasks")
+        check_disjoint(tasks)
+
+        llm = None
+        if cfg.get("llm", {}).get("name", "none") != "none":
+            from memrl_bench.llm.client import open_chat_model
+
+            llm = stack.enter_context(open_chat_model(cfg["llm"]))
+        embedder = None
+        if cfg.get("embedder", {}).get("name", "env_intent") != "env_intent":
+            from memrl_bench.embed import make_embedder
+
+            embedder = make_embedder(cfg["embedder"])
+        method_cfg = {k: v for k, v in cfg["method"].items() if k != "name"}
+        method_cls = registry.get("method", cfg["method"]["name"])
+        ctx = MethodContext(seed=int(cfg.get("seed", 0)), embed=embedder.embed if embedder else None, llm=llm, run=self.loop.run_until_complete)
+        try:
+            method = method_cls(method_cfg, ctx)
+        except ValidationError as err:
+            raise config_error(err, "method") from None
+        actor = env.own_actor()
+        if actor is None:
+            if llm is None:
+                raise ConfigError(f"env {env.name!r} is played by an LLM: set llm=local or llm=openai (llm=none only suits the synthetic env)")
+            from memrl_bench.agent import make_actor
+
+            actor_cfg = dict(cfg.get("actor") or {})
+            actor = make_actor(actor_cfg.pop("kind", None) or env.default_actor, llm, {**actor_cfg, "transcripts": bool(cfg.get("transcripts"))})
+        return RunParts(env, method, actor, protocol, roles, tasks, labels, llm, embedder)
+
+    def _manifest(self, parts: RunParts, digest: str) -> dict:
+        excluded = getattr(parts.env, "excluded", None)
+        return {
+            "config": self.cfg,
+            "config_hash": digest,
+            "git_commit": _git_commit(),
+            "versions": _versions(),
+            "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
+            "labels": parts.labels,
+            "env": {"name": parts.env.name, "splits": parts.env.splits(), "roles": parts.roles, "excluded": excluded() if callable(excluded) else {}},
+            "split_hashes": {split: split_hash(t) for split, t in parts.tasks.items()},
+            "split_sizes": {split: len(t) for split, t in parts.tasks.items()},
+            "model": getattr(parts.llm, "identity", None),
+            "embedder": getattr(parts.embedder, "identity", None) or ("env_intent" if parts.embedder is None else None),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+
+    # ---- keys ---------------------------------------------------------------------
+    def keys_for(self, tasks: list[Task], embedder: Any) -> np.ndarray:
+        missing = [t for t in tasks if t.id not in self._key_cache]
+        if missing:
+            if embedder is None:
+                if any(t.intent is None for t in missing):
+                    raise ConfigError("embedder=env_intent needs an env that supplies intent vectors; use embedder=minilm for text tasks")
+                vectors = unit_rows(np.array([t.intent for t in missing], dtype=np.float32))
+            else:
+                vectors = unit_rows(embedder.embed([t.description for t in missing]))
+            for t, v in zip(missing, vectors):
+                self._key_cache[t.id] = v
+        return np.stack([self._key_cache[t.id] for t in tasks])
+
+    # ---- running ------------------------------------------------------------------
+    def run(self) -> dict:
+        if self.folder.is_complete():
+            metrics = self.folder.read_metrics() or {}
+            print(f"memrl-bench: {self.folder.path} is complete; nothing to do")
+            return metrics
+        with contextlib.ExitStack() as stack:
+            stack.callback(self.loop.close)
+            parts = self._build(stack)
+            digest = config_hash(self.cfg)
+            existing = self.folder.read_manifest()
+            if existing and existing.get("config_hash") != digest:
+                raise ConfigMismatchError(
+                    f"{self.folder.path} holds a run with config hash {existing.get('config_hash', '?')[:12]}, this command's is {digest[:12]}: "
+                    "refusing to mix them; use another results_dir / experiment_name or delete the folder"
+                )
+            if not existing:
+                self.folder.write_manifest(self._manifest(parts, digest))
+                self._write_hydra_config()
+            schedule = build_schedule(parts.protocol, parts.roles, parts.tasks, int(self.cfg.get("task_order_seed", self.cfg.get("seed", 0))))
+            self._play(parts, schedule)
+            records = self.folder.read_episodes()
+            audit_provenance(parts.method.items(), {r["episode_id"] for r in records if r["phase"] == "train"}, parts.roles["train"])
+            final = self.folder.save_snapshot("final", parts.method.snapshot)
+            metrics = metrics_lib.compute(records, memory_dir=final, labels=parts.labels)
+            self.folder.write_metrics(metrics)
+            self.folder.mark_complete()
+            return metrics
+
+    def _play(self, parts: RunParts, schedule: list[Batch]) -> None:
+        sizes = {b.key: b.size for b in schedule}
+        logged = self.folder.truncate_to_batches(sizes.get)
+        by_batch: dict[tuple, list[dict]] = {}
+        for record in logged:
+            by_batch.setdefault((record["phase"], record["split"], record["epoch"], record["batch_index"]), []).append(record)
+        logged_keys = [b.key for b in schedule if b.key in by_batch]
+        if logged_keys != [b.key for b in schedule[: len(logged_keys)]]:
+            raise RuntimeError(f"{self.folder.episodes_path} is not a prefix of this run's schedule")
+        position = self._restore_checkpoint(parts.method)
+        done = len(logged_keys)
+        pool = EnvPool(parts.env, size=int(self.cfg.get("llm", {}).get("max_concurrency", 1) or 1))
+        progress = self._progress(sum(b.size for b in schedule), sum(b.size for b in schedule[:done]))
+        last_checkpoint = time.monotonic()
+        phase_fingerprint: str | None = None
+        scratch = self.folder.path / "memory" / ".fingerprint"
+        by_id = {t.id: t for ts in parts.tasks.values() for t in ts}
+        for i, batch in enumerate(schedule):
+            is_train = batch.phase == "train"
+            if i < done:
+                if is_train and i >= position:  # memory after the last checkpoint: replay learn from the log
+                    episodes = [Episode.from_dict(r) for r in by_batch[batch.key]]
+                    tasks = [by_id[e.task_id] for e in episodes]
+                    parts.method.learn([Experience(e, t, k) for e, t, k in zip(episodes, tasks, self.keys_for(tasks, parts.embedder))])
+                continue
+            if not is_train and phase_fingerprint is None:
+                phase_fingerprint = fingerprint(parts.method, scratch)
+            records = self._play_batch(parts, batch, pool)
+            self.folder.append_episodes(records)
+            progress.update(len(records))
+            next_batch = schedule[i + 1] if i + 1 < len(schedule) else None
+            phase_ends = next_batch is None or (next_batch.phase, next_batch.split, next_batch.epoch) != (batch.phase, batch.split, batch.epoch)
+            if is_train and (phase_ends or time.monotonic() - last_checkpoint >= parts.protocol.checkpoint_interval_s):
+                self.folder.save_snapshot("checkpoint", parts.method.snapshot, {"batches_done": i + 1})
+                last_checkpoint = time.monotonic()
+                if phase_ends:
+                    self.folder.save_snapshot(f"epoch_{batch.epoch}", parts.method.snapshot)
+            if not is_train and phase_ends:
+                if fingerprint(parts.method, scratch) != phase_fingerprint:
+                    raise ProtocolViolation(
+                        f"memory changed during the {batch.phase} phase on split {batch.split!r} (epoch {batch.epoch}): "
+                        f"method {parts.method.name!r} must not learn or mutate memory outside training"
+                    )
+                phase_fingerprint = None
+        progress.close()
+        pool.close()
+
+    def _restore_checkpoint(self, method: MemoryMethod) -> int:
+        path = self.folder.snapshot_path("checkpoint")
+        if path is None:
+            return 0
+        method.restore(path)
+        return int(json.loads((path / "position.json").read_text())["batches_done"])
+
+    def _progress(self, total: int, initial: int):
+        from tqdm import tqdm
+
+        enabled = bool(self.cfg.get("progress", True)) and sys.stderr.isatty()
+        return tqdm(total=total, initial=initial, disable=not enabled, unit="ep", desc=self.folder.path.name, leave=False)
+
+    def _play_batch(self, parts: RunParts, batch: Batch, pool: EnvPool) -> list[dict]:
+        started = time.time()
+        tasks = [t for t in batch.tasks for _ in range(batch.samples)]
+        samples = [s for _ in batch.tasks for s in range(batch.samples)]
+        positions = [p for p in range(len(batch.tasks)) for _ in range(batch.samples)]
+        ids = [batch.episode_id(p, s) for p, s in zip(positions, samples)]
+        keys = self.keys_for(tasks, parts.embedder)
+        t0 = time.perf_counter()
+        retrievals = parts.method.retrieve_batch([Query(t, k, e, batch.phase) for t, k, e in zip(tasks, keys, ids)])
+        retrieve_s = (time.perf_counter() - t0) / len(tasks)
+        jobs = [Job(t, r, e, batch.phase, batch.epoch, s) for t, r, e, s in zip(tasks, retrievals, ids, samples)]
+        outcomes: list[Outcome] = self.loop.run_until_complete(parts.actor.play_batch(jobs, pool))
+        self._write_transcripts(jobs, outcomes)
+        episodes = [self._episode(batch, job, retrieval, outcome, position, retrieve_s) for job, retrieval, outcome, position in zip(jobs, retrievals, outcomes, positions)]
+        if batch.phase == "train":
+            t0 = time.perf_counter()
+            result = parts.method.learn([Experience(e, t, k) for e, t, k in zip(episodes, tasks, keys)])
+            learn_s = (time.perf_counter() - t0) / len(episodes)
+            for e in episodes:
+                e.latency_s["learn"] = learn_s
+                if e.episode_id in result.usage_by_episode:
+                    e.memory_usage = result.usage_by_episode[e.episode_id]
+                e.memory_op_errors = result.op_errors_by_episode.get(e.episode_id, 0)
+        stats = parts.method.stats()
+        for e in episodes:
+            e.memory_items_after, e.memory_bytes_after, e.memory_groups_after = stats.items, stats.bytes, stats.groups
+            e.wall_time = started
+        return [e.to_dict() for e in episodes]
+
+    def _write_transcripts(self, jobs: list[Job], outcomes: list[Outcome]) -> None:
+        for job, outcome in zip(jobs, outcomes):
+            if "transcript" in outcome.info:
+                folder = self.folder.path / "transcripts"
+                folder.mkdir(exist_ok=True)
+                (folder / f"{job.episode_id}.json").write_text(json.dumps(outcome.info["transcript"], indent=1))
+
+    def _episode(self, batch: Batch, job: Job, retrieval, outcome: Outcome, position: int, retrieve_s: float) -> Episode:
+        return Episode(
+            episode_id=job.episode_id,
+            task_id=job.task.id,
+            split=batch.split,
+            phase=batch.phase,  # type: ignore[arg-type]
+            epoch=batch.epoch,
+            batch_index=batch.index,
+            order_index=batch.first_order_index + position,
+            sample_index=job.sample_index,
+            success=bool(outcome.success),
+            reward=float(outcome.reward),
+            status=outcome.status,
+            error=outcome.error,
+            turns=outcome.turns,
+            retrieved=retrieval.items,
+            candidates=retrieval.candidates,
+            injected_chars=len(retrieval.prompt_block),
+            act_usage=outcome.usage,
+            latency_s={"retrieve": retrieve_s, **outcome.latency_s},
+            info={k: v for k, v in outcome.info.items() if k != "transcript"},
+        )
+
+    def _write_hydra_config(self) -> None:
+        """The resolved config, in the .hydra/ folder Hydra users look in."""
+        hydra_dir = self.folder.path / ".hydra"
+        hydra_dir.mkdir(exist_ok=True)
+        from omegaconf import OmegaConf
+
+        (hydra_dir / "config.yaml").write_text(OmegaConf.to_yaml({k: v for k, v in self.cfg.items() if k != "hydra"}))
+        overrides = self.cfg.get("hydra", {}).get("overrides", [])
+        (hydra_dir / "overrides.yaml").write_text(OmegaConf.to_yaml(list(overrides)))
+
+
+def run(cfg: dict, run_dir: Path) -> dict:
+    """Run (or resume) one configured run into `run_dir`; return its metrics."""
+    return Runner(cfg, run_dir).run()
