@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import sys
 from pathlib import Path
@@ -21,9 +22,15 @@ USER_ERRORS = (ConfigError, ConfigMismatchError, ProtocolViolation, DataMissingE
 
 
 def _run_name(override_dirname: str) -> str:
-    """A run folder name from the command's overrides ("default" without any)."""
-    name = override_dirname.replace("/", "_").replace("+", "")
-    return name or "default"
+    """A run folder name from the command's overrides ("default" without any).
+
+    Names past 200 characters keep their start and end a short hash, as file names
+    are limited to 255 bytes.
+    """
+    name = override_dirname.replace("/", "_").replace("+", "") or "default"
+    if len(name) > 200:
+        name = f"{name[:180]}...{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+    return name
 
 
 OmegaConf.register_new_resolver("run_name", _run_name, replace=True)

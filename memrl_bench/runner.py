@@ -152,8 +152,12 @@ class Runner:
         if not protocol.test_at_end:
             roles["test"] = []
         tasks: dict[str, list[Task]] = {}
+        role_of: dict[str, str] = {}
         for role, splits in roles.items():
             for split in [splits] if isinstance(splits, str) else list(splits or []):
+                if split in role_of:
+                    raise ProtocolViolation(f"env.roles: split {split!r} plays both {role_of[split]!r} and {role!r}; the splits overlap, and held-out evaluation needs them disjoint")
+                role_of[split] = role
                 if split not in env.splits():
                     raise ConfigError(f"env.roles.{role}: split {split!r} does not exist in env {env.name!r}; valid: {', '.join(env.splits())}")
                 limit = protocol.max_tasks.get(role)
@@ -222,20 +226,19 @@ class Runner:
 
     # ---- running ------------------------------------------------------------------
     def run(self) -> dict:
+        digest = config_hash(self.cfg)
+        existing = self.folder.read_manifest()
+        if existing and existing.get("config_hash") != digest:
+            raise ConfigMismatchError(
+                f"{self.folder.path} holds a run with config hash {existing.get('config_hash', '?')[:12]}, this command's is {digest[:12]}: "
+                "refusing to mix them; use another results_dir / experiment_name or delete the folder"
+            )
         if self.folder.is_complete():
-            metrics = self.folder.read_metrics() or {}
             print(f"memrl-bench: {self.folder.path} is complete; nothing to do")
-            return metrics
+            return self.folder.read_metrics() or {}
         with contextlib.ExitStack() as stack:
             stack.callback(self.loop.close)
             parts = self._build(stack)
-            digest = config_hash(self.cfg)
-            existing = self.folder.read_manifest()
-            if existing and existing.get("config_hash") != digest:
-                raise ConfigMismatchError(
-                    f"{self.folder.path} holds a run with config hash {existing.get('config_hash', '?')[:12]}, this command's is {digest[:12]}: "
-                    "refusing to mix them; use another results_dir / experiment_name or delete the folder"
-                )
             if not existing:
                 self.folder.write_manifest(self._manifest(parts, digest))
                 self._write_hydra_config()

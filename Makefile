@@ -1,0 +1,23 @@
+# The two commands of a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+PIP ?= $(PYTHON) -m pip
+EXTRAS ?= local,embed,textworld,test
+
+.PHONY: install demo test test-fast clean
+
+install:
+	$(PIP) install -q -e ".[$(EXTRAS)]"
+
+# The embedded default study (synthetic env): none, rag, memrl (epsilon = 0), three seeds.
+demo: install
+	$(PYTHON) -m memrl_bench +experiment=demo
+
+test: install
+	$(PYTHON) -m pytest -q
+
+# Everything but the tests marked slow.
+test-fast: install
+	$(PYTHON) -m pytest -q -m "not slow"
+
+clean:
+	rm -rf results .pytest_cache

@@ -1,0 +1,65 @@
+"""Shared builders for tests: configs for the runner and hand-built episode records."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from memrl_bench.runner import run
+from memrl_bench.types import Episode
+
+SMALL_WORLD = {
+    "name": "synthetic",
+    "seed": 0,
+    "n_types": 4,
+    "n_ood_types": 2,
+    "intent_dim": 16,
+    "tasks": {"train": 40, "validation": 20, "test_in_distribution": 20, "test_out_of_distribution": 20},
+}
+
+BASE_CFG = {
+    "env": SMALL_WORLD,
+    "method": {"name": "memrl"},
+    "llm": {"name": "none"},
+    "embedder": {"name": "env_intent"},
+    "protocol": {"epochs": 3, "batch_size": 8, "checkpoint_interval_s": 0},
+    "actor": {},
+    "seed": 0,
+    "task_order_seed": 0,
+    "progress": False,
+}
+
+
+def config(**overrides: dict) -> dict:
+    """BASE_CFG with nested overrides merged in, e.g. config(method={"epsilon": 0.1})."""
+    cfg = copy.deepcopy(BASE_CFG)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(cfg.get(key), dict):
+            cfg[key].update(value)
+        else:
+            cfg[key] = value
+    return cfg
+
+
+def run_to(tmp: Path, name: str, cfg: dict) -> tuple[dict, Path]:
+    folder = tmp / name
+    return run(cfg, folder), folder
+
+
+def record(task: str, epoch: int, success: bool, phase: str = "train", **extra) -> dict:
+    """A minimal episode record as the runner writes it."""
+    ep = Episode(
+        episode_id=f"{phase}-e{epoch:02d}-{task}",
+        task_id=task,
+        split=phase if phase != "test" else extra.pop("split", "test"),
+        phase=phase,  # type: ignore[arg-type]
+        epoch=epoch,
+        batch_index=0,
+        order_index=0,
+        success=success,
+        reward=float(success),
+        status="ok",
+    )
+    d = ep.to_dict()
+    d.update(extra)
+    return d

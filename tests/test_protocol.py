@@ -1,0 +1,104 @@
+"""The fair protocol's guards fire, and the schedule is what it claims."""
+
+from pathlib import Path
+
+import pytest
+
+from memrl_bench.methods.none import NoMemory
+from memrl_bench.protocol import ProtocolConfig, ProtocolViolation, audit_provenance, build_schedule, check_disjoint
+from memrl_bench.runner import ConfigError, run
+from memrl_bench.types import MemoryItem, Provenance, Task
+from tests.helpers import config
+
+
+def test_overlapping_splits_are_refused():
+    a = [Task("t1", "train", "x"), Task("t2", "train", "y")]
+    b = [Task("t2", "validation", "y")]
+    with pytest.raises(ProtocolViolation, match="'t2'"):
+        check_disjoint({"train": a, "validation": b})
+
+
+def test_overlapping_roles_in_a_run_are_refused(tmp_path):
+    cfg = config(env={"roles": {"train": "train", "validation": "validation", "test": ["train"]}})
+    with pytest.raises(ProtocolViolation, match="overlap"):
+        run(cfg, tmp_path / "run")
+
+
+class MutatingMethod(NoMemory):
+    """Changes its memory whenever it retrieves, also in evaluation: must fail the run."""
+
+    name = "mutating"
+    calls = 0
+
+    def retrieve(self, query):
+        self.calls += 1
+        return super().retrieve(query)
+
+    def snapshot(self, path: Path) -> None:
+        (path / "items.jsonl").write_text(f"{self.calls}\n")
+
+
+def test_a_method_that_mutates_memory_in_evaluation_fails_the_run(tmp_path, monkeypatch):
+    from memrl_bench import registry
+
+    real_get = registry.get
+    monkeypatch.setattr(registry, "get", lambda kind, name: MutatingMethod if name == "mutating" else real_get(kind, name))
+    with pytest.raises(ProtocolViolation, match="memory changed during the validation phase"):
+        run(config(method={"name": "mutating"}), tmp_path / "run")
+    assert not (tmp_path / "run" / "COMPLETE").exists()
+
+
+def test_audit_rejects_memory_from_evaluation():
+    good = MemoryItem("m1", "x", Provenance("t1", "train", "train", 1, "train-e01-00000-s0", True))
+    bad = MemoryItem("m2", "y", Provenance("t9", "validation", "validation", 1, "validation-e01-00000-s0", True))
+    audit_provenance([good], {"train-e01-00000-s0"}, "train")
+    with pytest.raises(ProtocolViolation, match="m2"):
+        audit_provenance([good, bad], {"train-e01-00000-s0"}, "train")
+
+
+def test_audit_rejects_an_item_from_no_logged_episode():
+    ghost = MemoryItem("m3", "z", Provenance("t1", "train", "train", 1, "train-e01-99999-s0", True))
+    with pytest.raises(ProtocolViolation, match="m3"):
+        audit_provenance([ghost], {"train-e01-00000-s0"}, "train")
+
+
+def test_finetuned_backbone_refused_without_flag_and_labelled_with_it(tmp_path):
+    with pytest.raises(ProtocolViolation, match="finetuned_on"):
+        run(config(llm={"name": "none", "finetuned_on": "alfworld"}), tmp_path / "refused")
+    assert not (tmp_path / "refused" / "episodes.jsonl").exists()
+    metrics = run(config(llm={"name": "none", "finetuned_on": "alfworld"}, protocol={"epochs": 1, "allow_finetuned": True}), tmp_path / "allowed")
+    assert "finetuned_backbone" in metrics["labels"]
+
+
+def test_runtime_learning_is_labelled_and_scores_training_tasks(tmp_path):
+    cfg = config(protocol={"epochs": 2, "runtime_learning": True, "validate_every_epoch": False, "test_at_end": False})
+    metrics = run(cfg, tmp_path / "rl")
+    assert "runtime_learning" in metrics["labels"] and "synthetic" in metrics["labels"]
+    assert set(metrics["success_rate"]) == {"train"}
+
+
+def test_runtime_learning_with_held_out_phases_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="runtime_learning"):
+        run(config(protocol={"runtime_learning": True}), tmp_path / "x")
+
+
+def test_schedule_orders_epochs_by_the_task_order_seed_only():
+    tasks = {s: [Task(f"{s}{i}", s, "") for i in range(10)] for s in ("train", "validation", "t")}
+    roles = {"train": "train", "validation": "validation", "test": ["t"]}
+    cfg = ProtocolConfig(epochs=2, batch_size=4)
+    a = build_schedule(cfg, roles, tasks, task_order_seed=1)
+    b = build_schedule(cfg, roles, tasks, task_order_seed=2)
+    phases = [(x.phase, x.epoch) for x in a]
+    assert phases == [("train", 1)] * 3 + [("validation", 1)] * 3 + [("train", 2)] * 3 + [("validation", 2)] * 3 + [("test", 2)] * 3
+    order_a = [t.id for x in a if x.phase == "train" for t in x.tasks]
+    order_b = [t.id for x in b if x.phase == "train" for t in x.tasks]
+    assert sorted(order_a[:10]) == sorted(order_b[:10]) and order_a != order_b
+    assert order_a[:10] != order_a[10:]  # each epoch reshuffles
+
+
+def test_epoch_order_seeds_change_only_their_epoch():
+    tasks = {"train": [Task(f"t{i}", "train", "") for i in range(10)]}
+    roles = {"train": "train"}
+    base = build_schedule(ProtocolConfig(epochs=3, batch_size=10, epoch_order_seeds=[0, 0, 0]), roles, tasks, 0)
+    moved = build_schedule(ProtocolConfig(epochs=3, batch_size=10, epoch_order_seeds=[7, 0, 0]), roles, tasks, 0)
+    assert base[0].tasks != moved[0].tasks and base[1:] == moved[1:]
