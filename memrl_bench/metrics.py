@@ -175,6 +175,8 @@ def compute(records: list[dict], memory_dir: Path | None = None, labels: list[st
     """Every metric of one run."""
     items = load_memory_items(memory_dir)
     counts = retrieval_counts(records, [i["id"] for i in items])
+    poison = [r for r in records if r["status"] == "poison"]
+    records = [r for r in records if r["status"] != "poison"]
     phases = sorted({_phase_name(r) for r in records})
     out: dict[str, Any] = {
         "labels": labels or [],
@@ -189,6 +191,13 @@ def compute(records: list[dict], memory_dir: Path | None = None, labels: list[st
         "usage": usage_totals(records),
         "memory_final": {"items": len(items), "never_retrieved_share": (sum(1 for c in counts.values() if c == 0) / len(counts)) if counts else None, "retrieval_gini": gini(counts.values()) if counts else None},
     }
+    if poison:
+        poison_ids = {r["episode_id"] for r in poison}
+        injected = [u for r in records if r["phase"] == "train" for u in r["retrieved"]]
+        out["poison"] = {
+            "memories": len(poison),
+            "share_of_retrievals": sum(u["source_episode_id"] in poison_ids for u in injected) / len(injected) if injected else None,
+        }
     if any(r.get("info", {}).get("synthetic") for r in records):
         out["synthetic"] = synthetic_q_utility(records, items)
     return out

@@ -36,6 +36,8 @@ class ProtocolConfig(BaseModel):
     checkpoint_interval_s: float = Field(30.0, ge=0, description="Seconds between memory checkpoints (resume replays learn() after the last one).")
     max_tasks: dict[str, int | None] = Field(default_factory=dict, description="Per role (train, validation, test): use only the first N tasks.")
     epoch_order_seeds: list[int] | None = Field(None, description="Per-epoch task-order seeds, overriding task_order_seed (order counterfactuals).")
+    poison_share: float = Field(0.0, ge=0, le=1, description="Adversarial memories fed to learn() at the start of poison_epoch, as a share of the train split.")
+    poison_epoch: int = Field(1, ge=1, description="The training epoch whose start receives the poison batch.")
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class Batch:
     tasks: tuple[Task, ...]
     first_order_index: int
     samples: int = 1
+    poison: bool = False  # adversarial memories fed to learn(), not played
 
     @property
     def key(self) -> tuple:
@@ -59,7 +62,7 @@ class Batch:
         return len(self.tasks) * self.samples
 
     def episode_id(self, position: int, sample: int) -> str:
-        tag = self.phase if self.phase != "test" else self.split
+        tag = "poison" if self.poison else self.split if self.phase == "test" else self.phase
         return f"{tag}-e{self.epoch:02d}-{self.first_order_index + position:05d}-s{sample}"
 
 
@@ -82,6 +85,11 @@ def build_schedule(config: ProtocolConfig, roles: dict[str, Any], tasks: dict[st
     train_split = roles["train"]
     for epoch in range(1, config.epochs + 1):
         order = epoch_order(tasks[train_split], task_order_seed, epoch, config.epoch_order_seeds)
+        if config.poison_share > 0 and epoch == config.poison_epoch:
+            # Poison comes from the training tasks, so it passes the provenance audit as
+            # logged training input: the experiment measures what a method does with it.
+            n_poison = max(1, round(config.poison_share * len(order)))
+            schedule.append(Batch("train", train_split, epoch, -1, tuple(order[:n_poison]), 0, poison=True))
         schedule.extend(_chunks("train", train_split, epoch, order, config.batch_size))
         if config.validate_every_epoch and roles.get("validation"):
             schedule.extend(_chunks("validation", roles["validation"], epoch, tasks[roles["validation"]], config.batch_size, config.eval_samples))

@@ -312,8 +312,23 @@ class Runner:
         enabled = bool(self.cfg.get("progress", True)) and sys.stderr.isatty()
         return tqdm(total=total, initial=initial, disable=not enabled, unit="ep", desc=self.folder.path.name, leave=False)
 
+    def _poison_batch(self, parts: RunParts, batch: Batch) -> list[Episode]:
+        """Adversarial memories: logged as training input with status "poison", never scored."""
+        return [
+            Episode(
+                episode_id=batch.episode_id(i, 0), task_id=task.id, split=batch.split, phase="train", epoch=batch.epoch,
+                batch_index=batch.index, order_index=i, success=True, reward=0.0, status="poison", turns=parts.env.poison_turns(task),
+                info={"poison": True},
+            )
+            for i, task in enumerate(batch.tasks)
+        ]
+
     def _play_batch(self, parts: RunParts, batch: Batch, pool: EnvPool) -> list[dict]:
         started = time.time()
+        if batch.poison:
+            episodes = self._poison_batch(parts, batch)
+            parts.method.learn([Experience(e, t, k) for e, t, k in zip(episodes, batch.tasks, self.keys_for(list(batch.tasks), parts.embedder))])
+            return self._finish(parts, episodes, started)
         tasks = [t for t in batch.tasks for _ in range(batch.samples)]
         samples = [s for _ in batch.tasks for s in range(batch.samples)]
         positions = [p for p in range(len(batch.tasks)) for _ in range(batch.samples)]
@@ -335,6 +350,9 @@ class Runner:
                 if e.episode_id in result.usage_by_episode:
                     e.memory_usage = result.usage_by_episode[e.episode_id]
                 e.memory_op_errors = result.op_errors_by_episode.get(e.episode_id, 0)
+        return self._finish(parts, episodes, started)
+
+    def _finish(self, parts: RunParts, episodes: list[Episode], started: float) -> list[dict]:
         stats = parts.method.stats()
         for e in episodes:
             e.memory_items_after, e.memory_bytes_after, e.memory_groups_after = stats.items, stats.bytes, stats.groups

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Phase = Literal["train", "validation", "test"]
-EpisodeStatus = Literal["ok", "step_limit", "llm_error", "env_error", "parse_error"]
+# poison: an adversarial memory fed to learn() by the poisoning experiment, never scored.
+EpisodeStatus = Literal["ok", "step_limit", "llm_error", "env_error", "parse_error", "poison"]
 
 # Parts of an episode record that describe how the run went on this machine (wall
 # times, retries, cache hits) rather than what happened: the only parts allowed to

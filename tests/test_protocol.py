@@ -102,3 +102,14 @@ def test_epoch_order_seeds_change_only_their_epoch():
     base = build_schedule(ProtocolConfig(epochs=3, batch_size=10, epoch_order_seeds=[0, 0, 0]), roles, tasks, 0)
     moved = build_schedule(ProtocolConfig(epochs=3, batch_size=10, epoch_order_seeds=[7, 0, 0]), roles, tasks, 0)
     assert base[0].tasks != moved[0].tasks and base[1:] == moved[1:]
+
+
+def test_poisoning_feeds_adversarial_memories_that_are_logged_but_not_scored(tmp_path):
+    clean = run(config(protocol={"epochs": 3}), tmp_path / "clean")
+    poisoned = run(config(protocol={"epochs": 3, "poison_share": 0.5, "poison_epoch": 2}), tmp_path / "poisoned")
+    log = [__import__("json").loads(x) for x in (tmp_path / "poisoned" / "episodes.jsonl").read_text().splitlines()]
+    poison = [r for r in log if r["status"] == "poison"]
+    assert len(poison) == 20 and all(r["epoch"] == 2 and r["episode_id"].startswith("poison-") for r in poison)
+    assert poisoned["episodes"] == clean["episodes"]  # poison is not an episode of any score
+    assert poisoned["poison"]["memories"] == 20 and poisoned["poison"]["share_of_retrievals"] > 0
+    assert poisoned["success_rate"]["train"][1] == clean["success_rate"]["train"][1]  # before the poison

@@ -129,6 +129,8 @@ class SyntheticEnv(Env):
     # The lesson an episode leaves, as a pure function of its identity.
     def lesson_quality(self, episode_id: str, success: bool, epoch: int) -> float:
         c = self.cfg
+        if episode_id.startswith("poison-"):
+            return float(c["harmful_quality"])
         harmful_share = c["harmful_early_share"] if (epoch == 1 and c["harmful_early_share"] is not None) else c["harmful_share"]
         if _unit_hash(self.seed, "harmful", episode_id) < harmful_share:
             return float(c["harmful_quality"])
