@@ -14,11 +14,12 @@ from omegaconf import DictConfig, OmegaConf
 from memrl_bench.envs.base import DataMissingError
 from memrl_bench.protocol import ProtocolViolation
 from memrl_bench.registry import UnknownNameError
+from memrl_bench.runfolder import CorruptRunFolderError
 from memrl_bench.runner import ConfigError, ConfigMismatchError, run
 from memrl_bench.summary import print_summary
 
 # Errors that mean "the input is wrong": one clear line, exit code 2, no traceback.
-USER_ERRORS = (ConfigError, ConfigMismatchError, ProtocolViolation, DataMissingError, UnknownNameError)
+USER_ERRORS = (ConfigError, ConfigMismatchError, ProtocolViolation, DataMissingError, UnknownNameError, CorruptRunFolderError)
 
 
 def _run_name(override_dirname: str) -> str:

@@ -20,6 +20,10 @@ METRICS = "metrics.json"
 COMPLETE = "COMPLETE"
 
 
+class CorruptRunFolderError(RuntimeError):
+    """A run folder's files are damaged in a way no crash of the harness produces."""
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON so that a crash leaves either the old file or the new one."""
     tmp = path.with_name(path.name + ".tmp")
@@ -50,7 +54,12 @@ class RunFolder:
 
     def read_manifest(self) -> dict | None:
         path = self.path / MANIFEST
-        return json.loads(path.read_text()) if path.exists() else None
+        if not path.exists():
+            return None
+        try:
+            return json.loads(path.read_text())
+        except json.JSONDecodeError as err:
+            raise CorruptRunFolderError(f"{path} is not valid JSON ({err.msg}); it is written atomically, so it was edited or damaged") from None
 
     def write_manifest(self, manifest: dict) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
@@ -66,10 +75,13 @@ class RunFolder:
             return [], False
         records = []
         with open(self.episodes_path, "rb") as f:
-            for raw in f:
+            for number, raw in enumerate(f, start=1):
                 if not raw.endswith(b"\n"):
                     return records, True
-                records.append(json.loads(raw))
+                try:
+                    records.append(json.loads(raw))
+                except json.JSONDecodeError as err:
+                    raise CorruptRunFolderError(f"{self.episodes_path} line {number} is not valid JSON ({err.msg}); only a torn last line comes from a crash, so this folder was edited or damaged") from None
         return records, False
 
     def truncate_to_batches(self, expected_size: Callable[[tuple], int | None]) -> list[dict]:

@@ -66,6 +66,9 @@ class ConfigError(ValueError):
     """A config value is wrong; the message names the key and the value."""
 
 
+TOP_LEVEL_KEYS = ("env", "method", "llm", "embedder", "protocol", "actor", "seed", "task_order_seed", "experiment_name", "results_dir", "progress", "transcripts", "hydra")
+
+
 class ConfigMismatchError(RuntimeError):
     """The run folder holds a run of a different config."""
 
@@ -136,6 +139,12 @@ class Runner:
     # ---- building ---------------------------------------------------------------
     def _build(self, stack: contextlib.ExitStack) -> RunParts:
         cfg = self.cfg
+        unknown = sorted(set(cfg) - set(TOP_LEVEL_KEYS))
+        if unknown:
+            raise ConfigError(f"unknown config key {unknown[0]!r}; valid top-level keys: {', '.join(TOP_LEVEL_KEYS[:-1])}")
+        for key in ("seed", "task_order_seed"):
+            if not isinstance(cfg.get(key, 0), int) or isinstance(cfg.get(key, 0), bool):
+                raise ConfigError(f"{key}: must be an integer (got {cfg.get(key)!r})")
         protocol = validated(ProtocolConfig, cfg.get("protocol", {}), "protocol")
         if protocol.runtime_learning and (protocol.validate_every_epoch or protocol.test_at_end):
             raise ConfigError("protocol.runtime_learning=true scores the training episodes; set protocol.validate_every_epoch=false and protocol.test_at_end=false")
