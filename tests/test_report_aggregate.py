@@ -311,7 +311,7 @@ def test_findings_hook(tmp_path, monkeypatch):
     section = findings_html(tmp_path)
     assert "<h2>Findings on the critique's claims</h2>" in section and f"claims checked in {tmp_path.name}" in section
     module.findings_html = lambda results_dir: 1 / 0
-    assert "findings_html failed: ZeroDivisionError" in findings_html(tmp_path)
+    assert "memrl_bench.findings.findings_html failed: ZeroDivisionError" in findings_html(tmp_path)
 
 
 def test_bad_input_names_the_folder(tmp_path, capsys):
@@ -349,3 +349,13 @@ def test_latency_percentiles_leave_out_cached_act(tmp_path):
     assert (usage["act_calls"], usage["act_prompt_tokens"], usage["act_completion_tokens"]) == (100, 1000, 200)
     view = all_tables(load(tmp_path), aggregate(load(tmp_path)))["latency"].view.iloc[0]
     assert view["retrieve p50 / p95"] == "50.5 ms / 95 ms" and view["act p50 / p95"] == "45.5 s / 85.5 s"
+
+
+def test_same_overrides_different_settings_get_told_apart(tmp_path):
+    records = outcomes("train", "train", 1, successes(1, 4))
+    for experiment, epochs in (("short", 1), ("long", 9)):
+        folder = write_run(tmp_path / experiment, "rag", 0, records)
+        manifest = json.loads((folder / "manifest.json").read_text())
+        manifest["config"]["protocol"] = {"epochs": epochs}  # set by an experiment preset, not an override
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+    assert sorted(load(tmp_path).runs["variant"]) == ["rag (long)", "rag (short)"]

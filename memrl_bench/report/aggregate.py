@@ -16,7 +16,7 @@ import pandas as pd
 from scipy import stats
 
 from memrl_bench import metrics as metrics_lib
-from memrl_bench.report.load import STAGES, Results
+from memrl_bench.report.load import STAGES, USAGE_KEYS, Results
 
 BASELINE_METHOD = "none"
 CONFIDENCE = 0.95
@@ -25,6 +25,7 @@ BOOTSTRAP_SEED = 0
 LEARNING_PHASES = ("train", "validation")  # phases scored every epoch (CSR, forgetting)
 RATE_COLUMNS = ("sr", "csr", "forgetting_rate", "forgetting_of_solved")
 SCORING_COLUMNS = ["phase", "split", "epoch", "task_id", "success"]
+RUN_COLUMNS = ["run", "method", "variant", "seed", "labels", "complete"]  # identify a run in per-run tables
 
 
 @dataclass(frozen=True)
@@ -147,11 +148,11 @@ def epoch_rates(per_run: pd.DataFrame) -> pd.DataFrame:
     return over_seeds(scored, ["variant", "method", "phase_name", "epoch"], list(RATE_COLUMNS))
 
 
-def test_splits(results: Results) -> list[str]:
+def tested_splits(results: Results) -> list[str]:
     return sorted(results.episodes.loc[results.episodes["phase"] == "test", "split"].unique())
 
 
-def test_rates(per_run: pd.DataFrame, splits: list[str]) -> pd.DataFrame:
+def rates_on_test(per_run: pd.DataFrame, splits: list[str]) -> pd.DataFrame:
     """Test SR per variant and split over seeds (the last evaluated epoch of each run)."""
     tested = per_run[per_run["phase_name"].isin(splits) & per_run["whole"].fillna(False).astype(bool)]
     last = tested[tested["epoch"] == tested.groupby(["run", "phase_name"])["epoch"].transform("max")]
@@ -184,7 +185,7 @@ def differences_vs_baseline(results: Results) -> pd.DataFrame:
         baseline = _baseline_for(variant, runs)
         if baseline is None:
             continue
-        for split in test_splits(results):
+        for split in tested_splits(results):
             if not _same_split(runs, (variant, baseline), split):
                 rows.append({"variant": variant, "baseline": baseline, "split": split, "note": "different task sets (split hashes differ)"})
                 continue
@@ -199,7 +200,8 @@ def latency_percentiles(results: Results) -> pd.DataFrame:
     """p50 / p95 seconds per variant and stage, over all its episodes (cache-hit-only episodes left out of act)."""
     episodes = results.episodes
     rows = []
-    stages = [s for s in STAGES if f"latency_{s}" in episodes] + sorted(c.removeprefix("latency_") for c in episodes if c.startswith("latency_") and c.removeprefix("latency_") not in STAGES)
+    recorded = [c.removeprefix("latency_") for c in episodes if c.startswith("latency_")]
+    stages = sorted(recorded, key=lambda s: (STAGES.index(s) if s in STAGES else len(STAGES), s))
     for variant, group in episodes.groupby("variant", sort=False):
         for stage in stages:
             seconds = group[f"latency_{stage}"]
@@ -224,11 +226,11 @@ def per_run_end(results: Results) -> pd.DataFrame:
     end.columns = ["memory_items", "memory_bytes", "memory_groups"]
     end["injected_chars_last_epoch"] = _last_training_epoch(episodes).groupby("run")["injected_chars"].mean()
     end["injected_chars_test"] = episodes[episodes["phase"] == "test"].groupby("run")["injected_chars"].mean()
-    usage_columns = [c for c in episodes if c.split("_", 1)[0] in ("act", "memory") and c.endswith(("_calls", "_tokens", "_failures"))]
+    usage_columns = [f"{purpose}_{key}" for purpose in ("act", "memory") for key in USAGE_KEYS]
     usage = episodes.groupby("run")[usage_columns + ["memory_op_errors"]].sum()
     usage["episodes"] = episodes.groupby("run").size()
     table = usage.join(end, how="left").join(retrieval_spread(results), how="left").join(q_utility_spearman(results), how="left")
-    return table.join(results.runs.set_index("run")[["method", "variant", "seed", "labels", "complete"]]).reset_index()
+    return table.join(results.runs.set_index("run")[RUN_COLUMNS[1:]]).reset_index()
 
 
 def retrieval_counts(results: Results) -> pd.DataFrame:
@@ -262,26 +264,6 @@ def q_utility_spearman(results: Results) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["run", "spearman_q_utility"]).set_index("run")
 
 
-END_COLUMNS = [
-    "memory_items",
-    "memory_bytes",
-    "memory_groups",
-    "injected_chars_last_epoch",
-    "injected_chars_test",
-    "never_retrieved_share",
-    "retrieval_gini",
-    "spearman_q_utility",
-    "act_calls",
-    "act_prompt_tokens",
-    "act_completion_tokens",
-    "memory_calls",
-    "memory_prompt_tokens",
-    "memory_completion_tokens",
-    "memory_op_errors",
-    "episodes",
-]
-
-
 @dataclass
 class Aggregates:
     """Everything the tables and figures show, computed once."""
@@ -293,20 +275,20 @@ class Aggregates:
     differences: pd.DataFrame
     latency: pd.DataFrame
     per_run_end: pd.DataFrame
-    end: pd.DataFrame  # END_COLUMNS over seeds (complete runs only)
+    end: pd.DataFrame  # per_run_end's numbers over seeds (complete runs only)
 
 
 def aggregate(results: Results) -> Aggregates:
     per_run = per_run_epoch(results)
-    splits = test_splits(results)
+    splits = tested_splits(results)
     end = per_run_end(results)
     return Aggregates(
         per_run_epoch=per_run,
         epoch_rates=epoch_rates(per_run),
         test_splits=splits,
-        test_rates=test_rates(per_run, splits),
+        test_rates=rates_on_test(per_run, splits),
         differences=differences_vs_baseline(results),
         latency=latency_percentiles(results),
         per_run_end=end,
-        end=over_seeds(end[end["complete"]], ["variant", "method"], [c for c in END_COLUMNS if c in end]),
+        end=over_seeds(end[end["complete"]], ["variant", "method"], [c for c in end if c not in RUN_COLUMNS]),
     )

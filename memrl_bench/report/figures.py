@@ -107,6 +107,24 @@ def _epoch_grid(rates: pd.DataFrame, metrics: list[str], styles: Styles, ylabel:
     return fig
 
 
+def _grouped_bars(frame: pd.DataFrame, group_column: str, groups: list[str], bar: Callable, styles: Styles, ylabel: str):
+    """One group of bars per value of `group_column`, one bar per variant; `bar(cells)` gives heights and whisker lengths below/above."""
+    variants = [v for v in styles.order if (frame["variant"] == v).any()]
+    width = 0.8 / len(variants)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.9 * len(groups) * max(1, len(variants) / 3)), 3.8))
+    for i, variant in enumerate(variants):
+        height, below, above = bar(frame[frame["variant"] == variant].set_index(group_column).reindex(groups))
+        x = np.arange(len(groups)) + (i - (len(variants) - 1) / 2) * width
+        ax.bar(x, height, width, color=styles.colour[variant], label=variant, hatch="//" if styles.linestyle[variant] != "-" else None, edgecolor="white")
+        ax.errorbar(x, height, yerr=[below, above], fmt="none", ecolor="black", capsize=3, linewidth=1)
+    ax.set_xticks(np.arange(len(groups)), groups)
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig, ax
+
+
 def sr_csr_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
     title = "SR and CSR per epoch (mean, 95% t-interval band over seeds)"
     rates = agg.epoch_rates[agg.epoch_rates["metric"].isin(["sr", "csr"])]
@@ -129,25 +147,17 @@ def latency_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
     if latency.empty:
         return Figure("latency", title, None, "no latencies recorded")
     stages = list(dict.fromkeys(latency["stage"]))
-    variants = [v for v in styles.order if (latency["variant"] == v).any()]
-    width = 0.8 / len(variants)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(stages) * max(1, len(variants) / 3)), 3.8))
-    for i, variant in enumerate(variants):
-        cells = latency[latency["variant"] == variant].set_index("stage").reindex(stages)
-        x = np.arange(len(stages)) + (i - (len(variants) - 1) / 2) * width
+
+    def bar(cells: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         p50, p95 = 1000 * cells["p50_s"].to_numpy(), 1000 * cells["p95_s"].to_numpy()
-        ax.bar(x, p50, width, color=styles.colour[variant], label=variant, hatch="//" if styles.linestyle[variant] != "-" else None, edgecolor="white")
-        ax.errorbar(x, p50, yerr=[np.zeros_like(p50), np.nan_to_num(p95 - p50)], fmt="none", ecolor="black", capsize=3, linewidth=1)
+        return p50, np.zeros_like(p50), np.nan_to_num(p95 - p50)
+
+    fig, ax = _grouped_bars(latency, "stage", stages, bar, styles, "milliseconds")
     values = 1000 * latency[["p50_s", "p95_s"]].to_numpy().ravel()
     values = values[values > 0]
     if values.max() / values.min() > 50:
         ax.set_yscale("log")
         title += " (log scale)"
-    ax.set_xticks(np.arange(len(stages)), stages)
-    ax.set_ylabel("milliseconds")
-    ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8, frameon=False)
-    fig.tight_layout()
     return Figure("latency", title, _png(fig))
 
 
@@ -215,35 +225,24 @@ def q_utility_figure(results: Results, agg: Aggregates, styles: Styles) -> Figur
     return Figure("q_utility", title, _png(fig))
 
 
-def test_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
+def split_sr_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
     title = "Test SR per split (mean; whiskers: 95% t-interval over seeds, none for a single seed)"
     rates = agg.test_rates
     if rates.empty:
         return Figure("test_sr", title, None, "no test phase (e.g. protocol.test_at_end=false or runtime_learning)")
-    splits = agg.test_splits
-    variants = [v for v in styles.order if (rates["variant"] == v).any()]
-    width = 0.8 / len(variants)
-    fig, ax = plt.subplots(figsize=(max(6.0, 2.2 * len(splits) * max(1, len(variants) / 3)), 3.8))
-    for i, variant in enumerate(variants):
-        cells = rates[rates["variant"] == variant].set_index("split").reindex(splits)
-        x = np.arange(len(splits)) + (i - (len(variants) - 1) / 2) * width
-        mean = 100 * cells["mean"].to_numpy()
+    def bar(cells: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         half = 100 * ((cells["ci_high"] - cells["ci_low"]) / 2).to_numpy()
-        ax.bar(x, mean, width, color=styles.colour[variant], label=variant, hatch="//" if styles.linestyle[variant] != "-" else None, edgecolor="white")
-        ax.errorbar(x, mean, yerr=half, fmt="none", ecolor="black", capsize=3, linewidth=1)
-    ax.set_xticks(np.arange(len(splits)), splits)
-    ax.set_ylabel("SR (%)")
+        return 100 * cells["mean"].to_numpy(), half, half
+
+    fig, ax = _grouped_bars(rates, "split", agg.test_splits, bar, styles, "SR (%)")
     ax.set_ylim(0, 100)
-    ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8, frameon=False)
-    fig.tight_layout()
     return Figure("test_sr", title, _png(fig))
 
 
 FIGURES: dict[str, Callable[[Results, Aggregates, Styles], Figure]] = {
     "sr_csr": sr_csr_figure,
     "forgetting": forgetting_figure,
-    "test_sr": test_figure,
+    "test_sr": split_sr_figure,
     "latency": latency_figure,
     "memory_growth": memory_growth_figure,
     "retrieval": retrieval_figure,

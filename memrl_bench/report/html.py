@@ -54,6 +54,7 @@ SECTIONS = (
     ("cost", "Latency and cost", ("fig:latency", "latency", "usage")),
     ("memory", "Memory growth and use", ("memory", "fig:memory_growth", "fig:retrieval", "fig:q_utility")),
 )
+LIST_COLUMNS = {"split hashes"}  # "a; b" cells shown one item per line
 TEXT_COLUMNS = {"variant", "metric", "labels", "run", "status", "model", "embedder", "split hashes", "config hash", "git commit"}
 
 
@@ -69,6 +70,8 @@ def table_html(table: Table) -> str:
         cells = []
         for column, value in zip(view.columns, record):
             text = _badges(str(value)) if column in ("labels", "status") else html.escape(str(value))
+            if column in LIST_COLUMNS:
+                text = text.replace("; ", "<br>")
             cells.append(f'<td class="{"text" if column in TEXT_COLUMNS else ""}">{text}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return (
@@ -86,16 +89,18 @@ def figure_html(figure: Figure) -> str:
 
 
 def findings_html(results_dir: Path) -> str:
-    """The findings section from memrl_bench.findings, when that module exists ("" otherwise)."""
+    """The findings section from memrl_bench.findings, when that module exists ("" otherwise).
+
+    A findings module that exists but fails (to import, or to run) shows its error in
+    the section instead of breaking the page.
+    """
     if importlib.util.find_spec(FINDINGS_MODULE) is None:
         return ""
-    module = importlib.import_module(FINDINGS_MODULE)
-    if not hasattr(module, "findings_html"):
-        return ""
     try:
-        body = module.findings_html(Path(results_dir))
-    except Exception as err:  # the findings are someone else's module: report, don't lose the page
-        body = f'<p class="warn">findings_html failed: {html.escape(f"{type(err).__name__}: {err}")}</p>'
+        make = getattr(importlib.import_module(FINDINGS_MODULE), "findings_html", None)
+        body = make(Path(results_dir)) if make is not None else ""
+    except Exception as err:  # someone else's module: report its failure, keep the page
+        body = f'<p class="warn">{FINDINGS_MODULE}.findings_html failed: {html.escape(f"{type(err).__name__}: {err}")}</p>'
     return f'<section id="findings"><h2>Findings on the critique\'s claims</h2>{body}</section>' if body else ""
 
 

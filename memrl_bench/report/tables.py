@@ -116,7 +116,7 @@ def learning_tables(results: Results, agg: Aggregates) -> list[Table]:
     return tables
 
 
-def test_table(results: Results, agg: Aggregates) -> Table | None:
+def split_sr_table(results: Results, agg: Aggregates) -> Table | None:
     """Test SR per split, with the paired-bootstrap difference to the `none` baseline."""
     if agg.test_rates.empty:
         return None
@@ -189,42 +189,35 @@ def _end_view(agg: Aggregates, order: list[str], labels: dict[str, str], columns
     return pd.DataFrame(rows)
 
 
-def memory_table(results: Results, agg: Aggregates) -> Table | None:
-    if agg.end.empty:
-        return None
-    columns = {
-        "memory_items": ("items", 1, 0),
-        "memory_bytes": ("KB", 1 / 1000, 1),
-        "memory_groups": ("groups", 1, 1),
-        "injected_chars_last_epoch": ("chars injected / prompt (last train epoch)", 1, 0),
-        "injected_chars_test": ("chars injected / prompt (test)", 1, 0),
-        "never_retrieved_share": ("never retrieved %", 100, 1),
-        "retrieval_gini": ("retrieval Gini", 1, 2),
-        "spearman_q_utility": ("Spearman(Q, true utility)", 1, 2),
-    }
-    order, labels = variant_order(results.runs), variant_labels(results.runs)
-    data = agg.end[agg.end["metric"].isin(columns)].assign(labels=lambda d: d["variant"].map(labels))
-    note = "At the end of training (complete runs). Retrieval counts are over training episodes and the final snapshot's items, as in metrics.json. " + INTERVAL_NOTE
-    return Table("memory", "Memory at the end", data, _end_view(agg, order, labels, columns), note)
+MEMORY_COLUMNS = {
+    "memory_items": ("items", 1, 0),
+    "memory_bytes": ("KB", 1 / 1000, 1),
+    "memory_groups": ("groups", 1, 1),
+    "injected_chars_last_epoch": ("chars injected / prompt (last train epoch)", 1, 0),
+    "injected_chars_test": ("chars injected / prompt (test)", 1, 0),
+    "never_retrieved_share": ("never retrieved %", 100, 1),
+    "retrieval_gini": ("retrieval Gini", 1, 2),
+    "spearman_q_utility": ("Spearman(Q, true utility)", 1, 2),
+}
+USAGE_COLUMNS = {
+    "act_calls": ("act: LLM calls / run", 1, 0),
+    "act_prompt_tokens": ("act: prompt tokens / run", 1, 0),
+    "act_completion_tokens": ("act: completion tokens / run", 1, 0),
+    "memory_calls": ("memory: LLM calls / run", 1, 0),
+    "memory_prompt_tokens": ("memory: prompt tokens / run", 1, 0),
+    "memory_completion_tokens": ("memory: completion tokens / run", 1, 0),
+    "memory_op_errors": ("memory op errors / run", 1, 0),
+    "episodes": ("episodes / run", 1, 0),
+}
 
 
-def usage_table(results: Results, agg: Aggregates) -> Table | None:
+def end_table(results: Results, agg: Aggregates, name: str, title: str, columns: dict[str, tuple[str, float, int]], note: str) -> Table | None:
+    """One row per variant of end-of-run numbers: `columns` maps metric -> (title, scale, digits)."""
     if agg.end.empty:
         return None
-    columns = {
-        "act_calls": ("act: LLM calls / run", 1, 0),
-        "act_prompt_tokens": ("act: prompt tokens / run", 1, 0),
-        "act_completion_tokens": ("act: completion tokens / run", 1, 0),
-        "memory_calls": ("memory: LLM calls / run", 1, 0),
-        "memory_prompt_tokens": ("memory: prompt tokens / run", 1, 0),
-        "memory_completion_tokens": ("memory: completion tokens / run", 1, 0),
-        "memory_op_errors": ("memory op errors / run", 1, 0),
-        "episodes": ("episodes / run", 1, 0),
-    }
     order, labels = variant_order(results.runs), variant_labels(results.runs)
     data = agg.end[agg.end["metric"].isin(columns)].assign(labels=lambda d: d["variant"].map(labels))
-    note = "LLM usage summed over each run's episodes (all phases), then averaged over seeds: acting (act_usage) and memory management (memory_usage). " + INTERVAL_NOTE
-    return Table("usage", "Tokens and LLM calls", data, _end_view(agg, order, labels, columns), note)
+    return Table(name, title, data, _end_view(agg, order, labels, columns), note + " " + INTERVAL_NOTE)
 
 
 def runs_table(results: Results) -> Table:
@@ -237,23 +230,31 @@ def runs_table(results: Results) -> Table:
             "seed": runs["seed"],
             "task order seed": runs["task_order_seed"],
             "episodes": runs["episodes"],
-            "config hash": runs["config_hash"].fillna("").str[:12],
-            "git commit": runs["git_commit"].fillna("").str[:12],
+            "config hash": runs["config_hash"].fillna("").str[:8],
+            "git commit": runs["git_commit"].fillna("").str[:8],
             "model": runs["model"].fillna("–"),
             "embedder": runs["embedder"].fillna("–"),
             "labels": runs["labels"],
-            "split hashes": runs["split_hashes"].map(lambda h: "; ".join(f"{s}: {v[:12]}" for s, v in sorted(h.items()))),
+            "split hashes": runs["split_hashes"].map(lambda h: "; ".join(f"{s}: {v[:8]}" for s, v in sorted(h.items()))),
         }
     )
     data = runs.drop(columns=["config", "metrics", "path"]).assign(
         split_hashes=runs["split_hashes"].map(lambda h: ";".join(f"{s}={v}" for s, v in sorted(h.items()))),
         split_sizes=runs["split_sizes"].map(lambda h: ";".join(f"{s}={v}" for s, v in sorted(h.items()))),
     )
-    return Table("runs", "Runs", data, view, "Hashes shortened to 12 characters here; runs.csv has them whole.")
+    return Table("runs", "Runs", data, view, "Hashes shortened to 8 characters here; runs.csv has them whole.")
 
 
 def all_tables(results: Results, agg: Aggregates) -> dict[str, Table]:
-    tables = learning_tables(results, agg) + [test_table(results, agg), latency_table(results, agg), memory_table(results, agg), usage_table(results, agg), runs_table(results)]
+    memory_note = "At the end of training (complete runs). Retrieval counts are over training episodes and the final snapshot's items, as in metrics.json."
+    usage_note = "LLM usage summed over each run's episodes (all phases), then averaged over seeds: acting (act_usage) and memory management (memory_usage)."
+    tables = learning_tables(results, agg) + [
+        split_sr_table(results, agg),
+        latency_table(results, agg),
+        end_table(results, agg, "memory", "Memory at the end", MEMORY_COLUMNS, memory_note),
+        end_table(results, agg, "usage", "Tokens and LLM calls", USAGE_COLUMNS, usage_note),
+        runs_table(results),
+    ]
     return {t.name: t for t in tables if t is not None}
 
 
