@@ -1,0 +1,3 @@
+from memrl_bench.report.cli import main
+
+main()

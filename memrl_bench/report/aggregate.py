@@ -1,0 +1,294 @@
+"""Per-run numbers, and their aggregation over seeds.
+
+Per-run rates use memrl_bench.metrics on the loaded episode rows, so the report and
+metrics.json share one definition. Over seeds: the mean and a 95% t-interval (few
+seeds: Student t, not a normal z; one seed: no interval). Between two methods on the
+same tasks: a paired bootstrap over tasks.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from memrl_bench import metrics as metrics_lib
+from memrl_bench.report.load import STAGES, USAGE_KEYS, Results
+
+BASELINE_METHOD = "none"
+CONFIDENCE = 0.95
+BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 0
+LEARNING_PHASES = ("train", "validation")  # phases scored every epoch (CSR, forgetting)
+RATE_COLUMNS = ("sr", "csr", "forgetting_rate", "forgetting_of_solved")
+SCORING_COLUMNS = ["phase", "split", "epoch", "task_id", "success"]
+RUN_COLUMNS = ["run", "method", "variant", "seed", "labels", "complete"]  # identify a run in per-run tables
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Mean over n values and its 95% t-interval (low/high are NaN for n < 2)."""
+
+    n: int
+    mean: float
+    low: float
+    high: float
+
+    @property
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2
+
+
+def t_interval(values) -> Interval:
+    """Mean and 95% Student-t interval of the non-missing values."""
+    x = pd.to_numeric(pd.Series(values), errors="coerce").dropna().to_numpy(dtype=float)
+    n = len(x)
+    if n == 0:
+        return Interval(0, np.nan, np.nan, np.nan)
+    mean = float(x.mean())
+    if n == 1:
+        return Interval(1, mean, np.nan, np.nan)
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * x.std(ddof=1) / np.sqrt(n))
+    return Interval(n, mean, mean - half, mean + half)
+
+
+@dataclass(frozen=True)
+class BootstrapDifference:
+    """Mean of A - B over paired tasks and its 95% percentile interval."""
+
+    mean: float
+    low: float
+    high: float
+    tasks: int
+    pairs: int
+
+
+def paired_bootstrap(a: pd.DataFrame, b: pd.DataFrame, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> BootstrapDifference | None:
+    """Paired bootstrap of success(A) - success(B).
+
+    `a`, `b`: episode rows with seed, task_id, success. Episodes pair by (seed,
+    task_id) (several samples of a task are averaged first); a task's difference is
+    its mean over the paired seeds; tasks are resampled with replacement. None if no
+    pair exists.
+    """
+    keys = ["seed", "task_id"]
+    paired = a.groupby(keys)["success"].mean().to_frame("a").join(b.groupby(keys)["success"].mean().to_frame("b"), how="inner")
+    if paired.empty:
+        return None
+    per_task = (paired["a"] - paired["b"]).groupby(level="task_id").mean().to_numpy()
+    rng = np.random.default_rng(seed)
+    n = len(per_task)
+    means = np.empty(resamples)
+    chunk = max(1, 2_000_000 // n)  # bounds the index matrix's memory on large splits
+    for start in range(0, resamples, chunk):
+        stop = min(resamples, start + chunk)
+        means[start:stop] = per_task[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
+    low, high = np.percentile(means, [100 * (1 - CONFIDENCE) / 2, 100 * (1 + CONFIDENCE) / 2])
+    return BootstrapDifference(float(per_task.mean()), float(low), float(high), n, len(paired))
+
+
+def whole_phases(results: Results) -> pd.DataFrame:
+    """(run, phase_name, epoch) -> whether every task of the split was played.
+
+    A partial epoch (an interrupted run) would score a subset of the tasks; it is
+    kept out of the aggregates.
+    """
+    keys = ["run", "phase_name", "split", "epoch"]
+    played = results.episodes.groupby(keys)["task_id"].nunique().rename("tasks").reset_index()
+    if played.empty:
+        return pd.DataFrame(columns=[*keys, "tasks", "whole"])
+    sizes = {(run, split): size for run, by_split in results.runs.set_index("run")["split_sizes"].items() for split, size in by_split.items()}
+    played["whole"] = [sizes.get((run, split)) in (None, tasks) for run, split, tasks in zip(played["run"], played["split"], played["tasks"])]
+    return played
+
+
+def per_run_epoch(results: Results) -> pd.DataFrame:
+    """One row per (run, phase, epoch): SR, CSR, both forgetting rates, and whether it is whole."""
+    rows = []
+    for run, episodes in results.episodes.groupby("run", sort=False):
+        records = episodes[SCORING_COLUMNS].to_dict("records")
+        sr = metrics_lib.success_rates(records)
+        learning = {p: (metrics_lib.cumulative_success_rates(records, p), metrics_lib.forgetting_rates(records, p)) for p in LEARNING_PHASES if p in sr}
+        for phase, by_epoch in sr.items():
+            csr, forgetting = learning.get(phase, ({}, {}))
+            for epoch, rate in by_epoch.items():
+                rows.append(
+                    {
+                        "run": run,
+                        "phase_name": phase,
+                        "epoch": epoch,
+                        "sr": rate,
+                        "csr": csr.get(epoch, np.nan),
+                        **{name: (by[epoch] if by.get(epoch) is not None else np.nan) for name, by in forgetting.items()},
+                    }
+                )
+    table = pd.DataFrame(rows, columns=["run", "phase_name", "epoch", *RATE_COLUMNS])
+    whole = whole_phases(results)[["run", "phase_name", "epoch", "whole"]]
+    table = table.merge(whole, on=["run", "phase_name", "epoch"], how="left")
+    return table.join(results.runs.set_index("run")[["method", "variant", "seed", "labels"]], on="run")
+
+
+def over_seeds(per_run: pd.DataFrame, keys: list[str], values: list[str]) -> pd.DataFrame:
+    """Long table: keys, metric, n, mean, ci_low, ci_high (95% t-interval over runs)."""
+    rows = []
+    for key, group in per_run.groupby(keys, sort=False):
+        for metric in values:
+            interval = t_interval(group[metric])
+            if interval.n:
+                rows.append({**dict(zip(keys, key)), "metric": metric, "n": interval.n, "mean": interval.mean, "ci_low": interval.low, "ci_high": interval.high})
+    return pd.DataFrame(rows, columns=[*keys, "metric", "n", "mean", "ci_low", "ci_high"])
+
+
+def epoch_rates(per_run: pd.DataFrame) -> pd.DataFrame:
+    """SR, CSR and forgetting per variant, training/validation phase and epoch, over seeds."""
+    scored = per_run[per_run["whole"].fillna(False).astype(bool) & per_run["phase_name"].isin(LEARNING_PHASES)]
+    return over_seeds(scored, ["variant", "method", "phase_name", "epoch"], list(RATE_COLUMNS))
+
+
+def tested_splits(results: Results) -> list[str]:
+    return sorted(results.episodes.loc[results.episodes["phase"] == "test", "split"].unique())
+
+
+def rates_on_test(per_run: pd.DataFrame, splits: list[str]) -> pd.DataFrame:
+    """Test SR per variant and split over seeds (the last evaluated epoch of each run)."""
+    tested = per_run[per_run["phase_name"].isin(splits) & per_run["whole"].fillna(False).astype(bool)]
+    last = tested[tested["epoch"] == tested.groupby(["run", "phase_name"])["epoch"].transform("max")]
+    return over_seeds(last.rename(columns={"phase_name": "split"}), ["variant", "method", "split"], ["sr"])
+
+
+def _baseline_for(variant: str, runs: pd.DataFrame) -> str | None:
+    """The `none` variant with the same settings, else the only `none` variant."""
+    baselines = runs[runs["method"] == BASELINE_METHOD]
+    if baselines.empty or variant in set(baselines["variant"]):
+        return None
+    settings = runs.loc[runs["variant"] == variant, "settings"].iloc[0]
+    same = baselines[baselines["settings"] == settings]["variant"].unique()
+    candidates = same if len(same) else baselines["variant"].unique()
+    return str(candidates[0]) if len(candidates) == 1 else None
+
+
+def _same_split(runs: pd.DataFrame, variants: tuple[str, str], split: str) -> bool:
+    hashes = {h.get(split) for h in runs.loc[runs["variant"].isin(variants), "split_hashes"]}
+    return len(hashes) == 1
+
+
+def differences_vs_baseline(results: Results) -> pd.DataFrame:
+    """Paired bootstrap of test SR, each variant minus its `none` baseline, per split."""
+    runs, episodes = results.runs, results.episodes
+    test = episodes[episodes["phase"] == "test"]
+    test = test[test["epoch"] == test.groupby(["run", "split"])["epoch"].transform("max")]
+    rows = []
+    for variant in runs["variant"].unique():
+        baseline = _baseline_for(variant, runs)
+        if baseline is None:
+            continue
+        for split in tested_splits(results):
+            if not _same_split(runs, (variant, baseline), split):
+                rows.append({"variant": variant, "baseline": baseline, "split": split, "note": "different task sets (split hashes differ)"})
+                continue
+            in_split = test[test["split"] == split]
+            diff = paired_bootstrap(in_split[in_split["variant"] == variant], in_split[in_split["variant"] == baseline])
+            if diff is not None:
+                rows.append({"variant": variant, "baseline": baseline, "split": split, "diff_mean": diff.mean, "ci_low": diff.low, "ci_high": diff.high, "tasks": diff.tasks, "pairs": diff.pairs, "note": ""})
+    return pd.DataFrame(rows, columns=["variant", "baseline", "split", "diff_mean", "ci_low", "ci_high", "tasks", "pairs", "note"])
+
+
+def latency_percentiles(results: Results) -> pd.DataFrame:
+    """p50 / p95 seconds per variant and stage, over all its episodes (cache-hit-only episodes left out of act)."""
+    episodes = results.episodes
+    rows = []
+    recorded = [c.removeprefix("latency_") for c in episodes if c.startswith("latency_")]
+    stages = sorted(recorded, key=lambda s: (STAGES.index(s) if s in STAGES else len(STAGES), s))
+    for variant, group in episodes.groupby("variant", sort=False):
+        for stage in stages:
+            seconds = group[f"latency_{stage}"]
+            if stage == "act":
+                seconds = seconds[~group["act_all_cached"]]
+            seconds = seconds.dropna()
+            if len(seconds):
+                rows.append({"variant": variant, "method": group["method"].iloc[0], "stage": stage, "n": len(seconds), "p50_s": float(seconds.quantile(0.5)), "p95_s": float(seconds.quantile(0.95))})
+    return pd.DataFrame(rows, columns=["variant", "method", "stage", "n", "p50_s", "p95_s"])
+
+
+def _last_training_epoch(episodes: pd.DataFrame) -> pd.DataFrame:
+    train = episodes[episodes["phase"] == "train"]
+    return train[train["epoch"] == train.groupby("run")["epoch"].transform("max")]
+
+
+def per_run_end(results: Results) -> pd.DataFrame:
+    """Per run: memory size after the last training batch, injected characters, LLM usage, retrieval spread."""
+    episodes = results.episodes
+    train = episodes[episodes["phase"] == "train"].sort_values(["run", "epoch", "order_index"])
+    end = train.groupby("run")[["memory_items_after", "memory_bytes_after", "memory_groups_after"]].last()
+    end.columns = ["memory_items", "memory_bytes", "memory_groups"]
+    end["injected_chars_last_epoch"] = _last_training_epoch(episodes).groupby("run")["injected_chars"].mean()
+    end["injected_chars_test"] = episodes[episodes["phase"] == "test"].groupby("run")["injected_chars"].mean()
+    usage_columns = [f"{purpose}_{key}" for purpose in ("act", "memory") for key in USAGE_KEYS]
+    usage = episodes.groupby("run")[usage_columns + ["memory_op_errors"]].sum()
+    usage["episodes"] = episodes.groupby("run").size()
+    table = usage.join(end, how="left").join(retrieval_spread(results), how="left").join(q_utility_spearman(results), how="left")
+    return table.join(results.runs.set_index("run")[RUN_COLUMNS[1:]]).reset_index()
+
+
+def retrieval_counts(results: Results) -> pd.DataFrame:
+    """Per final memory item: how often training episodes injected it (as metrics.json counts)."""
+    train = results.episodes[results.episodes["phase"] == "train"]
+    used = Counter((run, item) for run, ids in zip(train["run"], train["retrieved_ids"]) for item in ids)
+    items = results.items.copy()
+    items["retrievals"] = [used.get((run, item), 0) for run, item in zip(items["run"], items["item_id"])]
+    return items
+
+
+def retrieval_spread(results: Results) -> pd.DataFrame:
+    """Per run with a final snapshot: share of memories never retrieved, retrieval Gini."""
+    counts = retrieval_counts(results)
+    grouped = counts.groupby("run")["retrievals"]
+    return pd.DataFrame({"never_retrieved_share": grouped.apply(lambda c: float((c == 0).mean())), "retrieval_gini": grouped.apply(metrics_lib.gini)})
+
+
+def q_utility_pairs(results: Results) -> pd.DataFrame:
+    """Synthetic env: each final memory's learned Q beside its source episode's true utility."""
+    utility = results.episodes.dropna(subset=["lesson_utility"])[["run", "episode_id", "lesson_utility"]]
+    items = results.items.dropna(subset=["q_value"])
+    pairs = items.merge(utility, left_on=["run", "source_episode_id"], right_on=["run", "episode_id"])
+    return pairs.join(results.runs.set_index("run")[["method", "variant", "seed"]], on="run")
+
+
+def q_utility_spearman(results: Results) -> pd.DataFrame:
+    """Spearman(Q, true utility) per run (as metrics.json's synthetic.spearman_q_true_utility)."""
+    pairs = q_utility_pairs(results)
+    rows = [{"run": run, "spearman_q_utility": metrics_lib.spearman(list(g["q_value"]), list(g["lesson_utility"]))} for run, g in pairs.groupby("run")]
+    return pd.DataFrame(rows, columns=["run", "spearman_q_utility"]).set_index("run")
+
+
+@dataclass
+class Aggregates:
+    """Everything the tables and figures show, computed once."""
+
+    per_run_epoch: pd.DataFrame
+    epoch_rates: pd.DataFrame
+    test_splits: list[str]
+    test_rates: pd.DataFrame
+    differences: pd.DataFrame
+    latency: pd.DataFrame
+    per_run_end: pd.DataFrame
+    end: pd.DataFrame  # per_run_end's numbers over seeds (complete runs only)
+
+
+def aggregate(results: Results) -> Aggregates:
+    per_run = per_run_epoch(results)
+    splits = tested_splits(results)
+    end = per_run_end(results)
+    return Aggregates(
+        per_run_epoch=per_run,
+        epoch_rates=epoch_rates(per_run),
+        test_splits=splits,
+        test_rates=rates_on_test(per_run, splits),
+        differences=differences_vs_baseline(results),
+        latency=latency_percentiles(results),
+        per_run_end=end,
+        end=over_seeds(end[end["complete"]], ["variant", "method"], [c for c in end if c not in RUN_COLUMNS]),
+    )

@@ -1,0 +1,26 @@
+"""The `memrl-bench-report RESULTS_DIR [--out DIR]` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from memrl_bench.report import ReportInputError, report
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="memrl-bench-report", description="Tables, figures and report.html for every run folder under RESULTS_DIR.")
+    parser.add_argument("results_dir", type=Path, help="a results folder (searched for run folders holding manifest.json), or one run folder")
+    parser.add_argument("--out", type=Path, default=None, help="where to write the report (default: RESULTS_DIR/report)")
+    args = parser.parse_args(argv)
+    try:
+        page = report(args.results_dir, args.out)
+    except ReportInputError as err:
+        print(f"memrl-bench-report: error: {err}", file=sys.stderr)
+        sys.exit(2)
+    print(page)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,282 @@
+"""The report's tables: tidy numbers (CSV) and a formatted view (Markdown, HTML).
+
+Rates are shown in percent as "mean ± half-width of the 95% t-interval over seeds";
+one seed shows "(n=1)" and no interval. Every row carries its variant's labels
+(synthetic, runtime_learning, finetuned_backbone).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from memrl_bench.report.aggregate import BASELINE_METHOD, LEARNING_PHASES, Aggregates
+from memrl_bench.report.load import Results
+
+INTERVAL_NOTE = "± is the half-width of the 95% Student-t interval over seeds; (n=1): a single seed, no interval."
+RATE_NAMES = {"sr": "SR", "csr": "CSR", "forgetting_rate": "FR (lost / failed)", "forgetting_of_solved": "FR of solved (lost / solved before)"}
+
+
+@dataclass
+class Table:
+    name: str  # file stem
+    title: str
+    data: pd.DataFrame  # tidy numbers, written as CSV
+    view: pd.DataFrame  # formatted strings, written as Markdown and HTML
+    note: str = ""
+
+
+def variant_order(runs: pd.DataFrame) -> list[str]:
+    """The baseline first, then by method and variant name."""
+    pairs = runs[["method", "variant"]].drop_duplicates()
+    return [v for _, v in sorted(zip(pairs["method"], pairs["variant"]), key=lambda mv: (mv[0] != BASELINE_METHOD, mv[0], mv[1]))]
+
+
+def variant_labels(runs: pd.DataFrame) -> dict[str, str]:
+    """Each variant's labels: the union over its runs."""
+    return {v: ", ".join(sorted({lab for labels in g["labels"] for lab in labels.split(", ") if lab})) for v, g in runs.groupby("variant")}
+
+
+def synthetic_suffix(variants: list[str], labels: dict[str, str]) -> str:
+    """What a section heading says when synthetic results are in it."""
+    synthetic = [v for v in variants if "synthetic" in labels.get(v, "")]
+    if not synthetic:
+        return ""
+    if len(synthetic) == len(variants):
+        return " — synthetic (simulation, not LLM results)"
+    return " — rows labelled synthetic are simulation, not LLM results"
+
+
+def fmt_number(x: float, digits: int = 1) -> str:
+    if x is None or (isinstance(x, float) and np.isnan(x)):
+        return "–"
+    return f"{x:,.{digits}f}"
+
+
+def fmt_interval(mean: float, low: float, high: float, n: int, scale: float = 1.0, digits: int = 1) -> str:
+    """ "mean ± half-width", "mean (n=1)", or "–" without data."""
+    if not n or np.isnan(mean):
+        return "–"
+    if n < 2 or np.isnan(low):
+        return f"{fmt_number(mean * scale, digits)} (n=1)"
+    return f"{fmt_number(mean * scale, digits)} ± {fmt_number((high - low) / 2 * scale, digits)}"
+
+
+def _cell(row: pd.Series, scale: float, digits: int) -> str:
+    return fmt_interval(row["mean"], row["ci_low"], row["ci_high"], int(row["n"]), scale, digits)
+
+
+def _seeds(runs: pd.DataFrame) -> dict[str, str]:
+    """Seeds per variant, e.g. "3 (1 incomplete)"."""
+    out = {}
+    for variant, g in runs.groupby("variant"):
+        incomplete = int((~g["complete"]).sum())
+        out[variant] = f"{len(g)}" + (f" ({incomplete} incomplete)" if incomplete else "")
+    return out
+
+
+def _per_epoch_table(name: str, title: str, rates: pd.DataFrame, metrics: list[str], order: list[str], labels: dict[str, str], seeds: dict[str, str]) -> Table:
+    data = rates[rates["metric"].isin(metrics)].copy()
+    rows = []
+    for variant in order:
+        for metric in metrics:
+            cells = data[(data["variant"] == variant) & (data["metric"] == metric)]
+            if cells.empty:
+                continue
+            row = {"variant": variant, "metric": RATE_NAMES[metric]}
+            for _, c in cells.iterrows():
+                row[f"epoch {int(c['epoch'])}"] = _cell(c, 100, 1)
+            rows.append(row | {"runs": seeds[variant], "labels": labels[variant]})
+    view = pd.DataFrame(rows)
+    epoch_columns = sorted((c for c in view if c.startswith("epoch ")), key=lambda c: int(c.split()[1]))
+    view = view[["variant", "metric", *epoch_columns, "runs", "labels"]].fillna("–") if rows else view
+    data["labels"] = data["variant"].map(labels)
+    return Table(name, title, data.reset_index(drop=True), view, "Percent. " + INTERVAL_NOTE)
+
+
+def learning_tables(results: Results, agg: Aggregates) -> list[Table]:
+    """SR/CSR and forgetting per epoch, for training and validation."""
+    order, labels, seeds = variant_order(results.runs), variant_labels(results.runs), _seeds(results.runs)
+    tables = []
+    for phase in LEARNING_PHASES:
+        rates = agg.epoch_rates[agg.epoch_rates["phase_name"] == phase]
+        if rates.empty:
+            continue
+        tables.append(_per_epoch_table(f"sr_csr_{phase}", f"SR and CSR per epoch ({phase})", rates, ["sr", "csr"], order, labels, seeds))
+    for phase in LEARNING_PHASES:
+        rates = agg.epoch_rates[(agg.epoch_rates["phase_name"] == phase) & agg.epoch_rates["metric"].str.startswith("forgetting")]
+        if rates.empty:
+            continue
+        table = _per_epoch_table(f"forgetting_{phase}", f"Forgetting per epoch ({phase})", rates, ["forgetting_rate", "forgetting_of_solved"], order, labels, seeds)
+        table.note = "Percent. FR (MemRL v2): tasks solved at e-1 and failed at e over all tasks failed at e; FR of solved: the same count over tasks solved at e-1. " + INTERVAL_NOTE
+        tables.append(table)
+    return tables
+
+
+def split_sr_table(results: Results, agg: Aggregates) -> Table | None:
+    """Test SR per split, with the paired-bootstrap difference to the `none` baseline."""
+    if agg.test_rates.empty:
+        return None
+    order, labels, seeds = variant_order(results.runs), variant_labels(results.runs), _seeds(results.runs)
+    diffs = agg.differences.set_index(["variant", "split"])
+    methods = results.runs.drop_duplicates("variant").set_index("variant")["method"]
+    rows = []
+    for variant in order:
+        row = {"variant": variant}
+        for split in agg.test_splits:
+            cell = agg.test_rates[(agg.test_rates["variant"] == variant) & (agg.test_rates["split"] == split)]
+            row[f"{split} SR"] = _cell(cell.iloc[0], 100, 1) if len(cell) else "–"
+            if not diffs.empty:
+                row[f"{split} Δ vs none (pp)"] = _difference_cell(diffs, variant, split, methods[variant])
+        rows.append(row | {"runs": seeds[variant], "labels": labels[variant]})
+    data = agg.test_rates.merge(agg.differences.drop(columns=["note"]).rename(columns={"diff_mean": "diff_vs_baseline", "ci_low": "diff_ci_low", "ci_high": "diff_ci_high"}), on=["variant", "split"], how="left")
+    data["labels"] = data["variant"].map(labels)
+    note = (
+        "SR in percent. " + INTERVAL_NOTE + " Δ vs none: percentage points, mean difference to the `none` baseline over tasks paired by task id and seed, "
+        "with the 95% percentile interval of a paired bootstrap over tasks (10,000 resamples, fixed seed)."
+    )
+    return Table("test_sr", "Test SR per split", data, pd.DataFrame(rows), note)
+
+
+def _difference_cell(diffs: pd.DataFrame, variant: str, split: str, method: str) -> str:
+    if method == BASELINE_METHOD:
+        return "baseline"
+    if (variant, split) not in diffs.index:
+        return "–"
+    d = diffs.loc[(variant, split)]
+    return d["note"] or f"{100 * d['diff_mean']:+.1f} [{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}]"
+
+
+def latency_table(results: Results, agg: Aggregates) -> Table | None:
+    if agg.latency.empty:
+        return None
+    order, labels = variant_order(results.runs), variant_labels(results.runs)
+    stages = list(dict.fromkeys(agg.latency["stage"]))
+    rows = []
+    for variant in order:
+        row = {"variant": variant}
+        for stage in stages:
+            cell = agg.latency[(agg.latency["variant"] == variant) & (agg.latency["stage"] == stage)]
+            row[f"{stage} p50 / p95"] = f"{fmt_duration(cell['p50_s'].iloc[0])} / {fmt_duration(cell['p95_s'].iloc[0])}" if len(cell) else "–"
+        rows.append(row | {"labels": labels[variant]})
+    data = agg.latency.assign(labels=agg.latency["variant"].map(labels))
+    note = "Per episode, over every episode of every seed. act leaves out episodes answered wholly from the LLM cache; learn is the batch's time shared over its episodes."
+    return Table("latency", "Latency per stage", data, pd.DataFrame(rows), note)
+
+
+def fmt_duration(seconds: float) -> str:
+    """Three significant digits in µs, ms or s."""
+    for unit, scale in (("µs", 1e-6), ("ms", 1e-3)):
+        value = float(f"{seconds / scale:.3g}")
+        if value < 1000:
+            return f"{value:g} {unit}"
+    return f"{seconds:.3g} s"
+
+
+def _end_view(agg: Aggregates, order: list[str], labels: dict[str, str], columns: dict[str, tuple[str, float, int]]) -> pd.DataFrame:
+    rows = []
+    for variant in order:
+        cells = agg.end[agg.end["variant"] == variant].set_index("metric")
+        if cells.empty:
+            continue
+        row = {"variant": variant}
+        for metric, (title, scale, digits) in columns.items():
+            row[title] = _cell(cells.loc[metric], scale, digits) if metric in cells.index else "–"
+        rows.append(row | {"labels": labels[variant]})
+    return pd.DataFrame(rows)
+
+
+MEMORY_COLUMNS = {
+    "memory_items": ("items", 1, 0),
+    "memory_bytes": ("KB", 1 / 1000, 1),
+    "memory_groups": ("groups", 1, 1),
+    "injected_chars_last_epoch": ("chars injected / prompt (last train epoch)", 1, 0),
+    "injected_chars_test": ("chars injected / prompt (test)", 1, 0),
+    "never_retrieved_share": ("never retrieved %", 100, 1),
+    "retrieval_gini": ("retrieval Gini", 1, 2),
+    "spearman_q_utility": ("Spearman(Q, true utility)", 1, 2),
+}
+USAGE_COLUMNS = {
+    "act_calls": ("act: LLM calls / run", 1, 0),
+    "act_prompt_tokens": ("act: prompt tokens / run", 1, 0),
+    "act_completion_tokens": ("act: completion tokens / run", 1, 0),
+    "memory_calls": ("memory: LLM calls / run", 1, 0),
+    "memory_prompt_tokens": ("memory: prompt tokens / run", 1, 0),
+    "memory_completion_tokens": ("memory: completion tokens / run", 1, 0),
+    "memory_op_errors": ("memory op errors / run", 1, 0),
+    "episodes": ("episodes / run", 1, 0),
+}
+
+
+def end_table(results: Results, agg: Aggregates, name: str, title: str, columns: dict[str, tuple[str, float, int]], note: str) -> Table | None:
+    """One row per variant of end-of-run numbers: `columns` maps metric -> (title, scale, digits)."""
+    if agg.end.empty:
+        return None
+    order, labels = variant_order(results.runs), variant_labels(results.runs)
+    data = agg.end[agg.end["metric"].isin(columns)].assign(labels=lambda d: d["variant"].map(labels))
+    return Table(name, title, data, _end_view(agg, order, labels, columns), note + " " + INTERVAL_NOTE)
+
+
+def runs_table(results: Results) -> Table:
+    runs = results.runs
+    view = pd.DataFrame(
+        {
+            "run": runs["run"],
+            "status": runs["status"] + np.where(runs["has_complete_marker"] & ~runs["has_metrics"], " (no metrics.json)", ""),
+            "variant": runs["variant"],
+            "seed": runs["seed"],
+            "task order seed": runs["task_order_seed"],
+            "episodes": runs["episodes"],
+            "config hash": runs["config_hash"].fillna("").str[:8],
+            "git commit": runs["git_commit"].fillna("").str[:8],
+            "model": runs["model"].fillna("–"),
+            "embedder": runs["embedder"].fillna("–"),
+            "labels": runs["labels"],
+            "split hashes": runs["split_hashes"].map(lambda h: "; ".join(f"{s}: {v[:8]}" for s, v in sorted(h.items()))),
+        }
+    )
+    data = runs.drop(columns=["config", "metrics", "path"]).assign(
+        split_hashes=runs["split_hashes"].map(lambda h: ";".join(f"{s}={v}" for s, v in sorted(h.items()))),
+        split_sizes=runs["split_sizes"].map(lambda h: ";".join(f"{s}={v}" for s, v in sorted(h.items()))),
+    )
+    return Table("runs", "Runs", data, view, "Hashes shortened to 8 characters here; runs.csv has them whole.")
+
+
+def all_tables(results: Results, agg: Aggregates) -> dict[str, Table]:
+    memory_note = "At the end of training (complete runs). Retrieval counts are over training episodes and the final snapshot's items, as in metrics.json."
+    usage_note = "LLM usage summed over each run's episodes (all phases), then averaged over seeds: acting (act_usage) and memory management (memory_usage)."
+    tables = learning_tables(results, agg) + [
+        split_sr_table(results, agg),
+        latency_table(results, agg),
+        end_table(results, agg, "memory", "Memory at the end", MEMORY_COLUMNS, memory_note),
+        end_table(results, agg, "usage", "Tokens and LLM calls", USAGE_COLUMNS, usage_note),
+        runs_table(results),
+    ]
+    return {t.name: t for t in tables if t is not None}
+
+
+def to_markdown(frame: pd.DataFrame) -> str:
+    def cell(x) -> str:
+        return str(x).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(cell(c) for c in frame.columns) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell(x) for x in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def write_tables(tables: dict[str, Table], out_dir: Path, headings: dict[str, str], preamble: str = "") -> Path:
+    """tables/<name>.csv (numbers) and tables/<name>.md, plus all of them (after `preamble`) in tables.md."""
+    folder = out_dir / "tables"
+    folder.mkdir(parents=True, exist_ok=True)
+    combined = [preamble] if preamble else []
+    for table in tables.values():
+        table.data.to_csv(folder / f"{table.name}.csv", index=False)
+        text = f"## {table.title}{headings.get(table.name, '')}\n\n{to_markdown(table.view)}\n\n{table.note}\n"
+        (folder / f"{table.name}.md").write_text(text)
+        combined.append(text)
+    path = out_dir / "tables.md"
+    path.write_text("\n".join(combined))
+    return path

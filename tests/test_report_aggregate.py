@@ -1,0 +1,361 @@
+"""The report on hand-built run folders: numbers chosen so every aggregate is known."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import json
+import math
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from memrl_bench.report import ReportInputError, report
+from memrl_bench.report.aggregate import aggregate, paired_bootstrap, t_interval
+from memrl_bench.report.cli import main as cli_main
+from memrl_bench.report.figures import method_colours
+from memrl_bench.report.html import findings_html
+from memrl_bench.report.load import common_settings, load, settings_label
+from memrl_bench.report.tables import all_tables, fmt_interval
+from memrl_bench.types import Episode
+
+T_975_2 = 4.302652729911275  # scipy.stats.t.ppf(0.975, 2)
+TEST_SPLIT = "test_in_distribution"
+
+
+def episode(task: str, phase: str, split: str, epoch: int, success: bool, **fields) -> dict:
+    """One episode record in the runner's format."""
+    record = Episode(
+        episode_id=f"{phase}-{split}-e{epoch:02d}-{task}",
+        task_id=task,
+        split=split,
+        phase=phase,  # type: ignore[arg-type]
+        epoch=epoch,
+        batch_index=0,
+        order_index=int(task.rsplit("/", 1)[-1]),
+        success=success,
+        reward=float(success),
+        status="ok",
+    ).to_dict()
+    return record | fields
+
+
+def outcomes(phase: str, split: str, epoch: int, successes: list[bool], **fields) -> list[dict]:
+    """One episode per task `<split>/<i>`, succeeding as listed."""
+    return [episode(f"{split}/{i}", phase, split, epoch, ok, **fields) for i, ok in enumerate(successes)]
+
+
+def write_run(
+    root: Path,
+    method: str,
+    seed: int,
+    records: list[dict],
+    *,
+    complete: bool = True,
+    labels: tuple[str, ...] = ("synthetic",),
+    split_sizes: dict[str, int] | None = None,
+    overrides: tuple[str, ...] = (),
+    items: list[dict] | None = None,
+) -> Path:
+    """A run folder as the runner leaves it (COMPLETE and metrics.json only if `complete`)."""
+    all_overrides = [f"method={method}", f"seed={seed}", *overrides]
+    folder = root / ",".join(sorted(o for o in all_overrides))
+    folder.mkdir(parents=True)
+    splits = {r["split"] for r in records}
+    sizes = split_sizes or {s: len({r["task_id"] for r in records if r["split"] == s}) for s in splits}
+    manifest = {
+        "config": {"method": {"name": method}, "env": {"name": "synthetic"}, "seed": seed, "task_order_seed": seed, "extra": list(overrides), "hydra": {"overrides": all_overrides}},
+        "config_hash": f"hash-{method}-{seed}",
+        "git_commit": "0123456789abcdef",
+        "labels": list(labels),
+        "env": {"name": "synthetic"},
+        "split_hashes": {s: f"{s}-hash" for s in sorted(splits)},
+        "split_sizes": sizes,
+        "model": None,
+        "embedder": "env_intent",
+    }
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    (folder / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    if items is not None:
+        (folder / "memory" / "final").mkdir(parents=True)
+        (folder / "memory" / "final" / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
+    if complete:
+        (folder / "metrics.json").write_text("{}")
+        (folder / "COMPLETE").write_text("complete\n")
+    return folder
+
+
+def successes(k: int, n: int = 10) -> list[bool]:
+    return [i < k for i in range(n)]
+
+
+def test_t_interval_three_seeds():
+    interval = t_interval([0.5, 0.6, 0.7])
+    assert interval.n == 3
+    assert interval.mean == pytest.approx(0.6)
+    assert interval.half_width == pytest.approx(T_975_2 * 0.1 / math.sqrt(3))
+    assert interval.half_width == pytest.approx(0.2484, abs=1e-4)
+
+
+def test_t_interval_one_seed_has_no_interval():
+    interval = t_interval([0.4])
+    assert (interval.n, interval.mean) == (1, 0.4)
+    assert math.isnan(interval.low) and math.isnan(interval.high)
+    assert fmt_interval(interval.mean, interval.low, interval.high, interval.n, 100) == "40.0 (n=1)"
+
+
+def test_t_interval_ignores_missing_values():
+    assert t_interval([0.2, None, np.nan, 0.4]).mean == pytest.approx(0.3)
+    assert t_interval([]).n == 0
+
+
+def _test_rows(success: list[bool], seed: int = 0) -> pd.DataFrame:
+    return pd.DataFrame({"seed": seed, "task_id": [f"t{i}" for i in range(len(success))], "success": success})
+
+
+def test_bootstrap_all_versus_none_is_one_with_degenerate_interval():
+    diff = paired_bootstrap(_test_rows([True] * 20), _test_rows([False] * 20))
+    assert (diff.mean, diff.low, diff.high, diff.tasks, diff.pairs) == (1.0, 1.0, 1.0, 20, 20)
+
+
+def test_bootstrap_half_the_tasks():
+    a, b = _test_rows(successes(5)), _test_rows([False] * 10)
+    diff = paired_bootstrap(a, b)
+    assert diff.mean == pytest.approx(0.5)
+    # sd of a mean of 10 Bernoulli(0.5) draws is 0.158: the interval is about 0.5 ± 0.31
+    assert 0.1 < diff.low < 0.35 and 0.65 < diff.high < 0.9
+    assert paired_bootstrap(a, b) == diff  # fixed rng seed
+
+
+def test_bootstrap_pairs_by_seed_and_task():
+    a = pd.concat([_test_rows([True, True], seed=0), _test_rows([True, False], seed=1)])
+    b = pd.concat([_test_rows([False, False], seed=0), _test_rows([True, True], seed=2)])
+    diff = paired_bootstrap(a, b)
+    assert (diff.mean, diff.pairs, diff.tasks) == (1.0, 2, 2)  # only seed 0 pairs
+    assert paired_bootstrap(_test_rows([True], seed=0), _test_rows([True], seed=1)) is None
+
+
+def three_seed_sweep(root: Path) -> None:
+    """rag: test SR 0.5 / 0.6 / 0.7; none: 0.2 on every seed; memrl: one seed, all tasks.
+
+    Training (4 tasks, 2 epochs) is the same for each run: epoch 1 [1, 1, 0, 0],
+    epoch 2 [0, 0, 1, 0]: SR 0.5, 0.25; CSR 0.5, 0.75; FR = 2 lost / 3 failed;
+    FR of solved = 2 lost / 2 solved before = 1.
+    """
+    train = outcomes("train", "train", 1, [True, True, False, False]) + outcomes("train", "train", 2, [False, False, True, False])
+    for seed, k in enumerate((5, 6, 7)):
+        write_run(root, "rag", seed, train + outcomes("test", TEST_SPLIT, 2, successes(k)))
+        write_run(root, "none", seed, train + outcomes("test", TEST_SPLIT, 2, successes(2)))
+    write_run(root, "memrl", 0, train + outcomes("test", TEST_SPLIT, 2, successes(10)))
+
+
+def _row(frame: pd.DataFrame, **where) -> pd.Series:
+    mask = np.ones(len(frame), dtype=bool)
+    for key, value in where.items():
+        mask &= frame[key] == value
+    assert mask.sum() == 1, where
+    return frame[mask].iloc[0]
+
+
+def test_aggregation_over_seeds(tmp_path):
+    three_seed_sweep(tmp_path)
+    agg = aggregate(load(tmp_path))
+    rag = _row(agg.test_rates, variant="rag", split=TEST_SPLIT)
+    assert rag["n"] == 3 and rag["mean"] == pytest.approx(0.6)
+    assert (rag["ci_high"] - rag["ci_low"]) / 2 == pytest.approx(T_975_2 * 0.1 / math.sqrt(3))
+    memrl = _row(agg.test_rates, variant="memrl", split=TEST_SPLIT)
+    assert memrl["n"] == 1 and math.isnan(memrl["ci_low"])
+    rates = agg.epoch_rates
+    expected = {(1, "sr"): 0.5, (2, "sr"): 0.25, (1, "csr"): 0.5, (2, "csr"): 0.75, (2, "forgetting_rate"): 2 / 3, (2, "forgetting_of_solved"): 1.0}
+    for (epoch, metric), value in expected.items():
+        cell = _row(rates, variant="rag", phase_name="train", epoch=epoch, metric=metric)
+        assert cell["mean"] == pytest.approx(value) and cell["n"] == 3
+    assert not ((rates["epoch"] == 1) & rates["metric"].str.startswith("forgetting")).any()
+
+
+def test_differences_against_none(tmp_path):
+    three_seed_sweep(tmp_path)
+    diffs = aggregate(load(tmp_path)).differences
+    memrl = _row(diffs, variant="memrl", split=TEST_SPLIT)
+    assert memrl["baseline"] == "none"
+    # memrl seed 0 solves all 10 tasks, none seed 0 tasks 0-1: +0.8 on average, tasks differ by 0 or 1
+    assert memrl["diff_mean"] == pytest.approx(0.8) and memrl["pairs"] == 10
+    assert 0.5 <= memrl["ci_low"] < 0.8 and memrl["ci_high"] == pytest.approx(1.0)
+    rag = _row(diffs, variant="rag", split=TEST_SPLIT)
+    assert rag["diff_mean"] == pytest.approx(0.6 - 0.2) and rag["pairs"] == 30
+    assert "none" not in set(diffs["variant"])
+
+
+def test_tables_show_intervals_and_labels(tmp_path):
+    three_seed_sweep(tmp_path)
+    results = load(tmp_path)
+    tables = all_tables(results, aggregate(results))
+    test = tables["test_sr"].view.set_index("variant")
+    assert test.loc["rag", f"{TEST_SPLIT} SR"] == "60.0 ± 24.8"
+    assert test.loc["memrl", f"{TEST_SPLIT} SR"] == "100.0 (n=1)"
+    assert test.loc["none", f"{TEST_SPLIT} Δ vs none (pp)"] == "baseline"
+    assert test.loc["rag", f"{TEST_SPLIT} Δ vs none (pp)"].startswith("+40.0 [")
+    assert set(test["labels"]) == {"synthetic"}
+    assert list(test.index) == ["none", "memrl", "rag"]
+    train = tables["sr_csr_train"].view
+    assert list(train.columns[:4]) == ["variant", "metric", "epoch 1", "epoch 2"]
+    assert _row(train, variant="rag", metric="CSR")["epoch 2"] == "75.0 ± 0.0"
+
+
+def test_partial_sweep_lists_incomplete_run(tmp_path):
+    train = outcomes("train", "train", 1, successes(2, 4)) + outcomes("train", "train", 2, successes(3, 4))
+    for seed in (0, 1):
+        write_run(tmp_path, "rag", seed, train + outcomes("test", TEST_SPLIT, 2, successes(5)))
+    # seed 2 stopped in epoch 2 after two of its four tasks: no COMPLETE, no metrics.json
+    write_run(tmp_path, "rag", 2, train[:6], complete=False, split_sizes={"train": 4, TEST_SPLIT: 10})
+    page = report(tmp_path)
+    results = load(tmp_path)
+    status = results.runs.set_index("seed")["status"]
+    assert list(status) == ["complete", "complete", "incomplete"]
+    assert (results.episodes["seed"] == 2).sum() == 6
+    rates = aggregate(results).epoch_rates
+    assert _row(rates, phase_name="train", epoch=1, metric="sr")["n"] == 3  # its whole epoch counts
+    assert _row(rates, phase_name="train", epoch=2, metric="sr")["n"] == 2  # its partial one does not
+    html = page.read_text()
+    assert "Incomplete runs" in html and "method=rag,seed=2" in html
+    assert (tmp_path / "report" / "tables" / "runs.csv").exists()
+
+
+def test_single_run_folder_and_its_parent(tmp_path):
+    folder = write_run(tmp_path / "exp", "memrl", 0, outcomes("train", "train", 1, successes(1, 4)) + outcomes("test", TEST_SPLIT, 1, successes(3)))
+    page = report(folder)
+    assert page == folder / "report" / "report.html"
+    assert "30.0 (n=1)" in page.read_text()
+    assert list(load(folder).runs["run"]) == ["method=memrl,seed=0"]
+    assert list(load(tmp_path).runs["run"]) == ["exp/method=memrl,seed=0"]
+
+
+def test_missing_sweep_runs_from_multirun_yaml(tmp_path):
+    sweep = tmp_path / "demo"
+    write_run(sweep, "none", 0, outcomes("train", "train", 1, successes(1, 4)))
+    (sweep / "multirun.yaml").write_text(
+        "hydra:\n"
+        "  sweeper:\n    _target_: hydra._internal.core_plugins.basic_sweeper.BasicSweeper\n    params:\n      method: none,memrl\n      seed: 0\n"
+        "  overrides:\n    task:\n    - +experiment=demo\n    - results_dir=/somewhere\n"
+        "  job:\n    config:\n      override_dirname:\n        kv_sep: '='\n        item_sep: ','\n        exclude_keys: [experiment, results_dir]\n"
+    )
+    results = load(tmp_path)
+    assert results.missing == ["demo/method=memrl,seed=0"]
+    assert "demo/method=memrl,seed=0" in report(tmp_path).read_text()
+
+
+def test_variants_group_by_settings_without_seeds(tmp_path):
+    assert settings_label(["method=memrl", "seed=1", "+experiment=demo", "method.epsilon=0.1", "task_order_seed=4"]) == "method.epsilon=0.1"
+    assert settings_label(["method=rag", "seed=0"]) == "default"
+    records = outcomes("train", "train", 1, successes(1, 4))
+    for seed in (0, 1):
+        write_run(tmp_path, "memrl", seed, records, overrides=("protocol.epochs=1",))
+        write_run(tmp_path, "memrl", seed, records, overrides=("protocol.epochs=1", "method.epsilon=0.1"))
+    runs = load(tmp_path).runs
+    assert common_settings(runs) == ["protocol.epochs=1"]  # named once, not in every variant
+    assert sorted(runs["variant"].unique()) == ["memrl", "memrl [method.epsilon=0.1]"]
+    assert runs.groupby("variant")["settings_hash"].nunique().eq(1).all()
+    assert runs.groupby("variant").size().eq(2).all()
+
+
+def test_labels_beside_rows_and_in_headings(tmp_path):
+    write_run(tmp_path, "memrl", 0, outcomes("train", "train", 1, successes(1, 4)), labels=("runtime_learning",))
+    write_run(tmp_path, "rag", 0, outcomes("train", "train", 1, successes(1, 4)), labels=("synthetic", "finetuned_backbone"))
+    page = report(tmp_path).read_text()
+    view = all_tables(load(tmp_path), aggregate(load(tmp_path)))["sr_csr_train"].view.set_index("variant")
+    assert view.loc["memrl", "labels"].unique().tolist() == ["runtime_learning"]
+    assert view.loc["rag", "labels"].unique().tolist() == ["finetuned_backbone, synthetic"]
+    assert "rows labelled synthetic are simulation, not LLM results" in page
+    assert (tmp_path / "report" / "tables.md").read_text().count("rows labelled synthetic are simulation, not LLM results") >= 1
+
+
+def test_figures_without_data_are_skipped_with_a_note(tmp_path):
+    write_run(tmp_path, "none", 0, outcomes("train", "train", 1, successes(1, 4)) + outcomes("test", TEST_SPLIT, 1, successes(3)), items=[])
+    page = report(tmp_path).read_text()
+    assert "Figure skipped — Learned Q against true utility" in page
+    assert "Figure skipped — Retrieval concentration" in page
+    assert page.count("<img ") == len(list((tmp_path / "report" / "figures").glob("*.png")))
+
+
+def test_q_and_retrieval_figures_from_snapshot(tmp_path):
+    train = [episode(f"train/{i}", "train", "train", 1, i % 2 == 0, info={"synthetic": True, "lesson_utility": i / 10}) for i in range(6)]
+    train[5]["retrieved"] = [{"item_id": "train-train-e01-train/0", "similarity": 0.9}]
+    items = [{"id": r["episode_id"], "content": "", "provenance": {"episode_id": r["episode_id"]}, "fields": {"q_value": float(i)}} for i, r in enumerate(train)]
+    write_run(tmp_path, "memrl", 0, train, items=items)
+    results = load(tmp_path)
+    agg = aggregate(results)
+    end = agg.per_run_end.iloc[0]
+    assert end["spearman_q_utility"] == pytest.approx(1.0)
+    assert end["never_retrieved_share"] == pytest.approx(5 / 6)
+    page = report(tmp_path).read_text()
+    assert "Spearman" in page and "Figure skipped — Learned Q" not in page and "Figure skipped — Retrieval" not in page
+
+
+def test_colours_fixed_per_method():
+    colours = method_colours(["zeta", "memrl", "none", "alpha"])
+    assert (colours["none"], colours["memrl"]) == ("#7f7f7f", "#d62728")
+    assert colours["alpha"] != colours["zeta"]
+    assert method_colours(["alpha", "zeta"])["alpha"] == colours["alpha"]
+
+
+def test_findings_hook(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "memrl_bench.findings", None)  # the module absent
+    assert findings_html(tmp_path) == ""
+    module = types.ModuleType("memrl_bench.findings")
+    module.__spec__ = importlib.machinery.ModuleSpec("memrl_bench.findings", None)
+    module.findings_html = lambda results_dir: f"<p>claims checked in {results_dir.name}</p>"
+    monkeypatch.setitem(sys.modules, "memrl_bench.findings", module)
+    section = findings_html(tmp_path)
+    assert "<h2>Findings on the critique's claims</h2>" in section and f"claims checked in {tmp_path.name}" in section
+    module.findings_html = lambda results_dir: 1 / 0
+    assert "memrl_bench.findings.findings_html failed: ZeroDivisionError" in findings_html(tmp_path)
+
+
+def test_bad_input_names_the_folder(tmp_path, capsys):
+    with pytest.raises(ReportInputError, match="no run folders"):
+        load(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main([str(tmp_path / "nowhere")])
+    assert exit_info.value.code == 2
+    assert "nowhere: not a folder" in capsys.readouterr().err
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "manifest.json").write_text(json.dumps({"config": {"seed": 0}}))
+    with pytest.raises(ReportInputError, match=r"broken/manifest.json: no 'method.name'"):
+        load(tmp_path)
+
+
+def test_cli_writes_report_and_prints_its_path(tmp_path, capsys):
+    three_seed_sweep(tmp_path / "results")
+    cli_main([str(tmp_path / "results"), "--out", str(tmp_path / "out")])
+    assert capsys.readouterr().out.strip() == str(tmp_path / "out" / "report.html")
+    assert {p.name for p in (tmp_path / "out" / "tables").glob("*.csv")} == {"sr_csr_train.csv", "forgetting_train.csv", "test_sr.csv", "memory.csv", "usage.csv", "runs.csv"}
+
+
+def test_latency_percentiles_leave_out_cached_act(tmp_path):
+    records = []
+    for i in range(100):
+        cached = i >= 90  # answered from the cache: act latency of a cache read
+        usage = {"calls": 1, "cache_hits": int(cached), "prompt_tokens": 10, "completion_tokens": 2}
+        records.append(episode(f"train/{i}", "train", "train", 1, True, latency_s={"retrieve": (i + 1) / 1000, "act": 0.001 if cached else 1.0 + i}, act_usage=usage))
+    write_run(tmp_path, "rag", 0, records)
+    latency = aggregate(load(tmp_path)).latency.set_index("stage")
+    assert latency.loc["retrieve", "p50_s"] == pytest.approx(0.0505) and latency.loc["retrieve", "p95_s"] == pytest.approx(0.09505)
+    assert latency.loc["act", "n"] == 90 and latency.loc["act", "p50_s"] == pytest.approx(45.5)
+    usage = aggregate(load(tmp_path)).per_run_end.iloc[0]
+    assert (usage["act_calls"], usage["act_prompt_tokens"], usage["act_completion_tokens"]) == (100, 1000, 200)
+    view = all_tables(load(tmp_path), aggregate(load(tmp_path)))["latency"].view.iloc[0]
+    assert view["retrieve p50 / p95"] == "50.5 ms / 95 ms" and view["act p50 / p95"] == "45.5 s / 85.5 s"
+
+
+def test_same_overrides_different_settings_get_told_apart(tmp_path):
+    records = outcomes("train", "train", 1, successes(1, 4))
+    for experiment, epochs in (("short", 1), ("long", 9)):
+        folder = write_run(tmp_path / experiment, "rag", 0, records)
+        manifest = json.loads((folder / "manifest.json").read_text())
+        manifest["config"]["protocol"] = {"epochs": epochs}  # set by an experiment preset, not an override
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+    assert sorted(load(tmp_path).runs["variant"]) == ["rag (long)", "rag (short)"]
