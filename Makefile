@@ -11,6 +11,8 @@ install:
 # The embedded default study (synthetic env): none, rag, memrl (epsilon = 0), three seeds.
 demo: install
 	$(PYTHON) -m memrl_bench +experiment=demo
+	@$(PYTHON) -m memrl_bench.report results/demo > /dev/null
+	@echo "report: results/demo/report/report.html (open it in a browser)"
 
 test: install
 	$(PYTHON) -m pytest -q
