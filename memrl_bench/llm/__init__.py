@@ -14,7 +14,15 @@ from memrl_bench.types import Usage
 
 
 class LLMError(RuntimeError):
-    """A call that still failed after its retries."""
+    """A call that still failed after its retries; `usage` is what the failed call spent."""
+
+    def __init__(self, message: str, usage: Usage | None = None):
+        super().__init__(message)
+        self.usage = usage if usage is not None else Usage(calls=1, failures=1)
+
+
+class LLMOutageError(LLMError):
+    """The server looks down (unreachable, or too many consecutive failed calls): stop the run."""
 
 
 @dataclass
