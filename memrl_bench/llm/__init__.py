@@ -7,8 +7,9 @@ its retries are spent. Actors turn LLMError into the episode status `llm_error`.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 from memrl_bench.types import Usage
 
@@ -39,3 +40,17 @@ class ChatModel(Protocol):
     async def chat(self, messages: list[dict[str, str]], *, sample_index: int = 0, **overrides: Any) -> Completion:
         """One chat completion. `overrides` replace generation settings (temperature, max_tokens, stop)."""
         ...
+
+
+def make_chat_model(cfg: Mapping[str, Any], **kwargs: Any) -> ChatModel:
+    """A ChatModel for an OpenAI-compatible server from the `llm` config group (see llm/client.py)."""
+    from memrl_bench.llm.client import make_chat_model as make
+
+    return make(cfg, **kwargs)
+
+
+def open_chat_model(cfg: Mapping[str, Any]) -> AbstractContextManager[ChatModel | None]:
+    """The configured ChatModel for the length of a run (starting and stopping a local server)."""
+    from memrl_bench.llm.client import open_chat_model as open_model
+
+    return open_model(cfg)
