@@ -1,7 +1,8 @@
 """A loopback OpenAI-compatible HTTP server that misbehaves on request, for tests.
 
 It serves /v1/models, /v1/chat/completions and /v1/embeddings on 127.0.0.1 (a free
-port), one thread per connection so that dozens of slow requests overlap. Chat
+port), one thread per connection so that dozens of slow requests overlap, and
+/stats (request counts, most chat requests in flight at once). Chat
 requests take their behaviour from a script of `Fault`s, one per request in order,
 then answer normally; `delay_s` slows every answer (fixed-delay mode) and `down`
 resets every connection. It counts requests per path and keeps the request bodies.
@@ -183,6 +184,9 @@ class _Httpd(ThreadingHTTPServer):
 def _handler_for(server: FaultServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as real OpenAI-compatible servers do
+        # Headers and body go out in two writes; with Nagle on, the body waits for the
+        # client's delayed ACK of the headers: 40 ms added to every answer.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:
             return
@@ -196,6 +200,9 @@ def _handler_for(server: FaultServer) -> type[BaseHTTPRequestHandler]:
                 self._send_json(200, {"object": "list", "data": [{"id": MODEL_ID, "object": "model", "owned_by": "fault-server"}]})
             elif path == "/health":
                 self._send_json(200, {"status": "ok"})
+            elif path == "/stats":
+                with server._lock:
+                    self._send_json(200, {"requests": dict(server.requests), "max_in_flight": server.max_in_flight})
             else:
                 self._send_json(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
 
@@ -297,3 +304,24 @@ def _handler_for(server: FaultServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
     return Handler
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve until stdin closes: `python -m memrl_bench.llm.fault_server --delay-ms 200`.
+
+    Prints the base URL as the first line of stdout. In its own process the server
+    does not share a GIL with the client it is measuring.
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m memrl_bench.llm.fault_server", description="A loopback OpenAI-compatible test server.")
+    parser.add_argument("--delay-ms", type=float, default=0.0, help="fixed delay of every chat answer")
+    args = parser.parse_args(argv)
+    with FaultServer(delay_s=args.delay_ms / 1000.0) as server:
+        print(server.base_url, flush=True)
+        sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()

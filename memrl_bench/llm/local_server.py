@@ -43,6 +43,8 @@ params.cpuparams.n_threads = cfg["threads"]
 params.cpuparams_batch.n_threads = cfg["threads"]
 params.n_threads_http = cfg["parallel"] + 2
 params.embedding = cfg["embedding"]
+if cfg["embedding"]:  # decoder models default to no pooling, which /v1/embeddings refuses
+    params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
 server = xllamacpp.Server(params)
 print(json.dumps({"address": server.listening_address}), flush=True)
 sys.stdin.read()
@@ -74,7 +76,7 @@ class LocalLlamaServer:
         ctx_size: context (prompt + completion tokens) of each request.
         parallel: requests decoded together (llama.cpp slots); the KV cache holds
             ctx_size * parallel tokens.
-        embedding: serve /v1/embeddings (llama.cpp needs the flag at start).
+        embedding: serve /v1/embeddings (llama.cpp needs the flag at start), mean-pooled.
         """
         self.model_path = Path(model_path).expanduser()
         self.alias = alias or self.model_path.stem

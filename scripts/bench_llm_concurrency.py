@@ -1,0 +1,101 @@
+"""Sustained requests/s of OpenAIChatModel as max_concurrency grows.
+
+The fault server answers every chat request after a fixed delay, so a client that
+really keeps c requests in flight reaches c / delay requests/s. Each level sends
+`requests_per_slot * c` requests; the table shows measured vs ideal and the ratio
+(median of `--repeats` runs), and the most requests the server saw at once.
+By default the server runs in its own process (`--server process`), so that its
+threads do not compete for the client's GIL; `--server thread` shows that effect.
+
+    python scripts/bench_llm_concurrency.py --delay-ms 200 --levels 1 4 16 32
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from memrl_bench.llm.client import OpenAIChatModel, RetryPolicy  # noqa: E402
+from memrl_bench.llm.fault_server import FaultServer  # noqa: E402
+
+
+@contextlib.contextmanager
+def fault_server(delay_s: float, where: str) -> Iterator[str]:
+    """A fresh fault server's base URL, in this process or in a child process."""
+    if where == "thread":
+        with FaultServer(delay_s=delay_s) as server:
+            yield server.base_url
+        return
+    command = [sys.executable, "-m", "memrl_bench.llm.fault_server", "--delay-ms", str(delay_s * 1000)]
+    child = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        yield child.stdout.readline().strip()
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=10)
+
+
+def max_in_flight(base_url: str) -> int:
+    with urllib.request.urlopen(base_url.removesuffix("/v1") + "/stats", timeout=5) as response:
+        return int(json.load(response)["max_in_flight"])
+
+
+async def sustained_rps(model: OpenAIChatModel, requests: int) -> float:
+    started = time.perf_counter()
+    completions = await asyncio.gather(*(model.chat([{"role": "user", "content": f"request {i}"}]) for i in range(requests)))
+    elapsed = time.perf_counter() - started
+    assert all(c.text == f"echo: request {i}" for i, c in enumerate(completions))
+    return requests / elapsed
+
+
+async def measure(base_url: str, level: int, requests: int, repeats: int) -> list[float]:
+    model = OpenAIChatModel(base_url, "bench", max_concurrency=level, retry=RetryPolicy(max_retries=0, timeout_s=30.0))
+    await sustained_rps(model, level)  # open the connections first
+    rates = [await sustained_rps(model, requests) for _ in range(repeats)]
+    await model.aclose()
+    return rates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--delay-ms", type=float, default=200.0, help="server delay per request (> 0)")
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 4, 16, 32], help="max_concurrency values")
+    parser.add_argument("--requests-per-slot", type=int, default=8, help="requests per run = this x concurrency")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per level; the median is reported")
+    parser.add_argument("--server", choices=["process", "thread"], default="process", help="where the fault server runs")
+    args = parser.parse_args()
+    if args.delay_ms <= 0:
+        parser.error("--delay-ms must be > 0")
+    delay_s = args.delay_ms / 1000.0
+
+    print(f"# {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, load average {os.getloadavg()[0]:.2f}")
+    print(f"# fault server ({args.server}) fixed delay {args.delay_ms:.0f} ms; {args.requests_per_slot} x concurrency requests per run; median of {args.repeats} runs")
+    print(f"| concurrency | requests | max in flight | ideal req/s | measured req/s | ratio |")
+    print(f"|---:|---:|---:|---:|---:|---:|")
+    for level in args.levels:
+        requests = args.requests_per_slot * level
+        with fault_server(delay_s, args.server) as base_url:
+            measured = statistics.median(asyncio.run(measure(base_url, level, requests, args.repeats)))
+            seen = max_in_flight(base_url)
+        ideal = level / delay_s
+        print(f"| {level} | {requests} | {seen} | {ideal:.1f} | {measured:.1f} | {measured / ideal:.1%} |")
+
+
+if __name__ == "__main__":
+    main()
