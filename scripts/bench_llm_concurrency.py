@@ -86,8 +86,8 @@ def main() -> None:
 
     print(f"# {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, load average {os.getloadavg()[0]:.2f}")
     print(f"# fault server ({args.server}) fixed delay {args.delay_ms:.0f} ms; {args.requests_per_slot} x concurrency requests per run; median of {args.repeats} runs")
-    print(f"| concurrency | requests | max in flight | ideal req/s | measured req/s | ratio |")
-    print(f"|---:|---:|---:|---:|---:|---:|")
+    print("| concurrency | requests | max in flight | ideal req/s | measured req/s | ratio |")
+    print("|---:|---:|---:|---:|---:|---:|")
     for level in args.levels:
         requests = args.requests_per_slot * level
         with fault_server(delay_s, args.server) as base_url:

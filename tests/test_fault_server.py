@@ -69,13 +69,13 @@ def test_scripted_faults_apply_in_order_then_normal_answers(server):
 
 
 def test_reset_truncated_and_invalid_json(server):
-    server.script(Fault.reset())
+    server.script(Fault("reset"))
     with pytest.raises((ConnectionResetError, http.client.RemoteDisconnected)):
         post(server, "/v1/chat/completions", CHAT)
-    server.script(Fault.truncated())
+    server.script(Fault("truncated"))
     with pytest.raises(http.client.IncompleteRead):
         post(server, "/v1/chat/completions", CHAT)
-    server.script(Fault.invalid_json())
+    server.script(Fault("invalid_json"))
     status, _, raw = post(server, "/v1/chat/completions", CHAT)
     assert status == 200
     with pytest.raises(json.JSONDecodeError):
@@ -83,7 +83,7 @@ def test_reset_truncated_and_invalid_json(server):
 
 
 def test_empty_and_off_format_completions(server):
-    server.script(Fault.empty(), Fault.ignore_format())
+    server.script(Fault("empty"), Fault("ignore_format"))
     texts = [json.loads(post(server, "/v1/chat/completions", CHAT)[2])["choices"][0]["message"]["content"] for _ in range(2)]
     assert texts == ["", OFF_FORMAT_TEXT]
 
@@ -131,3 +131,8 @@ def test_port_is_closed_after_exit():
         port = s.port
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=2)
+
+
+def test_unknown_fault_kind_is_refused():
+    with pytest.raises(ValueError, match="unknown fault kind 'boom'; valid: ok, status"):
+        Fault("boom")  # type: ignore[arg-type]

@@ -61,7 +61,7 @@ def test_timeout_then_success(server):
     assert completion.usage.retries == 1
 
 
-@pytest.mark.parametrize("fault", [Fault.reset(), Fault.truncated(), Fault.invalid_json(), Fault.http_error(503)], ids=lambda f: f.kind + str(f.status))
+@pytest.mark.parametrize("fault", [Fault("reset"), Fault("truncated"), Fault("invalid_json"), Fault.http_error(503)], ids=lambda f: f.kind + str(f.status))
 def test_broken_answers_are_retried(server, fault):
     server.script(fault)
     completion = chat(model_for(server))
@@ -86,7 +86,7 @@ def test_client_errors_are_not_retried(server):
 
 
 def test_empty_and_off_format_completions_come_back_as_text(server):
-    server.script(Fault.empty(), Fault.ignore_format())
+    server.script(Fault("empty"), Fault("ignore_format"))
     model = model_for(server)
     empty, off_format = chat(model), chat(model)
     assert empty.text == "" and empty.finish_reason == "stop" and empty.usage.completion_tokens == 0
@@ -111,7 +111,7 @@ def test_outage_after_consecutive_failures_stops_fast(server):
 
 def test_a_success_resets_the_failure_count(server):
     model = model_for(server, retry=RetryPolicy(max_retries=0), max_consecutive_failures=3)
-    server.script(Fault.http_error(500), Fault.http_error(500), Fault.ok(), Fault.http_error(500), Fault.http_error(500))
+    server.script(Fault.http_error(500), Fault.http_error(500), Fault("ok"), Fault.http_error(500), Fault.http_error(500))
     outcomes = []
     for _ in range(5):
         try:

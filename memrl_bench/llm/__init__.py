@@ -7,9 +7,10 @@ its retries are spent. Actors turn LLMError into the episode status `llm_error`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol
+from typing import Any, Protocol
 
 from memrl_bench.types import Usage
 

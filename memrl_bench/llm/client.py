@@ -20,9 +20,10 @@ import os
 import random
 import time
 import weakref
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any
 from urllib.parse import urlparse
 
 import openai
@@ -190,6 +191,9 @@ class OpenAIChatModel:
         return {**self.generation, **self._checked_settings(overrides)}
 
     async def chat(self, messages: list[dict[str, str]], *, sample_index: int = 0, **overrides: Any) -> Completion:
+        """One completion. A cache hit makes no request and counts as one call with
+        cache_hits=1, its stored tokens and latency 0, so token counts do not depend
+        on the cache."""
         if self._outage is not None:
             raise LLMOutageError(self._outage)
         settings = self.settings(overrides)

@@ -22,11 +22,22 @@ import struct
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any, Literal, get_args
 
-FaultKind = str  # "ok", "status", "slow", "reset", "truncated", "invalid_json", "empty", "ignore_format"
+# What a chat request gets:
+#   ok             a normal completion (the reply function's text)
+#   status         an error answer with `status` (429, 500, 503, ...), Retry-After if given
+#   slow           a normal completion after `delay_s` (past a client's timeout)
+#   reset          the connection closed with a TCP reset before any answer
+#   truncated      a full Content-Length announced, half the body sent, then closed
+#   invalid_json   a 200 answer whose body is not JSON
+#   empty          a completion whose content is ""
+#   ignore_format  a completion that ignores whatever format the prompt asked for
+FaultKind = Literal["ok", "status", "slow", "reset", "truncated", "invalid_json", "empty", "ignore_format"]
+FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
 
 MODEL_ID = "fault-server-model"
 OFF_FORMAT_TEXT = "I would rather talk about the weather today."
@@ -34,51 +45,24 @@ OFF_FORMAT_TEXT = "I would rather talk about the weather today."
 
 @dataclass(frozen=True)
 class Fault:
-    """How the server answers one chat request."""
+    """How the server answers one chat request: Fault("reset"), Fault.http_error(429, "1"), ..."""
 
     kind: FaultKind
     status: int = 200
     retry_after: str | None = None  # the Retry-After header: seconds or an HTTP date
     delay_s: float = 0.0
 
-    @classmethod
-    def ok(cls) -> Fault:
-        return cls("ok")
+    def __post_init__(self) -> None:
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {self.kind!r}; valid: {', '.join(FAULT_KINDS)}")
 
     @classmethod
     def http_error(cls, status: int, retry_after: str | None = None) -> Fault:
-        """An error answer (429, 500, 503, ...), optionally with Retry-After."""
         return cls("status", status=status, retry_after=retry_after)
 
     @classmethod
     def slow(cls, delay_s: float) -> Fault:
-        """A normal answer after `delay_s` (past a client's timeout, to test it)."""
         return cls("slow", delay_s=delay_s)
-
-    @classmethod
-    def reset(cls) -> Fault:
-        """Close the connection with a TCP reset before answering."""
-        return cls("reset")
-
-    @classmethod
-    def truncated(cls) -> Fault:
-        """Announce a full body, send half of it, and close."""
-        return cls("truncated")
-
-    @classmethod
-    def invalid_json(cls) -> Fault:
-        """A 200 answer whose body is not JSON."""
-        return cls("invalid_json")
-
-    @classmethod
-    def empty(cls) -> Fault:
-        """A completion whose content is the empty string."""
-        return cls("empty")
-
-    @classmethod
-    def ignore_format(cls) -> Fault:
-        """A completion that ignores whatever format the prompt asked for."""
-        return cls("ignore_format")
 
 
 def _words(text: str) -> int:
@@ -145,7 +129,7 @@ class FaultServer:
             if body is not None:
                 self.chat_bodies.append(body)
                 self.authorizations.append(authorization)
-            return self._script.pop(0) if self._script and path == "/v1/chat/completions" else Fault.ok()
+            return self._script.pop(0) if self._script and path == "/v1/chat/completions" else Fault("ok")
 
     def _enter(self) -> None:
         with self._lock:

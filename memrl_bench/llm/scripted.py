@@ -9,8 +9,9 @@ Every call is recorded in `calls` for assertions.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from memrl_bench.llm import Completion, LLMError
 from memrl_bench.types import Usage
