@@ -3,7 +3,9 @@
 The fault server answers every chat request after a fixed delay, so a client that
 really keeps c requests in flight reaches c / delay requests/s. Each level sends
 `requests_per_slot * c` requests; the table shows measured vs ideal and the ratio
-(median of `--repeats` runs), and the most requests the server saw at once.
+(median of `--repeats` runs), the most requests the server saw at once, the
+client's CPU time per request, and the 99th percentile of the event loop's lag
+(how late a 5 ms sleep wakes: time the client could not run).
 By default the server runs in its own process (`--server process`), so that its
 threads do not compete for the client's GIL; `--server thread` shows that effect.
 
@@ -64,12 +66,30 @@ async def sustained_rps(model: OpenAIChatModel, requests: int) -> float:
     return requests / elapsed
 
 
-async def measure(base_url: str, level: int, requests: int, repeats: int) -> list[float]:
+async def loop_lag(lags: list[float], stop: asyncio.Event, tick_s: float = 0.005) -> None:
+    """How late a short sleep wakes up: time this process could not run (CPU taken by
+    other processes) or spent busy on other callbacks (the client's own work)."""
+    while not stop.is_set():
+        started = time.perf_counter()
+        await asyncio.sleep(tick_s)
+        lags.append(time.perf_counter() - started - tick_s)
+
+
+async def measure(base_url: str, level: int, requests: int, repeats: int) -> tuple[list[float], float, list[float]]:
+    """(requests/s of each run, client CPU seconds per request, event-loop lags of one more run)."""
     model = OpenAIChatModel(base_url, "bench", max_concurrency=level, retry=RetryPolicy(max_retries=0, timeout_s=30.0))
     await sustained_rps(model, level)  # open the connections first
+    cpu_started = time.process_time()
     rates = [await sustained_rps(model, requests) for _ in range(repeats)]
+    cpu_per_request = (time.process_time() - cpu_started) / (requests * repeats)
+    lags: list[float] = []  # measured apart: the probe's own wake-ups cost CPU too
+    stop = asyncio.Event()
+    probe = asyncio.create_task(loop_lag(lags, stop))
+    await sustained_rps(model, requests)
+    stop.set()
+    await probe
     await model.aclose()
-    return rates
+    return rates, cpu_per_request, lags
 
 
 def main() -> None:
@@ -86,15 +106,16 @@ def main() -> None:
 
     print(f"# {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, load average {os.getloadavg()[0]:.2f}")
     print(f"# fault server ({args.server}) fixed delay {args.delay_ms:.0f} ms; {args.requests_per_slot} x concurrency requests per run; median of {args.repeats} runs")
-    print("| concurrency | requests | max in flight | ideal req/s | measured req/s | ratio |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    print("| concurrency | requests | max in flight | ideal req/s | measured req/s | ratio | client CPU ms/request | loop lag p99 ms |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for level in args.levels:
         requests = args.requests_per_slot * level
         with fault_server(delay_s, args.server) as base_url:
-            measured = statistics.median(asyncio.run(measure(base_url, level, requests, args.repeats)))
+            rates, cpu_per_request, lags = asyncio.run(measure(base_url, level, requests, args.repeats))
             seen = max_in_flight(base_url)
-        ideal = level / delay_s
-        print(f"| {level} | {requests} | {seen} | {ideal:.1f} | {measured:.1f} | {measured / ideal:.1%} |")
+        measured, ideal = statistics.median(rates), level / delay_s
+        lag_p99 = statistics.quantiles(lags, n=100)[98] if len(lags) >= 2 else 0.0
+        print(f"| {level} | {requests} | {seen} | {ideal:.1f} | {measured:.1f} | {measured / ideal:.1%} | {cpu_per_request * 1000:.2f} | {lag_p99 * 1000:.1f} |")
 
 
 if __name__ == "__main__":
