@@ -8,6 +8,8 @@ client's CPU time per request, and the 99th percentile of the event loop's lag
 (how late a 5 ms sleep wakes: time the client could not run).
 By default the server runs in its own process (`--server process`), so that its
 threads do not compete for the client's GIL; `--server thread` shows that effect.
+`--client raw` replaces OpenAIChatModel by a bare asyncio HTTP client: if that one
+reaches the ideal, the server is not what limits the client.
 
     python scripts/bench_llm_concurrency.py --delay-ms 200 --levels 1 4 16 32
 """
@@ -20,6 +22,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -27,10 +30,13 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from memrl_bench.llm import Completion  # noqa: E402
 from memrl_bench.llm.client import OpenAIChatModel, RetryPolicy  # noqa: E402
 from memrl_bench.llm.fault_server import FaultServer  # noqa: E402
 
@@ -58,7 +64,41 @@ def max_in_flight(base_url: str) -> int:
         return int(json.load(response)["max_in_flight"])
 
 
-async def sustained_rps(model: OpenAIChatModel, requests: int) -> float:
+class RawChat:
+    """The control: HTTP/1.1 by hand on one keep-alive connection per slot (no openai, no httpx)."""
+
+    def __init__(self, base_url: str, slots: int):
+        url = urlparse(base_url)
+        self.host, self.port, self.path = url.hostname or "127.0.0.1", url.port or 80, f"{url.path}/chat/completions"
+        self.slots = slots
+        self._free: asyncio.Queue[tuple[asyncio.StreamReader, asyncio.StreamWriter]] | None = None
+
+    async def chat(self, messages: list[dict[str, str]]) -> Completion:
+        if self._free is None:
+            self._free = asyncio.Queue()
+            for _ in range(self.slots):
+                self._free.put_nowait(await asyncio.open_connection(self.host, self.port))
+        reader, writer = await self._free.get()
+        try:
+            body = json.dumps({"model": "bench", "messages": messages}).encode()
+            head = f"POST {self.path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+            writer.write(head.encode() + body)
+            await writer.drain()
+            answer_head = await reader.readuntil(b"\r\n\r\n")
+            length = re.search(rb"(?i)content-length: *(\d+)", answer_head)
+            assert length is not None, answer_head
+            answer = json.loads(await reader.readexactly(int(length.group(1))))
+        finally:
+            self._free.put_nowait((reader, writer))
+        return Completion(answer["choices"][0]["message"]["content"])
+
+    async def aclose(self) -> None:
+        while self._free is not None and not self._free.empty():
+            _, writer = self._free.get_nowait()
+            writer.close()
+
+
+async def sustained_rps(model: Any, requests: int) -> float:
     started = time.perf_counter()
     completions = await asyncio.gather(*(model.chat([{"role": "user", "content": f"request {i}"}]) for i in range(requests)))
     elapsed = time.perf_counter() - started
@@ -75,9 +115,12 @@ async def loop_lag(lags: list[float], stop: asyncio.Event, tick_s: float = 0.005
         lags.append(time.perf_counter() - started - tick_s)
 
 
-async def measure(base_url: str, level: int, requests: int, repeats: int) -> tuple[list[float], float, list[float]]:
+async def measure(base_url: str, client: str, level: int, requests: int, repeats: int) -> tuple[list[float], float, list[float]]:
     """(requests/s of each run, client CPU seconds per request, event-loop lags of one more run)."""
-    model = OpenAIChatModel(base_url, "bench", max_concurrency=level, retry=RetryPolicy(max_retries=0, timeout_s=30.0))
+    if client == "raw":
+        model: Any = RawChat(base_url, level)
+    else:
+        model = OpenAIChatModel(base_url, "bench", max_concurrency=level, retry=RetryPolicy(max_retries=0, timeout_s=30.0))
     await sustained_rps(model, level)  # open the connections first
     cpu_started = time.process_time()
     rates = [await sustained_rps(model, requests) for _ in range(repeats)]
@@ -99,19 +142,20 @@ def main() -> None:
     parser.add_argument("--requests-per-slot", type=int, default=8, help="requests per run = this x concurrency")
     parser.add_argument("--repeats", type=int, default=3, help="runs per level; the median is reported")
     parser.add_argument("--server", choices=["process", "thread"], default="process", help="where the fault server runs")
+    parser.add_argument("--client", choices=["openai", "raw"], default="openai", help="OpenAIChatModel, or the bare control client")
     args = parser.parse_args()
     if args.delay_ms <= 0:
         parser.error("--delay-ms must be > 0")
     delay_s = args.delay_ms / 1000.0
 
     print(f"# {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, load average {os.getloadavg()[0]:.2f}")
-    print(f"# fault server ({args.server}) fixed delay {args.delay_ms:.0f} ms; {args.requests_per_slot} x concurrency requests per run; median of {args.repeats} runs")
+    print(f"# client {args.client}; fault server ({args.server}) fixed delay {args.delay_ms:.0f} ms; {args.requests_per_slot} x concurrency requests per run; median of {args.repeats} runs")
     print("| concurrency | requests | max in flight | ideal req/s | measured req/s | ratio | client CPU ms/request | loop lag p99 ms |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for level in args.levels:
         requests = args.requests_per_slot * level
         with fault_server(delay_s, args.server) as base_url:
-            rates, cpu_per_request, lags = asyncio.run(measure(base_url, level, requests, args.repeats))
+            rates, cpu_per_request, lags = asyncio.run(measure(base_url, args.client, level, requests, args.repeats))
             seen = max_in_flight(base_url)
         measured, ideal = statistics.median(rates), level / delay_s
         lag_p99 = statistics.quantiles(lags, n=100)[98] if len(lags) >= 2 else 0.0
