@@ -8,11 +8,13 @@ import json
 import random
 import socket
 import time
+from pathlib import Path
 
 import pytest
+import yaml
 
 from memrl_bench.llm import LLMError, LLMOutageError, make_chat_model, open_chat_model
-from memrl_bench.llm.client import OpenAIChatModel, RetryPolicy, retry_after_s
+from memrl_bench.llm.client import OpenAIChatModel, RetryPolicy, _checked_config, retry_after_s
 from memrl_bench.llm.fault_server import MODEL_ID, OFF_FORMAT_TEXT, Fault, FaultServer
 from memrl_bench.llm.scripted import ScriptedChatModel
 
@@ -189,7 +191,7 @@ def test_retry_after_header_forms():
 
 
 def test_make_chat_model_from_config(server):
-    cfg = {"provider": "openai", "base_url": server.base_url, "model": "cfg-model", "max_concurrency": 2, "generation": {"max_tokens": 5}}
+    cfg = {"name": "openai", "base_url": server.base_url, "model": "cfg-model", "max_concurrency": 2, "max_tokens": 5, "cache_mode": "off"}
     model = make_chat_model(cfg)
     assert chat(model).text == "echo: hello there"
     assert server.chat_bodies[0]["max_tokens"] == 5 and server.chat_bodies[0]["model"] == "cfg-model"
@@ -199,10 +201,10 @@ def test_make_chat_model_from_config(server):
 @pytest.mark.parametrize(
     "cfg, message",
     [
-        ({"provider": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "m", "max_concurency": 2}, "unknown llm config key.*max_concurency"),
-        ({"provider": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "m", "cache": {"mod": "off"}}, "unknown llm.cache key.*mod"),
-        ({"provider": "vllm", "model": "m"}, "llm.provider 'vllm' is not one of local, openai, none"),
-        ({"provider": "openai", "model": "m"}, "llm.base_url is required"),
+        ({"name": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "m", "max_concurency": 2}, "unknown llm config key.*max_concurency"),
+        ({"name": "vllm", "model": "m"}, "llm.name 'vllm' is not one of local, openai, none"),
+        ({"name": "openai", "model": "m"}, "llm.base_url is required"),
+        ({"name": "local"}, "llm.model is required for llm=local"),
     ],
 )
 def test_bad_config_names_the_key(cfg, message):
@@ -210,10 +212,19 @@ def test_bad_config_names_the_key(cfg, message):
         make_chat_model(cfg)
 
 
+@pytest.mark.parametrize("path", sorted(Path(__file__).parents[1].joinpath("conf/llm").glob("*.yaml")), ids=lambda p: p.stem)
+def test_shipped_llm_configs_are_valid(path):
+    cfg = yaml.safe_load(path.read_text())
+    assert cfg["name"] == path.stem
+    if cfg.get("model") == "???":  # Hydra's mandatory value: the user names the model
+        cfg["model"] = "some-model"
+    assert _checked_config(cfg) == cfg
+
+
 def test_open_chat_model_none_and_openai(server):
-    with open_chat_model({"provider": "none"}) as model:
+    with open_chat_model({"name": "none"}) as model:
         assert model is None
-    with open_chat_model({"provider": "openai", "base_url": server.base_url, "model": "m"}) as model:
+    with open_chat_model({"name": "openai", "base_url": server.base_url, "model": "m"}) as model:
         assert chat(model).text == "echo: hello there"
 
 

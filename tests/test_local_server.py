@@ -86,11 +86,13 @@ def test_embedding_mode_then_nothing_left_behind(local_llm_server):
 @pytest.mark.llm
 def test_open_chat_model_local_starts_and_stops_the_server():
     cfg = {
-        "provider": "local",
+        "name": "local",
         "model": "smollm2-135m",
-        "generation": {"max_tokens": 4},
-        "cache": {"mode": "off"},
-        "server": {"threads": 1, "ctx_size": 256, "parallel": 1},
+        "max_tokens": 4,
+        "cache_mode": "off",
+        "threads": 1,
+        "ctx_size": 256,
+        "parallel": 1,
     }
     before = child_pids()
     with open_chat_model(cfg) as model:

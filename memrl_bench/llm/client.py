@@ -279,46 +279,41 @@ def _read_completion(response: Any) -> tuple[str, str | None, int, int]:
     return choice.message.content or "", choice.finish_reason, prompt_tokens, completion_tokens
 
 
-# The `llm` config group (conf/llm/*.yaml): top-level keys and their nested groups.
-_CLIENT_KEYS = {
-    "provider", "model", "base_url", "api_key_env", "max_concurrency", "max_consecutive_failures",
-    "max_retries", "timeout_s", "backoff_base_s", "backoff_max_s", "max_retry_after_s", "retry_seed",
-    "generation", "cache", "server",
-}
-_NESTED_KEYS = {
-    "generation": set(GENERATION_KEYS),
-    "cache": {"mode", "path"},
-    "server": {"threads", "ctx_size", "parallel", "startup_timeout_s"},
-}
-PROVIDERS = ("local", "openai", "none")
+# The `llm` config group (conf/llm/*.yaml) is flat, so that any key is one Hydra
+# override (llm.max_concurrency=8). `name` picks the kind of backbone.
+NAMES = ("local", "openai", "none")
+_RETRY_KEYS = ("max_retries", "timeout_s", "backoff_base_s", "backoff_max_s", "max_retry_after_s")
+_SERVER_KEYS = ("threads", "ctx_size", "parallel", "startup_timeout_s")
+_CONFIG_KEYS = frozenset(
+    {"name", "model", "base_url", "api_key_env", "max_concurrency", "max_consecutive_failures", "retry_seed", "cache_mode", "cache_path"}
+    | set(_RETRY_KEYS)
+    | set(_SERVER_KEYS)
+    | set(GENERATION_KEYS)
+    | {"finetuned_on"}  # read by the protocol guard, not here
+)
 
 
 def _checked_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(cfg) - _CLIENT_KEYS)
+    unknown = sorted(set(cfg) - _CONFIG_KEYS)
     if unknown:
-        raise ValueError(f"unknown llm config key(s) {', '.join(unknown)}; valid: {', '.join(sorted(_CLIENT_KEYS))}")
-    for group, valid in _NESTED_KEYS.items():
-        unknown = sorted(set(cfg.get(group) or {}) - valid)
-        if unknown:
-            raise ValueError(f"unknown llm.{group} key(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid))}")
-    provider = cfg.get("provider")
-    if provider not in PROVIDERS:
-        raise ValueError(f"llm.provider {provider!r} is not one of {', '.join(PROVIDERS)}")
-    if provider != "none" and not cfg.get("model"):
-        raise ValueError(f"llm.model is required for provider {provider!r}")
-    if provider == "openai" and not cfg.get("base_url"):
-        raise ValueError("llm.base_url is required for provider 'openai' (e.g. http://127.0.0.1:8000/v1 for vLLM)")
+        raise ValueError(f"unknown llm config key(s) {', '.join(unknown)}; valid: {', '.join(sorted(_CONFIG_KEYS))}")
+    name = cfg.get("name")
+    if name not in NAMES:
+        raise ValueError(f"llm.name {name!r} is not one of {', '.join(NAMES)}")
+    if name != "none" and not cfg.get("model"):
+        raise ValueError(f"llm.model is required for llm={name}")
+    if name == "openai" and not cfg.get("base_url"):
+        raise ValueError("llm.base_url is required for llm=openai (e.g. http://127.0.0.1:8000/v1 for vLLM)")
     return dict(cfg)
 
 
 def _cache_from_config(cfg: Mapping[str, Any]) -> ResponseCache | None:
     from memrl_bench.models import cache_root
 
-    cache_cfg = cfg.get("cache") or {}
-    mode = cache_cfg.get("mode", "off")
+    mode = cfg.get("cache_mode", "off")
     if mode == "off":
         return None
-    return ResponseCache(cache_cfg.get("path") or cache_root() / "llm_cache.sqlite", mode)
+    return ResponseCache(cfg.get("cache_path") or cache_root() / "llm_cache.sqlite", mode)
 
 
 def make_chat_model(cfg: Mapping[str, Any], *, base_url: str | None = None, identity_extra: Mapping[str, Any] | None = None) -> OpenAIChatModel:
@@ -326,15 +321,12 @@ def make_chat_model(cfg: Mapping[str, Any], *, base_url: str | None = None, iden
     cfg = _checked_config(cfg)
     url = base_url or cfg.get("base_url")
     if not url:
-        raise ValueError("llm.base_url is missing (provider 'local' gets it from the server: use open_chat_model)")
-    retry = RetryPolicy(
-        **{name: cfg[name] for name in ("max_retries", "timeout_s", "backoff_base_s", "backoff_max_s", "max_retry_after_s") if name in cfg},
-        seed=cfg.get("retry_seed", 0),
-    )
+        raise ValueError("llm.base_url is missing (llm=local gets it from its server: use open_chat_model)")
+    retry = RetryPolicy(**{key: cfg[key] for key in _RETRY_KEYS if key in cfg}, seed=cfg.get("retry_seed", 0))
     return OpenAIChatModel(
         url,
         cfg["model"],
-        generation=cfg.get("generation") or {},
+        generation={key: cfg[key] for key in GENERATION_KEYS if key in cfg},
         max_concurrency=cfg.get("max_concurrency", 4),
         retry=retry,
         max_consecutive_failures=cfg.get("max_consecutive_failures", 10),
@@ -346,20 +338,21 @@ def make_chat_model(cfg: Mapping[str, Any], *, base_url: str | None = None, iden
 
 @contextmanager
 def open_chat_model(cfg: Mapping[str, Any]) -> Iterator[OpenAIChatModel | None]:
-    """The configured model for the length of a run: None for provider 'none'; for
-    'local', a llama.cpp server started here and stopped on exit, also on errors."""
+    """The configured model for the length of a run: None for llm=none; for llm=local,
+    a llama.cpp server started here and stopped on exit, also on errors."""
     cfg = _checked_config(cfg)
-    if cfg["provider"] == "none":
+    if cfg["name"] == "none":
         yield None
         return
     with ExitStack() as stack:
         base_url, identity_extra = None, None
-        if cfg["provider"] == "local":
+        if cfg["name"] == "local":
             from memrl_bench import models
             from memrl_bench.llm.local_server import LocalLlamaServer
 
             alias = cfg["model"] if cfg["model"] in models.CATALOGUE else None  # a .gguf path: its file stem
-            server = stack.enter_context(LocalLlamaServer(models.ensure(cfg["model"]), alias=alias, **(cfg.get("server") or {})))
+            server_settings = {key: cfg[key] for key in _SERVER_KEYS if key in cfg}
+            server = stack.enter_context(LocalLlamaServer(models.ensure(cfg["model"]), alias=alias, **server_settings))
             base_url, identity_extra = server.base_url, {**server.info(), **models.checksum(cfg["model"])}
         model = make_chat_model(cfg, base_url=base_url, identity_extra=identity_extra)
         stack.callback(model.close)
