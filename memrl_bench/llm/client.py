@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import logging
 import os
 import random
 import time
@@ -39,6 +40,10 @@ DEFAULT_GENERATION: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "seed": 
 # Status codes worth another try: timeout, conflict, too early, rate limit, server errors.
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 NO_KEY = "no-key"  # local servers accept any key, and the openai package refuses none
+
+# httpx logs every request at INFO, which a run's logging shows: thousands of lines.
+for _logger in ("httpx", "httpx2"):
+    logging.getLogger(_logger).setLevel(logging.WARNING)
 
 
 class _InvalidResponse(Exception):
