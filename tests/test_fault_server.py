@@ -55,7 +55,7 @@ def test_serves_models_and_chat_and_counts_requests(server):
 
 
 def test_listens_on_loopback_only(server):
-    assert server._httpd is not None and server._httpd.server_address[0] == "127.0.0.1"
+    assert server.address[0] == "127.0.0.1" and server.base_url == f"http://127.0.0.1:{server.port}/v1"
 
 
 def test_scripted_faults_apply_in_order_then_normal_answers(server):

@@ -101,9 +101,15 @@ class FaultServer:
         self._thread: threading.Thread | None = None
 
     @property
-    def port(self) -> int:
+    def address(self) -> tuple[str, int]:
+        """The (host, port) the server is bound to."""
         assert self._httpd is not None, "FaultServer is not started"
-        return self._httpd.server_address[1]
+        host, port = self._httpd.server_address[:2]
+        return str(host), int(port)
+
+    @property
+    def port(self) -> int:
+        return self.address[1]
 
     @property
     def base_url(self) -> str:
