@@ -7,6 +7,8 @@ its retries are spent. Actors turn LLMError into the episode status `llm_error`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -14,7 +16,15 @@ from memrl_bench.types import Usage
 
 
 class LLMError(RuntimeError):
-    """A call that still failed after its retries."""
+    """A call that still failed after its retries; `usage` is what the failed call spent."""
+
+    def __init__(self, message: str, usage: Usage | None = None):
+        super().__init__(message)
+        self.usage = usage if usage is not None else Usage(calls=1, failures=1)
+
+
+class LLMOutageError(LLMError):
+    """The server looks down (unreachable, or too many consecutive failed calls): stop the run."""
 
 
 @dataclass
@@ -31,3 +41,17 @@ class ChatModel(Protocol):
     async def chat(self, messages: list[dict[str, str]], *, sample_index: int = 0, **overrides: Any) -> Completion:
         """One chat completion. `overrides` replace generation settings (temperature, max_tokens, stop)."""
         ...
+
+
+def make_chat_model(cfg: Mapping[str, Any], **kwargs: Any) -> ChatModel:
+    """A ChatModel for an OpenAI-compatible server from the `llm` config group (see llm/client.py)."""
+    from memrl_bench.llm.client import make_chat_model as make
+
+    return make(cfg, **kwargs)
+
+
+def open_chat_model(cfg: Mapping[str, Any]) -> AbstractContextManager[ChatModel | None]:
+    """The configured ChatModel for the length of a run (starting and stopping a local server)."""
+    from memrl_bench.llm.client import open_chat_model as open_model
+
+    return open_model(cfg)

@@ -1,0 +1,364 @@
+"""The real ChatModel: any OpenAI-compatible server (llama.cpp, vLLM, Ollama, OpenAI).
+
+`OpenAIChatModel.chat` keeps up to `max_concurrency` requests in flight, retries
+429 / 5xx / timeouts / connection errors / unreadable answers with exponential
+backoff (jitter from a seeded rng, Retry-After honoured), counts tokens, retries
+and latency into a Usage, and consults an optional ResponseCache first. After
+`max_consecutive_failures` failed calls in a row it raises LLMOutageError on every
+call, so a run whose server died stops fast instead of logging llm_error episodes.
+
+The API key is read from an environment variable at construction and handed to
+the openai client only: it is never stored in `identity` or written anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import os
+import random
+import time
+import weakref
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+import openai
+import pydantic
+from openai.types.chat import ChatCompletion
+
+from memrl_bench.llm import Completion, LLMError, LLMOutageError
+from memrl_bench.llm.cache import CachedResponse, ResponseCache, cache_key
+from memrl_bench.types import Usage
+
+GENERATION_KEYS = ("temperature", "top_p", "seed", "max_tokens", "stop")
+DEFAULT_GENERATION: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "seed": 0, "max_tokens": 256, "stop": None}
+# Status codes worth another try: timeout, conflict, too early, rate limit, server errors.
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+NO_KEY = "no-key"  # local servers accept any key, and the openai package refuses none
+
+# httpx logs every request at INFO, which a run's logging shows: thousands of lines.
+for _logger in ("httpx", "httpx2"):
+    logging.getLogger(_logger).setLevel(logging.WARNING)
+
+
+class _InvalidResponse(Exception):
+    """A 200 answer without a usable completion in it."""
+
+
+@dataclass
+class RetryPolicy:
+    max_retries: int = 4  # extra attempts after the first
+    timeout_s: float = 120.0  # per attempt
+    backoff_base_s: float = 0.5  # first backoff; doubles per retry
+    backoff_max_s: float = 30.0
+    max_retry_after_s: float = 60.0  # a server's Retry-After is honoured up to this
+    seed: int = 0  # of the jitter rng
+
+    def backoff_s(self, retry: int, rng: random.Random) -> float:
+        """Exponential backoff with 'equal jitter': half fixed, half random."""
+        ceiling = min(self.backoff_max_s, self.backoff_base_s * 2 ** (retry - 1))
+        return ceiling * (0.5 + 0.5 * rng.random())
+
+
+def retry_after_s(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header (seconds or an HTTP date), or retry-after-ms."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _classify(err: BaseException) -> tuple[bool, float | None, str]:
+    """(retryable, server-asked wait, short reason) for one failed attempt."""
+    if isinstance(err, openai.APIStatusError):
+        status = err.status_code
+        reason = f"HTTP {status}: {err.message}"
+        return (status in RETRYABLE_STATUS or status >= 500), retry_after_s(err.response.headers), reason
+    if isinstance(err, (openai.APITimeoutError, asyncio.TimeoutError)):
+        return True, None, "timed out"
+    if isinstance(err, openai.APIConnectionError):
+        cause = err.__cause__ or err
+        detail = f": {cause}" if str(cause) else ""
+        return True, None, f"connection error: {type(cause).__name__}{detail}"
+    if isinstance(err, (openai.APIResponseValidationError, pydantic.ValidationError, json.JSONDecodeError, _InvalidResponse)):
+        return True, None, f"unreadable response: {type(err).__name__}: {err}"
+    return False, None, f"{type(err).__name__}: {err}"
+
+
+@dataclass
+class _LoopState:
+    """What binds to one event loop: the HTTP connection pool and the semaphore."""
+
+    client: openai.AsyncOpenAI
+    in_flight: asyncio.Semaphore
+
+
+class OpenAIChatModel:
+    """A ChatModel over an OpenAI-compatible HTTP API."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        generation: Mapping[str, Any] | None = None,
+        max_concurrency: int = 4,
+        retry: RetryPolicy | None = None,
+        max_consecutive_failures: int = 10,
+        api_key_env: str = "OPENAI_API_KEY",
+        cache: ResponseCache | None = None,
+        identity_extra: Mapping[str, Any] | None = None,
+    ):
+        if max_concurrency < 1:
+            raise ValueError(f"llm max_concurrency must be >= 1, got {max_concurrency}")
+        if max_consecutive_failures < 1:
+            raise ValueError(f"llm max_consecutive_failures must be >= 1, got {max_consecutive_failures}")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.generation = {**DEFAULT_GENERATION, **self._checked_settings(generation or {})}
+        self.max_concurrency = max_concurrency
+        self.retry = retry or RetryPolicy()
+        self.max_consecutive_failures = max_consecutive_failures
+        self.cache = cache
+        self._api_key = os.environ.get(api_key_env) or NO_KEY
+        self._rng = random.Random(self.retry.seed)
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
+        self._consecutive_failures = 0
+        self._outage: str | None = None
+        self.identity: dict[str, Any] = {
+            "model": model,
+            "served_model": self._served_model(),
+            "base_url_host": urlparse(self.base_url).netloc,
+            **dict(identity_extra or {}),
+        }
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatModel(base_url={self.base_url!r}, model={self.model!r})"
+
+    @staticmethod
+    def _checked_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(settings) - set(GENERATION_KEYS))
+        if unknown:
+            raise ValueError(f"unknown llm generation setting(s) {', '.join(unknown)}; valid: {', '.join(GENERATION_KEYS)}")
+        return dict(settings)
+
+    def _served_model(self) -> str | None:
+        """The model id the server reports; one clear error if it cannot be reached."""
+        client = openai.OpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=min(self.retry.timeout_s, 30.0))
+        try:
+            ids = [m.id for m in client.models.list()]
+        except openai.APIStatusError as err:
+            if err.status_code == 404:  # some compatible servers do not list models
+                return None
+            raise LLMError(f"the LLM server at {self.base_url} answered /models with HTTP {err.status_code}: {err.message}") from err
+        except (openai.APIConnectionError, openai.APIResponseValidationError) as err:
+            raise LLMOutageError(f"cannot reach the LLM server at {self.base_url}: {err.__cause__ or err}") from err
+        finally:
+            client.close()
+        if self.model in ids:
+            return self.model
+        return ids[0] if len(ids) == 1 else None
+
+    def _state(self) -> _LoopState:
+        # asyncio objects and pooled connections belong to one event loop; a model
+        # used from several asyncio.run calls gets a fresh pool for each loop.
+        loop = asyncio.get_running_loop()
+        state = self._loops.get(loop)
+        if state is None:
+            # openai's default HTTP client closes itself on garbage collection by scheduling
+            # a task on whatever loop runs then, which fails for a pool of a closed loop.
+            http_client = openai.DefaultAsyncHttpxClient()
+            client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.retry.timeout_s, http_client=http_client)
+            state = self._loops[loop] = _LoopState(client, asyncio.Semaphore(self.max_concurrency))
+        return state
+
+    def settings(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        """The generation settings of one call: the configured ones with `overrides` applied."""
+        return {**self.generation, **self._checked_settings(overrides)}
+
+    async def chat(self, messages: list[dict[str, str]], *, sample_index: int = 0, **overrides: Any) -> Completion:
+        """One completion. A cache hit makes no request and counts as one call with
+        cache_hits=1, its stored tokens and latency 0, so token counts do not depend
+        on the cache."""
+        if self._outage is not None:
+            raise LLMOutageError(self._outage)
+        settings = self.settings(overrides)
+        key = cache_key(self.identity, messages, settings, sample_index) if self.cache is not None else ""
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is not None:
+            usage = Usage(calls=1, prompt_tokens=hit.prompt_tokens, completion_tokens=hit.completion_tokens, cache_hits=1)
+            return Completion(hit.text, usage, cached=True, finish_reason=hit.finish_reason)
+        completion = await self._request(messages, settings)
+        if self.cache is not None:
+            self.cache.put(key, CachedResponse(completion.text, completion.finish_reason, completion.usage.prompt_tokens, completion.usage.completion_tokens))
+        return completion
+
+    async def _request(self, messages: list[dict[str, str]], settings: dict[str, Any]) -> Completion:
+        state = self._state()
+        request = {k: v for k, v in settings.items() if v is not None}
+        retries = 0
+        latency = 0.0  # time in flight plus backoff; waiting for a free slot is not counted
+        while True:
+            async with state.in_flight:
+                started = time.perf_counter()
+                try:
+                    response = await asyncio.wait_for(
+                        # post() rather than chat.completions.create(): the same request without
+                        # create()'s per-call transform of the messages, a third of the client's CPU.
+                        state.client.post(
+                            "/chat/completions",
+                            cast_to=ChatCompletion,
+                            body={"model": self.model, "messages": messages, **request},
+                            options={"timeout": self.retry.timeout_s},
+                        ),
+                        # a server trickling bytes can outlast httpx's per-read timeout
+                        timeout=self.retry.timeout_s,
+                    )
+                    text, finish_reason, prompt_tokens, completion_tokens = _read_completion(response)
+                    error: BaseException | None = None
+                except (openai.APIError, asyncio.TimeoutError, pydantic.ValidationError, json.JSONDecodeError, _InvalidResponse) as err:
+                    error = err
+                latency += time.perf_counter() - started
+            if error is None:
+                self._consecutive_failures = 0
+                usage = Usage(calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, retries=retries, latency_s=latency)
+                return Completion(text, usage, cached=False, finish_reason=finish_reason)
+            retryable, wait_s, reason = _classify(error)
+            if not retryable or retries >= self.retry.max_retries:
+                raise self._failed(reason, retries, latency) from error
+            retries += 1
+            delay = min(wait_s, self.retry.max_retry_after_s) if wait_s is not None else self.retry.backoff_s(retries, self._rng)
+            await asyncio.sleep(delay)
+            latency += delay
+
+    def _failed(self, reason: str, retries: int, latency: float) -> LLMError:
+        usage = Usage(calls=1, retries=retries, failures=1, latency_s=latency)
+        self._consecutive_failures += 1
+        if self._consecutive_failures >= self.max_consecutive_failures:
+            self._outage = (
+                f"the LLM server at {self.base_url} looks down: {self._consecutive_failures} calls in a row failed "
+                f"(max_consecutive_failures={self.max_consecutive_failures}); last error: {reason}"
+            )
+            return LLMOutageError(self._outage, usage)
+        return LLMError(f"LLM call to {self.base_url} failed after {retries} retries: {reason}", usage)
+
+    async def aclose(self) -> None:
+        """Close this event loop's connections (others were dropped with their loops)."""
+        state = self._loops.pop(asyncio.get_running_loop(), None)
+        if state is not None:
+            await state.client.close()
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+
+
+def _read_completion(response: Any) -> tuple[str, str | None, int, int]:
+    """(text, finish_reason, prompt tokens, completion tokens); an empty content is ""."""
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise _InvalidResponse(f"no choices in the answer: {str(response)[:200]!r}")
+    choice = choices[0]
+    usage = getattr(response, "usage", None)
+    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    return choice.message.content or "", choice.finish_reason, prompt_tokens, completion_tokens
+
+
+# The `llm` config group (conf/llm/*.yaml) is flat, so that any key is one Hydra
+# override (llm.max_concurrency=8). `name` picks the kind of backbone.
+NAMES = ("local", "openai", "none")
+_RETRY_KEYS = ("max_retries", "timeout_s", "backoff_base_s", "backoff_max_s", "max_retry_after_s")
+_SERVER_KEYS = ("threads", "ctx_size", "parallel", "startup_timeout_s")
+_CONFIG_KEYS = frozenset(
+    {"name", "model", "base_url", "api_key_env", "max_concurrency", "max_consecutive_failures", "retry_seed", "cache_mode", "cache_path"}
+    | set(_RETRY_KEYS)
+    | set(_SERVER_KEYS)
+    | set(GENERATION_KEYS)
+    | {"finetuned_on"}  # read by the protocol guard, not here
+)
+
+
+def _checked_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(cfg) - _CONFIG_KEYS)
+    if unknown:
+        raise ValueError(f"unknown llm config key(s) {', '.join(unknown)}; valid: {', '.join(sorted(_CONFIG_KEYS))}")
+    name = cfg.get("name")
+    if name not in NAMES:
+        raise ValueError(f"llm.name {name!r} is not one of {', '.join(NAMES)}")
+    if name != "none" and not cfg.get("model"):
+        raise ValueError(f"llm.model is required for llm={name}")
+    if name == "openai" and not cfg.get("base_url"):
+        raise ValueError("llm.base_url is required for llm=openai (e.g. http://127.0.0.1:8000/v1 for vLLM)")
+    return dict(cfg)
+
+
+def _cache_from_config(cfg: Mapping[str, Any]) -> ResponseCache | None:
+    from memrl_bench.models import cache_root
+
+    mode = cfg.get("cache_mode", "off")
+    if mode == "off":
+        return None
+    return ResponseCache(cfg.get("cache_path") or cache_root() / "llm_cache.sqlite", mode)
+
+
+def make_chat_model(cfg: Mapping[str, Any], *, base_url: str | None = None, identity_extra: Mapping[str, Any] | None = None) -> OpenAIChatModel:
+    """An OpenAIChatModel from the `llm` config group; `base_url` overrides the config's."""
+    cfg = _checked_config(cfg)
+    url = base_url or cfg.get("base_url")
+    if not url:
+        raise ValueError("llm.base_url is missing (llm=local gets it from its server: use open_chat_model)")
+    retry = RetryPolicy(**{key: cfg[key] for key in _RETRY_KEYS if key in cfg}, seed=cfg.get("retry_seed", 0))
+    return OpenAIChatModel(
+        url,
+        cfg["model"],
+        generation={key: cfg[key] for key in GENERATION_KEYS if key in cfg},
+        max_concurrency=cfg.get("max_concurrency", 4),
+        retry=retry,
+        max_consecutive_failures=cfg.get("max_consecutive_failures", 10),
+        api_key_env=cfg.get("api_key_env", "OPENAI_API_KEY"),
+        cache=_cache_from_config(cfg),
+        identity_extra=identity_extra,
+    )
+
+
+@contextmanager
+def open_chat_model(cfg: Mapping[str, Any]) -> Iterator[OpenAIChatModel | None]:
+    """The configured model for the length of a run: None for llm=none; for llm=local,
+    a llama.cpp server started here and stopped on exit, also on errors."""
+    cfg = _checked_config(cfg)
+    if cfg["name"] == "none":
+        yield None
+        return
+    with ExitStack() as stack:
+        base_url, identity_extra = None, None
+        if cfg["name"] == "local":
+            from memrl_bench import models
+            from memrl_bench.llm.local_server import LocalLlamaServer
+
+            alias = cfg["model"] if cfg["model"] in models.CATALOGUE else None  # a .gguf path: its file stem
+            server_settings = {key: cfg[key] for key in _SERVER_KEYS if key in cfg}
+            server = stack.enter_context(LocalLlamaServer(models.ensure(cfg["model"]), alias=alias, **server_settings))
+            base_url, identity_extra = server.base_url, {**server.info(), **models.checksum(cfg["model"])}
+        model = make_chat_model(cfg, base_url=base_url, identity_extra=identity_extra)
+        stack.callback(model.close)
+        yield model

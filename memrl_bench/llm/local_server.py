@@ -1,0 +1,197 @@
+"""A llama.cpp server (the prebuilt `xllamacpp` wheel) on 127.0.0.1, as a context manager.
+
+xllamacpp runs the server inside the calling process on C++ threads and offers no
+stop call: it stops only when its Server object is destroyed. To be sure that
+stopping frees the port, the threads and the memory, the server runs in a child
+process: `python -c <launcher>` builds it on a free port, prints the address,
+and blocks reading its stdin. Closing that pipe (or the parent dying) ends it;
+`stop` closes the pipe, then escalates to SIGTERM and SIGKILL.
+
+    with LocalLlamaServer(models.ensure("smollm2-135m")) as server:
+        model = OpenAIChatModel(server.base_url, server.alias)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+# Runs in the child. Exits through os._exit once stdin closes: the kernel then
+# releases the port and every llama.cpp thread at once.
+_LAUNCHER = """
+import json, os, sys
+import xllamacpp
+cfg = json.loads(sys.argv[1])
+params = xllamacpp.CommonParams()
+params.model.path = cfg["model_path"]
+params.model_alias = {cfg["alias"]}
+params.hostnames = ["127.0.0.1"]
+params.port = 0
+params.n_parallel = cfg["parallel"]
+params.n_ctx = cfg["ctx_size"] * cfg["parallel"]
+params.cpuparams.n_threads = cfg["threads"]
+params.cpuparams_batch.n_threads = cfg["threads"]
+params.n_threads_http = cfg["parallel"] + 2
+params.embedding = cfg["embedding"]
+if cfg["embedding"]:  # decoder models default to no pooling, which /v1/embeddings refuses
+    params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+server = xllamacpp.Server(params)
+print(json.dumps({"address": server.listening_address}), flush=True)
+sys.stdin.read()
+os._exit(0)
+"""
+
+
+class LocalServerError(RuntimeError):
+    """The local llama.cpp server did not start; the message names the model and the log."""
+
+
+class LocalLlamaServer:
+    """A llama.cpp server for one GGUF model, started on enter and stopped on exit."""
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        alias: str | None = None,
+        threads: int = 2,
+        ctx_size: int = 2048,
+        parallel: int = 1,
+        embedding: bool = False,
+        startup_timeout_s: float = 120.0,
+    ):
+        """
+        threads: CPU threads for generation and prompt processing; when another
+            process loads the CPU, 1 thread holds up better than 2.
+        ctx_size: context (prompt + completion tokens) of each request.
+        parallel: requests decoded together (llama.cpp slots); the KV cache holds
+            ctx_size * parallel tokens.
+        embedding: serve /v1/embeddings (llama.cpp needs the flag at start), mean-pooled.
+        """
+        self.model_path = Path(model_path).expanduser()
+        self.alias = alias or self.model_path.stem
+        self.threads = threads
+        self.ctx_size = ctx_size
+        self.parallel = parallel
+        self.embedding = embedding
+        self.startup_timeout_s = startup_timeout_s
+        self.address: str | None = None
+        self.log_path: Path | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        if self.address is None:
+            raise LocalServerError("the local llama.cpp server is not running")
+        return f"{self.address}/v1"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def __enter__(self) -> LocalLlamaServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        if importlib.util.find_spec("xllamacpp") is None:
+            raise LocalServerError("the local LLM server needs the xllamacpp package: pip install 'memrl-bench[local]'")
+        if not self.model_path.is_file():
+            raise FileNotFoundError(f"GGUF model file {self.model_path} does not exist")
+        for name, value in (("threads", self.threads), ("ctx_size", self.ctx_size), ("parallel", self.parallel)):
+            if value < 1:
+                raise ValueError(f"local server {name} must be >= 1, got {value}")
+        cfg = {
+            "model_path": str(self.model_path),
+            "alias": self.alias,
+            "threads": self.threads,
+            "ctx_size": self.ctx_size,
+            "parallel": self.parallel,
+            "embedding": self.embedding,
+        }
+        fd, log_name = tempfile.mkstemp(prefix="llama-server-", suffix=".log")
+        self.log_path = Path(log_name)
+        with os.fdopen(fd, "wb") as log:
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", _LAUNCHER, json.dumps(cfg)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log
+            )
+        try:
+            self.address = self._read_address(time.monotonic() + self.startup_timeout_s)
+            self._wait_healthy(time.monotonic() + self.startup_timeout_s)
+        except BaseException:
+            self.stop(keep_log=True)
+            raise
+
+    def _read_address(self, deadline: float) -> str:
+        assert self._process is not None and self._process.stdout is not None
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise self._error(f"exited with code {self._process.returncode} while loading")
+            ready, _, _ = select.select([self._process.stdout], [], [], 0.1)
+            if ready:
+                line = self._process.stdout.readline()
+                if line:
+                    return str(json.loads(line)["address"])
+        raise self._error(f"did not load within {self.startup_timeout_s:.0f} s")
+
+    def _wait_healthy(self, deadline: float) -> None:
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.address}/health", timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(0.1)
+        raise self._error(f"did not answer {self.address}/health within {self.startup_timeout_s:.0f} s")
+
+    def _error(self, what: str) -> LocalServerError:
+        tail = self.log_path.read_text(errors="replace").splitlines()[-15:] if self.log_path else []
+        return LocalServerError(f"the llama.cpp server for {self.model_path} {what}; log {self.log_path}:\n" + "\n".join(tail))
+
+    def stop(self, keep_log: bool = False) -> None:
+        """Stop the child and reap it; idempotent. The log is removed unless `keep_log`."""
+        process, self._process = self._process, None
+        self.address = None
+        if process is not None:
+            _stop_process(process)
+        if self.log_path is not None and not keep_log:
+            self.log_path.unlink(missing_ok=True)
+            self.log_path = None
+
+    def info(self) -> dict[str, Any]:
+        """What a run manifest records about the server."""
+        return {"backend": "llama.cpp (xllamacpp)", "model_file": self.model_path.name, "threads": self.threads, "ctx_size": self.ctx_size, "parallel": self.parallel}
+
+
+def _stop_process(process: subprocess.Popen[bytes]) -> None:
+    """Close the launcher's stdin, then SIGTERM, then SIGKILL; always reap the child."""
+    for stream in (process.stdin, process.stdout):
+        if stream is not None:
+            try:
+                stream.close()
+            except OSError:
+                pass
+    try:
+        process.wait(timeout=10)
+        return
+    except subprocess.TimeoutExpired:
+        process.terminate()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

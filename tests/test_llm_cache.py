@@ -1,0 +1,127 @@
+"""The SQLite response cache: keys, modes, the client integration, and several writer processes."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import sqlite3
+
+import pytest
+
+from memrl_bench.llm.cache import CachedResponse, ResponseCache, cache_key
+from memrl_bench.llm.client import OpenAIChatModel
+from memrl_bench.llm.fault_server import FaultServer
+
+IDENTITY = {"model": "m", "served_model": "m-q4", "base_url_host": "127.0.0.1:4000"}
+MESSAGES = [{"role": "user", "content": "hi"}]
+SETTINGS = {"temperature": 0.7, "seed": 0, "max_tokens": 16}
+
+
+def test_key_separates_what_matters_and_ignores_the_port():
+    base = cache_key(IDENTITY, MESSAGES, SETTINGS, 0)
+    assert cache_key({**IDENTITY, "base_url_host": "127.0.0.1:4999"}, MESSAGES, SETTINGS, 0) == base
+    others = [
+        cache_key(IDENTITY, MESSAGES, SETTINGS, 1),
+        cache_key({**IDENTITY, "served_model": "other"}, MESSAGES, SETTINGS, 0),
+        cache_key(IDENTITY, [{"role": "user", "content": "hi!"}], SETTINGS, 0),
+        cache_key(IDENTITY, MESSAGES, {**SETTINGS, "temperature": 0.0}, 0),
+    ]
+    assert len({base, *others}) == 5
+
+
+def test_put_then_get_roundtrip(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put("k", CachedResponse("", "length", 12, 0))
+    assert cache.get("k") == CachedResponse("", "length", 12, 0)
+    assert cache.get("missing") is None and len(cache) == 1
+    mode = sqlite3.connect(tmp_path / "c.sqlite").execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+
+
+def test_bad_mode_and_missing_read_only_file(tmp_path):
+    with pytest.raises(ValueError, match="llm cache mode 'rw' is not one of read_write, read_only, off"):
+        ResponseCache(tmp_path / "c.sqlite", "rw")
+    with pytest.raises(FileNotFoundError, match="c.sqlite does not exist"):
+        ResponseCache(tmp_path / "c.sqlite", "read_only")
+
+
+@pytest.fixture
+def server():
+    with FaultServer() as s:
+        yield s
+
+
+def run_chats(model: OpenAIChatModel, calls: list[tuple[str, int]]):
+    async def go():
+        return [await model.chat([{"role": "user", "content": text}], sample_index=index) for text, index in calls]
+
+    return asyncio.run(go())
+
+
+def test_read_write_stores_and_hits_without_a_request(server, tmp_path):
+    model = OpenAIChatModel(server.base_url, "m", cache=ResponseCache(tmp_path / "c.sqlite"))
+    first, second = run_chats(model, [("hello", 0), ("hello", 0)])
+    assert server.chat_requests() == 1
+    assert not first.cached and second.cached
+    assert second.text == first.text and second.finish_reason == first.finish_reason
+    assert (second.usage.cache_hits, second.usage.latency_s, second.usage.calls) == (1, 0.0, 1)
+    assert (second.usage.prompt_tokens, second.usage.completion_tokens) == (first.usage.prompt_tokens, first.usage.completion_tokens)
+
+
+def test_sample_index_separates_entries(server, tmp_path):
+    model = OpenAIChatModel(server.base_url, "m", cache=ResponseCache(tmp_path / "c.sqlite"))
+    completions = run_chats(model, [("hello", 0), ("hello", 1), ("hello", 1)])
+    assert server.chat_requests() == 2
+    assert [c.cached for c in completions] == [False, False, True]
+    assert len(model.cache) == 2
+
+
+def test_cache_survives_a_new_server_port(tmp_path):
+    with FaultServer() as first_server:
+        run_chats(OpenAIChatModel(first_server.base_url, "m", cache=ResponseCache(tmp_path / "c.sqlite")), [("hello", 0)])
+    with FaultServer() as second_server:
+        (completion,) = run_chats(OpenAIChatModel(second_server.base_url, "m", cache=ResponseCache(tmp_path / "c.sqlite")), [("hello", 0)])
+        assert completion.cached and second_server.chat_requests() == 0
+
+
+def test_read_only_reads_but_never_writes(server, tmp_path):
+    path = tmp_path / "c.sqlite"
+    run_chats(OpenAIChatModel(server.base_url, "m", cache=ResponseCache(path)), [("known", 0)])
+    reader = OpenAIChatModel(server.base_url, "m", cache=ResponseCache(path, "read_only"))
+    known, new, new_again = run_chats(reader, [("known", 0), ("new", 0), ("new", 0)])
+    assert known.cached and not new.cached and not new_again.cached
+    assert server.chat_requests() == 3  # one to fill the cache, two for the uncached prompt
+    assert len(ResponseCache(path)) == 1
+
+
+def test_off_never_reads(server, tmp_path):
+    path = tmp_path / "c.sqlite"
+    run_chats(OpenAIChatModel(server.base_url, "m", cache=ResponseCache(path)), [("known", 0)])
+    model = OpenAIChatModel(server.base_url, "m", cache=ResponseCache(path, "off"))
+    (completion,) = run_chats(model, [("known", 0)])
+    assert not completion.cached and server.chat_requests() == 2
+
+
+def _write_entries(path: str, worker: int, count: int, start_together) -> None:
+    cache = ResponseCache(path)
+    start_together.wait()
+    for i in range(count):
+        cache.put(f"w{worker}-{i}", CachedResponse(f"text {worker} {i}", "stop", worker, i))
+    cache.close()
+
+
+def test_concurrent_writes_from_several_processes(tmp_path):
+    path = str(tmp_path / "shared.sqlite")
+    context = multiprocessing.get_context("fork")  # spawn would re-import openai in each child: seconds each
+    start_together = context.Barrier(4)
+    workers = [context.Process(target=_write_entries, args=(path, w, 50, start_together)) for w in range(4)]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(timeout=60)
+    assert [p.exitcode for p in workers] == [0, 0, 0, 0]
+    cache = ResponseCache(path, "read_only")
+    assert len(cache) == 200
+    for w in range(4):
+        for i in range(50):
+            assert cache.get(f"w{w}-{i}") == CachedResponse(f"text {w} {i}", "stop", w, i)

@@ -1,0 +1,128 @@
+"""The real local llama.cpp server (xllamacpp, SmolLM2-135M) through the openai package."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from pathlib import Path
+
+import openai
+import pytest
+
+from memrl_bench.llm import open_chat_model
+from memrl_bench.llm.local_server import LocalLlamaServer, LocalServerError
+
+HELLO = [{"role": "user", "content": "Name one colour."}]
+
+
+def child_pids() -> set[int]:
+    """Live children of this process, from /proc."""
+    children = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z":
+            children.add(int(stat.parent.name))
+    return children
+
+
+def port_is_closed(address: str) -> bool:
+    host, port = address.removeprefix("http://").split(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=2).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def assert_gone(pid: int, address: str, before: set[int]) -> None:
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert child_pids() == before
+    assert port_is_closed(address)
+
+
+@pytest.mark.llm
+def test_chat_has_real_token_counts(local_chat_model):
+    completion = asyncio.run(local_chat_model.chat(HELLO))
+    assert completion.text.strip()
+    assert completion.finish_reason in ("stop", "length")
+    usage = completion.usage
+    assert usage.prompt_tokens > 5 and 1 <= usage.completion_tokens <= 32
+    assert usage.latency_s > 0 and usage.retries == 0
+    assert local_chat_model.identity["served_model"] == "smollm2-135m"
+
+
+@pytest.mark.llm
+def test_temperature_zero_and_seed_give_identical_answers(local_chat_model):
+    prompt = [{"role": "user", "content": "Write one short sentence about rivers."}]
+
+    async def twice():
+        return [await local_chat_model.chat(prompt, temperature=0.0, seed=7, max_tokens=16) for _ in range(2)]
+
+    first, second = asyncio.run(twice())
+    assert first.text == second.text and first.text
+    assert first.usage.completion_tokens == second.usage.completion_tokens
+
+
+@pytest.mark.llm
+def test_embedding_mode_then_nothing_left_behind(local_llm_server):
+    before = child_pids()
+    with LocalLlamaServer(local_llm_server.model_path, threads=1, ctx_size=256, embedding=True) as server:
+        pid, address, log_path = server.pid, server.address, server.log_path
+        assert pid in child_pids() and address is not None and address.startswith("http://127.0.0.1:")
+        client = openai.OpenAI(base_url=server.base_url, api_key="no-key", max_retries=0)
+        vectors = client.embeddings.create(model=server.alias, input=["a red apple", "a green pear"]).data
+        client.close()
+        assert len(vectors) == 2 and len(vectors[0].embedding) == 576 and vectors[0].embedding != vectors[1].embedding
+    assert pid is not None and log_path is not None
+    assert_gone(pid, address, before)
+    assert not log_path.exists()
+
+
+@pytest.mark.llm
+def test_open_chat_model_local_starts_and_stops_the_server():
+    cfg = {
+        "name": "local",
+        "model": "smollm2-135m",
+        "max_tokens": 4,
+        "cache_mode": "off",
+        "threads": 1,
+        "ctx_size": 256,
+        "parallel": 1,
+    }
+    before = child_pids()
+    with open_chat_model(cfg) as model:
+        assert model is not None
+        started = child_pids() - before
+        assert len(started) == 1
+        completion = asyncio.run(model.chat(HELLO))
+        assert completion.usage.completion_tokens >= 1
+        address = model.base_url.removesuffix("/v1")
+        assert model.identity["model_sha256"] == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+        assert model.identity["served_model"] == "smollm2-135m" and model.identity["backend"].startswith("llama.cpp")
+    assert_gone(started.pop(), address, before)
+
+
+def test_a_broken_model_file_fails_clearly_and_leaves_nothing(tmp_path):
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a gguf file" * 100)
+    before = child_pids()
+    server = LocalLlamaServer(broken, startup_timeout_s=60)
+    with pytest.raises(LocalServerError, match=f"llama.cpp server for {broken} exited with code"):
+        server.start()
+    assert child_pids() == before and server.pid is None
+    assert server.log_path is not None and server.log_path.exists()  # kept for the error message
+    server.log_path.unlink()
+
+
+def test_missing_model_file_and_bad_settings(tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing.gguf does not exist"):
+        LocalLlamaServer(tmp_path / "missing.gguf").start()
+    model_file = tmp_path / "m.gguf"
+    model_file.write_bytes(b"x")
+    with pytest.raises(ValueError, match="threads must be >= 1"):
+        LocalLlamaServer(model_file, threads=0).start()
