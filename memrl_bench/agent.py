@@ -86,7 +86,7 @@ class ActorConfig:
 class ReActConfig(ActorConfig):
     max_steps: int = 30  # episode step limit (MemRL's ALFWorld config uses 30)
     history_turns: int = 10  # past (action, observation) steps shown in the prompt
-    fuzzy_cutoff: float = 0.6  # difflib similarity needed to map an action onto an admissible command
+    fuzzy_cutoff: float = 0.75  # difflib similarity needed to map an action onto an admissible command ("go to kitchen" vs "go to garden" is 0.64)
     show_admissible: bool = True  # list the env's admissible commands in the prompt
 
     def __post_init__(self) -> None:

@@ -157,7 +157,7 @@ def test_react_fuzzy_and_case_insensitive_matching_and_invalid_actions() -> None
     sent: list[str] = []
     step = env.step
     env.step = lambda action: (sent.append(action), step(action))[1]  # type: ignore[method-assign]
-    outcome = play(ReActActor(llm, {"fuzzy_cutoff": 0.6}), job(), env)
+    outcome = play(ReActActor(llm), job(), env)  # the default cutoff, 0.75
     assert sent == ["go to kitchen", "take apple", "dance wildly", "go to garden", "put apple in basket"]
     assert outcome.turns[2].observation == "Nothing happens."
     assert outcome.info["invalid_actions"] == 1
@@ -173,6 +173,9 @@ def test_match_action_and_cutoff() -> None:
     assert match_action("take the apple from the countertop", commands, 0.6) == "take apple 1 from countertop 1"
     assert match_action("take the apple from the countertop", commands, 0.95) is None
     assert match_action("fly away", commands, 0.6) is None
+    # The default cutoff keeps a room the agent is already in from becoming another room.
+    assert match_action("go to kitchen", ["go to garden", "go to hall"], 0.75) is None
+    assert match_action("go to kitchen", ["go to garden", "go to hall"], 0.6) == "go to garden"
 
 
 def test_parse_action() -> None:
