@@ -64,7 +64,7 @@ class MiniLMOnnxEmbedder(Embedder):
     MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
     DIM = 384
 
-    def __init__(self, model_dir: str | Path | None = None, threads: int = 2, batch_size: int = 32, max_tokens: int = 256):
+    def __init__(self, model_dir: str | Path | None = None, threads: int = 1, batch_size: int = 32, max_tokens: int = 256):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
