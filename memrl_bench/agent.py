@@ -31,7 +31,7 @@ class _EnvFailure(Exception):
 
 
 @dataclass
-class _Episode:
+class _Recorder:
     """What one play() accumulates: turns, usage, time per stage, the transcript."""
 
     keep_transcript: bool
@@ -74,12 +74,15 @@ class ActorConfig:
     generation: dict[str, Any] = field(default_factory=dict)  # overrides passed to llm.chat (temperature, max_tokens, stop)
 
     @classmethod
-    def from_dict(cls, cfg: dict[str, Any], kind: str) -> ActorConfig:
-        valid = [f.name for f in dataclasses.fields(cls)]
-        unknown = sorted(set(cfg) - set(valid) - {"kind"})
+    def from_dict(cls, cfg: dict[str, Any]) -> ActorConfig:
+        """This actor's settings from `cfg`; keys of the other actors are ignored (one actor
+        config serves whichever actor the env asks for), any other key is an error."""
+        valid = sorted({f.name for config in (ActorConfig, *ActorConfig.__subclasses__()) for f in dataclasses.fields(config)} | {"kind"})
+        unknown = sorted(set(cfg) - set(valid))
         if unknown:
-            raise ValueError(f"actor {kind!r}: unknown config key(s) {', '.join(unknown)}; valid: {', '.join(valid)}")
-        return cls(**{k: v for k, v in cfg.items() if k != "kind"})
+            raise ValueError(f"actor: unknown config key(s) {', '.join(unknown)}; valid: {', '.join(valid)}")
+        own = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in cfg.items() if k in own})
 
 
 @dataclass
@@ -91,22 +94,21 @@ class ReActConfig(ActorConfig):
 
     def __post_init__(self) -> None:
         if self.max_steps < 1 or self.history_turns < 0 or not 0.0 <= self.fuzzy_cutoff <= 1.0:
-            raise ValueError(f"actor 'react': need max_steps >= 1, history_turns >= 0, 0 <= fuzzy_cutoff <= 1 (got {self.max_steps}, {self.history_turns}, {self.fuzzy_cutoff})")
+            raise ValueError(f"actor: need max_steps >= 1, history_turns >= 0, 0 <= fuzzy_cutoff <= 1 (got {self.max_steps}, {self.history_turns}, {self.fuzzy_cutoff})")
 
 
 class _LLMActor(Actor):
     config_class: ClassVar[type[ActorConfig]] = ActorConfig
-    kind: ClassVar[str]
 
     def __init__(self, llm: ChatModel, cfg: dict[str, Any] | None = None):
         self.llm = llm
-        self.cfg = self.config_class.from_dict(dict(cfg or {}), self.kind)
+        self.cfg = self.config_class.from_dict(dict(cfg or {}))
 
     async def play(self, job: Job, env: Env) -> Outcome:
-        episode = _Episode(self.cfg.transcripts)
+        rec = _Recorder(self.cfg.transcripts)
         error: str | None = None
         try:
-            status, success = await self._play(job, env, episode)
+            status, success = await self._play(job, env, rec)
         except LLMError as err:
             outage = getattr(memrl_bench.llm, "LLMOutageError", None)
             if outage is not None and isinstance(err, outage):
@@ -115,21 +117,21 @@ class _LLMActor(Actor):
         except _EnvFailure as err:
             status, success, error = "env_error", False, str(err)
         if self.cfg.transcripts:
-            episode.info["transcript"] = episode.transcript
+            rec.info["transcript"] = rec.transcript
         return Outcome(
             success=success,
-            reward=sum(turn.reward for turn in episode.turns),
+            reward=sum(turn.reward for turn in rec.turns),
             status=status,
-            turns=episode.turns,
-            usage=episode.usage,
-            latency_s={"act": episode.act_s, "env": episode.env_s},
+            turns=rec.turns,
+            usage=rec.usage,
+            latency_s={"act": rec.act_s, "env": rec.env_s},
             error=error,
-            info=episode.info,
+            info=rec.info,
         )
 
     @abstractmethod
-    async def _play(self, job: Job, env: Env, episode: _Episode) -> tuple[EpisodeStatus, bool]:
-        """Play the episode into `episode`; return (status, success). LLMError / _EnvFailure end it early."""
+    async def _play(self, job: Job, env: Env, rec: _Recorder) -> tuple[EpisodeStatus, bool]:
+        """Play the episode into `rec`; return (status, success). LLMError / _EnvFailure end it early."""
 
 
 def system_prompt(template: str, env: Env, memory_block: str) -> str:
@@ -174,33 +176,32 @@ def match_action(action: str, commands: list[str], cutoff: float) -> str | None:
 class ReActActor(_LLMActor):
     """Think / Act turns against a text environment, up to `max_steps` actions."""
 
-    kind = "react"
     config_class = ReActConfig
     cfg: ReActConfig
 
-    async def _play(self, job: Job, env: Env, episode: _Episode) -> tuple[EpisodeStatus, bool]:
-        first_observation, info = await episode.env(env.reset, job.task)
+    async def _play(self, job: Job, env: Env, rec: _Recorder) -> tuple[EpisodeStatus, bool]:
+        first_observation, info = await rec.env(env.reset, job.task)
         multiline = bool(info.get("multiline_actions"))
         system = system_prompt("react_system", env, job.retrieval.prompt_block)
-        episode.info.update(invalid_actions=0, fuzzy_matched_actions=0)
+        rec.info.update(invalid_actions=0, fuzzy_matched_actions=0)
         for _ in range(self.cfg.max_steps):
             messages = [
                 {"role": "system", "content": system},
-                {"role": "user", "content": self._user_prompt(job.task, first_observation, episode.turns, info)},
+                {"role": "user", "content": self._user_prompt(job.task, first_observation, rec.turns, info)},
             ]
-            completion = await episode.chat(self.llm, messages, job.sample_index, self.cfg.generation)
+            completion = await rec.chat(self.llm, messages, job.sample_index, self.cfg.generation)
             action = parse_action(completion.text, multiline)
             commands = info.get("admissible_commands")
             if commands:
                 matched = match_action(action, list(commands), self.cfg.fuzzy_cutoff)
                 if matched is None:
                     # Sent as written: the env answers that nothing happens, as it would to a person.
-                    episode.info["invalid_actions"] += 1
+                    rec.info["invalid_actions"] += 1
                 elif matched.lower() != " ".join(action.lower().split()):
-                    episode.info["fuzzy_matched_actions"] += 1
+                    rec.info["fuzzy_matched_actions"] += 1
                 action = matched or action
-            observation, reward, done, info = await episode.env(env.step, action)
-            episode.turns.append(Turn(action=action, observation=observation, reward=float(reward), raw_output=completion.text))
+            observation, reward, done, info = await rec.env(env.step, action)
+            rec.turns.append(Turn(action=action, observation=observation, reward=float(reward), raw_output=completion.text))
             if done:
                 return "ok", bool(info.get("success", False))
         return "step_limit", False
@@ -245,21 +246,20 @@ def extract_answer(completion: str, answer_format: str, letters: str = "ABCD") -
 class SingleTurnActor(_LLMActor):
     """One question, one completion, one checked answer (multiple choice, code, ...)."""
 
-    kind = "single_turn"
 
-    async def _play(self, job: Job, env: Env, episode: _Episode) -> tuple[EpisodeStatus, bool]:
-        question, info = await episode.env(env.reset, job.task)
+    async def _play(self, job: Job, env: Env, rec: _Recorder) -> tuple[EpisodeStatus, bool]:
+        question, info = await rec.env(env.reset, job.task)
         messages = [
             {"role": "system", "content": system_prompt("single_turn", env, job.retrieval.prompt_block)},
             {"role": "user", "content": question},
         ]
-        completion = await episode.chat(self.llm, messages, job.sample_index, self.cfg.generation)
+        completion = await rec.chat(self.llm, messages, job.sample_index, self.cfg.generation)
         answer = extract_answer(completion.text, info.get("answer_format", "text"), info.get("answer_letters", "ABCD"))
         if answer is None:
-            episode.turns.append(Turn(action="", observation="", raw_output=completion.text))
+            rec.turns.append(Turn(action="", observation="", raw_output=completion.text))
             return "parse_error", False
-        observation, reward, _done, info = await episode.env(env.step, answer)
-        episode.turns.append(Turn(action=answer, observation=observation, reward=float(reward), raw_output=completion.text))
+        observation, reward, _done, info = await rec.env(env.step, answer)
+        rec.turns.append(Turn(action=answer, observation=observation, reward=float(reward), raw_output=completion.text))
         return "ok", bool(info.get("success", False))
 
 
