@@ -46,8 +46,8 @@ class _Recorder:
         start = time.perf_counter()
         try:
             completion = await llm.chat(messages, sample_index=sample_index, **generation)
-        except LLMError:
-            self.usage.failures += 1
+        except LLMError as err:
+            self.usage.add(getattr(err, "usage", None) or Usage(calls=1, failures=1))
             raise
         finally:
             self.act_s += time.perf_counter() - start

@@ -197,7 +197,7 @@ def test_react_llm_error_ends_the_episode_without_raising() -> None:
     outcome = play(ReActActor(llm), job())
     assert (outcome.status, outcome.success, len(outcome.turns)) == ("llm_error", False, 1)
     assert "server returned 500" in (outcome.error or "")
-    assert outcome.usage.calls == 1 and outcome.usage.failures == 1
+    assert outcome.usage.calls == 2 and outcome.usage.failures == 1  # the failed call counts too
 
 
 def test_react_reraises_an_outage(monkeypatch: pytest.MonkeyPatch) -> None:
