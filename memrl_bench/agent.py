@@ -87,6 +87,8 @@ class ActorConfig:
 
 @dataclass
 class ReActConfig(ActorConfig):
+    """Settings of the ReAct actor (besides the shared ones)."""
+
     max_steps: int = 30  # episode step limit (MemRL's ALFWorld config uses 30)
     history_turns: int = 10  # past (action, observation) steps shown in the prompt
     fuzzy_cutoff: float = 0.75  # difflib similarity needed to map an action onto an admissible command ("go to kitchen" vs "go to garden" is 0.64)
@@ -159,6 +161,10 @@ def parse_action(completion: str, multiline: bool = False) -> str:
     return action
 
 
+def _normalise(command: str) -> str:
+    return " ".join(command.lower().split())
+
+
 def match_action(action: str, commands: list[str], cutoff: float) -> str | None:
     """The admissible command meant by `action`: exact, then case-insensitive, then closest."""
     if action in commands:
@@ -166,7 +172,7 @@ def match_action(action: str, commands: list[str], cutoff: float) -> str | None:
     by_lower: dict[str, str] = {}
     for command in commands:
         by_lower.setdefault(command.lower(), command)
-    wanted = " ".join(action.lower().split())
+    wanted = _normalise(action)
     if wanted in by_lower:
         return by_lower[wanted]
     closest = difflib.get_close_matches(wanted, list(by_lower), n=1, cutoff=cutoff)
@@ -197,7 +203,7 @@ class ReActActor(_LLMActor):
                 if matched is None:
                     # Sent as written: the env answers that nothing happens, as it would to a person.
                     rec.info["invalid_actions"] += 1
-                elif matched.lower() != " ".join(action.lower().split()):
+                elif matched.lower() != _normalise(action):
                     rec.info["fuzzy_matched_actions"] += 1
                 action = matched or action
             observation, reward, done, info = await rec.env(env.step, action)
@@ -227,13 +233,13 @@ def extract_answer(completion: str, answer_format: str, letters: str = "ABCD") -
     "code": the first fenced code block, else the whole text; "text": the whole text.
     """
     if answer_format == "letter":
-        choice = f"[{re.escape(letters)}]"
+        standalone_letter = rf"(?<![A-Za-z])[{re.escape(letters)}](?![A-Za-z])"
         marks = list(re.finditer(r"answer\s*:", completion, re.IGNORECASE))
         if marks:
-            after = re.search(rf"(?<![A-Za-z]){choice}(?![A-Za-z])", completion[marks[-1].end() :], re.IGNORECASE)
+            after = re.search(standalone_letter, completion[marks[-1].end() :], re.IGNORECASE)
             if after:
                 return after.group(0).upper()
-        anywhere = re.search(rf"(?<![A-Za-z]){choice}(?![A-Za-z])", completion)
+        anywhere = re.search(standalone_letter, completion)
         return anywhere.group(0) if anywhere else None
     if answer_format == "code":
         block = _FENCED_CODE.search(completion)
@@ -245,7 +251,6 @@ def extract_answer(completion: str, answer_format: str, letters: str = "ABCD") -
 
 class SingleTurnActor(_LLMActor):
     """One question, one completion, one checked answer (multiple choice, code, ...)."""
-
 
     async def _play(self, job: Job, env: Env, rec: _Recorder) -> tuple[EpisodeStatus, bool]:
         question, info = await rec.env(env.reset, job.task)
