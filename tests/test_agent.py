@@ -1,0 +1,332 @@
+"""The LLM actors' parsing and control flow, driven by a scripted chat model and tiny in-test envs.
+
+The integration test against the real local llama.cpp model lives with the LLM client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from omegaconf import OmegaConf
+
+import memrl_bench.llm
+from memrl_bench.actors import EnvPool, Job
+from memrl_bench.agent import ACTORS, ReActActor, SingleTurnActor, extract_answer, make_actor, match_action, parse_action
+from memrl_bench.envs.base import Env, check_env
+from memrl_bench.llm import Completion, LLMError
+from memrl_bench.types import Outcome, Retrieval, Task, Usage
+
+MEMORY_BLOCK = "Relevant experience:\n- The apple is usually in the kitchen."
+
+
+class ScriptedChat:
+    """A ChatModel that answers from a script: a list of replies (the last repeats) or a function of the messages."""
+
+    identity = {"name": "scripted"}
+
+    def __init__(self, script: list[str | Exception] | Callable[[list[dict[str, str]]], str], delay_s: float = 0.0):
+        self.script = script
+        self.delay_s = delay_s
+        self.calls: list[dict[str, Any]] = []
+
+    async def chat(self, messages: list[dict[str, str]], *, sample_index: int = 0, **overrides: Any) -> Completion:
+        self.calls.append({"messages": messages, "sample_index": sample_index, "overrides": overrides})
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        if callable(self.script):
+            reply: str | Exception = self.script(messages)
+        else:
+            reply = self.script[min(len(self.calls), len(self.script)) - 1]
+        if isinstance(reply, Exception):
+            raise reply
+        return Completion(text=reply, usage=Usage(calls=1, prompt_tokens=100, completion_tokens=10, latency_s=0.01))
+
+
+class RoomsEnv(Env):
+    """Three rooms (hall, kitchen, garden): carry the apple from the kitchen to the basket in the garden."""
+
+    name = "rooms"
+    ROOMS = ("hall", "kitchen", "garden")
+
+    def splits(self) -> dict[str, str]:
+        return {"train": "two fixed tasks"}
+
+    def tasks(self, split: str) -> list[Task]:
+        return [Task(id=f"rooms-{i}", split=split, description="put the apple in the basket") for i in range(2)]
+
+    def instructions(self) -> str:
+        return "You are in a small house with a hall, a kitchen and a garden."
+
+    def reset(self, task: Task) -> tuple[str, dict[str, Any]]:
+        self.room, self.apple, self.steps = "hall", "kitchen", 0
+        self.fail_at_step = task.data.get("fail_at_step")
+        return "You are in the hall. Doors lead to the kitchen and the garden.", {"admissible_commands": self._commands()}
+
+    def _commands(self) -> list[str]:
+        commands = [f"go to {room}" for room in self.ROOMS if room != self.room] + ["look", "inventory"]
+        if self.apple == self.room:
+            commands.append("take apple")
+        if self.apple == "carried" and self.room == "garden":
+            commands.append("put apple in basket")
+        return commands
+
+    def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
+        self.steps += 1
+        if self.steps == self.fail_at_step:
+            raise RuntimeError("the house collapsed")
+        done = False
+        if action not in self._commands():
+            observation = "Nothing happens."
+        elif action.startswith("go to "):
+            self.room = action.removeprefix("go to ")
+            observation = f"You are in the {self.room}."
+        elif action == "take apple":
+            self.apple = "carried"
+            observation = "You take the apple."
+        elif action == "put apple in basket":
+            self.apple, done = "basket", True
+            observation = "You put the apple in the basket."
+        else:
+            observation = f"You are in the {self.room}."
+        return observation, float(done), done, {"admissible_commands": self._commands(), "success": done}
+
+
+class QuestionEnv(Env):
+    """One question per task; the answer is checked by `task.data["check"]`."""
+
+    name = "questions"
+    default_actor = "single_turn"
+
+    def splits(self) -> dict[str, str]:
+        return {"test": "in-test questions"}
+
+    def tasks(self, split: str) -> list[Task]:
+        return []
+
+    def instructions(self) -> str:
+        return "Answer the question."
+
+    def reset(self, task: Task) -> tuple[str, dict[str, Any]]:
+        self.task = task
+        self.received: str | None = None
+        return task.description, {"answer_format": task.data["format"]}
+
+    def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
+        self.received = action
+        success = bool(self.task.data["check"](action))
+        return ("correct" if success else "wrong"), float(success), True, {"success": success}
+
+
+SOLUTION = ["Think: the apple is in the kitchen.\nAction: go to kitchen", "Action: take apple", "Action: go to garden", "Action: put apple in basket"]
+
+
+def job(task_id: str = "rooms-0", block: str = "", sample_index: int = 0, **data: Any) -> Job:
+    task = Task(id=task_id, split="train", description="put the apple in the basket", data=data)
+    return Job(task=task, retrieval=Retrieval(prompt_block=block), episode_id=f"ep-{task_id}-{sample_index}", sample_index=sample_index)
+
+
+def play(actor: ReActActor | SingleTurnActor, the_job: Job, env: Env | None = None) -> Outcome:
+    return asyncio.run(actor.play(the_job, env or RoomsEnv({})))
+
+
+def test_rooms_env_passes_the_env_checker() -> None:
+    check_env(RoomsEnv({}))
+
+
+def test_react_solves_with_exact_actions() -> None:
+    llm = ScriptedChat(SOLUTION)
+    outcome = play(ReActActor(llm, {"generation": {"temperature": 0.0}}), job(sample_index=3))
+    assert (outcome.status, outcome.success, outcome.reward) == ("ok", True, 1.0)
+    assert [t.action for t in outcome.turns] == ["go to kitchen", "take apple", "go to garden", "put apple in basket"]
+    assert outcome.turns[0].raw_output == SOLUTION[0] and outcome.turns[-1].observation == "You put the apple in the basket."
+    assert outcome.info["invalid_actions"] == 0 and outcome.info["fuzzy_matched_actions"] == 0
+    assert (outcome.usage.calls, outcome.usage.prompt_tokens, outcome.usage.completion_tokens) == (4, 400, 40)
+    assert set(outcome.latency_s) == {"act", "env"} and outcome.latency_s["act"] > 0 and outcome.latency_s["env"] > 0
+    assert {c["sample_index"] for c in llm.calls} == {3}
+    assert all(c["overrides"] == {"temperature": 0.0} for c in llm.calls)
+    assert "transcript" not in outcome.info
+
+
+def test_react_fuzzy_and_case_insensitive_matching_and_invalid_actions() -> None:
+    llm = ScriptedChat(["Action: GO TO KITCHEN", "Action: take the apple", "Action: dance wildly", "Action: Go to the garden.", "Action: put the apple into basket"])
+    env = RoomsEnv({})
+    sent: list[str] = []
+    step = env.step
+    env.step = lambda action: (sent.append(action), step(action))[1]  # type: ignore[method-assign]
+    outcome = play(ReActActor(llm), job(), env)  # the default cutoff, 0.75
+    assert sent == ["go to kitchen", "take apple", "dance wildly", "go to garden", "put apple in basket"]
+    assert outcome.turns[2].observation == "Nothing happens."
+    assert outcome.info["invalid_actions"] == 1
+    assert outcome.info["fuzzy_matched_actions"] == 3  # the upper-case one matched exactly, ignoring case
+    assert outcome.success
+
+
+def test_match_action_and_cutoff() -> None:
+    commands = ["go to cabinet 1", "go to cabinet 2", "take apple 1 from countertop 1"]
+    assert match_action("go to cabinet 2", commands, 0.6) == "go to cabinet 2"
+    assert match_action("Go To  Cabinet 2", commands, 0.6) == "go to cabinet 2"
+    assert match_action("go to cabinet 2.", commands, 0.6) == "go to cabinet 2"
+    assert match_action("take the apple from the countertop", commands, 0.6) == "take apple 1 from countertop 1"
+    assert match_action("take the apple from the countertop", commands, 0.95) is None
+    assert match_action("fly away", commands, 0.6) is None
+    # The default cutoff keeps a room the agent is already in from becoming another room.
+    assert match_action("go to kitchen", ["go to garden", "go to hall"], 0.75) is None
+    assert match_action("go to kitchen", ["go to garden", "go to hall"], 0.6) == "go to garden"
+
+
+def test_parse_action() -> None:
+    assert parse_action("Think: hmm. Action: no\nThink: better.\nAction: go to kitchen") == "go to kitchen"
+    assert parse_action("Action: go to kitchen\nObservation: You are in the kitchen.\nAction: take apple") == "go to kitchen"
+    assert parse_action("go to kitchen\nbecause it is close") == "go to kitchen"
+    assert parse_action("Think: x\nACTION:  `look` ") == "look"
+    assert parse_action("Action:\nSELECT *\nFROM t;", multiline=True) == "SELECT *\nFROM t;"
+    assert parse_action("Action:\nSELECT *\nFROM t;") == "SELECT *"
+
+
+def test_react_step_limit() -> None:
+    outcome = play(ReActActor(ScriptedChat(["Think: wait.\nAction: look"]), {"max_steps": 3}), job())
+    assert (outcome.status, outcome.success, len(outcome.turns)) == ("step_limit", False, 3)
+
+
+def test_react_llm_error_ends_the_episode_without_raising() -> None:
+    llm = ScriptedChat([SOLUTION[0], LLMError("server returned 500 three times")])
+    outcome = play(ReActActor(llm), job())
+    assert (outcome.status, outcome.success, len(outcome.turns)) == ("llm_error", False, 1)
+    assert "server returned 500" in (outcome.error or "")
+    assert outcome.usage.calls == 2 and outcome.usage.failures == 1  # the failed call counts too
+
+
+def test_react_reraises_an_outage(monkeypatch: pytest.MonkeyPatch) -> None:
+    class LLMOutageError(LLMError):
+        pass
+
+    monkeypatch.setattr(memrl_bench.llm, "LLMOutageError", LLMOutageError, raising=False)
+    with pytest.raises(LLMOutageError):
+        play(ReActActor(ScriptedChat([LLMOutageError("server is gone")])), job())
+
+
+def test_react_env_error_is_recorded() -> None:
+    outcome = play(ReActActor(ScriptedChat(SOLUTION)), job(fail_at_step=2))
+    assert (outcome.status, outcome.success, len(outcome.turns)) == ("env_error", False, 1)
+    assert outcome.error == "RuntimeError: the house collapsed"
+
+
+def test_memory_block_only_in_the_system_prompt_and_only_when_non_empty() -> None:
+    without, with_memory = ScriptedChat(SOLUTION), ScriptedChat(SOLUTION)
+    play(ReActActor(without), job(block="   "))
+    play(ReActActor(with_memory), job(block=MEMORY_BLOCK))
+    plain_system, memory_system = without.calls[0]["messages"][0]["content"], with_memory.calls[0]["messages"][0]["content"]
+    assert plain_system.startswith(RoomsEnv({}).instructions()) and "Action: <" in plain_system
+    assert MEMORY_BLOCK in memory_system and "experience" not in plain_system.lower()
+    assert memory_system.replace("\n\n" + MEMORY_BLOCK, "") == plain_system
+    assert all(MEMORY_BLOCK not in c["messages"][1]["content"] for c in with_memory.calls)
+
+
+def test_history_is_truncated_to_the_last_turns() -> None:
+    llm = ScriptedChat(["Action: go to kitchen", "Action: go to hall", "Action: go to garden", "Action: go to hall", "Action: look"])
+    play(ReActActor(llm, {"max_steps": 5, "history_turns": 2}), job())
+    first, last = llm.calls[0]["messages"][1]["content"], llm.calls[4]["messages"][1]["content"]
+    assert "You are in the hall. Doors lead" in first and ">" not in first
+    assert "Task: put the apple in the basket" in last and "You are in the hall. Doors lead" in last  # first observation kept
+    assert "(2 earlier steps not shown)" in last
+    assert "> go to garden\nYou are in the garden." in last and "> go to hall\nYou are in the hall." in last
+    assert "> go to kitchen" not in last
+    assert "Admissible actions: go to kitchen, go to garden, look, inventory" in last
+
+
+def test_transcripts_are_kept_on_request() -> None:
+    outcome = play(ReActActor(ScriptedChat(SOLUTION), {"transcripts": True}), job())
+    transcript = outcome.info["transcript"]
+    assert [t["completion"] for t in transcript] == SOLUTION
+    assert transcript[0]["messages"][0]["role"] == "system" and transcript[0]["messages"][1]["role"] == "user"
+
+
+def test_extract_answer() -> None:
+    assert extract_answer("The capital is B? No. Answer: (C)", "letter") == "C"
+    assert extract_answer("I would pick B, not C.", "letter") == "B"  # no "Answer:": first standalone letter
+    assert extract_answer("Answer: d", "letter") == "D"
+    assert extract_answer("I cannot tell.", "letter") is None
+    assert extract_answer("Answer: G", "letter", letters="ABCDEFGHIJ") == "G"
+    code = "Here it is:\n```python\ndef add(a, b):\n    return a + b\n```\nand a test:\n```python\nassert add(1, 2) == 3\n```"
+    assert extract_answer(code, "code") == "def add(a, b):\n    return a + b"
+    assert extract_answer("```\nx = 1\n", "code") == "x = 1"  # unterminated block (completion cut by max_tokens)
+    assert extract_answer("x = 1", "code") == "x = 1"
+    with pytest.raises(ValueError, match="answer_format 'essay'"):
+        extract_answer("text", "essay")
+
+
+def _add_passes(code: str) -> bool:
+    namespace: dict[str, Any] = {}
+    exec(code, namespace)  # noqa: S102 (the in-test "sandbox" runs only the scripted completion)
+    return namespace["add"](2, 3) == 5
+
+
+@pytest.mark.parametrize(
+    ("fmt", "completion", "check", "expected_answer"),
+    [
+        ("letter", "Paris is the capital of France.\nAnswer: B", lambda a: a == "B", "B"),
+        ("code", "```python\ndef add(a, b):\n    return a + b\n```", _add_passes, "def add(a, b):\n    return a + b"),
+    ],
+)
+def test_single_turn_plays_one_checked_answer(fmt: str, completion: str, check: Callable[[str], bool], expected_answer: str) -> None:
+    env = QuestionEnv({})
+    llm = ScriptedChat([completion])
+    task_job = job(block=MEMORY_BLOCK, format=fmt, check=check)
+    outcome = play(SingleTurnActor(llm), task_job, env)
+    assert (outcome.status, outcome.success, outcome.reward) == ("ok", True, 1.0)
+    assert env.received == expected_answer and outcome.turns[0].action == expected_answer
+    system, user = llm.calls[0]["messages"]
+    assert system["content"].startswith("Answer the question.") and MEMORY_BLOCK in system["content"]
+    assert user == {"role": "user", "content": task_job.task.description}
+
+
+def test_single_turn_without_a_letter_is_a_parse_error() -> None:
+    env = QuestionEnv({})
+    outcome = play(SingleTurnActor(ScriptedChat(["I do not know."])), job(format="letter", check=lambda a: True), env)
+    assert (outcome.status, outcome.success) == ("parse_error", False)
+    assert env.received is None and outcome.turns[0].raw_output == "I do not know."
+
+
+def test_play_batch_runs_episodes_concurrently() -> None:
+    delay_s, jobs = 0.2, [job(f"rooms-{i}") for i in range(8)]
+    llm = ScriptedChat(lambda messages: SOLUTION[sum(">" in line[:1] for line in messages[1]["content"].splitlines())], delay_s=delay_s)
+    pool = EnvPool(RoomsEnv({}), size=4)
+    actor = ReActActor(llm)
+
+    async def run() -> list[Outcome]:
+        return await actor.play_batch(jobs, pool)
+
+    start = time.perf_counter()
+    outcomes = asyncio.run(run())
+    elapsed = time.perf_counter() - start
+    serial_s = len(llm.calls) * delay_s
+    assert len(llm.calls) == 8 * len(SOLUTION) and all(o.success for o in outcomes)
+    assert len(pool._all) == 4
+    assert elapsed < 0.6 * serial_s, f"batch took {elapsed:.2f} s, serial would take {serial_s:.2f} s"
+
+
+def test_make_actor_and_config_errors() -> None:
+    llm = ScriptedChat(SOLUTION)
+    assert isinstance(make_actor("react", llm, {"kind": "react", "max_steps": 5}), ReActActor)
+    assert isinstance(make_actor("single_turn", llm, {}), SingleTurnActor)
+    assert set(ACTORS) == {"react", "single_turn"}
+    with pytest.raises(ValueError, match="valid: react, single_turn"):
+        make_actor("reflexion", llm, {})
+    with pytest.raises(ValueError, match="unknown config key.*max_step\\b.*valid:.*max_steps"):
+        make_actor("react", llm, {"max_step": 5})
+    with pytest.raises(ValueError, match="max_steps >= 1"):
+        make_actor("react", llm, {"max_steps": 0})
+    # One actor config serves whichever actor the env asks for: react's keys do not bother single_turn.
+    assert isinstance(make_actor("single_turn", llm, {"max_steps": 30, "history_turns": 10, "transcripts": True}), SingleTurnActor)
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).parents[1] / "conf" / "actor").glob("*.yaml")), ids=lambda p: p.stem)
+def test_actor_config_files_build_their_actors(path: Path) -> None:
+    cfg = OmegaConf.to_container(OmegaConf.load(path))
+    assert isinstance(cfg, dict)
+    for kind in [cfg["kind"]] if cfg.get("kind") else sorted(ACTORS):  # kind null: the env's choice
+        assert isinstance(make_actor(kind, ScriptedChat(SOLUTION), cfg), ACTORS[kind])
