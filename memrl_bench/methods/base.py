@@ -147,6 +147,14 @@ class ItemStore:
         self.items.append(item)
         self._content_bytes += len(item.content.encode())
 
+    def replace(self, item: MemoryItem, key: np.ndarray | None = None) -> None:
+        """Put a new version of a stored item (same id) in its place, with a new key if given."""
+        i = self._index[item.id]
+        self._content_bytes += len(item.content.encode()) - len(self.items[i].content.encode())
+        self.items[i] = item
+        if key is not None:
+            self._keys[i] = unit_rows(key.reshape(1, -1))[0]
+
     def get(self, item_id: str) -> MemoryItem:
         return self.items[self._index[item_id]]
 
