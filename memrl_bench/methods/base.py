@@ -192,9 +192,15 @@ class ItemStore:
         self.__init__()
         with open(path / "items.jsonl") as f:
             items = [MemoryItem.from_dict(json.loads(line)) for line in f if line.strip()]
-        keys = np.load(path / "keys.npy")
-        for item, key in zip(items, keys, strict=True):
-            self.add(item, key)
+        keys = np.load(path / "keys.npy").astype(np.float32)
+        if len(keys) != len(items):
+            raise ValueError(f"{path}: {len(items)} items but {len(keys)} keys")
+        # Keys are taken as saved: normalising a unit float32 row again can move it by an ulp,
+        # and a resumed run must match an uninterrupted one bit for bit.
+        self._keys = keys if len(keys) else np.zeros((0, 0), dtype=np.float32)
+        self.items = items
+        self._index = {item.id: i for i, item in enumerate(items)}
+        self._content_bytes = sum(len(item.content.encode()) for item in items)
 
 
 def trajectory_text(episode: Episode, max_chars: int = 2000) -> str:
