@@ -16,7 +16,7 @@ _KINDS = {
     "method": ("memrl_bench.methods", "METHOD"),
     "env": ("memrl_bench.envs", "ENV"),
 }
-_NOT_ENTRIES = {"base"}
+_NOT_ENTRIES = {"base", "llm_ops"}  # helper modules, not methods
 
 
 class UnknownNameError(KeyError):

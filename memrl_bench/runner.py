@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -357,7 +358,7 @@ class Runner:
             for e in episodes:
                 e.latency_s["learn"] = learn_s
                 if e.episode_id in result.usage_by_episode:
-                    e.memory_usage = result.usage_by_episode[e.episode_id]
+                    e.memory_usage.add(result.usage_by_episode[e.episode_id])
                 e.memory_op_errors = result.op_errors_by_episode.get(e.episode_id, 0)
         return self._finish(parts, episodes, started)
 
@@ -394,6 +395,7 @@ class Runner:
             candidates=retrieval.candidates,
             injected_chars=len(retrieval.prompt_block),
             act_usage=outcome.usage,
+            memory_usage=dataclasses.replace(retrieval.usage),
             latency_s={"retrieve": retrieve_s, **outcome.latency_s},
             info={k: v for k, v in outcome.info.items() if k != "transcript"},
         )

@@ -97,6 +97,7 @@ class Retrieval:
     items: list[RetrievedItem] = field(default_factory=list)
     prompt_block: str = ""
     candidates: int = 0  # size of the pool the choice was made from
+    usage: Usage = field(default_factory=lambda: Usage())  # LLM calls the retrieval itself made (e.g. keyword extraction)
 
 
 @dataclass

@@ -147,6 +147,14 @@ class ItemStore:
         self.items.append(item)
         self._content_bytes += len(item.content.encode())
 
+    def replace(self, item: MemoryItem, key: np.ndarray | None = None) -> None:
+        """Put a new version of a stored item (same id) in its place, with a new key if given."""
+        i = self._index[item.id]
+        self._content_bytes += len(item.content.encode()) - len(self.items[i].content.encode())
+        self.items[i] = item
+        if key is not None:
+            self._keys[i] = unit_rows(key.reshape(1, -1))[0]
+
     def get(self, item_id: str) -> MemoryItem:
         return self.items[self._index[item_id]]
 
@@ -184,9 +192,15 @@ class ItemStore:
         self.__init__()
         with open(path / "items.jsonl") as f:
             items = [MemoryItem.from_dict(json.loads(line)) for line in f if line.strip()]
-        keys = np.load(path / "keys.npy")
-        for item, key in zip(items, keys, strict=True):
-            self.add(item, key)
+        keys = np.load(path / "keys.npy").astype(np.float32)
+        if len(keys) != len(items):
+            raise ValueError(f"{path}: {len(items)} items but {len(keys)} keys")
+        # Keys are taken as saved: normalising a unit float32 row again can move it by an ulp,
+        # and a resumed run must match an uninterrupted one bit for bit.
+        self._keys = keys if len(keys) else np.zeros((0, 0), dtype=np.float32)
+        self.items = items
+        self._index = {item.id: i for i, item in enumerate(items)}
+        self._content_bytes = sum(len(item.content.encode()) for item in items)
 
 
 def trajectory_text(episode: Episode, max_chars: int = 2000) -> str:

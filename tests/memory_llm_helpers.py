@@ -1,0 +1,143 @@
+"""Builders for unit tests of the LLM-managed memory methods: a scripted chat model,
+a tiny deterministic text embedder, hand-built experiences, and a method context."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from typing import Callable, Sequence
+
+import numpy as np
+
+from memrl_bench import prompts
+from memrl_bench.llm import Completion
+from memrl_bench.methods.base import Experience, MemoryMethod, MethodContext, Query
+from memrl_bench.types import Episode, RetrievedItem, Task, Turn, Usage
+
+Reply = str | BaseException
+
+
+class ScriptedModel:
+    """Answers from a list (in call order) or a function of the prompt; records every call.
+
+    An answer that is an exception is raised instead. Usage: one call, tokens counted
+    as words, so per-episode sums can be checked exactly.
+    """
+
+    def __init__(self, replies: list[Reply] | Callable[[str], Reply]):
+        self.replies = replies
+        self.calls: list[list[dict[str, str]]] = []
+        self.overrides: list[dict] = []
+
+    async def chat(self, messages, **overrides):
+        self.calls.append([dict(m) for m in messages])
+        self.overrides.append(overrides)
+        prompt = messages[0]["content"]
+        reply = self.replies(prompt) if callable(self.replies) else self.replies[len(self.calls) - 1]
+        if isinstance(reply, BaseException):
+            raise reply
+        return Completion(reply, usage_of(messages, reply))
+
+
+def usage_of(messages: list[dict[str, str]], reply: str) -> Usage:
+    return Usage(calls=1, prompt_tokens=sum(len(m["content"].split()) for m in messages), completion_tokens=len(reply.split()))
+
+
+def embed(texts: list[str]) -> np.ndarray:
+    """Bag of words hashed into 64 dimensions, unit norm."""
+    out = np.zeros((len(texts), 64), dtype=np.float32)
+    for row, text in enumerate(texts):
+        for word in re.findall(r"[a-z]+", text.lower()):
+            out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return out / np.where(norms > 0, norms, 1.0)
+
+
+def is_prompt(prompt: str, template: str) -> bool:
+    """Whether `prompt` was rendered from `template` (its text up to the first placeholder)."""
+    return prompt.startswith(prompts.load(template).split("{")[0])
+
+
+def context(model: ScriptedModel | None, loop: asyncio.AbstractEventLoop, text_embed: bool = True) -> MethodContext:
+    return MethodContext(seed=0, embed=embed if text_embed else None, llm=model, run=loop.run_until_complete)
+
+
+def experience(n: int, task: str, success: bool, *, task_id: str | None = None, retrieved: Sequence[RetrievedItem] = (), key: np.ndarray | None = None) -> Experience:
+    episode = Episode(
+        episode_id=f"train-e01-{n:05d}-s0",
+        task_id=task_id or f"task-{n}",
+        split="train",
+        phase="train",
+        epoch=1,
+        batch_index=0,
+        order_index=n,
+        success=success,
+        reward=float(success),
+        status="ok",
+        turns=[Turn("look", f"You are in a room. {task}"), Turn("take key", "Taken." if success else "There is no key here.")],
+        retrieved=list(retrieved),
+    )
+    return Experience(episode, Task(episode.task_id, "train", task), embed([task])[0] if key is None else key)
+
+
+def query(task: str, episode_id: str = "validation-e01-00000-s0", key: np.ndarray | None = None) -> Query:
+    return Query(Task("q-" + episode_id, "validation", task), embed([task])[0] if key is None else key, episode_id, "validation")
+
+
+def used(method: MemoryMethod, item_id: str) -> RetrievedItem:
+    item = next(i for i in method.items() if i.id == item_id)
+    return RetrievedItem.of(item, 0.9)
+
+
+def answer(value: object) -> str:
+    return json.dumps(value)
+
+
+def generic_reply(prompt: str) -> str:
+    """A deterministic, well-formed answer to every memory prompt of Mem0, MemP and ExpeL."""
+    if is_prompt(prompt, "mem0_update"):
+        fact = json.loads(prompt.split("New facts:\n")[1].split("\n\nReturn JSON")[0])[0]
+        if "(memory is empty)" in prompt:
+            return answer({"memory": [{"event": "ADD", "text": fact}]})
+        return answer({"memory": [{"event": "ADD", "text": fact}, {"event": "UPDATE", "id": "0", "text": fact + " Again."}]})
+    task = prompt.split("Task: ")[1].split("\n")[0]
+    if is_prompt(prompt, "mem0_extract"):
+        return answer({"facts": [f"A lesson from {task}."]})
+    if is_prompt(prompt, "memp_script"):
+        return f"For {task}: look around, then act."
+    if is_prompt(prompt, "memp_keywords"):
+        return answer({"keywords": task.split()[:4]})
+    if is_prompt(prompt, "memp_adjust"):
+        return answer({"analysis": "It failed.", "workflow": f"For {task}: look around twice, then act."})
+    entries = [{"op": "ADD", "rule": f"A rule from {task}."}]
+    if "\n1. " in prompt:
+        entries.append({"op": "AGREE", "id": 1})
+    return answer({"operations": entries})
+
+
+def run_synthetic(tmp_path, monkeypatch, name: str, method: dict, text_embedder: bool = False) -> tuple[dict, list[dict], ScriptedModel]:
+    """A whole run on the small synthetic world with `method`, its memory managed by a
+    ScriptedModel answering `generic_reply` (put in place of the LLM client); with
+    `text_embedder`, task keys are `embed` of the task descriptions instead of intents."""
+    import contextlib
+    import sys
+    import types
+
+    from tests.helpers import config, run_to
+
+    model = ScriptedModel(generic_reply)
+    client = types.ModuleType("memrl_bench.llm.client")
+    client.open_chat_model = lambda cfg: contextlib.nullcontext(model)
+    monkeypatch.setitem(sys.modules, "memrl_bench.llm.client", client)
+    embedder = {"name": "env_intent"}
+    if text_embedder:
+        module = types.ModuleType("memrl_bench.embed")
+        module.make_embedder = lambda cfg: types.SimpleNamespace(embed=embed, identity={"name": "hashed-bag-of-words"})
+        monkeypatch.setitem(sys.modules, "memrl_bench.embed", module)
+        embedder = {"name": "hashed"}
+    cfg = config(method=method, llm={"name": "scripted"}, embedder=embedder, protocol={"epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0})
+    metrics, folder = run_to(tmp_path, name, cfg)
+    records = [json.loads(line) for line in (folder / "episodes.jsonl").read_text().splitlines()]
+    return metrics, records, model
