@@ -1,7 +1,7 @@
 """TextWorldExpress: fast text games (coin, twc, cookingworld, ...) served by a Java simulator.
 
 Each instance owns one JVM (py4j gateway). `spawn()` starts another JVM rather than
-sharing a gateway: a JVM starts in ~0.5 s once per pool slot, and nothing on the Java
+sharing a gateway: a JVM starts in ~0.5-1 s once per pool slot, and nothing on the Java
 side is shared between concurrent episodes (see BENCHMARKS.md "## TextWorldExpress").
 """
 
@@ -109,7 +109,10 @@ class TextWorldExpressEnv(Env):
         return self._start(task, gold=False)
 
     def gold_actions(self, task: Task) -> list[str]:
-        """The simulator's gold action sequence for `task` (for tests and oracle actors)."""
+        """The simulator's gold action sequence for `task` (for tests and oracle actors).
+
+        It solves the game but is not unique: it can differ between JVMs for the same task.
+        """
         self._start(task, gold=True)
         actions = list(self._simulator.getGoldActionSequence())
         self._done = True
