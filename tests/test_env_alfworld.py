@@ -16,7 +16,8 @@ from memrl_bench.envs.alfworld import ENV, TASK_TYPES  # noqa: E402
 from memrl_bench.envs.alfworld_grammar import convert_game  # noqa: E402
 from memrl_bench.envs.base import DataMissingError, check_env  # noqa: E402
 
-MAX_STEPS = 60
+MAX_STEPS = 60  # the expert's step limit
+NOOP_STEPS = 30  # the actor's default step limit
 # One game per task type that the handcoded expert wins in few steps (found with
 # scripts/alfworld_expert_sweep.py); read from the shared data folder, not copied.
 FIXTURE_TASKS = {
@@ -99,8 +100,11 @@ def test_splits_have_the_expected_sizes_and_are_disjoint(env):
         assert all(t.description.startswith("Your task is to: ") for t in listed)
 
 
-def test_check_env_passes(env):
+def test_check_env_passes(env, cache_dir):
     check_env(env)
+    # check_env's reset imported alfworld, which sets $ALFWORLD_DATA when unset: a new
+    # instance must still find the same games.
+    assert make_env(cache_dir).games_root == env.games_root
 
 
 def test_instructions_name_the_2_1_2_commands(env):
@@ -130,7 +134,7 @@ def test_expert_wins_and_noop_fails(cache_dir, task_type):
     try:
         _, info = noop_env.reset(task)
         assert "expert_plan" not in info
-        for _ in range(MAX_STEPS):
+        for _ in range(NOOP_STEPS):
             observation, reward, done, info = noop_env.step("look")
             assert not done and reward == 0.0 and not info["success"]
     finally:
