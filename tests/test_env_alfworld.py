@@ -104,7 +104,7 @@ def test_check_env_passes(env, cache_dir):
     check_env(env)
     # check_env's reset imported alfworld, which sets $ALFWORLD_DATA when unset: a new
     # instance must still find the same games.
-    assert make_env(cache_dir).games_root == env.games_root
+    assert ENV({"cache_dir": str(cache_dir)}).games_root == env.games_root
 
 
 def test_instructions_name_the_2_1_2_commands(env):
