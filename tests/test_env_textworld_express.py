@@ -1,0 +1,110 @@
+"""TextWorldExpress env: real JVM simulator, gold paths, folds, and process cleanup."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("textworld_express", reason="needs pip package textworld-express==1.1.0 (and Java 17)")
+
+from memrl_bench.envs.base import check_env  # noqa: E402
+from memrl_bench.envs.textworld_express import ENV  # noqa: E402
+
+TASKS_PER_SPLIT = 4
+
+
+@pytest.fixture(scope="module")
+def env():
+    instance = ENV({"game": "twc", "game_params": {}, "tasks_per_split": TASKS_PER_SPLIT})
+    yield instance
+    instance.close()
+
+
+def play(env, task, actions: list[str]) -> tuple[bool, bool, int]:
+    """Play `actions` until done; (done, success, steps taken)."""
+    env.reset(task)
+    done, info, steps = False, {}, 0
+    for action in actions:
+        _, _, done, info = env.step(action)
+        steps += 1
+        if done:
+            break
+    return done, bool(info.get("success")), steps
+
+
+def test_check_env_passes(env):
+    check_env(env)
+
+
+def test_splits_are_the_package_folds_and_disjoint(env):
+    assert set(env.splits()) == {"train", "validation", "test"}
+    seeds = {split: [t.data["seed"] for t in env.tasks(split)] for split in env.splits()}
+    assert seeds == {"train": [0, 1, 2, 3], "validation": [10000, 10001, 10002, 10003], "test": [20000, 20001, 20002, 20003]}
+    ids = [t.id for split in env.splits() for t in env.tasks(split)]
+    assert len(ids) == len(set(ids)) == 3 * TASKS_PER_SPLIT
+    assert env.tasks("train")[1].id == "twx/twc/train/1"
+    assert all(t.description.startswith("Your task is to") for t in env.tasks("test"))
+
+
+@pytest.mark.parametrize("split", ["train", "validation", "test"])
+def test_gold_actions_win_every_split(env, split):
+    for task in env.tasks(split)[:2]:
+        done, success, _ = play(env, task, env.gold_actions(task))
+        assert done and success, f"gold path of {task.id} did not win"
+
+
+def test_noop_actor_fails(env):
+    task = env.tasks("train")[0]
+    observation, info = env.reset(task)
+    assert "look around" in info["admissible_commands"] and observation
+    done, success, steps = play(env, task, ["look around", "inventory"] * 15)
+    assert not done and not success and steps == 30
+
+
+def test_reward_is_score_delta_and_sums_to_one_on_win(env):
+    task = env.tasks("validation")[0]
+    gold = env.gold_actions(task)
+    env.reset(task)
+    total = 0.0
+    for action in gold:
+        _, reward, done, info = env.step(action)
+        total += reward
+        if done:
+            break
+    assert info["success"] and total == pytest.approx(1.0)
+
+
+def test_game_params_change_the_game_and_the_ids():
+    small = ENV({"game": "coin", "game_params": {"numLocations": 2, "includeDoors": False}, "tasks_per_split": 1})
+    try:
+        task = small.tasks("train")[0]
+        assert task.id == "twx/coin[includeDoors=0,numLocations=2]/train/0"
+        assert len(small.gold_actions(task)) < 6
+    finally:
+        small.close()
+
+
+def test_bad_config_names_the_key():
+    with pytest.raises(ValueError, match="env.game"):
+        ENV({"game": "chess"})
+    with pytest.raises(ValueError, match="numLocationz"):
+        ENV({"game": "coin", "game_params": {"numLocationz": 3}})
+
+
+def test_spawn_is_independent_and_close_ends_each_jvm(env):
+    other = env.spawn()
+    try:
+        assert other.java_process().pid != env.java_process().pid
+        first, second = env.tasks("train")[0], other.tasks("test")[0]
+        env.reset(first)
+        other.reset(second)
+        # Steps in one instance do not move the other's game.
+        done, success, _ = play(other, second, other.gold_actions(second))
+        assert done and success
+        _, _, done, _ = env.step("inventory")
+        assert not done
+    finally:
+        process = other.java_process()
+        other.close()
+    assert process.poll() is not None, "close() left the JVM running"
+    assert other.java_process() is None
+    other.close()  # idempotent
