@@ -63,3 +63,15 @@ def record(task: str, epoch: int, success: bool, phase: str = "train", **extra) 
     d = ep.to_dict()
     d.update(extra)
     return d
+
+
+def composed(*overrides: str) -> dict:
+    """The resolved config the CLI would run, composed from conf/ with Hydra's API."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from memrl_bench.cli import CONF_DIR
+
+    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
+        cfg = compose("config", overrides=list(overrides))
+    return OmegaConf.to_container(cfg, resolve=True)
