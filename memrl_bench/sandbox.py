@@ -138,7 +138,7 @@ def _pipe_holders(pipe: int, pids: set[int]) -> set[int]:
 
 
 def _kill_command(proc: subprocess.Popen, pipe: int | None) -> None:
-    """SIGKILL `proc`, its process tree and every process holding its output pipe, until none is left.
+    """SIGKILL `proc`, its process group and tree, and every process holding its output pipe, until none is left.
 
     Holders are found by their open descriptors, so a child that left the tree (setsid,
     double fork) still dies while it can write to the command's output.
@@ -148,6 +148,10 @@ def _kill_command(proc: subprocess.Popen, pipe: int | None) -> None:
         victims = _descendants(proc.pid, parents) | ({proc.pid} & parents.keys())
         if pipe is not None:
             victims |= _pipe_holders(pipe, set(parents) - {os.getpid()})
+        try:  # the process group too: every Popen here starts a session, so its pgid is proc.pid
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         if not victims:
             return
         for pid in victims:
@@ -562,18 +566,21 @@ class CodeRunner:
         self.limits = limits
         self.isolation = isolation
         self.python = os.path.realpath(sys.executable)
-        self.env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"}
+        # `python` / `python3` on PATH are the harness's interpreter (programs start scripts with them)
+        path = f"{os.path.dirname(self.python)}:{_PATH}"
+        self.env = {"PATH": path, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"}
 
     def run(self, source: str) -> CommandResult:
         if self.isolation == "sandbox":
             with Sandbox(self.limits, workdir="/tmp", readonly_binds=_python_binds(), env={**self.env, "HOME": "/tmp"}) as sandbox:
-                command = f'cd "$(mktemp -d /tmp/run.XXXXXX)" && cat > program.py && exec {shlex.quote(self.python)} program.py'
+                # the run ends with the program: whatever it left running is killed (kill -1 spares bash and pid 1)
+                command = f'cd "$(mktemp -d /tmp/run.XXXXXX)" && cat > program.py || exit 125; {shlex.quote(self.python)} program.py; status=$?; kill -9 -1 2>/dev/null; exit $status'
                 return sandbox.run(command, stdin=source.encode())
         with tempfile.TemporaryDirectory(prefix="memrl-code-") as folder:
             Path(folder, "program.py").write_text(source)
             prlimit = _tools("prlimit")["prlimit"]
             argv = [prlimit, "--core=0", f"--as={self.limits.memory_bytes}", f"--nproc={self.limits.max_processes}", "--", self.python, "program.py"]
-            proc = subprocess.Popen(argv, cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env={"PATH": _PATH, "HOME": folder, "LANG": "C.UTF-8", **self.env})
+            proc = subprocess.Popen(argv, cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env={"HOME": folder, "LANG": "C.UTF-8", **self.env})
             try:
                 return _collect(proc, None, self.limits.timeout_s, self.limits.output_bytes)
             finally:
@@ -642,7 +649,7 @@ def gold_failure(env: Env, task: Task) -> str:
         for action in gold if isinstance(gold, list) else [gold]:
             observation, _, done, info = env.step(action)
             if done:
-                return "" if info.get("success") else f"{observation} {info.get('detail', '')}".strip()
+                return "" if info.get("success") else str(info.get("detail") or observation)
     except SandboxUnavailable:
         raise
     except Exception as err:  # a broken task (e.g. its setup fails) is a reason, not a crash
