@@ -40,7 +40,7 @@ import time
 import uuid
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
@@ -467,6 +467,9 @@ class Sandbox:
         for path in self.readonly_binds:
             target = '"$R"' + shlex.quote(path)
             lines.append(f"run mkdir -p {target}; run mount --bind {shlex.quote(path)} {target}; run mount -o remount,bind,ro {target}")
+            for ancestor in Path(path).parents:  # reachable by any user inside, even under /root (mode 700)
+                if str(ancestor) != "/":
+                    lines.append(f'run chmod o+x "$R"{shlex.quote(str(ancestor))}')
         lines += [
             'cd "$R" || exit 1',
             "run pivot_root . .",
@@ -553,9 +556,10 @@ def _python_binds() -> tuple[str, ...]:
 class CodeRunner:
     """Runs one Python program with limits, in its own folder, and returns its merged output.
 
-    isolation "sandbox": a fresh Sandbox per program (needs root). "process": a bare
-    subprocess with RLIMIT_AS / RLIMIT_NPROC and a killed process group, for users without
-    root: it does not isolate the network or the filesystem (see RELIABILITY.md).
+    isolation "sandbox": a fresh Sandbox per program (needs root), the program running as
+    user nobody inside. "process": a bare subprocess with RLIMIT_AS / RLIMIT_NPROC and a
+    killed process group, for users without root: it does not isolate the network or the
+    filesystem (see RELIABILITY.md).
     """
 
     ISOLATIONS = ("sandbox", "process")
@@ -573,8 +577,14 @@ class CodeRunner:
     def run(self, source: str) -> CommandResult:
         if self.isolation == "sandbox":
             with Sandbox(self.limits, workdir="/tmp", readonly_binds=_python_binds(), env={**self.env, "HOME": "/tmp"}) as sandbox:
-                # the run ends with the program: whatever it left running is killed (kill -1 spares bash and pid 1)
-                command = f'cd "$(mktemp -d /tmp/run.XXXXXX)" && cat > program.py || exit 125; {shlex.quote(self.python)} program.py; status=$?; kill -9 -1 2>/dev/null; exit $status'
+                # The program runs as user nobody in a folder of its own (tests of permission errors
+                # expect a user without root's rights); the run ends with the program: whatever it
+                # left running is killed (kill -1 spares this bash and pid 1).
+                command = (
+                    'folder=$(mktemp -d /tmp/run.XXXXXX) && cat > "$folder/program.py" && chown -R 65534:65534 "$folder" && cd "$folder" || exit 125\n'
+                    f"setpriv --reuid=65534 --regid=65534 --clear-groups -- {shlex.quote(self.python)} program.py; status=$?\n"
+                    "kill -9 -1 2>/dev/null; exit $status"
+                )
                 return sandbox.run(command, stdin=source.encode())
         with tempfile.TemporaryDirectory(prefix="memrl-code-") as folder:
             Path(folder, "program.py").write_text(source)
@@ -592,44 +602,63 @@ def cache_root() -> Path:
     return Path(os.environ.get("MEMRL_BENCH_CACHE") or "~/.cache/memrl-bench").expanduser()
 
 
-@dataclass
-class GoldCache:
-    """Per-task results of running the gold solutions here ("" = passed, else why it failed).
+class GoldFilter:
+    """An env's task lists without the tasks whose gold fails on this machine.
 
-    Kept in one JSON file whose name carries a hash of the data and of whatever else
-    decides the outcome (Python version, limits, installed packages), so a change re-checks.
+    `run_gold(task)` returns "" when the gold passes, else why not. Each task is checked
+    once (only as many as a `limit` needs) and the results are kept in one JSON file under
+    cache_root()/<env>/, whose name carries a hash of `key_parts`: the data and whatever
+    else decides the outcome (limits, Python version, packages), so a change re-checks.
     """
 
-    path: Path
-    results: dict[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def open(cls, env_name: str, key_parts: list[str]) -> GoldCache:
+    def __init__(self, env_name: str, key_parts: list[str], all_tasks: dict[str, list[Task]], run_gold: Callable[[Task], str], limit: int | None = None, enabled: bool = True, workers: int = 2, needs_sandbox: bool = True):
         key = hashlib.sha256("\n".join(key_parts).encode()).hexdigest()[:16]
-        path = cache_root() / env_name / f"gold_{key}.json"
-        results = json.loads(path.read_text()) if path.exists() else {}
-        return cls(path, results)
+        self.path = cache_root() / env_name / f"gold_{key}.json"
+        self.results: dict[str, str] = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.env_name, self.all_tasks, self.run_gold = env_name, all_tasks, run_gold
+        self.limit, self.enabled, self.workers, self.needs_sandbox = limit, enabled, workers, needs_sandbox
+        self._served: dict[str, list[Task]] = {}
 
-    def check(self, tasks: list[Task], run_gold: Callable[[Task], str], workers: int = 2) -> dict[str, str]:
-        """Task id -> result for `tasks`, running `run_gold` (task -> failure reason or "") for the unknown ones."""
-        missing = [t for t in tasks if t.id not in self.results]
-        if missing:
-            with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-                for task, reason in zip(missing, pool.map(run_gold, missing)):
-                    self.results[task.id] = reason
-            self._save()
-        return {t.id: self.results[t.id] for t in tasks}
+    def tasks(self, split: str) -> list[Task]:
+        """The first `limit` tasks of `split` (all if None) whose gold passes (all of them if not enabled)."""
+        if split not in self.all_tasks:
+            raise KeyError(f"unknown split {split!r} of {self.env_name}; valid: {', '.join(self.all_tasks)}")
+        if split not in self._served:
+            listed = self.all_tasks[split]
+            if self.enabled:
+                if self.needs_sandbox:
+                    require_sandbox()
+                listed = self._keep_passing(listed)
+            self._served[split] = listed[: self.limit] if self.limit is not None else listed
+        return list(self._served[split])
 
-    def keep_passing(self, tasks: list[Task], limit: int | None, run_gold: Callable[[Task], str], workers: int = 2) -> list[Task]:
-        """The first `limit` of `tasks` (all if None) whose gold passes, checking only as many as needed."""
+    def excluded(self) -> dict[str, str]:
+        """Task id -> why it is left out, for the tasks checked so far."""
+        if not self.enabled:
+            return {}
+        known = {t.id for listed in self.all_tasks.values() for t in listed}
+        return {task_id: reason for task_id, reason in sorted(self.results.items()) if reason and task_id in known}
+
+    def _keep_passing(self, tasks: list[Task]) -> list[Task]:
         kept: list[Task] = []
         position = 0
-        while position < len(tasks) and (limit is None or len(kept) < limit):
-            batch = tasks[position : len(tasks) if limit is None else position + limit - len(kept)]
-            results = self.check(batch, run_gold, workers)
-            kept += [t for t in batch if not results[t.id]]
+        while position < len(tasks) and (self.limit is None or len(kept) < self.limit):
+            batch = tasks[position : len(tasks) if self.limit is None else position + self.limit - len(kept)]
+            self._check([t for t in batch if t.id not in self.results])
+            kept += [t for t in batch if not self.results[t.id]]
             position += len(batch)
         return kept
+
+    def _check(self, tasks: list[Task]) -> None:
+        if not tasks:
+            return
+        pool = ThreadPoolExecutor(max_workers=max(1, self.workers))
+        try:
+            for task, reason in zip(tasks, pool.map(self.run_gold, tasks)):
+                self.results[task.id] = reason
+        finally:
+            pool.shutdown(cancel_futures=True)  # on Ctrl-C: finish the running checks only
+            self._save()  # keep what was checked
 
     def _save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -55,10 +55,11 @@ def play_all(env: Env, tasks: list[Task], workers: int) -> dict[str, str]:
             spawned.append(local.env)
         return gold_failure(local.env, task)
 
+    pool = ThreadPoolExecutor(max_workers=workers)
     try:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            return dict(zip((t.id for t in tasks), pool.map(play, tasks)))
+        return dict(zip((t.id for t in tasks), pool.map(play, tasks)))
     finally:
+        pool.shutdown(cancel_futures=True)  # on Ctrl-C: finish the running episodes only
         for instance in spawned:
             instance.close()
 

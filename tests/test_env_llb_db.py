@@ -98,6 +98,8 @@ def test_observations_and_unknown_actions(env: LLBDBEnv):
     assert "Unknown action" in env.step("look")[0]
     assert "columns: ('name',)" in env.step("```sql\nSELECT name FROM staff\n```")[0]
     assert env.step("SELECT COUNT(*) FROM staff")[0].endswith("(5,)")
+    assert env.step("SQL:\n```sql\nSELECT COUNT(*) FROM staff WHERE team = 'red'\n```")[0].endswith("(2,)")
+    assert env.step("SQL: `SELECT COUNT(*) FROM staff WHERE note = 'a:b'`")[0].startswith("Error: no such column: note")
     assert env.step("SQL: SELECT * FROM nowhere")[0].startswith("Error: no such table")
     assert env.step("SQL: SELECT 1; SELECT 2")[0].startswith("Error:")
     assert env.step("SQL: DELETE FROM staff WHERE id = 5")[0] == "OK, 1 rows changed."

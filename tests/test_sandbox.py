@@ -6,13 +6,12 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
-from memrl_bench.sandbox import CodeRunner, GoldCache, Limits, Sandbox, SandboxUnavailable, unavailable_reason
+from memrl_bench.sandbox import CodeRunner, GoldFilter, Limits, Sandbox, SandboxUnavailable, unavailable_reason
 from memrl_bench.types import Task
 
 REASON = unavailable_reason()
@@ -156,19 +155,26 @@ def test_non_root_gets_a_clear_reason():
 def test_code_runner_sandbox_contains_a_program():
     name = f"memrl-test-{uuid.uuid4().hex}"
     program = f"""
-import socket, subprocess, os
-open('/etc/{name}', 'w').write('x')
+import os, socket
+for path in ('/etc/{name}', '/tmp/{name}', '{name}'):
+    try:
+        open(path, 'w').write('x')
+        print('wrote', path)
+    except OSError as err:
+        print('refused', path, type(err).__name__)
 try:
     socket.create_connection(('1.1.1.1', 53), timeout=3)
     print('NETWORK')
 except OSError as err:
     print('no network:', err)
-print('cwd', os.getcwd())
+print('uid', os.getuid())
 """
     result = CodeRunner(Limits(timeout_s=30)).run(program)
     assert result.ok, result.output
-    assert "no network" in result.output and "NETWORK\n" not in result.output
-    assert not Path(f"/etc/{name}").exists()
+    assert f"refused /etc/{name} PermissionError" in result.output  # runs as nobody inside
+    assert f"wrote /tmp/{name}" in result.output and f"wrote {name}\n" in result.output
+    assert "no network" in result.output and "NETWORK\n" not in result.output and "uid 65534" in result.output
+    assert not Path(f"/etc/{name}").exists() and not Path(f"/tmp/{name}").exists()
 
 
 def test_code_runner_process_mode_limits_time_and_memory():
@@ -185,20 +191,24 @@ def test_code_runner_rejects_unknown_isolation():
         CodeRunner(Limits(), isolation="docker")
 
 
-def test_gold_cache_checks_each_task_once(tmp_path, monkeypatch):
+def test_gold_filter_checks_each_task_once(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path))
-    tasks = [Task(id=f"t{i}", split="train", description="") for i in range(6)]
+    tasks = {"train": [Task(id=f"t{i}", split="train", description="") for i in range(6)]}
     calls: list[str] = []
 
     def run_gold(task: Task) -> str:
         calls.append(task.id)
         return "broken" if task.id in ("t0", "t3") else ""
 
-    cache = GoldCache.open("demo", ["v1"])
-    assert [t.id for t in cache.keep_passing(tasks, 2, run_gold)] == ["t1", "t2"]
-    assert sorted(calls) == ["t0", "t1", "t2"]  # only as many as needed
-    again = GoldCache.open("demo", ["v1"])
-    assert [t.id for t in again.keep_passing(tasks, None, run_gold)] == ["t1", "t2", "t4", "t5"]
-    assert sorted(calls) == ["t0", "t1", "t2", "t3", "t4", "t5"]  # cached results were not re-run
-    assert GoldCache.open("demo", ["v2"]).results == {}  # another key, another file
-    assert sys.modules["memrl_bench.sandbox"].cache_root() == tmp_path
+    first = GoldFilter("demo", ["v1"], tasks, run_gold, limit=2, needs_sandbox=False)
+    assert [t.id for t in first.tasks("train")] == ["t1", "t2"]
+    assert sorted(calls) == ["t0", "t1", "t2"] and first.excluded() == {"t0": "broken"}  # only as many as needed
+    again = GoldFilter("demo", ["v1"], tasks, run_gold, needs_sandbox=False)
+    assert [t.id for t in again.tasks("train")] == ["t1", "t2", "t4", "t5"]
+    assert sorted(calls) == ["t0", "t1", "t2", "t3", "t4", "t5"]  # results on disk were not re-run
+    assert again.excluded() == {"t0": "broken", "t3": "broken"}
+    assert list(tmp_path.glob("demo/gold_*.json")) and GoldFilter("demo", ["v2"], tasks, run_gold).results == {}  # another key, another file
+    off = GoldFilter("demo", ["v1"], tasks, run_gold, enabled=False)
+    assert len(off.tasks("train")) == 6 and off.excluded() == {}
+    with pytest.raises(KeyError, match="unknown split 'dev' of demo; valid: train"):
+        off.tasks("dev")

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 from memrl_bench import prompts
 from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction
-from memrl_bench.sandbox import CodeRunner, GoldCache, Limits, gold_failure, require_sandbox
+from memrl_bench.sandbox import CodeRunner, GoldFilter, Limits, gold_failure
 from memrl_bench.types import Task
 
 _FETCH = "python scripts/fetch_data.py bigcodebench"
@@ -88,11 +88,9 @@ class BigCodeBenchEnv(Env):
         self.prompt: str = self.cfg.get("prompt", "instruct")
         if self.prompt not in PROMPTS:
             raise ValueError(f"env.prompt: unknown prompt form {self.prompt!r}; valid: {', '.join(PROMPTS)}")
-        self.tasks_per_split: int | None = self.cfg.get("tasks_per_split")
-        if self.tasks_per_split is not None and int(self.tasks_per_split) < 1:
+        self.tasks_per_split: int | None = None if self.cfg.get("tasks_per_split") is None else int(self.cfg["tasks_per_split"])
+        if self.tasks_per_split is not None and self.tasks_per_split < 1:
             raise ValueError(f"env.tasks_per_split must be null or >= 1, got {self.tasks_per_split}")
-        self.exclude_gold_failures = bool(self.cfg.get("exclude_gold_failures", True))
-        self.gold_workers = int(self.cfg.get("gold_workers", 2))
         self.isolation: str = self.cfg.get("isolation", "sandbox")
         limits = Limits(
             timeout_s=float(self.cfg.get("timeout_s", 60)),
@@ -104,10 +102,9 @@ class BigCodeBenchEnv(Env):
         self.runner = CodeRunner(limits, self.isolation)
         folder = data_dir(self.cfg, "MEMRL_BENCH_BIGCODEBENCH_DIR", "bigcodebench", _FETCH)
         self._all, data_hash = self._load(folder)
-        self._by_id = {t.id: t for listed in self._all.values() for t in listed}
         key = ["bigcodebench v1", data_hash, sys.version, repr(limits), self.isolation, _packages_fingerprint()]
-        self._gold = GoldCache.open(self.name, key)
-        self._served: dict[str, list[Task]] = {}
+        enabled, workers = bool(self.cfg.get("exclude_gold_failures", True)), int(self.cfg.get("gold_workers", 2))
+        self._gold = GoldFilter(self.name, key, self._all, self._gold_failure, self.tasks_per_split, enabled, workers, needs_sandbox=self.isolation == "sandbox")
         self._task: Task | None = None
 
     def _load(self, folder: Path) -> tuple[dict[str, list[Task]], str]:
@@ -148,23 +145,11 @@ class BigCodeBenchEnv(Env):
         }
 
     def tasks(self, split: str) -> list[Task]:
-        if split not in self._all:
-            raise KeyError(f"unknown split {split!r} of {self.name}; valid: {', '.join(self._all)}")
-        if split not in self._served:
-            listed = self._all[split]
-            limit = int(self.tasks_per_split) if self.tasks_per_split is not None else None
-            if self.exclude_gold_failures:
-                if self.isolation == "sandbox":
-                    require_sandbox()
-                listed = self._gold.keep_passing(listed, limit, self._gold_failure, self.gold_workers)
-            self._served[split] = listed[:limit] if limit is not None else listed
-        return list(self._served[split])
+        return self._gold.tasks(split)
 
     def excluded(self) -> dict[str, str]:
         """Task id -> why it is left out: its canonical solution fails here."""
-        if not self.exclude_gold_failures:
-            return {}
-        return {task_id: reason for task_id, reason in sorted(self._gold.results.items()) if reason and task_id in self._by_id}
+        return self._gold.excluded()
 
     def instructions(self) -> str:
         return prompts.load("bigcodebench_instructions")

@@ -53,6 +53,12 @@ def _quote(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
+def _unfenced(text: str) -> str:
+    """The first fenced block of `text` if it has one, else `text`, without stray backticks."""
+    blocks = _FENCED.findall(text)
+    return (blocks[0] if blocks else text).strip().strip("`").strip()
+
+
 def _deny_attach(action: int, *_: Any) -> int:
     return sqlite3.SQLITE_DENY if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH) else sqlite3.SQLITE_OK
 
@@ -271,18 +277,18 @@ class LLBDBEnv(Env):
 
     @staticmethod
     def _parse(action: str) -> tuple[str, str]:
+        """("sql" | "answer" | "commit" | "unknown", content) of one action."""
         text = action.strip()
-        blocks = _FENCED.findall(text)
-        head = text.split(":", 1)
-        label = head[0].strip().lower() if len(head) == 2 else ""
+        label, colon, rest = text.partition(":")
+        label = label.strip().lower() if colon else ""
         if label == "sql":
-            return "sql", head[1].strip().strip("`").strip()
+            return "sql", _unfenced(rest)
         if label in ("answer", "final answer"):
-            return "answer", head[1].strip()
+            return "answer", rest.strip()
         if text.lower().rstrip(";") in ("commit", "finish"):
             return "commit", ""
-        if blocks:
-            return "sql", blocks[0].strip()
+        if _FENCED.search(text):
+            return "sql", _unfenced(text)
         if text.split(None, 1) and text.split(None, 1)[0].lower() in _SQL_KEYWORDS:
             return "sql", text
         return "unknown", text

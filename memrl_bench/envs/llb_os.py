@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from memrl_bench import prompts
 from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction
-from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, GoldCache, Limits, Sandbox, gold_failure, require_sandbox
+from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, GoldFilter, Limits, Sandbox, gold_failure, require_sandbox
 from memrl_bench.types import Task
 
 _FILES = {"train": "os_interaction_train.json", "validation": "os_interaction_val.json"}
@@ -57,13 +57,11 @@ class LLBOSEnv(Env):
 
     def __init__(self, cfg: dict[str, Any], seed: int = 0):
         super().__init__(cfg, seed)
-        self.tasks_per_split: int | None = self.cfg.get("tasks_per_split")
-        if self.tasks_per_split is not None and int(self.tasks_per_split) < 1:
+        self.tasks_per_split: int | None = None if self.cfg.get("tasks_per_split") is None else int(self.cfg["tasks_per_split"])
+        if self.tasks_per_split is not None and self.tasks_per_split < 1:
             raise ValueError(f"env.tasks_per_split must be null or >= 1, got {self.tasks_per_split}")
         self.workdir: str = str(self.cfg.get("workdir", "/"))
         self.hidden_paths = DEFAULT_HIDDEN_PATHS + tuple(self.cfg.get("extra_hidden_paths") or ())
-        self.exclude_gold_failures = bool(self.cfg.get("exclude_gold_failures", True))
-        self.gold_workers = int(self.cfg.get("gold_workers", 2))
         self.limits = Limits(
             timeout_s=float(self.cfg.get("command_timeout_s", 20)),
             output_bytes=int(self.cfg.get("max_output_chars", 4000)),
@@ -73,9 +71,8 @@ class LLBOSEnv(Env):
         )
         folder = data_dir(self.cfg, "MEMRL_BENCH_LLB_DIR", "llb", _FETCH)
         self._all, data_hash = self._load(folder)
-        self._by_id = {t.id: t for listed in self._all.values() for t in listed}
-        self._gold = GoldCache.open(self.name, ["llb_os v1", data_hash, self.workdir, repr(self.hidden_paths), repr(self.limits), platform.release(), _os_release()])
-        self._served: dict[str, list[Task]] = {}
+        key = ["llb_os v1", data_hash, self.workdir, repr(self.hidden_paths), repr(self.limits), platform.release(), _os_release()]
+        self._gold = GoldFilter(self.name, key, self._all, self._gold_failure, self.tasks_per_split, bool(self.cfg.get("exclude_gold_failures", True)), int(self.cfg.get("gold_workers", 2)))
         self._sandbox: Sandbox | None = None
         self._task: Task | None = None
 
@@ -112,22 +109,11 @@ class LLBOSEnv(Env):
         }
 
     def tasks(self, split: str) -> list[Task]:
-        if split not in self._all:
-            raise KeyError(f"unknown split {split!r} of {self.name}; valid: {', '.join(self._all)}")
-        if split not in self._served:
-            listed = self._all[split]
-            limit = int(self.tasks_per_split) if self.tasks_per_split is not None else None
-            if self.exclude_gold_failures:
-                require_sandbox()
-                listed = self._gold.keep_passing(listed, limit, self._gold_failure, self.gold_workers)
-            self._served[split] = listed[:limit] if limit is not None else listed
-        return list(self._served[split])
+        return self._gold.tasks(split)
 
     def excluded(self) -> dict[str, str]:
         """Task id -> why it is left out: its gold commands do not pass here."""
-        if not self.exclude_gold_failures:
-            return {}
-        return {task_id: reason for task_id, reason in sorted(self._gold.results.items()) if reason and task_id in self._by_id}
+        return self._gold.excluded()
 
     def instructions(self) -> str:
         return prompts.render("llb_os_instructions", workdir=self.workdir, timeout_s=f"{self.limits.timeout_s:g}", max_output_chars=self.limits.output_bytes)
