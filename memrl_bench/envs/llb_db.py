@@ -184,8 +184,8 @@ class LLBDBEnv(Env):
 
     def __init__(self, cfg: dict[str, Any], seed: int = 0):
         super().__init__(cfg, seed)
-        self.tasks_per_split: int | None = self.cfg.get("tasks_per_split")
-        if self.tasks_per_split is not None and int(self.tasks_per_split) < 1:
+        self.tasks_per_split: int | None = None if self.cfg.get("tasks_per_split") is None else int(self.cfg["tasks_per_split"])
+        if self.tasks_per_split is not None and self.tasks_per_split < 1:
             raise ValueError(f"env.tasks_per_split must be null or >= 1, got {self.tasks_per_split}")
         self.exclude_gold_failures = bool(self.cfg.get("exclude_gold_failures", True))
         self.statement_timeout_s = float(self.cfg.get("statement_timeout_s", 5))
@@ -242,7 +242,7 @@ class LLBDBEnv(Env):
         if split not in self._all:
             raise KeyError(f"unknown split {split!r} of {self.name}; valid: {', '.join(self._all)}")
         listed = [t for t in self._all[split] if not (self.exclude_gold_failures and t.id in self._excluded)]
-        return listed[: int(self.tasks_per_split)] if self.tasks_per_split is not None else listed
+        return listed[: self.tasks_per_split] if self.tasks_per_split is not None else listed
 
     def excluded(self) -> dict[str, str]:
         """Task id -> why it is left out (its gold SQL does not run in SQLite)."""

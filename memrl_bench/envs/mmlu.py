@@ -36,8 +36,8 @@ class MMLUEnv(Env):
 
     def __init__(self, cfg: dict[str, Any], seed: int = 0):
         super().__init__(cfg, seed)
-        self.tasks_per_split: int | None = self.cfg.get("tasks_per_split")
-        if self.tasks_per_split is not None and int(self.tasks_per_split) < 1:
+        self.tasks_per_split: int | None = None if self.cfg.get("tasks_per_split") is None else int(self.cfg["tasks_per_split"])
+        if self.tasks_per_split is not None and self.tasks_per_split < 1:
             raise ValueError(f"env.tasks_per_split must be null or >= 1, got {self.tasks_per_split}")
         folder = data_dir(self.cfg, "MEMRL_BENCH_MMLU_DIR", "mmlu", _FETCH)
         self._all: dict[str, list[Task]] = {}
@@ -70,7 +70,7 @@ class MMLUEnv(Env):
         if split not in self._all:
             raise KeyError(f"unknown split {split!r} of {self.name}; valid: {', '.join(self._all)}")
         listed = [t for t in self._all[split] if self.subjects is None or t.data["subject"] in self.subjects]
-        return listed[: int(self.tasks_per_split)] if self.tasks_per_split is not None else listed
+        return listed[: self.tasks_per_split] if self.tasks_per_split is not None else listed
 
     def excluded(self) -> dict[str, str]:
         return {}
