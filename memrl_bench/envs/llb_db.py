@@ -1,0 +1,380 @@
+"""LifelongAgentBench DB tasks (MemRL's "llb db"): SQL over one table, in SQLite in memory.
+
+An episode builds the task's table (name, TEXT / INT columns, rows) in a fresh in-memory
+SQLite database (stdlib `sqlite3`). Actions:
+  SQL: <one statement>  run it; see the result rows (truncated) or how many rows changed.
+                        A bare statement starting with a SQL keyword, or a ```sql block, counts too.
+  ANSWER: <rows>        end the episode answering these rows: JSON ([["USA", 7], ...]),
+                        Python-style tuples ("('USA', 7), ('France', 7)") or one bare value.
+  COMMIT                end the episode.
+Checking:
+  Query tasks (the gold SQL is a SELECT): the answer is the rows given with ANSWER or, with
+  COMMIT, the rows of the last statement the agent ran that returned rows. They must equal
+  the rows of the gold SQL run on a fresh copy of the table: as a multiset unless the gold
+  SQL has a top-level ORDER BY; numbers within 1e-6 (relative or absolute); strings that
+  read as numbers compare as numbers. The gold SQL also runs on a copy with the rows
+  inserted in reverse order, and matching either result is right, so answers that hinge on
+  unspecified tie order (LIMIT without ORDER BY, ties in ORDER BY) are not failed.
+  Modifying tasks (INSERT / UPDATE / DELETE): with COMMIT or ANSWER, the final table
+  (column names, rows as a multiset) must equal the table after the gold SQL on a fresh copy.
+Why not LLB's own check: LLB compares with answers recorded on MySQL (the `direct` rows; an
+MD5 of the table), where AVG rounds to 4 decimals and INT columns round updated values, so
+a right query run here would fail it. The reference is the gold SQL on the engine the agent
+uses; `reference_agreement()` counts how often it agrees with the recorded MySQL answers.
+Tasks whose gold SQL fails in SQLite (MySQL-only syntax) are excluded and listed.
+Safety: ATTACH (and so VACUUM INTO) is denied, a statement is interrupted at the time limit.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+import json
+import math
+import re
+import sqlite3
+import time
+from typing import Any, ClassVar
+
+from memrl_bench import prompts
+from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction
+from memrl_bench.types import Task
+
+_FILES = {"train": "db_train.json", "validation": "db_val.json"}
+_FETCH = "python scripts/fetch_data.py llb"
+_SQL_KEYWORDS = ("select", "with", "insert", "update", "delete", "create", "drop", "alter", "replace", "pragma", "explain")
+_FENCED = re.compile(r"```[\w-]*\n?(.*?)```", re.DOTALL)
+_TOLERANCE = 1e-6
+Row = tuple[Any, ...]
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def _unfenced(text: str) -> str:
+    """The first fenced block of `text` if it has one, else `text`, without stray backticks."""
+    blocks = _FENCED.findall(text)
+    return (blocks[0] if blocks else text).strip().strip("`").strip()
+
+
+def _deny_attach(action: int, *_: Any) -> int:
+    return sqlite3.SQLITE_DENY if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH) else sqlite3.SQLITE_OK
+
+
+def build_database(table: dict[str, Any], reverse_rows: bool = False) -> sqlite3.Connection:
+    """A fresh in-memory database holding the task's table (rows in reverse order if asked)."""
+    connection = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    columns = table["column_info_list"]
+    definitions = ", ".join(f"{_quote(c['name'])} {c['type']}" for c in columns)
+    connection.execute(f"CREATE TABLE {_quote(table['name'])} ({definitions})")
+    rows = table["row_list"][::-1] if reverse_rows else table["row_list"]
+    connection.executemany(f"INSERT INTO {_quote(table['name'])} VALUES ({', '.join('?' * len(columns))})", rows)
+    connection.set_authorizer(_deny_attach)
+    connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 10_000_000)
+    return connection
+
+
+def run_sql(connection: sqlite3.Connection, sql: str, timeout_s: float, max_rows: int) -> tuple[list[str] | None, list[Row], int]:
+    """(column names or None, up to max_rows result rows, rows changed); raises sqlite3.Error."""
+    deadline = time.monotonic() + timeout_s
+    connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+    try:
+        cursor = connection.execute(sql)
+        columns = [d[0] for d in cursor.description] if cursor.description else None
+        rows = [tuple(r) for r in cursor.fetchmany(max_rows)] if columns is not None else []
+        return columns, rows, cursor.rowcount
+    except sqlite3.Warning as warning:  # e.g. "You can only execute one statement at a time."
+        raise sqlite3.ProgrammingError(str(warning)) from None
+    finally:
+        connection.set_progress_handler(None, 0)
+
+
+def table_state(connection: sqlite3.Connection, name: str) -> tuple[list[str], list[Row]]:
+    cursor = connection.execute(f"SELECT * FROM {_quote(name)}")
+    return [d[0] for d in cursor.description], [tuple(r) for r in cursor.fetchall()]
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(str(value).strip())
+    except ValueError:
+        return None
+
+
+def _cell_key(value: Any) -> tuple:
+    """A sort key that puts equal cells (numbers as numbers) next to each other."""
+    number = _number(value)
+    if number is not None and math.isfinite(number):
+        return (1, round(number, 4), "")
+    return (0, 0.0, "" if value is None else str(value).strip())
+
+
+def _cells_equal(agent: Any, gold: Any, tolerance: float) -> bool:
+    gold_number, agent_number = _number(gold), _number(agent)
+    if gold_number is not None and agent_number is not None:
+        return math.isclose(agent_number, gold_number, rel_tol=tolerance, abs_tol=tolerance)
+    if gold is None or agent is None:
+        return gold is None and (agent is None or str(agent).strip().upper() in ("NULL", "NONE"))
+    return str(agent).strip() == str(gold).strip()
+
+
+def rows_match(agent: list[Row], gold: list[Row], ordered: bool, tolerance: float = _TOLERANCE) -> bool:
+    """Equal rows (in order if `ordered`, else as multisets); numbers within `tolerance`."""
+    if len(agent) != len(gold):
+        return False
+    if not ordered:
+        agent = sorted(agent, key=lambda row: [_cell_key(c) for c in row])
+        gold = sorted(gold, key=lambda row: [_cell_key(c) for c in row])
+    return all(len(a) == len(g) and all(_cells_equal(x, y, tolerance) for x, y in zip(a, g)) for a, g in zip(agent, gold))
+
+
+def parse_rows(text: str, width: int) -> list[Row]:
+    """Rows from an ANSWER text; `width` (the gold's column count) decides what a flat list means."""
+    text = text.strip()
+    try:
+        value: Any = json.loads(text)
+    except ValueError:
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            parts = [p.strip().strip("'\"") for p in text.split(",")]
+            value = [parts] if text else []
+    if not isinstance(value, (list, tuple)):
+        return [(value,)]
+    if all(isinstance(item, (list, tuple)) for item in value) and value:
+        return [tuple(item) for item in value]
+    if width == 1:
+        return [(item,) for item in value]
+    return [tuple(value)] if value else []
+
+
+def _top_level_order_by(sql: str) -> bool:
+    flat = sql
+    while True:  # drop parenthesised parts (subqueries), innermost first
+        shorter = re.sub(r"\([^()]*\)", " ", flat)
+        if shorter == flat:
+            break
+        flat = shorter
+    return re.search(r"\border\s+by\b", flat, re.IGNORECASE) is not None
+
+
+def _mysql_table_md5(rows: list[Row]) -> str:
+    """LLB's table hash: md5 of the sorted first 5 hex digits of md5(CONCAT_WS(',', row))."""
+    def text(value: Any) -> str:
+        return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+    hashes = sorted(hashlib.md5(",".join(text(v) for v in row if v is not None).encode()).hexdigest()[:5] for row in rows)
+    return hashlib.md5(",".join(hashes).encode()).hexdigest()
+
+
+class LLBDBEnv(Env):
+    """SQL over one table; answers checked against the gold SQL run in SQLite."""
+
+    name = "llb_db"
+    labels = ("lifelongagentbench", "tool-use")
+    default_roles: ClassVar[dict[str, Any]] = {"train": "train", "validation": "validation", "test": ["test"]}
+    default_actor = "react"
+
+    def __init__(self, cfg: dict[str, Any], seed: int = 0):
+        super().__init__(cfg, seed)
+        self.tasks_per_split: int | None = None if self.cfg.get("tasks_per_split") is None else int(self.cfg["tasks_per_split"])
+        if self.tasks_per_split is not None and self.tasks_per_split < 1:
+            raise ValueError(f"env.tasks_per_split must be null or >= 1, got {self.tasks_per_split}")
+        self.exclude_gold_failures = bool(self.cfg.get("exclude_gold_failures", True))
+        self.statement_timeout_s = float(self.cfg.get("statement_timeout_s", 5))
+        self.max_shown_rows = int(self.cfg.get("max_shown_rows", 20))
+        self.max_output_chars = int(self.cfg.get("max_output_chars", 4000))
+        self.max_answer_rows = int(self.cfg.get("max_answer_rows", 10_000))
+        self.preview_rows = int(self.cfg.get("preview_rows", 5))
+        folder = data_dir(self.cfg, "MEMRL_BENCH_LLB_DIR", "llb", _FETCH)
+        self._all: dict[str, list[Task]] = {"train": [], "validation": [], "test": []}
+        for source, file_name in _FILES.items():
+            path = folder / file_name
+            if not path.exists():
+                raise DataMissingError(f"LLB DB file {path} is missing; fetch it with: {_FETCH}")
+            entries = json.loads(path.read_text())
+            for key in sorted(entries, key=int):
+                task = self._make_task(key, entries[key], source)
+                self._all[task.split].append(task)
+        self._references: dict[str, tuple] = {}
+        self._excluded: dict[str, str] = {}
+        for listed in self._all.values():
+            for task in listed:
+                try:
+                    self._reference(task)
+                except sqlite3.Error as err:
+                    self._excluded[task.id] = f"gold SQL fails in SQLite: {err}"
+        self._connection: sqlite3.Connection | None = None
+        self._task: Task | None = None
+        self._last_rows: list[Row] | None = None
+
+    @staticmethod
+    def _make_task(key: str, entry: dict[str, Any], source: str) -> Task:
+        task_id = f"llb_db/{key}"
+        split = source if source == "train" else ("validation" if hash_fraction(task_id) < 0.5 else "test")
+        gold_sql = entry["answer_info"]["sql"].strip()
+        data = {
+            "table": entry["table_info"],
+            "gold_sql": gold_sql,
+            "kind": "query" if gold_sql.split()[0].upper() == "SELECT" else "modify",
+            "direct": entry["answer_info"]["direct"],
+            "md5": entry["answer_info"]["md5"],
+            "skills": list(entry.get("skill_list", [])),
+            "gold": [f"SQL: {gold_sql}", "COMMIT"],
+        }
+        return Task(id=task_id, split=split, description=entry["instruction"], data=data)
+
+    def splits(self) -> dict[str, str]:
+        return {
+            "train": "LifelongAgentBench DB tasks of MemRL's train file db_train.json (361), in id order",
+            "validation": "MemRL's val file db_val.json (139): the tasks with hash_fraction(task id) < 0.5",
+            "test": "MemRL's val file db_val.json (139): the tasks with hash_fraction(task id) >= 0.5",
+        }
+
+    def tasks(self, split: str) -> list[Task]:
+        if split not in self._all:
+            raise KeyError(f"unknown split {split!r} of {self.name}; valid: {', '.join(self._all)}")
+        listed = [t for t in self._all[split] if not (self.exclude_gold_failures and t.id in self._excluded)]
+        return listed[: self.tasks_per_split] if self.tasks_per_split is not None else listed
+
+    def excluded(self) -> dict[str, str]:
+        """Task id -> why it is left out (its gold SQL does not run in SQLite)."""
+        return dict(sorted(self._excluded.items())) if self.exclude_gold_failures else {}
+
+    def instructions(self) -> str:
+        return prompts.render("llb_db_instructions", max_shown_rows=self.max_shown_rows)
+
+    def reset(self, task: Task) -> tuple[str, dict[str, Any]]:
+        self.close()
+        self._connection = build_database(task.data["table"])
+        self._task, self._last_rows = task, None
+        table = task.data["table"]
+        columns = ", ".join(f"{c['name']} {c['type']}" for c in table["column_info_list"])
+        preview = "\n".join(repr(tuple(row)) for row in table["row_list"][: self.preview_rows])
+        observation = f"Table {table['name']}({columns}) has {len(table['row_list'])} rows."
+        if preview:
+            observation += f" The first {min(self.preview_rows, len(table['row_list']))}:\n{preview}"
+        return observation, {"multiline_actions": True}
+
+    def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
+        if self._connection is None or self._task is None:
+            raise RuntimeError(f"{self.name}: step() before reset() or after the episode ended")
+        kind, content = self._parse(action)
+        if kind == "sql":
+            return self._execute(content), 0.0, False, {"multiline_actions": True}
+        if kind in ("answer", "commit"):
+            success, detail = self._check(content if kind == "answer" else None)
+            self.close()
+            return ("The answer is right." if success else "The answer is wrong."), float(success), True, {"success": success, "detail": detail}
+        return "Unknown action. Use `SQL: <statement>`, `ANSWER: <rows>` or `COMMIT`.", 0.0, False, {"multiline_actions": True}
+
+    @staticmethod
+    def _parse(action: str) -> tuple[str, str]:
+        """("sql" | "answer" | "commit" | "unknown", content) of one action."""
+        text = action.strip()
+        label, colon, rest = text.partition(":")
+        label = label.strip().lower() if colon else ""
+        if label == "sql":
+            return "sql", _unfenced(rest)
+        if label in ("answer", "final answer"):
+            return "answer", rest.strip()
+        if text.lower().rstrip(";") in ("commit", "finish"):
+            return "commit", ""
+        if _FENCED.search(text):
+            return "sql", _unfenced(text)
+        if text.split(None, 1) and text.split(None, 1)[0].lower() in _SQL_KEYWORDS:
+            return "sql", text
+        return "unknown", text
+
+    def _execute(self, sql: str) -> str:
+        assert self._connection is not None
+        try:
+            columns, rows, changed = run_sql(self._connection, sql, self.statement_timeout_s, self.max_answer_rows + 1)
+        except sqlite3.Error as err:
+            return f"Error: {err}"
+        if columns is None:
+            return f"OK, {max(changed, 0)} rows changed."
+        self._last_rows = rows[: self.max_answer_rows]
+        more = len(rows) - self.max_shown_rows
+        shown = "\n".join(repr(row) for row in rows[: self.max_shown_rows])
+        text = f"columns: {tuple(columns)}\n{shown}" + (f"\n... {more}{'+' if len(rows) > self.max_answer_rows else ''} more rows" if more > 0 else "")
+        return text if len(text) <= self.max_output_chars else text[: self.max_output_chars] + "\n... (output cut)"
+
+    def _reference(self, task: Task) -> tuple:
+        """Query: (rows, rows on the reversed copy, ordered). Modify: (columns, rows after the gold SQL)."""
+        if task.id not in self._references:
+            sql, table = task.data["gold_sql"], task.data["table"]
+            if task.data["kind"] == "query":
+                results = []
+                for reverse in (False, True):
+                    connection = build_database(table, reverse_rows=reverse)
+                    results.append(run_sql(connection, sql, 60.0, self.max_answer_rows)[1])
+                    connection.close()
+                self._references[task.id] = (results[0], results[1], _top_level_order_by(sql))
+            else:
+                connection = build_database(table)
+                run_sql(connection, sql, 60.0, 0)
+                self._references[task.id] = table_state(connection, table["name"])
+                connection.close()
+        return self._references[task.id]
+
+    def _check(self, answer: str | None) -> tuple[bool, str]:
+        assert self._connection is not None and self._task is not None
+        reference = self._reference(self._task)
+        if self._task.data["kind"] == "modify":
+            try:
+                columns, rows = table_state(self._connection, self._task.data["table"]["name"])
+            except sqlite3.Error as err:
+                return False, f"cannot read the final table: {err}"
+            same = columns == reference[0] and rows_match(rows, reference[1], ordered=False)
+            return same, "final table compared with the table after the gold SQL"
+        gold, gold_reversed, ordered = reference
+        if answer is not None:
+            rows = parse_rows(answer, len(gold[0]) if gold else 1)
+            source = "ANSWER rows"
+        elif self._last_rows is not None:
+            rows, source = self._last_rows, "rows of the last query"
+        else:
+            return False, "COMMIT without an answer or any query that returned rows"
+        right = rows_match(rows, gold, ordered) or rows_match(rows, gold_reversed, ordered)
+        return right, f"{source} compared with the gold SQL's rows ({'in order' if ordered else 'as a multiset'})"
+
+    def reference_agreement(self) -> dict[str, tuple[int, int]]:
+        """How often the SQLite reference agrees with LLB's recorded MySQL answers:
+        {"query rows": (agree, total), "table md5": (agree, total)}, over tasks whose gold runs here.
+        Rows compare as multisets with a 1e-4 tolerance (MySQL's AVG keeps 4 decimals)."""
+        agree = {"query rows": [0, 0], "table md5": [0, 0]}
+        for listed in self._all.values():
+            for task in listed:
+                if task.id in self._excluded:
+                    continue
+                reference = self._reference(task)
+                if task.data["kind"] == "query":
+                    same = rows_match(reference[0], [tuple(r) for r in task.data["direct"]], ordered=False, tolerance=1e-4)
+                    counter = agree["query rows"]
+                else:
+                    same = _mysql_table_md5(reference[1]) == task.data["md5"]
+                    counter = agree["table md5"]
+                counter[0] += int(same)
+                counter[1] += 1
+        return {key: (value[0], value[1]) for key, value in agree.items()}
+
+    def spawn(self) -> LLBDBEnv:
+        twin = copy.copy(self)  # shares the loaded tasks and references, not the episode
+        twin._connection, twin._task, twin._last_rows = None, None, None
+        return twin
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+        self._connection, self._task = None, None
+
+
+ENV = LLBDBEnv

@@ -1,0 +1,177 @@
+"""LifelongAgentBench OS interaction (MemRL's "llb os" tasks), one throwaway sandbox per episode.
+
+An episode starts a fresh `memrl_bench.sandbox.Sandbox` (the host's filesystem seen
+through a copy-on-write overlay, no network) and runs the task's initialization script.
+Each action is a bash command (several lines allowed), run as root in a new bash: files,
+users and permissions carry over between commands, the working directory and shell
+variables do not (as with LLB's `docker exec` per command). `finish` or `commit` ends the
+episode, and so does `answer: <text>`. Success: the task's evaluation script exits 0.
+
+All 500 tasks check the final state (files, users, permissions, file contents) with
+that script; none compares an answer string, so an `answer:` text is recorded in the
+info but not scored. Gold: the task's ground-truth script, then `finish`.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import platform
+import re
+from pathlib import Path
+from typing import Any, ClassVar
+
+from memrl_bench import prompts
+from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction
+from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, GoldFilter, Limits, Sandbox, gold_failure, require_sandbox
+from memrl_bench.types import Task
+
+_FILES = {"train": "os_interaction_train.json", "validation": "os_interaction_val.json"}
+_FETCH = "python scripts/fetch_data.py llb"
+_FENCED = re.compile(r"```[\w-]*\n?(.*?)```", re.DOTALL)
+_END_ACTIONS = ("finish", "commit", "act: finish")
+
+
+def parse_action(action: str) -> tuple[str, bool, str | None]:
+    """(bash command, ends the episode, answer text) from one action; fenced code is unwrapped."""
+    text = action.strip()
+    blocks = _FENCED.findall(text)
+    if blocks:
+        text = "\n".join(block.strip("\n") for block in blocks).strip()
+    lowered = text.lower()
+    if lowered in _END_ACTIONS:
+        return "", True, None
+    if lowered.startswith("answer:"):
+        return "", True, text[len("answer:") :].strip()
+    return text, False, None
+
+
+class LLBOSEnv(Env):
+    """Bash tasks checked by an evaluation script, each in its own sandbox."""
+
+    name = "llb_os"
+    labels = ("lifelongagentbench", "tool-use", "sandboxed")
+    default_roles: ClassVar[dict[str, Any]] = {"train": "train", "validation": "validation", "test": ["test"]}
+    default_actor = "react"
+
+    def __init__(self, cfg: dict[str, Any], seed: int = 0):
+        super().__init__(cfg, seed)
+        self.tasks_per_split: int | None = None if self.cfg.get("tasks_per_split") is None else int(self.cfg["tasks_per_split"])
+        if self.tasks_per_split is not None and self.tasks_per_split < 1:
+            raise ValueError(f"env.tasks_per_split must be null or >= 1, got {self.tasks_per_split}")
+        self.workdir: str = str(self.cfg.get("workdir", "/"))
+        self.hidden_paths = DEFAULT_HIDDEN_PATHS + tuple(self.cfg.get("extra_hidden_paths") or ())
+        self.limits = Limits(
+            timeout_s=float(self.cfg.get("command_timeout_s", 20)),
+            output_bytes=int(self.cfg.get("max_output_chars", 4000)),
+            memory_bytes=int(self.cfg.get("memory_mb", 1024)) << 20,
+            max_processes=int(self.cfg.get("max_processes", 256)),
+            disk_bytes=int(self.cfg.get("disk_mb", 512)) << 20,
+        )
+        folder = data_dir(self.cfg, "MEMRL_BENCH_LLB_DIR", "llb", _FETCH)
+        self._all, data_hash = self._load(folder)
+        key = ["llb_os v1", data_hash, self.workdir, repr(self.hidden_paths), repr(self.limits), platform.release(), _os_release()]
+        self._gold = GoldFilter(self.name, key, self._all, self._gold_failure, self.tasks_per_split, bool(self.cfg.get("exclude_gold_failures", True)), int(self.cfg.get("gold_workers", 2)))
+        self._sandbox: Sandbox | None = None
+        self._task: Task | None = None
+
+    @staticmethod
+    def _load(folder: Path) -> tuple[dict[str, list[Task]], str]:
+        digest = hashlib.sha256()
+        raw: dict[str, dict[str, Any]] = {}
+        for split, file_name in _FILES.items():
+            path = folder / file_name
+            if not path.exists():
+                raise DataMissingError(f"LLB OS file {path} is missing; fetch it with: {_FETCH}")
+            digest.update(path.read_bytes())
+            raw[split] = json.loads(path.read_text())
+        listed: dict[str, list[Task]] = {"train": [], "validation": [], "test": []}
+        for source, entries in raw.items():
+            for key in sorted(entries, key=int):
+                entry = entries[key]
+                task_id = f"llb_os/{key}"
+                split = source if source == "train" else ("validation" if hash_fraction(task_id) < 0.5 else "test")
+                data = {
+                    "initialization": entry["initialization_command_item"]["script"],
+                    "evaluation": entry["evaluation_info"]["evaluation_command_item"]["script"],
+                    "gold": [entry["evaluation_info"]["ground_truth_command_item"]["script"], "finish"],
+                    "skills": list(entry.get("skill_list", [])),
+                }
+                listed[split].append(Task(id=task_id, split=split, description=entry["instruction"], data=data))
+        return listed, digest.hexdigest()
+
+    def splits(self) -> dict[str, str]:
+        return {
+            "train": "LifelongAgentBench OS tasks of MemRL's train file os_interaction_train.json (350), in id order",
+            "validation": "MemRL's val file os_interaction_val.json (150): the tasks with hash_fraction(task id) < 0.5",
+            "test": "MemRL's val file os_interaction_val.json (150): the tasks with hash_fraction(task id) >= 0.5",
+        }
+
+    def tasks(self, split: str) -> list[Task]:
+        return self._gold.tasks(split)
+
+    def excluded(self) -> dict[str, str]:
+        """Task id -> why it is left out: its gold commands do not pass here."""
+        return self._gold.excluded()
+
+    def instructions(self) -> str:
+        return prompts.render("llb_os_instructions", workdir=self.workdir, timeout_s=f"{self.limits.timeout_s:g}", max_output_chars=self.limits.output_bytes)
+
+    def reset(self, task: Task) -> tuple[str, dict[str, Any]]:
+        self.close()
+        self._sandbox = self._start(task)
+        self._task = task
+        return f"You are root in a fresh Linux shell; commands run in {self.workdir}.", {"multiline_actions": True}
+
+    def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
+        if self._sandbox is None or self._task is None:
+            raise RuntimeError(f"{self.name}: step() before reset() or after the episode ended")
+        command, ends, answer = parse_action(action)
+        if ends:
+            result = self._sandbox.run(self._task.data["evaluation"])
+            self.close()
+            success = result.ok
+            info = {"success": success, "answer": answer, "detail": f"evaluation script: exit {result.exit_code}, timed out: {result.timed_out}, output: {result.output[-300:].strip()!r}"}
+            return ("The task is solved." if success else "The task is not solved."), float(success), True, info
+        if not command:
+            return "Empty command: give a bash command, or `finish` when the task is done.", 0.0, False, {"multiline_actions": True}
+        result = self._sandbox.run(command)
+        if result.timed_out:
+            observation = f"The command was killed after {self.limits.timeout_s:g} s (time limit).\n{result.output}".rstrip()
+        else:
+            observation = f"{result.output.rstrip() or '(no output)'}\n(exit code {result.exit_code})"
+        return observation, 0.0, False, {"multiline_actions": True}
+
+    def close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+        self._sandbox = None
+        self._task = None
+
+    def _start(self, task: Task) -> Sandbox:
+        require_sandbox()
+        sandbox = Sandbox(self.limits, workdir=self.workdir, hidden_paths=self.hidden_paths)
+        sandbox.start()
+        if task.data["initialization"].strip():
+            result = sandbox.run(task.data["initialization"])
+            if not result.ok:
+                sandbox.close()
+                raise RuntimeError(f"{self.name}: task {task.id}: initialization script failed (exit {result.exit_code}, timed out: {result.timed_out}): {result.output[-500:]}")
+        return sandbox
+
+    def spawn(self) -> LLBOSEnv:
+        twin = copy.copy(self)  # shares the loaded tasks and the gold cache, not the episode
+        twin._sandbox, twin._task = None, None
+        return twin
+
+    def _gold_failure(self, task: Task) -> str:
+        return gold_failure(self.spawn(), task)
+
+
+def _os_release() -> str:
+    path = Path("/etc/os-release")
+    return path.read_text() if path.exists() else ""
+
+
+ENV = LLBOSEnv

@@ -1,0 +1,688 @@
+"""Run untrusted shell commands and generated code contained.
+
+`Sandbox` is a throwaway container for one episode, built from kernel features only
+(no docker, no image): `unshare` gives it its own mount, pid, network (loopback only),
+uts and ipc namespaces; its root is an overlayfs whose lower layer is the host's `/`
+(read only) and whose upper layer lives in a size-capped tmpfs, so every write vanishes
+with the container; `pivot_root` detaches the host tree; folders such as /root, /home,
+/work and /tmp are shown empty (opaque overlay directories). Commands run as root in the
+container with a capability bounding set that keeps file ownership, permissions and
+user switching but drops mount, mknod, chroot, raw I/O, module loading, ptrace and
+network administration; /proc/sys is read-only. Memory and live processes are capped by
+a cgroup (v2 when delegated, else v1), or failing that by RLIMIT_AS per process.
+
+A command ends when every process holding its output has exited, as with `docker exec`
+(so `cmd &` that keeps writing is waited for). At the time limit every such process and
+the command's process tree are killed. A process that lets go of the output (a daemon)
+keeps running until the container is closed, which kills its whole pid namespace.
+
+`CodeRunner` runs one Python program: in a fresh Sandbox (root), or in a bare subprocess
+for users without root, which contains much less (see RELIABILITY.md "Containment").
+
+Whatever needs root or kernel features fails with `SandboxUnavailable`, whose message
+names the failing call, never with a crash of the harness.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import select
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+from memrl_bench.envs.base import Env
+from memrl_bench.types import Task
+
+_REQUIREMENT = "the sandbox needs root, mount/pid/net namespaces and overlayfs"
+_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Rights a root shell keeps inside: ownership, permissions and switching users (docker's
+# default set without mknod, raw sockets, chroot and file capabilities).
+_KEPT_CAPABILITIES = "chown,dac_override,fowner,fsetid,kill,setgid,setuid,setpcap,net_bind_service,audit_write"
+# /proc entries that would let root change the host kernel; bound read-only inside.
+_READONLY_PROC = ("sys", "sysrq-trigger", "irq", "bus", "fs")
+_DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+DEFAULT_HIDDEN_PATHS = ("/root", "/home", "/tmp", "/var/tmp", "/work", "/mnt", "/media")
+
+
+class SandboxUnavailable(RuntimeError):
+    """This machine cannot build the sandbox; the message names the failing call."""
+
+
+class SandboxError(RuntimeError):
+    """A running sandbox broke (its container died)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one sandbox (or one CodeRunner program)."""
+
+    timeout_s: float = 20.0  # wall-clock limit of one command; the whole process tree is killed
+    output_bytes: int = 16_384  # output kept per command (stdout and stderr merged, head kept)
+    memory_bytes: int = 1 << 30  # memory cap (cgroup) or address-space cap per process (RLIMIT_AS)
+    max_processes: int = 256  # live processes (cgroup pids.max); RLIMIT_NPROC for non-root users
+    disk_bytes: int = 512 << 20  # size of the tmpfs holding everything the sandbox writes
+
+
+@dataclass
+class CommandResult:
+    exit_code: int | None  # None when killed at the time limit
+    output: str  # stdout and stderr merged, truncated to Limits.output_bytes
+    timed_out: bool = False
+    dropped_bytes: int = 0  # output beyond the limit, not kept
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+def _live_processes() -> dict[int, int]:
+    """pid -> parent pid of every process that is not a zombie, from /proc/*/stat."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            parents[int(entry)] = int(fields[1])
+    return parents
+
+
+def _descendants(root_pid: int, parents: dict[int, int]) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    found, frontier = set(), [root_pid]
+    while frontier:
+        for child in children.get(frontier.pop(), []):
+            found.add(child)
+            frontier.append(child)
+    return found
+
+
+def _pipe_holders(pipe: int, pids: set[int]) -> set[int]:
+    """The processes among `pids` with an open descriptor on the pipe whose inode is `pipe`."""
+    target = f"pipe:[{pipe}]"
+    holders = set()
+    for pid in pids:
+        try:
+            descriptors = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for descriptor in descriptors:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{descriptor}") == target:
+                    holders.add(pid)
+                    break
+            except OSError:
+                continue
+    return holders
+
+
+def _kill_command(proc: subprocess.Popen, pipe: int | None) -> None:
+    """SIGKILL `proc`, its process group and tree, and every process holding its output pipe, until none is left.
+
+    Holders are found by their open descriptors, so a child that left the tree (setsid,
+    double fork) still dies while it can write to the command's output.
+    """
+    for _ in range(200):
+        parents = _live_processes()
+        victims = _descendants(proc.pid, parents) | ({proc.pid} & parents.keys())
+        if pipe is not None:
+            victims |= _pipe_holders(pipe, set(parents) - {os.getpid()})
+        try:  # the process group too: every Popen here starts a session, so its pgid is proc.pid
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if not victims:
+            return
+        for pid in victims:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.005)
+
+
+def _collect(proc: subprocess.Popen, stdin: bytes | None, timeout_s: float, output_bytes: int) -> CommandResult:
+    """Read the merged output of `proc` until every holder closed it, within the time limit."""
+    start = time.monotonic()
+    deadline = start + timeout_s
+    if proc.stdin is not None:
+        threading.Thread(target=_feed, args=(proc.stdin, stdin or b""), daemon=True).start()
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    pipe = os.fstat(fd).st_ino
+    tail_room = output_bytes // 4  # the end of a long output (errors, verdicts) is kept too
+    head_room = output_bytes - tail_room
+    head, tail, seen, timed_out = bytearray(), bytearray(), 0, False
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 and not timed_out:
+            timed_out = True
+            _kill_command(proc, pipe)
+            deadline, remaining = time.monotonic() + 2.0, 2.0  # read what the killed processes left in the pipe
+        if remaining <= 0:
+            break
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        seen += len(chunk)
+        room = max(0, head_room - len(head))
+        head += chunk[:room]
+        if tail_room:
+            tail = (tail + chunk[room:])[-tail_room:]
+    try:
+        status = proc.wait(timeout=5.0)
+    except subprocess.TimeoutExpired:  # output closed but the process lingers: treat as a timeout
+        timed_out = True
+        _kill_command(proc, None)
+        status = proc.wait()
+    proc.stdout.close()
+    dropped = seen - len(head) - len(tail)
+    gap = f"\n[... {dropped} bytes of output not shown ...]\n" if dropped else ""
+    output = head.decode("utf-8", errors="replace") + gap + tail.decode("utf-8", errors="replace")
+    exit_code = None if timed_out else (128 - status if status < 0 else status)  # killed by signal N -> 128 + N, as bash reports
+    return CommandResult(exit_code, output, timed_out, dropped, time.monotonic() - start)
+
+
+def _feed(pipe: Any, data: bytes) -> None:
+    try:
+        pipe.write(data)
+        pipe.close()
+    except (BrokenPipeError, OSError):
+        pass
+
+
+class _Cgroup:
+    """One cgroup per sandbox capping memory and live processes: v2 if delegated here, else v1."""
+
+    def __init__(self, name: str, memory_bytes: int, max_processes: int):
+        self.dirs: list[Path] = []
+        self.features: list[str] = []
+        self.limited: set[str] = set()
+        own = self._own_paths()
+        mounts = self._mounts()
+        v2_mount = next((point for fstype, point, _ in mounts if fstype == "cgroup2"), None)
+        v2_base = Path(v2_mount) / own["0"].lstrip("/") if v2_mount and "0" in own else None
+        v2_dir: Path | None = None
+        for controller, limits in (("memory", {"memory.max": memory_bytes, "memory.swap.max": 0}), ("pids", {"pids.max": max_processes})):
+            if v2_base is not None and self._enable_v2(v2_base, controller):
+                v2_dir = v2_dir or self._make(v2_base / name)
+                if v2_dir and self._write(v2_dir, limits):
+                    self.features.append(f"cgroup2 {next(iter(limits))}")
+                    self.limited.add(controller)
+                continue
+            v1_mount = next((point for fstype, point, opts in mounts if fstype == "cgroup" and controller in opts), None)
+            if v1_mount is None or controller not in own:
+                continue
+            v1_dir = self._make(Path(v1_mount) / own[controller].lstrip("/") / name)
+            v1_limits = {"memory.limit_in_bytes": memory_bytes, "memory.memsw.limit_in_bytes": memory_bytes} if controller == "memory" else limits
+            if v1_dir and self._write(v1_dir, v1_limits):
+                self.features.append(f"cgroup1 {next(iter(v1_limits))}")
+                self.limited.add(controller)
+
+    @staticmethod
+    def _own_paths() -> dict[str, str]:
+        """Controller (or "0" for the v2 hierarchy) -> this process's cgroup path."""
+        paths: dict[str, str] = {}
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            hierarchy, controllers, path = line.split(":", 2)
+            if hierarchy == "0" and not controllers:
+                paths["0"] = path
+            for controller in controllers.split(","):
+                if controller:
+                    paths[controller] = path
+        return paths
+
+    @staticmethod
+    def _mounts() -> list[tuple[str, str, set[str]]]:
+        mounts = []
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            before, after = line.split(" - ", 1)
+            fstype, _source, options = (after.split() + ["", ""])[:3]
+            if fstype in ("cgroup", "cgroup2"):
+                mounts.append((fstype, before.split()[4], set(options.split(","))))
+        return mounts
+
+    @staticmethod
+    def _enable_v2(base: Path, controller: str) -> bool:
+        try:
+            if controller not in (base / "cgroup.controllers").read_text().split():
+                return False
+            if controller not in (base / "cgroup.subtree_control").read_text().split():
+                (base / "cgroup.subtree_control").write_text(f"+{controller}")
+            return True
+        except OSError:  # not delegated, or the cgroup holds processes ("no internal processes" rule)
+            return False
+
+    def _make(self, path: Path) -> Path | None:
+        try:
+            path.mkdir()
+        except OSError:
+            return None
+        self.dirs.append(path)
+        return path
+
+    @staticmethod
+    def _write(directory: Path, limits: dict[str, int]) -> bool:
+        for i, (name, value) in enumerate(limits.items()):
+            target = directory / name
+            if i > 0 and not target.exists():
+                continue  # optional extras (swap) missing on this kernel
+            try:
+                target.write_text(str(value))
+            except OSError:
+                if i == 0:
+                    return False
+        return True
+
+    def procs_files(self) -> list[str]:
+        return [str(d / "cgroup.procs") for d in self.dirs]
+
+    def remove(self) -> None:
+        for directory in reversed(self.dirs):
+            for _ in range(100):  # a killed tree leaves the cgroup a few milliseconds later
+                try:
+                    directory.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
+        self.dirs = []
+
+
+def _join_cgroups(procs_files: list[str], argv: list[str]) -> list[str]:
+    """argv prefixed by a shell that moves itself into the cgroups before exec, so no child escapes them."""
+    if not procs_files:
+        return argv
+    script = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"'
+    return ["/bin/sh", "-c", script, "join-cgroups", str(len(procs_files)), *procs_files, *argv]
+
+
+def _tools(*names: str) -> dict[str, str]:
+    found = {name: shutil.which(name, path=_PATH) for name in names}
+    missing = [name for name, path in found.items() if path is None]
+    if missing:
+        raise SandboxUnavailable(f"{_REQUIREMENT}: util-linux tools not found on {_PATH}: {', '.join(missing)}")
+    return {name: str(path) for name, path in found.items()}
+
+
+def _teardown(state: dict[str, Any]) -> None:
+    """Kill the container (its pid namespace dies with its first process), remove cgroup and mount point."""
+    proc: subprocess.Popen | None = state.get("proc")
+    if proc is not None:
+        _kill_command(proc, None)
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+    cgroup: _Cgroup | None = state.get("cgroup")
+    if cgroup is not None:
+        cgroup.remove()
+    mount_point: str | None = state.get("mount_point")
+    if mount_point:
+        try:
+            os.rmdir(mount_point)
+        except OSError:
+            pass
+    state.clear()
+
+
+# Creates the hidden folders in the overlay's upper layer, opaque: empty inside, yet on the
+# same filesystem as the rest (a hard link from /home to /var still works).
+_MAKE_OPAQUE = """
+import os, sys
+upper = sys.argv[1]
+for path in sys.argv[2:]:
+    if not os.path.isdir(path):
+        continue
+    parts = path.strip("/").split("/")
+    for depth in range(1, len(parts) + 1):
+        lower = "/" + "/".join(parts[:depth])
+        made = upper + lower
+        if not os.path.isdir(made):
+            os.mkdir(made)
+            info = os.stat(lower)
+            os.chown(made, info.st_uid, info.st_gid)
+            os.chmod(made, info.st_mode & 0o7777)
+    os.setxattr(upper + path, "trusted.overlay.opaque", b"y")
+"""
+
+
+class Sandbox:
+    """A throwaway container: run bash commands in it, then close it; nothing reaches the host.
+
+    Use as a context manager, or call `start()` and `close()`.
+    """
+
+    def __init__(
+        self,
+        limits: Limits = Limits(),
+        workdir: str = "/root",
+        hidden_paths: tuple[str, ...] = DEFAULT_HIDDEN_PATHS,
+        readonly_binds: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+    ):
+        self.limits = limits
+        self.workdir = workdir  # the cwd of every command
+        self.hidden_paths = hidden_paths  # host folders shown empty inside
+        self.readonly_binds = readonly_binds  # host folders shown read-only inside, even under a hidden one
+        self.env = {"PATH": _PATH, "HOME": "/root", "USER": "root", "LOGNAME": "root", "SHELL": "/bin/bash", "LANG": "C.UTF-8", "TERM": "dumb", **(env or {})}
+        self.features: list[str] = []
+        self._state: dict[str, Any] = {}
+        self._init_pid: int | None = None
+        self._finalizer = weakref.finalize(self, _teardown, self._state)
+
+    def __enter__(self) -> Sandbox:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def running(self) -> bool:
+        return self._init_pid is not None and Path(f"/proc/{self._init_pid}").exists()
+
+    def start(self) -> None:
+        if os.geteuid() != 0:
+            raise SandboxUnavailable(f"{_REQUIREMENT}: geteuid() returned {os.geteuid()}, not 0")
+        self._tools = _tools("unshare", "nsenter", "setpriv", "prlimit", "mount", "umount", "pivot_root", "sleep", "bash")
+        name = f"memrl-sandbox-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        cgroup = _Cgroup(name, self.limits.memory_bytes, self.limits.max_processes)
+        mount_point = tempfile.mkdtemp(prefix=f"{name}-")  # stays empty on the host: the tmpfs is mounted in the private namespace
+        self._state.update(cgroup=cgroup, mount_point=mount_point)
+        argv = [self._tools["unshare"], "--mount", "--pid", "--fork", "--net", "--uts", "--ipc", "--propagation", "private", "/bin/sh", "-c", self._setup_script(), "setup", mount_point]
+        try:
+            proc = subprocess.Popen(_join_cgroups(cgroup.procs_files(), argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env={"PATH": _PATH})
+        except OSError as err:
+            self.close()
+            raise SandboxUnavailable(f"{_REQUIREMENT}: starting unshare failed: {err}") from err
+        self._state["proc"] = proc
+        log = self._wait_ready(proc)
+        if log is not None:
+            self.close()
+            raise SandboxUnavailable(f"{_REQUIREMENT}: {log.strip() or 'the container exited during setup'}")
+        init = [pid for pid, parent in _live_processes().items() if parent == proc.pid]  # the container's pid 1
+        if len(init) != 1:
+            self.close()
+            raise SandboxError(f"the sandbox container has {len(init)} first processes after setup, expected 1")
+        self._init_pid = init[0]
+        try:  # an OOM kill should pick a command, not the container (needs CAP_SYS_RESOURCE)
+            Path(f"/proc/{self._init_pid}/oom_score_adj").write_text("-1000")
+        except OSError:
+            pass
+        self.features = [
+            "mount, pid, net, uts, ipc namespaces",
+            "overlayfs (lower: host /) with its upper layer in a size-capped tmpfs",
+            "pivot_root",
+            f"capability bounding set {_KEPT_CAPABILITIES}",
+            "/proc/sys read-only",
+            *cgroup.features,
+        ]
+        if "memory" not in cgroup.limited:
+            self.features.append("RLIMIT_AS per process (no memory cgroup writable)")
+        if "pids" not in cgroup.limited:
+            self.features.append("RLIMIT_NPROC (no pids cgroup writable; uid 0 is exempt)")
+
+    def _setup_script(self) -> str:
+        """The shell run as the container's first process ($1 = its mount point): build the root, pivot into it, sleep."""
+        quoted = " ".join(shlex.quote(p) for p in self.hidden_paths)
+        lines = [
+            'run() { "$@" || { echo "failing call: $*"; exit 1; }; }',
+            'B=$1; R=$B/root',
+            f'run mount -t tmpfs -o size={self.limits.disk_bytes},mode=0755 memrl-sandbox "$B"',
+            'run mkdir "$B/upper" "$B/work" "$R"',
+            f'run {shlex.quote(os.path.realpath(sys.executable))} -c {shlex.quote(_MAKE_OPAQUE)} "$B/upper" {quoted}',
+            'run mount -t overlay overlay -o "lowerdir=/,upperdir=$B/upper,workdir=$B/work" "$R"',
+            'run mount -t proc -o nosuid,nodev,noexec proc "$R/proc"',
+            f'for entry in {" ".join(_READONLY_PROC)}; do if [ -e "$R/proc/$entry" ]; then run mount --bind "$R/proc/$entry" "$R/proc/$entry"; run mount -o remount,bind,ro "$R/proc/$entry"; fi; done',
+            'run mount -t tmpfs -o size=1m,mode=0755,nosuid dev "$R/dev"',
+            f'for device in {" ".join(_DEVICES)}; do run touch "$R/dev/$device"; run mount --bind "/dev/$device" "$R/dev/$device"; done',
+            'run ln -s /proc/self/fd "$R/dev/fd"; run ln -s /proc/self/fd/0 "$R/dev/stdin"; run ln -s /proc/self/fd/1 "$R/dev/stdout"; run ln -s /proc/self/fd/2 "$R/dev/stderr"',
+            f'run mkdir "$R/dev/shm"; run mount -t tmpfs -o size={self.limits.disk_bytes},mode=1777 shm "$R/dev/shm"',
+        ]
+        for path in self.readonly_binds:
+            target = '"$R"' + shlex.quote(path)
+            lines.append(f"run mkdir -p {target}; run mount --bind {shlex.quote(path)} {target}; run mount -o remount,bind,ro {target}")
+            for ancestor in Path(path).parents:  # reachable by any user inside, even under /root (mode 700)
+                if str(ancestor) != "/":
+                    lines.append(f'run chmod o+x "$R"{shlex.quote(str(ancestor))}')
+        lines += [
+            'cd "$R" || exit 1',
+            "run pivot_root . .",
+            "run umount -l .",
+            f"run cd {shlex.quote(self.workdir)}",
+            "ip link set lo up 2>/dev/null",
+            "hostname sandbox 2>/dev/null",
+            "echo ready",
+            # bash as pid 1 reaps adopted orphans (like the bash of a docker ubuntu container), so dead
+            # background processes do not pile up as zombies against the process cap
+            "exec bash -c 'while :; do sleep 3600 & wait $!; done' >/dev/null 2>&1 </dev/null",
+        ]
+        return "\n".join(lines)
+
+    def _wait_ready(self, proc: subprocess.Popen) -> str | None:
+        """None once the container printed "ready"; else everything it printed (the failing call)."""
+        assert proc.stdout is not None
+        fd, log, deadline = proc.stdout.fileno(), b"", time.monotonic() + 30.0
+        while not log.endswith(b"ready\n"):
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return log.decode(errors="replace") + "\n(container setup did not finish within 30 s)"
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return log.decode(errors="replace")
+            log += chunk
+        return None
+
+    def run(self, command: str, timeout_s: float | None = None, stdin: bytes | None = None, env: dict[str, str] | None = None) -> CommandResult:
+        """Run `command` with bash as root inside the container (see the module docstring for when it ends)."""
+        if not self.running:
+            raise SandboxError("the sandbox is not running (never started, closed, or its container died)")
+        cgroup: _Cgroup = self._state["cgroup"]
+        tools = self._tools
+        capabilities = ",".join("+" + c for c in _KEPT_CAPABILITIES.split(","))
+        argv = [tools["nsenter"], "-t", str(self._init_pid), "-m", "-u", "-i", "-n", "-p", "-r", "-w", "--"]
+        argv += [tools["setpriv"], f"--bounding-set=-all,{capabilities}", "--"]
+        argv += [tools["prlimit"], "--core=0", f"--nproc={self.limits.max_processes}"]
+        if "memory" not in cgroup.limited:
+            argv.append(f"--as={self.limits.memory_bytes}")
+        argv += ["--", tools["bash"], "-c", command]
+        proc = subprocess.Popen(
+            _join_cgroups(cgroup.procs_files(), argv),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**self.env, **(env or {})},
+        )
+        result = _collect(proc, stdin, self.limits.timeout_s if timeout_s is None else timeout_s, self.limits.output_bytes)
+        if not self.running:
+            raise SandboxError(f"the sandbox container died while running {command[:200]!r}")
+        return result
+
+    def close(self) -> None:
+        self._init_pid = None
+        _teardown(self._state)
+
+
+@lru_cache(maxsize=1)
+def unavailable_reason() -> str | None:
+    """None if a sandbox can be built here; else why not (the failing call). Probed once per process."""
+    try:
+        with Sandbox(Limits(timeout_s=10.0)) as sandbox:
+            result = sandbox.run("true")
+        return None if result.ok else f"{_REQUIREMENT}: a probe command failed: {result.output.strip()}"
+    except (SandboxUnavailable, SandboxError) as err:
+        return str(err)
+
+
+def require_sandbox() -> None:
+    """Raise SandboxUnavailable (naming the failing call) unless a sandbox can be built here."""
+    reason = unavailable_reason()
+    if reason:
+        raise SandboxUnavailable(reason)
+
+
+def _python_binds() -> tuple[str, ...]:
+    """The running Python's install folders that a hidden path would cover (e.g. pyenv under /root)."""
+    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}
+    return tuple(sorted(r for r in roots if any(r == h or r.startswith(h + "/") for h in DEFAULT_HIDDEN_PATHS)))
+
+
+class CodeRunner:
+    """Runs one Python program with limits, in its own folder, and returns its merged output.
+
+    isolation "sandbox": a fresh Sandbox per program (needs root), the program running as
+    user nobody inside. "process": a bare subprocess with RLIMIT_AS / RLIMIT_NPROC and a
+    killed process group, for users without root: it does not isolate the network or the
+    filesystem (see RELIABILITY.md).
+    """
+
+    ISOLATIONS = ("sandbox", "process")
+
+    def __init__(self, limits: Limits, isolation: str = "sandbox"):
+        if isolation not in self.ISOLATIONS:
+            raise ValueError(f"unknown isolation {isolation!r}; valid: {', '.join(self.ISOLATIONS)}")
+        self.limits = limits
+        self.isolation = isolation
+        self.python = os.path.realpath(sys.executable)
+        # `python` / `python3` on PATH are the harness's interpreter (programs start scripts with them)
+        path = f"{os.path.dirname(self.python)}:{_PATH}"
+        self.env = {"PATH": path, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"}
+
+    def run(self, source: str) -> CommandResult:
+        if self.isolation == "sandbox":
+            with Sandbox(self.limits, workdir="/tmp", readonly_binds=_python_binds(), env={**self.env, "HOME": "/tmp"}) as sandbox:
+                # The program runs as user nobody in a folder of its own (tests of permission errors
+                # expect a user without root's rights); the run ends with the program: whatever it
+                # left running is killed (kill -1 spares this bash and pid 1).
+                command = (
+                    'folder=$(mktemp -d /tmp/run.XXXXXX) && cat > "$folder/program.py" && chown -R 65534:65534 "$folder" && cd "$folder" || exit 125\n'
+                    f"setpriv --reuid=65534 --regid=65534 --clear-groups -- {shlex.quote(self.python)} program.py; status=$?\n"
+                    "kill -9 -1 2>/dev/null; exit $status"
+                )
+                return sandbox.run(command, stdin=source.encode())
+        with tempfile.TemporaryDirectory(prefix="memrl-code-") as folder:
+            Path(folder, "program.py").write_text(source)
+            prlimit = _tools("prlimit")["prlimit"]
+            argv = [prlimit, "--core=0", f"--as={self.limits.memory_bytes}", f"--nproc={self.limits.max_processes}", "--", self.python, "program.py"]
+            proc = subprocess.Popen(argv, cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env={"HOME": folder, "LANG": "C.UTF-8", **self.env})
+            try:
+                return _collect(proc, None, self.limits.timeout_s, self.limits.output_bytes)
+            finally:
+                _kill_command(proc, None)
+
+
+def cache_root() -> Path:
+    """${MEMRL_BENCH_CACHE:-~/.cache/memrl-bench}."""
+    return Path(os.environ.get("MEMRL_BENCH_CACHE") or "~/.cache/memrl-bench").expanduser()
+
+
+class GoldFilter:
+    """An env's task lists without the tasks whose gold fails on this machine.
+
+    `run_gold(task)` returns "" when the gold passes, else why not. Each task is checked
+    once (only as many as a `limit` needs) and the results are kept in one JSON file under
+    cache_root()/<env>/, whose name carries a hash of `key_parts`: the data and whatever
+    else decides the outcome (limits, Python version, packages), so a change re-checks.
+    """
+
+    def __init__(self, env_name: str, key_parts: list[str], all_tasks: dict[str, list[Task]], run_gold: Callable[[Task], str], limit: int | None = None, enabled: bool = True, workers: int = 2, needs_sandbox: bool = True):
+        key = hashlib.sha256("\n".join(key_parts).encode()).hexdigest()[:16]
+        self.path = cache_root() / env_name / f"gold_{key}.json"
+        self.results: dict[str, str] = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.env_name, self.all_tasks, self.run_gold = env_name, all_tasks, run_gold
+        self.limit, self.enabled, self.workers, self.needs_sandbox = limit, enabled, workers, needs_sandbox
+        self._served: dict[str, list[Task]] = {}
+
+    def tasks(self, split: str) -> list[Task]:
+        """The first `limit` tasks of `split` (all if None) whose gold passes (all of them if not enabled)."""
+        if split not in self.all_tasks:
+            raise KeyError(f"unknown split {split!r} of {self.env_name}; valid: {', '.join(self.all_tasks)}")
+        if split not in self._served:
+            listed = self.all_tasks[split]
+            if self.enabled:
+                if self.needs_sandbox:
+                    require_sandbox()
+                listed = self._keep_passing(listed)
+            self._served[split] = listed[: self.limit] if self.limit is not None else listed
+        return list(self._served[split])
+
+    def excluded(self) -> dict[str, str]:
+        """Task id -> why it is left out, for the tasks checked so far."""
+        if not self.enabled:
+            return {}
+        known = {t.id for listed in self.all_tasks.values() for t in listed}
+        return {task_id: reason for task_id, reason in sorted(self.results.items()) if reason and task_id in known}
+
+    def _keep_passing(self, tasks: list[Task]) -> list[Task]:
+        kept: list[Task] = []
+        position = 0
+        while position < len(tasks) and (self.limit is None or len(kept) < self.limit):
+            batch = tasks[position : len(tasks) if self.limit is None else position + self.limit - len(kept)]
+            self._check([t for t in batch if t.id not in self.results])
+            kept += [t for t in batch if not self.results[t.id]]
+            position += len(batch)
+        return kept
+
+    def _check(self, tasks: list[Task]) -> None:
+        if not tasks:
+            return
+        pool = ThreadPoolExecutor(max_workers=max(1, self.workers))
+        try:
+            for task, reason in zip(tasks, pool.map(self.run_gold, tasks)):
+                self.results[task.id] = reason
+        finally:
+            pool.shutdown(cancel_futures=True)  # on Ctrl-C: finish the running checks only
+            self._save()  # keep what was checked
+
+    def _save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        on_disk = json.loads(self.path.read_text()) if self.path.exists() else {}
+        on_disk.update(self.results)  # another process may have checked other tasks meanwhile
+        temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(on_disk, indent=0, sort_keys=True))
+        temporary.replace(self.path)
+        self.results = on_disk
+
+
+def gold_failure(env: Env, task: Task) -> str:
+    """"" if playing `task.data["gold"]` (an answer, or a list of actions) through `env` succeeds, else why not."""
+    gold = task.data["gold"]
+    try:
+        env.reset(task)
+        for action in gold if isinstance(gold, list) else [gold]:
+            observation, _, done, info = env.step(action)
+            if done:
+                return "" if info.get("success") else str(info.get("detail") or observation)
+    except SandboxUnavailable:
+        raise
+    except Exception as err:  # a broken task (e.g. its setup fails) is a reason, not a crash
+        return f"{type(err).__name__}: {err}"
+    finally:
+        env.close()
+    return "the gold actions did not end the episode"

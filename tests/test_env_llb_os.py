@@ -1,0 +1,146 @@
+"""The LLB OS env on small hand-written tasks (and a few real ones when the shared data is there)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from memrl_bench.envs.base import DataMissingError, check_env, hash_fraction
+from memrl_bench.envs.llb_os import LLBOSEnv, parse_action
+from memrl_bench.sandbox import gold_failure, unavailable_reason
+
+REASON = unavailable_reason()
+needs_sandbox = pytest.mark.skipif(REASON is not None, reason=f"sandbox unavailable here: {REASON}")
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "llb"
+USER = f"u{uuid.uuid4().hex[:10]}"  # a user name the host surely lacks
+
+
+def entry(instruction: str, init: str, gold: str, evaluation: str) -> dict:
+    return {
+        "instruction": instruction,
+        "initialization_command_item": {"command_name": "bash", "script": init},
+        "evaluation_info": {
+            "evaluation_command_item": {"command_name": "bash", "script": evaluation},
+            "ground_truth_command_item": {"command_name": "bash", "script": gold},
+        },
+        "skill_list": ["chmod"],
+        "raw_entry_hash": 0,
+    }
+
+
+TASKS = {
+    "1": entry("Make /data/a.txt readable only by its owner.", "mkdir -p /data && echo hello > /data/a.txt && chmod 644 /data/a.txt", "chmod 600 /data/a.txt", "[ $(stat -c %a /data/a.txt) = 600 ]"),
+    "2": entry(f"Create user {USER} with a home folder holding docs/.", "", f"useradd -m {USER} && mkdir /home/{USER}/docs && chown {USER} /home/{USER}/docs", f"id {USER} && [ -d /home/{USER}/docs ] && [ $(stat -c %U /home/{USER}/docs) = {USER} ]"),
+    "3": entry("A task whose check can never pass.", "", "true", "exit 1"),
+    "4": entry("Count the lines of /etc/hostname into /root/n.txt.", "", "wc -l < /etc/hostname > /root/n.txt", "[ -s /root/n.txt ]"),
+    "5": entry("Write 'done' into /tmp/flag after 1 second, in the background.", "", "(sleep 1; echo done > /tmp/flag) &", "grep -q done /tmp/flag"),
+}
+VALIDATION_IDS = [str(k) for k in range(10, 40)]
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    folder = tmp_path / "llb"
+    folder.mkdir()
+    (folder / "os_interaction_train.json").write_text(json.dumps(TASKS))
+    validation = {k: entry(f"Make /v{k} exist.", "", f"touch /v{k}", f"[ -e /v{k} ]") for k in VALIDATION_IDS}
+    (folder / "os_interaction_val.json").write_text(json.dumps(validation))
+    return folder
+
+
+@pytest.fixture
+def env(data: Path, tmp_path: Path, monkeypatch) -> LLBOSEnv:
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    made = LLBOSEnv({"data_dir": str(data), "tasks_per_split": 3})
+    yield made
+    made.close()
+
+
+def test_parse_action():
+    assert parse_action("ls -la") == ("ls -la", False, None)
+    assert parse_action("```bash\nmkdir /x\ncd /x\n```") == ("mkdir /x\ncd /x", False, None)
+    assert parse_action(" Finish ") == ("", True, None)
+    assert parse_action("commit") == ("", True, None)
+    assert parse_action("answer: 42 files") == ("", True, "42 files")
+
+
+def test_splits_follow_the_files_and_the_hash(data: Path):
+    env = LLBOSEnv({"data_dir": str(data), "exclude_gold_failures": False})
+    train = [t.id for t in env.tasks("train")]
+    validation = [t.id for t in env.tasks("validation")]
+    test = [t.id for t in env.tasks("test")]
+    assert train == [f"llb_os/{k}" for k in ["1", "2", "3", "4", "5"]]
+    assert set(validation) | set(test) == {f"llb_os/{k}" for k in VALIDATION_IDS}
+    assert not set(validation) & set(test) and validation and test
+    assert all(hash_fraction(t) < 0.5 for t in validation) and all(hash_fraction(t) >= 0.5 for t in test)
+    assert set(env.splits()) == {"train", "validation", "test"}
+
+
+@needs_sandbox
+def test_gold_passes_and_noop_fails(env: LLBOSEnv):
+    for task in env.tasks("train"):
+        assert gold_failure(env, task) == "", task.id
+        env.reset(task)
+        _, reward, done, info = env.step("finish")
+        assert done and not info["success"] and reward == 0.0, task.id
+
+
+@needs_sandbox
+def test_broken_task_is_excluded_with_its_reason(env: LLBOSEnv):
+    listed = [t.id for t in env.tasks("train")]
+    assert listed == ["llb_os/1", "llb_os/2", "llb_os/4"]  # the first 3 whose gold passes
+    reasons = env.excluded()
+    assert list(reasons) == ["llb_os/3"] and "evaluation script" in reasons["llb_os/3"]
+
+
+@needs_sandbox
+def test_episode_changes_stay_in_the_sandbox(env: LLBOSEnv):
+    task = next(t for t in env.tasks("train") if t.id == "llb_os/2")
+    observation, info = env.reset(task)
+    assert info["multiline_actions"] and "root" in observation
+    created = env.step(f"useradd -m {USER}\nid -u {USER}")[0]
+    assert "(exit code 0)" in created
+    assert env.step("look")[2] is False  # an unknown command is just a failing command
+    _, reward, done, info = env.step("answer: created")
+    assert done and info["success"] is False and reward == 0.0 and info["answer"] == "created"  # docs/ was never made
+    assert subprocess.run(["id", USER], capture_output=True).returncode != 0
+
+
+@needs_sandbox
+def test_background_work_finishes_before_the_next_action(env: LLBOSEnv):
+    task = next(t for t in env._all["train"] if t.id == "llb_os/5")
+    env.reset(task)
+    observation, _, done, _ = env.step(task.data["gold"][0])
+    assert not done and "exit code 0" in observation
+    assert env.step("finish")[3]["success"]
+
+
+@needs_sandbox
+def test_check_env(env: LLBOSEnv):
+    check_env(env)
+
+
+def test_missing_data_names_path_and_fetch_command(tmp_path: Path):
+    with pytest.raises(DataMissingError, match="fetch_data.py llb") as missing_folder:
+        LLBOSEnv({"data_dir": str(tmp_path / "nowhere")})
+    assert str(tmp_path / "nowhere") in str(missing_folder.value)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataMissingError, match="os_interaction_train.json is missing"):
+        LLBOSEnv({"data_dir": str(tmp_path / "empty")})
+
+
+@needs_sandbox
+@pytest.mark.skipif(not SHARED.exists(), reason=f"shared LLB data not at {SHARED}")
+def test_real_tasks_gold_passes(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path))
+    env = LLBOSEnv({"data_dir": str(SHARED), "tasks_per_split": 1})
+    tasks = env.tasks("train") + env.tasks("test")
+    assert len(tasks) == 2
+    for task in tasks:
+        assert gold_failure(env, task) == ""
+        env.reset(task)
+        assert env.step("finish")[3]["success"] is False

@@ -1,0 +1,214 @@
+"""Containment of memrl_bench.sandbox: network, host filesystem, time, processes, memory."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from memrl_bench.sandbox import CodeRunner, GoldFilter, Limits, Sandbox, SandboxUnavailable, unavailable_reason
+from memrl_bench.types import Task
+
+REASON = unavailable_reason()
+needs_sandbox = pytest.mark.skipif(REASON is not None, reason=f"sandbox unavailable here: {REASON}")
+REPO = Path(__file__).resolve().parents[1]
+
+
+def processes_mentioning(marker: str) -> list[int]:
+    """Host pids whose command line contains `marker` (this test process excluded)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" "):
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+@needs_sandbox
+def test_no_network_host_loopback_or_outside():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.setblocking(False)
+    port = server.getsockname()[1]
+    with Sandbox(Limits(timeout_s=10)) as sandbox:
+        local = sandbox.run(f"timeout 5 bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'")
+        outside = sandbox.run("timeout 5 bash -c 'echo hi > /dev/tcp/1.1.1.1/53'; timeout 5 bash -c 'echo hi > /dev/tcp/8.8.8.8/443'")
+        interfaces = sandbox.run("ip -o link show | awk -F': ' '{print $2}'")
+    assert local.exit_code != 0 and "refused" in local.output  # the sandbox's own empty loopback, not the host's
+    assert "unreachable" in outside.output.lower() and outside.exit_code != 0
+    assert not local.timed_out and not outside.timed_out
+    assert interfaces.output.split() == ["lo"]
+    with pytest.raises(BlockingIOError):
+        server.accept()  # nothing ever reached the host's listener
+    server.close()
+
+
+@needs_sandbox
+def test_writes_stay_inside_and_vanish():
+    name = f"memrl-test-{uuid.uuid4().hex}"
+    targets = [f"/etc/{name}", f"/root/{name}", f"/tmp/{name}", f"/usr/{name}", f"/var/lib/{name}"]
+    with Sandbox() as sandbox:
+        written = sandbox.run(" && ".join(f"echo inside > {t}" for t in targets) + f" && useradd {name[:30]} && cat {targets[0]}")
+        later = sandbox.run(f"cat {targets[1]}; id -u {name[:30]}")
+        mount_point = sandbox._state["mount_point"]
+        assert written.ok and written.output.strip() == "inside"
+        assert later.ok  # files and users persist between commands of one episode
+        assert not any(Path(t).exists() for t in targets)  # ... but never on the host, even while running
+    assert not any(Path(t).exists() for t in targets)
+    assert subprocess.run(["id", name[:30]], capture_output=True).returncode != 0
+    assert not Path(mount_point).exists()
+
+
+@needs_sandbox
+def test_host_folders_hidden_and_kernel_knobs_read_only():
+    with Sandbox() as sandbox:
+        listing = sandbox.run(f"find /root /work /home -mindepth 1 | wc -l; test -e {REPO} || echo no-repo")
+        knob = sandbox.run("echo 1 > /proc/sys/vm/drop_caches")
+        mounting = sandbox.run("mount -t tmpfs x /mnt")
+    assert listing.output.split() == ["0", "no-repo"]
+    assert knob.exit_code != 0 and "Read-only" in knob.output
+    assert mounting.exit_code != 0  # no CAP_SYS_ADMIN inside
+
+
+@needs_sandbox
+def test_time_limit_kills_loops_and_background_children():
+    marker = str(900000 + uuid.uuid4().int % 99999)
+    with Sandbox(Limits(timeout_s=2)) as sandbox:
+        loop = sandbox.run("while true; do :; done")
+        children = sandbox.run(f"sleep {marker} & sleep {marker} & setsid sleep {marker} & echo started")
+        assert loop.timed_out and loop.exit_code is None and loop.seconds < 10
+        assert children.timed_out and "started" in children.output
+        assert processes_mentioning(f"sleep {marker}") == []  # killed at the limit, not only at close
+        after = sandbox.run("echo still usable")
+    assert after.ok
+
+
+@needs_sandbox
+def test_waits_for_output_holders_and_close_kills_detached_daemons():
+    marker = str(800000 + uuid.uuid4().int % 99999)
+    with Sandbox(Limits(timeout_s=10)) as sandbox:
+        waited = sandbox.run("(sleep 1; echo late) & echo early")
+        detached = sandbox.run(f"nohup sleep {marker} > /dev/null 2>&1 & echo $! > /tmp/pid")
+        alive = sandbox.run("kill -0 $(cat /tmp/pid) && echo alive")
+        assert waited.ok and waited.output.split() == ["early", "late"]  # like docker exec: output closes last
+        assert detached.ok and detached.seconds < 5 and alive.output.strip() == "alive"
+        assert processes_mentioning(f"sleep {marker}") != []
+    assert processes_mentioning(f"sleep {marker}") == []
+
+
+@needs_sandbox
+def test_fork_bomb_dies_and_leaves_nothing():
+    marker = f"bomb{uuid.uuid4().hex[:8]}"
+    with Sandbox(Limits(timeout_s=3, max_processes=64)) as sandbox:
+        result = sandbox.run(f"{marker}(){{ {marker} | {marker} & }}; {marker}; sleep 100")
+        assert result.timed_out
+        after = sandbox.run("echo alive")
+        assert after.ok and after.output.strip() == "alive"
+    assert processes_mentioning(marker) == []
+
+
+@needs_sandbox
+def test_memory_cap_kills_a_10_gb_allocation():
+    with Sandbox(Limits(timeout_s=30, memory_bytes=256 << 20)) as sandbox:
+        result = sandbox.run("python3 -c 'b = bytearray(10 * 2**30); print(len(b))'")
+        after = sandbox.run("echo alive")
+    assert not result.ok and "10737418240" not in result.output
+    assert result.exit_code == 137 or "MemoryError" in result.output
+    assert after.ok
+
+
+@needs_sandbox
+def test_output_keeps_head_and_tail():
+    with Sandbox(Limits(output_bytes=200)) as sandbox:
+        result = sandbox.run("seq 1 10000; echo VERDICT")
+    assert result.output.startswith("1\n2\n") and result.output.rstrip().endswith("VERDICT")
+    assert result.dropped_bytes > 40000 and "bytes of output not shown" in result.output
+
+
+@needs_sandbox
+def test_failing_setup_names_the_call():
+    missing = f"/nonexistent-{uuid.uuid4().hex}"
+    with pytest.raises(SandboxUnavailable, match=f"failing call: mount --bind {missing}"):
+        Sandbox(readonly_binds=(missing,)).start()
+
+
+def test_non_root_gets_a_clear_reason():
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    if python is None or shutil.which("setpriv") is None or os.geteuid() != 0:
+        pytest.skip("needs root, setpriv and a system /usr/bin/python3 to run the probe as user nobody")
+    code = f"import sys; sys.path.insert(0, {str(REPO)!r}); from memrl_bench.sandbox import unavailable_reason; print(unavailable_reason())"
+    probe = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", code], capture_output=True, text=True, cwd="/")
+    assert probe.returncode == 0, probe.stderr
+    assert "needs root" in probe.stdout and "geteuid() returned 65534" in probe.stdout
+
+
+@needs_sandbox
+def test_code_runner_sandbox_contains_a_program():
+    name = f"memrl-test-{uuid.uuid4().hex}"
+    program = f"""
+import os, socket
+for path in ('/etc/{name}', '/tmp/{name}', '{name}'):
+    try:
+        open(path, 'w').write('x')
+        print('wrote', path)
+    except OSError as err:
+        print('refused', path, type(err).__name__)
+try:
+    socket.create_connection(('1.1.1.1', 53), timeout=3)
+    print('NETWORK')
+except OSError as err:
+    print('no network:', err)
+print('uid', os.getuid())
+"""
+    result = CodeRunner(Limits(timeout_s=30)).run(program)
+    assert result.ok, result.output
+    assert f"refused /etc/{name} PermissionError" in result.output  # runs as nobody inside
+    assert f"wrote /tmp/{name}" in result.output and f"wrote {name}\n" in result.output
+    assert "no network" in result.output and "NETWORK\n" not in result.output and "uid 65534" in result.output
+    assert not Path(f"/etc/{name}").exists() and not Path(f"/tmp/{name}").exists()
+
+
+def test_code_runner_process_mode_limits_time_and_memory():
+    marker = str(700000 + uuid.uuid4().int % 99999)
+    runner = CodeRunner(Limits(timeout_s=2, memory_bytes=512 << 20), isolation="process")
+    slow = runner.run(f"import subprocess, time\nsubprocess.Popen(['sleep', '{marker}'], start_new_session=True)\ntime.sleep(100)")
+    hungry = runner.run("b = bytearray(10 * 2**30)")
+    assert slow.timed_out and processes_mentioning(f"sleep {marker}") == []
+    assert hungry.exit_code != 0 and "MemoryError" in hungry.output
+
+
+def test_code_runner_rejects_unknown_isolation():
+    with pytest.raises(ValueError, match="unknown isolation 'docker'"):
+        CodeRunner(Limits(), isolation="docker")
+
+
+def test_gold_filter_checks_each_task_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path))
+    tasks = {"train": [Task(id=f"t{i}", split="train", description="") for i in range(6)]}
+    calls: list[str] = []
+
+    def run_gold(task: Task) -> str:
+        calls.append(task.id)
+        return "broken" if task.id in ("t0", "t3") else ""
+
+    first = GoldFilter("demo", ["v1"], tasks, run_gold, limit=2, needs_sandbox=False)
+    assert [t.id for t in first.tasks("train")] == ["t1", "t2"]
+    assert sorted(calls) == ["t0", "t1", "t2"] and first.excluded() == {"t0": "broken"}  # only as many as needed
+    again = GoldFilter("demo", ["v1"], tasks, run_gold, needs_sandbox=False)
+    assert [t.id for t in again.tasks("train")] == ["t1", "t2", "t4", "t5"]
+    assert sorted(calls) == ["t0", "t1", "t2", "t3", "t4", "t5"]  # results on disk were not re-run
+    assert again.excluded() == {"t0": "broken", "t3": "broken"}
+    assert list(tmp_path.glob("demo/gold_*.json")) and GoldFilter("demo", ["v2"], tasks, run_gold).results == {}  # another key, another file
+    off = GoldFilter("demo", ["v1"], tasks, run_gold, enabled=False)
+    assert len(off.tasks("train")) == 6 and off.excluded() == {}
+    with pytest.raises(KeyError, match="unknown split 'dev' of demo; valid: train"):
+        off.tasks("dev")
