@@ -12,6 +12,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from memrl_bench.envs.base import DataMissingError
+from memrl_bench.llm import LLMOutageError
 from memrl_bench.protocol import ProtocolViolation
 from memrl_bench.registry import UnknownNameError
 from memrl_bench.runfolder import CorruptRunFolderError
@@ -59,6 +60,10 @@ def app(cfg: DictConfig) -> None:
         _remove_if_empty(run_dir)
         print(f"memrl-bench: error: {err}", file=sys.stderr)
         sys.exit(2)
+    except LLMOutageError as err:
+        _remove_if_empty(run_dir)
+        print(f"memrl-bench: stopped: {err}\n  every finished batch is kept in {run_dir}; re-run the same command to resume once the server is back", file=sys.stderr)
+        sys.exit(3)
     print_summary(run_dir.name, metrics, run_dir)
 
 

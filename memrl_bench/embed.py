@@ -167,7 +167,15 @@ class OpenAIEmbedder(Embedder):
         return dict(self._identity)
 
     def _request(self, texts: list[str]) -> np.ndarray:
-        response = self._client.embeddings.create(model=self.model, input=texts)
+        import openai
+
+        from memrl_bench.llm import LLMOutageError
+
+        try:
+            response = self._client.embeddings.create(model=self.model, input=texts)
+        except (openai.APIConnectionError, openai.InternalServerError, openai.RateLimitError) as err:
+            # The openai package has already retried: the run stops here and resumes later.
+            raise LLMOutageError(f"the embeddings server at {self._client.base_url} failed: {err}") from err
         rows = sorted(response.data, key=lambda d: d.index)
         if len(rows) != len(texts):
             raise RuntimeError(f"embeddings endpoint returned {len(rows)} vectors for {len(texts)} texts")

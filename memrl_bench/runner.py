@@ -349,6 +349,8 @@ class Runner:
         retrieve_s = (time.perf_counter() - t0) / len(tasks)
         jobs = [Job(t, r, e, batch.phase, batch.epoch, s) for t, r, e, s in zip(tasks, retrievals, ids, samples)]
         outcomes: list[Outcome] = self.loop.run_until_complete(parts.actor.play_batch(jobs, pool))
+        if any(o.status == "llm_error" for o in outcomes) and hasattr(parts.llm, "confirm_up"):
+            parts.llm.confirm_up()  # a server that is down stops the run before the batch is logged
         self._write_transcripts(jobs, outcomes)
         episodes = [self._episode(batch, job, retrieval, outcome, position, retrieve_s) for job, retrieval, outcome, position in zip(jobs, retrievals, outcomes, positions)]
         if batch.phase == "train":

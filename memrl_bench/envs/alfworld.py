@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 from typing import Any, ClassVar
 
 from memrl_bench import prompts
 from memrl_bench.envs.alfworld_grammar import cache_root, convert_game
 from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction
 from memrl_bench.types import Task
+
+# TextWorld's grammar and PDDL code keep module-level state: two games stepped in
+# parallel threads (concurrent episodes) corrupt each other, so env calls take turns.
+# The episodes' LLM calls still overlap.
+_TEXTWORLD_LOCK = threading.Lock()
 
 TASK_TYPES = (
     "pick_and_place_simple",
@@ -118,6 +124,14 @@ class AlfWorldEnv(Env):
         return info
 
     def reset(self, task: Task) -> tuple[str, dict[str, Any]]:
+        with _TEXTWORLD_LOCK:
+            return self._reset(task)
+
+    def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
+        with _TEXTWORLD_LOCK:
+            return self._step(action)
+
+    def _reset(self, task: Task) -> tuple[str, dict[str, Any]]:
         self._close_game()
         converted = convert_game(self.games_root / task.data["source"], self.cache)
         textworld, (demangler, alfred_infos, alfred_expert) = _alfworld_textworld()
@@ -134,7 +148,7 @@ class AlfWorldEnv(Env):
         observation = state["feedback"].replace(_WELCOME_BANNER, "", 1).strip()
         return observation, self._state_info(state)
 
-    def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
+    def _step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
         if self._done:
             raise RuntimeError(f"{self.name}: step() called before reset() or after the episode ended")
         state, _, done = self._game.step(action)
@@ -153,7 +167,8 @@ class AlfWorldEnv(Env):
             self._game = None
 
     def close(self) -> None:
-        self._close_game()
+        with _TEXTWORLD_LOCK:
+            self._close_game()
         self._done = True
 
 

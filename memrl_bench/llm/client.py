@@ -178,6 +178,15 @@ class OpenAIChatModel:
             return self.model
         return ids[0] if len(ids) == 1 else None
 
+    def confirm_up(self) -> None:
+        """After a failed call, check the server still answers; LLMOutageError if not.
+
+        The runner asks before logging a batch with failed calls, so an outage stops the
+        run instead of being logged as a batch of failed episodes.
+        """
+        if self._outage or self._consecutive_failures:
+            self._served_model()
+
     def _state(self) -> _LoopState:
         # asyncio objects and pooled connections belong to one event loop; a model
         # used from several asyncio.run calls gets a fresh pool for each loop.

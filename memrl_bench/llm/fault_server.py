@@ -19,6 +19,7 @@ import json
 import math
 import socket
 import struct
+import sys
 import threading
 import time
 from collections import Counter
@@ -169,6 +170,11 @@ class _Httpd(ThreadingHTTPServer):
     # The default backlog of 5 drops connection bursts (32 clients opening at once)
     # into SYN retries of a second each.
     request_queue_size = 256
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up (timed out, hung up) is expected here, not an error to print."""
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
 
 
 def _handler_for(server: FaultServer) -> type[BaseHTTPRequestHandler]:
