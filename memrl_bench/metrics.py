@@ -201,7 +201,7 @@ def compute(records: list[dict], memory_dir: Path | None = None, labels: list[st
 # so every measure below comes from the log and a memory snapshot, without a re-run.
 
 
-def _played_train(records: list[dict]) -> list[dict]:
+def played_train(records: list[dict]) -> list[dict]:
     """Training episodes that were played (not memories fed in unplayed, e.g. poison)."""
     return [r for r in records if r["phase"] == "train" and r.get("status") != "poison"]
 
@@ -232,7 +232,7 @@ def epoch1_lock_in(records: list[dict], items: list[dict]) -> dict[str, float | 
     early_so_far = np.concatenate([[0], np.cumsum([early for _, early in written])])
     hits = injections = 0
     bank_shares: list[float] = []
-    for r in _played_train(records):
+    for r in played_train(records):
         if r["epoch"] < 2 or not r["retrieved"]:
             continue
         stored = int(np.searchsorted(written_at, position[r["episode_id"]], side="left"))
@@ -277,7 +277,7 @@ def harmful_in_last_epoch(records: list[dict], items: list[dict]) -> dict[str, f
     were injected at least once in it; bank_share = the harmful share of the memories
     stored before it (what a retriever blind to value would inject).
     """
-    train = _played_train(records)
+    train = played_train(records)
     if not train:
         return {"retrieval_share": None, "retrieved_share": None, "bank_share": None}
     last = max(r["epoch"] for r in train)
@@ -299,7 +299,7 @@ def early_amplification(records: list[dict], items: list[dict]) -> float | None:
     and bad ones less; near 0: what epoch 1 wrote is reused regardless of its value."""
     info = _source_info(records)
     early = [i for i in items if i["provenance"]["epoch"] == 1 and "lesson_utility" in info.get(i["provenance"]["episode_id"], {})]
-    later = Counter(u["item_id"] for r in _played_train(records) if r["epoch"] >= 2 for u in r["retrieved"])
+    later = Counter(u["item_id"] for r in played_train(records) if r["epoch"] >= 2 for u in r["retrieved"])
     return spearman([info[i["provenance"]["episode_id"]]["lesson_utility"] for i in early], [later[i["id"]] for i in early])
 
 
@@ -324,7 +324,7 @@ def oracle_regret(records: list[dict], env: Any, k: int) -> dict[str, Any]:
     types = sorted({tasks[r["task_id"]].data["task_type"] for r in bank_records})
     effect = np.array([[env.item_effect(item, t) for t in types] for item in bank]).reshape(len(bank), len(types))
     regret_by_epoch: dict[int, list[float]] = defaultdict(list)
-    for r in _played_train(records):
+    for r in played_train(records):
         task = tasks[r["task_id"]]
         stored = int(np.searchsorted(written_at, position[r["episode_id"]], side="left"))
         gains = effect[:stored, types.index(task.data["task_type"])]
