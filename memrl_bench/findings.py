@@ -388,14 +388,14 @@ def retrieval_agreement(runs: list[Run]) -> dict[int, float]:
 
 def retrieval_overlap(runs: list[Run]) -> dict[int, float]:
     """Per task order: mean Jaccard, against every other task order with the same method
-    seed, of the memories injected for the same test task. Memories are compared by their
-    source task (source_task_id), because item ids name episodes, and episode ids change
-    with the order."""
+    seed, of the memories injected for the same test task (tasks given no memory in
+    either run are left out). Memories are compared by their source task
+    (source_task_id), because item ids name episodes, and episode ids change with the order."""
     out: dict[int, list[float]] = defaultdict(list)
     for a in runs:
         for b in runs:
             if a.method_seed == b.method_seed and a.order_seed != b.order_seed:
-                tasks = set(a.test_sources) & set(b.test_sources)
+                tasks = {t for t in set(a.test_sources) & set(b.test_sources) if a.test_sources[t] or b.test_sources[t]}
                 if tasks:
                     out[a.order_seed].append(float(np.mean([metrics.jaccard(a.test_sources[t], b.test_sources[t]) for t in tasks])))
     return {o: float(np.mean(v)) for o, v in sorted(out.items())}

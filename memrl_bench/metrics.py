@@ -250,7 +250,8 @@ def good_memories_never_retrieved(records: list[dict], items: list[dict]) -> dic
     Good memories are the stored ones in the top quartile of true utility (the source
     episode's info.lesson_utility). never_retrieved: the share of them never injected in
     training; injection_share: their share of all training injections (0.25 if used as
-    often as the rest, above if retrieval favours them).
+    often as the rest, above if retrieval favours them). Memories written late had
+    fewer chances to be injected, so compare methods rather than read the level alone.
     """
     info = _source_info(records)
     utility = {i["id"]: info.get(i["provenance"]["episode_id"], {}).get("lesson_utility") for i in items}

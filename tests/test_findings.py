@@ -82,6 +82,8 @@ def test_retrieval_agreement_and_overlap():
     # Test retrievals, by source task: order 0 vs order 1 share T1 of {T1, T2} for task q.
     x = [run(0, 0, test_sources={"q": frozenset({"T1", "T2"})}), run(1, 0, test_sources={"q": frozenset({"T1"})})]
     assert fd.retrieval_overlap(x) == {0: 0.5, 1: 0.5}
+    nothing = [run(0, 0, test_sources={"q": frozenset()}), run(1, 0, test_sources={"q": frozenset()})]
+    assert fd.retrieval_overlap(nothing) == {}  # a method that injects nothing has no overlap to measure
 
 
 def test_order_counterfactual_pairs_each_run_with_its_reference():
