@@ -627,13 +627,15 @@ def _regret(study: Study) -> dict:
         for runs in study.arms("held_out", t).values():
             rows.append(_row(f"{runs[0].arm}, {_temp(t)}: regret per episode, all epochs", summary(runs, "regret_mean")))
             rows.append(_row(f"{runs[0].arm}, {_temp(t)}: regret per episode, last epoch", summary(runs, "regret_last_epoch")))
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: held-out test SR", summary(runs, "test_sr")))
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: expected held-out test SR (mean P(success))", summary(runs, "test_expected_sr")))
         reference = _reference_explorer(explorers)
         for runs in explorers:
             rows.append(_row(f"memrl ε=0 - {runs[0].arm}, {_temp(t)}: last-epoch regret", paired(greedy, runs, "regret_last_epoch"), +1, primary=t == 0 and runs is reference))
     return _finding(
         "regret",
         "Greedy retrieval leaves value that exploration would find (the cost of the lock-in).",
-        "Regret per training episode against an oracle that knows every memory's true effect and injects the k best of the memories stored before the episode's batch: P(success | oracle's set) - P(success | injected set). Verdict on last-epoch regret, ε=0 - ε=0.1, outcome temperature 0.",
+        "Regret per training episode against an oracle that knows every memory's true effect and injects the k best of the memories stored before the episode's batch: P(success | oracle's set) - P(success | injected set); with each arm's held-out test SR. Verdict on last-epoch regret, ε=0 - ε=0.1, outcome temperature 0.",
         rows,
     )
 
