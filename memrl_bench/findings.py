@@ -490,6 +490,12 @@ def findings(results_dir: Path) -> list[dict]:
     return out
 
 
+def _greedy_minus_explorers(greedy: list[Run], explorers: list[list[Run]], t: float, measure: str, name: str) -> list[dict | None]:
+    """memrl ε=0 minus each exploring arm, paired on the task order; ε=0.1 at T=0 decides."""
+    reference = _reference_explorer(explorers)
+    return [_row(f"memrl ε=0 - {runs[0].arm}, {_temp(t)}: {name}", paired(greedy, runs, measure), +1, primary=t == 0 and runs is reference) for runs in explorers]
+
+
 def _greedy_and_explorers(study: Study, kind: str, t: float) -> tuple[list[Run], list[list[Run]]]:
     arms = study.arms(kind, t)
     greedy = next((runs for runs in arms.values() if is_greedy_epsilon_zero(runs[0].method)), [])
@@ -606,10 +612,8 @@ def _harmful(study: Study) -> dict:
         rows.append(_row(f"memrl ε=0, {_temp(t)}: harmful share of last-epoch injections", summary(greedy, "harmful_retrieval_share")))
         rows.append(_row(f"memrl ε=0, {_temp(t)}: harmful share of the bank before the last epoch", summary(greedy, "harmful_bank_share")))
         rows.append(_row(f"memrl ε=0, {_temp(t)}: share of harmful memories injected in the last epoch", summary(greedy, "harmful_retrieved_share")))
-        reference = _reference_explorer(explorers)
-        for runs in explorers:
-            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: harmful share of last-epoch injections", summary(runs, "harmful_retrieval_share")))
-            rows.append(_row(f"memrl ε=0 - {runs[0].arm}, {_temp(t)}", paired(greedy, runs, "harmful_retrieval_share"), +1, primary=t == 0 and runs is reference))
+        rows += [_row(f"{runs[0].arm}, {_temp(t)}: harmful share of last-epoch injections", summary(runs, "harmful_retrieval_share")) for runs in explorers]
+        rows += _greedy_minus_explorers(greedy, explorers, t, "harmful_retrieval_share", "harmful share of last-epoch injections")
     return _finding(
         "bad_locked_in",
         "Bad early memories are locked in by ε = 0 (greedy) retrieval.",
@@ -629,9 +633,7 @@ def _regret(study: Study) -> dict:
             rows.append(_row(f"{runs[0].arm}, {_temp(t)}: regret per episode, last epoch", summary(runs, "regret_last_epoch")))
             rows.append(_row(f"{runs[0].arm}, {_temp(t)}: held-out test SR", summary(runs, "test_sr")))
             rows.append(_row(f"{runs[0].arm}, {_temp(t)}: expected held-out test SR (mean P(success))", summary(runs, "test_expected_sr")))
-        reference = _reference_explorer(explorers)
-        for runs in explorers:
-            rows.append(_row(f"memrl ε=0 - {runs[0].arm}, {_temp(t)}: last-epoch regret", paired(greedy, runs, "regret_last_epoch"), +1, primary=t == 0 and runs is reference))
+        rows += _greedy_minus_explorers(greedy, explorers, t, "regret_last_epoch", "last-epoch regret")
     return _finding(
         "regret",
         "Greedy retrieval leaves value that exploration would find (the cost of the lock-in).",
