@@ -612,7 +612,8 @@ def _harmful(study: Study) -> dict:
         rows.append(_row(f"memrl ε=0, {_temp(t)}: harmful share of last-epoch injections", summary(greedy, "harmful_retrieval_share")))
         rows.append(_row(f"memrl ε=0, {_temp(t)}: harmful share of the bank before the last epoch", summary(greedy, "harmful_bank_share")))
         rows.append(_row(f"memrl ε=0, {_temp(t)}: share of harmful memories injected in the last epoch", summary(greedy, "harmful_retrieved_share")))
-        rows += [_row(f"{runs[0].arm}, {_temp(t)}: harmful share of last-epoch injections", summary(runs, "harmful_retrieval_share")) for runs in explorers]
+        others = [runs for runs in study.arms("held_out", t).values() if _arm_rank(runs[0].method) == 2]
+        rows += [_row(f"{runs[0].arm}, {_temp(t)}: harmful share of last-epoch injections", summary(runs, "harmful_retrieval_share")) for runs in explorers + others]
         rows += _greedy_minus_explorers(greedy, explorers, t, "harmful_retrieval_share", "harmful share of last-epoch injections")
     return _finding(
         "bad_locked_in",
