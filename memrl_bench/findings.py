@@ -465,6 +465,8 @@ def _reference_explorer(explorers: list[list[Run]]) -> list[Run]:
 
 def findings(results_dir: Path) -> list[dict]:
     """The findings on the critique's claims from the runs below results_dir (see the module doc)."""
+    if not Path(results_dir).is_dir():
+        raise FileNotFoundError(f"findings: results folder {results_dir} does not exist")
     runs = load_runs(Path(results_dir))
     if not runs:
         return []
@@ -775,3 +777,24 @@ def render_html(found: list[dict], results_dir: Path) -> str:
         parts.append("</tbody></table>")
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def main() -> None:
+    """`python -m memrl_bench.findings RESULTS_DIR [--html FILE]`: print the section as markdown."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Findings on the critique's claims, from the run folders below RESULTS_DIR.")
+    parser.add_argument("results_dir", type=Path)
+    parser.add_argument("--html", type=Path, help="also write the HTML section here")
+    args = parser.parse_args()
+    try:
+        found = findings(args.results_dir)
+    except FileNotFoundError as err:
+        raise SystemExit(f"memrl-bench: error: {err}") from None
+    print(render_markdown(found, args.results_dir))
+    if args.html:
+        args.html.write_text(render_html(found, args.results_dir))
+
+
+if __name__ == "__main__":
+    main()

@@ -102,6 +102,11 @@ def test_a_run_varying_two_epochs_is_not_a_counterfactual():
     assert run(3, epoch_order_seeds=[3, 3, 5]).varied_epoch == (3, 5)
 
 
+def test_a_missing_results_folder_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        fd.findings(tmp_path / "nowhere")
+
+
 def test_arm_labels():
     assert fd.arm_label({"name": "memrl", "epsilon": 0.1}) == "memrl ε=0.1"
     assert fd.arm_label({"name": "memrl", "selection": "softmax", "softmax_temperature": 0.3}) == "memrl softmax T=0.3"
