@@ -27,6 +27,7 @@ import json
 import math
 import multiprocessing
 import os
+import sys
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -790,7 +791,8 @@ def main() -> None:
     try:
         found = findings(args.results_dir)
     except FileNotFoundError as err:
-        raise SystemExit(f"memrl-bench: error: {err}") from None
+        print(f"memrl-bench: error: {err}", file=sys.stderr)
+        sys.exit(2)
     print(render_markdown(found, args.results_dir))
     if args.html:
         args.html.write_text(render_html(found, args.results_dir))
