@@ -528,7 +528,7 @@ def _lock_in(study: Study) -> dict:
         rows.append(_row(f"memrl ε=0, {_temp(t)}: epoch-1 share of injections in epochs ≥ 2", summary(greedy, "lock_in")))
         rows.append(_row(f"memrl ε=0, {_temp(t)}: epoch-1 share of the bank at those moments", summary(greedy, "lock_in_bank")))
         rows.append(_row(f"memrl ε=0, {_temp(t)}: excess (injection share - bank share)", summary(greedy, "lock_in_excess"), +1, primary=t == 0))
-        for runs in explorers + [r for r in study.arms("held_out", t).values() if r[0].method.get("name") != "memrl"]:
+        for runs in explorers + [r for r in study.arms("held_out", t).values() if _arm_rank(r[0].method) == 2]:
             if runs[0].measures.get("lock_in") is not None:
                 rows.append(_row(f"{runs[0].arm}, {_temp(t)}: excess", summary(runs, "lock_in_excess"), +1))
     return _finding(
@@ -545,7 +545,7 @@ def _counterfactual(study: Study) -> dict:
     for t in study.temperatures():
         arms: dict[str, list[Run]] = defaultdict(list)
         for r in study.runs:
-            if r.temperature == t and r.kind in ("order", "held_out") and r.order_seed == 0:
+            if r.temperature == t and r.kind in ("order", "held_out"):
                 arms[r.arm_key].append(r)
         for runs in arms.values():
             divergence = order_counterfactual(runs)
