@@ -38,11 +38,15 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = str(ROOT / "conf")
-# Largest first, so that parallel presets end with the short ones.
 # Plain values of conf/config.yaml that only name the replicate: set on a shared composition.
 REPLICATE_KEYS = ("seed", "task_order_seed")
+# Largest first, so that parallel presets end with the short ones.
 PRESETS = ("critique", "critique_softmax", "critique_epsilon", "critique_bandit", "critique_order", "critique_fairness", "critique_passk")
 sys.path.insert(0, str(ROOT))
+
+
+class StudyError(RuntimeError):
+    """A job of the study was refused (bad config, protocol violation); names the job."""
 
 
 def expand(preset: str, overrides: list[str]) -> list[list[str]]:
@@ -70,9 +74,10 @@ def run_jobs(jobs: list[list[str]]) -> int:
     from hydra import compose, initialize_config_dir
     from hydra._internal.config_loader_impl import get_overrides_dirname
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
     from omegaconf import OmegaConf
 
-    from memrl_bench.cli import _run_name
+    from memrl_bench.cli import USER_ERRORS, _remove_if_empty, _run_name
     from memrl_bench.runner import run
 
     parser = OverridesParser.create()
@@ -81,18 +86,25 @@ def run_jobs(jobs: list[list[str]]) -> int:
         for overrides in jobs:
             parsed = parser.parse_overrides(overrides)
             shared = tuple(o.input_line for o in parsed if o.key_or_group not in REPLICATE_KEYS)
-            if shared not in composed:
-                cfg = compose("config", overrides=list(shared), return_hydra_config=True)
-                task = OmegaConf.to_container(cfg, resolve=False)
-                del task["hydra"]
-                composed[shared] = (task, OmegaConf.select(cfg, "hydra.sweep.dir"), cfg.hydra.job.config.override_dirname)
-            task, sweep_dir, naming = composed[shared]
-            job = copy.deepcopy(task)
-            job.update({o.key_or_group: o.value() for o in parsed if o.key_or_group in REPLICATE_KEYS})
-            resolved = OmegaConf.to_container(OmegaConf.create(job), resolve=True)
-            resolved["hydra"] = {"overrides": list(overrides)}
-            dirname = get_overrides_dirname(parsed, exclude_keys=list(naming.exclude_keys), item_sep=naming.item_sep, kv_sep=naming.kv_sep)
-            run(resolved, Path(sweep_dir) / _run_name(dirname))
+            run_dir = None
+            try:
+                if shared not in composed:
+                    cfg = compose("config", overrides=list(shared), return_hydra_config=True)
+                    task = OmegaConf.to_container(cfg, resolve=False)
+                    del task["hydra"]
+                    composed[shared] = (task, OmegaConf.select(cfg, "hydra.sweep.dir"), cfg.hydra.job.config.override_dirname)
+                task, sweep_dir, naming = composed[shared]
+                job = copy.deepcopy(task)
+                job.update({o.key_or_group: o.value() for o in parsed if o.key_or_group in REPLICATE_KEYS})
+                resolved = OmegaConf.to_container(OmegaConf.create(job), resolve=True)
+                resolved["hydra"] = {"overrides": list(overrides)}
+                dirname = get_overrides_dirname(parsed, exclude_keys=list(naming.exclude_keys), item_sep=naming.item_sep, kv_sep=naming.kv_sep)
+                run_dir = Path(sweep_dir) / _run_name(dirname)
+                run(resolved, run_dir)
+            except (HydraException, *USER_ERRORS) as err:
+                if run_dir is not None:
+                    _remove_if_empty(run_dir)
+                raise StudyError(f"job {' '.join(overrides)}: {err}") from None
     return len(jobs)
 
 
@@ -143,7 +155,11 @@ def main() -> None:
 
     started, cpu_before = time.perf_counter(), cpu_seconds()
     if args.launcher == "inprocess":
-        steps = run_inprocess(args.presets, results_dir, args.overrides, args.workers)
+        try:
+            steps = run_inprocess(args.presets, results_dir, args.overrides, args.workers)
+        except StudyError as err:
+            print(f"critique study: error: {err}", file=sys.stderr)
+            sys.exit(2)
     else:
         presets_at_once = args.workers if args.launcher == "hydra" else 1
         joblib_workers = args.workers if args.launcher == "joblib" else None
