@@ -200,4 +200,189 @@ def compute(records: list[dict], memory_dir: Path | None = None, labels: list[st
         }
     if any(r.get("info", {}).get("synthetic") for r in records):
         out["synthetic"] = synthetic_q_utility(records, items)
+    out["path_dependence"] = path_dependence(records, items)
+    return out
+
+
+# ---- path dependence (the critique study) ---------------------------------------
+# A retrieved item carries its source's provenance (source_task_id, source_episode_id,
+# source_epoch), and a memory is placed in time by its source episode's training batch,
+# so every measure below comes from the log and a memory snapshot, without a re-run.
+
+
+def played_train(records: list[dict]) -> list[dict]:
+    """Training episodes that were played (not memories fed in unplayed, e.g. poison)."""
+    return [r for r in records if r["phase"] == "train" and r.get("status") != "poison"]
+
+
+def _batch_positions(records: list[dict]) -> dict[str, int]:
+    """Training episode id -> ordinal of its batch in the log: learn() saw the batches in this order."""
+    batches: dict[tuple, int] = {}
+    return {r["episode_id"]: batches.setdefault((r["epoch"], r["batch_index"]), len(batches)) for r in records if r["phase"] == "train"}
+
+
+def _source_info(records: list[dict]) -> dict[str, dict]:
+    """Training episode id -> its info (the synthetic env's ground truth about its lesson)."""
+    return {r["episode_id"]: r.get("info", {}) for r in records if r["phase"] == "train"}
+
+
+def epoch1_lock_in(records: list[dict], items: list[dict]) -> dict[str, float | None]:
+    """How much training epochs >= 2 reuse the memories epoch 1 wrote.
+
+    share: injections of epoch-1 memories / all injections, over the training episodes of
+    epochs >= 2. bank_share: what a retriever blind to a memory's age would give, the
+    mean over the same injections of the epoch-1 share among the memories stored before
+    the injecting batch (the snapshot's items, placed by their source episode's batch).
+    share above bank_share means later epochs keep drawing on what epoch 1 wrote.
+    """
+    position = _batch_positions(records)
+    written = sorted((position[i["provenance"]["episode_id"]], i["provenance"]["epoch"] == 1) for i in items if i["provenance"]["episode_id"] in position)
+    written_at = np.array([b for b, _ in written], dtype=np.int64)
+    early_so_far = np.concatenate([[0], np.cumsum([early for _, early in written])])
+    hits = injections = 0
+    bank_shares: list[float] = []
+    for r in played_train(records):
+        if r["epoch"] < 2 or not r["retrieved"]:
+            continue
+        stored = int(np.searchsorted(written_at, position[r["episode_id"]], side="left"))
+        hits += sum(u["source_epoch"] == 1 for u in r["retrieved"])
+        injections += len(r["retrieved"])
+        bank_shares += [early_so_far[stored] / stored if stored else 0.0] * len(r["retrieved"])
+    if not injections:
+        return {"share": None, "bank_share": None, "injections": 0}
+    return {"share": hits / injections, "bank_share": float(np.mean(bank_shares)), "injections": injections}
+
+
+def good_memories_never_retrieved(records: list[dict], items: list[dict]) -> dict[str, float | None]:
+    """Synthetic env: are the most useful memories found?
+
+    Good memories are the stored ones in the top quartile of true utility (the source
+    episode's info.lesson_utility). never_retrieved: the share of them never injected in
+    training; injection_share: their share of all training injections (0.25 if used as
+    often as the rest, above if retrieval favours them). Memories written late had
+    fewer chances to be injected, so compare methods rather than read the level alone.
+    """
+    info = _source_info(records)
+    utility = {i["id"]: info.get(i["provenance"]["episode_id"], {}).get("lesson_utility") for i in items}
+    utility = {k: v for k, v in utility.items() if v is not None}
+    if len(utility) < 4:
+        return {"never_retrieved": None, "injection_share": None, "good": 0}
+    cut = float(np.quantile(list(utility.values()), 0.75))
+    good = {k for k, v in utility.items() if v >= cut}
+    counts = retrieval_counts(records, utility)
+    total = sum(counts.values())
+    return {
+        "never_retrieved": sum(counts[k] == 0 for k in good) / len(good),
+        "injection_share": sum(counts[k] for k in good) / total if total else None,
+        "good": len(good),
+    }
+
+
+def harmful_in_last_epoch(records: list[dict], items: list[dict]) -> dict[str, float | None]:
+    """Synthetic env: does the last training epoch still inject harmful memories?
+
+    Harmful memories are those whose source episode has info.lesson_harmful. Over the
+    last training epoch: retrieval_share = harmful injections / all injections;
+    retrieved_share = the share of the harmful memories stored before that epoch that
+    were injected at least once in it; bank_share = the harmful share of the memories
+    stored before it (what a retriever blind to value would inject).
+    """
+    train = played_train(records)
+    if not train:
+        return {"retrieval_share": None, "retrieved_share": None, "bank_share": None}
+    last = max(r["epoch"] for r in train)
+    info = _source_info(records)
+    harmful = {i["id"] for i in items if info.get(i["provenance"]["episode_id"], {}).get("lesson_harmful")}
+    before = {i["id"] for i in items if i["provenance"]["epoch"] < last}
+    used = [u["item_id"] for r in train if r["epoch"] == last for u in r["retrieved"]]
+    stored_harmful = harmful & before
+    return {
+        "retrieval_share": sum(u in harmful for u in used) / len(used) if used else None,
+        "retrieved_share": len(stored_harmful & set(used)) / len(stored_harmful) if stored_harmful else None,
+        "bank_share": len(stored_harmful) / len(before) if before else None,
+    }
+
+
+def early_amplification(records: list[dict], items: list[dict]) -> float | None:
+    """Synthetic env: Spearman, over the memories written in epoch 1, of true utility
+    against injections in epochs >= 2. Positive: good early memories are reused more
+    and bad ones less; near 0: what epoch 1 wrote is reused regardless of its value."""
+    info = _source_info(records)
+    early = [i for i in items if i["provenance"]["epoch"] == 1 and "lesson_utility" in info.get(i["provenance"]["episode_id"], {})]
+    later = Counter(u["item_id"] for r in played_train(records) if r["epoch"] >= 2 for u in r["retrieved"])
+    return spearman([info[i["provenance"]["episode_id"]]["lesson_utility"] for i in early], [later[i["id"]] for i in early])
+
+
+def oracle_regret(records: list[dict], env: Any, k: int) -> dict[str, Any]:
+    """Synthetic env: per training episode, P(success | oracle's memories) - P(success | injected).
+
+    The oracle knows every memory's true effect (env.item_effect) on the episode's task.
+    For an episode of training batch b it may inject up to k of the memories stored
+    before b, taken to be every training episode of earlier batches (exactly the bank of
+    memrl and rag, which store every episode; for other methods, the experience they
+    could have stored), and injects those with the largest positive effects (fewer than
+    k when fewer help). Both probabilities come from env.p_success. Returns the mean
+    and cumulative regret over training episodes and the mean per epoch.
+    """
+    from memrl_bench.types import RetrievedItem
+
+    position = _batch_positions(records)
+    bank_records = [r for r in records if r["phase"] == "train"]
+    bank = [RetrievedItem(r["episode_id"], 0.0, None, None, r["task_id"], r["episode_id"], r["epoch"], bool(r["success"])) for r in bank_records]
+    written_at = np.array([position[r["episode_id"]] for r in bank_records], dtype=np.int64)
+    tasks = {t.id: t for split in {r["split"] for r in bank_records} for t in env.tasks(split)}
+    types = sorted({tasks[r["task_id"]].data["task_type"] for r in bank_records})
+    effect = np.array([[env.item_effect(item, t) for t in types] for item in bank]).reshape(len(bank), len(types))
+    regret_by_epoch: dict[int, list[float]] = defaultdict(list)
+    for r in played_train(records):
+        task = tasks[r["task_id"]]
+        stored = int(np.searchsorted(written_at, position[r["episode_id"]], side="left"))
+        gains = effect[:stored, types.index(task.data["task_type"])]
+        best = [i for i in np.argsort(-gains, kind="stable")[:k] if gains[i] > 0]
+        injected = [RetrievedItem(**u) for u in r["retrieved"]]
+        regret_by_epoch[r["epoch"]].append(env.p_success(task, [bank[i] for i in best]) - env.p_success(task, injected))
+    every = [x for values in regret_by_epoch.values() for x in values]
+    return {
+        "mean": float(np.mean(every)) if every else None,
+        "cumulative": float(np.sum(every)),
+        "by_epoch": {e: float(np.mean(v)) for e, v in sorted(regret_by_epoch.items())},
+        "k": k,
+    }
+
+
+def retrieved_sources(records: list[dict], phase: str) -> dict[str, frozenset[str]]:
+    """Task id -> source task ids of the memories injected for it in the last epoch of
+    `phase` (train, validation, or a test split's name), over all its samples."""
+    chosen = [r for r in records if _phase_name(r) == phase and r.get("status") != "poison"]
+    if not chosen:
+        return {}
+    last = max(r["epoch"] for r in chosen)
+    out: dict[str, set[str]] = defaultdict(set)
+    for r in chosen:
+        if r["epoch"] == last:
+            out[r["task_id"]].update(u["source_task_id"] for u in r["retrieved"])
+    return {t: frozenset(s) for t, s in out.items()}
+
+
+def top_memory_sources(records: list[dict], items: list[dict], n: int) -> frozenset[str]:
+    """Source task ids of the n most valued memories: by Q where the method keeps one
+    (memrl's q_value), else by training injections; ties go to the earlier-stored item."""
+    counts = retrieval_counts(records, [i["id"] for i in items])
+    value = [(i["fields"].get("q_value", counts[i["id"]]), -position, i["provenance"]["task_id"]) for position, i in enumerate(items)]
+    return frozenset(task for *_, task in sorted(value, reverse=True)[:n])
+
+
+def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
+    """|a & b| / |a | b|; 1.0 when both are empty (nothing differs)."""
+    a, b = set(a), set(b)
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def path_dependence(records: list[dict], items: list[dict]) -> dict[str, Any]:
+    """The per-run path-dependence measures that need no environment (see each function)."""
+    out: dict[str, Any] = {"epoch1_lock_in": epoch1_lock_in(records, items)}
+    if any(r.get("info", {}).get("synthetic") for r in records):
+        out["good_memories"] = good_memories_never_retrieved(records, items)
+        out["harmful_last_epoch"] = harmful_in_last_epoch(records, items)
+        out["early_amplification"] = early_amplification(records, items)
     return out

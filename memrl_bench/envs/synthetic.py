@@ -145,18 +145,22 @@ class SyntheticEnv(Env):
             return 0.0
         return float(np.mean(_sigmoid(logits + quality) - _sigmoid(logits)))
 
-    def _item_effect(self, item: RetrievedItem, task_type: int) -> float:
+    def item_effect(self, item: RetrievedItem, task_type: int) -> float:
+        """The true logit shift one injected memory gives a task of `task_type`."""
         source = self._by_id.get(item.source_task_id)
         if source is None:  # a memory this world did not write (e.g. injected poison) has no effect
             return 0.0
         quality = self.lesson_quality(item.source_episode_id, bool(item.source_success), item.source_epoch)
         return float(self.match[source.data["task_type"], task_type] * quality)
 
+    def p_success(self, task: Task, injected: list[RetrievedItem]) -> float:
+        """P(success) of `task` with these memories injected: pure, for any set (e.g. an oracle's)."""
+        task_type = task.data["task_type"]
+        return float(_sigmoid(task.data["base_logit"] + sum(self.item_effect(item, task_type) for item in injected)))
+
     def outcome(self, task: Task, injected: list[RetrievedItem], episode_id: str) -> tuple[bool, float]:
         """(success, P(success)) of one episode."""
-        task_type = task.data["task_type"]
-        logit = task.data["base_logit"] + sum(self._item_effect(item, task_type) for item in injected)
-        p = float(_sigmoid(logit))
+        p = self.p_success(task, injected)
         injected_key = ",".join(sorted(item.item_id for item in injected))
         if self.cfg["outcome_temperature"] > 0:
             u = _unit_hash(self.seed, "outcome", task.id, injected_key, episode_id)

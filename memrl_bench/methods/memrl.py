@@ -115,13 +115,17 @@ class MemRL(MemoryMethod):
         ids, sims, q = [i for i, k in zip(ids, keep) if k], sims[keep], q[keep]
         if not ids:
             return [], sims, q, q
-        sim_z = (sims - c.sim_mean) / c.sim_std if c.sim_normalisation == "fixed" else _zscore(sims)
-        q_z = np.clip(_zscore(q), -3.0, 3.0)
-        scores = (1 - c.lambda_) * sim_z + c.lambda_ * q_z
+        scores = self.score(sims, q)
         order = np.argsort(-scores, kind="stable")
         return [ids[i] for i in order], sims[order], q[order], scores[order]
 
-    def select(self, ids: list[str], scores: np.ndarray, episode_id: str) -> list[int]:
+    def score(self, sims: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """(1 - lambda) * sim_z + lambda * q_z, q_z z-scored within the pool and clipped to [-3, 3]."""
+        c = self.config
+        sim_z = (sims - c.sim_mean) / c.sim_std if c.sim_normalisation == "fixed" else _zscore(sims)
+        return (1 - c.lambda_) * sim_z + c.lambda_ * np.clip(_zscore(q), -3.0, 3.0)
+
+    def select(self, ids: list[str], sims: np.ndarray, scores: np.ndarray, episode_id: str) -> list[int]:
         """Positions (in the ranked pool) of the k_select memories to inject."""
         c = self.config
         k = min(c.k_select, len(ids))
@@ -139,13 +143,16 @@ class MemRL(MemoryMethod):
             visits = np.array([f["visits"] for f in fields], dtype=np.float64)
             bonus = c.ucb_c * np.sqrt(np.log(visits.sum() + 1.0) / (visits + 1.0))
             return np.argsort(-(scores + bonus), kind="stable")[:k].tolist()
-        # Thompson: a Beta(1 + successes, 1 + failures) draw of each memory's success rate.
-        draws = rng.beta([1 + f["successes"] for f in fields], [1 + f["failures"] for f in fields])
-        return np.argsort(-draws, kind="stable")[:k].tolist()
+        # Thompson: draw each memory's success rate from Beta(1 + successes, 1 + failures), turn it
+        # into an expected reward, and rank by the same score with the drawn Q in place of Q, so
+        # that only the treatment of uncertainty differs from greedy (similarity still counts).
+        p = rng.beta([1 + f["successes"] for f in fields], [1 + f["failures"] for f in fields])
+        q_drawn = c.reward_failure + (c.reward_success - c.reward_failure) * p
+        return np.argsort(-self.score(sims, q_drawn), kind="stable")[:k].tolist()
 
     def _rank_and_select(self, query: Query, group_sims: np.ndarray) -> Retrieval:
         ids, sims, q, scores = self.rank(*self.pool(group_sims))
-        chosen = [RetrievedItem.of(self.store.get(ids[i]), sims[i], float(q[i]), float(scores[i])) for i in self.select(ids, scores, query.episode_id)]
+        chosen = [RetrievedItem.of(self.store.get(ids[i]), sims[i], float(q[i]), float(scores[i])) for i in self.select(ids, sims, scores, query.episode_id)]
         return Retrieval(items=chosen, prompt_block=self._prompt_block(chosen), candidates=len(ids))
 
     def _prompt_block(self, chosen: list[RetrievedItem]) -> str:

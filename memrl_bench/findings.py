@@ -1,0 +1,802 @@
+"""Findings on the critique's claims, generated from the run folders of a study.
+
+The critique (DESIGN.md, "The question the harness answers"): with epsilon = 0 and
+temperature 0 MemRL's retrieval is greedy and deterministic, so epoch 1 builds the
+memory bank, later epochs only refine what it chose, good early memories are amplified
+and bad ones locked in, and most memories are never tested; and evaluations learn from
+the tasks they score and compare against weak baselines.
+
+Each finding states one claim, the measurement that tests it, the numbers with 95%
+t-intervals and the verdict the interval supports: "supported" when it excludes the
+null in the claimed direction, "not supported" when it excludes it in the other
+direction, "inconclusive at this sample size" otherwise. The replicate is the task
+order (task_order_seed): runs of one arm with several method seeds are averaged per
+task order first, and arms are compared paired on the task order. On the synthetic
+environment every number is a simulation with known ground truth, not an LLM result,
+and is labelled so.
+
+`findings(results_dir)` reads every complete run folder below `results_dir`
+(manifest.json, metrics.json, episodes.jsonl, memory/final/items.jsonl) and needs no
+other part of the package's reporting.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import multiprocessing
+import os
+import sys
+from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from memrl_bench import metrics
+from memrl_bench.runfolder import COMPLETE, EPISODES, MANIFEST, METRICS
+
+SECTION_TITLE = "Findings on the critique's claims"
+SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_MEASURED = "supported", "not supported", "inconclusive at this sample size", "not measured"
+
+# Config keys that tell replicates apart or only say where a run went; the rest is the run's condition.
+_REPLICATE_KEYS = ("seed", "task_order_seed", "experiment_name", "results_dir", "hydra", "progress", "transcripts")
+# Protocol keys that make a run a different kind of evaluation rather than a different world.
+_PROTOCOL_KIND_KEYS = ("name", "runtime_learning", "validate_every_epoch", "test_at_end", "eval_samples", "epoch_order_seeds", "checkpoint_interval_s", "max_tasks")
+
+
+# ---- statistics -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A mean with its 95% t-interval over n replicates (lo = hi = None when n < 2)."""
+
+    mean: float | None
+    lo: float | None
+    hi: float | None
+    n: int
+
+    def text(self, digits: int = 3) -> str:
+        if self.mean is None:
+            return "n/a"
+        if self.lo is None:
+            return f"{self.mean:.{digits}f} (n={self.n})"
+        return f"{self.mean:.{digits}f} [{self.lo:.{digits}f}, {self.hi:.{digits}f}] (n={self.n})"
+
+
+def t_interval(values: Iterable[float | None], confidence: float = 0.95) -> Interval:
+    """Mean and t-interval of the non-missing values."""
+    x = np.array([v for v in values if v is not None and not math.isnan(v)], dtype=np.float64)
+    if len(x) == 0:
+        return Interval(None, None, None, 0)
+    mean = float(x.mean())
+    if len(x) < 2:
+        return Interval(mean, None, None, 1)
+    from scipy.stats import t
+
+    half = float(t.ppf(0.5 + confidence / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    return Interval(mean, mean - half, mean + half, len(x))
+
+
+def verdict(interval: Interval, direction: int = 1, null: float = 0.0) -> str:
+    """The verdict an interval supports for a claim that the quantity is above (direction
+    +1) or below (-1) `null`."""
+    if interval.mean is None:
+        return NOT_MEASURED
+    if interval.lo is None:
+        return INCONCLUSIVE
+    lo, hi = (interval.lo - null, interval.hi - null) if direction > 0 else (null - interval.hi, null - interval.lo)
+    if lo > 0:
+        return SUPPORTED
+    if hi < 0:
+        return NOT_SUPPORTED
+    return INCONCLUSIVE
+
+
+def variance_ratio(a: list[list[float]], b: list[list[float]], confidence: float = 0.95) -> Interval:
+    """Ratio of the pooled within-group variances of a and b with its F-interval.
+
+    Each group is one method seed's values across task orders; identical groups (a
+    deterministic arm repeats itself over method seeds) count once.
+    """
+    from scipy.stats import f
+
+    def pooled(groups: list[list[float]]) -> tuple[float, int]:
+        unique = {tuple(g) for g in groups if len(g) > 1}
+        ss = sum(float(np.sum((np.array(g) - np.mean(g)) ** 2)) for g in unique)
+        df = sum(len(g) - 1 for g in unique)
+        return (ss / df if df else float("nan")), df
+
+    (va, dfa), (vb, dfb) = pooled(a), pooled(b)
+    if not dfa or not dfb or vb == 0:
+        return Interval(None, None, None, 0)
+    ratio = va / vb
+    return Interval(ratio, ratio / float(f.ppf(0.5 + confidence / 2, dfa, dfb)), ratio / float(f.ppf(0.5 - confidence / 2, dfa, dfb)), min(dfa, dfb) + 1)
+
+
+# ---- one run ----------------------------------------------------------------------------
+
+
+def _without(d: dict, keys: Iterable[str]) -> dict:
+    return {k: v for k, v in d.items() if k not in keys}
+
+
+def _canonical(value: Any) -> Any:
+    """Numbers as floats, so that epsilon=0 from a command line and 0.0 from a YAML are one config."""
+    if isinstance(value, dict):
+        return {k: _canonical(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _key(value: Any) -> str:
+    return json.dumps(_canonical(value), sort_keys=True, default=str)
+
+
+def arm_label(method: dict) -> str:
+    """A short name of a method configuration: MemRL by its selection rule, others by name."""
+    if method.get("name") != "memrl":
+        return str(method.get("name"))
+    selection = method.get("selection", "greedy")
+    if selection == "greedy":
+        return f"memrl ε={method.get('epsilon', 0.0):g}"
+    if selection == "softmax":
+        return f"memrl softmax T={method.get('softmax_temperature', 1.0):g}"
+    if selection == "ucb":
+        return f"memrl UCB c={method.get('ucb_c', 1.0):g}"
+    return "memrl Thompson"
+
+
+def is_greedy_epsilon_zero(method: dict) -> bool:
+    return method.get("name") == "memrl" and method.get("selection", "greedy") == "greedy" and not method.get("epsilon", 0.0)
+
+
+def _arm_rank(method: dict) -> int:
+    return 0 if is_greedy_epsilon_zero(method) else 1 if method.get("name") == "memrl" else 2
+
+
+@lru_cache(maxsize=16)
+def _env(env_json: str) -> Any:
+    from memrl_bench import registry
+
+    cfg = json.loads(env_json)
+    return registry.get("env", cfg["name"])({k: v for k, v in cfg.items() if k not in ("name", "roles")}, seed=int(cfg.get("seed", 0) or 0))
+
+
+def _mean_p(records: list[dict], phase: str) -> float | None:
+    """Mean P(success) the env reported (synthetic: the expected SR, free of outcome draws)."""
+    chosen = [r for r in records if metrics._phase_name(r) == phase and "p_success" in r.get("info", {})]
+    if not chosen:
+        return None
+    last = max(r["epoch"] for r in chosen)
+    return float(np.mean([r["info"]["p_success"] for r in chosen if r["epoch"] == last]))
+
+
+def _last(by_epoch: dict | None) -> float | None:
+    return list(by_epoch.values())[-1] if by_epoch else None
+
+
+@dataclass
+class Run:
+    """What the findings need of one run folder; the episode log itself is not kept."""
+
+    path: Path
+    config: dict
+    labels: list[str]
+    measures: dict[str, float | None] = field(default_factory=dict)
+    train_choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # episode id -> injected item ids
+    test_sources: dict[str, frozenset[str]] = field(default_factory=dict)  # test task -> injected source tasks
+    top_sources: frozenset[str] = frozenset()  # source tasks of the top-decile memories by value
+
+    @property
+    def method(self) -> dict:
+        return self.config["method"]
+
+    @property
+    def arm(self) -> str:
+        return arm_label(self.method)
+
+    @property
+    def arm_key(self) -> str:
+        return _key(self.method)
+
+    @property
+    def protocol(self) -> dict:
+        return self.config.get("protocol", {})
+
+    @property
+    def order_seed(self) -> int:
+        return int(self.config.get("task_order_seed", self.config.get("seed", 0)))
+
+    @property
+    def method_seed(self) -> int:
+        return int(self.config.get("seed", 0))
+
+    @property
+    def temperature(self) -> float:
+        return float(self.config["env"].get("outcome_temperature", 0.0) or 0.0)
+
+    @property
+    def kind(self) -> str:
+        """held_out, held_out@k (k evaluation samples), runtime_learning, or order (per-epoch orders)."""
+        p = self.protocol
+        if p.get("runtime_learning"):
+            return "runtime_learning"
+        if p.get("epoch_order_seeds"):
+            return "order"
+        return f"held_out@{p['eval_samples']}" if p.get("eval_samples", 1) > 1 else "held_out"
+
+    @property
+    def world_key(self) -> str:
+        """The environment and everything else but the method, the evaluation kind and the replicate."""
+        rest = _without(self.config, (*_REPLICATE_KEYS, "method", "protocol"))
+        return _key({**rest, "protocol": _without(self.protocol, _PROTOCOL_KIND_KEYS)})
+
+    @property
+    def identity(self) -> str:
+        """The whole config but where the run was written: equal identities are the same run."""
+        return _key(_without(self.config, ("experiment_name", "results_dir", "hydra", "progress", "transcripts")))
+
+    @property
+    def varied_epoch(self) -> tuple[int, int] | None:
+        """(epoch, its order seed) for a run whose order differs from its task_order_seed in one epoch only."""
+        seeds = self.protocol.get("epoch_order_seeds") or []
+        varied = [(i + 1, s) for i, s in enumerate(seeds) if s != self.order_seed]
+        return varied[0] if len(varied) == 1 else None
+
+
+def load_run(path: Path) -> Run:
+    """Read one complete run folder (metrics.json included) and compute its measures."""
+    manifest = json.loads((path / MANIFEST).read_text())
+    stored = json.loads((path / METRICS).read_text())
+    records = [json.loads(line) for line in (path / EPISODES).read_text().splitlines() if line.strip()]
+    items = metrics.load_memory_items(path / "memory" / "final")
+    run = Run(path, manifest["config"], list(manifest.get("labels", [])))
+    run.measures = _measures(run, records, items, stored)
+    run.train_choices = {r["episode_id"]: tuple(u["item_id"] for u in r["retrieved"]) for r in metrics.played_train(records)}
+    run.test_sources = metrics.retrieved_sources(records, "test_in_distribution")
+    run.top_sources = metrics.top_memory_sources(records, items, max(1, len(items) // 10))
+    return run
+
+
+def _measures(run: Run, records: list[dict], items: list[dict], stored: dict) -> dict[str, float | None]:
+    sr = stored["success_rate"]
+    out: dict[str, float | None] = {
+        "final_sr": _last(sr.get("train")),
+        "csr": _last(metrics.cumulative_success_rates(records, "train")),
+        "test_sr": _last(sr.get("test_in_distribution")),
+        "test_expected_sr": _mean_p(records, "test_in_distribution"),
+        "final_expected_sr": _mean_p(records, "train"),
+    }
+    for name, value in stored.get("pass_at_k", {}).items():
+        if name.startswith("test_in_distribution@"):
+            out["test_pass_at_k"] = value
+    final = stored.get("memory_final", {})
+    out["never_retrieved"], out["gini"] = final.get("never_retrieved_share"), final.get("retrieval_gini")
+    lock = metrics.epoch1_lock_in(records, items)
+    out["lock_in"], out["lock_in_bank"] = lock["share"], lock["bank_share"]
+    out["lock_in_excess"] = lock["share"] - lock["bank_share"] if lock["share"] is not None else None
+    if "synthetic" in run.labels:
+        good = metrics.good_memories_never_retrieved(records, items)
+        harmful = metrics.harmful_in_last_epoch(records, items)
+        out["good_never_retrieved"], out["good_injection_share"] = good["never_retrieved"], good["injection_share"]
+        out["harmful_retrieval_share"], out["harmful_retrieved_share"], out["harmful_bank_share"] = harmful["retrieval_share"], harmful["retrieved_share"], harmful["bank_share"]
+        out["early_amplification"] = metrics.early_amplification(records, items)
+        out["spearman_q_utility"] = stored.get("synthetic", {}).get("spearman_q_true_utility")
+        k = int(run.method.get("k_select") or run.method.get("top_k") or 3)
+        regret = metrics.oracle_regret(records, _env(json.dumps(run.config["env"], sort_keys=True)), k)
+        out["regret_mean"], out["regret_last_epoch"] = regret["mean"], _last(regret["by_epoch"])
+    return out
+
+
+def load_runs(results_dir: Path, workers: int | None = None) -> list[Run]:
+    """Every complete run below results_dir, once per config (presets may repeat a run).
+
+    Folders are read by `workers` processes (default: one per CPU, at most 4).
+    """
+    folders = [m.parent for m in sorted(Path(results_dir).rglob(MANIFEST)) if (m.parent / COMPLETE).exists() and (m.parent / EPISODES).exists()]
+    workers = workers or min(4, os.cpu_count() or 1)
+    if workers > 1 and len(folders) > 8:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            loaded = list(pool.map(load_run, folders, chunksize=8))
+    else:
+        loaded = [load_run(f) for f in folders]
+    runs: dict[str, Run] = {}
+    for run in loaded:
+        runs.setdefault(run.identity, run)
+    return list(runs.values())
+
+
+# ---- selecting and comparing runs -------------------------------------------------------
+
+
+@dataclass
+class Study:
+    """The runs of one world, by evaluation kind, outcome temperature and arm."""
+
+    runs: list[Run]
+
+    def arms(self, kind: str, temperature: float) -> dict[str, list[Run]]:
+        """Arm key -> its runs: MemRL with epsilon = 0 first, then the exploring MemRLs, then the rest."""
+        out: dict[str, list[Run]] = defaultdict(list)
+        for r in self.runs:
+            if r.kind == kind and r.temperature == temperature:
+                out[r.arm_key].append(r)
+        return dict(sorted(out.items(), key=lambda kv: (_arm_rank(kv[1][0].method), kv[1][0].arm)))
+
+    def temperatures(self) -> list[float]:
+        return sorted({r.temperature for r in self.runs})
+
+
+def per_order(runs: list[Run], measure: str) -> dict[int, float]:
+    """Task order -> the measure averaged over the method seeds run on it."""
+    by: dict[int, list[float]] = defaultdict(list)
+    for r in runs:
+        if r.measures.get(measure) is not None:
+            by[r.order_seed].append(r.measures[measure])
+    return {o: float(np.mean(v)) for o, v in sorted(by.items())}
+
+
+def summary(runs: list[Run], measure: str) -> Interval:
+    return t_interval(per_order(runs, measure).values())
+
+
+def paired(a: list[Run], b: list[Run], measure: str) -> Interval:
+    """a - b, paired on the task order."""
+    x, y = per_order(a, measure), per_order(b, measure)
+    return t_interval(x[o] - y[o] for o in x if o in y)
+
+
+def by_method_seed(runs: list[Run], measure: str) -> list[list[float]]:
+    """Per method seed, the measure across task orders (in order-seed order)."""
+    groups: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    for r in runs:
+        if r.measures.get(measure) is not None:
+            groups[r.method_seed].append((r.order_seed, r.measures[measure]))
+    return [[v for _, v in sorted(g)] for _, g in sorted(groups.items())]
+
+
+def order_spread(runs: list[Run], measure: str) -> dict[str, float | None]:
+    """Spread of a measure across task orders with the method seed fixed: the std and the
+    range per method seed, averaged over method seeds."""
+    groups = [g for g in by_method_seed(runs, measure) if len(g) > 1]
+    if not groups:
+        return {"std": None, "range": None, "orders": 0}
+    return {"std": float(np.mean([np.std(g, ddof=1) for g in groups])), "range": float(np.mean([max(g) - min(g) for g in groups])), "orders": max(len(g) for g in groups)}
+
+
+def retrieval_agreement(runs: list[Run]) -> dict[int, float]:
+    """Per task order: the share of training episodes whose injected memories are the same
+    in every method seed's run (episodes matched by id)."""
+    out = {}
+    by_order: dict[int, list[Run]] = defaultdict(list)
+    for r in runs:
+        by_order[r.order_seed].append(r)
+    for order, group in sorted(by_order.items()):
+        if len(group) < 2:
+            continue
+        ids = set.intersection(*(set(r.train_choices) for r in group))
+        same = sum(len({r.train_choices[i] for r in group}) == 1 for i in ids)
+        out[order] = same / len(ids) if ids else float("nan")
+    return out
+
+
+def retrieval_overlap(runs: list[Run]) -> dict[int, float]:
+    """Per task order: mean Jaccard, against every other task order with the same method
+    seed, of the memories injected for the same test task (tasks given no memory in
+    either run are left out). Memories are compared by their source task
+    (source_task_id), because item ids name episodes, and episode ids change with the order."""
+    out: dict[int, list[float]] = defaultdict(list)
+    for a in runs:
+        for b in runs:
+            if a.method_seed == b.method_seed and a.order_seed != b.order_seed:
+                tasks = {t for t in set(a.test_sources) & set(b.test_sources) if a.test_sources[t] or b.test_sources[t]}
+                if tasks:
+                    out[a.order_seed].append(float(np.mean([metrics.jaccard(a.test_sources[t], b.test_sources[t]) for t in tasks])))
+    return {o: float(np.mean(v)) for o, v in sorted(out.items())}
+
+
+def order_counterfactual(runs: list[Run]) -> dict[str, dict[int, dict[int, float]]]:
+    """Divergence from the reference run when only one epoch's task order changes.
+
+    Runs are kind "order" (protocol.epoch_order_seeds differs from task_order_seed in one
+    epoch) plus their reference (the same config without epoch_order_seeds). Returns
+    measure -> varied epoch -> that epoch's order seed -> divergence, for
+    test_expected_sr (|difference|), final_sr (|difference|), bank (1 - Jaccard of the
+    source tasks of the top-decile memories by Q, or by injections without Q) and
+    retrieval (1 - mean Jaccard of the source tasks injected per test task).
+    """
+    reference = {(r.world_key, r.arm_key, r.order_seed, r.method_seed): r for r in runs if not r.protocol.get("epoch_order_seeds")}
+    out: dict[str, dict[int, dict[int, float]]] = {m: defaultdict(dict) for m in ("test_expected_sr", "final_sr", "bank", "retrieval")}
+    for r in runs:
+        ref = reference.get((r.world_key, r.arm_key, r.order_seed, r.method_seed))
+        if r.varied_epoch is None or ref is None:
+            continue
+        epoch, seed = r.varied_epoch
+        for m in ("test_expected_sr", "final_sr"):
+            if r.measures.get(m) is not None and ref.measures.get(m) is not None:
+                out[m][epoch][seed] = abs(r.measures[m] - ref.measures[m])
+        out["bank"][epoch][seed] = 1 - metrics.jaccard(r.top_sources, ref.top_sources)
+        tasks = set(r.test_sources) & set(ref.test_sources)
+        if tasks:
+            out["retrieval"][epoch][seed] = 1 - float(np.mean([metrics.jaccard(r.test_sources[t], ref.test_sources[t]) for t in tasks]))
+    return {m: dict(v) for m, v in out.items()}
+
+
+# ---- the findings -------------------------------------------------------------------------
+
+
+def _row(label: str, interval: Interval, direction: int | None = None, null: float = 0.0, primary: bool = False) -> dict | None:
+    """One line of a finding's table; None (left out) when nothing was measured."""
+    if interval.mean is None:
+        return None
+    row = {"label": label, "mean": interval.mean, "lo": interval.lo, "hi": interval.hi, "n": interval.n, "text": interval.text()}
+    if direction is not None:
+        row["verdict"] = verdict(interval, direction, null)
+    if primary:
+        row["primary"] = True
+    return row
+
+
+def _finding(key: str, claim: str, measurement: str, rows: list[dict | None]) -> dict:
+    kept = [r for r in rows if r is not None]
+    primary = next((r for r in kept if r.get("primary")), None)
+    return {"id": key, "claim": claim, "measurement": measurement, "rows": kept, "verdict": primary["verdict"] if primary else NOT_MEASURED}
+
+
+def _temp(t: float) -> str:
+    return f"outcome T={t:g}"
+
+
+def _exploration(arms: dict[str, list[Run]]) -> list[list[Run]]:
+    """Arms of MemRL that explore (epsilon > 0, softmax, UCB, Thompson), in a stable order."""
+    return [runs for runs in arms.values() if _arm_rank(runs[0].method) == 1]
+
+
+def _reference_explorer(explorers: list[list[Run]]) -> list[Run]:
+    """The exploration arm each claim is decided against: epsilon = 0.1 when run, else the first."""
+    return next((runs for runs in explorers if runs[0].method.get("selection", "greedy") == "greedy" and runs[0].method.get("epsilon") == 0.1), explorers[0] if explorers else [])
+
+
+def findings(results_dir: Path) -> list[dict]:
+    """The findings on the critique's claims from the runs below results_dir (see the module doc)."""
+    if not Path(results_dir).is_dir():
+        raise FileNotFoundError(f"findings: results folder {results_dir} does not exist")
+    runs = load_runs(Path(results_dir))
+    if not runs:
+        return []
+    worlds: dict[str, list[Run]] = defaultdict(list)
+    for r in runs:
+        worlds[_key({**json.loads(r.world_key), "env": _without(r.config["env"], ("outcome_temperature",))})].append(r)
+    study = Study(max(worlds.values(), key=len))  # one world per section; the largest
+    label = "SYNTHETIC (simulation, not LLM results)" if all("synthetic" in r.labels for r in study.runs) else f"env {study.runs[0].config['env'].get('name')}"
+    out = [
+        _determinism(study),
+        _lock_in(study),
+        _counterfactual(study),
+        _never_tested(study),
+        _amplified(study),
+        _harmful(study),
+        _regret(study),
+        _order_spread(study),
+        _runtime_learning(study),
+        _weak_baselines(study),
+    ]
+    for f in out:
+        f["label"] = label
+    return out
+
+
+def _greedy_minus_explorers(greedy: list[Run], explorers: list[list[Run]], t: float, measure: str, name: str) -> list[dict | None]:
+    """memrl ε=0 minus each exploring arm, paired on the task order; ε=0.1 at T=0 decides."""
+    reference = _reference_explorer(explorers)
+    return [_row(f"memrl ε=0 - {runs[0].arm}, {_temp(t)}: {name}", paired(greedy, runs, measure), +1, primary=t == 0 and runs is reference) for runs in explorers]
+
+
+def _greedy_and_explorers(study: Study, kind: str, t: float) -> tuple[list[Run], list[list[Run]]]:
+    arms = study.arms(kind, t)
+    greedy = next((runs for runs in arms.values() if is_greedy_epsilon_zero(runs[0].method)), [])
+    return greedy, _exploration(arms)
+
+
+def _determinism(study: Study) -> dict:
+    rows = []
+    for t in study.temperatures():
+        greedy, explorers = _greedy_and_explorers(study, "held_out", t)
+        agreement = retrieval_agreement(greedy)
+        rows.append(_row(f"memrl ε=0, {_temp(t)}: share identical", t_interval(agreement.values()), +1, null=1 - 1e-9, primary=t == 0))
+        for runs in explorers:
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: share identical", t_interval(retrieval_agreement(runs).values())))
+    return _finding(
+        "determinism",
+        "With ε = 0 and temperature 0, MemRL's retrieval is greedy and deterministic.",
+        "Share of training episodes whose injected memories are identical in every method seed's run of the same task order (1 = the method seed changes nothing); per task order, then the t-interval over task orders. Verdict: supported if the interval lies at 1.",
+        rows,
+    )
+
+
+def _lock_in(study: Study) -> dict:
+    rows = []
+    for t in study.temperatures():
+        greedy, explorers = _greedy_and_explorers(study, "held_out", t)
+        rows.append(_row(f"memrl ε=0, {_temp(t)}: epoch-1 share of injections in epochs ≥ 2", summary(greedy, "lock_in")))
+        rows.append(_row(f"memrl ε=0, {_temp(t)}: epoch-1 share of the bank at those moments", summary(greedy, "lock_in_bank")))
+        rows.append(_row(f"memrl ε=0, {_temp(t)}: excess (injection share - bank share)", summary(greedy, "lock_in_excess"), +1, primary=t == 0))
+        for runs in explorers + [r for r in study.arms("held_out", t).values() if _arm_rank(r[0].method) == 2]:
+            if runs[0].measures.get("lock_in") is not None:
+                rows.append(_row(f"{runs[0].arm}, {_temp(t)}: excess", summary(runs, "lock_in_excess"), +1))
+    return _finding(
+        "epoch1_lock_in",
+        "Epoch 1 builds the memory bank; later epochs only refine what epoch 1 chose.",
+        "Of the memories injected in training epochs ≥ 2, the share written in epoch 1, against the share epoch-1 memories had of the bank at the same moments (what a retriever blind to a memory's age would inject). Verdict on the excess for memrl ε=0 at outcome temperature 0.",
+        rows,
+    )
+
+
+def _counterfactual(study: Study) -> dict:
+    rows = []
+    names = {"bank": "bank divergence (1 - Jaccard of top-decile memories' source tasks)", "test_expected_sr": "absolute Δ expected test SR", "final_sr": "absolute Δ final training SR", "retrieval": "test retrieval divergence (1 - Jaccard of source tasks)"}
+    for t in study.temperatures():
+        arms: dict[str, list[Run]] = defaultdict(list)
+        for r in study.runs:
+            if r.temperature == t and r.kind in ("order", "held_out"):
+                arms[r.arm_key].append(r)
+        for runs in arms.values():
+            divergence = order_counterfactual(runs)
+            if not divergence["bank"].get(1):
+                continue
+            arm = runs[0].arm
+            for measure, name in names.items():
+                by_epoch = divergence[measure]
+                first = by_epoch.get(1, {})
+                rows.append(_row(f"{arm}, {_temp(t)}: {name}, epoch 1 varied", t_interval(first.values())))
+                for epoch in sorted(e for e in by_epoch if e > 1):
+                    later = by_epoch[epoch]
+                    diff = t_interval(first[s] - later[s] for s in first if s in later)
+                    rows.append(_row(f"{arm}, {_temp(t)}: {name}, epoch {epoch} varied", t_interval(later.values())))
+                    is_primary = measure == "bank" and t == 0 and is_greedy_epsilon_zero(runs[0].method) and epoch == 2
+                    rows.append(_row(f"{arm}, {_temp(t)}: {name}, epoch 1 - epoch {epoch}", diff, +1, primary=is_primary))
+    return _finding(
+        "epoch1_counterfactual",
+        "The task order of epoch 1 has a disproportionate influence on where learning ends up.",
+        "Runs that differ from a reference run only in epoch 1's task order (protocol.epoch_order_seeds = [s]) against runs that differ only in a later epoch's order ([0, s], [0, 0, s]), for the same seeds s: divergence from the reference of the final memory bank, of test retrieval and of SR; paired on s. Verdict on the bank divergence, epoch 1 - epoch 2, memrl ε=0 at outcome temperature 0.",
+        rows,
+    )
+
+
+def _never_tested(study: Study) -> dict:
+    rows = []
+    for t in study.temperatures():
+        for runs in study.arms("held_out", t).values():
+            if runs[0].measures.get("never_retrieved") is not None:
+                primary = t == 0 and is_greedy_epsilon_zero(runs[0].method)
+                rows.append(_row(f"{runs[0].arm}, {_temp(t)}: never injected", summary(runs, "never_retrieved"), +1, null=0.5, primary=primary))
+                rows.append(_row(f"{runs[0].arm}, {_temp(t)}: Gini of injection counts", summary(runs, "gini")))
+    return _finding(
+        "never_tested",
+        "Most memories are never tested.",
+        "Share of the final memories never injected in training (a memory's Q changes only when it is injected), against one half. Verdict for memrl ε=0 at outcome temperature 0.",
+        rows,
+    )
+
+
+def _amplified(study: Study) -> dict:
+    rows = []
+    for t in study.temperatures():
+        for runs in study.arms("held_out", t).values():
+            if runs[0].measures.get("early_amplification") is None:
+                continue
+            primary = t == 0 and is_greedy_epsilon_zero(runs[0].method)
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: Spearman(true utility, reuse in epochs ≥ 2) of epoch-1 memories", summary(runs, "early_amplification"), +1, primary=primary))
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: top-quartile-utility memories never injected", summary(runs, "good_never_retrieved")))
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: their share of injections (0.25 = no preference)", summary(runs, "good_injection_share")))
+            if runs[0].measures.get("spearman_q_utility") is not None:
+                rows.append(_row(f"{runs[0].arm}, {_temp(t)}: Spearman(final Q, true utility)", summary(runs, "spearman_q_utility")))
+    return _finding(
+        "good_amplified",
+        "Good early memories are amplified.",
+        "Over the memories written in epoch 1, the Spearman correlation of their true utility (synthetic ground truth) with how often epochs ≥ 2 inject them; with the share of the most useful memories (top quartile) never injected. Verdict for memrl ε=0 at outcome temperature 0.",
+        rows,
+    )
+
+
+def _harmful(study: Study) -> dict:
+    rows = []
+    for t in study.temperatures():
+        greedy, explorers = _greedy_and_explorers(study, "held_out", t)
+        if not greedy or greedy[0].measures.get("harmful_retrieval_share") is None:
+            continue
+        rows.append(_row(f"memrl ε=0, {_temp(t)}: harmful share of last-epoch injections", summary(greedy, "harmful_retrieval_share")))
+        rows.append(_row(f"memrl ε=0, {_temp(t)}: harmful share of the bank before the last epoch", summary(greedy, "harmful_bank_share")))
+        rows.append(_row(f"memrl ε=0, {_temp(t)}: share of harmful memories injected in the last epoch", summary(greedy, "harmful_retrieved_share")))
+        others = [runs for runs in study.arms("held_out", t).values() if _arm_rank(runs[0].method) == 2]
+        rows += [_row(f"{runs[0].arm}, {_temp(t)}: harmful share of last-epoch injections", summary(runs, "harmful_retrieval_share")) for runs in explorers + others]
+        rows += _greedy_minus_explorers(greedy, explorers, t, "harmful_retrieval_share", "harmful share of last-epoch injections")
+    return _finding(
+        "bad_locked_in",
+        "Bad early memories are locked in by ε = 0 (greedy) retrieval.",
+        "Harmful memories (synthetic ground truth; env.harmful_early_share makes half of epoch 1's lessons harmful) as a share of the memories injected in the last training epoch: memrl ε=0 minus each exploring variant, paired on the task order. Verdict on ε=0 - ε=0.1 at outcome temperature 0.",
+        rows,
+    )
+
+
+def _regret(study: Study) -> dict:
+    rows = []
+    for t in study.temperatures():
+        greedy, explorers = _greedy_and_explorers(study, "held_out", t)
+        if not greedy or greedy[0].measures.get("regret_mean") is None:
+            continue
+        for runs in study.arms("held_out", t).values():
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: regret per episode, all epochs", summary(runs, "regret_mean")))
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: regret per episode, last epoch", summary(runs, "regret_last_epoch")))
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: held-out test SR", summary(runs, "test_sr")))
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: expected held-out test SR (mean P(success))", summary(runs, "test_expected_sr")))
+        rows += _greedy_minus_explorers(greedy, explorers, t, "regret_last_epoch", "last-epoch regret")
+    return _finding(
+        "regret",
+        "Greedy retrieval leaves value that exploration would find (the cost of the lock-in).",
+        "Regret per training episode against an oracle that knows every memory's true effect and injects the k best of the memories stored before the episode's batch: P(success | oracle's set) - P(success | injected set); with each arm's held-out test SR. Verdict on last-epoch regret, ε=0 - ε=0.1, outcome temperature 0.",
+        rows,
+    )
+
+
+def _order_spread(study: Study) -> dict:
+    rows = []
+    for t in study.temperatures():
+        greedy, explorers = _greedy_and_explorers(study, "held_out", t)
+        reference = _reference_explorer(explorers)
+        for runs in study.arms("held_out", t).values():
+            for measure, name in (("test_expected_sr", "expected test SR"), ("test_sr", "test SR"), ("final_sr", "final training SR")):
+                spread = order_spread(runs, measure)
+                if spread["std"] is not None:
+                    rows.append({"label": f"{runs[0].arm}, {_temp(t)}: {name} across task orders: std / range", "text": f"{spread['std']:.3f} / {spread['range']:.3f} ({spread['orders']} orders)", "mean": spread["std"]})
+            overlap = retrieval_overlap(runs)
+            if overlap:
+                rows.append(_row(f"{runs[0].arm}, {_temp(t)}: Jaccard of test retrievals across task orders", t_interval(overlap.values())))
+        for runs in explorers:
+            ratio = variance_ratio(by_method_seed(greedy, "test_expected_sr"), by_method_seed(runs, "test_expected_sr"))
+            rows.append(_row(f"variance of expected test SR across orders, memrl ε=0 / {runs[0].arm}, {_temp(t)} (F-interval)", ratio, +1, null=1.0, primary=t == 0 and runs is reference))
+    return _finding(
+        "order_dependence",
+        "Where greedy MemRL ends up depends more on the task order than with exploration.",
+        "Spread across task orders (method seed fixed) of the expected test SR (mean P(success) on the in-distribution test split: the memory's effect without outcome noise), of test SR and of final training SR; the overlap of test retrievals across orders; and the ratio of across-order variances, ε=0 over each exploring variant, with its F-interval. Verdict on ε=0 / ε=0.1 at outcome temperature 0.",
+        rows,
+    )
+
+
+def _runtime_learning(study: Study) -> dict:
+    rows = []
+    for t in study.temperatures():
+        held = study.arms("held_out", t)
+        learned = study.arms("runtime_learning", t)
+        gaps: dict[str, dict[int, float]] = {}
+        for arm, runs in learned.items():
+            if arm not in held:
+                continue
+            name = runs[0].arm
+            rl, ho = per_order(runs, "final_sr"), per_order(held[arm], "test_sr")
+            gaps[arm] = {o: rl[o] - ho[o] for o in rl if o in ho}
+            rows.append(_row(f"{name}, {_temp(t)}: runtime-learning SR (last epoch, the learned tasks)", t_interval(rl.values())))
+            rows.append(_row(f"{name}, {_temp(t)}: runtime-learning CSR", summary(runs, "csr")))
+            rows.append(_row(f"{name}, {_temp(t)}: held-out test SR", t_interval(ho.values())))
+            rows.append(_row(f"{name}, {_temp(t)}: gap (runtime-learning SR - held-out test SR)", t_interval(gaps[arm].values())))
+        baseline = next((g for arm, g in gaps.items() if learned[arm][0].method.get("name") == "none"), None)
+        for arm, gap in gaps.items():
+            method = learned[arm][0].method
+            if baseline is not None and method.get("name") != "none":
+                diff = t_interval(gap[o] - baseline[o] for o in gap if o in baseline)
+                rows.append(_row(f"{learned[arm][0].arm} gap - none gap, {_temp(t)}", diff, +1, primary=t == 0 and is_greedy_epsilon_zero(method)))
+    return _finding(
+        "runtime_learning",
+        "Evaluations that learn from the tasks they score (runtime learning) overstate what a memory method does on new tasks.",
+        "Per method, the last-epoch SR on the training tasks under protocol=runtime_learning against the test SR on held-out tasks of the same distribution under the fair protocol, paired on the task order; the gap of each memory method minus the no-memory gap (which is only the difference between the task sets). Verdict for memrl ε=0 at outcome temperature 0.",
+        rows,
+    )
+
+
+def _weak_baselines(study: Study) -> dict:
+    rows = []
+    for t in study.temperatures():
+        learned = study.arms("runtime_learning", t)
+        none = next((runs for runs in learned.values() if runs[0].method.get("name") == "none"), None)
+        greedy = next((runs for runs in learned.values() if is_greedy_epsilon_zero(runs[0].method)), None)
+        if none and greedy:
+            epochs = none[0].protocol.get("epochs")
+            rows.append(_row(f"none, {_temp(t)}: SR per attempt (pass@1)", summary(none, "final_sr")))
+            rows.append(_row(f"none, {_temp(t)}: pass@{epochs} (CSR over {epochs} epochs without memory)", summary(none, "csr")))
+            rows.append(_row(f"memrl ε=0, {_temp(t)}: CSR over {epochs} epochs", summary(greedy, "csr")))
+            rows.append(_row(f"none pass@{epochs} - memrl ε=0 CSR, {_temp(t)}", paired(none, greedy, "csr"), +1, primary=t == max(study.temperatures())))
+        held = study.arms("held_out", t)
+        for runs in held.values():
+            if runs[0].method.get("name") == "rag":
+                greedy_held = next((g for g in held.values() if is_greedy_epsilon_zero(g[0].method)), [])
+                rows.append(_row(f"memrl ε=0 - rag, {_temp(t)}: held-out test SR", paired(greedy_held, runs, "test_sr")))
+                rows.append(_row(f"memrl ε=0 - rag, {_temp(t)}: expected test SR", paired(greedy_held, runs, "test_expected_sr")))
+    for kind in sorted({r.kind for r in study.runs if r.kind.startswith("held_out@")}):
+        k = kind.split("@")[1]
+        for t in study.temperatures():
+            for runs in study.arms(kind, t).values():
+                rows.append(_row(f"{runs[0].arm}, {_temp(t)}: test pass@{k}", summary(runs, "test_pass_at_k")))
+            none = next((runs for runs in study.arms(kind, t).values() if runs[0].method.get("name") == "none"), None)
+            greedy = next((runs for runs in study.arms("runtime_learning", t).values() if is_greedy_epsilon_zero(runs[0].method)), None)
+            if none and greedy:
+                x, y = per_order(none, "test_pass_at_k"), per_order(greedy, "csr")
+                rows.append(_row(f"none test pass@{k} - memrl ε=0 runtime-learning CSR, {_temp(t)}", t_interval(x[o] - y[o] for o in x if o in y)))
+    return _finding(
+        "weak_baselines",
+        "A no-memory agent scored once is a weak baseline: given as many attempts as MemRL has epochs, it matches MemRL's cumulative success rate.",
+        "Under runtime learning, the no-memory agent's pass@E (its CSR over E epochs, E independent attempts when the outcome is sampled, T > 0) minus MemRL ε=0's CSR over the same E epochs, paired on the task order; with the held-out comparison against RAG and the test pass@k of each method. Verdict at the sampled outcome temperature (at T = 0 a no-memory agent repeats itself, so its pass@E is its pass@1).",
+        rows,
+    )
+
+
+# ---- rendering ------------------------------------------------------------------------------
+
+
+def findings_markdown(results_dir: Path) -> str:
+    """The findings as a README section."""
+    return render_markdown(findings(results_dir), results_dir)
+
+
+def findings_html(results_dir: Path) -> str:
+    """The findings as an HTML section, for the report to embed."""
+    return render_html(findings(results_dir), results_dir)
+
+
+def render_markdown(found: list[dict], results_dir: Path) -> str:
+    synthetic = bool(found) and found[0]["label"].startswith("SYNTHETIC")
+    lines = [f"## {SECTION_TITLE}{' (synthetic)' if synthetic else ''}", ""]
+    if not found:
+        return "\n".join(lines + [f"No complete runs under {results_dir}."]) + "\n"
+    lines += [f"All numbers: {found[0]['label']}. Means with 95% t-intervals over task orders (n); runs: {results_dir}.", ""]
+    cell = lambda text: str(text).replace("|", "\\|")  # noqa: E731
+    for i, f in enumerate(found, 1):
+        lines += [f"### {i}. {f['claim']}", "", f"**Verdict: {f['verdict']}.** {f['measurement']}", "", "| measurement | value | verdict |", "|---|---|---|"]
+        lines += [f"| {cell(r['label'])}{' (decides)' if r.get('primary') else ''} | {cell(r['text'])} | {r.get('verdict', '')} |" for r in f["rows"]]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def render_html(found: list[dict], results_dir: Path) -> str:
+    esc = html.escape
+    parts = [f'<section id="findings"><h2>{esc(SECTION_TITLE)}</h2>']
+    if not found:
+        return parts[0] + f"<p>No complete runs under {esc(str(results_dir))}.</p></section>"
+    parts.append(f"<p><strong>{esc(found[0]['label'])}.</strong> Means with 95% t-intervals over task orders (n).</p>")
+    for i, f in enumerate(found, 1):
+        parts.append(f'<h3>{i}. {esc(f["claim"])}</h3><p class="verdict {esc(f["verdict"].replace(" ", "-"))}"><strong>Verdict: {esc(f["verdict"])}.</strong> {esc(f["measurement"])}</p>')
+        parts.append("<table><thead><tr><th>measurement</th><th>value</th><th>verdict</th></tr></thead><tbody>")
+        for r in f["rows"]:
+            label = esc(r["label"]) + (" <em>(decides)</em>" if r.get("primary") else "")
+            parts.append(f"<tr><td>{label}</td><td>{esc(r['text'])}</td><td>{esc(r.get('verdict', ''))}</td></tr>")
+        parts.append("</tbody></table>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def main() -> None:
+    """`python -m memrl_bench.findings RESULTS_DIR [--html FILE]`: print the section as markdown."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Findings on the critique's claims, from the run folders below RESULTS_DIR.")
+    parser.add_argument("results_dir", type=Path)
+    parser.add_argument("--html", type=Path, help="also write the HTML section here")
+    args = parser.parse_args()
+    try:
+        found = findings(args.results_dir)
+    except FileNotFoundError as err:
+        print(f"memrl-bench: error: {err}", file=sys.stderr)
+        sys.exit(2)
+    print(render_markdown(found, args.results_dir))
+    if args.html:
+        args.html.write_text(render_html(found, args.results_dir))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,228 @@
+"""Findings on the critique's claims: statistics and verdicts on constructed numbers,
+cross-run measures on hand-built runs, the presets, and one tiny end-to-end study."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from memrl_bench import findings as fd
+from memrl_bench.findings import INCONCLUSIVE, NOT_MEASURED, NOT_SUPPORTED, SUPPORTED, Interval, Run
+
+# ---- statistics and verdicts ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "interval, direction, null, expected",
+    [
+        (Interval(0.2, 0.1, 0.3, 5), +1, 0.0, SUPPORTED),
+        (Interval(-0.2, -0.3, -0.1, 5), +1, 0.0, NOT_SUPPORTED),
+        (Interval(0.05, -0.1, 0.2, 5), +1, 0.0, INCONCLUSIVE),
+        (Interval(-0.2, -0.3, -0.1, 5), -1, 0.0, SUPPORTED),
+        (Interval(0.7, 0.6, 0.8, 5), +1, 0.5, SUPPORTED),
+        (Interval(0.45, 0.4, 0.49, 5), +1, 0.5, NOT_SUPPORTED),
+        (Interval(0.9, None, None, 1), +1, 0.0, INCONCLUSIVE),
+        (Interval(None, None, None, 0), +1, 0.0, NOT_MEASURED),
+    ],
+)
+def test_verdict_follows_the_interval(interval, direction, null, expected):
+    assert fd.verdict(interval, direction, null) == expected
+
+
+def test_t_interval_by_hand():
+    ci = fd.t_interval([1.0, 2.0, 3.0, 4.0, None])
+    # sd = 1.29099, se = 0.645497, t(0.975, 3) = 3.182446
+    assert (ci.mean, ci.n) == (2.5, 4)
+    assert ci.lo == pytest.approx(2.5 - 3.182446 * 0.645497, abs=1e-5)
+    assert ci.hi == pytest.approx(2.5 + 3.182446 * 0.645497, abs=1e-5)
+    assert fd.t_interval([3.0, 3.0]).text() == "3.000 [3.000, 3.000] (n=2)"
+    assert fd.t_interval([1.0]).lo is None
+
+
+def test_variance_ratio_counts_identical_groups_once():
+    a = [[0.0, 2.0, 4.0]] * 3  # a deterministic arm repeated over 3 method seeds: variance 4, df 2
+    b = [[0.0, 1.0, 2.0], [1.0, 2.0, 3.0]]  # variance 1, df 4
+    ratio = fd.variance_ratio(a, b)
+    assert ratio.mean == pytest.approx(4.0)
+    assert ratio.n == 3  # min(df) + 1
+    assert ratio.lo < 4.0 < ratio.hi
+
+
+# ---- cross-run measures on hand-built runs ---------------------------------------------
+
+
+def run(order: int, seed: int = 0, method: dict | None = None, kind: str = "held_out", epoch_order_seeds: list[int] | None = None, **data) -> Run:
+    protocol = {"name": kind, "epochs": 3, "runtime_learning": kind == "runtime_learning", "eval_samples": 1, "epoch_order_seeds": epoch_order_seeds}
+    config = {"env": {"name": "synthetic", "outcome_temperature": 0.0}, "method": method or {"name": "memrl", "epsilon": 0.0}, "protocol": protocol, "seed": seed, "task_order_seed": order}
+    return Run(Path(f"run-{order}-{seed}"), config, ["synthetic"], **data)
+
+
+def test_paired_averages_method_seeds_within_a_task_order():
+    a = [run(0, 0, measures={"x": 1.0}), run(0, 1, measures={"x": 3.0}), run(1, 0, measures={"x": 5.0})]
+    b = [run(0, 0, measures={"x": 1.0}), run(1, 0, measures={"x": 2.0}), run(2, 0, measures={"x": 9.0})]
+    assert fd.per_order(a, "x") == {0: 2.0, 1: 5.0}
+    diff = fd.paired(a, b, "x")  # orders 0 and 1 only: differences 1 and 3
+    assert (diff.mean, diff.n) == (2.0, 2)
+
+
+def test_order_spread_is_per_method_seed():
+    runs = [run(o, s, measures={"x": v}) for s, values in ((0, [0.1, 0.3, 0.5]), (1, [0.2, 0.2, 0.2])) for o, v in enumerate(values)]
+    spread = fd.order_spread(runs, "x")
+    assert spread["std"] == pytest.approx((0.2 + 0.0) / 2)
+    assert spread["range"] == pytest.approx((0.4 + 0.0) / 2)
+    assert spread["orders"] == 3
+
+
+def test_retrieval_agreement_and_overlap():
+    same = {"e1": ("a", "b"), "e2": ("c",)}
+    runs = [run(0, 0, train_choices=same), run(0, 1, train_choices={"e1": ("a", "b"), "e2": ("d",)}), run(1, 0, train_choices=same), run(1, 1, train_choices=same)]
+    assert fd.retrieval_agreement(runs) == {0: 0.5, 1: 1.0}
+    # Test retrievals, by source task: order 0 vs order 1 share T1 of {T1, T2} for task q.
+    x = [run(0, 0, test_sources={"q": frozenset({"T1", "T2"})}), run(1, 0, test_sources={"q": frozenset({"T1"})})]
+    assert fd.retrieval_overlap(x) == {0: 0.5, 1: 0.5}
+    nothing = [run(0, 0, test_sources={"q": frozenset()}), run(1, 0, test_sources={"q": frozenset()})]
+    assert fd.retrieval_overlap(nothing) == {}  # a method that injects nothing has no overlap to measure
+
+
+def test_order_counterfactual_pairs_each_run_with_its_reference():
+    common = {"test_sources": {"q": frozenset({"T1", "T2"})}}
+    ref = run(0, measures={"test_expected_sr": 0.5, "final_sr": 0.5}, top_sources=frozenset({"A", "B"}), **common)
+    first = run(0, epoch_order_seeds=[7], measures={"test_expected_sr": 0.8, "final_sr": 0.4}, top_sources=frozenset({"C", "D"}), test_sources={"q": frozenset({"T3"})})
+    second = run(0, epoch_order_seeds=[0, 7], measures={"test_expected_sr": 0.45, "final_sr": 0.5}, top_sources=frozenset({"A", "C"}), **common)
+    out = fd.order_counterfactual([ref, first, second])
+    assert out["test_expected_sr"] == {1: {7: pytest.approx(0.3)}, 2: {7: pytest.approx(0.05)}}
+    assert out["bank"] == {1: {7: 1.0}, 2: {7: pytest.approx(1 - 1 / 3)}}
+    assert out["retrieval"] == {1: {7: 1.0}, 2: {7: 0.0}}
+
+
+def test_a_run_varying_two_epochs_is_not_a_counterfactual():
+    assert run(0, epoch_order_seeds=[1, 2]).varied_epoch is None
+    assert run(3, epoch_order_seeds=[3, 3, 5]).varied_epoch == (3, 5)
+
+
+def test_a_missing_results_folder_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        fd.findings(tmp_path / "nowhere")
+
+
+def test_arm_labels():
+    assert fd.arm_label({"name": "memrl", "epsilon": 0.1}) == "memrl ε=0.1"
+    assert fd.arm_label({"name": "memrl", "selection": "softmax", "softmax_temperature": 0.3}) == "memrl softmax T=0.3"
+    assert fd.arm_label({"name": "rag", "top_k": 3}) == "rag"
+
+
+# ---- presets ----------------------------------------------------------------------------
+
+PRESETS = ("critique", "critique_epsilon", "critique_softmax", "critique_bandit", "critique_order", "critique_fairness", "critique_passk")
+
+
+def test_presets_compose_on_the_synthetic_world_and_can_point_elsewhere():
+    from hydra import compose, initialize_config_dir
+
+    conf = str(Path(__file__).resolve().parent.parent / "conf")
+    folders = set()
+    with initialize_config_dir(config_dir=conf, version_base=None):
+        for preset in PRESETS:
+            cfg = compose("config", overrides=[f"+experiment={preset}"], return_hydra_config=True)
+            assert cfg.env.name == "synthetic" and cfg.env.harmful_early_share == 0.5, preset
+            assert cfg.hydra.mode.name == "MULTIRUN" and cfg.hydra.sweeper.params, preset
+            assert cfg.experiment_name.startswith("critique/"), preset
+            folders.add(cfg.experiment_name)
+        # Run folders are named by the overrides, so presets must not share a folder.
+        assert len(folders) == len(PRESETS)
+        assert compose("config", overrides=["+experiment=critique_fairness"], return_hydra_config=True).hydra.sweeper.params.protocol == "runtime_learning"
+        moved = compose("config", overrides=["+experiment=critique", "env.n_types=6"])
+        assert moved.env.n_types == 6
+
+
+# ---- one tiny study, end to end ---------------------------------------------------------
+
+TINY = {
+    "env": {"name": "synthetic", "seed": 0, "n_types": 2, "n_ood_types": 1, "intent_dim": 8, "harmful_early_share": 0.5, "outcome_temperature": 0.0,
+            "tasks": {"train": 8, "validation": 4, "test_in_distribution": 4, "test_out_of_distribution": 4}},
+    "method": {"name": "memrl"},
+    "llm": {"name": "none"},
+    "embedder": {"name": "env_intent"},
+    "protocol": {"epochs": 3, "batch_size": 4, "validate_every_epoch": False, "checkpoint_interval_s": 0},
+    "actor": {},
+    "progress": False,
+}
+
+
+def tiny(method: dict, order: int, seed: int = 0, temperature: float = 0.0, **protocol) -> dict:
+    cfg = copy.deepcopy(TINY)
+    cfg["method"] = method
+    cfg["env"]["outcome_temperature"] = temperature
+    cfg["protocol"].update(protocol)
+    if protocol.get("runtime_learning"):
+        cfg["protocol"].update(name="runtime_learning", test_at_end=False)
+    cfg.update(seed=seed, task_order_seed=order)
+    return cfg
+
+
+def tiny_study() -> list[dict]:
+    """The shape of the critique presets on a world of 8 training tasks, two task orders."""
+    greedy, explore, softmax = {"name": "memrl"}, {"name": "memrl", "epsilon": 0.1}, {"name": "memrl", "selection": "softmax", "softmax_temperature": 0.3}
+    orders = (0, 1)
+    cfgs = [tiny(m, o, s) for m in (greedy, explore, softmax) for o in orders for s in (0, 1)]
+    cfgs += [tiny(m, o) for m in ({"name": "none"}, {"name": "rag"}) for o in orders]
+    cfgs += [tiny(greedy, 0, epoch_order_seeds=seeds) for seeds in ([1], [2], [0, 1], [0, 2])]
+    cfgs += [tiny(m, o, temperature=t, runtime_learning=True) for m in ({"name": "none"}, greedy) for o in orders for t in (0.0, 0.7)]
+    cfgs += [tiny(m, o, temperature=0.7, eval_samples=3) for m in ({"name": "none"}, greedy) for o in orders]
+    return cfgs
+
+
+def test_tiny_study_end_to_end_yields_every_finding(tmp_path):
+    from memrl_bench.runner import run as run_one
+
+    for i, cfg in enumerate(tiny_study()):
+        run_one(cfg, tmp_path / "study" / f"run-{i:03d}")
+    found = fd.findings(tmp_path)
+    assert [f["id"] for f in found] == ["determinism", "epoch1_lock_in", "epoch1_counterfactual", "never_tested", "good_amplified", "bad_locked_in", "regret", "order_dependence", "runtime_learning", "weak_baselines"]
+    for f in found:
+        assert f["label"] == "SYNTHETIC (simulation, not LLM results)"
+        assert f["verdict"] in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE), f["id"]
+        assert any(r.get("primary") for r in f["rows"]), f["id"]
+        assert all(r["mean"] is not None for r in f["rows"]), (f["id"], [r["label"] for r in f["rows"] if r["mean"] is None])
+    by_id = {f["id"]: f for f in found}
+    # epsilon = 0 with temperature-0 outcomes: the method seed changes no retrieval at all.
+    assert by_id["determinism"]["verdict"] == SUPPORTED
+    labels = " | ".join(r["label"] for f in found for r in f["rows"])
+    for expected in ("memrl ε=0.1", "memrl softmax T=0.3", "epoch 1 - epoch 2", "test pass@3", "pass@3 (CSR over 3 epochs", "gap - none gap"):
+        assert expected in labels
+    markdown = fd.findings_markdown(tmp_path)
+    assert markdown.startswith("## Findings on the critique's claims (synthetic)")
+    assert markdown.count("**Verdict:") == 10
+    page = fd.findings_html(tmp_path)
+    assert page.startswith('<section id="findings">') and page.count("<table>") == 10
+
+
+@pytest.mark.slow
+def test_study_driver_runs_the_same_job_as_the_hydra_cli(tmp_path):
+    """scripts/critique_study.py expands and runs a preset's jobs itself; the run folders
+    must be the ones `memrl-bench +experiment=<preset>` writes (name, config hash, episodes)."""
+    import importlib.util
+    import json
+    import subprocess
+    import sys
+
+    from memrl_bench.types import strip_measured
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("critique_study", root / "scripts" / "critique_study.py")
+    driver = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(driver)
+    pick = ["env.outcome_temperature=0", "method=memrl", "task_order_seed=1", "env.tasks.train=12", "protocol.epochs=2"]
+    jobs = driver.expand("critique_fairness", [f"results_dir={tmp_path / 'driver'}", "progress=false", *pick])
+    assert len(jobs) == 1 and "protocol=runtime_learning" in jobs[0]
+    driver.run_jobs(jobs)
+    subprocess.run([sys.executable, "-m", "memrl_bench", "+experiment=critique_fairness", f"results_dir={tmp_path / 'cli'}", "progress=false", *pick], cwd=root, check=True, capture_output=True)
+
+    (a,) = (tmp_path / "driver").rglob("manifest.json")
+    (b,) = (tmp_path / "cli").rglob("manifest.json")
+    assert a.parent.relative_to(tmp_path / "driver") == b.parent.relative_to(tmp_path / "cli")
+    assert json.loads(a.read_text())["config_hash"] == json.loads(b.read_text())["config_hash"]
+    episodes = [[strip_measured(json.loads(line)) for line in (m.parent / "episodes.jsonl").read_text().splitlines()] for m in (a, b)]
+    assert episodes[0] == episodes[1] and len(episodes[0]) == 24
