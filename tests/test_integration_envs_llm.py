@@ -42,23 +42,28 @@ def test_memrl_with_the_local_model_on_each_env(tmp_path, env):
     assert metrics["memory_final"]["items"] == sum(1 for e in log if e["phase"] == "train")
 
 
-# MemP's default (adjustment) and ExpeL learn only from successes (or failures next to a
-# stored success); SmolLM2 rarely wins, so MemP runs with `vanilla` (every trajectory is
-# distilled into a script) and ExpeL on one-room coin games, where "take coin" wins.
-METHODS = {"mem0": [], "memp": ["method.update=vanilla"], "expel": ["env.game_params.numLocations=1", "actor.max_steps=5"]}
+TWX = ["env=textworld_express", "env.game=coin", "+env.game_params={numLocations: 2, includeDoors: 0}", "+protocol.max_tasks={train: 2, test: 2}"]
+# MemP's default update (adjustment) and ExpeL learn only from successes (or from failures
+# next to a stored success), and SmolLM2-135M won no coin game in these runs (0 of 4, also
+# in one-room games): MemP runs with `vanilla` (every trajectory distilled into a script),
+# and ExpeL on MMLU, where the model's guesses are sometimes right.
+METHODS = {
+    "mem0": TWX,
+    "memp": [*TWX, "method.update=vanilla"],
+    "expel": ["env=mmlu", "env.tasks_per_split=6"],
+}
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
-def test_llm_managed_methods_on_textworld_express(tmp_path, method):
+def test_llm_managed_methods_end_to_end(tmp_path, method):
     cfg = composed(
-        "env=textworld_express", "env.game=coin", "+env.game_params={numLocations: 2, includeDoors: 0}", f"method={method}",
-        f"llm.cache_path={tmp_path / 'cache.sqlite'}", *COMMON, "protocol.epochs=2", "protocol.validate_every_epoch=false",
-        "+protocol.max_tasks={train: 2, test: 2}", *METHODS[method],
+        f"method={method}", f"llm.cache_path={tmp_path / 'cache.sqlite'}", *COMMON, "protocol.epochs=2",
+        "protocol.validate_every_epoch=false", *METHODS[method],
     )
     metrics = run(cfg, tmp_path / method)
     log = episodes(tmp_path / method)
     train = [e for e in log if e["phase"] == "train"]
-    assert (tmp_path / method / "COMPLETE").exists() and len(train) == 4
+    assert (tmp_path / method / "COMPLETE").exists() and len(train) == 2 * len({e["task_id"] for e in train})
     memory = metrics["usage"]["memory"]
     assert memory["calls"] > 0 and memory["prompt_tokens"] > 0 and memory["completion_tokens"] > 0 and memory["latency_s"] > 0
     assert metrics["usage"]["act"]["calls"] > 0
