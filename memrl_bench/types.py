@@ -7,6 +7,7 @@ read back without the code that wrote it (pandas, jq, another language).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -18,6 +19,16 @@ EpisodeStatus = Literal["ok", "step_limit", "llm_error", "env_error", "parse_err
 # differ between two runs of the same command.
 MEASURED_KEYS = ("latency_s", "wall_time")
 MEASURED_USAGE_KEYS = ("latency_s", "retries", "cache_hits")
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def _shallow_dict(record: Any) -> dict:
+    """A flat dataclass of plain values as a dict (dataclasses.asdict deep-copies every value: slow)."""
+    return {name: getattr(record, name) for name in _field_names(type(record))}
 
 
 @dataclass(frozen=True)
@@ -47,7 +58,7 @@ class Provenance:
         return cls(episode.task_id, episode.split, episode.phase, episode.epoch, episode.episode_id, episode.success)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return _shallow_dict(self)
 
 
 @dataclass
@@ -86,7 +97,7 @@ class RetrievedItem:
         return cls(item.id, float(similarity), q_value, score, p.task_id, p.episode_id, p.epoch, p.success)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return _shallow_dict(self)
 
 
 @dataclass
@@ -115,7 +126,7 @@ class Usage:
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return _shallow_dict(self)
 
 
 @dataclass
@@ -170,7 +181,7 @@ class Episode:
             "reward": self.reward,
             "status": self.status,
             "error": self.error,
-            "turns": [dataclasses.asdict(t) for t in self.turns],
+            "turns": [_shallow_dict(t) for t in self.turns],
             "retrieved": [r.to_dict() for r in self.retrieved],
             "candidates": self.candidates,
             "injected_chars": self.injected_chars,
