@@ -69,14 +69,15 @@ def top_k(similarities: np.ndarray, k: int, floor: float = -np.inf) -> tuple[np.
     Returns (positions, number of values >= floor). Linear time: a partition finds the
     k-th value, then only the values at or above it are sorted.
     """
-    eligible = np.flatnonzero(similarities >= floor) if floor > -np.inf else np.arange(len(similarities))
-    count = len(eligible)
-    if count > 4 * k:
-        values = similarities[eligible]
-        kth = values[np.argpartition(-values, k - 1)[k - 1]]
-        eligible = eligible[values >= kth]  # ties at the k-th value stay, in position order
-    order = np.argsort(-similarities[eligible], kind="stable")[:k]
-    return eligible[order], count
+    eligible = np.flatnonzero(similarities >= floor) if floor > -np.inf else None
+    values = similarities if eligible is None else similarities[eligible]
+    if len(values) > 4 * k:
+        kth = -np.partition(-values, k - 1)[k - 1]
+        candidates = np.flatnonzero(values >= kth)  # ties at the k-th value stay, in position order
+        chosen = candidates[np.argsort(-values[candidates], kind="stable")[:k]]
+    else:
+        chosen = np.argsort(-values, kind="stable")[:k]
+    return (chosen if eligible is None else eligible[chosen]), len(values)
 
 
 class HNSWIndex:

@@ -155,6 +155,12 @@ class ItemStore:
         """Append items and their (already unit-norm) keys to the matrix and the columns."""
         if not items:
             return
+        ids = [item.id for item in items]
+        repeated = next((i for i in ids if i in self._index), None)
+        if repeated is None and len(set(ids)) < len(ids):
+            repeated = next(i for i in ids if ids.count(i) > 1)
+        if repeated is not None:
+            raise ValueError(f"item id {repeated!r} is already stored")
         n, dim = len(self.items), keys.shape[1]
         if self._keys.shape[1] != dim:
             if n:
@@ -174,8 +180,6 @@ class ItemStore:
             except KeyError:
                 raise KeyError(f"item field {name!r} is a column of this store but missing from an item") from None
         for position, item in enumerate(items, start=n):
-            if item.id in self._index:
-                raise ValueError(f"item id {item.id!r} is already stored")
             self._index[item.id] = position
             self._content_bytes += len(item.content.encode())
         self.items.extend(items)
@@ -235,8 +239,9 @@ class ItemStore:
         return self._hnsw.nbytes() if self._hnsw is not None else 0
 
     def save(self, path: Path) -> None:
+        encode = json.JSONEncoder(sort_keys=True).encode  # what json.dumps(..., sort_keys=True) builds per call
         with open(path / "items.jsonl", "w") as f:
-            f.writelines(json.dumps(item.to_dict(), sort_keys=True) + "\n" for item in self.items)
+            f.writelines(encode(item.to_dict()) + "\n" for item in self.items)
         np.save(path / "keys.npy", self.keys)
         if self._hnsw is not None:
             self._hnsw.save(path)

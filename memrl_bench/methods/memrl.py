@@ -71,9 +71,14 @@ class MemRLConfig(BaseModel):
 
 
 def _zscore(values: np.ndarray) -> np.ndarray:
-    """(v - mean) / std within the pool; std taken as 1 when <= 1e-9 or one value (official)."""
-    std = values.std() if len(values) > 1 else 0.0
-    return (values - values.mean()) / (std if std > 1e-9 else 1.0)
+    """(v - mean) / std within the pool; std taken as 1 when <= 1e-9 or one value (official).
+
+    Written out as numpy's mean() and std() compute them (same operations, same bits),
+    without their per-call overhead.
+    """
+    centred = values - values.sum() / len(values)
+    std = np.sqrt((centred * centred).sum() / len(values)) if len(values) > 1 else 0.0
+    return centred / (std if std > 1e-9 else 1.0)
 
 
 # Numeric item fields mirrored into arrays, so phase B reads them without per-item lookups.
@@ -205,9 +210,10 @@ class MemRL(MemoryMethod):
         contents, usage = self._write_contents(batch)
         keys = unit_rows(np.stack([exp.key for exp in batch]))
         # The most similar group before the batch, for every episode at once; groups founded
-        # within the batch are compared in _write.
+        # within the batch are compared in _group_for.
         first_new_group = len(self.group_keys)
         nearest = self.group_keys.search(keys, 1) if first_new_group else [None] * len(batch)
+        memories = []
         for exp, content, key, old in zip(batch, contents, keys, nearest):
             ep = exp.episode
             r = c.reward_success if ep.success else c.reward_failure
@@ -218,13 +224,17 @@ class MemRL(MemoryMethod):
                 self.store.set_field(position, "q_value", fields["q_value"] + c.alpha * (r - fields["q_value"]))
                 self.store.set_field(position, "visits", fields["visits"] + 1)
                 self.store.set_field(position, outcome, fields[outcome] + 1)
-            self._write(exp, content, key, old, first_new_group)
+            group = self._group_for(exp, key, old, first_new_group)
+            self.group_keys.items[group].fields["members"].append(ep.episode_id)
+            fields = {"q_value": c.q_init, "visits": 0, "successes": 0, "failures": 0, "group": group}
+            memories.append(MemoryItem(ep.episode_id, content, Provenance.of(ep), fields))
+        # Stored together after the loop: the updates above only touch memories from earlier batches.
+        self.store.add_many(memories, keys)
         self._members = None
         return LearnResult(usage_by_episode=usage)
 
-    def _write(self, exp: Experience, content: str, key: np.ndarray, nearest_old: Hits | None, first_new_group: int) -> None:
-        """Store one memory in the most similar group (old, or founded in this batch) if similar enough, else in a new group."""
-        ep, c = exp.episode, self.config
+    def _group_for(self, exp: Experience, key: np.ndarray, nearest_old: Hits | None, first_new_group: int) -> int:
+        """The most similar group (stored before the batch, or founded in it) if similar enough, else a new group."""
         group, best = -1, -np.inf
         if nearest_old is not None and len(nearest_old.positions):
             group, best = int(nearest_old.positions[0]), float(nearest_old.similarities[0])
@@ -233,12 +243,10 @@ class MemRL(MemoryMethod):
             new_best = int(np.argmax(sims))
             if sims[new_best] > best:  # on a tie the older group wins, as argmax over all groups would
                 group, best = first_new_group + new_best, float(sims[new_best])
-        if best < c.add_similarity_threshold:
+        if best < self.config.add_similarity_threshold:
             group = len(self.group_keys)
-            self.group_keys.add(MemoryItem(f"group-{group}", exp.task.description, Provenance.of(ep), {"members": []}), key)
-        fields = {"q_value": c.q_init, "visits": 0, "successes": 0, "failures": 0, "group": group}
-        self.store.add(MemoryItem(ep.episode_id, content, Provenance.of(ep), fields), key)
-        self.group_keys.items[group].fields["members"].append(ep.episode_id)
+            self.group_keys.add(MemoryItem(f"group-{group}", exp.task.description, Provenance.of(exp.episode), {"members": []}), key)
+        return group
 
     def _write_contents(self, batch: list[Experience]) -> tuple[list[str], dict[str, Usage]]:
         """Memory text per episode: with an LLM, a script (success) or reflection (failure) + trajectory."""
