@@ -7,7 +7,6 @@ read back without the code that wrote it (pandas, jq, another language).
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,14 +20,13 @@ MEASURED_KEYS = ("latency_s", "wall_time")
 MEASURED_USAGE_KEYS = ("latency_s", "retries", "cache_hits")
 
 
-@functools.cache
-def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
-
-
 def _shallow_dict(record: Any) -> dict:
-    """A flat dataclass of plain values as a dict (dataclasses.asdict deep-copies every value: slow)."""
-    return {name: getattr(record, name) for name in _field_names(type(record))}
+    """A dataclass of plain values as a dict of its fields, in order.
+
+    A (non-slots) dataclass instance's __dict__ holds exactly its fields; copying it is
+    far cheaper than dataclasses.asdict, which deep-copies every value.
+    """
+    return dict(record.__dict__)
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,17 @@ from typing import Literal
 import faiss
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
+from threadpoolctl import threadpool_limits
 
 HNSW_FILE = "hnsw.faiss"
 HNSW_PARAMS_FILE = "hnsw.json"
 _LEVEL_SEED = 1_000_003  # the level of the key at position p is drawn from a generator seeded _LEVEL_SEED + p
+
+# One thread for BLAS and OpenMP (numpy's and faiss's) in every process that retrieves:
+# the products here are small, and on a 2-core machine shared with the LLM server or a
+# parallel sweep, handing them to worker threads costs more than it gains (per-step
+# overhead 2.9 -> 0.5 ms in scripts/bench_overhead.py; BENCHMARKS.md).
+threadpool_limits(1)
 
 
 class IndexConfig(BaseModel):
@@ -69,14 +76,18 @@ def top_k(similarities: np.ndarray, k: int, floor: float = -np.inf) -> tuple[np.
     Returns (positions, number of values >= floor). Linear time: a partition finds the
     k-th value, then only the values at or above it are sorted.
     """
-    eligible = np.flatnonzero(similarities >= floor) if floor > -np.inf else None
+    # Array methods rather than np.* functions: these run per query, and the wrappers cost more than the work.
+    eligible = (similarities >= floor).nonzero()[0] if floor > -np.inf else None
     values = similarities if eligible is None else similarities[eligible]
-    if len(values) > 4 * k:
-        kth = -np.partition(-values, k - 1)[k - 1]
-        candidates = np.flatnonzero(values >= kth)  # ties at the k-th value stay, in position order
-        chosen = candidates[np.argsort(-values[candidates], kind="stable")[:k]]
+    if k == 1 and len(values):
+        chosen = values.argmax().reshape(1)  # the first maximum, as a stable sort puts it
+    elif len(values) > 4 * k:
+        negated = -values
+        negated.partition(k - 1)
+        candidates = (values >= -negated[k - 1]).nonzero()[0]  # ties at the k-th value stay, in position order
+        chosen = candidates[(-values[candidates]).argsort(kind="stable")[:k]]
     else:
-        chosen = np.argsort(-values, kind="stable")[:k]
+        chosen = (-values).argsort(kind="stable")[:k]
     return (chosen if eligible is None else eligible[chosen]), len(values)
 
 

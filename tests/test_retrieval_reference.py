@@ -95,6 +95,9 @@ def test_memrl_selects_what_the_reference_selects(seed, n_tasks, variant):
     assert len(method.store) == 12 * 32 == len(reference.memories)
     assert len(method.group_keys) == len(reference.intents)
     assert [g.fields["members"] for g in method.group_keys.items] == [i["members"] for i in reference.intents]
+    grown = method._member_index()  # extended batch by batch; must equal a fresh build
+    method._members = None
+    assert all(np.array_equal(a, b) for a, b in zip(grown, method._member_index()))
 
 
 def test_memrl_restored_from_a_snapshot_chooses_as_before(tmp_path):

@@ -39,7 +39,7 @@ def test_top_k_is_the_prefix_of_a_stable_descending_sort(seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(0, 300))
     values = rng.integers(-5, 6, size=n).astype(np.float32) / 5  # many ties
-    k = int(rng.integers(1, 12))
+    k = int(rng.integers(1, 12)) if seed % 3 else 1
     floor = float(rng.choice([-np.inf, -0.5, 0.0, 0.6]))
     positions, count = top_k(values, k, floor)
     eligible = np.flatnonzero(values >= floor)

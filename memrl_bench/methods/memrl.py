@@ -130,22 +130,33 @@ class MemRL(MemoryMethod):
         return positions, np.repeat(groups.similarities.astype(np.float64), ends - starts)
 
     def _member_index(self) -> tuple[np.ndarray, np.ndarray]:
+        """Memory positions sorted by group (stable: in order of writing within a group), and each group's offset."""
         if self._members is None:
             groups = self.store.column("group").astype(np.int64)
             order = np.argsort(groups, kind="stable")
             self._members = order, np.searchsorted(groups[order], np.arange(len(self.group_keys) + 1))
         return self._members
 
+    def _add_members(self, first_position: int, groups: np.ndarray) -> None:
+        """Append new memories (positions first_position, ...) at the end of their groups: linear, no re-sort."""
+        order, offsets = self._members
+        n_groups = len(self.group_keys)
+        offsets = np.concatenate([offsets, np.full(n_groups + 1 - len(offsets), offsets[-1])])  # new groups start empty
+        by_group = np.argsort(groups, kind="stable")  # new memories of one old end position go in group order
+        order = np.insert(order, offsets[groups[by_group] + 1], first_position + by_group)
+        self._members = order, offsets + np.concatenate([[0], np.cumsum(np.bincount(groups, minlength=n_groups))])
+
     def _score(self, positions: np.ndarray, sims: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Phase B before sorting: drop Q < q_min and score. Returns positions, sims, q, scores."""
         c = self.config
         q = self.store.column("q_value")[positions]
         keep = q >= c.q_min
-        positions, sims, q = positions[keep], sims[keep], q[keep]
+        if not keep.all():
+            positions, sims, q = positions[keep], sims[keep], q[keep]
         if not len(positions):
             return positions, sims, q, q
         sim_z = (sims - c.sim_mean) / c.sim_std if c.sim_normalisation == "fixed" else _zscore(sims)
-        q_z = np.clip(_zscore(q), -3.0, 3.0)
+        q_z = np.minimum(np.maximum(_zscore(q), -3.0), 3.0)  # np.clip, without its wrapper's cost
         return positions, sims, q, (1 - c.lambda_) * sim_z + c.lambda_ * q_z
 
     def _explores(self, episode_id: str) -> bool:
@@ -229,8 +240,10 @@ class MemRL(MemoryMethod):
             fields = {"q_value": c.q_init, "visits": 0, "successes": 0, "failures": 0, "group": group}
             memories.append(MemoryItem(ep.episode_id, content, Provenance.of(ep), fields))
         # Stored together after the loop: the updates above only touch memories from earlier batches.
+        first_position = len(self.store)
+        self._member_index()  # built over the memories before this batch, then extended
         self.store.add_many(memories, keys)
-        self._members = None
+        self._add_members(first_position, np.array([m.fields["group"] for m in memories], dtype=np.int64))
         return LearnResult(usage_by_episode=usage)
 
     def _group_for(self, exp: Experience, key: np.ndarray, nearest_old: Hits | None, first_new_group: int) -> int:
