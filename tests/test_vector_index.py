@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -67,8 +69,10 @@ def test_item_store_api_round_trips(tmp_path):
     assert store.index_of("train-e01-00007-s0") == 7 and "train-e01-00007-s0" in store
     np.testing.assert_allclose(store.similarities(keys[3]), keys @ keys[3], atol=1e-6)
     assert store.column("visits").tolist() == list(range(130))
-    store.set_field(5, "q_value", 9.5)
-    assert store.items[5].fields["q_value"] == 9.5 and store.column("q_value")[5] == 9.5
+    store.items[5].fields["q_value"] = 9.5  # fields write through to the column
+    store.get("train-e01-00006-s0").fields.update(visits=60)
+    assert store.column("q_value")[5] == 9.5 and store.column("visits")[6] == 60
+    assert type(copy.deepcopy(store.items[5]).fields) is dict  # a copy is detached from the store
     assert store.nbytes() == sum(len(i.content.encode()) for i in store.items) + store.keys.nbytes
 
     store.save(tmp_path)
@@ -83,7 +87,17 @@ def test_item_store_api_round_trips(tmp_path):
     assert len(store) == 128 and not any(i in store for i in removed)
     assert store.index_of("train-e01-00006-s0") == 5
     assert store.keys.tobytes() == np.delete(loaded.keys, [5, 100], axis=0).tobytes()
-    assert store.column("visits").tolist() == [v for v in range(130) if v not in (5, 100)]
+    assert store.column("visits").tolist() == [60 if v == 6 else v for v in range(130) if v not in (5, 100)]
+    store.get("train-e01-00101-s0").fields["visits"] = -1  # after the removal its position is 99
+    assert store.column("visits")[99] == -1
+
+
+def test_an_empty_store_round_trips(tmp_path):
+    for index in (None, HNSW):
+        ItemStore(index=index, columns=("q_value",)).save(tmp_path)
+        loaded = ItemStore(index=index, columns=("q_value",))
+        loaded.load(tmp_path)
+        assert len(loaded) == 0 and [len(h.positions) for h in loaded.search(np.ones((1, 4)), 3)] == [0]
 
 
 def test_item_store_refuses_bad_input():

@@ -113,13 +113,36 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
     return matrix / np.where(norms > 0, norms, 1.0)
 
 
+class _MirroredFields(dict):
+    """An item's `fields` dict in a store with columns: setting a column field also sets the column."""
+
+    __slots__ = ("_store", "_item_id")
+
+    def __init__(self, store: ItemStore, item_id: str, values: dict):
+        super().__init__(values)
+        self._store, self._item_id = store, item_id
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        super().__setitem__(name, value)
+        column = self._store._columns.get(name)
+        if column is not None:
+            column[self._store.index_of(self._item_id)] = value
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for name, value in dict(*args, **kwargs).items():
+            self[name] = value
+
+    def __reduce__(self):  # copies and pickles are plain dicts, detached from the store
+        return dict, (dict(self),)
+
+
 class ItemStore:
     """Memory items with their unit-norm key vectors in one growable float32 matrix.
 
     Nearest-key search is exact by default (a full scan; see memrl_bench.vector_index)
     or approximate with `IndexConfig(kind="hnsw")`. `columns` names numeric item fields
-    mirrored into arrays parallel to the items, for vectorised reads; change them with
-    `set_field`, which keeps the item's dict and the array equal.
+    mirrored into arrays parallel to the items, for vectorised reads: a stored item's
+    `fields` then writes these through to the arrays (`item.fields["q_value"] = q`).
     """
 
     def __init__(self, index: IndexConfig | None = None, columns: tuple[str, ...] = ()) -> None:
@@ -182,6 +205,8 @@ class ItemStore:
         for position, item in enumerate(items, start=n):
             self._index[item.id] = position
             self._content_bytes += len(item.content.encode())
+            if self._columns:
+                item.fields = _MirroredFields(self, item.id, item.fields)
         self.items.extend(items)
 
     def get(self, item_id: str) -> MemoryItem:
@@ -196,12 +221,6 @@ class ItemStore:
     def column(self, name: str) -> np.ndarray:
         """The values of item field `name` for every item, in item order (read-only use)."""
         return self._columns[name][: len(self.items)]
-
-    def set_field(self, position: int, name: str, value: Any) -> None:
-        """Set item field `name` of the item at `position`, and its column if it has one."""
-        self.items[position].fields[name] = value
-        if name in self._columns:
-            self._columns[name][position] = value
 
     def remove(self, item_ids: set[str]) -> None:
         keep = np.array([item.id not in item_ids for item in self.items], dtype=bool)
@@ -253,7 +272,8 @@ class ItemStore:
         keys = np.load(path / "keys.npy")
         if len(items) != len(keys):
             raise ValueError(f"{path}: {len(items)} items in items.jsonl but {len(keys)} rows in keys.npy")
-        self._append(items, keys.reshape(len(items), -1).astype(np.float32))
+        if items:
+            self._append(items, keys.reshape(len(items), -1).astype(np.float32))
         self._build_hnsw(path)
 
     def _build_hnsw(self, saved: Path | None = None) -> None:

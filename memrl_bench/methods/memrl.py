@@ -219,6 +219,24 @@ class MemRL(MemoryMethod):
         if not batch:
             return LearnResult()
         contents, usage = self._write_contents(batch)
+        for exp in batch:
+            ep = exp.episode
+            r = c.reward_success if ep.success else c.reward_failure
+            for used in ep.retrieved:
+                fields = self.store.get(used.item_id).fields
+                fields["q_value"] += c.alpha * (r - fields["q_value"])
+                fields["visits"] += 1
+                fields["successes" if ep.success else "failures"] += 1
+        # The memories are written after every update: updates touch only memories of earlier batches.
+        self._write_batch(batch, contents)
+        return LearnResult(usage_by_episode=usage)
+
+    def _write(self, exp: Experience, content: str) -> None:
+        """Store one episode's memory."""
+        self._write_batch([exp], [content])
+
+    def _write_batch(self, batch: list[Experience], contents: list[str]) -> None:
+        """Store the episodes' memories in order, each in the most similar group (or a new one)."""
         keys = unit_rows(np.stack([exp.key for exp in batch]))
         # The most similar group before the batch, for every episode at once; groups founded
         # within the batch are compared in _group_for.
@@ -226,25 +244,14 @@ class MemRL(MemoryMethod):
         nearest = self.group_keys.search(keys, 1) if first_new_group else [None] * len(batch)
         memories = []
         for exp, content, key, old in zip(batch, contents, keys, nearest):
-            ep = exp.episode
-            r = c.reward_success if ep.success else c.reward_failure
-            outcome = "successes" if ep.success else "failures"
-            for used in ep.retrieved:
-                position = self.store.index_of(used.item_id)
-                fields = self.store.items[position].fields
-                self.store.set_field(position, "q_value", fields["q_value"] + c.alpha * (r - fields["q_value"]))
-                self.store.set_field(position, "visits", fields["visits"] + 1)
-                self.store.set_field(position, outcome, fields[outcome] + 1)
             group = self._group_for(exp, key, old, first_new_group)
-            self.group_keys.items[group].fields["members"].append(ep.episode_id)
-            fields = {"q_value": c.q_init, "visits": 0, "successes": 0, "failures": 0, "group": group}
-            memories.append(MemoryItem(ep.episode_id, content, Provenance.of(ep), fields))
-        # Stored together after the loop: the updates above only touch memories from earlier batches.
+            self.group_keys.items[group].fields["members"].append(exp.episode.episode_id)
+            fields = {"q_value": self.config.q_init, "visits": 0, "successes": 0, "failures": 0, "group": group}
+            memories.append(MemoryItem(exp.episode.episode_id, content, Provenance.of(exp.episode), fields))
         first_position = len(self.store)
         self._member_index()  # built over the memories before this batch, then extended
         self.store.add_many(memories, keys)
         self._add_members(first_position, np.array([m.fields["group"] for m in memories], dtype=np.int64))
-        return LearnResult(usage_by_episode=usage)
 
     def _group_for(self, exp: Experience, key: np.ndarray, nearest_old: Hits | None, first_new_group: int) -> int:
         """The most similar group (stored before the batch, or founded in it) if similar enough, else a new group."""
