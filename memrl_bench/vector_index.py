@@ -58,8 +58,8 @@ class Hits:
 def inner_products(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
     """queries @ keys.T as float32, shape (len(queries), len(keys)).
 
-    One query: faiss's single-threaded SIMD kernel, about twice as fast as BLAS gemv here
-    and unaffected by BLAS thread contention; several: one BLAS matrix product.
+    One query: faiss's single-threaded SIMD kernel (faster than numpy's gemv when chosen,
+    see BENCHMARKS.md); several: one BLAS matrix product.
     """
     keys = np.ascontiguousarray(keys, dtype=np.float32)
     queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
