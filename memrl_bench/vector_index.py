@@ -132,17 +132,22 @@ class HNSWIndex:
         (path / HNSW_PARAMS_FILE).write_text(json.dumps(self._params(), sort_keys=True))
 
     @classmethod
-    def load_or_build(cls, path: Path | None, keys: np.ndarray, config: IndexConfig) -> HNSWIndex:
+    def build(cls, keys: np.ndarray, config: IndexConfig) -> HNSWIndex:
+        graph = cls(keys.shape[1], config)
+        graph.add(keys)
+        return graph
+
+    @classmethod
+    def load_or_build(cls, path: Path, keys: np.ndarray, config: IndexConfig) -> HNSWIndex:
         """The graph saved under `path` if it was built with these parameters over these keys, else a new build."""
-        built = cls(keys.shape[1], config)
-        if path is not None and (path / HNSW_PARAMS_FILE).exists() and (path / HNSW_FILE).exists():
+        if (path / HNSW_PARAMS_FILE).exists() and (path / HNSW_FILE).exists():
             saved = faiss.read_index(str(path / HNSW_FILE))
             same_keys = saved.ntotal == len(keys) and saved.d == keys.shape[1] and np.array_equal(faiss.vector_to_array(faiss.downcast_index(saved.storage).codes).view(np.float32), keys.ravel())
-            if same_keys and json.loads((path / HNSW_PARAMS_FILE).read_text()) == built._params():
-                built.index = saved
-                return built
-        built.add(keys)
-        return built
+            graph = cls(keys.shape[1], config)
+            if same_keys and json.loads((path / HNSW_PARAMS_FILE).read_text()) == graph._params():
+                graph.index = saved
+                return graph
+        return cls.build(keys, config)
 
     def _params(self) -> dict:
         return {"hnsw_m": self.config.hnsw_m, "ef_construction": self.config.ef_construction, "level_seed": _LEVEL_SEED}

@@ -170,6 +170,24 @@ def test_hnsw_graph_is_a_function_of_the_key_sequence(tmp_path):
     assert (tmp_path / "x" / HNSW_FILE).read_bytes() == (tmp_path / "y" / HNSW_FILE).read_bytes()
 
 
+@pytest.mark.parametrize("index", [None, HNSW])
+def test_replace_puts_a_new_version_in_place(index):
+    keys = clustered_keys(300, dim=16)
+    store = filled(keys, index=index, columns=("q_value", "visits"))
+    store.search(keys[:1], 3)  # an HNSW graph exists before the replacement
+    moved = clustered_keys(1, dim=16, seed=11)[0]
+    store.replace(item(7, q_value=-4.0, visits=70), moved)
+    store.replace(item(8, q_value=-5.0, visits=80))
+    assert store.get(item(7).id).fields["q_value"] == -4.0 and store.column("q_value")[7:9].tolist() == [-4.0, -5.0]
+    store.get(item(8).id).fields["visits"] = 81  # the new version writes through as well
+    assert store.column("visits")[8] == 81
+    assert store.nbytes() == sum(len(i.content.encode()) for i in store.items) + store.keys.nbytes
+    fresh = filled(np.concatenate([keys[:7], moved[None], keys[8:]]), index=index)
+    queries = clustered_keys(20, dim=16, seed=12)
+    assert [h.positions.tolist() for h in store.search(queries, 5)] == [h.positions.tolist() for h in fresh.search(queries, 5)]
+    assert store.search(moved[None], 1)[0].positions.tolist() == [7]
+
+
 def test_hnsw_load_rebuilds_when_the_saved_graph_does_not_fit(tmp_path):
     keys = clustered_keys(200, dim=16)
     filled(keys, index=HNSW).save(tmp_path)

@@ -169,9 +169,7 @@ class ItemStore:
         """Append items with their keys (one row each, normalised here)."""
         keys = unit_rows(np.asarray(keys).reshape(len(items), -1))
         self._append(items, keys)
-        if self.index_config.kind == "hnsw" and items:
-            if self._hnsw is None:
-                self._hnsw = HNSWIndex(keys.shape[1], self.index_config)
+        if self._hnsw is not None:
             self._hnsw.add(keys)
 
     def _append(self, items: list[MemoryItem], keys: np.ndarray) -> None:
@@ -197,17 +195,32 @@ class ItemStore:
             for name, values in self._columns.items():
                 self._columns[name] = np.concatenate([values[:n], np.zeros(len(grown) - n)])
         self._keys[n : n + len(items)] = keys
-        for name, values in self._columns.items():
-            try:
-                values[n : n + len(items)] = [item.fields[name] for item in items]
-            except KeyError:
-                raise KeyError(f"item field {name!r} is a column of this store but missing from an item") from None
+        self._set_columns(n, items)
         for position, item in enumerate(items, start=n):
             self._index[item.id] = position
             self._content_bytes += len(item.content.encode())
             if self._columns:
                 item.fields = _MirroredFields(self, item.id, item.fields)
         self.items.extend(items)
+
+    def replace(self, item: MemoryItem, key: np.ndarray | None = None) -> None:
+        """Put a new version of a stored item (same id) in its place, with a new key if given."""
+        i = self._index[item.id]
+        self._content_bytes += len(item.content.encode()) - len(self.items[i].content.encode())
+        if self._columns:
+            self._set_columns(i, [item])
+            item.fields = _MirroredFields(self, item.id, item.fields)
+        self.items[i] = item
+        if key is not None:
+            self._keys[i] = unit_rows(key.reshape(1, -1))[0]
+            self._hnsw = None  # rebuilt from the keys when next needed
+
+    def _set_columns(self, first: int, items: list[MemoryItem]) -> None:
+        for name, values in self._columns.items():
+            try:
+                values[first : first + len(items)] = [item.fields[name] for item in items]
+            except KeyError:
+                raise KeyError(f"item field {name!r} is a column of this store but missing from an item") from None
 
     def get(self, item_id: str) -> MemoryItem:
         return self.items[self._index[item_id]]
@@ -228,7 +241,6 @@ class ItemStore:
         keys = self.keys[keep]
         self.__init__(self.index_config, self.column_names)
         self._append(items, keys)
-        self._build_hnsw()
 
     def similarities(self, key: np.ndarray) -> np.ndarray:
         """Cosine similarity of one unit-norm key to every stored key."""
@@ -241,8 +253,9 @@ class ItemStore:
         queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
         if not self.items:
             return [Hits(np.zeros(0, np.int64), np.zeros(0, np.float32), 0) for _ in queries]
-        if self._hnsw is not None:
-            return self._hnsw.search(queries, k, floor)
+        graph = self._graph()
+        if graph is not None:
+            return graph.search(queries, k, floor)
         hits = []
         for sims in inner_products(self.keys, queries):
             positions, count = top_k(sims, k, floor)
@@ -255,15 +268,17 @@ class ItemStore:
 
     def index_nbytes(self) -> int:
         """Extra bytes of the search index (0 for exact search, which scans the keys)."""
-        return self._hnsw.nbytes() if self._hnsw is not None else 0
+        graph = self._graph()
+        return graph.nbytes() if graph is not None else 0
 
     def save(self, path: Path) -> None:
         encode = json.JSONEncoder(sort_keys=True).encode  # what json.dumps(..., sort_keys=True) builds per call
         with open(path / "items.jsonl", "w") as f:
             f.writelines(encode(item.to_dict()) + "\n" for item in self.items)
         np.save(path / "keys.npy", self.keys)
-        if self._hnsw is not None:
-            self._hnsw.save(path)
+        graph = self._graph()
+        if graph is not None:
+            graph.save(path)
 
     def load(self, path: Path) -> None:
         self.__init__(self.index_config, self.column_names)
@@ -274,12 +289,14 @@ class ItemStore:
             raise ValueError(f"{path}: {len(items)} items in items.jsonl but {len(keys)} rows in keys.npy")
         if items:
             self._append(items, keys.reshape(len(items), -1).astype(np.float32))
-        self._build_hnsw(path)
+            if self.index_config.kind == "hnsw":
+                self._hnsw = HNSWIndex.load_or_build(path, self.keys, self.index_config)
 
-    def _build_hnsw(self, saved: Path | None = None) -> None:
-        """The HNSW graph over the current keys: the one saved under `saved` if it fits, else built."""
-        if self.index_config.kind == "hnsw" and self.items:
-            self._hnsw = HNSWIndex.load_or_build(saved, self.keys, self.index_config)
+    def _graph(self) -> HNSWIndex | None:
+        """The HNSW graph (hnsw stores only), built from the keys if there is none yet (first use, or after a removal or a key change)."""
+        if self._hnsw is None and self.index_config.kind == "hnsw" and self.items:
+            self._hnsw = HNSWIndex.build(self.keys, self.index_config)
+        return self._hnsw
 
 
 def trajectory_text(episode: Episode, max_chars: int = 2000) -> str:
