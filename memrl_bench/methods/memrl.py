@@ -118,9 +118,15 @@ class MemRL(MemoryMethod):
         order = np.argsort(-scores, kind="stable")
         return self._ids(positions[order]), sims[order], q[order], scores[order]
 
-    def select(self, ids: list[str], scores: np.ndarray, episode_id: str) -> list[int]:
+    def score(self, sims: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """(1 - lambda) * sim_z + lambda * q_z, q_z z-scored within the pool and clipped to [-3, 3]."""
+        c = self.config
+        sim_z = (sims - c.sim_mean) / c.sim_std if c.sim_normalisation == "fixed" else _zscore(sims)
+        return (1 - c.lambda_) * sim_z + c.lambda_ * np.minimum(np.maximum(_zscore(q), -3.0), 3.0)  # np.clip, without its wrapper's cost
+
+    def select(self, ids: list[str], sims: np.ndarray, scores: np.ndarray, episode_id: str) -> list[int]:
         """Positions (in the ranked pool) of the k_select memories to inject."""
-        return self._select(self._positions(ids), scores, episode_id)
+        return self._select(self._positions(ids), np.asarray(sims, dtype=np.float64), scores, episode_id)
 
     def _pool(self, groups: Hits) -> tuple[np.ndarray, np.ndarray]:
         """Memory positions of the chosen groups (group by group, members in order of writing), with their group's sim."""
@@ -155,17 +161,15 @@ class MemRL(MemoryMethod):
             positions, sims, q = positions[keep], sims[keep], q[keep]
         if not len(positions):
             return positions, sims, q, q
-        sim_z = (sims - c.sim_mean) / c.sim_std if c.sim_normalisation == "fixed" else _zscore(sims)
-        q_z = np.minimum(np.maximum(_zscore(q), -3.0), 3.0)  # np.clip, without its wrapper's cost
-        return positions, sims, q, (1 - c.lambda_) * sim_z + c.lambda_ * q_z
+        return positions, sims, q, self.score(sims, q)
 
     def _explores(self, episode_id: str) -> bool:
         """Whether this episode's choice is anything but the greedy top k_select."""
         c = self.config
         return c.selection != "greedy" or (c.epsilon > 0 and self.ctx.rng_for("epsilon", episode_id).random() < c.epsilon)
 
-    def _select(self, positions: np.ndarray, scores: np.ndarray, episode_id: str) -> list[int]:
-        """Indices into the ranked pool (memory positions `positions`, scores `scores`) of the memories to inject."""
+    def _select(self, positions: np.ndarray, sims: np.ndarray, scores: np.ndarray, episode_id: str) -> list[int]:
+        """Indices into the ranked pool (memory positions, their sims and scores) of the memories to inject."""
         c = self.config
         k = min(c.k_select, len(positions))
         if c.selection == "greedy":
@@ -181,16 +185,19 @@ class MemRL(MemoryMethod):
             visits = self.store.column("visits")[positions]
             bonus = c.ucb_c * np.sqrt(np.log(visits.sum() + 1.0) / (visits + 1.0))
             return np.argsort(-(scores + bonus), kind="stable")[:k].tolist()
-        # Thompson: a Beta(1 + successes, 1 + failures) draw of each memory's success rate.
-        draws = rng.beta(1 + self.store.column("successes")[positions], 1 + self.store.column("failures")[positions])
-        return np.argsort(-draws, kind="stable")[:k].tolist()
+        # Thompson: draw each memory's success rate from Beta(1 + successes, 1 + failures), turn it
+        # into an expected reward, and rank by the same score with the drawn Q in place of Q, so
+        # that only the treatment of uncertainty differs from greedy (similarity still counts).
+        p = rng.beta(1 + self.store.column("successes")[positions], 1 + self.store.column("failures")[positions])
+        q_drawn = c.reward_failure + (c.reward_success - c.reward_failure) * p
+        return np.argsort(-self.score(sims, q_drawn), kind="stable")[:k].tolist()
 
     def _rank_and_select(self, query: Query, groups: Hits) -> Retrieval:
         positions, sims, q, scores = self._score(*self._pool(groups))
         if self._explores(query.episode_id):
             order = np.argsort(-scores, kind="stable")
             positions, sims, q, scores = positions[order], sims[order], q[order], scores[order]
-            picks = self._select(positions, scores, query.episode_id)
+            picks = self._select(positions, sims, scores, query.episode_id)
         else:  # greedy: only the top k_select of the stable sort is needed
             picks = top_k(scores, self.config.k_select)[0]
         chosen = [RetrievedItem.of(self.store.items[positions[i]], sims[i], float(q[i]), float(scores[i])) for i in picks]
