@@ -3,7 +3,7 @@ PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 EXTRAS ?= local,embed,textworld,alfworld,test
 
-.PHONY: install demo test test-fast clean
+.PHONY: install demo test test-slow clean
 
 install:
 	$(PIP) install -q -e ".[$(EXTRAS)]"
@@ -14,12 +14,12 @@ demo: install
 	@$(PYTHON) -m memrl_bench.report results/demo > /dev/null
 	@echo "report: results/demo/report/report.html (open it in a browser)"
 
+# The default test run: everything but the tests marked slow (those CI runs as well).
 test: install
-	$(PYTHON) -m pytest -q
-
-# Everything but the tests marked slow.
-test-fast: install
 	$(PYTHON) -m pytest -q -m "not slow"
+
+test-slow: install
+	$(PYTHON) -m pytest -q -m slow
 
 clean:
 	rm -rf results .pytest_cache

@@ -77,10 +77,14 @@ def forgetting_rates(records: list[dict], phase: str = "train") -> dict[str, dic
 def pass_at_k(records: list[dict]) -> dict[str, float]:
     """Per evaluation phase with several samples per task: share of tasks with any success."""
     out = {}
+    last_epoch: dict[str, int] = {}
+    for r in records:
+        phase = _phase_name(r)
+        last_epoch[phase] = max(last_epoch.get(phase, r["epoch"]), r["epoch"])
     for phase in {_phase_name(r) for r in records if r["phase"] != "train"}:
         by_task: dict[str, list[bool]] = defaultdict(list)
         for r in records:
-            if _phase_name(r) == phase and r["epoch"] == max(x["epoch"] for x in records if _phase_name(x) == phase):
+            if _phase_name(r) == phase and r["epoch"] == last_epoch[phase]:
                 by_task[r["task_id"]].append(bool(r["success"]))
         k = min(len(v) for v in by_task.values())
         if k > 1:

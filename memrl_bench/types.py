@@ -21,6 +21,15 @@ MEASURED_KEYS = ("latency_s", "wall_time")
 MEASURED_USAGE_KEYS = ("latency_s", "retries", "cache_hits")
 
 
+def _shallow_dict(record: Any) -> dict:
+    """A dataclass of plain values as a dict of its fields, in order.
+
+    A (non-slots) dataclass instance's __dict__ holds exactly its fields; copying it is
+    far cheaper than dataclasses.asdict, which deep-copies every value.
+    """
+    return dict(record.__dict__)
+
+
 @dataclass(frozen=True)
 class Task:
     """One task of an environment. `id` is stable across runs and machines."""
@@ -48,7 +57,7 @@ class Provenance:
         return cls(episode.task_id, episode.split, episode.phase, episode.epoch, episode.episode_id, episode.success)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return _shallow_dict(self)
 
 
 @dataclass
@@ -87,7 +96,7 @@ class RetrievedItem:
         return cls(item.id, float(similarity), q_value, score, p.task_id, p.episode_id, p.epoch, p.success)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return _shallow_dict(self)
 
 
 @dataclass
@@ -117,7 +126,7 @@ class Usage:
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return _shallow_dict(self)
 
 
 @dataclass
@@ -172,7 +181,7 @@ class Episode:
             "reward": self.reward,
             "status": self.status,
             "error": self.error,
-            "turns": [dataclasses.asdict(t) for t in self.turns],
+            "turns": [_shallow_dict(t) for t in self.turns],
             "retrieved": [r.to_dict() for r in self.retrieved],
             "candidates": self.candidates,
             "injected_chars": self.injected_chars,

@@ -23,6 +23,7 @@ here needs state, and a resumed run sees the same world.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from statistics import NormalDist
 from typing import Any
@@ -51,6 +52,9 @@ DEFAULTS: dict[str, Any] = {
     "ood_match": 0.5,  # match between an OOD type and its parent training type
     "outcome_temperature": 0.0,  # 0: deterministic outcome per (task, injected set); > 0: resampled per episode
 }
+
+
+_STANDARD_NORMAL = NormalDist()
 
 
 def _unit_hash(*parts: object) -> float:
@@ -100,6 +104,9 @@ class SyntheticEnv(Env):
         train_logits = np.array([t.data["base_logit"] for t in self._tasks.get("train", [])])
         # For true utility: the base logits of the training tasks of each type.
         self._logits_by_type = {t: train_logits[train_types == t] for t in range(k)}
+        self._base_p_by_type = {t: _sigmoid(logits) for t, logits in self._logits_by_type.items()}
+        # A lesson's quality is a pure function of its episode; memories are injected many times.
+        self.lesson_quality = functools.lru_cache(maxsize=1 << 16)(self.lesson_quality)
         self._current: Task | None = None
 
     def _make_task(self, split: str, index: int, task_type: int, rng: np.random.Generator) -> Task:
@@ -136,14 +143,14 @@ class SyntheticEnv(Env):
             return float(c["harmful_quality"])
         u = min(max(_unit_hash(self.seed, "quality", episode_id), 1e-12), 1 - 1e-12)
         mean = c["quality_success"] if success else c["quality_failure"]
-        return float(mean + c["quality_std"] * NormalDist().inv_cdf(u))
+        return float(mean + c["quality_std"] * _STANDARD_NORMAL.inv_cdf(u))
 
     def lesson_utility(self, task_type: int, quality: float) -> float:
         """True utility: mean gain in P(success) when injected alone into tasks of its type."""
         logits = self._logits_by_type.get(task_type)
         if logits is None or len(logits) == 0:
             return 0.0
-        return float(np.mean(_sigmoid(logits + quality) - _sigmoid(logits)))
+        return float(np.mean(_sigmoid(logits + quality) - self._base_p_by_type[task_type]))
 
     def item_effect(self, item: RetrievedItem, task_type: int) -> float:
         """The true logit shift one injected memory gives a task of `task_type`."""

@@ -21,6 +21,7 @@ from typing import Any, Awaitable, Callable, ClassVar
 import numpy as np
 
 from memrl_bench.types import Episode, MemoryItem, MemoryStats, Retrieval, Task, Usage
+from memrl_bench.vector_index import HNSWIndex, Hits, IndexConfig, inner_products, top_k
 
 
 @dataclass
@@ -112,17 +113,47 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
     return matrix / np.where(norms > 0, norms, 1.0)
 
 
+class _MirroredFields(dict):
+    """An item's `fields` dict in a store with columns: setting a column field also sets the column."""
+
+    __slots__ = ("_store", "_item_id")
+
+    def __init__(self, store: ItemStore, item_id: str, values: dict):
+        super().__init__(values)
+        self._store, self._item_id = store, item_id
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        super().__setitem__(name, value)
+        column = self._store._columns.get(name)
+        if column is not None:
+            column[self._store.index_of(self._item_id)] = value
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for name, value in dict(*args, **kwargs).items():
+            self[name] = value
+
+    def __reduce__(self):  # copies and pickles are plain dicts, detached from the store
+        return dict, (dict(self),)
+
+
 class ItemStore:
     """Memory items with their unit-norm key vectors in one growable float32 matrix.
 
-    Cosine similarity of a query to every key is one matrix-vector product.
+    Nearest-key search is exact by default (a full scan; see memrl_bench.vector_index)
+    or approximate with `IndexConfig(kind="hnsw")`. `columns` names numeric item fields
+    mirrored into arrays parallel to the items, for vectorised reads: a stored item's
+    `fields` then writes these through to the arrays (`item.fields["q_value"] = q`).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, index: IndexConfig | None = None, columns: tuple[str, ...] = ()) -> None:
+        self.index_config = index or IndexConfig()
+        self.column_names = tuple(columns)
         self.items: list[MemoryItem] = []
         self._keys = np.zeros((0, 0), dtype=np.float32)
+        self._columns = {name: np.zeros(0, dtype=np.float64) for name in self.column_names}
         self._index: dict[str, int] = {}
         self._content_bytes = 0
+        self._hnsw: HNSWIndex | None = None
 
     def __len__(self) -> int:
         return len(self.items)
@@ -132,28 +163,64 @@ class ItemStore:
         return self._keys[: len(self.items)]
 
     def add(self, item: MemoryItem, key: np.ndarray) -> None:
-        key = unit_rows(key.reshape(1, -1))[0]
-        n = len(self.items)
-        if self._keys.shape[1] != key.shape[0]:
+        self.add_many([item], key.reshape(1, -1))
+
+    def add_many(self, items: list[MemoryItem], keys: np.ndarray) -> None:
+        """Append items with their keys (one row each, normalised here)."""
+        keys = unit_rows(np.asarray(keys).reshape(len(items), -1))
+        self._append(items, keys)
+        if self._hnsw is not None:
+            self._hnsw.add(keys)
+
+    def _append(self, items: list[MemoryItem], keys: np.ndarray) -> None:
+        """Append items and their (already unit-norm) keys to the matrix and the columns."""
+        if not items:
+            return
+        ids = [item.id for item in items]
+        repeated = next((i for i in ids if i in self._index), None)
+        if repeated is None and len(set(ids)) < len(ids):
+            repeated = next(i for i in ids if ids.count(i) > 1)
+        if repeated is not None:
+            raise ValueError(f"item id {repeated!r} is already stored")
+        n, dim = len(self.items), keys.shape[1]
+        if self._keys.shape[1] != dim:
             if n:
-                raise ValueError(f"key dimension {key.shape[0]} differs from stored {self._keys.shape[1]}")
-            self._keys = np.zeros((64, key.shape[0]), dtype=np.float32)
-        if n == self._keys.shape[0]:
-            grown = np.zeros((2 * n, self._keys.shape[1]), dtype=np.float32)
-            grown[:n] = self._keys
+                raise ValueError(f"key dimension {dim} differs from stored {self._keys.shape[1]}")
+            self._keys = np.zeros((0, dim), dtype=np.float32)
+        if n + len(items) > len(self._keys):
+            # Doubling; np.zeros maps untouched rows lazily, so spare capacity costs no resident memory.
+            grown = np.zeros((max(64, 2 * (n + len(items))), dim), dtype=np.float32)
+            grown[:n] = self._keys[:n]
             self._keys = grown
-        self._keys[n] = key
-        self._index[item.id] = n
-        self.items.append(item)
-        self._content_bytes += len(item.content.encode())
+            for name, values in self._columns.items():
+                self._columns[name] = np.concatenate([values[:n], np.zeros(len(grown) - n)])
+        self._keys[n : n + len(items)] = keys
+        self._set_columns(n, items)
+        for position, item in enumerate(items, start=n):
+            self._index[item.id] = position
+            self._content_bytes += len(item.content.encode())
+            if self._columns:
+                item.fields = _MirroredFields(self, item.id, item.fields)
+        self.items.extend(items)
 
     def replace(self, item: MemoryItem, key: np.ndarray | None = None) -> None:
         """Put a new version of a stored item (same id) in its place, with a new key if given."""
         i = self._index[item.id]
         self._content_bytes += len(item.content.encode()) - len(self.items[i].content.encode())
+        if self._columns:
+            self._set_columns(i, [item])
+            item.fields = _MirroredFields(self, item.id, item.fields)
         self.items[i] = item
         if key is not None:
             self._keys[i] = unit_rows(key.reshape(1, -1))[0]
+            self._hnsw = None  # rebuilt from the keys when next needed
+
+    def _set_columns(self, first: int, items: list[MemoryItem]) -> None:
+        for name, values in self._columns.items():
+            try:
+                values[first : first + len(items)] = [item.fields[name] for item in items]
+            except KeyError:
+                raise KeyError(f"item field {name!r} is a column of this store but missing from an item") from None
 
     def get(self, item_id: str) -> MemoryItem:
         return self.items[self._index[item_id]]
@@ -164,43 +231,72 @@ class ItemStore:
     def __contains__(self, item_id: str) -> bool:
         return item_id in self._index
 
+    def column(self, name: str) -> np.ndarray:
+        """The values of item field `name` for every item, in item order (read-only use)."""
+        return self._columns[name][: len(self.items)]
+
     def remove(self, item_ids: set[str]) -> None:
-        keep = [i for i, item in enumerate(self.items) if item.id not in item_ids]
-        keys = self.keys[keep].copy()
-        self.items = [self.items[i] for i in keep]
-        self._keys = keys if len(keys) else np.zeros((0, 0), dtype=np.float32)
-        self._index = {item.id: i for i, item in enumerate(self.items)}
-        self._content_bytes = sum(len(item.content.encode()) for item in self.items)
+        keep = np.array([item.id not in item_ids for item in self.items], dtype=bool)
+        items = [item for item, kept in zip(self.items, keep) if kept]
+        keys = self.keys[keep]
+        self.__init__(self.index_config, self.column_names)
+        self._append(items, keys)
 
     def similarities(self, key: np.ndarray) -> np.ndarray:
         """Cosine similarity of one unit-norm key to every stored key."""
         if not self.items:
             return np.zeros(0, dtype=np.float32)
-        return self.keys @ key.astype(np.float32)
+        return inner_products(self.keys, key.reshape(1, -1))[0]
+
+    def search(self, queries: np.ndarray, k: int, floor: float = -np.inf) -> list[Hits]:
+        """Per query row: the k most similar keys with similarity >= floor, most similar first."""
+        queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        if not self.items:
+            return [Hits(np.zeros(0, np.int64), np.zeros(0, np.float32), 0) for _ in queries]
+        graph = self._graph()
+        if graph is not None:
+            return graph.search(queries, k, floor)
+        hits = []
+        for sims in inner_products(self.keys, queries):
+            positions, count = top_k(sims, k, floor)
+            hits.append(Hits(positions, sims[positions], count))
+        return hits
 
     def nbytes(self) -> int:
         """Payload size: contents plus key vectors."""
         return self._content_bytes + self.keys.nbytes
 
+    def index_nbytes(self) -> int:
+        """Extra bytes of the search index (0 for exact search, which scans the keys)."""
+        graph = self._graph()
+        return graph.nbytes() if graph is not None else 0
+
     def save(self, path: Path) -> None:
+        encode = json.JSONEncoder(sort_keys=True).encode  # what json.dumps(..., sort_keys=True) builds per call
         with open(path / "items.jsonl", "w") as f:
-            for item in self.items:
-                f.write(json.dumps(item.to_dict(), sort_keys=True) + "\n")
+            f.writelines(encode(item.to_dict()) + "\n" for item in self.items)
         np.save(path / "keys.npy", self.keys)
+        graph = self._graph()
+        if graph is not None:
+            graph.save(path)
 
     def load(self, path: Path) -> None:
-        self.__init__()
+        self.__init__(self.index_config, self.column_names)
         with open(path / "items.jsonl") as f:
             items = [MemoryItem.from_dict(json.loads(line)) for line in f if line.strip()]
-        keys = np.load(path / "keys.npy").astype(np.float32)
-        if len(keys) != len(items):
-            raise ValueError(f"{path}: {len(items)} items but {len(keys)} keys")
-        # Keys are taken as saved: normalising a unit float32 row again can move it by an ulp,
-        # and a resumed run must match an uninterrupted one bit for bit.
-        self._keys = keys if len(keys) else np.zeros((0, 0), dtype=np.float32)
-        self.items = items
-        self._index = {item.id: i for i, item in enumerate(items)}
-        self._content_bytes = sum(len(item.content.encode()) for item in items)
+        keys = np.load(path / "keys.npy")
+        if len(items) != len(keys):
+            raise ValueError(f"{path}: {len(items)} items in items.jsonl but {len(keys)} rows in keys.npy")
+        if items:
+            self._append(items, keys.reshape(len(items), -1).astype(np.float32))
+            if self.index_config.kind == "hnsw":
+                self._hnsw = HNSWIndex.load_or_build(path, self.keys, self.index_config)
+
+    def _graph(self) -> HNSWIndex | None:
+        """The HNSW graph (hnsw stores only), built from the keys if there is none yet (first use, or after a removal or a key change)."""
+        if self._hnsw is None and self.index_config.kind == "hnsw" and self.items:
+            self._hnsw = HNSWIndex.build(self.keys, self.index_config)
+        return self._hnsw
 
 
 def trajectory_text(episode: Episode, max_chars: int = 2000) -> str:

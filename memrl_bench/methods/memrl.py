@@ -35,6 +35,7 @@ from memrl_bench import prompts
 from memrl_bench.llm import LLMError
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text, unit_rows
 from memrl_bench.types import MemoryItem, MemoryStats, Provenance, RetrievedItem, Retrieval, Usage
+from memrl_bench.vector_index import Hits, IndexConfig, inner_products, top_k
 
 
 class MemRLConfig(BaseModel):
@@ -60,6 +61,7 @@ class MemRLConfig(BaseModel):
     write_with_llm: bool = Field(True, description="On text tasks, store an LLM-written script (success) or reflection (failure) with the trajectory.")
     reflection_temperature: float = Field(0.3, ge=0, description="LLM temperature of failure reflections (official 0.3).")
     max_trajectory_chars: int = Field(2000, ge=0, description="Stored trajectory text is cut to this many characters.")
+    index: IndexConfig = Field(default_factory=IndexConfig, description="Phase A search over intent groups: exact (official results) or hnsw (approximate, for large memories).")
 
     @model_validator(mode="after")
     def _check(self) -> MemRLConfig:
@@ -69,9 +71,18 @@ class MemRLConfig(BaseModel):
 
 
 def _zscore(values: np.ndarray) -> np.ndarray:
-    """(v - mean) / std within the pool; std taken as 1 when <= 1e-9 or one value (official)."""
-    std = values.std() if len(values) > 1 else 0.0
-    return (values - values.mean()) / (std if std > 1e-9 else 1.0)
+    """(v - mean) / std within the pool; std taken as 1 when <= 1e-9 or one value (official).
+
+    Written out as numpy's mean() and std() compute them (same operations, same bits),
+    without their per-call overhead.
+    """
+    centred = values - values.sum() / len(values)
+    std = np.sqrt((centred * centred).sum() / len(values)) if len(values) > 1 else 0.0
+    return centred / (std if std > 1e-9 else 1.0)
+
+
+# Numeric item fields mirrored into arrays, so phase B reads them without per-item lookups.
+STAT_FIELDS = ("q_value", "visits", "successes", "failures", "group")
 
 
 class MemRL(MemoryMethod):
@@ -80,8 +91,9 @@ class MemRL(MemoryMethod):
     def __init__(self, cfg, ctx):
         super().__init__(cfg, ctx)
         self.config = MemRLConfig(**cfg)
-        self.store = ItemStore()
-        self.group_keys = ItemStore()  # one row per intent group; its item holds the member ids
+        self.store = ItemStore(columns=STAT_FIELDS)  # memories are found through their group, never by key
+        self.group_keys = ItemStore(index=self.config.index)  # one row per intent group; its item holds the member ids
+        self._members: tuple[np.ndarray, np.ndarray] | None = None  # memory positions grouped by group, and offsets
 
     # ---- retrieval -------------------------------------------------------------
     def retrieve(self, query: Query) -> Retrieval:
@@ -90,70 +102,112 @@ class MemRL(MemoryMethod):
     def retrieve_batch(self, queries: list[Query]) -> list[Retrieval]:
         if not queries or not len(self.group_keys):
             return [Retrieval() for _ in queries]
-        # Phase A for the whole batch in one matrix product.
-        sims = np.stack([q.key for q in queries]).astype(np.float32) @ self.group_keys.keys.T
-        return [self._rank_and_select(q, row) for q, row in zip(queries, sims)]
+        # Phase A for the whole batch in one search (one matrix product when exact).
+        groups = self.group_keys.search(np.stack([q.key for q in queries]), self.config.k_groups, self.config.sim_threshold)
+        return [self._rank_and_select(q, hits) for q, hits in zip(queries, groups)]
 
     def pool(self, group_sims: np.ndarray) -> tuple[list[str], np.ndarray]:
         """Phase A: member ids of the top k_groups intents above sim_threshold, with their group's sim."""
-        c = self.config
-        eligible = np.flatnonzero(group_sims >= c.sim_threshold)
-        top = eligible[np.argsort(-group_sims[eligible], kind="stable")[: c.k_groups]]
-        ids: list[str] = []
-        sims: list[float] = []
-        for g in top:
-            members = self.group_keys.items[g].fields["members"]
-            ids.extend(members)
-            sims.extend([float(group_sims[g])] * len(members))
-        return ids, np.asarray(sims, dtype=np.float64)
+        top, count = top_k(group_sims, self.config.k_groups, self.config.sim_threshold)
+        positions, sims = self._pool(Hits(top, group_sims[top], count))
+        return self._ids(positions), sims
 
     def rank(self, ids: list[str], sims: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         """Phase B: drop Q < q_min, score, stable descending sort. Returns ids, sims, q, scores."""
-        c = self.config
-        q = np.array([self.store.get(i).fields["q_value"] for i in ids], dtype=np.float64)
-        keep = q >= c.q_min
-        ids, sims, q = [i for i, k in zip(ids, keep) if k], sims[keep], q[keep]
-        if not ids:
-            return [], sims, q, q
-        scores = self.score(sims, q)
+        positions, sims, q, scores = self._score(self._positions(ids), np.asarray(sims, dtype=np.float64))
         order = np.argsort(-scores, kind="stable")
-        return [ids[i] for i in order], sims[order], q[order], scores[order]
+        return self._ids(positions[order]), sims[order], q[order], scores[order]
 
     def score(self, sims: np.ndarray, q: np.ndarray) -> np.ndarray:
         """(1 - lambda) * sim_z + lambda * q_z, q_z z-scored within the pool and clipped to [-3, 3]."""
         c = self.config
         sim_z = (sims - c.sim_mean) / c.sim_std if c.sim_normalisation == "fixed" else _zscore(sims)
-        return (1 - c.lambda_) * sim_z + c.lambda_ * np.clip(_zscore(q), -3.0, 3.0)
+        return (1 - c.lambda_) * sim_z + c.lambda_ * np.minimum(np.maximum(_zscore(q), -3.0), 3.0)  # np.clip, without its wrapper's cost
 
     def select(self, ids: list[str], sims: np.ndarray, scores: np.ndarray, episode_id: str) -> list[int]:
         """Positions (in the ranked pool) of the k_select memories to inject."""
+        return self._select(self._positions(ids), np.asarray(sims, dtype=np.float64), scores, episode_id)
+
+    def _pool(self, groups: Hits) -> tuple[np.ndarray, np.ndarray]:
+        """Memory positions of the chosen groups (group by group, members in order of writing), with their group's sim."""
+        order, offsets = self._member_index()
+        starts, ends = offsets[groups.positions], offsets[groups.positions + 1]
+        positions = np.concatenate([order[s:e] for s, e in zip(starts, ends)]) if len(starts) else np.zeros(0, np.int64)
+        return positions, np.repeat(groups.similarities.astype(np.float64), ends - starts)
+
+    def _member_index(self) -> tuple[np.ndarray, np.ndarray]:
+        """Memory positions sorted by group (stable: in order of writing within a group), and each group's offset."""
+        if self._members is None:
+            groups = self.store.column("group").astype(np.int64)
+            order = np.argsort(groups, kind="stable")
+            self._members = order, np.searchsorted(groups[order], np.arange(len(self.group_keys) + 1))
+        return self._members
+
+    def _add_members(self, first_position: int, groups: np.ndarray) -> None:
+        """Append new memories (positions first_position, ...) at the end of their groups: linear, no re-sort."""
+        order, offsets = self._members
+        n_groups = len(self.group_keys)
+        offsets = np.concatenate([offsets, np.full(n_groups + 1 - len(offsets), offsets[-1])])  # new groups start empty
+        by_group = np.argsort(groups, kind="stable")  # new memories of one old end position go in group order
+        order = np.insert(order, offsets[groups[by_group] + 1], first_position + by_group)
+        self._members = order, offsets + np.concatenate([[0], np.cumsum(np.bincount(groups, minlength=n_groups))])
+
+    def _score(self, positions: np.ndarray, sims: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Phase B before sorting: drop Q < q_min and score. Returns positions, sims, q, scores."""
         c = self.config
-        k = min(c.k_select, len(ids))
+        q = self.store.column("q_value")[positions]
+        keep = q >= c.q_min
+        if not keep.all():
+            positions, sims, q = positions[keep], sims[keep], q[keep]
+        if not len(positions):
+            return positions, sims, q, q
+        return positions, sims, q, self.score(sims, q)
+
+    def _explores(self, episode_id: str) -> bool:
+        """Whether this episode's choice is anything but the greedy top k_select."""
+        c = self.config
+        return c.selection != "greedy" or (c.epsilon > 0 and self.ctx.rng_for("epsilon", episode_id).random() < c.epsilon)
+
+    def _select(self, positions: np.ndarray, sims: np.ndarray, scores: np.ndarray, episode_id: str) -> list[int]:
+        """Indices into the ranked pool (memory positions, their sims and scores) of the memories to inject."""
+        c = self.config
+        k = min(c.k_select, len(positions))
         if c.selection == "greedy":
-            if c.epsilon > 0 and self.ctx.rng_for("epsilon", episode_id).random() < c.epsilon:
-                return sorted(self.ctx.rng_for("sample", episode_id).choice(len(ids), size=k, replace=False).tolist())
+            if self._explores(episode_id):
+                return sorted(self.ctx.rng_for("sample", episode_id).choice(len(positions), size=k, replace=False).tolist())
             return list(range(k))
         rng = self.ctx.rng_for(c.selection, episode_id)
         if c.selection == "softmax":
             logits = scores / c.softmax_temperature
             p = np.exp(logits - logits.max())
-            return sorted(rng.choice(len(ids), size=k, replace=False, p=p / p.sum()).tolist())
-        fields = [self.store.get(i).fields for i in ids]
+            return sorted(rng.choice(len(positions), size=k, replace=False, p=p / p.sum()).tolist())
         if c.selection == "ucb":
-            visits = np.array([f["visits"] for f in fields], dtype=np.float64)
+            visits = self.store.column("visits")[positions]
             bonus = c.ucb_c * np.sqrt(np.log(visits.sum() + 1.0) / (visits + 1.0))
             return np.argsort(-(scores + bonus), kind="stable")[:k].tolist()
         # Thompson: draw each memory's success rate from Beta(1 + successes, 1 + failures), turn it
         # into an expected reward, and rank by the same score with the drawn Q in place of Q, so
         # that only the treatment of uncertainty differs from greedy (similarity still counts).
-        p = rng.beta([1 + f["successes"] for f in fields], [1 + f["failures"] for f in fields])
+        p = rng.beta(1 + self.store.column("successes")[positions], 1 + self.store.column("failures")[positions])
         q_drawn = c.reward_failure + (c.reward_success - c.reward_failure) * p
         return np.argsort(-self.score(sims, q_drawn), kind="stable")[:k].tolist()
 
-    def _rank_and_select(self, query: Query, group_sims: np.ndarray) -> Retrieval:
-        ids, sims, q, scores = self.rank(*self.pool(group_sims))
-        chosen = [RetrievedItem.of(self.store.get(ids[i]), sims[i], float(q[i]), float(scores[i])) for i in self.select(ids, sims, scores, query.episode_id)]
-        return Retrieval(items=chosen, prompt_block=self._prompt_block(chosen), candidates=len(ids))
+    def _rank_and_select(self, query: Query, groups: Hits) -> Retrieval:
+        positions, sims, q, scores = self._score(*self._pool(groups))
+        if self._explores(query.episode_id):
+            order = np.argsort(-scores, kind="stable")
+            positions, sims, q, scores = positions[order], sims[order], q[order], scores[order]
+            picks = self._select(positions, sims, scores, query.episode_id)
+        else:  # greedy: only the top k_select of the stable sort is needed
+            picks = top_k(scores, self.config.k_select)[0]
+        chosen = [RetrievedItem.of(self.store.items[positions[i]], sims[i], float(q[i]), float(scores[i])) for i in picks]
+        return Retrieval(items=chosen, prompt_block=self._prompt_block(chosen), candidates=len(positions))
+
+    def _positions(self, ids: list[str]) -> np.ndarray:
+        return np.array([self.store.index_of(i) for i in ids], dtype=np.int64)
+
+    def _ids(self, positions: np.ndarray) -> list[str]:
+        return [self.store.items[p].id for p in positions]
 
     def _prompt_block(self, chosen: list[RetrievedItem]) -> str:
         if not chosen:
@@ -169,8 +223,10 @@ class MemRL(MemoryMethod):
     # ---- learning --------------------------------------------------------------
     def learn(self, batch: list[Experience]) -> LearnResult:
         c = self.config
+        if not batch:
+            return LearnResult()
         contents, usage = self._write_contents(batch)
-        for exp, content in zip(batch, contents):
+        for exp in batch:
             ep = exp.episode
             r = c.reward_success if ep.success else c.reward_failure
             for used in ep.retrieved:
@@ -178,23 +234,46 @@ class MemRL(MemoryMethod):
                 fields["q_value"] += c.alpha * (r - fields["q_value"])
                 fields["visits"] += 1
                 fields["successes" if ep.success else "failures"] += 1
-            self._write(exp, content)
+        # The memories are written after every update: updates touch only memories of earlier batches.
+        self._write_batch(batch, contents)
         return LearnResult(usage_by_episode=usage)
 
     def _write(self, exp: Experience, content: str) -> None:
-        ep, c = exp.episode, self.config
-        key = unit_rows(exp.key.reshape(1, -1))[0]
-        group = -1
-        if len(self.group_keys):
-            sims = self.group_keys.similarities(key)
-            best = int(np.argmax(sims))
-            group = best if sims[best] >= c.add_similarity_threshold else -1
-        if group < 0:
+        """Store one episode's memory."""
+        self._write_batch([exp], [content])
+
+    def _write_batch(self, batch: list[Experience], contents: list[str]) -> None:
+        """Store the episodes' memories in order, each in the most similar group (or a new one)."""
+        keys = unit_rows(np.stack([exp.key for exp in batch]))
+        # The most similar group before the batch, for every episode at once; groups founded
+        # within the batch are compared in _group_for.
+        first_new_group = len(self.group_keys)
+        nearest = self.group_keys.search(keys, 1) if first_new_group else [None] * len(batch)
+        memories = []
+        for exp, content, key, old in zip(batch, contents, keys, nearest):
+            group = self._group_for(exp, key, old, first_new_group)
+            self.group_keys.items[group].fields["members"].append(exp.episode.episode_id)
+            fields = {"q_value": self.config.q_init, "visits": 0, "successes": 0, "failures": 0, "group": group}
+            memories.append(MemoryItem(exp.episode.episode_id, content, Provenance.of(exp.episode), fields))
+        first_position = len(self.store)
+        self._member_index()  # built over the memories before this batch, then extended
+        self.store.add_many(memories, keys)
+        self._add_members(first_position, np.array([m.fields["group"] for m in memories], dtype=np.int64))
+
+    def _group_for(self, exp: Experience, key: np.ndarray, nearest_old: Hits | None, first_new_group: int) -> int:
+        """The most similar group (stored before the batch, or founded in it) if similar enough, else a new group."""
+        group, best = -1, -np.inf
+        if nearest_old is not None and len(nearest_old.positions):
+            group, best = int(nearest_old.positions[0]), float(nearest_old.similarities[0])
+        if len(self.group_keys) > first_new_group:
+            sims = inner_products(self.group_keys.keys[first_new_group:], key)[0]
+            new_best = int(np.argmax(sims))
+            if sims[new_best] > best:  # on a tie the older group wins, as argmax over all groups would
+                group, best = first_new_group + new_best, float(sims[new_best])
+        if best < self.config.add_similarity_threshold:
             group = len(self.group_keys)
-            self.group_keys.add(MemoryItem(f"group-{group}", exp.task.description, Provenance.of(ep), {"members": []}), key)
-        fields = {"q_value": c.q_init, "visits": 0, "successes": 0, "failures": 0, "group": group}
-        self.store.add(MemoryItem(ep.episode_id, content, Provenance.of(ep), fields), key)
-        self.group_keys.items[group].fields["members"].append(ep.episode_id)
+            self.group_keys.add(MemoryItem(f"group-{group}", exp.task.description, Provenance.of(exp.episode), {"members": []}), key)
+        return group
 
     def _write_contents(self, batch: list[Experience]) -> tuple[list[str], dict[str, Usage]]:
         """Memory text per episode: with an LLM, a script (success) or reflection (failure) + trajectory."""
@@ -235,6 +314,7 @@ class MemRL(MemoryMethod):
     def restore(self, path: Path) -> None:
         self.store.load(path)
         self.group_keys.load(path / "groups")
+        self._members = None
 
     def stats(self) -> MemoryStats:
         return MemoryStats(items=len(self.store), bytes=self.store.nbytes() + self.group_keys.keys.nbytes, groups=len(self.group_keys))

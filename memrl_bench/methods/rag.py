@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memrl_bench import prompts
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text
 from memrl_bench.types import MemoryItem, MemoryStats, Provenance, RetrievedItem, Retrieval
+from memrl_bench.vector_index import Hits, IndexConfig
 
 
 class RAGConfig(BaseModel):
@@ -20,6 +21,7 @@ class RAGConfig(BaseModel):
     top_k: int = Field(3, ge=1, description="Stored episodes injected into the prompt.")
     sim_floor: float = Field(-1.0, ge=-1.0, le=1.0, description="Minimum cosine similarity of an injected episode.")
     max_trajectory_chars: int = Field(2000, ge=0, description="Stored trajectory text is cut to this many characters.")
+    index: IndexConfig = Field(default_factory=IndexConfig, description="Search over stored episodes: exact (a full scan) or hnsw (approximate, for large memories).")
 
 
 class RAG(MemoryMethod):
@@ -28,17 +30,23 @@ class RAG(MemoryMethod):
     def __init__(self, cfg, ctx):
         super().__init__(cfg, ctx)
         self.config = RAGConfig(**cfg)
-        self.store = ItemStore()
+        self.store = ItemStore(index=self.config.index)
 
     def retrieve(self, query: Query) -> Retrieval:
-        sims = self.store.similarities(query.key)
-        keep = np.flatnonzero(sims >= self.config.sim_floor)
-        top = keep[np.argsort(-sims[keep], kind="stable")[: self.config.top_k]]
-        chosen = [RetrievedItem.of(self.store.items[i], sims[i]) for i in top]
+        return self.retrieve_batch([query])[0]
+
+    def retrieve_batch(self, queries: list[Query]) -> list[Retrieval]:
+        if not queries:
+            return []
+        found = self.store.search(np.stack([q.key for q in queries]), self.config.top_k, self.config.sim_floor)
+        return [self._retrieval(hits) for hits in found]
+
+    def _retrieval(self, hits: Hits) -> Retrieval:
+        chosen = [RetrievedItem.of(self.store.items[p], s) for p, s in zip(hits.positions, hits.similarities)]
         block = ""
         if chosen:
-            block = prompts.render("rag_memory_block", episodes="\n".join(self.store.get(r.item_id).content for r in chosen))
-        return Retrieval(items=chosen, prompt_block=block, candidates=len(keep))
+            block = prompts.render("rag_memory_block", episodes="\n".join(self.store.items[p].content for p in hits.positions))
+        return Retrieval(items=chosen, prompt_block=block, candidates=hits.candidates)
 
     def learn(self, batch: list[Experience]) -> LearnResult:
         for exp in batch:
