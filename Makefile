@@ -1,7 +1,7 @@
 # The two commands of a fresh machine: `make demo` and `make test`.
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
-EXTRAS ?= local,embed,textworld,alfworld,test
+EXTRAS ?= local,embed,textworld,alfworld,launchers,test
 
 .PHONY: install demo test test-slow clean
 
