@@ -153,7 +153,11 @@ class Runner:
         labels += check_backbone(cfg.get("llm", {}), protocol)
 
         env_cfg = {k: v for k, v in cfg["env"].items() if k not in ("name", "roles")}
-        env = registry.get("env", cfg["env"]["name"])(env_cfg, seed=int(cfg.get("env", {}).get("seed", 0) or 0))
+        env_cls = registry.get("env", cfg["env"]["name"])
+        try:
+            env = env_cls(env_cfg, seed=int(cfg["env"].get("seed", 0) or 0))
+        except (KeyError, ValueError, TypeError) as err:  # env constructors name the bad key in their message
+            raise ConfigError(f"env {cfg['env']['name']!r}: {err.args[0] if err.args else err}") from None
         stack.callback(env.close)
         labels += list(env.labels)
         roles = dict(cfg["env"].get("roles") or env.default_roles)

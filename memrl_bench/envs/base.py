@@ -100,6 +100,16 @@ def data_dir(cfg: dict[str, Any], env_var: str, shared_subdir: str, fetch_hint: 
     return path.resolve()
 
 
+def tasks_per_split(cfg: dict[str, Any]) -> int | None:
+    """The config's `tasks_per_split` (a quick-run limit): None for all, else an int >= 1."""
+    value = cfg.get("tasks_per_split")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"env.tasks_per_split must be null or an integer >= 1, got {value!r}")
+    return value
+
+
 def hash_fraction(text: str) -> float:
     """A stable number in [0, 1) from a string, for splitting by a fixed hash."""
     return int(hashlib.sha256(text.encode()).hexdigest()[:12], 16) / float(16**12)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from memrl_bench import prompts
-from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction
+from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction, tasks_per_split
 from memrl_bench.sandbox import CodeRunner, GoldFilter, Limits, gold_failure
 from memrl_bench.types import Task
 
@@ -88,9 +88,7 @@ class BigCodeBenchEnv(Env):
         self.prompt: str = self.cfg.get("prompt", "instruct")
         if self.prompt not in PROMPTS:
             raise ValueError(f"env.prompt: unknown prompt form {self.prompt!r}; valid: {', '.join(PROMPTS)}")
-        self.tasks_per_split: int | None = None if self.cfg.get("tasks_per_split") is None else int(self.cfg["tasks_per_split"])
-        if self.tasks_per_split is not None and self.tasks_per_split < 1:
-            raise ValueError(f"env.tasks_per_split must be null or >= 1, got {self.tasks_per_split}")
+        self.tasks_per_split = tasks_per_split(self.cfg)
         self.isolation: str = self.cfg.get("isolation", "sandbox")
         limits = Limits(
             timeout_s=float(self.cfg.get("timeout_s", 60)),

@@ -38,7 +38,7 @@ import time
 from typing import Any, ClassVar
 
 from memrl_bench import prompts
-from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction
+from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction, tasks_per_split
 from memrl_bench.types import Task
 
 _FILES = {"train": "db_train.json", "validation": "db_val.json"}
@@ -184,9 +184,7 @@ class LLBDBEnv(Env):
 
     def __init__(self, cfg: dict[str, Any], seed: int = 0):
         super().__init__(cfg, seed)
-        self.tasks_per_split: int | None = None if self.cfg.get("tasks_per_split") is None else int(self.cfg["tasks_per_split"])
-        if self.tasks_per_split is not None and self.tasks_per_split < 1:
-            raise ValueError(f"env.tasks_per_split must be null or >= 1, got {self.tasks_per_split}")
+        self.tasks_per_split = tasks_per_split(self.cfg)
         self.exclude_gold_failures = bool(self.cfg.get("exclude_gold_failures", True))
         self.statement_timeout_s = float(self.cfg.get("statement_timeout_s", 5))
         self.max_shown_rows = int(self.cfg.get("max_shown_rows", 20))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from memrl_bench import prompts
-from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction
+from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction, tasks_per_split
 from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, GoldFilter, Limits, Sandbox, gold_failure, require_sandbox
 from memrl_bench.types import Task
 
@@ -57,9 +57,7 @@ class LLBOSEnv(Env):
 
     def __init__(self, cfg: dict[str, Any], seed: int = 0):
         super().__init__(cfg, seed)
-        self.tasks_per_split: int | None = None if self.cfg.get("tasks_per_split") is None else int(self.cfg["tasks_per_split"])
-        if self.tasks_per_split is not None and self.tasks_per_split < 1:
-            raise ValueError(f"env.tasks_per_split must be null or >= 1, got {self.tasks_per_split}")
+        self.tasks_per_split = tasks_per_split(self.cfg)
         self.workdir: str = str(self.cfg.get("workdir", "/"))
         self.hidden_paths = DEFAULT_HIDDEN_PATHS + tuple(self.cfg.get("extra_hidden_paths") or ())
         self.limits = Limits(

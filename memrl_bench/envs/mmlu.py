@@ -14,7 +14,7 @@ import json
 from typing import Any, ClassVar
 
 from memrl_bench import prompts
-from memrl_bench.envs.base import DataMissingError, Env, data_dir
+from memrl_bench.envs.base import DataMissingError, Env, data_dir, tasks_per_split
 from memrl_bench.types import Task
 
 _FETCH = "python scripts/fetch_data.py mmlu"
@@ -36,9 +36,7 @@ class MMLUEnv(Env):
 
     def __init__(self, cfg: dict[str, Any], seed: int = 0):
         super().__init__(cfg, seed)
-        self.tasks_per_split: int | None = None if self.cfg.get("tasks_per_split") is None else int(self.cfg["tasks_per_split"])
-        if self.tasks_per_split is not None and self.tasks_per_split < 1:
-            raise ValueError(f"env.tasks_per_split must be null or >= 1, got {self.tasks_per_split}")
+        self.tasks_per_split = tasks_per_split(self.cfg)
         folder = data_dir(self.cfg, "MEMRL_BENCH_MMLU_DIR", "mmlu", _FETCH)
         self._all: dict[str, list[Task]] = {}
         for split, file_name in _FILES.items():
