@@ -113,3 +113,15 @@ def test_poisoning_feeds_adversarial_memories_that_are_logged_but_not_scored(tmp
     assert poisoned["episodes"] == clean["episodes"]  # poison is not an episode of any score
     assert poisoned["poison"]["memories"] == 20 and poisoned["poison"]["share_of_retrievals"] > 0
     assert poisoned["success_rate"]["train"][1] == clean["success_rate"]["train"][1]  # before the poison
+
+
+def test_the_alfworld_preset_is_memrls_alfworld_config():
+    from memrl_bench.methods.memrl import MemRLConfig
+    from tests.helpers import composed
+
+    cfg = composed("+experiment=alfworld_memrl")
+    m = MemRLConfig(**{k: v for k, v in cfg["method"].items() if k != "name"})
+    assert (m.k_groups, m.k_select, m.epsilon, m.lambda_, m.alpha, m.sim_mean, m.sim_std, m.sim_threshold) == (5, 3, 0.0, 0.5, 0.3, 0.5187, 0.1203, 0.5)
+    assert (m.reward_success, m.reward_failure, m.add_similarity_threshold, m.selection) == (1.0, -1.0, 0.9, "greedy")
+    assert (cfg["protocol"]["batch_size"], cfg["protocol"]["epochs"], cfg["actor"]["max_steps"], cfg["llm"]["temperature"]) == (32, 10, 30, 0.0)
+    assert cfg["env"]["name"] == "alfworld" and composed("+experiment=alfworld_memrl", "method=rag")["method"]["name"] == "rag"
