@@ -39,6 +39,9 @@ class _Recorder:
     usage: Usage = field(default_factory=Usage)
     act_s: float = 0.0
     env_s: float = 0.0
+    reset_s: float = 0.0
+    last_env_s: float = 0.0
+    step_act_s: float = 0.0  # LLM seconds since the last env step (one turn's thinking)
     transcript: list[dict[str, Any]] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
 
@@ -51,6 +54,7 @@ class _Recorder:
             raise
         finally:
             self.act_s += time.perf_counter() - start
+            self.step_act_s += time.perf_counter() - start
         self.usage.add(completion.usage)
         if self.keep_transcript:
             self.transcript.append({"messages": messages, "completion": completion.text})
@@ -63,7 +67,19 @@ class _Recorder:
         except Exception as err:  # any env failure ends only this episode
             raise _EnvFailure(f"{type(err).__name__}: {err}") from err
         finally:
-            self.env_s += time.perf_counter() - start
+            self.last_env_s = time.perf_counter() - start
+            self.env_s += self.last_env_s
+
+    async def reset(self, env: Env, task: Any) -> Any:
+        result = await self.env(env.reset, task)
+        self.reset_s = self.last_env_s
+        return result
+
+    def turn(self, action: str, observation: str, reward: float, raw_output: str | None) -> None:
+        """Record one step with its own latency: the LLM time since the last step and the env step."""
+        latency = {"act": self.step_act_s, "env": self.last_env_s}
+        self.turns.append(Turn(action=action, observation=observation, reward=reward, raw_output=raw_output, latency_s=latency))
+        self.step_act_s = 0.0
 
 
 @dataclass
@@ -126,7 +142,7 @@ class _LLMActor(Actor):
             status=status,
             turns=rec.turns,
             usage=rec.usage,
-            latency_s={"act": rec.act_s, "env": rec.env_s},
+            latency_s={"act": rec.act_s, "env": rec.env_s - rec.reset_s, "reset": rec.reset_s},
             error=error,
             info=rec.info,
         )
@@ -186,7 +202,7 @@ class ReActActor(_LLMActor):
     cfg: ReActConfig
 
     async def _play(self, job: Job, env: Env, rec: _Recorder) -> tuple[EpisodeStatus, bool]:
-        first_observation, info = await rec.env(env.reset, job.task)
+        first_observation, info = await rec.reset(env, job.task)
         multiline = bool(info.get("multiline_actions"))
         system = system_prompt("react_system", env, job.retrieval.prompt_block)
         rec.info.update(invalid_actions=0, fuzzy_matched_actions=0)
@@ -207,7 +223,7 @@ class ReActActor(_LLMActor):
                     rec.info["fuzzy_matched_actions"] += 1
                 action = matched or action
             observation, reward, done, info = await rec.env(env.step, action)
-            rec.turns.append(Turn(action=action, observation=observation, reward=float(reward), raw_output=completion.text))
+            rec.turn(action, observation, float(reward), completion.text)
             if done:
                 return "ok", bool(info.get("success", False))
         return "step_limit", False
@@ -253,7 +269,7 @@ class SingleTurnActor(_LLMActor):
     """One question, one completion, one checked answer (multiple choice, code, ...)."""
 
     async def _play(self, job: Job, env: Env, rec: _Recorder) -> tuple[EpisodeStatus, bool]:
-        question, info = await rec.env(env.reset, job.task)
+        question, info = await rec.reset(env, job.task)
         messages = [
             {"role": "system", "content": system_prompt("single_turn", env, job.retrieval.prompt_block)},
             {"role": "user", "content": question},
@@ -264,7 +280,7 @@ class SingleTurnActor(_LLMActor):
             rec.turns.append(Turn(action="", observation="", raw_output=completion.text))
             return "parse_error", False
         observation, reward, _done, info = await rec.env(env.step, answer)
-        rec.turns.append(Turn(action=answer, observation=observation, reward=float(reward), raw_output=completion.text))
+        rec.turn(answer, observation, float(reward), completion.text)
         return "ok", bool(info.get("success", False))
 
 

@@ -105,6 +105,16 @@ def latency_percentiles(records: list[dict]) -> dict[str, dict[str, float]]:
     return {stage: {"p50": float(np.percentile(v, 50)), "p95": float(np.percentile(v, 95)), "n": len(v)} for stage, v in sorted(stages.items())}
 
 
+def step_latency_percentiles(records: list[dict]) -> dict[str, dict[str, float]]:
+    """p50 / p95 seconds of one step (LLM thinking, env step) over every recorded turn."""
+    stages: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        for turn in r.get("turns", []):
+            for stage, seconds in (turn.get("latency_s") or {}).items():
+                stages[stage].append(seconds)
+    return {stage: {"p50": float(np.percentile(v, 50)), "p95": float(np.percentile(v, 95)), "n": len(v)} for stage, v in sorted(stages.items())}
+
+
 def memory_growth(records: list[dict]) -> dict[int, dict[str, float]]:
     """Memory size after the last training batch of each epoch, and mean injected characters."""
     out: dict[int, dict[str, float]] = {}
@@ -191,6 +201,7 @@ def compute(records: list[dict], memory_dir: Path | None = None, labels: list[st
         "forgetting": {p: forgetting_rates(records, p) for p in phases if p in ("train", "validation")},
         "pass_at_k": pass_at_k(records),
         "latency_s": latency_percentiles(records),
+        "step_latency_s": step_latency_percentiles(records),
         "memory_growth": memory_growth(records),
         "usage": usage_totals(records),
         "memory_final": {"items": len(items), "never_retrieved_share": (sum(1 for c in counts.values() if c == 0) / len(counts)) if counts else None, "retrieval_gini": gini(counts.values()) if counts else None},

@@ -135,6 +135,7 @@ class Turn:
     observation: str
     reward: float = 0.0
     raw_output: str | None = None  # the model's completion, before parsing into `action`
+    latency_s: dict[str, float] | None = None  # this step's seconds: act (LLM), env (step)
 
 
 @dataclass
@@ -230,6 +231,8 @@ class MemoryStats:
 def strip_measured(record: dict) -> dict:
     """A copy of an episode record without its measured parts, for reproducibility checks."""
     out = {k: v for k, v in record.items() if k not in MEASURED_KEYS}
+    if "turns" in out:
+        out["turns"] = [{k: v for k, v in turn.items() if k != "latency_s"} for turn in out["turns"]]
     for usage_key in ("act_usage", "memory_usage"):
         if usage_key in out:
             out[usage_key] = {k: v for k, v in out[usage_key].items() if k not in MEASURED_USAGE_KEYS}

@@ -145,7 +145,9 @@ def test_react_solves_with_exact_actions() -> None:
     assert outcome.turns[0].raw_output == SOLUTION[0] and outcome.turns[-1].observation == "You put the apple in the basket."
     assert outcome.info["invalid_actions"] == 0 and outcome.info["fuzzy_matched_actions"] == 0
     assert (outcome.usage.calls, outcome.usage.prompt_tokens, outcome.usage.completion_tokens) == (4, 400, 40)
-    assert set(outcome.latency_s) == {"act", "env"} and outcome.latency_s["act"] > 0 and outcome.latency_s["env"] > 0
+    assert set(outcome.latency_s) == {"act", "env", "reset"} and outcome.latency_s["act"] > 0 and outcome.latency_s["env"] > 0
+    assert all(set(t.latency_s) == {"act", "env"} and t.latency_s["act"] > 0 for t in outcome.turns)  # per step
+    assert sum(t.latency_s["env"] for t in outcome.turns) == pytest.approx(outcome.latency_s["env"])
     assert {c["sample_index"] for c in llm.calls} == {3}
     assert all(c["overrides"] == {"temperature": 0.0} for c in llm.calls)
     assert "transcript" not in outcome.info

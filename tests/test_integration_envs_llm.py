@@ -54,6 +54,14 @@ METHODS = {
 }
 
 
+def test_expel_on_textworld_express_without_a_success_spends_no_memory_calls(tmp_path):
+    cfg = composed("method=expel", f"llm.cache_path={tmp_path / 'cache.sqlite'}", *COMMON, "protocol.epochs=2", "protocol.validate_every_epoch=false", *TWX)
+    metrics = run(cfg, tmp_path / "expel")
+    assert (tmp_path / "expel" / "COMPLETE").exists()
+    wins = sum(e["success"] for e in episodes(tmp_path / "expel") if e["phase"] == "train")
+    assert wins > 0 or metrics["usage"]["memory"].get("calls", 0) == 0
+
+
 @pytest.mark.parametrize("method", sorted(METHODS))
 def test_llm_managed_methods_end_to_end(tmp_path, method):
     cfg = composed(
