@@ -24,9 +24,12 @@ MEASURED_USAGE_KEYS = ("latency_s", "retries", "cache_hits")
 def _shallow_dict(record: Any) -> dict:
     """A dataclass of plain values as a dict of its fields, in order.
 
-    A (non-slots) dataclass instance's __dict__ holds exactly its fields; copying it is
-    far cheaper than dataclasses.asdict, which deep-copies every value.
+    Copying a dataclass's __dict__ (or, for slots classes, reading its slots) is far
+    cheaper than dataclasses.asdict, which deep-copies every value.
     """
+    slots = getattr(type(record), "__slots__", None)
+    if slots is not None:
+        return {name: getattr(record, name) for name in slots}
     return dict(record.__dict__)
 
 
@@ -41,7 +44,7 @@ class Task:
     data: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
 
-@dataclass
+@dataclass(slots=True)
 class Provenance:
     """Where a memory item came from: it must be a training episode (audited)."""
 
@@ -60,7 +63,7 @@ class Provenance:
         return _shallow_dict(self)
 
 
-@dataclass
+@dataclass(slots=True)
 class MemoryItem:
     """One stored memory. `fields` holds method state (q_value, visits, group, ...)."""
 
