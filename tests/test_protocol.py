@@ -125,3 +125,17 @@ def test_the_alfworld_preset_is_memrls_alfworld_config():
     assert (m.reward_success, m.reward_failure, m.add_similarity_threshold, m.selection) == (1.0, -1.0, 0.9, "greedy")
     assert (cfg["protocol"]["batch_size"], cfg["protocol"]["epochs"], cfg["actor"]["max_steps"], cfg["llm"]["temperature"]) == (32, 10, 30, 0.0)
     assert cfg["env"]["name"] == "alfworld" and composed("+experiment=alfworld_memrl", "method=rag")["method"]["name"] == "rag"
+
+
+def test_the_report_shows_poisoning_and_keeps_poison_out_of_the_rates(tmp_path):
+    from memrl_bench.report import report
+
+    run(config(protocol={"epochs": 2}), tmp_path / "runs" / "protocol.poison_share=0.0")
+    poisoned = run(config(protocol={"epochs": 2, "poison_share": 0.5, "poison_epoch": 2}), tmp_path / "runs" / "protocol.poison_share=0.5")
+    report(tmp_path / "runs", tmp_path / "report")
+    table = (tmp_path / "report" / "tables" / "poisoning.md").read_text()
+    share = 100 * poisoned["poison"]["share_of_retrievals"]
+    assert f"| memrl [protocol.poison_share=0.5] | 20 (n=1) | {share:.1f} (n=1) |" in table
+    rates = (tmp_path / "report" / "tables" / "sr_csr_train.md").read_text()
+    sr = poisoned["success_rate"]["train"]  # metrics.json leaves poison out; so must the report
+    assert f"| memrl [protocol.poison_share=0.5] | SR | {100 * sr[1]:.1f} (n=1) | {100 * sr[2]:.1f} (n=1) |" in rates

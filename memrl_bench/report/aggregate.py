@@ -230,6 +230,7 @@ def per_run_end(results: Results) -> pd.DataFrame:
     usage = episodes.groupby("run")[usage_columns + ["memory_op_errors"]].sum()
     usage["episodes"] = episodes.groupby("run").size()
     table = usage.join(end, how="left").join(retrieval_spread(results), how="left").join(q_utility_spearman(results), how="left")
+    table = table.join(results.runs.set_index("run")[["poison_memories", "poison_retrieval_share"]].astype("float64"), how="left")
     return table.join(results.runs.set_index("run")[RUN_COLUMNS[1:]]).reset_index()
 
 

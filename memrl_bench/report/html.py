@@ -53,6 +53,7 @@ SECTIONS = (
     ("forgetting", "Forgetting", ("fig:forgetting", "forgetting_train", "forgetting_validation")),
     ("cost", "Latency and cost", ("fig:latency", "latency", "usage")),
     ("memory", "Memory growth and use", ("memory", "fig:memory_growth", "fig:retrieval", "fig:q_utility")),
+    ("poisoning", "Memory poisoning", ("poisoning",)),
 )
 LIST_COLUMNS = {"split hashes"}  # "a; b" cells shown one item per line
 TEXT_COLUMNS = {"variant", "metric", "labels", "run", "status", "model", "embedder", "split hashes", "config hash", "git commit"}

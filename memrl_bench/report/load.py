@@ -258,6 +258,12 @@ def load(results_dir: Path) -> Results:
         name = str(path.relative_to(root)) if path != root else path.name
         run_rows.append(_run_row(folder, name))
         records = _read_episodes(folder)
+        # Poison (the poisoning experiment's adversarial memories) is training input, never
+        # an episode of any score: counted per run, kept out of every rate.
+        played = [r for r in records if r.get("status") != "poison"]
+        run_rows[-1]["poison_memories"] = len(records) - len(played)
+        run_rows[-1]["poison_retrieval_share"] = ((run_rows[-1]["metrics"] or {}).get("poison") or {}).get("share_of_retrievals")
+        records = played
         run_rows[-1]["episodes"] = len(records)
         try:
             episode_frames.append(_episode_frame(records, name))

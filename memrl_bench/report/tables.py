@@ -211,6 +211,12 @@ USAGE_COLUMNS = {
 }
 
 
+POISON_COLUMNS = {
+    "poison_memories": ("adversarial memories fed", 1, 0),
+    "poison_retrieval_share": ("share of later training injections that were poison %", 100, 1),
+}
+
+
 def end_table(results: Results, agg: Aggregates, name: str, title: str, columns: dict[str, tuple[str, float, int]], note: str) -> Table | None:
     """One row per variant of end-of-run numbers: `columns` maps metric -> (title, scale, digits)."""
     if agg.end.empty:
@@ -218,6 +224,17 @@ def end_table(results: Results, agg: Aggregates, name: str, title: str, columns:
     order, labels = variant_order(results.runs), variant_labels(results.runs)
     data = agg.end[agg.end["metric"].isin(columns)].assign(labels=lambda d: d["variant"].map(labels))
     return Table(name, title, data, _end_view(agg, order, labels, columns), note + " " + INTERVAL_NOTE)
+
+
+def poison_table(results: Results, agg: Aggregates) -> Table | None:
+    """The poisoning experiment: how much poison each variant was fed and how much it used.
+
+    Its SR degradation and recovery are the SR-per-epoch rows and figure of the same variants.
+    """
+    if not (results.runs["poison_memories"] > 0).any():
+        return None
+    note = "Adversarial memories fed to learn() at the start of protocol.poison_epoch (status poison in episodes.jsonl, never scored); compare each variant's SR per epoch above with its poison_share=0 twin."
+    return end_table(results, agg, "poisoning", "Memory poisoning", POISON_COLUMNS, note)
 
 
 def runs_table(results: Results) -> Table:
@@ -253,6 +270,7 @@ def all_tables(results: Results, agg: Aggregates) -> dict[str, Table]:
         latency_table(results, agg),
         end_table(results, agg, "memory", "Memory at the end", MEMORY_COLUMNS, memory_note),
         end_table(results, agg, "usage", "Tokens and LLM calls", USAGE_COLUMNS, usage_note),
+        poison_table(results, agg),
         runs_table(results),
     ]
     return {t.name: t for t in tables if t is not None}
