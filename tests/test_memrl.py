@@ -6,7 +6,7 @@ import pytest
 from memrl_bench.methods.base import Experience, MethodContext, Query
 from memrl_bench.methods.memrl import MemRL
 from memrl_bench.runner import ConfigError, validated
-from memrl_bench.types import Episode, MemoryItem, Provenance, RetrievedItem, Task
+from memrl_bench.types import Episode, RetrievedItem, Task
 
 
 def make(**cfg) -> MemRL:
