@@ -62,7 +62,10 @@ def test_local_model_plays_textworld_express_end_to_end_and_the_cache_replays_it
     assert (tmp_path / "first" / "COMPLETE").exists()
     assert len(episodes) == 2 * 2 + 2 and {e["phase"] for e in episodes} == {"train", "test"}
     assert all(e["act_usage"]["calls"] >= 1 and e["act_usage"]["prompt_tokens"] > 0 and e["act_usage"]["completion_tokens"] > 0 for e in episodes)
-    assert all(e["act_usage"]["cache_hits"] == 0 and e["latency_s"]["act"] > 0 for e in episodes)
+    assert all(e["latency_s"]["act"] > 0 for e in episodes)
+    # A fresh cache: epoch 1's prompts are all new (later ones may repeat one exactly,
+    # e.g. when memory did not change the prompt, and are then served from the cache).
+    assert all(e["act_usage"]["cache_hits"] == 0 for e in episodes if e["phase"] == "train" and e["epoch"] == 1)
     assert all(e["turns"] and e["turns"][0]["raw_output"] for e in episodes)
     manifest = json.loads((tmp_path / "first" / "manifest.json").read_text())
     assert manifest["model"]["model"] == "smollm2-135m" and "api_key" not in json.dumps(manifest["model"]).lower()
