@@ -41,7 +41,7 @@ from memrl_bench.protocol import (
     check_disjoint,
     split_hash,
 )
-from memrl_bench.runfolder import RunFolder
+from memrl_bench.runfolder import RunFolder, batch_key
 from memrl_bench.types import Episode, Outcome, Task
 
 # Config keys that change how a run goes, not what it computes: left out of the
@@ -271,7 +271,7 @@ class Runner:
         logged = self.folder.truncate_to_batches(sizes.get)
         by_batch: dict[tuple, list[dict]] = {}
         for record in logged:
-            by_batch.setdefault((record["phase"], record["split"], record["epoch"], record["batch_index"]), []).append(record)
+            by_batch.setdefault(batch_key(record), []).append(record)
         logged_keys = [b.key for b in schedule if b.key in by_batch]
         if logged_keys != [b.key for b in schedule[: len(logged_keys)]]:
             raise RuntimeError(f"{self.folder.episodes_path} is not a prefix of this run's schedule")
@@ -289,7 +289,7 @@ class Runner:
                 if is_train and i >= position:  # memory after the last checkpoint: replay learn from the log
                     episodes = [Episode.from_dict(r) for r in by_batch[batch.key]]
                     tasks = [by_id[e.task_id] for e in episodes]
-                    parts.method.learn([Experience(e, t, k) for e, t, k in zip(episodes, tasks, self.keys_for(tasks, parts.embedder))])
+                    parts.method.learn(self._experiences(episodes, tasks, parts))
                 continue
             if not is_train and phase_fingerprint is None:
                 phase_fingerprint = fingerprint(parts.method, scratch)
@@ -326,6 +326,10 @@ class Runner:
         enabled = bool(self.cfg.get("progress", True)) and sys.stderr.isatty()
         return tqdm(total=total, initial=initial, disable=not enabled, unit="ep", desc=self.folder.path.name, leave=False)
 
+    def _experiences(self, episodes: list[Episode], tasks: list[Task], parts: RunParts) -> list[Experience]:
+        """What learn() sees: each episode with its task and the task's key (keys are cached)."""
+        return [Experience(e, t, k) for e, t, k in zip(episodes, tasks, self.keys_for(tasks, parts.embedder))]
+
     def _poison_batch(self, parts: RunParts, batch: Batch) -> list[Episode]:
         """Adversarial memories: logged as training input with status "poison", never scored."""
         return [
@@ -341,7 +345,7 @@ class Runner:
         started = time.time()
         if batch.poison:
             episodes = self._poison_batch(parts, batch)
-            parts.method.learn([Experience(e, t, k) for e, t, k in zip(episodes, batch.tasks, self.keys_for(list(batch.tasks), parts.embedder))])
+            parts.method.learn(self._experiences(episodes, list(batch.tasks), parts))
             return self._finish(parts, episodes, started)
         tasks = [t for t in batch.tasks for _ in range(batch.samples)]
         samples = [s for _ in batch.tasks for s in range(batch.samples)]
@@ -359,7 +363,7 @@ class Runner:
         episodes = [self._episode(batch, job, retrieval, outcome, position, retrieve_s) for job, retrieval, outcome, position in zip(jobs, retrievals, outcomes, positions)]
         if batch.phase == "train":
             t0 = time.perf_counter()
-            result = parts.method.learn([Experience(e, t, k) for e, t, k in zip(episodes, tasks, keys)])
+            result = parts.method.learn(self._experiences(episodes, tasks, parts))
             learn_s = (time.perf_counter() - t0) / len(episodes)
             for e in episodes:
                 e.latency_s["learn"] = learn_s
