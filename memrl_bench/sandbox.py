@@ -5,7 +5,8 @@
 uts and ipc namespaces; its root is an overlayfs whose lower layer is the host's `/`
 (read only) and whose upper layer lives in a size-capped tmpfs, so every write vanishes
 with the container; `pivot_root` detaches the host tree; folders such as /root, /home,
-/work and /tmp are shown empty (opaque overlay directories). Commands run as root in the
+/work and /tmp, this harness's checkout and the shared data beside it are shown empty
+(opaque overlay directories). Commands run as root in the
 container with a capability bounding set that keeps file ownership, permissions and
 user switching but drops mount, mknod, chroot, raw I/O, module loading, ptrace and
 network administration; /proc/sys is read-only. Memory and live processes are capped by
@@ -56,7 +57,19 @@ _KEPT_CAPABILITIES = "chown,dac_override,fowner,fsetid,kill,setgid,setuid,setpca
 # /proc entries that would let root change the host kernel; bound read-only inside.
 _READONLY_PROC = ("sys", "sysrq-trigger", "irq", "bus", "fs")
 _DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
-DEFAULT_HIDDEN_PATHS = ("/root", "/home", "/tmp", "/var/tmp", "/work", "/mnt", "/media")
+
+
+def _harness_folders() -> tuple[str, ...]:
+    """This source checkout (code, results/) and the shared data beside it, wherever they live."""
+    checkout = Path(__file__).resolve().parents[1]
+    if not (checkout / "pyproject.toml").is_file():
+        return ()  # installed from a wheel: its site-packages folder is part of Python itself
+    return tuple(sorted({str(p.resolve()) for p in (checkout, checkout.parent / "shared") if p.is_dir()}))
+
+
+# Host folders shown empty inside: homes, scratch space, and the harness with its data, so
+# that generated code reads neither gold answers nor other runs.
+DEFAULT_HIDDEN_PATHS = ("/root", "/home", "/tmp", "/var/tmp", "/work", "/mnt", "/media") + _harness_folders()
 
 
 class SandboxUnavailable(RuntimeError):
@@ -351,12 +364,13 @@ def _teardown(state: dict[str, Any]) -> None:
 
 
 # Creates the hidden folders in the overlay's upper layer, opaque: empty inside, yet on the
-# same filesystem as the rest (a hard link from /home to /var still works).
+# same filesystem as the rest (a hard link from /home to /var still works). A folder inside
+# another hidden one is skipped: making it would show its name.
 _MAKE_OPAQUE = """
 import os, sys
-upper = sys.argv[1]
-for path in sys.argv[2:]:
-    if not os.path.isdir(path):
+upper, paths = sys.argv[1], sys.argv[2:]
+for path in paths:
+    if not os.path.isdir(path) or any(path.startswith(other.rstrip("/") + "/") for other in paths):
         continue
     parts = path.strip("/").split("/")
     for depth in range(1, len(parts) + 1):
@@ -547,10 +561,10 @@ def require_sandbox() -> None:
         raise SandboxUnavailable(reason)
 
 
-def _python_binds() -> tuple[str, ...]:
-    """The running Python's install folders that a hidden path would cover (e.g. pyenv under /root)."""
+def _python_binds(hidden_paths: tuple[str, ...]) -> tuple[str, ...]:
+    """The running Python's install folders that a hidden path would cover (e.g. pyenv under /root, a venv in the checkout)."""
     roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}
-    return tuple(sorted(r for r in roots if any(r == h or r.startswith(h + "/") for h in DEFAULT_HIDDEN_PATHS)))
+    return tuple(sorted(r for r in roots if any(r == h or r.startswith(h + "/") for h in hidden_paths)))
 
 
 class CodeRunner:
@@ -564,11 +578,12 @@ class CodeRunner:
 
     ISOLATIONS = ("sandbox", "process")
 
-    def __init__(self, limits: Limits, isolation: str = "sandbox"):
+    def __init__(self, limits: Limits, isolation: str = "sandbox", hidden_paths: tuple[str, ...] = DEFAULT_HIDDEN_PATHS):
         if isolation not in self.ISOLATIONS:
             raise ValueError(f"unknown isolation {isolation!r}; valid: {', '.join(self.ISOLATIONS)}")
         self.limits = limits
         self.isolation = isolation
+        self.hidden_paths = hidden_paths  # host folders shown empty to the program (sandbox isolation only)
         self.python = os.path.realpath(sys.executable)
         # `python` / `python3` on PATH are the harness's interpreter (programs start scripts with them)
         path = f"{os.path.dirname(self.python)}:{_PATH}"
@@ -576,7 +591,7 @@ class CodeRunner:
 
     def run(self, source: str) -> CommandResult:
         if self.isolation == "sandbox":
-            with Sandbox(self.limits, workdir="/tmp", readonly_binds=_python_binds(), env={**self.env, "HOME": "/tmp"}) as sandbox:
+            with Sandbox(self.limits, workdir="/tmp", hidden_paths=self.hidden_paths, readonly_binds=_python_binds(self.hidden_paths), env={**self.env, "HOME": "/tmp"}) as sandbox:
                 # The program runs as user nobody in a folder of its own (tests of permission errors
                 # expect a user without root's rights); the run ends with the program: whatever it
                 # left running is killed (kill -1 spares this bash and pid 1).

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memrl_bench.sandbox import CodeRunner, GoldFilter, Limits, Sandbox, SandboxUnavailable, unavailable_reason
+from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, GoldFilter, Limits, Sandbox, SandboxUnavailable, unavailable_reason
 from memrl_bench.types import Task
 
 REASON = unavailable_reason()
@@ -70,11 +70,13 @@ def test_writes_stay_inside_and_vanish():
 
 @needs_sandbox
 def test_host_folders_hidden_and_kernel_knobs_read_only():
+    harness = [REPO, *(p for p in [REPO.parent / "shared"] if p.is_dir())]  # wherever the checkout lives (CI clones elsewhere)
     with Sandbox() as sandbox:
-        listing = sandbox.run(f"find /root /work /home -mindepth 1 | wc -l; test -e {REPO} || echo no-repo")
+        listing = sandbox.run("find /root /work /home " + " ".join(str(p) for p in harness) + " -mindepth 1 2>/dev/null | wc -l")  # empty or absent
         knob = sandbox.run("echo 1 > /proc/sys/vm/drop_caches")
         mounting = sandbox.run("mount -t tmpfs x /mnt")
-    assert listing.output.split() == ["0", "no-repo"]
+    assert listing.output.split() == ["0"]
+    assert REPO.exists() and any(REPO.iterdir())  # ... while the host still sees them
     assert knob.exit_code != 0 and "Read-only" in knob.output
     assert mounting.exit_code != 0  # no CAP_SYS_ADMIN inside
 
@@ -175,6 +177,21 @@ print('uid', os.getuid())
     assert f"wrote /tmp/{name}" in result.output and f"wrote {name}\n" in result.output
     assert "no network" in result.output and "NETWORK\n" not in result.output and "uid 65534" in result.output
     assert not Path(f"/etc/{name}").exists() and not Path(f"/tmp/{name}").exists()
+
+
+@needs_sandbox
+def test_code_runner_hides_the_folders_it_is_given():
+    data = Path("/var/lib") / f"memrl-test-{uuid.uuid4().hex}"  # outside every default hidden path
+    data.mkdir()
+    try:
+        (data / "gold.txt").write_text("the answer")
+        program = f"import os\nprint(sorted(os.listdir({str(data)!r})))"
+        seen = CodeRunner(Limits(timeout_s=30)).run(program)
+        hidden = CodeRunner(Limits(timeout_s=30), hidden_paths=DEFAULT_HIDDEN_PATHS + (str(data),)).run(program)
+    finally:
+        shutil.rmtree(data)
+    assert seen.output.strip() == "['gold.txt']", seen.output
+    assert hidden.output.strip() == "[]", hidden.output
 
 
 def test_code_runner_process_mode_limits_time_and_memory():

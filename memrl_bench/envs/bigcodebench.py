@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 from memrl_bench import prompts
 from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction, tasks_per_split
-from memrl_bench.sandbox import CodeRunner, GoldFilter, Limits, gold_failure
+from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, GoldFilter, Limits, gold_failure
 from memrl_bench.types import Task
 
 _FETCH = "python scripts/fetch_data.py bigcodebench"
@@ -97,8 +97,8 @@ class BigCodeBenchEnv(Env):
             max_processes=int(self.cfg.get("max_processes", 256)),
             disk_bytes=int(self.cfg.get("disk_mb", 512)) << 20,
         )
-        self.runner = CodeRunner(limits, self.isolation)
         folder = data_dir(self.cfg, "MEMRL_BENCH_BIGCODEBENCH_DIR", "bigcodebench", _FETCH)
+        self.runner = CodeRunner(limits, self.isolation, DEFAULT_HIDDEN_PATHS + (str(folder),))  # the tests must stay unreadable
         self._all, data_hash = self._load(folder)
         key = ["bigcodebench v1", data_hash, sys.version, repr(limits), self.isolation, _packages_fingerprint()]
         enabled, workers = bool(self.cfg.get("exclude_gold_failures", True)), int(self.cfg.get("gold_workers", 2))

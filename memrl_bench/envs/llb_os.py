@@ -59,7 +59,6 @@ class LLBOSEnv(Env):
         super().__init__(cfg, seed)
         self.tasks_per_split = tasks_per_split(self.cfg)
         self.workdir: str = str(self.cfg.get("workdir", "/"))
-        self.hidden_paths = DEFAULT_HIDDEN_PATHS + tuple(self.cfg.get("extra_hidden_paths") or ())
         self.limits = Limits(
             timeout_s=float(self.cfg.get("command_timeout_s", 20)),
             output_bytes=int(self.cfg.get("max_output_chars", 4000)),
@@ -68,6 +67,8 @@ class LLBOSEnv(Env):
             disk_bytes=int(self.cfg.get("disk_mb", 512)) << 20,
         )
         folder = data_dir(self.cfg, "MEMRL_BENCH_LLB_DIR", "llb", _FETCH)
+        # the task data (with its checks) stays unreadable inside, wherever it lives
+        self.hidden_paths = DEFAULT_HIDDEN_PATHS + (str(folder),) + tuple(self.cfg.get("extra_hidden_paths") or ())
         self._all, data_hash = self._load(folder)
         key = ["llb_os v1", data_hash, self.workdir, repr(self.hidden_paths), repr(self.limits), platform.release(), _os_release()]
         self._gold = GoldFilter(self.name, key, self._all, self._gold_failure, self.tasks_per_split, bool(self.cfg.get("exclude_gold_failures", True)), int(self.cfg.get("gold_workers", 2)))
