@@ -51,6 +51,9 @@ CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base=None)
 def app(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
+    if cfg.get("study"):
+        _run_study(cfg, list(hydra_cfg.overrides.task))
+        return
     run_dir = Path(hydra_cfg.runtime.output_dir)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     resolved["hydra"] = {"overrides": list(hydra_cfg.overrides.task)}
@@ -65,6 +68,22 @@ def app(cfg: DictConfig) -> None:
         print(f"memrl-bench: stopped: {err}\n  every finished batch is kept in {run_dir}; re-run the same command to resume once the server is back", file=sys.stderr)
         sys.exit(3)
     print_summary(run_dir.name, metrics, run_dir)
+
+
+def _run_study(cfg: DictConfig, overrides: list[str]) -> None:
+    """A study (conf/experiment/critique_study.yaml): its presets' sweeps, then the findings."""
+    from memrl_bench.study import StudyError, passed_on, run_study
+
+    results_dir = Path(cfg.results_dir).resolve()
+    study_dir = results_dir / cfg.experiment_name
+    study_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        timing = run_study(list(cfg.study.presets), results_dir, study_dir, passed_on(overrides), int(cfg.study.workers), bool(cfg.progress))
+    except StudyError as err:
+        print(f"memrl-bench: error: {err}", file=sys.stderr)
+        sys.exit(2)
+    print(f"{timing['runs']} runs in {timing['runs_wall_s']:.0f} s, findings in {timing['findings_wall_s']:.0f} s ({timing['workers']} workers)")
+    print(f"findings: {study_dir / 'findings.md'}; report: memrl-bench-report {study_dir}")
 
 
 def main() -> None:

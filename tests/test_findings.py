@@ -200,29 +200,47 @@ def test_tiny_study_end_to_end_yields_every_finding(tmp_path):
 
 
 @pytest.mark.slow
-def test_study_driver_runs_the_same_job_as_the_hydra_cli(tmp_path):
-    """scripts/critique_study.py expands and runs a preset's jobs itself; the run folders
-    must be the ones `memrl-bench +experiment=<preset>` writes (name, config hash, episodes)."""
-    import importlib.util
+def test_study_runs_the_same_job_as_the_hydra_cli(tmp_path):
+    """The study expands and runs a preset's jobs itself; the run folders must be the ones
+    `memrl-bench +experiment=<preset>` writes (name, config hash, episodes)."""
     import json
     import subprocess
     import sys
 
+    from memrl_bench import study
     from memrl_bench.types import strip_measured
 
     root = Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("critique_study", root / "scripts" / "critique_study.py")
-    driver = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(driver)
     pick = ["env.outcome_temperature=0", "method=memrl", "task_order_seed=1", "env.tasks.train=12", "protocol.epochs=2"]
-    jobs = driver.expand("critique_fairness", [f"results_dir={tmp_path / 'driver'}", "progress=false", *pick])
+    jobs = study.expand("critique_fairness", [f"results_dir={tmp_path / 'study'}", "progress=false", *pick])
     assert len(jobs) == 1 and "protocol=runtime_learning" in jobs[0]
-    driver.run_jobs(jobs)
+    study.run_jobs(jobs)
     subprocess.run([sys.executable, "-m", "memrl_bench", "+experiment=critique_fairness", f"results_dir={tmp_path / 'cli'}", "progress=false", *pick], cwd=root, check=True, capture_output=True)
 
-    (a,) = (tmp_path / "driver").rglob("manifest.json")
+    (a,) = (tmp_path / "study").rglob("manifest.json")
     (b,) = (tmp_path / "cli").rglob("manifest.json")
-    assert a.parent.relative_to(tmp_path / "driver") == b.parent.relative_to(tmp_path / "cli")
+    assert a.parent.relative_to(tmp_path / "study") == b.parent.relative_to(tmp_path / "cli")
     assert json.loads(a.read_text())["config_hash"] == json.loads(b.read_text())["config_hash"]
     episodes = [[strip_measured(json.loads(line)) for line in (m.parent / "episodes.jsonl").read_text().splitlines()] for m in (a, b)]
     assert episodes[0] == episodes[1] and len(episodes[0]) == 24
+
+
+def test_study_command_runs_its_presets_then_writes_the_findings(tmp_path):
+    """`memrl-bench +experiment=critique_study`, cut down to two small presets."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    small = ["env.tasks.train=8", "env.tasks.validation=4", "env.tasks.test_in_distribution=4", "env.tasks.test_out_of_distribution=4", "protocol.epochs=2", "task_order_seed=0", "seed=0"]
+    command = [sys.executable, "-m", "memrl_bench", "+experiment=critique_study", "study.presets=[critique,critique_bandit]", "study.workers=1", f"results_dir={tmp_path}", "progress=false", *small]
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    # a fixed value replaces a preset's sweep: critique 3 methods x 2 outcome temperatures; bandit 2 selections x 2
+    assert len(list((tmp_path / "critique" / "main").glob("*/COMPLETE"))) == 6
+    assert len(list((tmp_path / "critique" / "bandit").glob("*/COMPLETE"))) == 4
+    assert sorted(p.name for p in (tmp_path / "critique").iterdir() if p.is_file()) == ["findings.html", "findings.md", "timing.json"]
+    assert (tmp_path / "critique" / "findings.md").read_text().startswith("## Findings on the critique's claims (synthetic)")
+    assert "10 runs" in done.stdout
+
+    again = subprocess.run(command[:-1] + ["seed=0", "foo=1"], cwd=root, capture_output=True, text=True)
+    assert again.returncode != 0 and "foo" in again.stderr  # a bad override names its key
