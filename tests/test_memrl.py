@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from memrl_bench.methods.base import Experience, MethodContext, Query
+from memrl_bench.methods.base import Experience, MethodContext, Query, unit_rows
 from memrl_bench.methods.memrl import MemRL
 from memrl_bench.runner import ConfigError, validated
 from memrl_bench.types import Episode, RetrievedItem, Task
@@ -118,6 +118,52 @@ def test_snapshot_restore_round_trip(tmp_path):
     other.restore(tmp_path / "s")
     assert [i.to_dict() for i in other.items()] == [i.to_dict() for i in m.items()]
     assert np.array_equal(other.group_keys.keys, m.group_keys.keys)
+
+
+def test_learn_takes_the_nearest_group_from_phase_a_and_groups_as_a_full_search():
+    """After retrieve_batch, learn reuses phase A's top group instead of searching again;
+    groups founded since retrieval, and a key that differs from the query's, are still
+    compared. The groups equal those of a twin that never retrieves (a full search)."""
+    rng = np.random.default_rng(0)
+    centres = unit_rows(rng.standard_normal((6, 16)))
+    retrieving, searching = make(), make()
+    k1_searches = []
+    search = retrieving.group_keys.search
+
+    def counting_search(queries, k, floor=-np.inf):
+        if k == 1:  # learn's nearest-group search; phase A asks for k_groups
+            k1_searches.append(len(queries))
+        return search(queries, k, floor)
+
+    retrieving.group_keys.search = counting_search
+
+    def topic_keys(n: int) -> np.ndarray:
+        return centres[rng.integers(0, len(centres), n)] + 0.33 * rng.standard_normal((n, 16)) / 4  # cos ~0.9 within a topic
+
+    def experiences(prefix: str, keys: np.ndarray) -> list[Experience]:
+        return [Experience(Episode(f"{prefix}-{j}", f"t-{prefix}-{j}", "train", "train", 1, 0, j, True, 1.0, "ok"), Task(f"t-{prefix}-{j}", "train", f"task {prefix} {j}"), key) for j, key in enumerate(keys)]
+
+    def learn(batch: list[Experience]) -> None:
+        retrieving.learn(batch)
+        searching.learn(batch)
+
+    learn(experiences("seed", topic_keys(8)))
+    for r in range(6):
+        keys = topic_keys(8)
+        batch = experiences(f"r{r}", keys)
+        retrieving.retrieve_batch([Query(e.task, e.key, e.episode.episode_id, "train") for e in batch])
+        if r == 2:  # the same keys learned after the retrieval: the groups they found are the nearest
+            groups_before = len(searching.group_keys)
+            learn(experiences("between", keys))
+            assert len(searching.group_keys) > groups_before
+        if r == 4:
+            batch[3] = Experience(batch[3].episode, batch[3].task, -batch[3].key)  # not the key that was retrieved for
+        learn(batch)
+    assert k1_searches == [8, 1]  # the batch learned between, and the one changed key
+    assert [g.fields["members"] for g in retrieving.group_keys.items] == [g.fields["members"] for g in searching.group_keys.items]
+    assert np.array_equal(retrieving.store.column("group"), searching.store.column("group"))
+    sizes = [len(g.fields["members"]) for g in searching.group_keys.items]
+    assert max(sizes) > 1 and len(sizes) > len(centres)  # both joins and new groups were decided
 
 
 @pytest.mark.parametrize(

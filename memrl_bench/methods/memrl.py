@@ -20,11 +20,14 @@ After each training batch, in order: every injected memory gets the Monte-Carlo 
 Q <- Q + alpha * (r - Q), r = +1 on success and -1 on failure; then every episode,
 success or failure, is written as a new memory, joining the most similar stored
 intent group if its similarity is >= add_similarity_threshold, else founding a group.
+The most similar group of an episode's key is the top of its phase A search when the
+episode was retrieved for (exact index): learn does not scan the groups a second time.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -36,6 +39,15 @@ from memrl_bench.llm import LLMError
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text, unit_rows
 from memrl_bench.types import MemoryItem, MemoryStats, Provenance, RetrievedItem, Retrieval, Usage
 from memrl_bench.vector_index import Hits, IndexConfig, inner_products, top_k
+
+
+@dataclass(frozen=True)
+class PhaseA:
+    """One query's phase A, kept for learn's group assignment: its unit key, the groups searched, the hits."""
+
+    key: np.ndarray
+    groups_searched: int  # hits cover the groups at positions [0, groups_searched)
+    hits: Hits
 
 
 class MemRLConfig(BaseModel):
@@ -94,17 +106,33 @@ class MemRL(MemoryMethod):
         self.store = ItemStore(columns=STAT_FIELDS)  # memories are found through their group, never by key
         self.group_keys = ItemStore(index=self.config.index)  # one row per intent group; its item holds the member ids
         self._members: tuple[np.ndarray, np.ndarray] | None = None  # memory positions grouped by group, and offsets
+        self._phase_a: dict[str, PhaseA] = {}  # the last retrieve_batch's phase A by episode id
 
     # ---- retrieval -------------------------------------------------------------
     def retrieve(self, query: Query) -> Retrieval:
         return self.retrieve_batch([query])[0]
 
     def retrieve_batch(self, queries: list[Query]) -> list[Retrieval]:
+        self._phase_a = {}
         if not queries or not len(self.group_keys):
             return [Retrieval() for _ in queries]
-        # Phase A for the whole batch in one search (one matrix product when exact).
-        groups = self.group_keys.search(np.stack([q.key for q in queries]), self.config.k_groups, self.config.sim_threshold)
+        # Phase A for the whole batch in one search (one matrix product when exact), with
+        # the unit keys learn stores, so that learn can take its nearest group from here.
+        keys = unit_rows(np.stack([q.key for q in queries]))
+        groups = self.group_keys.search(keys, self.config.k_groups, self.config.sim_threshold)
+        if self._phase_a_finds_nearest_group():
+            self._phase_a = {q.episode_id: PhaseA(key, len(self.group_keys), hits) for q, key, hits in zip(queries, keys, groups)}
         return [self._rank_and_select(q, hits) for q, hits in zip(queries, groups)]
+
+    def _phase_a_finds_nearest_group(self) -> bool:
+        """Whether phase A's top hit decides learn's group assignment as a search of all groups would.
+
+        Exact search only (its top hit is the first maximum of a full scan). A group that
+        phase A drops (sim < sim_threshold) is below add_similarity_threshold too, so it
+        could not have been joined.
+        """
+        c = self.config
+        return c.index.kind == "exact" and c.add_similarity_threshold >= c.sim_threshold
 
     def pool(self, group_sims: np.ndarray) -> tuple[list[str], np.ndarray]:
         """Phase A: member ids of the top k_groups intents above sim_threshold, with their group's sim."""
@@ -245,13 +273,10 @@ class MemRL(MemoryMethod):
     def _write_batch(self, batch: list[Experience], contents: list[str]) -> None:
         """Store the episodes' memories in order, each in the most similar group (or a new one)."""
         keys = unit_rows(np.stack([exp.key for exp in batch]))
-        # The most similar group before the batch, for every episode at once; groups founded
-        # within the batch are compared in _group_for.
-        first_new_group = len(self.group_keys)
-        nearest = self.group_keys.search(keys, 1) if first_new_group else [None] * len(batch)
+        nearest = self._nearest_groups(batch, keys)
         memories = []
-        for exp, content, key, old in zip(batch, contents, keys, nearest):
-            group = self._group_for(exp, key, old, first_new_group)
+        for exp, content, key, (old, searched) in zip(batch, contents, keys, nearest):
+            group = self._group_for(exp, key, old, searched)
             self.group_keys.items[group].fields["members"].append(exp.episode.episode_id)
             fields = {"q_value": self.config.q_init, "visits": 0, "successes": 0, "failures": 0, "group": group}
             memories.append(MemoryItem(exp.episode.episode_id, content, Provenance.of(exp.episode), fields))
@@ -260,16 +285,31 @@ class MemRL(MemoryMethod):
         self.store.add_many(memories, keys)
         self._add_members(first_position, np.array([m.fields["group"] for m in memories], dtype=np.int64))
 
-    def _group_for(self, exp: Experience, key: np.ndarray, nearest_old: Hits | None, first_new_group: int) -> int:
-        """The most similar group (stored before the batch, or founded in it) if similar enough, else a new group."""
+    def _nearest_groups(self, batch: list[Experience], keys: np.ndarray) -> list[tuple[Hits | None, int]]:
+        """Per episode: the most similar of the groups at positions [0, n) first, and n.
+
+        From the episode's phase A when it was retrieved for with this key; else one
+        search, for those episodes at once, over the groups stored before the batch.
+        Groups from n on are compared in _group_for.
+        """
+        known = [self._phase_a.pop(exp.episode.episode_id, None) for exp in batch]
+        nearest: list[tuple[Hits | None, int]] = [(a.hits, a.groups_searched) if a is not None and np.array_equal(a.key, key) else (None, 0) for a, key in zip(known, keys)]
+        missing = [i for i, (hits, _) in enumerate(nearest) if hits is None]
+        if missing and len(self.group_keys):
+            for i, hits in zip(missing, self.group_keys.search(keys[missing], 1)):
+                nearest[i] = hits, len(self.group_keys)
+        return nearest
+
+    def _group_for(self, exp: Experience, key: np.ndarray, nearest_old: Hits | None, searched: int) -> int:
+        """The most similar group (of the first `searched`, or founded since) if similar enough, else a new group."""
         group, best = -1, -np.inf
         if nearest_old is not None and len(nearest_old.positions):
             group, best = int(nearest_old.positions[0]), float(nearest_old.similarities[0])
-        if len(self.group_keys) > first_new_group:
-            sims = inner_products(self.group_keys.keys[first_new_group:], key)[0]
+        if len(self.group_keys) > searched:
+            sims = inner_products(self.group_keys.keys[searched:], key)[0]
             new_best = int(np.argmax(sims))
             if sims[new_best] > best:  # on a tie the older group wins, as argmax over all groups would
-                group, best = first_new_group + new_best, float(sims[new_best])
+                group, best = searched + new_best, float(sims[new_best])
         if best < self.config.add_similarity_threshold:
             group = len(self.group_keys)
             self.group_keys.add(MemoryItem(f"group-{group}", exp.task.description, Provenance.of(exp.episode), {"members": []}), key)
@@ -315,6 +355,7 @@ class MemRL(MemoryMethod):
         self.store.load(path)
         self.group_keys.load(path / "groups")
         self._members = None
+        self._phase_a = {}
 
     def stats(self) -> MemoryStats:
         return MemoryStats(items=len(self.store), bytes=self.store.nbytes() + self.group_keys.keys.nbytes, groups=len(self.group_keys))
