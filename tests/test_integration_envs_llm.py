@@ -42,39 +42,36 @@ def test_memrl_with_the_local_model_on_each_env(tmp_path, env):
     assert metrics["memory_final"]["items"] == sum(1 for e in log if e["phase"] == "train")
 
 
-TWX = ["env=textworld_express", "env.game=coin", "+env.game_params={numLocations: 2, includeDoors: 0}", "+protocol.max_tasks={train: 2, test: 2}"]
-# MemP's default update (adjustment) and ExpeL learn only from successes (or from failures
-# next to a stored success), and SmolLM2-135M won no coin game in these runs (0 of 4, also
-# in one-room games): MemP runs with `vanilla` (every trajectory distilled into a script),
-# and ExpeL on MMLU, where the model's guesses are sometimes right.
-METHODS = {
-    "mem0": TWX,
-    "memp": [*TWX, "method.update=vanilla"],
-    "expel": ["env=mmlu", "env.tasks_per_split=6"],
-}
+# ExpeL and MemP's default update (adjustment) make memory calls only once some training
+# episode is won, and SmolLM2-135M won no coin game (0 of 4 in two rooms, 0 of 6 in one:
+# it copies the room description instead of acting). One-command Simon Says (gameLength=1)
+# is won by doing the one command Simon names, out of 4 admissible ones. The model ignores
+# the Think/Action format and answers "Your next step is to <command>.", whose difflib
+# ratio to the command it names is 0.5-0.56; the actor maps it at fuzzy_cutoff 0.5. Train
+# seeds won: 0 of 10 at the default cutoff 0.75, 0 of 20 at 0.6, 5 of 20 at 0.5 (4 and 7
+# among the first 8), about chance. After a wrong command the simulator's text also reads
+# "You win!" at gameLength=1; success (False) and reward (-1) are right.
+TWX = [
+    "env=textworld_express", "env.game=simonsays", "+env.game_params={gameLength: 1}", "actor.fuzzy_cutoff=0.5",
+    "+protocol.max_tasks={train: 8, test: 1}",
+]
+METHODS = ("mem0", "memp", "expel")
 
 
-def test_expel_on_textworld_express_without_a_success_spends_no_memory_calls(tmp_path):
-    cfg = composed("method=expel", f"llm.cache_path={tmp_path / 'cache.sqlite'}", *COMMON, "protocol.epochs=2", "protocol.validate_every_epoch=false", *TWX)
-    metrics = run(cfg, tmp_path / "expel")
-    assert (tmp_path / "expel" / "COMPLETE").exists()
-    wins = sum(e["success"] for e in episodes(tmp_path / "expel") if e["phase"] == "train")
-    assert wins > 0 or metrics["usage"]["memory"].get("calls", 0) == 0
-
-
-@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("method", METHODS)
 def test_llm_managed_methods_end_to_end(tmp_path, method):
     cfg = composed(
         f"method={method}", f"llm.cache_path={tmp_path / 'cache.sqlite'}", *COMMON, "protocol.epochs=2",
-        "protocol.validate_every_epoch=false", *METHODS[method],
+        "protocol.validate_every_epoch=false", *TWX,
     )
     metrics = run(cfg, tmp_path / method)
     log = episodes(tmp_path / method)
     train = [e for e in log if e["phase"] == "train"]
     assert (tmp_path / method / "COMPLETE").exists() and len(train) == 2 * len({e["task_id"] for e in train})
+    assert any(e["success"] for e in train)
     memory = metrics["usage"]["memory"]
     assert memory["calls"] > 0 and memory["prompt_tokens"] > 0 and memory["completion_tokens"] > 0 and memory["latency_s"] > 0
     assert metrics["usage"]["act"]["calls"] > 0
     # Acting and memory management are counted apart: no evaluation episode spends memory calls
-    # on learning (retrieval-time calls, e.g. MemP's avefact keywords, are the only exception).
-    assert all(e["memory_usage"]["calls"] == 0 for e in log if e["phase"] == "test") or method == "memp"
+    # (none of these methods' default retrievals calls the LLM).
+    assert all(e["memory_usage"]["calls"] == 0 for e in log if e["phase"] == "test")
