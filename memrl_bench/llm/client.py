@@ -97,7 +97,7 @@ def _classify(err: BaseException) -> tuple[bool, float | None, str]:
         cause = err.__cause__ or err
         detail = f": {cause}" if str(cause) else ""
         return True, None, f"connection error: {type(cause).__name__}{detail}"
-    if isinstance(err, (openai.APIResponseValidationError, json.JSONDecodeError, _InvalidResponse)):
+    if isinstance(err, (json.JSONDecodeError, _InvalidResponse)):
         return True, None, f"unreadable response: {type(err).__name__}: {err}"
     return False, None, f"{type(err).__name__}: {err}"
 
