@@ -8,13 +8,16 @@ import json
 import random
 import socket
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
 
 from memrl_bench.llm import LLMError, LLMOutageError, make_chat_model, open_chat_model
-from memrl_bench.llm.client import OpenAIChatModel, RetryPolicy, _checked_config, retry_after_s
+from openai.types.chat import ChatCompletion
+
+from memrl_bench.llm.client import OpenAIChatModel, RetryPolicy, _checked_config, _classify, _InvalidResponse, read_completion, retry_after_s
 from memrl_bench.llm.fault_server import MODEL_ID, OFF_FORMAT_TEXT, Fault, FaultServer
 from memrl_bench.llm.scripted import ScriptedChatModel
 
@@ -85,6 +88,35 @@ def test_client_errors_are_not_retried(server):
     with pytest.raises(LLMError, match="HTTP 400"):
         chat(model_for(server))
     assert server.chat_requests() == 1
+
+
+def _openai_fields(body: bytes) -> tuple[str, str | None, int, int]:
+    """The same four fields as openai's own ChatCompletion parsing gives them."""
+    parsed = ChatCompletion.model_validate(json.loads(body))
+    choice, usage = parsed.choices[0], parsed.usage
+    return choice.message.content or "", choice.finish_reason, usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0
+
+
+def test_read_completion_equals_openais_parsing(server):
+    server.script(Fault("ok"), Fault("empty"), Fault("ignore_format"))
+    bodies = []
+    for _ in range(3):
+        request = urllib.request.Request(f"{server.base_url}/chat/completions", data=json.dumps({"model": "m", "messages": HELLO}).encode(), headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            bodies.append(response.read())
+    llama_cpp_like = {"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "length"}]}
+    bodies.append(json.dumps(llama_cpp_like).encode())  # null content, no usage
+    fields = [read_completion(body) for body in bodies]
+    assert fields == [_openai_fields(body) for body in bodies]
+    assert fields[0] == ("echo: hello there", "stop", 2, 3) and fields[1][0] == "" and fields[2][0] == OFF_FORMAT_TEXT and fields[3] == ("", "length", 0, 0)
+
+
+@pytest.mark.parametrize("body", [b'{"choices": []}', b'{"error": {"message": "busy"}}', b"[]", b'{"choices": [{"message": "hi"}]}'])
+def test_an_answer_without_a_completion_is_retryable(body):
+    with pytest.raises(_InvalidResponse, match="no completion in the answer") as raised:
+        read_completion(body)
+    retryable, _, reason = _classify(raised.value)
+    assert retryable and reason.startswith("unreadable response")
 
 
 def test_empty_and_off_format_completions_come_back_as_text(server):
