@@ -110,3 +110,27 @@ def test_page_renders_in_chromium(page, tmp_path):
         assert image.height > 2000  # the whole page, not one screen
         colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
         assert colours is None or len(colours) > 50  # not blank
+
+
+def test_figures_draw_the_variants_with_the_most_runs(monkeypatch):
+    import pandas as pd
+
+    from memrl_bench.report import figures
+
+    monkeypatch.setattr(figures, "FIGURE_VARIANTS", 3)
+    runs = pd.DataFrame(
+        [("memrl", f"memrl [eps={e}]") for e in (0, 0.1, 0.2) for _ in range(3)] + [("memrl", "memrl [order=1]"), ("none", "none"), ("none", "none"), ("rag", "rag")],
+        columns=["method", "variant"],
+    )
+    styles = figures.Styles(runs)
+    # three variants have 3 runs; in the tables' order (baseline first) with the rest left out
+    assert styles.order == ["memrl [eps=0.1]", "memrl [eps=0.2]", "memrl [eps=0]"] and styles.left_out == 3
+
+
+def test_a_folder_with_more_variants_than_a_figure_draws_says_so(sweep, monkeypatch):
+    from memrl_bench.report import figures
+
+    monkeypatch.setattr(figures, "FIGURE_VARIANTS", 2)
+    drawn = figures.all_figures(load(sweep), aggregate(load(sweep)))
+    made = [f for f in drawn.values() if f.png is not None]
+    assert len(made) >= 5 and all("the 2 variants with the most runs; 1 more are in the tables" in f.title for f in made)

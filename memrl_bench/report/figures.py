@@ -7,6 +7,7 @@ data for it is absent (e.g. no Q values for none/rag, no synthetic utilities on 
 from __future__ import annotations
 
 import io
+import textwrap
 from dataclasses import dataclass
 from typing import Callable
 
@@ -26,6 +27,9 @@ METHOD_COLOURS = {"none": "#7f7f7f", "rag": "#1f77b4", "memrl": "#d62728", "mem0
 OTHER_COLOURS = ("#8c564b", "#e377c2", "#17becf", "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173")
 LINESTYLES = ("-", "--", ":", "-.")
 DPI = 100
+FIGURE_VARIANTS = 24  # most variants one figure draws (those with the most runs); the tables keep all
+MAX_WIDTH_IN = 16.0  # widest figure; bars get thinner beyond it
+GRID_COLUMNS = 4  # panels per row of a per-variant figure
 
 
 @dataclass
@@ -45,10 +49,18 @@ def method_colours(methods) -> dict[str, str]:
 
 
 class Styles:
-    """Colour by method; line style tells apart variants of one method."""
+    """Colour by method; line style tells apart variants of one method.
+
+    `order` holds the variants the figures draw: all of them, or the FIGURE_VARIANTS with
+    the most runs (a study folder holds a hundred variants, most of them single runs).
+    """
 
     def __init__(self, runs: pd.DataFrame):
-        self.order = variant_order(runs)
+        every = variant_order(runs)
+        runs_per_variant = runs["variant"].value_counts()
+        drawn = set(sorted(every, key=lambda v: -runs_per_variant[v])[:FIGURE_VARIANTS])  # stable: ties keep the table order
+        self.order = [v for v in every if v in drawn]
+        self.left_out = len(every) - len(self.order)
         method_of = runs.drop_duplicates("variant").set_index("variant")["method"]
         colours = method_colours(method_of.unique())
         self.colour: dict[str, str] = {}
@@ -66,7 +78,7 @@ class Styles:
 
 def _png(fig) -> bytes:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI)
+    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")  # a legend wider than the plots is kept whole
     plt.close(fig)
     return buffer.getvalue()
 
@@ -79,9 +91,15 @@ def _legend_below(fig, axes) -> None:
                 handles.append(h)
                 labels.append(lab)
     if handles:
-        rows = (len(labels) + 3) // 4
-        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 4), frameon=False, bbox_to_anchor=(0.5, 0.0))
-        fig.subplots_adjust(bottom=(0.45 + 0.25 * rows) / fig.get_figheight() + 0.06)
+        # As many columns as the longest label allows (~7.5 px a character at 10 pt), and the
+        # figure grows by the legend's height, so that any number of variants fits below the plots.
+        columns = max(1, min(4, len(labels), int(fig.get_figwidth() * DPI // (7.5 * max(map(len, labels)) + 60))))
+        rows = -(-len(labels) // columns)
+        legend_in, height = 0.2 + 0.22 * rows, fig.get_figheight()
+        bottom_in, top_in = fig.subplotpars.bottom * height, (1 - fig.subplotpars.top) * height
+        fig.set_figheight(height + legend_in)
+        fig.subplots_adjust(bottom=(bottom_in + legend_in) / (height + legend_in), top=1 - top_in / (height + legend_in))
+        fig.legend(handles, labels, loc="lower center", ncol=columns, frameon=False, bbox_to_anchor=(0.5, 0.0))
 
 
 def _epoch_grid(rates: pd.DataFrame, metrics: list[str], styles: Styles, ylabel: str):
@@ -111,7 +129,7 @@ def _grouped_bars(frame: pd.DataFrame, group_column: str, groups: list[str], bar
     """One group of bars per value of `group_column`, one bar per variant; `bar(cells)` gives heights and whisker lengths below/above."""
     variants = [v for v in styles.order if (frame["variant"] == v).any()]
     width = 0.8 / len(variants)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.9 * len(groups) * max(1, len(variants) / 3)), 3.8))
+    fig, ax = plt.subplots(figsize=(min(MAX_WIDTH_IN, max(6.0, 1.9 * len(groups) * max(1, len(variants) / 3))), 3.8))
     for i, variant in enumerate(variants):
         height, below, above = bar(frame[frame["variant"] == variant].set_index(group_column).reindex(groups))
         x = np.arange(len(groups)) + (i - (len(variants) - 1) / 2) * width
@@ -120,8 +138,8 @@ def _grouped_bars(frame: pd.DataFrame, group_column: str, groups: list[str], bar
     ax.set_xticks(np.arange(len(groups)), groups)
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8, frameon=False)
     fig.tight_layout()
+    _legend_below(fig, ax)
     return fig, ax
 
 
@@ -212,12 +230,17 @@ def q_utility_figure(results: Results, agg: Aggregates, styles: Styles) -> Figur
     if pairs.empty:
         return Figure("q_utility", title, None, "needs final memories with a q_value (e.g. memrl; none and rag keep no Q) and a synthetic env's lesson_utility")
     variants = [v for v in styles.order if (pairs["variant"] == v).any()]
-    fig, axes = plt.subplots(1, len(variants), figsize=(4.8 * len(variants), 4.0), squeeze=False)
-    for ax, variant in zip(axes[0], variants):
+    columns = min(len(variants), GRID_COLUMNS)
+    rows = -(-len(variants) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4.8 * columns, 4.0 * rows), squeeze=False)
+    for ax in axes.ravel()[len(variants) :]:
+        ax.set_visible(False)
+    for ax, variant in zip(axes.ravel(), variants):
         p = pairs[pairs["variant"] == variant]
         rho = metrics_lib.spearman(list(p["q_value"]), list(p["lesson_utility"]))
         ax.scatter(p["lesson_utility"], p["q_value"], s=6, alpha=0.35, color=styles.colour[variant], linewidths=0)
-        ax.set_title(f"{variant}: Spearman ρ = {'n/a' if rho is None else f'{rho:.2f}'} (n = {len(p)})", fontsize=10)
+        name = "\n".join(textwrap.wrap(variant, 52))  # panels sit side by side: long variant names wrap
+        ax.set_title(f"{name}\nSpearman ρ = {'n/a' if rho is None else f'{rho:.2f}'} (n = {len(p)})", fontsize=9)
         ax.set_xlabel("true utility of the lesson (synthetic info.lesson_utility)")
         ax.set_ylabel("learned Q value")
         ax.grid(alpha=0.3)
@@ -252,4 +275,8 @@ FIGURES: dict[str, Callable[[Results, Aggregates, Styles], Figure]] = {
 
 def all_figures(results: Results, agg: Aggregates) -> dict[str, Figure]:
     styles = Styles(results.runs)
-    return {name: make(results, agg, styles) for name, make in FIGURES.items()}
+    figures = {name: make(results, agg, styles) for name, make in FIGURES.items()}
+    if styles.left_out:
+        for figure in figures.values():
+            figure.title += f" [the {len(styles.order)} variants with the most runs; {styles.left_out} more are in the tables, and a report of a sub-folder draws them]"
+    return figures
