@@ -396,7 +396,7 @@ def retrieval_overlap(runs: list[Run]) -> dict[int, float]:
     for a in runs:
         for b in runs:
             if a.method_seed == b.method_seed and a.order_seed != b.order_seed:
-                tasks = {t for t in set(a.test_sources) & set(b.test_sources) if a.test_sources[t] or b.test_sources[t]}
+                tasks = sorted(t for t in set(a.test_sources) & set(b.test_sources) if a.test_sources[t] or b.test_sources[t])  # sorted: a float sum in a fixed order
                 if tasks:
                     out[a.order_seed].append(float(np.mean([metrics.jaccard(a.test_sources[t], b.test_sources[t]) for t in tasks])))
     return {o: float(np.mean(v)) for o, v in sorted(out.items())}
@@ -423,7 +423,7 @@ def order_counterfactual(runs: list[Run]) -> dict[str, dict[int, dict[int, float
             if r.measures.get(m) is not None and ref.measures.get(m) is not None:
                 out[m][epoch][seed] = abs(r.measures[m] - ref.measures[m])
         out["bank"][epoch][seed] = 1 - metrics.jaccard(r.top_sources, ref.top_sources)
-        tasks = set(r.test_sources) & set(ref.test_sources)
+        tasks = sorted(set(r.test_sources) & set(ref.test_sources))  # a float sum in a fixed order, whatever the hash seed
         if tasks:
             out["retrieval"][epoch][seed] = 1 - float(np.mean([metrics.jaccard(r.test_sources[t], ref.test_sources[t]) for t in tasks]))
     return {m: dict(v) for m, v in out.items()}

@@ -97,6 +97,28 @@ def test_order_counterfactual_pairs_each_run_with_its_reference():
     assert out["retrieval"] == {1: {7: 1.0}, 2: {7: 0.0}}
 
 
+def test_cross_run_means_do_not_depend_on_the_hash_seed():
+    """Means over test tasks are float sums: in set order they changed in the last bit with
+    PYTHONHASHSEED, enough to flip a rounded finding between two runs of the same study."""
+    import subprocess
+    import sys
+
+    program = """
+import random
+from tests.test_findings import run
+from memrl_bench import findings as fd
+rng = random.Random(0)
+def sources():
+    return {f"task-{i}": frozenset(f"T{rng.randrange(9)}" for _ in range(rng.randrange(1, 5))) for i in range(60)}
+a, b = sources(), sources()
+print(repr(fd.retrieval_overlap([run(0, 0, test_sources=a), run(1, 0, test_sources=b)])))
+print(repr(fd.order_counterfactual([run(0, test_sources=a), run(0, epoch_order_seeds=[7], test_sources=b)])["retrieval"]))
+"""
+    root = Path(__file__).resolve().parent.parent
+    outputs = {subprocess.run([sys.executable, "-c", program], cwd=root, env={"PYTHONHASHSEED": str(seed), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, check=True).stdout for seed in range(1, 6)}
+    assert len(outputs) == 1, outputs
+
+
 def test_a_run_varying_two_epochs_is_not_a_counterfactual():
     assert run(0, epoch_order_seeds=[1, 2]).varied_epoch is None
     assert run(3, epoch_order_seeds=[3, 3, 5]).varied_epoch == (3, 5)
