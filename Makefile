@@ -1,25 +1,37 @@
 # The two commands of a fresh machine: `make demo` and `make test`.
+# Everything runs in a project virtualenv (.venv), created on first use; the install
+# reruns only when pyproject.toml changes (the stamp .venv/.installed).
 PYTHON ?= python3
-PIP ?= $(PYTHON) -m pip
+VENV ?= .venv
+BIN := $(VENV)/bin
 EXTRAS ?= local,embed,textworld,alfworld,launchers,test
+comma := ,
+STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: install demo test test-slow clean
+.PHONY: install demo test test-slow lint clean
 
-install:
-	$(PIP) install -q -e ".[$(EXTRAS)]"
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[$(EXTRAS)]"
+	rm -f $(VENV)/.installed-* && touch $@
 
 # The embedded default study (synthetic env): none, rag, memrl (epsilon = 0), three seeds.
 demo: install
-	$(PYTHON) -m memrl_bench +experiment=demo
-	@$(PYTHON) -m memrl_bench.report results/demo > /dev/null
+	$(BIN)/memrl-bench +experiment=demo
+	@$(BIN)/memrl-bench-report results/demo > /dev/null
 	@echo "report: results/demo/report/report.html (open it in a browser)"
 
 # The default test run: everything but the tests marked slow (those CI runs as well).
 test: install
-	$(PYTHON) -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow"
 
 test-slow: install
-	$(PYTHON) -m pytest -q -m slow
+	$(BIN)/python -m pytest -q -m slow
+
+lint: install
+	$(BIN)/ruff check .
 
 clean:
 	rm -rf results .pytest_cache

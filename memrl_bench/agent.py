@@ -15,8 +15,9 @@ import difflib
 import re
 import time
 from abc import abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import memrl_bench.llm
 from memrl_bench import prompts

@@ -11,6 +11,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from memrl_bench import CONF_DIR
 from memrl_bench.envs.base import DataMissingError
 from memrl_bench.llm import LLMOutageError
 from memrl_bench.protocol import ProtocolViolation
@@ -44,8 +45,6 @@ def _remove_if_empty(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-# conf/ sits beside the package in the source tree (installed editable, as the README says).
-CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
 
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base=None)

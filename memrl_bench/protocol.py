@@ -9,8 +9,9 @@ in every output, never the default.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field

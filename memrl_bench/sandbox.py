@@ -40,11 +40,12 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from memrl_bench.envs.base import Env
 from memrl_bench.types import Task

@@ -20,10 +20,11 @@ import json
 import multiprocessing
 import os
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 # Plain values of conf/config.yaml that only name the replicate: set on a shared composition.
 REPLICATE_KEYS = ("seed", "task_order_seed")
@@ -43,7 +44,7 @@ def _compose_here() -> Iterator[None]:
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from memrl_bench.cli import CONF_DIR
+    from memrl_bench import CONF_DIR
 
     state = GlobalHydra.instance()
     outer, state.hydra = state.hydra, None

@@ -14,9 +14,9 @@ import time
 from memrl_bench.envs.alfworld import AlfWorldEnv
 
 
-def timed(call):
+def timed(call, *args):
     wall, cpu = time.perf_counter(), time.process_time()
-    result = call()
+    result = call(*args)
     return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
@@ -32,11 +32,11 @@ def main() -> None:
         games = tasks[:: max(1, len(tasks) // args.games)][: args.games]
         resets, steps = [], []
         for task in games:
-            (_, info), wall, cpu = timed(lambda: env.reset(task))
+            (_, info), wall, cpu = timed(env.reset, task)
             resets.append((wall, cpu))
             for _ in range(args.steps):
                 action = info["expert_plan"][0] if expert else "look"
-                (_, _, done, info), wall, cpu = timed(lambda: env.step(action))
+                (_, _, done, info), wall, cpu = timed(env.step, action)
                 steps.append((wall, cpu))
                 if done:
                     break

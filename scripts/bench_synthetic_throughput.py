@@ -26,9 +26,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import memrl_bench.cli  # noqa: F401  (registers the run_name resolver the config uses)
+from memrl_bench import CONF_DIR
 from memrl_bench.runner import Runner
-
-CONF = str(Path(__file__).resolve().parent.parent / "conf")
 
 
 def run_config(method: str, train_tasks: int, validation_tasks: int, extra: list[str]) -> dict:
@@ -42,7 +41,7 @@ def run_config(method: str, train_tasks: int, validation_tasks: int, extra: list
         "progress=false",
         *extra,
     ]
-    with initialize_config_dir(config_dir=CONF, version_base=None):
+    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
         cfg = compose(config_name="config", overrides=overrides)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     resolved["hydra"] = {"overrides": overrides}

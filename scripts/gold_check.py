@@ -24,7 +24,10 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memrl_bench import registry  # noqa: E402
+from memrl_bench import (
+    CONF_DIR,
+    registry,  # noqa: E402
+)
 from memrl_bench.envs.base import Env  # noqa: E402
 from memrl_bench.sandbox import gold_failure  # noqa: E402
 from memrl_bench.types import Task  # noqa: E402
@@ -33,7 +36,7 @@ ENVS = ("llb_os", "llb_db", "bigcodebench", "mmlu")
 
 
 def env_config(name: str, overrides: list[str]) -> dict:
-    path = Path(__file__).resolve().parents[1] / "conf" / "env" / f"{name}.yaml"
+    path = Path(CONF_DIR) / "env" / f"{name}.yaml"
     cfg = {k: v for k, v in yaml.safe_load(path.read_text()).items() if k != "name"}
     for override in overrides:
         key, _, value = override.partition("=")

@@ -70,7 +70,7 @@ def composed(*overrides: str) -> dict:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from memrl_bench.cli import CONF_DIR
+    from memrl_bench import CONF_DIR
 
     with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
         cfg = compose("config", overrides=list(overrides))

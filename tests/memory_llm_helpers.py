@@ -7,7 +7,7 @@ import asyncio
 import hashlib
 import json
 import re
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from omegaconf import OmegaConf
 
 import memrl_bench.llm
+from memrl_bench import CONF_DIR
 from memrl_bench.actors import EnvPool, Job
 from memrl_bench.agent import ACTORS, ReActActor, SingleTurnActor, extract_answer, make_actor, match_action, parse_action
 from memrl_bench.envs.base import Env, check_env
@@ -326,7 +328,7 @@ def test_make_actor_and_config_errors() -> None:
     assert isinstance(make_actor("single_turn", llm, {"max_steps": 30, "history_turns": 10, "transcripts": True}), SingleTurnActor)
 
 
-@pytest.mark.parametrize("path", sorted((Path(__file__).parents[1] / "conf" / "actor").glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sorted((Path(CONF_DIR) / "actor").glob("*.yaml")), ids=lambda p: p.stem)
 def test_actor_config_files_build_their_actors(path: Path) -> None:
     cfg = OmegaConf.to_container(OmegaConf.load(path))
     assert isinstance(cfg, dict)

@@ -90,3 +90,19 @@ def test_a_corrupt_manifest_is_refused(tmp_path):
     (folder / "manifest.json").write_text('{"config_hash": ')
     out = memrl_bench(f"results_dir={tmp_path}", *SMALL)
     assert out.returncode == 2 and "manifest.json is not valid JSON" in out.stderr
+
+
+def test_help_describes_the_harness_and_its_examples_compose():
+    """--help has a description, the config groups and examples; each example composes (--cfg job)."""
+    out = memrl_bench("--help")
+    assert out.returncode == 0, out.stderr
+    assert "powered by Hydra" not in out.stdout and "fair protocol" in out.stdout
+    assert "method: " in out.stdout and "env: " in out.stdout
+    examples = [line.split("#")[0].split() for line in out.stdout.splitlines() if line.strip().startswith("memrl-bench ")]
+    examples = [words[1:] for words in examples if "<overrides>" not in words]
+    assert len(examples) >= 5
+    for args in examples:
+        # --cfg does not combine with -m: a sweep is checked on its first value of each key
+        args = [a.split(",")[0] for a in args if a != "-m"]
+        composed_job = memrl_bench(*args, "--cfg", "job")
+        assert composed_job.returncode == 0, f"{args}: {composed_job.stderr[-2000:]}"

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
+from memrl_bench import CONF_DIR
 from memrl_bench.embed import CachedEmbedder, Embedder, MiniLMOnnxEmbedder, OpenAIEmbedder, make_embedder
 
 WHEELS = Path(os.environ.get("MEMRL_WHEELS_DIR", "/tmp/wheels"))
@@ -207,7 +208,7 @@ def test_make_embedder(minilm_dir: Path, embeddings_server: str, tmp_path: Path)
 
 
 def test_embedder_config_files(minilm_dir: Path, embeddings_server: str) -> None:
-    conf = Path(__file__).parents[1] / "conf" / "embedder"
+    conf = Path(CONF_DIR) / "embedder"
     minilm_cfg = OmegaConf.to_container(OmegaConf.load(conf / "minilm.yaml"))
     assert isinstance(make_embedder({**minilm_cfg, "model_dir": str(minilm_dir)}), MiniLMOnnxEmbedder)
     openai_cfg = OmegaConf.to_container(OmegaConf.load(conf / "openai.yaml"))

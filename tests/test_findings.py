@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from memrl_bench import CONF_DIR
 from memrl_bench import findings as fd
 from memrl_bench.findings import INCONCLUSIVE, NOT_MEASURED, NOT_SUPPORTED, SUPPORTED, Interval, Run
 
@@ -143,9 +144,8 @@ PRESETS = ("critique", "critique_epsilon", "critique_softmax", "critique_bandit"
 def test_presets_compose_on_the_synthetic_world_and_can_point_elsewhere():
     from hydra import compose, initialize_config_dir
 
-    conf = str(Path(__file__).resolve().parent.parent / "conf")
     folders = set()
-    with initialize_config_dir(config_dir=conf, version_base=None):
+    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
         for preset in PRESETS:
             cfg = compose("config", overrides=[f"+experiment={preset}"], return_hydra_config=True)
             assert cfg.env.name == "synthetic" and cfg.env.harmful_early_share == 0.5, preset

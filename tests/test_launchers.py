@@ -34,18 +34,19 @@ TINY = [
 ]
 EPISODES_PER_RUN = 16 + 8 + 8 + 8
 
+# launcher: (its plugin module, the extra that installs it, its overrides)
 LAUNCHERS = {
-    "joblib": ("hydra_plugins.hydra_joblib_launcher", ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]),
-    "submitit_local": ("hydra_plugins.hydra_submitit_launcher", ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10"]),
-    "ray": ("hydra_plugins.hydra_ray_launcher", ["hydra/launcher=ray", "+hydra.launcher.ray.init.include_dashboard=false", "+hydra.launcher.ray.init.num_cpus=2"]),
+    "joblib": ("hydra_plugins.hydra_joblib_launcher", "launchers", ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]),
+    "submitit_local": ("hydra_plugins.hydra_submitit_launcher", "launchers", ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10"]),
+    "ray": ("hydra_plugins.hydra_ray_launcher", "ray", ["hydra/launcher=ray", "+hydra.launcher.ray.init.include_dashboard=false", "+hydra.launcher.ray.init.num_cpus=2"]),
 }
 
 
 def sweep(tmp_path: Path, launcher: str, overrides: list[str], env: dict[str, str] | None = None) -> list[Path]:
     """Run a sweep through `launcher`; the folders of its complete runs, sorted."""
-    plugin, launcher_overrides = LAUNCHERS[launcher]
+    plugin, extra, launcher_overrides = LAUNCHERS[launcher]
     if importlib.util.find_spec(plugin) is None:
-        pytest.skip(f"{plugin} is not installed (pip install 'memrl-bench[launchers]')")
+        pytest.skip(f"{plugin} is not installed: pip install 'memrl-bench[{extra}]'")
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **(env or {})}
     command = [sys.executable, "-m", "memrl_bench", "-m", *launcher_overrides, f"results_dir={tmp_path}", f"experiment_name={launcher}", *overrides]
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)

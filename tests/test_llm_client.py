@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from memrl_bench.llm import LLMError, LLMOutageError, make_chat_model, open_chat_model
 from openai.types.chat import ChatCompletion
 
+from memrl_bench import CONF_DIR
+from memrl_bench.llm import LLMError, LLMOutageError, make_chat_model, open_chat_model
 from memrl_bench.llm.client import OpenAIChatModel, RetryPolicy, _checked_config, _classify, _InvalidResponse, read_completion, retry_after_s
 from memrl_bench.llm.fault_server import MODEL_ID, OFF_FORMAT_TEXT, Fault, FaultServer
 from memrl_bench.llm.scripted import ScriptedChatModel
@@ -244,7 +244,7 @@ def test_bad_config_names_the_key(cfg, message):
         make_chat_model(cfg)
 
 
-@pytest.mark.parametrize("path", sorted(Path(__file__).parents[1].joinpath("conf/llm").glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sorted(Path(CONF_DIR).joinpath("llm").glob("*.yaml")), ids=lambda p: p.stem)
 def test_shipped_llm_configs_are_valid(path):
     cfg = yaml.safe_load(path.read_text())
     assert cfg["name"] == path.stem

@@ -9,8 +9,7 @@ import pytest
 from memrl_bench.methods.base import MethodContext, fingerprint, unit_rows
 from memrl_bench.methods.memp import MemP
 from memrl_bench.runner import ConfigError
-from memrl_bench.types import MemoryItem, Provenance
-from memrl_bench.types import strip_measured
+from memrl_bench.types import MemoryItem, Provenance, strip_measured
 from tests.memory_llm_helpers import ScriptedModel, answer, context, embed, experience, is_prompt, query, run_synthetic, used
 
 

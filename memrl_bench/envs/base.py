@@ -80,7 +80,7 @@ class Env(ABC):
         """The env's own actor, for envs that model the agent themselves (synthetic)."""
         return None
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional hook: most envs hold nothing to release)
         """Release processes and files."""
 
 

@@ -14,14 +14,15 @@ import hashlib
 import json
 import shutil
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from memrl_bench.types import Episode, MemoryItem, MemoryStats, Retrieval, Task, Usage
-from memrl_bench.vector_index import HNSWIndex, Hits, IndexConfig, inner_products, top_k
+from memrl_bench.vector_index import Hits, HNSWIndex, IndexConfig, inner_products, top_k
 
 
 @dataclass

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memrl_bench import prompts
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text, unit_rows
 from memrl_bench.methods.llm_ops import MemoryCalls, operation_list, require_llm, small_ids, text_list
-from memrl_bench.types import MemoryItem, MemoryStats, Provenance, RetrievedItem, Retrieval
+from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem
 
 EVENTS = ("ADD", "UPDATE", "DELETE", "NONE")
 Operation = tuple[str, str | None, str]  # event, stored id (UPDATE / DELETE), text (ADD / UPDATE)

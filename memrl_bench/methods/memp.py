@@ -45,7 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memrl_bench import prompts
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text, unit_rows
 from memrl_bench.methods.llm_ops import MemoryCalls, OpError, config_error, non_empty_text, require_llm, text_list
-from memrl_bench.types import MemoryItem, MemoryStats, Provenance, RetrievedItem, Retrieval, Usage
+from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
 
 
 class MemPConfig(BaseModel):

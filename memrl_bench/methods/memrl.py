@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from memrl_bench import prompts
 from memrl_bench.llm import LLMError
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text, unit_rows
-from memrl_bench.types import MemoryItem, MemoryStats, Provenance, RetrievedItem, Retrieval, Usage
+from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
 from memrl_bench.vector_index import Hits, IndexConfig, inner_products, top_k
 
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memrl_bench import prompts
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text
-from memrl_bench.types import MemoryItem, MemoryStats, Provenance, RetrievedItem, Retrieval
+from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem
 from memrl_bench.vector_index import Hits, IndexConfig
 
 

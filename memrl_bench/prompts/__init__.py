@@ -6,13 +6,13 @@ line of every file is a comment `# <name> v<N>` so a transcript names the prompt
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 _DIR = Path(__file__).parent
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str) -> str:
     """The template text without its header line."""
     path = _DIR / f"{name}.txt"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import io
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import matplotlib
 

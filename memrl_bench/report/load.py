@@ -154,7 +154,7 @@ def _episode_frame(records: list[dict], run: str) -> pd.DataFrame:
         "lesson_utility": [i.get("lesson_utility", np.nan) if i.get("synthetic") else np.nan for i in infos],
     }
     for purpose in ("act", "memory"):
-        usages = column(lambda r: r.get(f"{purpose}_usage") or {})
+        usages = column(lambda r, purpose=purpose: r.get(f"{purpose}_usage") or {})
         for key in USAGE_KEYS:
             frame[f"{purpose}_{key}"] = [u.get(key, 0) for u in usages]
     # act latency of an episode answered wholly from the cache is not a latency
