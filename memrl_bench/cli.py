@@ -76,11 +76,11 @@ def _one_line(err: BaseException) -> str:
     return text
 
 
-def _user_error(err: BaseException) -> BaseException | None:
-    """The user error that caused `err` (Hydra and OmegaConf wrap a resolver's), if any."""
+def _caused_by(err: BaseException | None, kinds: type[BaseException] | tuple[type[BaseException], ...]) -> BaseException | None:
+    """The first error of `kinds` in the chain that led to `err` (Hydra and OmegaConf wrap a resolver's)."""
     seen = set()
     while err is not None and id(err) not in seen:
-        if isinstance(err, USER_ERRORS):
+        if isinstance(err, kinds):
             return err
         seen.add(id(err))
         err = err.__cause__ or err.__context__
@@ -91,9 +91,9 @@ def _outcome(err: BaseException, run_dir: Path | None = None) -> tuple[str, int]
     """The line and the exit code for a known failure; None for a bug (and for an exit already decided)."""
     if isinstance(err, SystemExit):
         return None
-    if isinstance(err, KeyboardInterrupt):
+    if _caused_by(err, KeyboardInterrupt):  # also when a library turned the interrupt into its own error
         return "interrupted; re-run the same command to resume", INTERRUPTED
-    user = _user_error(err)
+    user = _caused_by(err, USER_ERRORS)
     if user is not None:
         return f"error: {user}", 2
     if isinstance(err, LLMOutageError):

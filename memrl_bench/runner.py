@@ -207,7 +207,7 @@ class Runner:
             print(f"memrl-bench: {self.folder.path} is complete; nothing to do")
             return self.folder.read_metrics() or {}
         with contextlib.ExitStack() as stack:
-            stack.callback(self.loop.close)
+            stack.callback(self._close_loop)
             parts = self._build(stack, protocol)
             if not existing:
                 self.folder.write_manifest(self._manifest(parts, written, digest))
@@ -221,6 +221,15 @@ class Runner:
             self.folder.write_metrics(metrics)
             self.folder.mark_complete()
             return metrics
+
+    def _close_loop(self) -> None:
+        """Close the event loop, first ending the episodes an interrupt left in flight (quietly)."""
+        pending = asyncio.all_tasks(self.loop)
+        for task in pending:
+            task.cancel()
+        if pending:
+            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        self.loop.close()
 
     def _play(self, parts: RunParts, schedule: list[Batch]) -> None:
         sizes = {b.key: b.size for b in schedule}
