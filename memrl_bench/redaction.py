@@ -17,9 +17,9 @@ REDACTED = "[redacted]"
 # scheme://userinfo@ ; a comma or semicolon ends it, as it ends an override in a run name
 _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@,;'\"]+@")
 _KEY_LIKE = re.compile(
-    r"(?i)\bBearer\s+\S+"  # an Authorization header quoted back
+    r"(?i)\bBearer\s+[^\s\"',;}]+"  # an Authorization header quoted back
     r"|\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{8,}"  # OpenAI-style keys (sk-..., sk-proj-...)
-    r"|\b(?:api[_-]?key|token|secret|password)(?P<sep>\s*[:=]\s*)[^\s,;]+"  # key=value pairs
+    r"|\b(?:api[_-]?key|token|secret|password)(?P<sep>\s*[:=]\s*)[^\s\"',;}]+"  # key=value pairs
     r"|\b(?=[A-Za-z0-9_\-]*\d)(?=[A-Za-z0-9_\-]*[A-Za-z])[A-Za-z0-9_\-]{32,}"  # long letters-and-digits tokens
 )
 _SECRETS: set[str] = set()
