@@ -42,7 +42,7 @@ from memrl_bench.protocol import (
     schedule_size,
     split_hash,
 )
-from memrl_bench.redaction import remember_secret, scrub_data, url_password
+from memrl_bench.redaction import remember_secret, remember_url, scrub_data
 from memrl_bench.runfolder import REBUILD_HINT, CorruptRunFolderError, RunFolder, batch_key, forget_new, note_new
 from memrl_bench.types import Episode, Outcome, Task
 
@@ -417,13 +417,13 @@ def _expected_episodes(protocol: ProtocolConfig, manifest: dict | None) -> int |
 
 
 def _remember_secrets(cfg: dict) -> None:
-    """API keys of the groups that use one, and URL passwords, for redaction."""
+    """API keys of the groups that use one, and URL userinfo, for redaction."""
     for group in ("llm", "embedder"):
         settings = cfg.get(group) or {}
         if settings.get("name") not in (None, "none", "env_intent", "minilm"):
             remember_secret(os.environ.get(settings.get("api_key_env", "OPENAI_API_KEY")))
     for value in _strings(cfg):
-        remember_secret(url_password(value))
+        remember_url(value)
 
 
 def _strings(value: Any) -> list[str]:
