@@ -27,7 +27,7 @@ from memrl_bench.envs.base import DataMissingError
 from memrl_bench.llm import LLMAuthError, LLMOutageError
 from memrl_bench.llm.cache import CacheError
 from memrl_bench.protocol import ProtocolViolation
-from memrl_bench.redaction import scrub
+from memrl_bench.redaction import redact_server_text, scrub
 from memrl_bench.registry import UnknownNameError
 from memrl_bench.runfolder import MANIFEST, CorruptRunFolderError, RunFolderBusyError, is_disk_full, note_new, write_text_atomic
 from memrl_bench.runner import run
@@ -96,6 +96,8 @@ def _outcome(err: BaseException, run_dir: Path | None = None) -> tuple[str, int]
     user = _caused_by(err, USER_ERRORS)
     if user is not None:
         return f"error: {user}", 2
+    if getattr(err, "status_code", None) in (401, 403) and type(err).__module__.startswith("openai"):  # the embeddings server's
+        return f"error: a server refused the API key ({redact_server_text(str(err))}); set a valid key in the variable embedder.api_key_env names", 2
     if isinstance(err, LLMOutageError):
         kept = f"every finished batch is kept in {run_dir}; " if run_dir is not None and (run_dir / MANIFEST).exists() else ""
         return f"stopped: {err}; {kept}re-run the same command once the server is back", 3

@@ -302,3 +302,13 @@ def test_a_full_disk_stops_with_one_line_and_the_same_command_resumes(tmp_path):
         return [strip_measured(json.loads(line)) for line in path.read_text().splitlines()]
 
     assert stripped(tmp_path / "resumed.jsonl") == stripped(reference / "episodes.jsonl")
+
+
+def test_an_embeddings_server_refusing_the_key_is_one_line():
+    import httpx
+    import openai
+
+    response = httpx.Response(401, request=httpx.Request("POST", "http://127.0.0.1:9/v1/embeddings"))
+    refused = openai.AuthenticationError("Error code: 401 - Incorrect API key provided: sk-abcdefgh12345", response=response, body=None)
+    line, code = _outcome(refused)
+    assert code == 2 and "a server refused the API key" in line and "embedder.api_key_env" in line and "sk-abcdefgh12345" not in line
