@@ -100,9 +100,9 @@ def results_folder(results_dir: Any, experiment_name: Any) -> Path:
     long = next((p for p in parts if len(p.encode()) > NAME_MAX_BYTES), None)
     if long is not None:
         raise ConfigError(f"experiment_name: a folder name has at most {NAME_MAX_BYTES} bytes, got one of {len(long.encode())} ({long[:40]}...)")
-    root = Path(str(results_dir)).expanduser()
     if not str(results_dir) or "\0" in str(results_dir):
         raise ConfigError(f"results_dir: must name a folder (got {results_dir!r})")
+    root = Path(str(results_dir)).expanduser()
     existing = next((p for p in (root, *root.parents) if p.exists()), None)
     if existing is not None and not existing.is_dir():
         raise ConfigError(f"results_dir: {existing} is a file, not a folder (results_dir={results_dir})")
@@ -151,7 +151,7 @@ def check_finite(value: Any, dotted: str = "") -> None:
 class Settings(BaseModel):
     """A config group: unknown keys refused, types strict (no "3" for 3), numbers finite."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class RunSettings(Settings):

@@ -96,7 +96,11 @@ class ResponseCache:
                 self._db.execute(_SCHEMA)
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
             if mode == "read_write" and "checksum" not in columns:  # a cache written before entries had checksums
-                self._db.execute("ALTER TABLE responses ADD COLUMN checksum TEXT")
+                try:
+                    self._db.execute("ALTER TABLE responses ADD COLUMN checksum TEXT")
+                except sqlite3.OperationalError as err:
+                    if "duplicate column" not in str(err):  # another process added it meanwhile
+                        raise
             self._checksum_column = "checksum" if "checksum" in columns or mode == "read_write" else "NULL"
 
     @contextmanager
