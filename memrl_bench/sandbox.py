@@ -678,8 +678,9 @@ class CodeRunner:
         self.limits = limits
         self.isolation = isolation
         self.hidden_paths = hidden_paths  # host folders shown empty to the program (sandbox isolation only)
-        self.python = _PYTHON
-        # `python` / `python3` on PATH are the harness's interpreter (programs start scripts with them)
+        # The harness's interpreter with its packages: a virtualenv's python finds them through its own
+        # path, so it is not resolved to the base interpreter. `python` / `python3` on PATH are it too.
+        self.python = os.path.abspath(sys.executable)
         path = f"{os.path.dirname(self.python)}:{_PATH}"
         self.env = {"PATH": path, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"}
 

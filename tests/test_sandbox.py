@@ -9,6 +9,7 @@ import shlex
 import shutil
 import socket
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -294,6 +295,8 @@ except OSError as err:
     print('no network:', err)
 print('uid', os.getuid())
 print([line.split()[1] for line in open('/proc/self/status') if line.startswith('Seccomp:')])
+import sys
+print('prefix', sys.prefix)
 """
     result = CodeRunner(Limits(timeout_s=30)).run(program)
     assert result.ok, result.output
@@ -301,6 +304,7 @@ print([line.split()[1] for line in open('/proc/self/status') if line.startswith(
     assert f"wrote /tmp/{name}" in result.output and f"wrote {name}\n" in result.output
     assert "no network" in result.output and "NETWORK\n" not in result.output and "uid 65534" in result.output
     assert "['2']" in result.output  # the seccomp filter holds for programs too
+    assert f"prefix {sys.prefix}\n" in result.output  # the harness's interpreter and packages (its virtualenv, if any)
     assert not Path(f"/etc/{name}").exists() and not Path(f"/tmp/{name}").exists()
 
 
