@@ -182,7 +182,8 @@ print(*(line.split()[1] for line in open("/proc/self/status") if line.startswith
         "1 2",  # no_new_privs, seccomp mode 2 (filter)
     ]
     assert tool.exit_code != 0 and "Operation not permitted" in tool.output
-    assert tracer.exit_code != 0 and "Operation not permitted" in tracer.output
+    if shutil.which("strace"):  # the host's tools are the container's
+        assert tracer.exit_code != 0 and "Operation not permitted" in tracer.output
 
 
 @needs_sandbox
@@ -196,7 +197,7 @@ def test_dev_shm_shares_the_disk_cap():
 @needs_sandbox
 def test_dev_shm_and_disk_writes_stay_within_the_memory_cap():
     with Sandbox(Limits(timeout_s=30, memory_bytes=192 << 20, disk_bytes=512 << 20)) as sandbox:
-        if not any("memory" in feature and "cgroup" in feature for feature in sandbox.features):
+        if not any(feature.startswith(("cgroup1 memory", "cgroup2 memory")) for feature in sandbox.features):
             pytest.skip(f"no memory cgroup here (features: {sandbox.features})")
         filled = sandbox.run("head -c 100M /dev/zero > /root/a && echo wrote a; head -c 100M /dev/zero > /dev/shm/b && echo wrote b")
         after = sandbox.run("echo alive")
