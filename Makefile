@@ -7,6 +7,9 @@ BIN := $(VENV)/bin
 EXTRAS ?= local,embed,textworld,alfworld,launchers,test
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+# The sandbox's seccomp filter loads the system's libseccomp (Debian: libseccomp2, which apt itself
+# needs, so Debian and Ubuntu have it; .ci/run installs it where missing).
+HAS_LIBSECCOMP := $(BIN)/python -c "import ctypes.util, sys; sys.exit(ctypes.util.find_library('seccomp') is None)"
 
 .PHONY: install demo test test-slow lint clean
 
@@ -15,6 +18,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[$(EXTRAS)]"
+	@$(HAS_LIBSECCOMP) || echo "note: libseccomp is missing (Debian: apt-get install libseccomp2): the sandboxed envs llb_os and bigcodebench will be unavailable"
 	rm -f $(VENV)/.installed-* && touch $@
 
 # The embedded default study (synthetic env): none, rag, memrl (epsilon = 0), three seeds.

@@ -9,8 +9,12 @@ with the container; `pivot_root` detaches the host tree; folders such as /root, 
 (opaque overlay directories). Commands run as root in the
 container with a capability bounding set that keeps file ownership, permissions and
 user switching but drops mount, mknod, chroot, raw I/O, module loading, ptrace and
-network administration; /proc/sys is read-only. Memory and live processes are capped by
-a cgroup (v2 when delegated, else v1), or failing that by RLIMIT_AS per process.
+network administration; /proc/sys is read-only. Each command also gets no_new_privs, a
+fresh session keyring and a seccomp filter (compiled by libseccomp) that refuses
+namespaces, mounts, the kernel keyring, ptrace, module loading, bpf and their like; /proc/keys
+and other host-wide /proc files are empty. Memory and live processes are capped by a cgroup
+(v2 when delegated, else v1), or failing that by RLIMIT_AS per process; one tmpfs holds
+every write, /dev/shm included.
 
 A command ends when every process holding its output has exited, as with `docker exec`
 (so `cmd &` that keeps writing is waited for). At the time limit every such process and
@@ -26,6 +30,7 @@ names the failing call, never with a crash of the harness.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -58,6 +63,24 @@ _KEPT_CAPABILITIES = "chown,dac_override,fowner,fsetid,kill,setgid,setuid,setpca
 # /proc entries that would let root change the host kernel; bound read-only inside.
 _READONLY_PROC = ("sys", "sysrq-trigger", "irq", "bus", "fs")
 _DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+_PYTHON = os.path.realpath(sys.executable)
+# /proc entries about the whole host (the kernel keyring's key names, timers, the scheduler);
+# docker masks the same: they are shown as empty files.
+_MASKED_PROC = ("keys", "key-users", "timer_list", "sched_debug")
+# System calls that fail with EPERM for the code run inside (a seccomp filter compiled by
+# libseccomp). Most of them also need a capability the bounding set drops; the filter is a
+# second wall, and the only one for user namespaces, the kernel keyring and ptrace.
+_DENIED_SYSCALLS = {
+    "namespaces: a user namespace needs no capability and opens kernel code to its owner": ("unshare", "setns"),
+    "mounts": ("mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr"),
+    "the kernel keyring: uid 0 inside is uid 0 of the host, whose keys it could read": ("keyctl", "add_key", "request_key"),
+    "other processes' memory": ("ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd"),
+    "kernel modules and kexec": ("init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load"),
+    "kernel interfaces with a record of privilege escalations": ("bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register"),
+    "host-wide state": ("reboot", "swapon", "swapoff", "acct", "syslog", "quotactl", "quotactl_fd", "settimeofday", "clock_settime", "clock_adjtime", "iopl", "ioperm", "open_by_handle_at", "lookup_dcookie"),
+}
+# clone() flags that make a namespace; clone() with any of them fails like unshare().
+_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
 
 
 def _harness_folders() -> tuple[str, ...]:
@@ -89,7 +112,7 @@ class Limits:
     output_bytes: int = 16_384  # output kept per command (stdout and stderr merged, head kept)
     memory_bytes: int = 1 << 30  # memory cap (cgroup) or address-space cap per process (RLIMIT_AS)
     max_processes: int = 256  # live processes (cgroup pids.max); RLIMIT_NPROC for non-root users
-    disk_bytes: int = 512 << 20  # size of the tmpfs holding everything the sandbox writes
+    disk_bytes: int = 512 << 20  # size of the tmpfs holding everything the sandbox writes, /dev/shm included (at most 3/4 of a memory cgroup's cap)
 
 
 @dataclass
@@ -386,6 +409,65 @@ for path in paths:
 """
 
 
+@dataclass(frozen=True)
+class _SyscallFilter:
+    program: str  # the BPF program (hex), as the kernel takes it
+    keyctl: int  # the number of keyctl() on this architecture
+
+
+@lru_cache(maxsize=1)
+def _syscall_filter() -> _SyscallFilter:
+    """The seccomp filter of the code run inside, compiled once by libseccomp for this machine's architecture."""
+    try:
+        import pyseccomp as seccomp
+    except (ImportError, RuntimeError) as err:  # pyseccomp raises RuntimeError when it finds no libseccomp
+        raise SandboxUnavailable(f"{_REQUIREMENT}: its seccomp filter needs the Python package pyseccomp and the system's libseccomp (Debian: libseccomp2): {err}") from err
+    rules = seccomp.SyscallFilter(seccomp.ALLOW)  # calls of another architecture (i386 on x86_64) kill the process
+    for names in _DENIED_SYSCALLS.values():
+        for name in names:
+            if seccomp.resolve_syscall(seccomp.Arch.NATIVE, name) >= 0:  # negative: no such call on this architecture
+                rules.add_rule(seccomp.ERRNO(errno.EPERM), name)
+    for flag in _NAMESPACE_FLAGS:
+        rules.add_rule(seccomp.ERRNO(errno.EPERM), "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
+    # clone3 passes its flags in memory, out of a filter's reach; ENOSYS makes libc fall back to clone
+    rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    with tempfile.TemporaryFile() as compiled:
+        rules.export_bpf(compiled)
+        compiled.seek(0)
+        program = compiled.read()
+    return _SyscallFilter(program.hex(), seccomp.resolve_syscall(seccomp.Arch.NATIVE, "keyctl"))
+
+
+# The last step into the container before the command (run by the host's Python, so that it
+# needs no file inside): join the container's mount namespace and root, take a fresh session
+# keyring (the host's is not inherited), then no_new_privs and the seccomp filter, then exec.
+# argv: container pid, filter (hex), keyctl number, the command's argv.
+_ENTER = """
+import ctypes, os, sys
+pid, program, keyctl, argv = sys.argv[1], bytes.fromhex(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+def check(result, call):
+    if result < 0:
+        print(f"sandbox: failing call: {call}: {os.strerror(ctypes.get_errno())}", file=sys.stderr)
+        sys.exit(125)
+namespace, root, cwd = (os.open(f"/proc/{pid}/{entry}", os.O_RDONLY) for entry in ("ns/mnt", "root", "cwd"))
+check(libc.setns(namespace, 0x00020000), "setns(CLONE_NEWNS)")
+os.fchdir(root)
+os.chroot(".")
+os.fchdir(cwd)
+for fd in (namespace, root, cwd):
+    os.close(fd)
+check(libc.syscall(keyctl, 1, None), "keyctl(KEYCTL_JOIN_SESSION_KEYRING)")
+check(libc.prctl(38, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+class Program(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+loaded = Program(len(program) // 8, program)
+check(libc.prctl(22, 2, ctypes.addressof(loaded), 0, 0), "prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER)")
+os.execv(argv[0], argv)
+"""
+
+
 class Sandbox:
     """A throwaway container: run bash commands in it, then close it; nothing reaches the host.
 
@@ -425,11 +507,15 @@ class Sandbox:
         if os.geteuid() != 0:
             raise SandboxUnavailable(f"{_REQUIREMENT}: geteuid() returned {os.geteuid()}, not 0")
         self._tools = _tools("unshare", "nsenter", "setpriv", "prlimit", "mount", "umount", "pivot_root", "sleep", "bash")
+        _syscall_filter()  # compiled before anything is built: without libseccomp the sandbox is unavailable
         name = f"memrl-sandbox-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         cgroup = _Cgroup(name, self.limits.memory_bytes, self.limits.max_processes)
         mount_point = tempfile.mkdtemp(prefix=f"{name}-")  # stays empty on the host: the tmpfs is mounted in the private namespace
         self._state.update(cgroup=cgroup, mount_point=mount_point)
-        argv = [self._tools["unshare"], "--mount", "--pid", "--fork", "--net", "--uts", "--ipc", "--propagation", "private", "/bin/sh", "-c", self._setup_script(), "setup", mount_point]
+        # The tmpfs is RAM charged to the memory cgroup: full, it must leave room for the processes, else the
+        # cgroup's OOM killer goes on to the container's first process
+        disk_bytes = min(self.limits.disk_bytes, self.limits.memory_bytes * 3 // 4) if "memory" in cgroup.limited else self.limits.disk_bytes
+        argv = [self._tools["unshare"], "--mount", "--pid", "--fork", "--net", "--uts", "--ipc", "--propagation", "private", "/bin/sh", "-c", self._setup_script(disk_bytes), "setup", mount_point]
         try:
             proc = subprocess.Popen(_join_cgroups(cgroup.procs_files(), argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env={"PATH": _PATH})
         except OSError as err:
@@ -451,10 +537,13 @@ class Sandbox:
             pass
         self.features = [
             "mount, pid, net, uts, ipc namespaces",
-            "overlayfs (lower: host /) with its upper layer in a size-capped tmpfs",
+            f"overlayfs (lower: host /) with its upper layer and /dev/shm in one tmpfs of {disk_bytes} bytes",
             "pivot_root",
             f"capability bounding set {_KEPT_CAPABILITIES}",
             "/proc/sys read-only",
+            f"/proc/{{{','.join(_MASKED_PROC)}}} empty",
+            "a fresh session keyring per command",
+            "no_new_privs and a seccomp filter (libseccomp) per command",
             *cgroup.features,
         ]
         if "memory" not in cgroup.limited:
@@ -462,22 +551,24 @@ class Sandbox:
         if "pids" not in cgroup.limited:
             self.features.append("RLIMIT_NPROC (no pids cgroup writable; uid 0 is exempt)")
 
-    def _setup_script(self) -> str:
+    def _setup_script(self, disk_bytes: int) -> str:
         """The shell run as the container's first process ($1 = its mount point): build the root, pivot into it, sleep."""
         quoted = " ".join(shlex.quote(p) for p in self.hidden_paths)
         lines = [
             'run() { "$@" || { echo "failing call: $*"; exit 1; }; }',
             'B=$1; R=$B/root',
-            f'run mount -t tmpfs -o size={self.limits.disk_bytes},mode=0755 memrl-sandbox "$B"',
+            f'run mount -t tmpfs -o size={disk_bytes},mode=0755 memrl-sandbox "$B"',
             'run mkdir "$B/upper" "$B/work" "$R"',
-            f'run {shlex.quote(os.path.realpath(sys.executable))} -c {shlex.quote(_MAKE_OPAQUE)} "$B/upper" {quoted}',
+            f'run {shlex.quote(_PYTHON)} -c {shlex.quote(_MAKE_OPAQUE)} "$B/upper" {quoted}',
             'run mount -t overlay overlay -o "lowerdir=/,upperdir=$B/upper,workdir=$B/work" "$R"',
             'run mount -t proc -o nosuid,nodev,noexec proc "$R/proc"',
             f'for entry in {" ".join(_READONLY_PROC)}; do if [ -e "$R/proc/$entry" ]; then run mount --bind "$R/proc/$entry" "$R/proc/$entry"; run mount -o remount,bind,ro "$R/proc/$entry"; fi; done',
+            f'for entry in {" ".join(_MASKED_PROC)}; do if [ -e "$R/proc/$entry" ]; then run mount --bind /dev/null "$R/proc/$entry"; fi; done',
             'run mount -t tmpfs -o size=1m,mode=0755,nosuid dev "$R/dev"',
             f'for device in {" ".join(_DEVICES)}; do run touch "$R/dev/$device"; run mount --bind "/dev/$device" "$R/dev/$device"; done',
             'run ln -s /proc/self/fd "$R/dev/fd"; run ln -s /proc/self/fd/0 "$R/dev/stdin"; run ln -s /proc/self/fd/1 "$R/dev/stdout"; run ln -s /proc/self/fd/2 "$R/dev/stderr"',
-            f'run mkdir "$R/dev/shm"; run mount -t tmpfs -o size={self.limits.disk_bytes},mode=1777 shm "$R/dev/shm"',
+            # /dev/shm is a folder of the same tmpfs as the overlay's upper layer: one disk cap for all writes
+            'run mkdir -m 1777 "$B/shm" "$R/dev/shm"; run mount --bind "$B/shm" "$R/dev/shm"; run mount -o remount,bind,nosuid,nodev "$R/dev/shm"',
         ]
         for path in self.readonly_binds:
             target = '"$R"' + shlex.quote(path)
@@ -520,7 +611,9 @@ class Sandbox:
         cgroup: _Cgroup = self._state["cgroup"]
         tools = self._tools
         capabilities = ",".join("+" + c for c in _KEPT_CAPABILITIES.split(","))
-        argv = [tools["nsenter"], "-t", str(self._init_pid), "-m", "-u", "-i", "-n", "-p", "-r", "-w", "--"]
+        syscalls = _syscall_filter()
+        argv = [tools["nsenter"], "-t", str(self._init_pid), "-u", "-i", "-n", "-p", "--"]  # the mount namespace last, in _ENTER
+        argv += [_PYTHON, "-I", "-S", "-c", _ENTER, str(self._init_pid), syscalls.program, str(syscalls.keyctl)]
         argv += [tools["setpriv"], f"--bounding-set=-all,{capabilities}", "--"]
         argv += [tools["prlimit"], "--core=0", f"--nproc={self.limits.max_processes}"]
         if "memory" not in cgroup.limited:
@@ -585,8 +678,9 @@ class CodeRunner:
         self.limits = limits
         self.isolation = isolation
         self.hidden_paths = hidden_paths  # host folders shown empty to the program (sandbox isolation only)
-        self.python = os.path.realpath(sys.executable)
-        # `python` / `python3` on PATH are the harness's interpreter (programs start scripts with them)
+        # The harness's interpreter with its packages: a virtualenv's python finds them through its own
+        # path, so it is not resolved to the base interpreter. `python` / `python3` on PATH are it too.
+        self.python = os.path.abspath(sys.executable)
         path = f"{os.path.dirname(self.python)}:{_PATH}"
         self.env = {"PATH": path, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"}
 
@@ -613,6 +707,10 @@ class CodeRunner:
                 _kill_command(proc, None)
 
 
+# What code inside a Sandbox may do, in short; a change makes gold results checked in the sandbox stale.
+CONTAINMENT = "namespaces, overlay, capabilities, cgroup; seccomp filter, fresh session keyring, /dev/shm in the disk tmpfs"
+
+
 def cache_root() -> Path:
     """${MEMRL_BENCH_CACHE:-~/.cache/memrl-bench}."""
     return Path(os.environ.get("MEMRL_BENCH_CACHE") or "~/.cache/memrl-bench").expanduser()
@@ -624,11 +722,12 @@ class GoldFilter:
     `run_gold(task)` returns "" when the gold passes, else why not. Each task is checked
     once (only as many as a `limit` needs) and the results are kept in one JSON file under
     cache_root()/<env>/, whose name carries a hash of `key_parts`: the data and whatever
-    else decides the outcome (limits, Python version, packages), so a change re-checks.
+    else decides the outcome (limits, Python version, packages), so a change re-checks;
+    with `needs_sandbox`, `CONTAINMENT` is part of the hash too.
     """
 
     def __init__(self, env_name: str, key_parts: list[str], all_tasks: dict[str, list[Task]], run_gold: Callable[[Task], str], limit: int | None = None, enabled: bool = True, workers: int = 2, needs_sandbox: bool = True):
-        key = hashlib.sha256("\n".join(key_parts).encode()).hexdigest()[:16]
+        key = hashlib.sha256("\n".join([*key_parts, *([CONTAINMENT] if needs_sandbox else [])]).encode()).hexdigest()[:16]
         self.path = cache_root() / env_name / f"gold_{key}.json"
         self.results: dict[str, str] = json.loads(self.path.read_text()) if self.path.exists() else {}
         self.env_name, self.all_tasks, self.run_gold = env_name, all_tasks, run_gold

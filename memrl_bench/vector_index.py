@@ -1,9 +1,21 @@
-"""Similarity search over unit-norm keys: exact inner product, or an HNSW graph (faiss).
+"""Similarity search over stored keys: exact cosine, or an HNSW graph (faiss).
 
-Exact search is the default and reproduces a full scan: every similarity is computed
-and the top k are taken in the order of a stable descending sort (ties: the earlier
-key first), so results equal a Python loop over the keys. HNSW (approximate) answers in
-about log(n) but may miss neighbours; it is a config option for large memories.
+Similarities are cosines taken in float64 exactly as the official MemRL code takes
+them: the products of a key and the query summed left to right, divided by the
+product of their norms (each a left-to-right sum of squares). Threshold decisions at
+exactly 0.5 or 0.9 therefore fall on the same side as there, identical keys get
+bit-identical similarities (exact ties stay ties), and a key's similarity does not
+depend on its position or on the other queries of a batch.
+
+Exact search is the default and reproduces a full scan: it takes the top k in the
+order of a stable descending sort of those similarities (ties: the earlier key
+first), so results equal a Python loop over the keys. To stay fast it screens every
+key with a float32 product (one BLAS call for a batch) and computes the float64
+cosine only for keys the screen cannot rule out: a float32 dot product of d terms is
+within d * 2^-24 of the exact cosine (relative to the norms), and every key within
+twice that margin of a decision is recomputed. HNSW (approximate) answers in about
+log(n) but may miss neighbours; it is a config option for large memories, and the
+similarities of what it returns are the same float64 cosines.
 
 The HNSW graph is a pure function of the key sequence: keys are inserted one at a
 time, single-threaded, each with a level drawn from a generator seeded by its
@@ -51,15 +63,106 @@ class Hits:
     """One query's answer: positions of the chosen keys (most similar first) and their similarities."""
 
     positions: np.ndarray  # int64
-    similarities: np.ndarray  # float32
+    similarities: np.ndarray  # float64 cosines (see the module docstring)
     candidates: int  # keys at or above the floor (exact), or returned by the index above it (hnsw)
 
 
+def empty_hits() -> Hits:
+    return Hits(np.zeros(0, np.int64), np.zeros(0, np.float64), 0)
+
+
+def row_norms(rows: np.ndarray) -> np.ndarray:
+    """Each row's length in float64, summed left to right as math.sqrt(sum(x * x for x in row)); 1e-8 for a zero row (official)."""
+    rows = np.atleast_2d(np.asarray(rows, dtype=np.float64))
+    norms = np.sqrt(np.cumsum(rows * rows, axis=1)[:, -1])
+    norms[norms == 0] = 1e-8
+    return norms
+
+
+def cosines(keys: np.ndarray, key_norms: np.ndarray, query: np.ndarray, query_norm: float) -> np.ndarray:
+    """Float64 cosine of `query` with every row of `keys`: sum(a * b) / (|query| * |key|), summed left to right.
+
+    float32 inputs multiply exactly in float64, and numpy's cumulative sum adds in the
+    order of Python's sum(), so the result is bit for bit the official code's (on
+    Python <= 3.11; 3.12 made sum() of floats compensated, a difference in the last bits).
+    """
+    if not len(keys):
+        return np.zeros(0, dtype=np.float64)
+    dots = np.cumsum(np.asarray(keys, dtype=np.float64) * np.asarray(query, dtype=np.float64), axis=1)[:, -1]
+    return dots / (query_norm * key_norms)
+
+
+def unit32(rows: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length, as float32 (the HNSW graph's inner product is then the cosine)."""
+    rows = np.atleast_2d(np.asarray(rows, dtype=np.float64))
+    return np.ascontiguousarray(rows / row_norms(rows)[:, None], dtype=np.float32)
+
+
+def screening_margin(dim: int) -> float:
+    """A bound, with a factor 2 to spare, on |float32 screened cosine - exact cosine| for `dim`-dimensional keys.
+
+    A float32 dot product of d terms errs by at most ~d * 2^-24 times the product of the
+    norms, whatever the summation order (BLAS blocking, FMA); scaling by the two inverse
+    norms adds a few more roundings.
+    """
+    return (dim + 8) * 2.0**-23
+
+
+def exact_search(keys: np.ndarray, key_norms: np.ndarray, key_scale: np.ndarray, queries: np.ndarray, k: int, floor: float) -> list[Hits]:
+    """Per query row: the k keys of highest float64 cosine >= floor, as the first k of a stable descending sort.
+
+    `key_scale` is 1 / key_norms as float32, for the screen. Equal to computing every
+    cosine exactly (see the module docstring), so a batch gives what its queries give
+    one by one.
+    """
+    queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+    if not len(keys):
+        return [empty_hits() for _ in queries]
+    query_norms = row_norms(queries)
+    screened = inner_products(keys, queries)
+    screened *= key_scale
+    screened *= (1.0 / query_norms).astype(np.float32)[:, None]
+    margin = screening_margin(keys.shape[1])
+    hits = []
+    for query, query_norm, row in zip(queries, query_norms, screened):
+
+        def exact(positions: np.ndarray, query=query, query_norm=query_norm) -> np.ndarray:
+            return cosines(keys[positions], key_norms[positions], query, query_norm)
+
+        hits.append(_exact_top_k(row, k, floor, margin, exact))
+    return hits
+
+
+def _exact_top_k(screened: np.ndarray, k: int, floor: float, margin: float, exact) -> Hits:
+    """Top k by exact cosine >= floor, recomputing exactly only the keys within the margin of a decision."""
+    bounded = floor > -np.inf
+    # Keys that may reach the floor; keys screened below floor - margin cannot.
+    positions = (screened >= floor - margin).nonzero()[0] if bounded else np.arange(len(screened))
+    values = screened[positions]
+    if len(values) > k:
+        # The exact k-th largest is within the margin of the screened one, so every key of
+        # the exact top k is screened within twice the margin of it.
+        kth = -np.partition(-values, k - 1)[k - 1]
+        shortlist = positions[values >= kth - 2 * margin]
+    else:
+        shortlist = positions
+    sims = exact(shortlist)
+    keep = sims >= floor
+    shortlist, sims = shortlist[keep], sims[keep]
+    order = (-sims).argsort(kind="stable")[:k]  # shortlist is in position order: ties keep the earlier key first
+    count = len(screened)
+    if bounded:
+        near = values < floor + margin  # keys the screen cannot place on either side of the floor
+        count = int(len(values) - near.sum() + (exact(positions[near]) >= floor).sum())
+    return Hits(shortlist[order], sims[order], count)
+
+
 def inner_products(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    """queries @ keys.T as float32, shape (len(queries), len(keys)).
+    """queries @ keys.T as float32, shape (len(queries), len(keys)): the screen of exact search.
 
     One query: faiss's single-threaded SIMD kernel (faster than numpy's gemv when chosen,
-    see BENCHMARKS.md); several: one BLAS matrix product.
+    see BENCHMARKS.md); several: one BLAS matrix product. The two may differ in the last
+    bits, as may keys in different rows of one product: decisions are never taken on these.
     """
     keys = np.ascontiguousarray(keys, dtype=np.float32)
     queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
@@ -92,7 +195,7 @@ def top_k(similarities: np.ndarray, k: int, floor: float = -np.inf) -> tuple[np.
 
 
 class HNSWIndex:
-    """A faiss HNSW graph (inner product) over the keys of one store, positions as ids."""
+    """A faiss HNSW graph (inner product of unit-length copies) over the keys of one store, positions as ids."""
 
     def __init__(self, dim: int, config: IndexConfig):
         self.config = config
@@ -103,24 +206,18 @@ class HNSWIndex:
         return int(self.index.ntotal)
 
     def add(self, keys: np.ndarray) -> None:
-        keys = np.ascontiguousarray(keys, dtype=np.float32)
-        for row in keys:
+        for row in unit32(keys):
             self.index.hnsw.rng = faiss.RandomGenerator(_LEVEL_SEED + len(self))
             self.index.add(row.reshape(1, -1))
 
-    def search(self, queries: np.ndarray, k: int, floor: float) -> list[Hits]:
+    def search(self, queries: np.ndarray, k: int) -> list[np.ndarray]:
+        """Per query: positions of the (approximately) k most similar keys, in no particular order."""
         k = min(k, len(self))
         if k == 0:
-            return [Hits(np.zeros(0, np.int64), np.zeros(0, np.float32), 0) for _ in queries]
+            return [np.zeros(0, np.int64) for _ in queries]
         params = faiss.SearchParametersHNSW(efSearch=max(k, self.config.ef_search))
-        sims, positions = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), k, params=params)
-        hits = []
-        for row_sims, row_positions in zip(sims, positions):
-            keep = (row_positions >= 0) & (row_sims >= floor)
-            row_sims, row_positions = row_sims[keep], row_positions[keep]
-            order = np.lexsort((row_positions, -row_sims))  # ties: the earlier key first, as exact search
-            hits.append(Hits(row_positions[order].astype(np.int64), row_sims[order], int(keep.sum())))
-        return hits
+        _, positions = self.index.search(unit32(queries), k, params=params)
+        return [row[row >= 0].astype(np.int64) for row in positions]
 
     def nbytes(self) -> int:
         """Bytes of the index's copy of the keys and of its graph (links, levels, offsets)."""
@@ -142,7 +239,7 @@ class HNSWIndex:
         """The graph saved under `path` if it was built with these parameters over these keys, else a new build."""
         if (path / HNSW_PARAMS_FILE).exists() and (path / HNSW_FILE).exists():
             saved = faiss.read_index(str(path / HNSW_FILE))
-            same_keys = saved.ntotal == len(keys) and saved.d == keys.shape[1] and np.array_equal(faiss.vector_to_array(faiss.downcast_index(saved.storage).codes).view(np.float32), keys.ravel())
+            same_keys = saved.ntotal == len(keys) and saved.d == keys.shape[1] and np.array_equal(faiss.vector_to_array(faiss.downcast_index(saved.storage).codes).view(np.float32), unit32(keys).ravel())
             graph = cls(keys.shape[1], config)
             if same_keys and json.loads((path / HNSW_PARAMS_FILE).read_text()) == graph._params():
                 graph.index = saved

@@ -124,7 +124,11 @@ class ReferenceMemRL:
 
     @staticmethod
     def cosine(a: np.ndarray, b: np.ndarray) -> float:
-        return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+        """As the official retrieve_query: Python floats, sums left to right."""
+        a, b = a.tolist(), b.tolist()
+        norm_a = math.sqrt(sum(x * x for x in a)) or 1e-8
+        norm_b = math.sqrt(sum(x * x for x in b)) or 1e-8
+        return sum(x * y for x, y in zip(a, b)) / (norm_a * norm_b)
 
     @classmethod
     def from_bank(cls, bank: Bank, config: MemRLConfig) -> ReferenceMemRL:

@@ -81,7 +81,7 @@ def test_epsilon_zero_is_greedy_top_k_and_deterministic():
         add(m, f"m{i}", float(rng.normal()), rng.normal(size=8))
     query = Query(Task("q", "train", "q"), m.store.keys[0], "train-e01-00000-s0", "train")
     first = m.retrieve(query)
-    ids, sims, _, scores = m.rank(*m.pool(m.group_keys.keys @ query.key))
+    ids, sims, _, scores = m.rank(*m.pool(m.group_keys.similarities(query.key)))
     assert [r.item_id for r in first.items] == ids[:3]
     assert [r.item_id for r in m.retrieve(query).items] == [r.item_id for r in first.items]
 

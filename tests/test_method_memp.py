@@ -165,7 +165,7 @@ def test_avefact_hand_numbers(loop):
     for memory in ("a", "b"):
         m.store.add(MemoryItem(memory, memory, prov), np.ones(2))
     for n, (memory, vec) in enumerate([("a", [1, 0]), ("a", [0, 1]), ("b", [1, 1])]):
-        m.keywords.add(MemoryItem(f"{memory}{n}", "", prov, {"memory": memory}), np.array(vec, dtype=np.float32))
+        m.keywords.add(MemoryItem(f"{memory}{n}", "", prov, {"memory": memory}), unit_rows(np.array([vec]))[0])  # stored as given: unit, as embedders give them
     scores = m.avefact_scores(unit_rows(np.array([[1, 0], [0.6, 0.8]])), np.array([0, 0, 1]))
     # a: mean(max(1, 0), max(0.6, 0.8)) = 0.9; b: mean(1 / sqrt 2, 1.4 / sqrt 2)
     assert scores == pytest.approx([0.9, (0.70711 + 0.98995) / 2], abs=1e-4)

@@ -1,17 +1,21 @@
-"""Containment of memrl_bench.sandbox: network, host filesystem, time, processes, memory."""
+"""Containment of memrl_bench.sandbox: network, host filesystem, kernel keyring, system calls, time, processes, memory."""
 
 from __future__ import annotations
 
+import ctypes
 import os
+import platform
+import shlex
 import shutil
 import socket
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
-from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, GoldFilter, Limits, Sandbox, SandboxUnavailable, unavailable_reason
+from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, CommandResult, GoldFilter, Limits, Sandbox, SandboxUnavailable, unavailable_reason
 from memrl_bench.types import Task
 
 REASON = unavailable_reason()
@@ -30,6 +34,26 @@ def processes_mentioning(marker: str) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+def syscall_numbers(*names: str) -> dict[str, int]:
+    import pyseccomp  # the sandbox's own dependency: present whenever a sandbox can be built
+
+    return {name: pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, name) for name in names}
+
+
+def run_python(sandbox: Sandbox, program: str) -> CommandResult:
+    return sandbox.run(f"python3 -u -c {shlex.quote(program)}")  # unbuffered: a killed program's output is kept
+
+
+# Inside: prints "<attempt> ok" or "<attempt> <errno name>" for each system call tried.
+TRY_CALLS = """
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+def attempt(name, number, *args):
+    result = libc.syscall(number, *args)
+    print(name, "ok" if result >= 0 else errno.errorcode[ctypes.get_errno()])
+"""
 
 
 @needs_sandbox
@@ -79,6 +103,107 @@ def test_host_folders_hidden_and_kernel_knobs_read_only():
     assert REPO.exists() and any(REPO.iterdir())  # ... while the host still sees them
     assert knob.exit_code != 0 and "Read-only" in knob.output
     assert mounting.exit_code != 0  # no CAP_SYS_ADMIN inside
+
+
+@needs_sandbox
+def test_host_keyring_is_unreachable_inside():
+    calls = syscall_numbers("add_key", "keyctl", "request_key")
+    libc = ctypes.CDLL(None, use_errno=True)
+    description, secret = f"memrl-test-{uuid.uuid4().hex}".encode(), f"secret-{uuid.uuid4().hex}".encode()
+    serial = libc.syscall(calls["add_key"], b"user", description, secret, len(secret), -4)  # -4: the host user's keyring (@u)
+    assert serial > 0, os.strerror(ctypes.get_errno())
+    try:
+        buffer = ctypes.create_string_buffer(256)
+        assert libc.syscall(calls["keyctl"], 11, serial, buffer, 256) == len(secret) and buffer.raw[: len(secret)] == secret  # KEYCTL_READ works on the host
+        program = TRY_CALLS + f"""
+buffer = ctypes.create_string_buffer(256)
+attempt("read", {calls["keyctl"]}, 11, {serial}, buffer, 256)
+attempt("search", {calls["keyctl"]}, 10, -4, b"user", {description!r}, 0)
+attempt("link", {calls["keyctl"]}, 8, -4, -3)
+attempt("request_key", {calls["request_key"]}, b"user", {description!r}, None, 0)
+attempt("add_key", {calls["add_key"]}, b"user", b"planted", b"x", 1, -4)
+print("leaked" if {secret!r} in buffer.raw else "nothing read")
+"""
+        with Sandbox(Limits(timeout_s=20)) as sandbox:
+            tried = run_python(sandbox, program)
+            listed = sandbox.run("cat /proc/keys /proc/key-users")
+            x32 = run_python(sandbox, f"import ctypes; print('x32', ctypes.CDLL(None).syscall(0x40000000 | {calls['keyctl']}, 11, {serial}, None, 0))")
+    finally:
+        libc.syscall(calls["keyctl"], 21, serial)  # KEYCTL_INVALIDATE: the host keyring as it was
+    assert tried.ok, tried.output
+    assert tried.output.splitlines() == ["read EPERM", "search EPERM", "link EPERM", "request_key EPERM", "add_key EPERM", "nothing read"]
+    assert listed.ok and listed.output == ""  # not even the key's name
+    if platform.machine() == "x86_64":  # the same call through the x32 ABI: the filter kills the caller (SIGSYS)
+        assert x32.exit_code == 128 + 31 and "x32" not in x32.output
+
+
+@needs_sandbox
+def test_namespaces_mounts_and_ptrace_are_refused_inside():
+    calls = syscall_numbers("unshare", "clone", "clone3", "setns", "mount", "fsopen", "ptrace", "process_vm_readv", "bpf", "init_module")
+    program = TRY_CALLS + f"""
+import subprocess, threading
+attempt("unshare(CLONE_NEWUSER)", {calls["unshare"]}, 0x10000000)
+attempt("unshare(CLONE_NEWNS)", {calls["unshare"]}, 0x00020000)
+attempt("clone(CLONE_NEWUSER)", {calls["clone"]}, 0x10000000 | 17, 0, 0, 0, 0)
+attempt("clone3", {calls["clone3"]}, 0, 0)
+attempt("setns", {calls["setns"]}, os.open("/proc/self/ns/net", os.O_RDONLY), 0)
+attempt("mount", {calls["mount"]}, b"none", b"/mnt", b"tmpfs", 0, None)
+attempt("fsopen", {calls["fsopen"]}, b"tmpfs", 0)
+child = subprocess.Popen(["sleep", "60"])
+attempt("ptrace(PTRACE_ATTACH)", {calls["ptrace"]}, 16, child.pid, 0, 0)
+local, remote = (ctypes.c_uint64 * 2)(), (ctypes.c_uint64 * 2)()
+attempt("process_vm_readv", {calls["process_vm_readv"]}, child.pid, local, 1, remote, 1, 0)
+child.kill()
+attempt("bpf", {calls["bpf"]}, 0, None, 0)
+attempt("init_module", {calls["init_module"]}, None, 0, b"")
+thread = threading.Thread(target=print, args=("thread ok",))  # clone3 refused, libc falls back to clone
+thread.start()
+thread.join()
+print(*(line.split()[1] for line in open("/proc/self/status") if line.startswith(("NoNewPrivs", "Seccomp:"))))
+"""
+    with Sandbox(Limits(timeout_s=30)) as sandbox:
+        tried = run_python(sandbox, program)
+        tool = sandbox.run("unshare --user --map-current-user true")
+        tracer = sandbox.run("strace -o /dev/null true")
+    assert tried.ok, tried.output
+    assert tried.output.splitlines() == [
+        "unshare(CLONE_NEWUSER) EPERM",
+        "unshare(CLONE_NEWNS) EPERM",
+        "clone(CLONE_NEWUSER) EPERM",
+        "clone3 ENOSYS",
+        "setns EPERM",
+        "mount EPERM",
+        "fsopen EPERM",
+        "ptrace(PTRACE_ATTACH) EPERM",
+        "process_vm_readv EPERM",
+        "bpf EPERM",
+        "init_module EPERM",
+        "thread ok",
+        "1 2",  # no_new_privs, seccomp mode 2 (filter)
+    ]
+    assert tool.exit_code != 0 and "Operation not permitted" in tool.output
+    if shutil.which("strace"):  # the host's tools are the container's
+        assert tracer.exit_code != 0 and "Operation not permitted" in tracer.output
+
+
+@needs_sandbox
+def test_dev_shm_shares_the_disk_cap():
+    with Sandbox(Limits(timeout_s=30, disk_bytes=64 << 20)) as sandbox:
+        result = sandbox.run("head -c 40M /dev/zero > /root/a && echo wrote a; head -c 40M /dev/zero > /dev/shm/b && echo wrote b; df -B1M --output=size / /dev/shm")
+    assert result.output.split("\n")[:2] == ["wrote a", "head: error writing 'standard output': No space left on device"], result.output
+    assert result.output.split()[-2:] == ["64", "64"]  # df: / and /dev/shm are one tmpfs of disk_bytes
+
+
+@needs_sandbox
+def test_dev_shm_and_disk_writes_stay_within_the_memory_cap():
+    with Sandbox(Limits(timeout_s=30, memory_bytes=192 << 20, disk_bytes=512 << 20)) as sandbox:
+        if not any(feature.startswith(("cgroup1 memory", "cgroup2 memory")) for feature in sandbox.features):
+            pytest.skip(f"no memory cgroup here (features: {sandbox.features})")
+        filled = sandbox.run("head -c 100M /dev/zero > /root/a && echo wrote a; head -c 100M /dev/zero > /dev/shm/b && echo wrote b")
+        after = sandbox.run("echo alive")
+    # one tmpfs of 3/4 of the memory cap holds both: it fills before the cgroup's OOM killer reaches the container
+    assert filled.output.splitlines() == ["wrote a", "head: error writing 'standard output': No space left on device"], filled.output
+    assert after.ok and after.output == "alive\n"
 
 
 @needs_sandbox
@@ -170,12 +295,17 @@ try:
 except OSError as err:
     print('no network:', err)
 print('uid', os.getuid())
+print([line.split()[1] for line in open('/proc/self/status') if line.startswith('Seccomp:')])
+import sys
+print('prefix', sys.prefix)
 """
     result = CodeRunner(Limits(timeout_s=30)).run(program)
     assert result.ok, result.output
     assert f"refused /etc/{name} PermissionError" in result.output  # runs as nobody inside
     assert f"wrote /tmp/{name}" in result.output and f"wrote {name}\n" in result.output
     assert "no network" in result.output and "NETWORK\n" not in result.output and "uid 65534" in result.output
+    assert "['2']" in result.output  # the seccomp filter holds for programs too
+    assert f"prefix {sys.prefix}\n" in result.output  # the harness's interpreter and packages (its virtualenv, if any)
     assert not Path(f"/etc/{name}").exists() and not Path(f"/tmp/{name}").exists()
 
 
@@ -225,6 +355,7 @@ def test_gold_filter_checks_each_task_once(tmp_path, monkeypatch):
     assert sorted(calls) == ["t0", "t1", "t2", "t3", "t4", "t5"]  # results on disk were not re-run
     assert again.excluded() == {"t0": "broken", "t3": "broken"}
     assert list(tmp_path.glob("demo/gold_*.json")) and GoldFilter("demo", ["v2"], tasks, run_gold).results == {}  # another key, another file
+    assert GoldFilter("demo", ["v1"], tasks, run_gold).path != first.path  # checked in a sandbox: its CONTAINMENT is part of the key
     off = GoldFilter("demo", ["v1"], tasks, run_gold, enabled=False)
     assert len(off.tasks("train")) == 6 and off.excluded() == {}
     with pytest.raises(KeyError, match="unknown split 'dev' of demo; valid: train"):

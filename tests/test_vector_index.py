@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 import pytest
@@ -68,6 +69,7 @@ def test_item_store_api_round_trips(tmp_path):
     assert store.get("train-e01-00007-s0").content.startswith("content 7")
     assert store.index_of("train-e01-00007-s0") == 7 and "train-e01-00007-s0" in store
     np.testing.assert_allclose(store.similarities(keys[3]), keys @ keys[3], atol=1e-6)
+    assert store.similarities(keys[3], start=100).tolist() == store.similarities(keys[3])[100:].tolist()
     assert store.column("visits").tolist() == list(range(130))
     store.items[5].fields["q_value"] = 9.5  # fields write through to the column
     store.get("train-e01-00006-s0").fields.update(visits=60)
@@ -110,18 +112,39 @@ def test_item_store_refuses_bad_input():
         ItemStore(columns=("q_value",)).add(item(1), np.ones(4))
 
 
-def test_exact_search_equals_a_loop_with_floor_and_ties():
-    keys = clustered_keys(200)
-    keys = np.concatenate([keys, keys[:50]])  # repeated keys: exact ties
+def loop_cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """The official code's cosine: Python floats, sums left to right."""
+    a, b = a.tolist(), b.tolist()
+    return sum(x * y for x, y in zip(a, b)) / ((math.sqrt(sum(x * x for x in a)) or 1e-8) * (math.sqrt(sum(x * x for x in b)) or 1e-8))
+
+
+@pytest.mark.parametrize("dim", [24, 301])
+def test_exact_search_equals_a_loop_with_floor_and_ties(dim):
+    keys = clustered_keys(200, dim=dim) * np.float32(1.5)  # not unit length: the cosine divides by the norms
+    keys = np.concatenate([keys, keys[:50], np.zeros((2, dim), np.float32)])  # repeated keys (exact ties) and zero keys
     store = filled(keys)
-    queries = clustered_keys(20, seed=3)
-    for query, hits in zip(queries, store.search(queries, 7, floor=0.2)):
-        sims = [float(np.dot(query.astype(np.float64), k)) for k in store.keys]
-        expected = sorted((i for i, s in enumerate(sims) if s >= 0.2), key=lambda i: -sims[i])[:7]
-        assert hits.positions.tolist() == expected
-        assert hits.candidates == sum(s >= 0.2 for s in sims)
-        np.testing.assert_allclose(hits.similarities, [sims[i] for i in expected], atol=1e-6)
+    queries = clustered_keys(20, dim=dim, seed=3)
+    for floor, k in ((0.2, 7), (-np.inf, 60), (0.0, 1)):
+        batched = store.search(queries, k, floor=floor)
+        for query, hits in zip(queries, batched):
+            sims = [loop_cosine(query, key) for key in store.keys]
+            expected = sorted((i for i, s in enumerate(sims) if s >= floor), key=lambda i: -sims[i])[:k]
+            assert hits.positions.tolist() == expected
+            assert hits.candidates == sum(s >= floor for s in sims)
+            assert hits.similarities.tolist() == [sims[i] for i in expected]  # bit for bit
+            one = store.search(query, k, floor=floor)[0]  # alone: a different screening kernel, the same answer
+            assert one.positions.tolist() == hits.positions.tolist() and one.similarities.tolist() == hits.similarities.tolist()
     assert [len(h.positions) for h in ItemStore().search(queries[:2], 3)] == [0, 0]
+
+
+def test_threshold_decisions_at_exactly_representable_cosines():
+    """Cosines of exactly 0.5 and 0.9 (integer vectors) reach a floor of 0.5 / 0.9, as in float64 Python."""
+    keys = np.array([[1, 1, 1, 1], [9, 3, 3, 1], [1, 0, 0, 0], [0, 1, 0, 0]], dtype=np.float32)
+    store = filled(keys)
+    query = np.array([1, 0, 0, 0], dtype=np.float32)
+    assert store.similarities(query).tolist() == [0.5, 0.9, 1.0, 0.0]
+    assert store.search(query, 4, floor=0.9)[0].positions.tolist() == [2, 1]
+    assert store.search(query, 4, floor=0.5)[0].positions.tolist() == [2, 1, 0]
 
 
 def test_hnsw_finds_the_exact_neighbours_on_clustered_keys():

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from memrl_bench.types import Episode, MemoryItem, MemoryStats, Retrieval, Task, Usage
-from memrl_bench.vector_index import Hits, HNSWIndex, IndexConfig, inner_products, top_k
+from memrl_bench.vector_index import Hits, HNSWIndex, IndexConfig, cosines, empty_hits, exact_search, row_norms
 
 
 @dataclass
@@ -138,9 +138,11 @@ class _MirroredFields(dict):
 
 
 class ItemStore:
-    """Memory items with their unit-norm key vectors in one growable float32 matrix.
+    """Memory items with their key vectors in one growable float32 matrix.
 
-    Nearest-key search is exact by default (a full scan; see memrl_bench.vector_index)
+    Keys are stored as given (the embedders give unit-length float32 rows); similarity
+    is the float64 cosine of memrl_bench.vector_index, with each key's norm kept beside
+    it. Nearest-key search is exact by default (a full scan)
     or approximate with `IndexConfig(kind="hnsw")`. `columns` names numeric item fields
     mirrored into arrays parallel to the items, for vectorised reads: a stored item's
     `fields` then writes these through to the arrays (`item.fields["q_value"] = q`).
@@ -151,6 +153,8 @@ class ItemStore:
         self.column_names = tuple(columns)
         self.items: list[MemoryItem] = []
         self._keys = np.zeros((0, 0), dtype=np.float32)
+        self._norms = np.zeros(0, dtype=np.float64)  # row_norms of the keys
+        self._scale = np.zeros(0, dtype=np.float32)  # 1 / norms, for the float32 screen of exact search
         self._columns = {name: np.zeros(0, dtype=np.float64) for name in self.column_names}
         self._index: dict[str, int] = {}
         self._content_bytes = 0
@@ -167,14 +171,14 @@ class ItemStore:
         self.add_many([item], key.reshape(1, -1))
 
     def add_many(self, items: list[MemoryItem], keys: np.ndarray) -> None:
-        """Append items with their keys (one row each, normalised here)."""
-        keys = unit_rows(np.asarray(keys).reshape(len(items), -1))
+        """Append items with their keys (one row each)."""
+        keys = np.asarray(keys, dtype=np.float32).reshape(len(items), -1)
         self._append(items, keys)
         if self._hnsw is not None:
             self._hnsw.add(keys)
 
     def _append(self, items: list[MemoryItem], keys: np.ndarray) -> None:
-        """Append items and their (already unit-norm) keys to the matrix and the columns."""
+        """Append items and their float32 keys to the matrix, the norms and the columns."""
         if not items:
             return
         ids = [item.id for item in items]
@@ -193,9 +197,11 @@ class ItemStore:
             grown = np.zeros((max(64, 2 * (n + len(items))), dim), dtype=np.float32)
             grown[:n] = self._keys[:n]
             self._keys = grown
+            self._norms = np.concatenate([self._norms[:n], np.zeros(len(grown) - n)])
+            self._scale = np.concatenate([self._scale[:n], np.zeros(len(grown) - n, dtype=np.float32)])
             for name, values in self._columns.items():
                 self._columns[name] = np.concatenate([values[:n], np.zeros(len(grown) - n)])
-        self._keys[n : n + len(items)] = keys
+        self._set_keys(n, keys)
         self._set_columns(n, items)
         for position, item in enumerate(items, start=n):
             self._index[item.id] = position
@@ -213,8 +219,13 @@ class ItemStore:
             item.fields = _MirroredFields(self, item.id, item.fields)
         self.items[i] = item
         if key is not None:
-            self._keys[i] = unit_rows(key.reshape(1, -1))[0]
+            self._set_keys(i, np.asarray(key, dtype=np.float32).reshape(1, -1))
             self._hnsw = None  # rebuilt from the keys when next needed
+
+    def _set_keys(self, first: int, keys: np.ndarray) -> None:
+        self._keys[first : first + len(keys)] = keys
+        self._norms[first : first + len(keys)] = norms = row_norms(keys)
+        self._scale[first : first + len(keys)] = 1.0 / norms
 
     def _set_columns(self, first: int, items: list[MemoryItem]) -> None:
         for name, values in self._columns.items():
@@ -243,24 +254,28 @@ class ItemStore:
         self.__init__(self.index_config, self.column_names)
         self._append(items, keys)
 
-    def similarities(self, key: np.ndarray) -> np.ndarray:
-        """Cosine similarity of one unit-norm key to every stored key."""
-        if not self.items:
-            return np.zeros(0, dtype=np.float32)
-        return inner_products(self.keys, key.reshape(1, -1))[0]
+    def similarities(self, key: np.ndarray, start: int = 0) -> np.ndarray:
+        """Float64 cosine of one key with every stored key from position `start` on."""
+        key = np.asarray(key, dtype=np.float32).ravel()
+        n = len(self.items)
+        return cosines(self._keys[start:n], self._norms[start:n], key, row_norms(key)[0])
 
     def search(self, queries: np.ndarray, k: int, floor: float = -np.inf) -> list[Hits]:
         """Per query row: the k most similar keys with similarity >= floor, most similar first."""
         queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
         if not self.items:
-            return [Hits(np.zeros(0, np.int64), np.zeros(0, np.float32), 0) for _ in queries]
+            return [empty_hits() for _ in queries]
         graph = self._graph()
-        if graph is not None:
-            return graph.search(queries, k, floor)
+        if graph is None:
+            n = len(self.items)
+            return exact_search(self.keys, self._norms[:n], self._scale[:n], queries, k, floor)
         hits = []
-        for sims in inner_products(self.keys, queries):
-            positions, count = top_k(sims, k, floor)
-            hits.append(Hits(positions, sims[positions], count))
+        for query, found in zip(queries, graph.search(queries, k)):
+            sims = cosines(self._keys[found], self._norms[found], query, row_norms(query)[0])
+            keep = sims >= floor
+            found, sims = found[keep], sims[keep]
+            order = np.lexsort((found, -sims))  # ties: the earlier key first, as exact search
+            hits.append(Hits(found[order], sims[order], int(keep.sum())))
         return hits
 
     def nbytes(self) -> int:

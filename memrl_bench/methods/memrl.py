@@ -36,14 +36,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memrl_bench import prompts
 from memrl_bench.llm import LLMError
-from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text, unit_rows
+from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text
 from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
-from memrl_bench.vector_index import Hits, IndexConfig, inner_products, top_k
+from memrl_bench.vector_index import Hits, IndexConfig, top_k
 
 
 @dataclass(frozen=True)
 class PhaseA:
-    """One query's phase A, kept for learn's group assignment: its unit key, the groups searched, the hits."""
+    """One query's phase A, kept for learn's group assignment: its key, the groups searched, the hits."""
 
     key: np.ndarray
     groups_searched: int  # hits cover the groups at positions [0, groups_searched)
@@ -116,9 +116,9 @@ class MemRL(MemoryMethod):
         self._phase_a = {}
         if not queries or not len(self.group_keys):
             return [Retrieval() for _ in queries]
-        # Phase A for the whole batch in one search (one matrix product when exact), with
-        # the unit keys learn stores, so that learn can take its nearest group from here.
-        keys = unit_rows(np.stack([q.key for q in queries]))
+        # Phase A for the whole batch in one search (one screening product when exact), with
+        # the keys learn stores, so that learn can take its nearest group from here.
+        keys = np.stack([q.key for q in queries]).astype(np.float32)
         groups = self.group_keys.search(keys, self.config.k_groups, self.config.sim_threshold)
         if self._phase_a_finds_nearest_group():
             self._phase_a = {q.episode_id: PhaseA(key, len(self.group_keys), hits) for q, key, hits in zip(queries, keys, groups)}
@@ -272,7 +272,7 @@ class MemRL(MemoryMethod):
 
     def _write_batch(self, batch: list[Experience], contents: list[str]) -> None:
         """Store the episodes' memories in order, each in the most similar group (or a new one)."""
-        keys = unit_rows(np.stack([exp.key for exp in batch]))
+        keys = np.stack([exp.key for exp in batch]).astype(np.float32)
         nearest = self._nearest_groups(batch, keys)
         memories = []
         for exp, content, key, (old, searched) in zip(batch, contents, keys, nearest):
@@ -306,7 +306,7 @@ class MemRL(MemoryMethod):
         if nearest_old is not None and len(nearest_old.positions):
             group, best = int(nearest_old.positions[0]), float(nearest_old.similarities[0])
         if len(self.group_keys) > searched:
-            sims = inner_products(self.group_keys.keys[searched:], key)[0]
+            sims = self.group_keys.similarities(key, start=searched)
             new_best = int(np.argmax(sims))
             if sims[new_best] > best:  # on a tie the older group wins, as argmax over all groups would
                 group, best = searched + new_best, float(sims[new_best])
