@@ -329,15 +329,13 @@ class ActorSettings(Settings):
 
 # ---- environments ---------------------------------------------------------------------
 
-Split = str
-
 
 class EnvSettings(Settings):
     """Keys every environment has: its name, world seed and the roles of its splits."""
 
     name: str
     seed: int = Field(0, ge=0, description="The env's own seed (its world, for the synthetic env).")
-    roles: dict[Literal["train", "validation", "test"], Split | list[Split] | None] | None = Field(None, description="Which split plays which role (null: the env's default).")
+    roles: dict[Literal["train", "validation", "test"], str | list[str] | None] | None = Field(None, description="Which split plays which role (null: the env's default).")
 
     @field_validator("roles")
     @classmethod
@@ -354,7 +352,7 @@ class SyntheticSettings(EnvSettings):
     intent_noise: float = Field(0.35, ge=0, description="Std of a task's intent around its type centre.")
     type_logit_range: list[float] = Field([-2.0, 0.0], min_length=2, max_length=2, description="Per-type base logit drawn uniformly from [low, high].")
     task_logit_std: float = Field(0.5, ge=0, description="Per-task spread of the base logit.")
-    tasks: dict[Split, int] = Field(default_factory=dict, description="Tasks per split.")
+    tasks: dict[str, int] = Field(default_factory=dict, description="Tasks per split.")
     quality_success: float = Field(0.8, description="Mean lesson quality of a successful episode.")
     quality_failure: float = Field(0.1, description="Mean lesson quality of a failed episode.")
     quality_std: float = Field(0.4, ge=0, description="Spread of lesson quality.")
@@ -449,15 +447,6 @@ ENVS: dict[str, type[EnvSettings]] = {
 _GROUPS = ("env", "method", "llm", "embedder", "protocol", "actor")
 
 
-def _group(cfg: dict, group: str, default_name: str) -> dict:
-    values = cfg.get(group)
-    if values is None:
-        return {"name": default_name}
-    if not isinstance(values, dict):
-        raise ConfigError(f"{group}: must be a mapping of settings (got {values!r})")
-    return values
-
-
 def validate_config(cfg: dict) -> ProtocolConfig:
     """Check every group of a run's config by type and range; return the protocol settings.
 
@@ -475,11 +464,12 @@ def validate_config(cfg: dict) -> ProtocolConfig:
     env = cfg["env"]
     if env["name"] in ENVS:
         validated(ENVS[env["name"]], env, "env")
-    validated(LLMConfig, _group(cfg, "llm", "none"), "llm")
-    embedder = _group(cfg, "embedder", "env_intent")
-    if embedder.get("name") not in EMBEDDERS:
-        raise ConfigError(f"embedder.name: unknown embedder {embedder.get('name')!r}; valid: {', '.join(EMBEDDERS)}")
-    validated(EMBEDDERS[embedder["name"]], embedder, "embedder")
+    validated(LLMConfig, cfg.get("llm") or {}, "llm")
+    embedder = cfg.get("embedder") or {"name": "env_intent"}
+    name = embedder.get("name") if isinstance(embedder, dict) else embedder
+    if name not in EMBEDDERS:
+        raise ConfigError(f"embedder.name: unknown embedder {name!r}; valid: {', '.join(EMBEDDERS)}")
+    validated(EMBEDDERS[name], embedder, "embedder")
     validated(ActorSettings, cfg.get("actor") or {}, "actor")
     return validated(ProtocolConfig, cfg.get("protocol") or {}, "protocol")
 
