@@ -423,6 +423,7 @@ class LLBDBSettings(GoldCheckedSettings):
 
 
 class BigCodeBenchSettings(SandboxLimits):
+    memory_mb: int = Field(2048, ge=1, description="Memory cap of one test program.")
     subset: Literal["stdlib", "hard", "full"] = Field("stdlib", description="Which tasks.")
     prompt: Literal["instruct", "complete"] = Field("instruct", description="A description (MemRL's choice) or a signature with docstring.")
     isolation: Literal["sandbox", "process"] = Field("sandbox", description="A container per program, or a bare subprocess.")
