@@ -1,50 +1,118 @@
-"""The `memrl-bench` command: a Hydra app running (or resuming) one run per job."""
+"""The `memrl-bench` command: a Hydra app running (or resuming) one run per job.
+
+Every way it can fail ends with one line on stderr and an exit code: 2 for wrong input
+(a config value, a file, a full disk, a run folder another process is writing, a
+refused API key), 3 for an LLM server that went down (re-run once it is back), 130
+for Ctrl-C. Anything else is a bug and shows its traceback.
+"""
 
 from __future__ import annotations
 
-import hashlib
-import shutil
+import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import hydra
+import yaml
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import HydraException
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from memrl_bench import CONF_DIR
+from memrl_bench.config import ConfigError, ConfigMismatchError, results_folder, run_name
 from memrl_bench.envs.base import DataMissingError
-from memrl_bench.llm import LLMOutageError
+from memrl_bench.llm import LLMAuthError, LLMOutageError
+from memrl_bench.llm.cache import CacheError
 from memrl_bench.protocol import ProtocolViolation
+from memrl_bench.redaction import redact_server_text, scrub
 from memrl_bench.registry import UnknownNameError
-from memrl_bench.runfolder import CorruptRunFolderError
-from memrl_bench.runner import ConfigError, ConfigMismatchError, run
+from memrl_bench.runfolder import MANIFEST, CorruptRunFolderError, RunFolderBusyError, is_disk_full, note_new, write_text_atomic
+from memrl_bench.runner import run
 from memrl_bench.summary import print_summary
 
 # Errors that mean "the input is wrong": one clear line, exit code 2, no traceback.
-USER_ERRORS = (ConfigError, ConfigMismatchError, ProtocolViolation, DataMissingError, UnknownNameError, CorruptRunFolderError)
+USER_ERRORS = (
+    ConfigError, ConfigMismatchError, ProtocolViolation, DataMissingError, UnknownNameError, CorruptRunFolderError,
+    RunFolderBusyError, CacheError, LLMAuthError,
+)
+INTERRUPTED = 130  # the shell's code for a command ended by SIGINT
 
 
-def _run_name(override_dirname: str) -> str:
-    """A run folder name from the command's overrides ("default" without any).
+# Resolvers of conf/config.yaml's hydra.run.dir and hydra.sweep.dir/subdir. Hydra
+# evaluates them just before it creates the folder: they check results_dir and
+# experiment_name first, and note which folders do not exist yet, so that a failed
+# start removes only those.
+def _experiment_folder(results_dir: str, experiment_name: str) -> str:
+    return str(results_folder(results_dir, experiment_name))
 
-    Names past 200 characters keep their start and end a short hash, as file names
-    are limited to 255 bytes.
-    """
-    name = override_dirname.replace("/", "_").replace("+", "") or "default"
-    if len(name) > 200:
-        name = f"{name[:180]}...{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+
+def _run_folder(results_dir: str, experiment_name: str, override_dirname: str) -> str:
+    path = results_folder(results_dir, experiment_name) / run_name(override_dirname)
+    note_new(path)
+    return str(path)
+
+
+def _job_folder(sweep_dir: str, override_dirname: str) -> str:
+    name = run_name(override_dirname)
+    note_new(Path(sweep_dir) / name)
     return name
 
 
-OmegaConf.register_new_resolver("run_name", _run_name, replace=True)
+for _name, _resolver in (("experiment_folder", _experiment_folder), ("run_folder", _run_folder), ("job_folder", _job_folder), ("run_name", run_name)):
+    OmegaConf.register_new_resolver(_name, _resolver, replace=True)
 
 
-def _remove_if_empty(path: Path) -> None:
-    """A failed start must not leave a folder that could be mistaken for a result."""
-    if path.exists() and not (path / "manifest.json").exists():
-        shutil.rmtree(path, ignore_errors=True)
+def _one_line(err: BaseException) -> str:
+    """A multi-line message (Hydra's, YAML's) on one line."""
+    lines = [line.strip() for line in str(err).split("Config search path:")[0].splitlines() if line.strip()]
+    if isinstance(err.__cause__, OmegaConfBaseException):
+        lines.append(str(err.__cause__).splitlines()[0])
+    text = lines[0] if lines else type(err).__name__
+    for line in lines[1:]:
+        text += (" " if text.endswith((".", ":")) else "; ") + line
+    return text
 
 
+def _caused_by(err: BaseException | None, kinds: type[BaseException] | tuple[type[BaseException], ...]) -> BaseException | None:
+    """The first error of `kinds` in the chain that led to `err` (Hydra and OmegaConf wrap a resolver's)."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, kinds):
+            return err
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def _outcome(err: BaseException, run_dir: Path | None = None) -> tuple[str, int] | None:
+    """The line and the exit code for a known failure; None for a bug (and for an exit already decided)."""
+    if isinstance(err, SystemExit):
+        return None
+    if _caused_by(err, KeyboardInterrupt):  # also when a library turned the interrupt into its own error
+        return "interrupted; re-run the same command to resume", INTERRUPTED
+    user = _caused_by(err, USER_ERRORS)
+    if user is not None:
+        return f"error: {user}", 2
+    if getattr(err, "status_code", None) in (401, 403) and type(err).__module__.startswith("openai"):  # the embeddings server's
+        return f"error: a server refused the API key ({redact_server_text(str(err))}); set a valid key in the variable embedder.api_key_env names", 2
+    if isinstance(err, LLMOutageError):
+        kept = f"every finished batch is kept in {run_dir}; " if run_dir is not None and (run_dir / MANIFEST).exists() else ""
+        return f"stopped: {err}; {kept}re-run the same command once the server is back", 3
+    if isinstance(err, OSError) and (err.filename or is_disk_full(err)):
+        where = f"{err.filename}: " if err.filename else ""
+        hint = "; free some space and re-run the same command to resume" if is_disk_full(err) else ""
+        return f"error: {where}{err.strerror or err}{hint}", 2
+    if isinstance(err, (HydraException, OmegaConfBaseException, yaml.YAMLError)):
+        return f"error: {_one_line(err)}", 2
+    return None
+
+
+def _exit(line: str, code: int) -> NoReturn:
+    print(f"memrl-bench: {scrub(line)}", file=sys.stderr)
+    sys.exit(code)
 
 
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base=None)
@@ -53,20 +121,27 @@ def app(cfg: DictConfig) -> None:
     if cfg.get("study"):
         _run_study(cfg, list(hydra_cfg.overrides.task))
         return
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        _scrub_file(Path(hydra_cfg.sweep.dir) / "multirun.yaml")
     run_dir = Path(hydra_cfg.runtime.output_dir)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     resolved["hydra"] = {"overrides": list(hydra_cfg.overrides.task)}
     try:
         metrics = run(resolved, run_dir)
-    except USER_ERRORS as err:
-        _remove_if_empty(run_dir)
-        print(f"memrl-bench: error: {err}", file=sys.stderr)
-        sys.exit(2)
-    except LLMOutageError as err:
-        _remove_if_empty(run_dir)
-        print(f"memrl-bench: stopped: {err}\n  every finished batch is kept in {run_dir}; re-run the same command to resume once the server is back", file=sys.stderr)
-        sys.exit(3)
+    except BaseException as err:
+        outcome = _outcome(err, run_dir)
+        if outcome is None:
+            raise
+        _exit(*outcome)
     print_summary(run_dir.name, metrics, run_dir)
+
+
+def _scrub_file(path: Path) -> None:
+    """Hydra's record of a sweep (multirun.yaml), without URL userinfo."""
+    if path.exists():
+        text = path.read_text()
+        if scrub(text) != text:
+            write_text_atomic(path, scrub(text))
 
 
 def _run_study(cfg: DictConfig, overrides: list[str]) -> None:
@@ -79,14 +154,21 @@ def _run_study(cfg: DictConfig, overrides: list[str]) -> None:
     try:
         timing = run_study(list(cfg.study.presets), results_dir, study_dir, passed_on(overrides), int(cfg.study.workers), bool(cfg.progress))
     except StudyError as err:
-        print(f"memrl-bench: error: {err}", file=sys.stderr)
-        sys.exit(2)
+        _exit(f"error: {err}", 2)
     print(f"{timing['runs']} runs in {timing['runs_wall_s']:.0f} s, findings in {timing['findings_wall_s']:.0f} s ({timing['workers']} workers)")
     print(f"findings: {study_dir / 'findings.md'}; report: memrl-bench-report {study_dir}")
 
 
 def main() -> None:
-    app()
+    # Hydra then raises its errors (and the app's) here instead of printing them itself.
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        app()
+    except BaseException as err:
+        outcome = _outcome(err)
+        if outcome is None:
+            raise
+        _exit(*outcome)
 
 
 if __name__ == "__main__":

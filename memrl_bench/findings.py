@@ -17,7 +17,8 @@ and is labelled so.
 
 `findings(results_dir)` reads every complete run folder below `results_dir`
 (manifest.json, metrics.json, episodes.jsonl, memory/final/items.jsonl) and needs no
-other part of the package's reporting.
+other part of the package's reporting. A folder that is incomplete or cannot be read
+is left out with one warning line naming it.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import multiprocessing
 import os
 import sys
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -39,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from memrl_bench import metrics
-from memrl_bench.runfolder import COMPLETE, EPISODES, MANIFEST, METRICS
+from memrl_bench.runfolder import COMPLETE, EPISODES, MANIFEST, CorruptRunFolderError, RunFolder, duplicate_ids
 
 SECTION_TITLE = "Findings on the critique's claims"
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_MEASURED = "supported", "not supported", "inconclusive at this sample size", "not measured"
@@ -254,9 +255,13 @@ class Run:
 
 def load_run(path: Path) -> Run:
     """Read one complete run folder (metrics.json included) and compute its measures."""
-    manifest = json.loads((path / MANIFEST).read_text())
-    stored = json.loads((path / METRICS).read_text())
-    records = [json.loads(line) for line in (path / EPISODES).read_text().splitlines() if line.strip()]
+    folder = RunFolder(path)
+    manifest, stored, records = folder.read_manifest(), folder.read_metrics(), folder.read_episodes()
+    if manifest is None or stored is None:
+        raise CorruptRunFolderError(f"{path} has no {MANIFEST if manifest is None else 'metrics.json'}")
+    twice = duplicate_ids(records)
+    if twice:
+        raise CorruptRunFolderError(f"{folder.episodes_path} logs {len(twice)} episode ids more than once (e.g. {twice[0]}): two processes wrote this run")
     items = metrics.load_memory_items(path / "memory" / "final")
     run = Run(path, manifest["config"], list(manifest.get("labels", [])))
     run.measures = _measures(run, records, items, stored)
@@ -264,6 +269,23 @@ def load_run(path: Path) -> Run:
     run.test_sources = metrics.retrieved_sources(records, "test_in_distribution")
     run.top_sources = metrics.top_memory_sources(records, items, max(1, len(items) // 10))
     return run
+
+
+def _load_or_why(path: Path) -> Run | str:
+    """The run, or why it cannot be read."""
+    try:
+        return load_run(path)
+    except (CorruptRunFolderError, OSError, ValueError) as err:
+        return str(err)
+    except (KeyError, TypeError) as err:
+        return f"{path}: a file lacks a field ({type(err).__name__}: {err})"
+
+
+Warn = Callable[[str], None]
+
+
+def warn_on_stderr(line: str) -> None:
+    print(f"memrl-bench: warning: {line}", file=sys.stderr)
 
 
 def _measures(run: Run, records: list[dict], items: list[dict], stored: dict) -> dict[str, float | None]:
@@ -296,21 +318,33 @@ def _measures(run: Run, records: list[dict], items: list[dict], stored: dict) ->
     return out
 
 
-def load_runs(results_dir: Path, workers: int | None = None) -> list[Run]:
+def load_runs(results_dir: Path, workers: int | None = None, warn: Warn | None = warn_on_stderr) -> list[Run]:
     """Every complete run below results_dir, once per config (presets may repeat a run).
 
-    Folders are read by `workers` processes (default: one per CPU, at most 4).
+    Folders are read by `workers` processes (default: one per CPU, at most 4). Each
+    folder left out (incomplete, unreadable) is one call of `warn`.
     """
-    folders = [m.parent for m in sorted(Path(results_dir).rglob(MANIFEST)) if (m.parent / COMPLETE).exists() and (m.parent / EPISODES).exists()]
+    folders, left_out = [], []
+    for folder in (m.parent for m in sorted(Path(results_dir).rglob(MANIFEST))):
+        if not (folder / COMPLETE).exists():
+            left_out.append(f"skipped {folder}: incomplete (no {COMPLETE})")
+        elif not (folder / EPISODES).exists():
+            left_out.append(f"skipped {folder}: marked {COMPLETE} but has no {EPISODES}")
+        else:
+            folders.append(folder)
     workers = workers or min(4, os.cpu_count() or 1)
     if workers > 1 and len(folders) > 8:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            loaded = list(pool.map(load_run, folders, chunksize=8))
+            loaded = list(pool.map(_load_or_why, folders, chunksize=8))
     else:
-        loaded = [load_run(f) for f in folders]
+        loaded = [_load_or_why(f) for f in folders]
+    left_out += [f"skipped {why}" for why in loaded if isinstance(why, str)]
+    for line in left_out if warn is not None else ():
+        warn(line)
     runs: dict[str, Run] = {}
     for run in loaded:
-        runs.setdefault(run.identity, run)
+        if isinstance(run, Run):
+            runs.setdefault(run.identity, run)
     return list(runs.values())
 
 
@@ -465,11 +499,11 @@ def _reference_explorer(explorers: list[list[Run]]) -> list[Run]:
     return next((runs for runs in explorers if runs[0].method.get("selection", "greedy") == "greedy" and runs[0].method.get("epsilon") == 0.1), explorers[0] if explorers else [])
 
 
-def findings(results_dir: Path) -> list[dict]:
+def findings(results_dir: Path, warn: Warn | None = warn_on_stderr) -> list[dict]:
     """The findings on the critique's claims from the runs below results_dir (see the module doc)."""
     if not Path(results_dir).is_dir():
         raise FileNotFoundError(f"findings: results folder {results_dir} does not exist")
-    runs = load_runs(Path(results_dir))
+    runs = load_runs(Path(results_dir), warn=warn)
     if not runs:
         return []
     worlds: dict[str, list[Run]] = defaultdict(list)
@@ -740,14 +774,14 @@ def _weak_baselines(study: Study) -> dict:
 # ---- rendering ------------------------------------------------------------------------------
 
 
-def findings_markdown(results_dir: Path) -> str:
+def findings_markdown(results_dir: Path, warn: Warn | None = warn_on_stderr) -> str:
     """The findings as a README section."""
-    return render_markdown(findings(results_dir), results_dir)
+    return render_markdown(findings(results_dir, warn), results_dir)
 
 
-def findings_html(results_dir: Path) -> str:
+def findings_html(results_dir: Path, warn: Warn | None = warn_on_stderr) -> str:
     """The findings as an HTML section, for the report to embed."""
-    return render_html(findings(results_dir), results_dir)
+    return render_html(findings(results_dir, warn), results_dir)
 
 
 def render_markdown(found: list[dict], results_dir: Path) -> str:

@@ -14,31 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
+from memrl_bench.config import ProtocolConfig
 from memrl_bench.types import MemoryItem, Task
 
 
 class ProtocolViolation(RuntimeError):
     """The run broke a rule of the fair protocol; it is stopped, not reported."""
-
-
-class ProtocolConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field("held_out", description="held_out or runtime_learning.")
-    epochs: int = Field(10, ge=1, description="Training epochs over the train split.")
-    batch_size: int = Field(32, ge=1, description="Episodes played against one memory state before learn() (MemRL: 32).")
-    validate_every_epoch: bool = Field(True, description="Play the validation split after each epoch, memory frozen.")
-    test_at_end: bool = Field(True, description="Play every test split once after training, memory frozen.")
-    eval_samples: int = Field(1, ge=1, description="Samples per evaluation task, for pass@k.")
-    runtime_learning: bool = Field(False, description="Score the training episodes themselves (learn on the scored tasks).")
-    allow_finetuned: bool = Field(False, description="Run a backbone declared fine-tuned on this env's data (then labelled).")
-    checkpoint_interval_s: float = Field(30.0, ge=0, description="Seconds between memory checkpoints (resume replays learn() after the last one).")
-    max_tasks: dict[str, int | None] = Field(default_factory=dict, description="Per role (train, validation, test): use only the first N tasks.")
-    epoch_order_seeds: list[int] | None = Field(None, description="Per-epoch task-order seeds, overriding task_order_seed (order counterfactuals).")
-    poison_share: float = Field(0.0, ge=0, le=1, description="Adversarial memories fed to learn() at the start of poison_epoch, as a share of the train split.")
-    poison_epoch: int = Field(1, ge=1, description="The training epoch whose start receives the poison batch.")
 
 
 @dataclass(frozen=True)
@@ -98,6 +80,12 @@ def build_schedule(config: ProtocolConfig, roles: dict[str, Any], tasks: dict[st
         for split in roles.get("test") or []:
             schedule.extend(_chunks("test", split, config.epochs, tasks[split], config.batch_size, config.eval_samples))
     return schedule
+
+
+def schedule_size(config: ProtocolConfig, roles: dict[str, Any], split_sizes: dict[str, int]) -> int:
+    """The episodes of a run's whole schedule, from its roles and split sizes (as its manifest records them)."""
+    tasks = {split: [Task(id=f"{split}/{i}", split=split, description="") for i in range(n)] for split, n in split_sizes.items()}
+    return sum(b.size for b in build_schedule(config, roles, tasks, 0))
 
 
 def split_hash(tasks: list[Task]) -> str:

@@ -3,45 +3,116 @@
 Crash safety: every file except the log is replaced atomically (write, fsync,
 rename); the log gets whole batches in one write followed by fsync, and on resume a
 torn last line or an incomplete last batch is cut off, so the log is always a prefix
-of the run's schedule.
+of the run's schedule. Memory snapshots carry the sha256 of each of their files
+(SHA256SUMS, the format `sha256sum -c` reads), verified before they are used.
+
+One writer: a run holds an exclusive lock on the folder's `.lock` file (flock) for
+its whole life; the kernel releases it when the process ends, however it ends.
+
+What the harness deletes: only folders that this invocation created, and only while
+they hold no run (no manifest.json) — after a start that failed. A folder that
+existed before is never removed (`remove_if_created`, the one place that deletes one).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
+import hashlib
 import json
 import os
 import shutil
-from collections.abc import Callable
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from memrl_bench.config import config_hash
 
 MANIFEST = "manifest.json"
 EPISODES = "episodes.jsonl"
 METRICS = "metrics.json"
 COMPLETE = "COMPLETE"
+LOCK = ".lock"
+CHECKSUMS = "SHA256SUMS"
+REBUILD_HINT = "delete the folder memory/ and re-run the same command: memory is rebuilt from the episode log"
 
 
 class CorruptRunFolderError(RuntimeError):
     """A run folder's files are damaged in a way no crash of the harness produces."""
 
 
+class RunFolderBusyError(RuntimeError):
+    """Another process holds the run folder's lock."""
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON so that a crash leaves either the old file or the new one."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True, default=str)
+    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True, default=str))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write a file so that a crash leaves either the old file or the new one."""
+    tmp = path.with_name(path.name + ".tmp")  # one writer per folder (its lock): one name
+    with naming(tmp), open(tmp, "w") as f:
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """I/O errors inside name `path` (a full disk's write error names no file by itself)."""
+    try:
+        yield
+    except OSError as err:
+        if err.filename is None:
+            raise OSError(err.errno, err.strerror or str(err), str(path)) from err
+        raise
 
 
 def batch_key(record: dict) -> tuple:
     return (record["phase"], record["split"], record["epoch"], record["batch_index"])
 
 
+def duplicate_ids(records: list[dict]) -> list[str]:
+    """Episode ids logged more than once (two writers on one folder), sorted."""
+    return sorted(i for i, n in Counter(r.get("episode_id") for r in records).items() if n > 1)
+
+
+# ---- what this invocation created ------------------------------------------------------
+
+# run folder -> the topmost folder of its path that did not exist when it was first noted
+# (None: the run folder existed). Noted before anything creates it, consumed by the run.
+_NEW_FOLDERS: dict[Path, Path | None] = {}
+
+
+def _key(path: Path | str) -> Path:
+    return Path(os.path.abspath(path))
+
+
+def note_new(path: Path | str) -> None:
+    """Remember which part of `path` does not exist yet, before anything creates it.
+
+    The first note of a path wins: a later one (after the folder was made) changes nothing.
+    """
+    key = _key(path)
+    if key not in _NEW_FOLDERS:
+        missing = [p for p in (key, *key.parents) if not p.exists()]
+        _NEW_FOLDERS[key] = missing[-1] if missing else None
+
+
+def forget_new(path: Path | str) -> None:
+    _NEW_FOLDERS.pop(_key(path), None)
+
+
 class RunFolder:
     def __init__(self, path: Path):
         self.path = Path(path)
+        self._created_lock = False  # whether lock() created the lock file
 
     @property
     def episodes_path(self) -> Path:
@@ -53,19 +124,79 @@ class RunFolder:
     def has_manifest(self) -> bool:
         return (self.path / MANIFEST).exists()
 
+    # ---- one writer ----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the folder's exclusive lock (creating the folder); RunFolderBusyError if another process has it."""
+        path = self.path / LOCK
+        for _ in range(10):
+            with naming(path):
+                self.path.mkdir(parents=True, exist_ok=True)
+                try:
+                    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                    self._created_lock = True
+                except FileExistsError:
+                    fd = os.open(path, os.O_RDWR)
+                    self._created_lock = False
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+                os.close(fd)
+                raise RunFolderBusyError(
+                    f"{self.path} is in use by another memrl-bench process (PID {holder}); wait for it to end, "
+                    "or use another results_dir / experiment_name"
+                ) from None
+            if os.path.exists(path) and os.stat(path).st_ino == os.fstat(fd).st_ino:
+                break
+            os.close(fd)  # the folder was removed by a failed start meanwhile: lock the new one
+        else:
+            raise RunFolderBusyError(f"{self.path}: could not lock {LOCK} (the folder keeps being removed)")
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            yield
+        finally:
+            os.close(fd)
+
+    def remove_if_created(self) -> None:
+        """After a failed start (holding the lock): remove the run folder and the empty
+        folders above it if this invocation created them and no run was written."""
+        if self.has_manifest():
+            return
+        top = _NEW_FOLDERS.get(_key(self.path))
+        if top is None:  # the folder was there before: only the lock file may be ours
+            if self._created_lock:
+                (self.path / LOCK).unlink(missing_ok=True)  # safe while held: lockers check the file they hold is still there
+            return
+        shutil.rmtree(self.path, ignore_errors=True)
+        for parent in _key(self.path).parents:
+            if not parent.is_relative_to(top):
+                break
+            with contextlib.suppress(OSError):  # not empty: something else lives there now
+                parent.rmdir()
+
+    # ---- manifest --------------------------------------------------------------------------
     def read_manifest(self) -> dict | None:
+        """The manifest, its config hash checked against its config (None if there is none)."""
         path = self.path / MANIFEST
         if not path.exists():
             return None
         try:
-            return json.loads(path.read_text())
-        except json.JSONDecodeError as err:
-            raise CorruptRunFolderError(f"{path} is not valid JSON ({err.msg}); it is written atomically, so it was edited or damaged") from None
+            manifest = json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise CorruptRunFolderError(f"{path} is not valid JSON ({getattr(err, 'msg', err)}); it is written atomically, so it was edited or damaged") from None
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("config"), dict):
+            raise CorruptRunFolderError(f"{path} holds no config; it is written atomically, so it was edited or damaged")
+        if manifest.get("config_hash") != config_hash(manifest["config"]):
+            raise CorruptRunFolderError(f"{path}: its config_hash does not match its config, so the manifest was edited by hand; the run's results cannot be attributed to that config")
+        return manifest
 
     def write_manifest(self, manifest: dict) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         write_json_atomic(self.path / MANIFEST, manifest)
 
+    # ---- the episode log -------------------------------------------------------------------
     def read_episodes(self) -> list[dict]:
         """Every whole line of the log (a torn last line, from a crash mid-write, is ignored)."""
         return self._read()[0]
@@ -81,8 +212,10 @@ class RunFolder:
                     return records, True
                 try:
                     records.append(json.loads(raw))
-                except json.JSONDecodeError as err:
-                    raise CorruptRunFolderError(f"{self.episodes_path} line {number} is not valid JSON ({err.msg}); only a torn last line comes from a crash, so this folder was edited or damaged") from None
+                except (json.JSONDecodeError, UnicodeDecodeError) as err:
+                    raise CorruptRunFolderError(
+                        f"{self.episodes_path} line {number} is not valid JSON ({getattr(err, 'msg', err)}); only a torn last line comes from a crash, so this folder was edited or damaged"
+                    ) from None
         return records, False
 
     def truncate_to_batches(self, expected_size: Callable[[tuple], int | None]) -> list[dict]:
@@ -102,35 +235,55 @@ class RunFolder:
         if current:
             size = expected_size(batch_key(current[0]))
             if size is None:
-                raise ValueError(f"{self.episodes_path}: batch {batch_key(current[0])} is not in this run's schedule")
+                raise CorruptRunFolderError(f"{self.episodes_path}: batch {batch_key(current[0])} is not in this run's schedule")
             if len(current) == size:
                 keep.extend(current)
         if torn or len(keep) != len(records):
-            tmp = self.episodes_path.with_name(EPISODES + ".tmp")
-            with open(tmp, "w") as f:
-                f.writelines(json.dumps(r, sort_keys=True) + "\n" for r in keep)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.episodes_path)
+            write_text_atomic(self.episodes_path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in keep))
         return keep
 
     def append_episodes(self, records: list[dict]) -> None:
         """Append one batch's records in a single write, then fsync."""
         text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in records)
-        with open(self.episodes_path, "a") as f:
+        with naming(self.episodes_path), open(self.episodes_path, "a") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
 
+    def verify_complete(self, expected_episodes: int | None) -> None:
+        """Check a folder marked COMPLETE against its log; CorruptRunFolderError if they disagree."""
+        records, torn = self._read()
+        metrics = self.read_metrics()
+        problem = None
+        if not self.episodes_path.exists():
+            problem = f"it has no {EPISODES}"
+        elif torn:
+            problem = f"the last line of {EPISODES} is torn"
+        elif duplicate_ids(records):
+            problem = f"{EPISODES} logs {len(duplicate_ids(records))} episode ids more than once (two processes wrote it)"
+        elif expected_episodes is not None and len(records) != expected_episodes:
+            problem = f"{EPISODES} holds {len(records)} episodes, its schedule {expected_episodes}"
+        elif metrics is None or metrics.get("episodes") != len(records):
+            problem = f"{METRICS} is missing or counts other episodes than the log"
+        if problem is not None:
+            raise CorruptRunFolderError(f"{self.path} is marked {COMPLETE}, but {problem}; delete its {COMPLETE} file to resume the run")
+        final = self.snapshot_path("final")
+        if final is None:
+            raise CorruptRunFolderError(f"{self.path} is marked {COMPLETE}, but memory/final is missing; delete its {COMPLETE} file to resume the run")
+        self.verify_snapshot(final)
+
+    # ---- memory snapshots ------------------------------------------------------------------
     def save_snapshot(self, name: str, write: Callable[[Path], None], meta: dict | None = None) -> Path:
         """Write memory/<name>/ atomically via a temporary folder; `meta` goes to position.json."""
         target = self.path / "memory" / name
         tmp = self.path / "memory" / f".{name}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        write(tmp)
-        if meta is not None:
-            (tmp / "position.json").write_text(json.dumps(meta, sort_keys=True))
+        with naming(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+            write(tmp)
+            if meta is not None:
+                (tmp / "position.json").write_text(json.dumps(meta, sort_keys=True))
+            (tmp / CHECKSUMS).write_text("".join(f"{digest}  {name}\n" for name, digest in _digests(tmp).items()))
         old = self.path / "memory" / f".{name}.old"
         shutil.rmtree(old, ignore_errors=True)
         if target.exists():
@@ -146,12 +299,50 @@ class RunFolder:
                 return candidate
         return None
 
+    def verify_snapshot(self, path: Path) -> None:
+        """Every file of a snapshot against its SHA256SUMS; CorruptRunFolderError naming the first that differs."""
+        sums = path / CHECKSUMS
+        if not sums.exists():
+            print(f"memrl-bench: warning: {path} has no {CHECKSUMS} (written before memrl-bench checked snapshots); not verified", file=sys.stderr)
+            return
+        expected = {}
+        for line in sums.read_text().splitlines():
+            digest, _, name = line.partition("  ")
+            expected[name] = digest
+        actual = _digests(path)
+        for name in sorted(set(expected) | set(actual)):
+            if expected.get(name) != actual.get(name):
+                state = "is missing" if name not in actual else "is not listed in its checksums" if name not in expected else "does not match its checksum"
+                raise CorruptRunFolderError(f"{path / name} {state}: the memory snapshot was damaged or edited; {REBUILD_HINT}")
+
+    # ---- metrics and completion ------------------------------------------------------------
     def write_metrics(self, metrics: dict) -> None:
         write_json_atomic(self.path / METRICS, metrics)
 
     def read_metrics(self) -> dict | None:
         path = self.path / METRICS
-        return json.loads(path.read_text()) if path.exists() else None
+        if not path.exists():
+            return None
+        try:
+            return json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise CorruptRunFolderError(f"{path} is not valid JSON ({getattr(err, 'msg', err)}); it is written atomically, so it was edited or damaged") from None
 
     def mark_complete(self) -> None:
-        (self.path / COMPLETE).write_text("complete\n")
+        write_text_atomic(self.path / COMPLETE, "complete\n")
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    """sha256 of every file below `folder` (but SHA256SUMS), by relative path, sorted."""
+    out = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != CHECKSUMS):
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        out[path.relative_to(folder).as_posix()] = digest.hexdigest()
+    return out
+
+
+def is_disk_full(err: OSError) -> bool:
+    return err.errno in (errno.ENOSPC, errno.EDQUOT)

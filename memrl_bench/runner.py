@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import hashlib
 import json
 import os
 import platform
@@ -29,76 +28,23 @@ from pydantic import BaseModel, ValidationError
 from memrl_bench import metrics as metrics_lib
 from memrl_bench import registry
 from memrl_bench.actors import Actor, EnvPool, Job
+from memrl_bench.config import ConfigError, ConfigMismatchError, ProtocolConfig, config_error, config_hash, validate_config
+from memrl_bench.config import validated as validated  # tests import it from here
 from memrl_bench.envs.base import Env
 from memrl_bench.methods.base import Experience, MemoryMethod, MethodContext, Query, fingerprint, unit_rows
 from memrl_bench.protocol import (
     Batch,
-    ProtocolConfig,
     ProtocolViolation,
     audit_provenance,
     build_schedule,
     check_backbone,
     check_disjoint,
+    schedule_size,
     split_hash,
 )
-from memrl_bench.runfolder import RunFolder, batch_key
+from memrl_bench.redaction import remember_secret, remember_url, scrub_data
+from memrl_bench.runfolder import REBUILD_HINT, CorruptRunFolderError, RunFolder, batch_key, forget_new, note_new
 from memrl_bench.types import Episode, Outcome, Task
-
-# Config keys that change how a run goes, not what it computes: left out of the
-# config hash, so e.g. raising llm.max_concurrency does not refuse a resume.
-NON_RESULT_KEYS = (
-    "progress",
-    "results_dir",
-    "experiment_name",
-    "transcripts",
-    "protocol.checkpoint_interval_s",
-    "llm.max_concurrency",
-    "llm.timeout_s",
-    "llm.max_retries",
-    "llm.max_consecutive_failures",
-    "llm.cache_mode",
-    "llm.cache_path",
-    "llm.threads",
-    "hydra",
-)
-
-
-class ConfigError(ValueError):
-    """A config value is wrong; the message names the key and the value."""
-
-
-TOP_LEVEL_KEYS = ("env", "method", "llm", "embedder", "protocol", "actor", "seed", "task_order_seed", "experiment_name", "results_dir", "progress", "transcripts", "hydra")
-
-
-class ConfigMismatchError(RuntimeError):
-    """The run folder holds a run of a different config."""
-
-
-def config_hash(cfg: dict) -> str:
-    pruned = json.loads(json.dumps(cfg, default=str))
-    for dotted in NON_RESULT_KEYS:
-        *parents, leaf = dotted.split(".")
-        node = pruned
-        for p in parents:
-            node = node.get(p, {}) if isinstance(node, dict) else {}
-        if isinstance(node, dict):
-            node.pop(leaf, None)
-    return hashlib.sha256(json.dumps(pruned, sort_keys=True).encode()).hexdigest()
-
-
-def config_error(err: ValidationError, prefix: str) -> ConfigError:
-    """One line naming the key and the value, from a pydantic error."""
-    first = err.errors()[0]
-    key = ".".join(str(p) for p in first["loc"]) or "(config)"
-    got = f" (got {first['input']!r})" if "input" in first and not isinstance(first["input"], dict) else ""
-    return ConfigError(f"{prefix}.{key}: {first['msg'].removeprefix('Value error, ')}{got}")
-
-
-def validated(model: type[BaseModel], values: dict, prefix: str) -> BaseModel:
-    try:
-        return model(**values)
-    except ValidationError as err:
-        raise config_error(err, prefix) from None
 
 
 def _git_commit() -> str | None:
@@ -138,17 +84,8 @@ class Runner:
         self._key_cache: dict[str, np.ndarray] = {}
 
     # ---- building ---------------------------------------------------------------
-    def _build(self, stack: contextlib.ExitStack) -> RunParts:
+    def _build(self, stack: contextlib.ExitStack, protocol: ProtocolConfig) -> RunParts:
         cfg = self.cfg
-        unknown = sorted(set(cfg) - set(TOP_LEVEL_KEYS))
-        if unknown:
-            raise ConfigError(f"unknown config key {unknown[0]!r}; valid top-level keys: {', '.join(TOP_LEVEL_KEYS[:-1])}")
-        for key in ("seed", "task_order_seed"):
-            if not isinstance(cfg.get(key, 0), int) or isinstance(cfg.get(key, 0), bool):
-                raise ConfigError(f"{key}: must be an integer (got {cfg.get(key)!r})")
-        protocol = validated(ProtocolConfig, cfg.get("protocol", {}), "protocol")
-        if protocol.runtime_learning and (protocol.validate_every_epoch or protocol.test_at_end):
-            raise ConfigError("protocol.runtime_learning=true scores the training episodes; set protocol.validate_every_epoch=false and protocol.test_at_end=false")
         labels = ["runtime_learning"] if protocol.runtime_learning else []
         labels += check_backbone(cfg.get("llm", {}), protocol)
 
@@ -197,6 +134,8 @@ class Runner:
             method = method_cls(method_cfg, ctx)
         except ValidationError as err:
             raise config_error(err, "method") from None
+        if method_cfg and not isinstance(getattr(method, "config", None), BaseModel):  # a method without settings
+            raise ConfigError(f"method.{sorted(method_cfg)[0]}: method {method.name!r} has no settings")
         actor = env.own_actor()
         if actor is None:
             if llm is None:
@@ -207,10 +146,10 @@ class Runner:
             actor = make_actor(actor_cfg.pop("kind", None) or env.default_actor, llm, {**actor_cfg, "transcripts": bool(cfg.get("transcripts"))})
         return RunParts(env, method, actor, protocol, roles, tasks, labels, llm, embedder)
 
-    def _manifest(self, parts: RunParts, digest: str) -> dict:
+    def _manifest(self, parts: RunParts, config: dict, digest: str) -> dict:
         excluded = getattr(parts.env, "excluded", None)
-        return {
-            "config": self.cfg,
+        return scrub_data({
+            "config": config,
             "config_hash": digest,
             "git_commit": _git_commit(),
             "versions": _versions(),
@@ -222,7 +161,7 @@ class Runner:
             "model": getattr(parts.llm, "identity", None),
             "embedder": getattr(parts.embedder, "identity", None) or ("env_intent" if parts.embedder is None else None),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }
+        })
 
     # ---- keys ---------------------------------------------------------------------
     def keys_for(self, tasks: list[Task], embedder: Any) -> np.ndarray:
@@ -240,7 +179,23 @@ class Runner:
 
     # ---- running ------------------------------------------------------------------
     def run(self) -> dict:
-        digest = config_hash(self.cfg)
+        """Run or resume, holding the folder's lock; a failed start leaves nothing it created."""
+        note_new(self.folder.path)  # before the lock creates it (the CLI noted it before Hydra did)
+        try:
+            with self.folder.lock():
+                try:
+                    return self._run()
+                except BaseException:
+                    self.folder.remove_if_created()
+                    raise
+        finally:
+            forget_new(self.folder.path)
+
+    def _run(self) -> dict:
+        protocol = validate_config(self.cfg)
+        _remember_secrets(self.cfg)
+        written = scrub_data(self.cfg)  # what the folder records, and what its hash is of
+        digest = config_hash(written)
         existing = self.folder.read_manifest()
         if existing and existing.get("config_hash") != digest:
             raise ConfigMismatchError(
@@ -248,14 +203,15 @@ class Runner:
                 "refusing to mix them; use another results_dir / experiment_name or delete the folder"
             )
         if self.folder.is_complete():
+            self.folder.verify_complete(_expected_episodes(protocol, existing))
             print(f"memrl-bench: {self.folder.path} is complete; nothing to do")
             return self.folder.read_metrics() or {}
         with contextlib.ExitStack() as stack:
-            stack.callback(self.loop.close)
-            parts = self._build(stack)
+            stack.callback(self._close_loop)
+            parts = self._build(stack, protocol)
             if not existing:
-                self.folder.write_manifest(self._manifest(parts, digest))
-                self._write_hydra_config()
+                self.folder.write_manifest(self._manifest(parts, written, digest))
+                self._write_hydra_config(written)
             schedule = build_schedule(parts.protocol, parts.roles, parts.tasks, int(self.cfg.get("task_order_seed", self.cfg.get("seed", 0))))
             self._play(parts, schedule)
             records = self.folder.read_episodes()
@@ -266,6 +222,15 @@ class Runner:
             self.folder.mark_complete()
             return metrics
 
+    def _close_loop(self) -> None:
+        """Close the event loop, first ending the episodes an interrupt left in flight (quietly)."""
+        pending = asyncio.all_tasks(self.loop)
+        for task in pending:
+            task.cancel()
+        if pending:
+            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        self.loop.close()
+
     def _play(self, parts: RunParts, schedule: list[Batch]) -> None:
         sizes = {b.key: b.size for b in schedule}
         logged = self.folder.truncate_to_batches(sizes.get)
@@ -274,9 +239,9 @@ class Runner:
             by_batch.setdefault(batch_key(record), []).append(record)
         logged_keys = [b.key for b in schedule if b.key in by_batch]
         if logged_keys != [b.key for b in schedule[: len(logged_keys)]]:
-            raise RuntimeError(f"{self.folder.episodes_path} is not a prefix of this run's schedule")
-        position = self._restore_checkpoint(parts.method)
+            raise CorruptRunFolderError(f"{self.folder.episodes_path} is not a prefix of this run's schedule")
         done = len(logged_keys)
+        position = self._restore(parts.method, schedule, done)
         pool = EnvPool(parts.env, size=int(self.cfg.get("llm", {}).get("max_concurrency", 1) or 1))
         progress = self._progress(sum(b.size for b in schedule), sum(b.size for b in schedule[:done]))
         last_checkpoint = time.monotonic()
@@ -285,25 +250,27 @@ class Runner:
         by_id = {t.id: t for ts in parts.tasks.values() for t in ts}
         for i, batch in enumerate(schedule):
             is_train = batch.phase == "train"
+            epoch_ends = is_train and _phase_ends(schedule, i)
             if i < done:
                 if is_train and i >= position:  # memory after the last checkpoint: replay learn from the log
                     episodes = [Episode.from_dict(r) for r in by_batch[batch.key]]
                     tasks = [by_id[e.task_id] for e in episodes]
                     parts.method.learn(self._experiences(episodes, tasks, parts))
+                if epoch_ends and i >= position - 1 and self.folder.snapshot_path(f"epoch_{batch.epoch}") is None:
+                    # a crash came while this epoch's snapshot was written; memory is at that point now
+                    self.folder.save_snapshot(f"epoch_{batch.epoch}", parts.method.snapshot)
                 continue
             if not is_train and phase_fingerprint is None:
                 phase_fingerprint = fingerprint(parts.method, scratch)
             records = self._play_batch(parts, batch, pool)
             self.folder.append_episodes(records)
             progress.update(len(records))
-            next_batch = schedule[i + 1] if i + 1 < len(schedule) else None
-            phase_ends = next_batch is None or (next_batch.phase, next_batch.split, next_batch.epoch) != (batch.phase, batch.split, batch.epoch)
-            if is_train and (phase_ends or time.monotonic() - last_checkpoint >= parts.protocol.checkpoint_interval_s):
+            if epoch_ends:  # before the checkpoint: a checkpoint past an epoch's end means its snapshot exists
+                self.folder.save_snapshot(f"epoch_{batch.epoch}", parts.method.snapshot)
+            if is_train and (epoch_ends or time.monotonic() - last_checkpoint >= parts.protocol.checkpoint_interval_s):
                 self.folder.save_snapshot("checkpoint", parts.method.snapshot, {"batches_done": i + 1})
                 last_checkpoint = time.monotonic()
-                if phase_ends:
-                    self.folder.save_snapshot(f"epoch_{batch.epoch}", parts.method.snapshot)
-            if not is_train and phase_ends:
+            if not is_train and _phase_ends(schedule, i):
                 if fingerprint(parts.method, scratch) != phase_fingerprint:
                     raise ProtocolViolation(
                         f"memory changed during the {batch.phase} phase on split {batch.split!r} (epoch {batch.epoch}): "
@@ -313,12 +280,28 @@ class Runner:
         progress.close()
         pool.close()
 
-    def _restore_checkpoint(self, method: MemoryMethod) -> int:
+    def _restore(self, method: MemoryMethod, schedule: list[Batch], done: int) -> int:
+        """Verify the snapshots a resume relies on and restore the checkpoint; the batches it covers."""
         path = self.folder.snapshot_path("checkpoint")
-        if path is None:
-            return 0
-        method.restore(path)
-        return int(json.loads((path / "position.json").read_text())["batches_done"])
+        position = 0
+        if path is not None:
+            self.folder.verify_snapshot(path)
+            try:
+                method.restore(path)
+                position = int(json.loads((path / "position.json").read_text())["batches_done"])
+            except Exception as err:  # a snapshot without checksums (an older version) that is damaged
+                raise CorruptRunFolderError(f"{path} cannot be restored ({type(err).__name__}: {err}); {REBUILD_HINT}") from None
+            if position > done:
+                raise CorruptRunFolderError(f"{path} is past the end of {self.folder.episodes_path} ({position} batches, the log {done}); {REBUILD_HINT}")
+        for i, batch in enumerate(schedule[:done]):
+            if batch.phase != "train" or not _phase_ends(schedule, i):
+                continue
+            snapshot = self.folder.snapshot_path(f"epoch_{batch.epoch}")
+            if snapshot is not None:
+                self.folder.verify_snapshot(snapshot)
+            elif i < position - 1:  # memory is past that epoch: it cannot be written again
+                raise CorruptRunFolderError(f"{self.folder.path / 'memory' / f'epoch_{batch.epoch}'} is missing; {REBUILD_HINT}")
+        return position
 
     def _progress(self, total: int, initial: int):
         from tqdm import tqdm
@@ -410,15 +393,44 @@ class Runner:
             info={k: v for k, v in outcome.info.items() if k != "transcript"},
         )
 
-    def _write_hydra_config(self) -> None:
+    def _write_hydra_config(self, config: dict) -> None:
         """The resolved config, in the .hydra/ folder Hydra users look in."""
         hydra_dir = self.folder.path / ".hydra"
         hydra_dir.mkdir(exist_ok=True)
         from omegaconf import OmegaConf
 
-        (hydra_dir / "config.yaml").write_text(OmegaConf.to_yaml({k: v for k, v in self.cfg.items() if k != "hydra"}))
-        overrides = self.cfg.get("hydra", {}).get("overrides", [])
+        (hydra_dir / "config.yaml").write_text(OmegaConf.to_yaml({k: v for k, v in config.items() if k != "hydra"}))
+        overrides = config.get("hydra", {}).get("overrides", [])
         (hydra_dir / "overrides.yaml").write_text(OmegaConf.to_yaml(list(overrides)))
+
+
+def _phase_ends(schedule: list[Batch], i: int) -> bool:
+    """Whether batch i is the last of its phase (train, validation or test) in its epoch."""
+    here, after = schedule[i], schedule[i + 1] if i + 1 < len(schedule) else None
+    return after is None or (after.phase, after.split, after.epoch) != (here.phase, here.split, here.epoch)
+
+
+def _expected_episodes(protocol: ProtocolConfig, manifest: dict | None) -> int | None:
+    """The episodes of the whole schedule, from the manifest's roles and split sizes."""
+    roles, sizes = (manifest or {}).get("env", {}).get("roles"), (manifest or {}).get("split_sizes")
+    return schedule_size(protocol, roles, sizes) if roles and sizes else None
+
+
+def _remember_secrets(cfg: dict) -> None:
+    """API keys of the groups that use one, and URL userinfo, for redaction."""
+    for group in ("llm", "embedder"):
+        settings = cfg.get(group) or {}
+        if settings.get("name") not in (None, "none", "env_intent", "minilm"):
+            remember_secret(os.environ.get(settings.get("api_key_env", "OPENAI_API_KEY")))
+    for value in _strings(cfg):
+        remember_url(value)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [s for item in items for s in _strings(item)]
 
 
 def run(cfg: dict, run_dir: Path) -> dict:

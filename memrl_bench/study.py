@@ -83,7 +83,8 @@ def run_jobs(jobs: list[list[str]]) -> int:
     from hydra.errors import HydraException
     from omegaconf import OmegaConf
 
-    from memrl_bench.cli import USER_ERRORS, _remove_if_empty, _run_name
+    from memrl_bench.cli import USER_ERRORS
+    from memrl_bench.config import run_name
     from memrl_bench.runner import run
 
     parser = OverridesParser.create()
@@ -92,7 +93,6 @@ def run_jobs(jobs: list[list[str]]) -> int:
         for overrides in jobs:
             parsed = parser.parse_overrides(overrides)
             shared = tuple(o.input_line for o in parsed if o.key_or_group not in REPLICATE_KEYS)
-            run_dir = None
             try:
                 if shared not in composed:
                     cfg = compose("config", overrides=list(shared), return_hydra_config=True)
@@ -105,11 +105,8 @@ def run_jobs(jobs: list[list[str]]) -> int:
                 resolved = OmegaConf.to_container(OmegaConf.create(job), resolve=True)
                 resolved["hydra"] = {"overrides": list(overrides)}
                 dirname = get_overrides_dirname(parsed, exclude_keys=list(naming.exclude_keys), item_sep=naming.item_sep, kv_sep=naming.kv_sep)
-                run_dir = Path(sweep_dir) / _run_name(dirname)
-                run(resolved, run_dir)
+                run(resolved, Path(sweep_dir) / run_name(dirname))  # a failed start removes what it created
             except (HydraException, *USER_ERRORS) as err:
-                if run_dir is not None:
-                    _remove_if_empty(run_dir)
                 raise StudyError(f"job {' '.join(overrides)}: {err}") from None
     return len(jobs)
 
@@ -127,6 +124,7 @@ def run_study(presets: list[str], results_dir: Path, study_dir: Path, overrides:
     from tqdm import tqdm
 
     from memrl_bench.findings import findings, render_html, render_markdown
+    from memrl_bench.runfolder import write_text_atomic
 
     started = time.perf_counter()
     common = [f"results_dir={results_dir}", "progress=false", *overrides]
@@ -138,8 +136,8 @@ def run_study(presets: list[str], results_dir: Path, study_dir: Path, overrides:
             bar.update(done)
     runs_done = time.perf_counter()
     found = findings(study_dir)
-    (study_dir / "findings.md").write_text(render_markdown(found, study_dir))
-    (study_dir / "findings.html").write_text(render_html(found, study_dir))
+    write_text_atomic(study_dir / "findings.md", render_markdown(found, study_dir))
+    write_text_atomic(study_dir / "findings.html", render_html(found, study_dir))
     timing = {
         "presets": presets,
         "runs": len(jobs),
@@ -149,5 +147,5 @@ def run_study(presets: list[str], results_dir: Path, study_dir: Path, overrides:
         "cpus": os.cpu_count(),
         "load_average_at_end": os.getloadavg()[0],
     }
-    (study_dir / "timing.json").write_text(json.dumps(timing, indent=1))
+    write_text_atomic(study_dir / "timing.json", json.dumps(timing, indent=1))
     return timing

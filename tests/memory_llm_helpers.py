@@ -136,8 +136,9 @@ def run_synthetic(tmp_path, monkeypatch, name: str, method: dict, text_embedder:
         module = types.ModuleType("memrl_bench.embed")
         module.make_embedder = lambda cfg: types.SimpleNamespace(embed=embed, identity={"name": "hashed-bag-of-words"})
         monkeypatch.setitem(sys.modules, "memrl_bench.embed", module)
-        embedder = {"name": "hashed"}
-    cfg = config(method=method, llm={"name": "scripted"}, embedder=embedder, protocol={"epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0})
+        embedder = {"name": "openai", "model": "hashed-bag-of-words"}  # a valid config; make_embedder is replaced
+    llm = {"name": "openai", "model": "scripted", "base_url": "http://127.0.0.1:9/v1"}  # a valid config; the client is replaced
+    cfg = config(method=method, llm=llm, embedder=embedder, protocol={"epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0})
     metrics, folder = run_to(tmp_path, name, cfg)
     records = [json.loads(line) for line in (folder / "episodes.jsonl").read_text().splitlines()]
     return metrics, records, model

@@ -108,3 +108,46 @@ def test_spawn_is_independent_and_close_ends_each_jvm(env):
     assert process.poll() is not None, "close() left the JVM running"
     assert other.java_process() is None
     other.close()  # idempotent
+
+
+def noise(output: str) -> list[str]:
+    """Lines of py4j's logging or of a traceback."""
+    return [line for line in output.splitlines() if any(mark in line for mark in ("[HYDRA]", "Traceback", "Py4J", "Gateway", "Callback Server"))]
+
+
+def twx_command(results, server, *extra: str) -> list[str]:
+    """A whole run on TextWorldExpress against the loopback fault server (its answers are not moves)."""
+    import sys
+
+    return [
+        sys.executable, "-m", "memrl_bench", f"results_dir={results}", "env=textworld_express", "method=none", "llm=openai",
+        f"llm.base_url={server.base_url}", "llm.model=m", "llm.cache_mode=off", "embedder=openai", f"embedder.base_url={server.base_url}",
+        "embedder.model=e", "actor.max_steps=3", "progress=false", *extra,
+    ]
+
+
+def test_a_run_ends_quietly_on_success_and_on_ctrl_c(tmp_path):
+    """The JVMs of a run (one per pool slot) close without a line from py4j, on success and on Ctrl-C."""
+    import os
+    import signal
+    import subprocess
+    import time
+    from pathlib import Path
+
+    from memrl_bench.llm.fault_server import FaultServer
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "OPENAI_API_KEY": "test-key-not-a-secret"}
+    with FaultServer() as server:
+        done = subprocess.run(twx_command(tmp_path / "done", server, "env.tasks_per_split=2", "protocol.epochs=1", "llm.max_concurrency=2"), cwd=root, capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        assert not noise(done.stdout), done.stdout
+        proc = subprocess.Popen(twx_command(tmp_path / "stopped", server, "env.tasks_per_split=6", "protocol.epochs=3", "protocol.batch_size=2"), cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+        deadline = time.monotonic() + 120
+        while not list(tmp_path.glob("stopped/default/*/episodes.jsonl")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the JVMs too
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and err == "memrl-bench: interrupted; re-run the same command to resume\n", err
+    assert not noise(out), out

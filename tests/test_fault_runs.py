@@ -91,7 +91,7 @@ def test_an_outage_stops_the_run_fast_and_the_same_command_resumes(tmp_path):
     assert [strip_measured(e) for e in log(tmp_path / "stopped")] == [strip_measured(e) for e in log(tmp_path / "reference")]
 
 
-def test_the_cli_names_an_unreachable_base_url_and_leaves_no_folder(tmp_path):
+def test_the_cli_names_an_unreachable_base_url_and_leaves_no_folder(tmp_path):  # exit 3: an outage, not bad input
     import socket
     import subprocess
     import sys
@@ -106,3 +106,29 @@ def test_the_cli_names_an_unreachable_base_url_and_leaves_no_folder(tmp_path):
     )
     assert out.returncode == 3 and f"127.0.0.1:{port}" in out.stderr and "Traceback" not in out.stderr
     assert not list(tmp_path.rglob("manifest.json"))
+
+
+def test_a_refused_key_stops_the_run_before_anything_is_logged(tmp_path):
+    """A 401 on chat while /models answers: the run stops with the batch unlogged (no
+    llm_error episode to keep), naming the key variable; with the key fixed, the same
+    command ends with the log of a run that never had the wrong key."""
+    from memrl_bench.llm import LLMAuthError
+
+    with FaultServer(reply=answer_b) as server:
+        run(mmlu_config(server), tmp_path / "reference")
+        calls = {"n": 0}
+
+        def refusing_after_five(messages):
+            calls["n"] += 1
+            if calls["n"] == 5:
+                server.script(Fault.http_error(401, message="Incorrect API key provided"))
+            return answer_b(messages)
+
+        server.reply = refusing_after_five
+        with pytest.raises(LLMAuthError, match=r"refused the key in \$OPENAI_API_KEY \(HTTP 401.*set a valid key in OPENAI_API_KEY"):
+            run(mmlu_config(server), tmp_path / "stopped")
+        stopped = log(tmp_path / "stopped")
+        assert len(stopped) == 4 and not any(e["status"] == "llm_error" for e in stopped)
+        server.reply = answer_b
+        run(mmlu_config(server), tmp_path / "stopped")
+    assert [strip_measured(e) for e in log(tmp_path / "stopped")] == [strip_measured(e) for e in log(tmp_path / "reference")]

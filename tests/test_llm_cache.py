@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from memrl_bench.llm.cache import CachedResponse, ResponseCache, cache_key
+from memrl_bench.llm.cache import CachedResponse, CacheError, ResponseCache, cache_key
 from memrl_bench.llm.client import OpenAIChatModel
 from memrl_bench.llm.fault_server import FaultServer
 
@@ -125,3 +125,38 @@ def test_concurrent_writes_from_several_processes(tmp_path):
     for w in range(4):
         for i in range(50):
             assert cache.get(f"w{w}-{i}") == CachedResponse(f"text {w} {i}", "stop", w, i)
+
+
+def test_an_edited_entry_is_reported_and_computed_again_never_served(server, tmp_path, capsys):
+    path = tmp_path / "c.sqlite"
+    model = OpenAIChatModel(server.base_url, "m", cache=ResponseCache(path))
+    (original,) = run_chats(model, [("hello", 0)])
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE responses SET text = 'Answer: A'")  # an edit that keeps the row well-formed
+    (again,) = run_chats(OpenAIChatModel(server.base_url, "m", cache=ResponseCache(path)), [("hello", 0)])
+    assert not again.cached and again.text == original.text and server.chat_requests() == 2
+    warning = capsys.readouterr().err
+    assert warning.count("\n") == 1 and f"{path}: the entry " in warning and "does not match its checksum (edited or damaged); computing it again" in warning
+    (third,) = run_chats(OpenAIChatModel(server.base_url, "m", cache=ResponseCache(path)), [("hello", 0)])
+    assert third.cached and third.text == original.text  # the recomputed entry replaced the edited one
+
+
+def test_entries_from_before_checksums_are_computed_again_with_one_warning(tmp_path, capsys):
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:  # the schema before entries had checksums
+        db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, finish_reason TEXT, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created REAL NOT NULL)")
+        db.executemany("INSERT INTO responses VALUES (?, 'old', 'stop', 1, 1, 0)", [("a",), ("b",)])
+    cache = ResponseCache(path)
+    assert cache.get("a") is None and cache.get("b") is None
+    assert capsys.readouterr().err.count("entries written before entries had checksums are computed again") == 1
+    cache.put("a", CachedResponse("new", "stop", 1, 1))
+    assert cache.get("a") == CachedResponse("new", "stop", 1, 1)
+
+
+@pytest.mark.parametrize("mode", ["read_write", "read_only"])
+def test_a_garbled_cache_file_is_one_error_naming_it(tmp_path, mode):
+    path = tmp_path / "c.sqlite"
+    path.write_bytes(b"not a database at all\n" * 100)
+    with pytest.raises(CacheError, match=f"{path}: the LLM response cache cannot be used .*move it away"):
+        ResponseCache(path, mode).get("k")
+    assert path.read_bytes() == b"not a database at all\n" * 100

@@ -233,8 +233,8 @@ def test_make_chat_model_from_config(server):
 @pytest.mark.parametrize(
     "cfg, message",
     [
-        ({"name": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "m", "max_concurency": 2}, "unknown llm config key.*max_concurency"),
-        ({"name": "vllm", "model": "m"}, "llm.name 'vllm' is not one of local, openai, none"),
+        ({"name": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "m", "max_concurency": 2}, "llm.max_concurency: Extra inputs are not permitted"),
+        ({"name": "vllm", "model": "m"}, "llm.name: Input should be 'local', 'openai' or 'none'"),
         ({"name": "openai", "model": "m"}, "llm.base_url is required"),
         ({"name": "local"}, "llm.model is required for llm=local"),
     ],

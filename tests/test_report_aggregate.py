@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from memrl_bench.config import config_hash
 from memrl_bench.report import ReportInputError, report
 from memrl_bench.report.aggregate import aggregate, paired_bootstrap, t_interval
 from memrl_bench.report.cli import main as cli_main
@@ -68,7 +69,7 @@ def write_run(
     sizes = split_sizes or {s: len({r["task_id"] for r in records if r["split"] == s}) for s in splits}
     manifest = {
         "config": {"method": {"name": method}, "env": {"name": "synthetic"}, "seed": seed, "task_order_seed": seed, "extra": list(overrides), "hydra": {"overrides": all_overrides}},
-        "config_hash": f"hash-{method}-{seed}",
+        "config_hash": "",
         "git_commit": "0123456789abcdef",
         "labels": list(labels),
         "env": {"name": "synthetic"},
@@ -77,7 +78,7 @@ def write_run(
         "model": None,
         "embedder": "env_intent",
     }
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+    write_manifest(folder, manifest)
     (folder / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     if items is not None:
         (folder / "memory" / "final").mkdir(parents=True)
@@ -86,6 +87,11 @@ def write_run(
         (folder / "metrics.json").write_text("{}")
         (folder / "COMPLETE").write_text("complete\n")
     return folder
+
+
+def write_manifest(folder: Path, manifest: dict) -> None:
+    """manifest.json with its config hash computed, as the runner writes it."""
+    (folder / "manifest.json").write_text(json.dumps({**manifest, "config_hash": config_hash(manifest["config"])}))
 
 
 def successes(k: int, n: int = 10) -> list[bool]:
@@ -306,11 +312,11 @@ def test_findings_hook(tmp_path, monkeypatch):
     assert findings_html(tmp_path) == ""
     module = types.ModuleType("memrl_bench.findings")
     module.__spec__ = importlib.machinery.ModuleSpec("memrl_bench.findings", None)
-    module.findings_html = lambda results_dir: f"<p>claims checked in {results_dir.name}</p>"
+    module.findings_html = lambda results_dir, **_: f"<p>claims checked in {results_dir.name}</p>"
     monkeypatch.setitem(sys.modules, "memrl_bench.findings", module)
     section = findings_html(tmp_path)
     assert "<h2>Findings on the critique's claims</h2>" in section and f"claims checked in {tmp_path.name}" in section
-    module.findings_html = lambda results_dir: 1 / 0
+    module.findings_html = lambda results_dir, **_: 1 / 0
     assert "memrl_bench.findings.findings_html failed: ZeroDivisionError" in findings_html(tmp_path)
 
 
@@ -323,8 +329,8 @@ def test_bad_input_names_the_folder(tmp_path, capsys):
     assert "nowhere: not a folder" in capsys.readouterr().err
     broken = tmp_path / "broken"
     broken.mkdir()
-    (broken / "manifest.json").write_text(json.dumps({"config": {"seed": 0}}))
-    with pytest.raises(ReportInputError, match=r"broken/manifest.json: no 'method.name'"):
+    write_manifest(broken, {"config": {"seed": 0}})
+    with pytest.raises(ReportInputError, match=r"no readable run folder; .*broken/manifest.json: no 'method.name'"):
         load(tmp_path)
 
 
@@ -357,5 +363,5 @@ def test_same_overrides_different_settings_get_told_apart(tmp_path):
         folder = write_run(tmp_path / experiment, "rag", 0, records)
         manifest = json.loads((folder / "manifest.json").read_text())
         manifest["config"]["protocol"] = {"epochs": epochs}  # set by an experiment preset, not an override
-        (folder / "manifest.json").write_text(json.dumps(manifest))
+        write_manifest(folder, manifest)
     assert sorted(load(tmp_path).runs["variant"]) == ["rag (long)", "rag (short)"]

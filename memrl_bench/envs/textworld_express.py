@@ -7,6 +7,8 @@ side is shared between concurrent episodes (see BENCHMARKS.md "## TextWorldExpre
 
 from __future__ import annotations
 
+import logging
+import os
 import subprocess
 from typing import Any, ClassVar
 
@@ -19,6 +21,12 @@ GAMES = ("cookingworld", "twc", "coin", "mapreader", "arithmetic", "sorting", "s
 FOLD_OF_SPLIT = {"train": "train", "validation": "dev", "test": "test"}
 # The Python wrapper ends an episode after this many moves; the actor owns the step limit.
 _NO_WRAPPER_STEP_LIMIT = 10**9
+# py4j logs each gateway's start, each failure of a shutdown the simulator repeats (its
+# __del__ closes the gateway again) and, on Ctrl-C, its broken connections (that one on
+# the root logger): noise on every exit. A failure that matters reaches the caller as an
+# exception anyway.
+logging.getLogger("py4j").setLevel(logging.CRITICAL)
+logging.getLogger().addFilter(lambda record: f"{os.sep}py4j{os.sep}" not in record.pathname)
 
 
 def _params_string(game_params: dict[str, Any]) -> str:
@@ -58,7 +66,12 @@ class TextWorldExpressEnv(Env):
     def _start_simulator() -> Any:
         from textworld_express import TextWorldExpressEnv as Simulator  # starts a JVM; imported lazily
 
-        return Simulator(envStepLimit=_NO_WRAPPER_STEP_LIMIT)
+        class QuietSimulator(Simulator):
+            def __del__(self) -> None:
+                """Nothing: the package's closes the gateway a second time (close() did it) and fails
+                on an instance a Ctrl-C cut short. The JVM ends with this process (die_on_exit)."""
+
+        return QuietSimulator(envStepLimit=_NO_WRAPPER_STEP_LIMIT)
 
     def _load(self, game: str, params: str) -> None:
         if self._loaded == (game, params):

@@ -27,6 +27,10 @@ class LLMOutageError(LLMError):
     """The server looks down (unreachable, or too many consecutive failed calls): stop the run."""
 
 
+class LLMAuthError(LLMOutageError):
+    """The server refused the API key (HTTP 401 / 403): stop the run before the batch is logged."""
+
+
 @dataclass
 class Completion:
     text: str

@@ -5,15 +5,24 @@ the port of a local server), the messages, the generation settings and the
 `sample_index`, so k samples of one prompt at temperature > 0 stay k entries.
 The database runs in WAL mode: readers never block the writer, and concurrent
 writers from several processes wait for each other instead of failing.
+
+Each entry carries the sha256 of its key and content, checked on every read: an
+entry that was edited or damaged is reported (one line naming the file) and
+computed again, never served. A file that is not a readable SQLite cache raises
+CacheError naming it.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import sqlite3
+import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -31,9 +40,14 @@ CREATE TABLE IF NOT EXISTS responses (
     finish_reason TEXT,
     prompt_tokens INTEGER NOT NULL,
     completion_tokens INTEGER NOT NULL,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    checksum TEXT
 )
 """
+
+
+class CacheError(RuntimeError):
+    """The response cache file cannot be used; the message names it."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +65,12 @@ def cache_key(identity: dict[str, Any], messages: list[dict[str, Any]], settings
     return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+def entry_checksum(key: str, response: CachedResponse) -> str:
+    """The sha256 of an entry's key and content."""
+    material = [key, response.text, response.finish_reason, response.prompt_tokens, response.completion_tokens]
+    return hashlib.sha256(json.dumps(material, ensure_ascii=False).encode()).hexdigest()
+
+
 class ResponseCache:
     """`get` and `put` by key; mode `off` never reads, `read_only` never writes."""
 
@@ -64,34 +84,69 @@ class ResponseCache:
         if mode == "off":
             return
         if mode == "read_only" and not self.path.exists():
-            raise FileNotFoundError(f"llm cache {self.path} does not exist (cache mode read_only needs an existing cache)")
+            raise FileNotFoundError(errno.ENOENT, f"llm cache {self.path} does not exist (cache mode read_only needs an existing cache)", str(self.path))
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Autocommit: every put is its own short transaction.
-        self._db = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
-        if mode == "read_write":
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(_SCHEMA)
+        self._warned_unchecked = False
+        with self._named_errors():
+            # Autocommit: every put is its own short transaction.
+            self._db = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
+            if mode == "read_write":
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.execute(_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
+            if mode == "read_write" and "checksum" not in columns:  # a cache written before entries had checksums
+                try:
+                    self._db.execute("ALTER TABLE responses ADD COLUMN checksum TEXT")
+                except sqlite3.OperationalError as err:
+                    if "duplicate column" not in str(err):  # another process added it meanwhile
+                        raise
+            self._checksum_column = "checksum" if "checksum" in columns or mode == "read_write" else "NULL"
+
+    @contextmanager
+    def _named_errors(self) -> Iterator[None]:
+        """SQLite's errors (a garbled or truncated file, a full disk) as one CacheError naming the file."""
+        try:
+            yield
+        except sqlite3.ProgrammingError:
+            raise
+        except sqlite3.DatabaseError as err:
+            raise CacheError(f"{self.path}: the LLM response cache cannot be used ({err}); move it away to start a new one, or set llm.cache_mode=off") from None
 
     def get(self, key: str) -> CachedResponse | None:
         if self._db is None:
             return None
-        with self._lock:
+        with self._lock, self._named_errors():
             try:
-                row = self._db.execute("SELECT text, finish_reason, prompt_tokens, completion_tokens FROM responses WHERE key = ?", (key,)).fetchone()
+                row = self._db.execute(
+                    f"SELECT text, finish_reason, prompt_tokens, completion_tokens, {self._checksum_column} FROM responses WHERE key = ?", (key,)
+                ).fetchone()
             except sqlite3.OperationalError as err:
                 if "no such table" in str(err):  # a read-only cache that was never written
                     return None
                 raise
-        return CachedResponse(*row) if row else None
+        if row is None:
+            return None
+        response = CachedResponse(*row[:4])
+        if row[4] != entry_checksum(key, response):
+            self._report_unchecked(key, written_before_checksums=row[4] is None)
+            return None
+        return response
+
+    def _report_unchecked(self, key: str, written_before_checksums: bool) -> None:
+        if not written_before_checksums:
+            print(f"memrl-bench: warning: {self.path}: the entry {key[:12]} does not match its checksum (edited or damaged); computing it again", file=sys.stderr)
+        elif not self._warned_unchecked:
+            self._warned_unchecked = True
+            print(f"memrl-bench: warning: {self.path}: entries written before entries had checksums are computed again", file=sys.stderr)
 
     def put(self, key: str, response: CachedResponse) -> None:
         if self._db is None or self.mode != "read_write":
             return
-        with self._lock:
+        with self._lock, self._named_errors():
             self._db.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
-                (key, response.text, response.finish_reason, response.prompt_tokens, response.completion_tokens, time.time()),
+                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, response.text, response.finish_reason, response.prompt_tokens, response.completion_tokens, time.time(), entry_checksum(key, response)),
             )
 
     def __len__(self) -> int:

@@ -8,7 +8,10 @@ and latency into a Usage, and consults an optional ResponseCache first. After
 call, so a run whose server died stops fast instead of logging llm_error episodes.
 
 The API key is read from an environment variable at construction and handed to
-the openai client only: it is never stored in `identity` or written anywhere.
+the openai client only: it is never stored in `identity` or written anywhere. A
+server's error texts are redacted (the key, URL userinfo, anything key-like) before
+they reach a message or an episode's log. The server refusing the key (HTTP 401 /
+403) raises LLMAuthError, naming the variable: the run stops before the batch is logged.
 """
 
 from __future__ import annotations
@@ -29,14 +32,17 @@ from urllib.parse import urlparse
 
 import openai
 
-from memrl_bench.llm import Completion, LLMError, LLMOutageError
+from memrl_bench.config import LLMConfig, validated
+from memrl_bench.llm import Completion, LLMAuthError, LLMError, LLMOutageError
 from memrl_bench.llm.cache import CachedResponse, ResponseCache, cache_key
+from memrl_bench.redaction import redact_server_text, remember_secret, scrub, strip_userinfo
 from memrl_bench.types import Usage
 
 GENERATION_KEYS = ("temperature", "top_p", "seed", "max_tokens", "stop")
 DEFAULT_GENERATION: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "seed": 0, "max_tokens": 256, "stop": None}
 # Status codes worth another try: timeout, conflict, too early, rate limit, server errors.
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+AUTH_STATUS = frozenset({401, 403})  # the key is refused: no retry, no episode logged
 NO_KEY = "no-key"  # local servers accept any key, and the openai package refuses none
 
 # httpx logs every request at INFO, which a run's logging shows: thousands of lines.
@@ -89,17 +95,17 @@ def _classify(err: BaseException) -> tuple[bool, float | None, str]:
     """(retryable, server-asked wait, short reason) for one failed attempt."""
     if isinstance(err, openai.APIStatusError):
         status = err.status_code
-        reason = f"HTTP {status}: {err.message}"
+        reason = f"HTTP {status}: {redact_server_text(err.message)}"
         return (status in RETRYABLE_STATUS or status >= 500), retry_after_s(err.response.headers), reason
     if isinstance(err, (openai.APITimeoutError, asyncio.TimeoutError)):
         return True, None, "timed out"
     if isinstance(err, openai.APIConnectionError):
         cause = err.__cause__ or err
-        detail = f": {cause}" if str(cause) else ""
+        detail = f": {scrub(str(cause))}" if str(cause) else ""
         return True, None, f"connection error: {type(cause).__name__}{detail}"
     if isinstance(err, (json.JSONDecodeError, _InvalidResponse)):
-        return True, None, f"unreadable response: {type(err).__name__}: {err}"
-    return False, None, f"{type(err).__name__}: {err}"
+        return True, None, f"unreadable response: {type(err).__name__}: {redact_server_text(str(err))}"
+    return False, None, f"{type(err).__name__}: {redact_server_text(str(err))}"
 
 
 @dataclass
@@ -131,13 +137,16 @@ class OpenAIChatModel:
         if max_consecutive_failures < 1:
             raise ValueError(f"llm max_consecutive_failures must be >= 1, got {max_consecutive_failures}")
         self.base_url = base_url.rstrip("/")
+        self.display_url = strip_userinfo(self.base_url)  # for messages: no user:password@
         self.model = model
         self.generation = {**DEFAULT_GENERATION, **self._checked_settings(generation or {})}
         self.max_concurrency = max_concurrency
         self.retry = retry or RetryPolicy()
         self.max_consecutive_failures = max_consecutive_failures
         self.cache = cache
+        self._api_key_env = api_key_env
         self._api_key = os.environ.get(api_key_env) or NO_KEY
+        remember_secret(os.environ.get(api_key_env))
         self._rng = random.Random(self.retry.seed)
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         self._consecutive_failures = 0
@@ -145,12 +154,12 @@ class OpenAIChatModel:
         self.identity: dict[str, Any] = {
             "model": model,
             "served_model": self._served_model(),
-            "base_url_host": urlparse(self.base_url).netloc,
+            "base_url_host": urlparse(self.base_url).netloc.rpartition("@")[2],
             **dict(identity_extra or {}),
         }
 
     def __repr__(self) -> str:
-        return f"OpenAIChatModel(base_url={self.base_url!r}, model={self.model!r})"
+        return f"OpenAIChatModel(base_url={self.display_url!r}, model={self.model!r})"
 
     @staticmethod
     def _checked_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -167,14 +176,20 @@ class OpenAIChatModel:
         except openai.APIStatusError as err:
             if err.status_code == 404:  # some compatible servers do not list models
                 return None
-            raise LLMError(f"the LLM server at {self.base_url} answered /models with HTTP {err.status_code}: {err.message}") from err
+            if err.status_code in AUTH_STATUS:
+                raise self._refused(f"HTTP {err.status_code}: {redact_server_text(err.message)}") from None
+            raise LLMError(f"the LLM server at {self.display_url} answered /models with HTTP {err.status_code}: {redact_server_text(err.message)}") from err
         except (openai.APIConnectionError, openai.APIResponseValidationError) as err:
-            raise LLMOutageError(f"cannot reach the LLM server at {self.base_url}: {err.__cause__ or err}") from err
+            raise LLMOutageError(f"cannot reach the LLM server at {self.display_url}: {scrub(str(err.__cause__ or err))}") from err
         finally:
             client.close()
         if self.model in ids:
             return self.model
         return ids[0] if len(ids) == 1 else None
+
+    def _refused(self, reason: str) -> LLMAuthError:
+        key = f"the key in ${self._api_key_env}" if os.environ.get(self._api_key_env) else f"no key (${self._api_key_env} is not set)"
+        return LLMAuthError(f"the LLM server at {self.display_url} refused {key} ({reason}); set a valid key in {self._api_key_env} (llm.api_key_env names the variable)")
 
     def confirm_up(self) -> None:
         """After a failed call, check the server still answers; LLMOutageError if not.
@@ -247,6 +262,8 @@ class OpenAIChatModel:
                 usage = Usage(calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, retries=retries, latency_s=latency)
                 return Completion(text, usage, cached=False, finish_reason=finish_reason)
             retryable, wait_s, reason = _classify(error)
+            if isinstance(error, openai.APIStatusError) and error.status_code in AUTH_STATUS:
+                raise self._refused(reason) from None
             if not retryable or retries >= self.retry.max_retries:
                 raise self._failed(reason, retries, latency) from error
             retries += 1
@@ -259,11 +276,11 @@ class OpenAIChatModel:
         self._consecutive_failures += 1
         if self._consecutive_failures >= self.max_consecutive_failures:
             self._outage = (
-                f"the LLM server at {self.base_url} looks down: {self._consecutive_failures} calls in a row failed "
+                f"the LLM server at {self.display_url} looks down: {self._consecutive_failures} calls in a row failed "
                 f"(max_consecutive_failures={self.max_consecutive_failures}); last error: {reason}"
             )
             return LLMOutageError(self._outage, usage)
-        return LLMError(f"LLM call to {self.base_url} failed after {retries} retries: {reason}", usage)
+        return LLMError(f"LLM call to {self.display_url} failed after {retries} retries: {reason}", usage)
 
     async def aclose(self) -> None:
         """Close this event loop's connections (others were dropped with their loops)."""
@@ -293,31 +310,13 @@ def read_completion(body: bytes) -> tuple[str, str | None, int, int]:
         raise _InvalidResponse(f"no completion in the answer: {body[:200]!r}") from err
 
 
-# The `llm` config group (conf/llm/*.yaml) is flat, so that any key is one Hydra
-# override (llm.max_concurrency=8). `name` picks the kind of backbone.
-NAMES = ("local", "openai", "none")
 _RETRY_KEYS = ("max_retries", "timeout_s", "backoff_base_s", "backoff_max_s", "max_retry_after_s")
 _SERVER_KEYS = ("threads", "ctx_size", "parallel", "startup_timeout_s")
-_CONFIG_KEYS = frozenset(
-    {"name", "model", "base_url", "api_key_env", "max_concurrency", "max_consecutive_failures", "retry_seed", "cache_mode", "cache_path"}
-    | set(_RETRY_KEYS)
-    | set(_SERVER_KEYS)
-    | set(GENERATION_KEYS)
-    | {"finetuned_on"}  # read by the protocol guard, not here
-)
 
 
 def _checked_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(cfg) - _CONFIG_KEYS)
-    if unknown:
-        raise ValueError(f"unknown llm config key(s) {', '.join(unknown)}; valid: {', '.join(sorted(_CONFIG_KEYS))}")
-    name = cfg.get("name")
-    if name not in NAMES:
-        raise ValueError(f"llm.name {name!r} is not one of {', '.join(NAMES)}")
-    if name != "none" and not cfg.get("model"):
-        raise ValueError(f"llm.model is required for llm={name}")
-    if name == "openai" and not cfg.get("base_url"):
-        raise ValueError("llm.base_url is required for llm=openai (e.g. http://127.0.0.1:8000/v1 for vLLM)")
+    """The `llm` group, checked by its model (memrl_bench.config.LLMConfig); ConfigError names the key."""
+    validated(LLMConfig, dict(cfg), "llm")
     return dict(cfg)
 
 

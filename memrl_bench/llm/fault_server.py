@@ -52,14 +52,15 @@ class Fault:
     status: int = 200
     retry_after: str | None = None  # the Retry-After header: seconds or an HTTP date
     delay_s: float = 0.0
+    message: str | None = None  # the error answer's text (default: "scripted <status>")
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {self.kind!r}; valid: {', '.join(FAULT_KINDS)}")
 
     @classmethod
-    def http_error(cls, status: int, retry_after: str | None = None) -> Fault:
-        return cls("status", status=status, retry_after=retry_after)
+    def http_error(cls, status: int, retry_after: str | None = None, message: str | None = None) -> Fault:
+        return cls("status", status=status, retry_after=retry_after, message=message)
 
     @classmethod
     def slow(cls, delay_s: float) -> Fault:
@@ -233,7 +234,7 @@ def _handler_for(server: FaultServer) -> type[BaseHTTPRequestHandler]:
                 time.sleep(delay)
             if fault.kind == "status":
                 headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
-                self._send_json(fault.status, {"error": {"message": f"scripted {fault.status}", "type": "server_error"}}, headers)
+                self._send_json(fault.status, {"error": {"message": fault.message or f"scripted {fault.status}", "type": "server_error"}}, headers)
                 return
             if fault.kind == "reset":
                 self._reset()

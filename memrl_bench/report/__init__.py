@@ -1,37 +1,68 @@
 """The report of a results folder: tables (CSV, Markdown), figures (PNG) and report.html.
 
 `report(results_dir, out_dir)` loads every run folder under `results_dir`, aggregates
-over seeds, and writes everything to `out_dir` (default: results_dir/report/).
+over seeds, and writes everything to `out_dir` (default: results_dir/report/). The
+folder is written whole or not at all: into a temporary folder beside it, then
+renamed into place, so a killed report never leaves new tables beside an old page.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 from memrl_bench.report.aggregate import aggregate
 from memrl_bench.report.figures import all_figures
 from memrl_bench.report.html import findings_html, render, section_headings
-from memrl_bench.report.load import ReportInputError, common_settings, load
+from memrl_bench.report.load import ReportInputError, Results, common_settings, load
 from memrl_bench.report.tables import all_tables, write_tables
 
-__all__ = ["ReportInputError", "report"]
+__all__ = ["ReportInputError", "report", "write_report"]
+
+
+# What a report folder holds; --out refuses a folder with anything else in it.
+REPORT_FILES = frozenset({"report.html", "tables.md", "tables", "figures"})
 
 
 def report(results_dir: Path | str, out_dir: Path | str | None = None) -> Path:
     """Write the report of every run under `results_dir`; return the path of report.html."""
-    results = load(Path(results_dir))
-    out = Path(out_dir) if out_dir is not None else Path(results_dir) / "report"
+    return write_report(load(Path(results_dir)), out_dir)
+
+
+def write_report(results: Results, out_dir: Path | str | None = None) -> Path:
+    """Write the report of loaded results (to results_dir/report by default); the path of report.html."""
+    out = Path(out_dir) if out_dir is not None else results.root / "report"
+    foreign = sorted(p.name for p in out.iterdir() if p.name not in REPORT_FILES) if out.is_dir() else []
+    if out.exists() and (not out.is_dir() or foreign):
+        raise ReportInputError(f"{out} holds files a report does not write ({', '.join(foreign[:3]) or 'it is a file'}); choose another --out")
     agg = aggregate(results)
     tables = all_tables(results, agg)
     figures = all_figures(results, agg)
-    out.mkdir(parents=True, exist_ok=True)
-    shared = common_settings(results.runs)
-    preamble = f"# memrl-bench report: {results.root}\n\nSettings shared by every run (left out of the variant names): {', '.join(shared) or 'none'}\n"
-    write_tables(tables, out, section_headings(results, tables), preamble)
-    (out / "figures").mkdir(exist_ok=True)
-    for figure in figures.values():
-        if figure.png is not None:
-            (out / "figures" / f"{figure.name}.png").write_bytes(figure.png)
-    page = out / "report.html"
-    page.write_text(render(results, tables, figures, findings_html(Path(results_dir))))
-    return page
+    findings = findings_html(results.root)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        shared = common_settings(results.runs)
+        preamble = f"# memrl-bench report: {results.root}\n\nSettings shared by every run (left out of the variant names): {', '.join(shared) or 'none'}\n"
+        write_tables(tables, tmp, section_headings(results, tables), preamble)
+        (tmp / "figures").mkdir()
+        for figure in figures.values():
+            if figure.png is not None:
+                (tmp / "figures" / f"{figure.name}.png").write_bytes(figure.png)
+        (tmp / "report.html").write_text(render(results, tables, figures, findings))
+        _replace_folder(out, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out / "report.html"
+
+
+def _replace_folder(target: Path, new: Path) -> None:
+    """Put the folder `new` in the place of `target` (two renames; the old one is removed after)."""
+    old = target.parent / f".{target.name}.old-{os.getpid()}"
+    if target.exists():
+        os.replace(target, old)
+    os.replace(new, target)
+    shutil.rmtree(old, ignore_errors=True)

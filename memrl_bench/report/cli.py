@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from memrl_bench.report import ReportInputError, report
+from memrl_bench.report import ReportInputError, write_report
+from memrl_bench.report.load import load
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -15,7 +16,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=None, help="where to write the report (default: RESULTS_DIR/report)")
     args = parser.parse_args(argv)
     try:
-        page = report(args.results_dir, args.out)
+        results = load(args.results_dir)
+        for reason in results.skipped:
+            print(f"memrl-bench-report: warning: skipped {reason}", file=sys.stderr)
+        for run in results.runs.loc[~results.runs["complete"], "run"]:
+            print(f"memrl-bench-report: warning: {run} is incomplete: only its whole epochs are in the tables", file=sys.stderr)
+        page = write_report(results, args.out)
     except ReportInputError as err:
         print(f"memrl-bench-report: error: {err}", file=sys.stderr)
         sys.exit(2)

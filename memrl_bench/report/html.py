@@ -99,7 +99,7 @@ def findings_html(results_dir: Path) -> str:
         return ""
     try:
         make = getattr(importlib.import_module(FINDINGS_MODULE), "findings_html", None)
-        body = make(Path(results_dir)) if make is not None else ""
+        body = make(Path(results_dir), warn=None) if make is not None else ""  # the report warns about unreadable runs itself
     except Exception as err:  # someone else's module: report its failure, keep the page
         body = f'<p class="warn">{FINDINGS_MODULE}.findings_html failed: {html.escape(f"{type(err).__name__}: {err}")}</p>'
     return f'<section id="findings"><h2>Findings on the critique\'s claims</h2>{body}</section>' if body else ""
@@ -145,6 +145,8 @@ def _warnings(results: Results) -> str:
         )
     if results.missing:
         notes.append(f"Missing runs (asked for by a sweep's multirun.yaml, no run folder): {', '.join(html.escape(m) for m in results.missing)}.")
+    if results.skipped:
+        notes.append("Run folders left out because they cannot be read: " + "; ".join(html.escape(s) for s in results.skipped) + ".")
     return "".join(f'<p class="warn">{n}</p>' for n in notes)
 
 

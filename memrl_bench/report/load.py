@@ -3,6 +3,8 @@
 A run folder is any folder holding manifest.json. A run without COMPLETE (or without
 metrics.json) still loads: its episodes count, and it is marked incomplete. Runs a
 Hydra sweep asked for (its multirun.yaml) but that left no run folder are "missing".
+A run folder that cannot be read (a damaged or hand-edited file, a log with duplicate
+episode ids, no episodes at all) is skipped with one warning naming it; the others load.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from memrl_bench.config import config_hash, run_name
 from memrl_bench.metrics import load_memory_items
-from memrl_bench.runfolder import COMPLETE, MANIFEST, RunFolder
-from memrl_bench.runner import config_hash
+from memrl_bench.runfolder import COMPLETE, EPISODES, MANIFEST, CorruptRunFolderError, RunFolder, duplicate_ids
 
 SEED_KEYS = ("seed", "task_order_seed")
 # Overrides that say nothing about a run's settings: where results go, plus the seeds
@@ -42,6 +44,7 @@ class Results:
     episodes: pd.DataFrame  # one row per episode
     items: pd.DataFrame  # one row per memory item of each complete run's final snapshot
     missing: list[str] = field(default_factory=list)  # sweep jobs without a run folder
+    skipped: list[str] = field(default_factory=list)  # run folders that could not be read: "<path>: <why>"
 
 
 def scan(root: Path) -> tuple[list[Path], list[Path]]:
@@ -90,10 +93,7 @@ def _require(mapping: dict, dotted: str, path: Path):
 
 def _run_row(folder: RunFolder, name: str) -> dict:
     path = folder.path / MANIFEST
-    try:
-        manifest = folder.read_manifest() or {}
-    except json.JSONDecodeError as err:
-        raise ReportInputError(f"{path}: not valid JSON ({err})") from None
+    manifest = folder.read_manifest() or {}
     config = _require(manifest, "config", path)
     method = str(_require(config, "method.name", path))
     overrides = config.get("hydra", {}).get("overrides") or folder.path.name.split(",")
@@ -166,10 +166,16 @@ def _episode_frame(records: list[dict], run: str) -> pd.DataFrame:
 
 
 def _read_episodes(folder: RunFolder) -> list[dict]:
-    try:
-        return folder.read_episodes()
-    except json.JSONDecodeError as err:
-        raise ReportInputError(f"{folder.episodes_path}: a line is not valid JSON ({err})") from None
+    """The log, refused when it cannot be a run's: missing beside COMPLETE, empty, or with an episode twice."""
+    if folder.is_complete() and not folder.episodes_path.exists():
+        raise ReportInputError(f"{folder.path} is marked {COMPLETE} but has no {EPISODES}")
+    records = folder.read_episodes()
+    if not records:
+        raise ReportInputError(f"{folder.episodes_path}: no episodes yet")
+    twice = duplicate_ids(records)
+    if twice:
+        raise ReportInputError(f"{folder.episodes_path} logs {len(twice)} episode ids more than once (e.g. {twice[0]}): two processes wrote this run")
+    return records
 
 
 def _item_rows(folder: RunFolder, run: str) -> list[dict]:
@@ -183,6 +189,23 @@ def _item_rows(folder: RunFolder, run: str) -> list[dict]:
         }
         for item in load_memory_items(snapshot)
     ]
+
+
+def _read_run(folder: RunFolder, name: str) -> tuple[dict, pd.DataFrame, list[dict]]:
+    """One run's row, episode frame and final memory items."""
+    row, records = _run_row(folder, name), _read_episodes(folder)
+    # Poison (the poisoning experiment's adversarial memories) is training input, never
+    # an episode of any score: counted per run, kept out of every rate.
+    played = [r for r in records if r.get("status") != "poison"]
+    row["poison_memories"] = len(records) - len(played)
+    row["poison_retrieval_share"] = ((row["metrics"] or {}).get("poison") or {}).get("share_of_retrievals")
+    row["episodes"] = len(played)
+    try:
+        frame = _episode_frame(played, name)
+    except KeyError as err:
+        raise ReportInputError(f"{folder.episodes_path}: a record has no {err}") from None
+    items = _item_rows(folder, name) if row["complete"] else []  # an unfinished run has no final memory yet
+    return row, frame, items
 
 
 def common_settings(runs: pd.DataFrame) -> list[str]:
@@ -218,8 +241,6 @@ def expected_sweep_runs(sweep_dir: Path) -> list[str] | None:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from memrl_bench.cli import _run_name
-
     try:
         hydra_cfg = OmegaConf.load(sweep_dir / SWEEP_FILE).hydra
         if not str(hydra_cfg.sweeper.get("_target_", "")).endswith("BasicSweeper"):
@@ -229,7 +250,7 @@ def expected_sweep_runs(sweep_dir: Path) -> list[str] | None:
         jobs = BasicSweeper.split_arguments(parser.parse_overrides(params + list(hydra_cfg.overrides.task)), None)
         naming = hydra_cfg.job.config.override_dirname
         return [
-            _run_name(get_overrides_dirname(parser.parse_overrides(job), list(naming.exclude_keys), naming.item_sep, naming.kv_sep))
+            run_name(get_overrides_dirname(parser.parse_overrides(job), list(naming.exclude_keys), naming.item_sep, naming.kv_sep))
             for job in itertools.chain.from_iterable(jobs)
         ]
     except (HydraException, OmegaConfBaseException):
@@ -252,25 +273,19 @@ def load(results_dir: Path) -> Results:
     paths, sweeps = scan(root)
     if not paths:
         raise ReportInputError(f"{results_dir}: no run folders (folders holding {MANIFEST}) found")
-    run_rows, episode_frames, item_rows = [], [], []
+    run_rows, episode_frames, item_rows, skipped = [], [], [], []
     for path in paths:
-        folder = RunFolder(path)
         name = str(path.relative_to(root)) if path != root else path.name
-        run_rows.append(_run_row(folder, name))
-        records = _read_episodes(folder)
-        # Poison (the poisoning experiment's adversarial memories) is training input, never
-        # an episode of any score: counted per run, kept out of every rate.
-        played = [r for r in records if r.get("status") != "poison"]
-        run_rows[-1]["poison_memories"] = len(records) - len(played)
-        run_rows[-1]["poison_retrieval_share"] = ((run_rows[-1]["metrics"] or {}).get("poison") or {}).get("share_of_retrievals")
-        records = played
-        run_rows[-1]["episodes"] = len(records)
         try:
-            episode_frames.append(_episode_frame(records, name))
-        except KeyError as err:
-            raise ReportInputError(f"{folder.episodes_path}: a record has no {err}") from None
-        if run_rows[-1]["complete"]:  # an unfinished run has no final memory yet
-            item_rows += _item_rows(folder, name)
+            row, frame, items = _read_run(RunFolder(path), name)
+        except (ReportInputError, CorruptRunFolderError, OSError, ValueError) as err:
+            skipped.append(str(err))
+            continue
+        run_rows.append(row)
+        episode_frames.append(frame)
+        item_rows += items
+    if not run_rows:
+        raise ReportInputError(f"{results_dir}: no readable run folder; " + "; ".join(skipped))
     runs = pd.DataFrame(run_rows)
     runs["variant"] = _variant_names(runs, root)
     runs["status"] = np.where(runs["complete"], "complete", "incomplete")
@@ -280,4 +295,4 @@ def load(results_dir: Path) -> Results:
     episodes = episodes.join(per_run, on="run")
     episodes["phase_name"] = np.where(episodes["phase"] == "test", episodes["split"], episodes["phase"])
     items = pd.DataFrame(item_rows, columns=["run", "item_id", "source_episode_id", "q_value"]).astype({"run": "str", "item_id": "str", "source_episode_id": "str", "q_value": "float64"})
-    return Results(root=root, runs=runs, episodes=episodes, items=items, missing=_missing_runs(root, sweeps))
+    return Results(root=root, runs=runs, episodes=episodes, items=items, missing=_missing_runs(root, sweeps), skipped=skipped)

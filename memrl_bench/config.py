@@ -1,0 +1,476 @@
+"""The rules of a run's config: one pydantic model per config group, the config hash,
+the keys that do not change results, and the naming of results folders.
+
+Every value is checked by type and range where it enters (`validate_config`, called
+by the runner before anything is built or written); a wrong value raises ConfigError
+with one line naming the key. The models only check: the runner and the parts it
+builds read the config's own values, so a valid config runs exactly as before.
+Methods check their settings with their own models (memrl_bench/methods/*.py);
+environments of other packages may bring theirs, and are checked by them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from memrl_bench.redaction import strip_userinfo
+
+
+class ConfigError(ValueError):
+    """A config value is wrong; the message names the key and the value."""
+
+
+class ConfigMismatchError(RuntimeError):
+    """The run folder holds a run of a different config."""
+
+
+TOP_LEVEL_KEYS = ("env", "method", "llm", "embedder", "protocol", "actor", "seed", "task_order_seed", "experiment_name", "results_dir", "progress", "transcripts", "hydra")
+
+# Config keys that change how a run goes, not what it computes: left out of the
+# config hash, so e.g. raising llm.max_concurrency does not refuse a resume.
+NON_RESULT_KEYS = (
+    "progress",
+    "results_dir",
+    "experiment_name",
+    "transcripts",
+    "protocol.checkpoint_interval_s",
+    "llm.max_concurrency",
+    "llm.timeout_s",
+    "llm.max_retries",
+    "llm.max_consecutive_failures",
+    "llm.cache_mode",
+    "llm.cache_path",
+    "llm.threads",
+    "hydra",
+)
+
+NAME_MAX_BYTES = 255  # a file name's limit on Linux and macOS file systems
+RUN_NAME_MAX_BYTES = 200  # run folder names past this keep their start and a hash
+
+
+def config_hash(cfg: dict) -> str:
+    """The sha256 of everything in `cfg` that can change a run's results."""
+    pruned = json.loads(json.dumps(cfg, default=str))
+    for dotted in NON_RESULT_KEYS:
+        *parents, leaf = dotted.split(".")
+        node = pruned
+        for p in parents:
+            node = node.get(p, {}) if isinstance(node, dict) else {}
+        if isinstance(node, dict):
+            node.pop(leaf, None)
+    return hashlib.sha256(json.dumps(pruned, sort_keys=True).encode()).hexdigest()
+
+
+# ---- naming ---------------------------------------------------------------------------
+
+
+def _cut_to_bytes(text: str, limit: int) -> str:
+    return text.encode()[:limit].decode(errors="ignore")
+
+
+def run_name(override_dirname: str) -> str:
+    """A run folder name from the command's overrides ("default" without any).
+
+    URL userinfo (user:password@) never reaches a name. Names past 200 bytes keep their
+    start and a short hash, as file names are limited to 255 bytes.
+    """
+    name = strip_userinfo(override_dirname).replace("/", "_").replace("+", "") or "default"
+    if len(name.encode()) > RUN_NAME_MAX_BYTES:
+        name = f"{_cut_to_bytes(name, 180)}...{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+    return name
+
+
+def results_folder(results_dir: Any, experiment_name: Any) -> Path:
+    """results_dir/experiment_name, checked before anything is created there.
+
+    experiment_name must stay inside results_dir (a relative path without '..') and
+    each of its parts must fit a file name; results_dir must be, or be creatable as, a folder.
+    """
+    name = str(experiment_name)
+    parts = PurePosixPath(name).parts
+    if not name or PurePosixPath(name).is_absolute() or ".." in parts or "\0" in name:
+        raise ConfigError(f"experiment_name: must be a relative folder name inside results_dir, without '..' (got {name!r})")
+    long = next((p for p in parts if len(p.encode()) > NAME_MAX_BYTES), None)
+    if long is not None:
+        raise ConfigError(f"experiment_name: a folder name has at most {NAME_MAX_BYTES} bytes, got one of {len(long.encode())} ({long[:40]}...)")
+    if not str(results_dir) or "\0" in str(results_dir):
+        raise ConfigError(f"results_dir: must name a folder (got {results_dir!r})")
+    root = Path(str(results_dir)).expanduser()
+    existing = next((p for p in (root, *root.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise ConfigError(f"results_dir: {existing} is a file, not a folder (results_dir={results_dir})")
+    return root / name
+
+
+# ---- errors from pydantic -------------------------------------------------------------
+
+_SECRET_FIELDS = re.compile(r"api_key")  # their wrong values may be the key itself: never echoed
+
+
+def config_error(err: ValidationError, prefix: str) -> ConfigError:
+    """One line naming the key and the value, from a pydantic error."""
+    first = err.errors()[0]
+    key = ".".join(str(p) for p in first["loc"])
+    message = first["msg"].removeprefix("Value error, ")
+    if not key:  # a check across keys: its message names them
+        return ConfigError(message)
+    dotted = f"{prefix}.{key}" if prefix else key
+    shown = "input" in first and not isinstance(first["input"], dict) and not _SECRET_FIELDS.search(key)
+    got = f" (got {first['input']!r})" if shown else ""
+    return ConfigError(f"{dotted}: {message}{got}")
+
+
+def validated(model: type[BaseModel], values: Any, prefix: str) -> BaseModel:
+    if not isinstance(values, dict):
+        raise ConfigError(f"{prefix}: must be a mapping of settings (got {values!r})")
+    try:
+        return model(**values)
+    except ValidationError as err:
+        raise config_error(err, prefix) from None
+
+
+def check_finite(value: Any, dotted: str = "") -> None:
+    """No NaN or infinity anywhere in a config: no setting means either."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{dotted}: must be a finite number (got {value})")
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        check_finite(item, f"{dotted}.{key}" if dotted else str(key))
+
+
+# ---- the models -----------------------------------------------------------------------
+
+
+class Settings(BaseModel):
+    """A config group: unknown keys refused, types strict (no "3" for 3), numbers finite."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class RunSettings(Settings):
+    """The top-level keys of conf/config.yaml (the groups are checked by their own models)."""
+
+    seed: int = Field(0, ge=0, description="The method's seed (exploration draws).")
+    task_order_seed: int = Field(0, ge=0, description="Fixes the training order of every epoch.")
+    experiment_name: str | int = Field("default", description="Results go to results_dir/experiment_name/<run name>.")
+    results_dir: str = Field("results", description="The folder of all results.")
+    progress: bool = Field(True, description="A progress bar on a terminal.")
+    transcripts: bool = Field(False, description="Write every prompt and completion to transcripts/.")
+
+    @model_validator(mode="after")
+    def _folder(self) -> RunSettings:
+        results_folder(self.results_dir, self.experiment_name)
+        return self
+
+
+class ProtocolConfig(Settings):
+    name: str = Field("held_out", description="held_out or runtime_learning.")
+    epochs: int = Field(10, ge=1, description="Training epochs over the train split.")
+    batch_size: int = Field(32, ge=1, description="Episodes played against one memory state before learn() (MemRL: 32).")
+    validate_every_epoch: bool = Field(True, description="Play the validation split after each epoch, memory frozen.")
+    test_at_end: bool = Field(True, description="Play every test split once after training, memory frozen.")
+    eval_samples: int = Field(1, ge=1, description="Samples per evaluation task, for pass@k.")
+    runtime_learning: bool = Field(False, description="Score the training episodes themselves (learn on the scored tasks).")
+    allow_finetuned: bool = Field(False, description="Run a backbone declared fine-tuned on this env's data (then labelled).")
+    checkpoint_interval_s: float = Field(30.0, ge=0, description="Seconds between memory checkpoints (resume replays learn() after the last one).")
+    max_tasks: dict[Literal["train", "validation", "test"], int | None] = Field(default_factory=dict, description="Per role: use only the first N tasks (N >= 1; null: all).")
+    epoch_order_seeds: list[int] | None = Field(None, description="Per-epoch task-order seeds, overriding task_order_seed (order counterfactuals).")
+    poison_share: float = Field(0.0, ge=0, le=1, description="Adversarial memories fed to learn() at the start of poison_epoch, as a share of the train split.")
+    poison_epoch: int = Field(1, ge=1, description="The training epoch whose start receives the poison batch.")
+
+    @field_validator("max_tasks")
+    @classmethod
+    def _positive_limits(cls, limits: dict[str, int | None]) -> dict[str, int | None]:
+        for role, limit in limits.items():
+            if limit is not None and limit < 1:
+                raise ValueError(f"{role} must be null (all tasks) or >= 1, got {limit}")
+        return limits
+
+    @field_validator("epoch_order_seeds")
+    @classmethod
+    def _seeds(cls, seeds: list[int] | None) -> list[int] | None:
+        if seeds is not None and any(s < 0 for s in seeds):
+            raise ValueError(f"seeds must be >= 0, got {seeds}")
+        return seeds
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ProtocolConfig:
+        if self.poison_epoch > self.epochs:
+            raise ValueError(f"protocol.poison_epoch={self.poison_epoch} is after the last epoch (protocol.epochs={self.epochs}): no poison would be fed")
+        if self.epoch_order_seeds is not None and len(self.epoch_order_seeds) > self.epochs:
+            raise ValueError(f"protocol.epoch_order_seeds has {len(self.epoch_order_seeds)} entries for {self.epochs} epochs")
+        if self.runtime_learning and (self.validate_every_epoch or self.test_at_end):
+            raise ValueError("protocol.runtime_learning=true scores the training episodes; set protocol.validate_every_epoch=false and protocol.test_at_end=false")
+        return self
+
+
+class GenerationSettings(Settings):
+    """Sampling settings of a chat call (the llm group's defaults, an actor's overrides)."""
+
+    temperature: float | None = Field(None, ge=0, description="Sampling temperature (0: greedy).")
+    top_p: float | None = Field(None, gt=0, le=1, description="Nucleus sampling mass.")
+    seed: int | None = Field(None, description="The server's sampling seed.")
+    max_tokens: int | None = Field(None, ge=1, description="Most tokens per completion.")
+    stop: str | list[str] | None = Field(None, description="Stop sequences.")
+
+
+_ENV_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_MISSING = "???"  # OmegaConf's mark of a mandatory value not given
+
+
+def _checked_url(url: str | None) -> str | None:
+    if url is not None and not re.match(r"^https?://[^/\s]+", url):
+        raise ValueError("must be an http(s) URL such as http://127.0.0.1:8000/v1")
+    return url
+
+
+def _checked_key_env(name: str) -> str:
+    if not _ENV_VAR_NAME.match(name):
+        raise ValueError("must be the NAME of the environment variable holding the key (such as OPENAI_API_KEY), not the key itself")
+    return name
+
+
+class LLMConfig(GenerationSettings):
+    """The llm group (conf/llm/*.yaml): one flat group, so that any key is one override."""
+
+    name: Literal["local", "openai", "none"] = Field("none", description="local: a llama.cpp server started here; openai: any running OpenAI-compatible server; none: no LLM.")
+    model: str | None = Field(None, description="A catalogue name or .gguf path (local), the served model name (openai).")
+    base_url: str | None = Field(None, description="The server's URL, ending in /v1 (openai).")
+    api_key_env: str = Field("OPENAI_API_KEY", description="The environment variable holding the API key.")
+    finetuned_on: str | None = Field(None, description="The env this backbone was fine-tuned on (the protocol refuses it unless allowed).")
+    max_concurrency: int = Field(4, ge=1, description="Requests in flight at once.")
+    max_consecutive_failures: int = Field(10, ge=1, description="This many failed calls in a row stop the run (LLMOutageError).")
+    max_retries: int = Field(4, ge=0, description="Extra attempts after 429 / 5xx / timeouts / connection errors.")
+    timeout_s: float = Field(120.0, gt=0, description="Seconds per attempt.")
+    backoff_base_s: float = Field(0.5, ge=0, description="First backoff, doubled per retry.")
+    backoff_max_s: float = Field(30.0, ge=0, description="Longest backoff.")
+    max_retry_after_s: float = Field(60.0, ge=0, description="A server's Retry-After is honoured up to this.")
+    retry_seed: int = Field(0, description="Seed of the backoff jitter.")
+    cache_mode: Literal["read_write", "read_only", "off"] = Field("off", description="The SQLite response cache.")
+    cache_path: str | None = Field(None, description="The cache file (null: the default under MEMRL_BENCH_CACHE).")
+    threads: int | None = Field(None, ge=1, description="CPU threads of a local server.")
+    ctx_size: int | None = Field(None, ge=1, description="Tokens per request of a local server (prompt + completion).")
+    parallel: int | None = Field(None, ge=1, description="Requests a local server decodes together.")
+    startup_timeout_s: float | None = Field(None, gt=0, description="Seconds a local server may take to start.")
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, url: str | None) -> str | None:
+        return _checked_url(url)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_env(cls, name: str) -> str:
+        return _checked_key_env(name)
+
+    @model_validator(mode="after")
+    def _model_given(self) -> LLMConfig:
+        if self.name != "none" and (not self.model or self.model == _MISSING):
+            raise ValueError(f"llm.model is required for llm={self.name} (a catalogue name or .gguf path for local, the served model name for openai)")
+        if self.name == "openai" and not self.base_url:
+            raise ValueError("llm.base_url is required for llm=openai (e.g. http://127.0.0.1:8000/v1 for vLLM)")
+        return self
+
+
+class EnvIntentEmbedder(Settings):
+    name: Literal["env_intent"]
+
+
+class MiniLMEmbedder(Settings):
+    name: Literal["minilm"]
+    model_dir: str | None = Field(None, description="Folder with model.onnx + tokenizer.json (null: the catalogue's).")
+    threads: int = Field(1, ge=1, description="onnxruntime intra-op threads.")
+    batch_size: int = Field(32, ge=1, description="Texts per forward pass.")
+    max_tokens: int = Field(256, ge=1, description="Longer texts are truncated.")
+    cache_path: str | None = Field(None, description="SQLite file caching vectors (null: no cache).")
+
+
+class OpenAIEmbedder(Settings):
+    name: Literal["openai"]
+    model: str = Field("text-embedding-3-small", min_length=1, description="The embeddings model.")
+    base_url: str | None = Field(None, description="null: the openai package default (or $OPENAI_BASE_URL).")
+    api_key_env: str = Field("OPENAI_API_KEY", description="The environment variable holding the key.")
+    batch_size: int = Field(64, ge=1, description="Texts per request.")
+    dim: int | None = Field(None, ge=1, description="null: learned from the first response.")
+    timeout_s: float = Field(60.0, gt=0, description="Seconds per request.")
+    cache_path: str | None = Field(None, description="SQLite file caching vectors (null: no cache).")
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, url: str | None) -> str | None:
+        return _checked_url(url)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_env(cls, name: str) -> str:
+        return _checked_key_env(name)
+
+
+EMBEDDERS: dict[str, type[Settings]] = {"env_intent": EnvIntentEmbedder, "minilm": MiniLMEmbedder, "openai": OpenAIEmbedder}
+
+
+class ActorSettings(Settings):
+    """The actor group (conf/actor/*.yaml); each actor reads its own keys."""
+
+    kind: Literal["react", "single_turn"] | None = Field(None, description="null: the env's choice.")
+    max_steps: int = Field(30, ge=1, description="Episode step limit.")
+    history_turns: int = Field(10, ge=0, description="Past (action, observation) steps shown in each prompt.")
+    fuzzy_cutoff: float = Field(0.75, ge=0, le=1, description="difflib similarity needed to map an action onto an admissible command.")
+    show_admissible: bool = Field(True, description="List the env's admissible commands in the prompt.")
+    generation: GenerationSettings = Field(default_factory=GenerationSettings, description="Overrides of the llm group's generation settings.")
+
+
+# ---- environments ---------------------------------------------------------------------
+
+
+class EnvSettings(Settings):
+    """Keys every environment has: its name, world seed and the roles of its splits."""
+
+    name: str
+    seed: int = Field(0, ge=0, description="The env's own seed (its world, for the synthetic env).")
+    roles: dict[Literal["train", "validation", "test"], str | list[str] | None] | None = Field(None, description="Which split plays which role (null: the env's default).")
+
+    @field_validator("roles")
+    @classmethod
+    def _one_train_split(cls, roles: dict | None) -> dict | None:
+        if roles is not None and not isinstance(roles.get("train"), str):
+            raise ValueError(f"train must name one split (got {roles.get('train')!r})")
+        return roles
+
+
+class SyntheticSettings(EnvSettings):
+    n_types: int = Field(8, ge=1, description="K latent task types seen in training.")
+    n_ood_types: int = Field(4, ge=0, description="Extra types only in test_out_of_distribution.")
+    intent_dim: int = Field(32, ge=2, description="Dimension of intent vectors.")
+    intent_noise: float = Field(0.35, ge=0, description="Std of a task's intent around its type centre.")
+    type_logit_range: list[float] = Field([-2.0, 0.0], min_length=2, max_length=2, description="Per-type base logit drawn uniformly from [low, high].")
+    task_logit_std: float = Field(0.5, ge=0, description="Per-task spread of the base logit.")
+    tasks: dict[str, int] = Field(default_factory=dict, description="Tasks per split.")
+    quality_success: float = Field(0.8, description="Mean lesson quality of a successful episode.")
+    quality_failure: float = Field(0.1, description="Mean lesson quality of a failed episode.")
+    quality_std: float = Field(0.4, ge=0, description="Spread of lesson quality.")
+    harmful_share: float = Field(0.1, ge=0, le=1, description="Share of lessons that are harmful.")
+    harmful_early_share: float | None = Field(None, ge=0, le=1, description="Harmful share of epoch-1 lessons (null: harmful_share).")
+    harmful_quality: float = Field(-1.5, description="Quality of a harmful lesson.")
+    cross_type_match: float = Field(0.0, ge=0, le=1, description="Match between different training types.")
+    ood_match: float = Field(0.5, ge=0, le=1, description="Match between an OOD type and its parent training type.")
+    outcome_temperature: float = Field(0.0, ge=0, description="0: deterministic outcome per (task, injected set); > 0: resampled per episode.")
+
+    @field_validator("tasks")
+    @classmethod
+    def _counts(cls, tasks: dict[str, int]) -> dict[str, int]:
+        negative = next((split for split, n in tasks.items() if n < 0), None)
+        if negative is not None:
+            raise ValueError(f"tasks.{negative} must be >= 0, got {tasks[negative]}")
+        return tasks
+
+    @field_validator("type_logit_range")
+    @classmethod
+    def _ordered(cls, bounds: list[float]) -> list[float]:
+        if bounds[0] > bounds[1]:
+            raise ValueError(f"must be [low, high] with low <= high, got {bounds}")
+        return bounds
+
+
+class DataEnvSettings(EnvSettings):
+    data_dir: str | None = Field(None, description="The benchmark data folder (null: the env variable, then ../shared/data).")
+    tasks_per_split: int | None = Field(None, ge=1, description="Quick runs: the first N tasks of each split (null: all).")
+
+
+class GoldCheckedSettings(DataEnvSettings):
+    exclude_gold_failures: bool = Field(True, description="Leave out tasks whose gold answer fails here.")
+
+
+class SandboxLimits(GoldCheckedSettings):
+    gold_workers: int = Field(2, ge=1, description="Parallel sandboxes when checking gold answers.")
+    max_output_chars: int = Field(4000, ge=1, description="Output kept per command or program.")
+    memory_mb: int = Field(1024, ge=1, description="Memory cap.")
+    max_processes: int = Field(256, ge=1, description="Live process cap.")
+    disk_mb: int = Field(512, ge=1, description="Size of the tmpfs holding what an episode writes.")
+
+
+class TextWorldExpressSettings(EnvSettings):
+    game: str = Field("twc", min_length=1, description="The TextWorldExpress game.")
+    game_params: dict[str, int | float | bool | str] = Field(default_factory=dict, description="Simulator properties of the game.")
+    tasks_per_split: int = Field(50, ge=1, description="The first N seeds of each fold.")
+
+
+class ALFWorldSettings(EnvSettings):
+    data_dir: str | None = Field(None, description="Folder holding json_2.1.1/ (null: $ALFWORLD_DATA, then ../shared/data/alfworld).")
+    cache_dir: str | None = Field(None, description="Where converted games are cached.")
+    expert: bool = Field(False, description="Add the handcoded expert's next action to info.")
+
+
+class LLBOSSettings(SandboxLimits):
+    workdir: str = Field("/", min_length=1, description="Working directory of every command.")
+    extra_hidden_paths: list[str] = Field(default_factory=list, description="Host folders shown empty inside.")
+    command_timeout_s: float = Field(20.0, gt=0, description="Seconds per command.")
+
+
+class LLBDBSettings(GoldCheckedSettings):
+    statement_timeout_s: float = Field(5.0, gt=0, description="A statement is interrupted after this long.")
+    max_shown_rows: int = Field(20, ge=1, description="Result rows shown per statement.")
+    max_output_chars: int = Field(4000, ge=1, description="Cut-off of one observation.")
+    max_answer_rows: int = Field(10_000, ge=1, description="Rows kept from the last query for a COMMIT answer.")
+    preview_rows: int = Field(5, ge=0, description="Table rows shown in the first observation.")
+
+
+class BigCodeBenchSettings(SandboxLimits):
+    memory_mb: int = Field(2048, ge=1, description="Memory cap of one test program.")
+    subset: Literal["stdlib", "hard", "full"] = Field("stdlib", description="Which tasks.")
+    prompt: Literal["instruct", "complete"] = Field("instruct", description="A description (MemRL's choice) or a signature with docstring.")
+    isolation: Literal["sandbox", "process"] = Field("sandbox", description="A container per program, or a bare subprocess.")
+    timeout_s: float = Field(60.0, gt=0, description="Seconds per test program.")
+
+
+class MMLUSettings(DataEnvSettings):
+    subjects: list[str] | None = Field(None, description="Keep only these subjects (null: all 57).")
+
+
+ENVS: dict[str, type[EnvSettings]] = {
+    "synthetic": SyntheticSettings,
+    "textworld_express": TextWorldExpressSettings,
+    "alfworld": ALFWorldSettings,
+    "llb_os": LLBOSSettings,
+    "llb_db": LLBDBSettings,
+    "bigcodebench": BigCodeBenchSettings,
+    "mmlu": MMLUSettings,
+}
+
+
+_GROUPS = ("env", "method", "llm", "embedder", "protocol", "actor")
+
+
+def validate_config(cfg: dict) -> ProtocolConfig:
+    """Check every group of a run's config by type and range; return the protocol settings.
+
+    Method settings are checked by the method's own model when it is built. An env
+    this module has no model for (a plugin) checks its settings itself.
+    """
+    unknown = sorted(set(cfg) - set(TOP_LEVEL_KEYS))
+    if unknown:
+        raise ConfigError(f"unknown config key {unknown[0]!r}; valid top-level keys: {', '.join(TOP_LEVEL_KEYS[:-1])}")
+    check_finite({k: v for k, v in cfg.items() if k != "hydra"})
+    validated(RunSettings, {k: v for k, v in cfg.items() if k not in (*_GROUPS, "hydra")}, "")
+    for group in ("env", "method"):
+        if not isinstance(cfg.get(group), dict) or not cfg[group].get("name"):
+            raise ConfigError(f"{group}.name: missing (choose one with {group}=<name>)")
+    env = cfg["env"]
+    if env["name"] in ENVS:
+        validated(ENVS[env["name"]], env, "env")
+    validated(LLMConfig, cfg.get("llm") or {}, "llm")
+    embedder = cfg.get("embedder") or {"name": "env_intent"}
+    name = embedder.get("name") if isinstance(embedder, dict) else embedder
+    if name not in EMBEDDERS:
+        raise ConfigError(f"embedder.name: unknown embedder {name!r}; valid: {', '.join(EMBEDDERS)}")
+    validated(EMBEDDERS[name], embedder, "embedder")
+    validated(ActorSettings, cfg.get("actor") or {}, "actor")
+    return validated(ProtocolConfig, cfg.get("protocol") or {}, "protocol")
+

@@ -1,0 +1,55 @@
+"""The config module: every shipped config passes its group's model; names and places of results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memrl_bench import CONF_DIR
+from memrl_bench.config import ENVS, ConfigError, config_hash, results_folder, run_name, validate_config
+from tests.helpers import composed
+
+CONF = Path(CONF_DIR)
+OPTIONS = {group: sorted(p.stem for p in (CONF / group).glob("*.yaml")) for group in ("env", "method", "llm", "embedder", "actor", "protocol")}
+NEEDS = {"llm=openai": ["llm.model=m"]}  # a mandatory value the YAML leaves to the command line
+
+
+@pytest.mark.parametrize("choice", [f"{g}={o}" for g, options in OPTIONS.items() for o in options])
+def test_every_shipped_option_passes_its_model(choice):
+    protocol = validate_config(composed(choice, *NEEDS.get(choice, [])))
+    assert protocol.epochs >= 1
+
+
+@pytest.mark.parametrize("preset", sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")))
+def test_every_shipped_experiment_passes(preset):
+    validate_config({k: v for k, v in composed(f"+experiment={preset}").items() if k != "study"})
+
+
+def test_every_shipped_env_has_a_model():
+    assert set(OPTIONS["env"]) <= set(ENVS)
+
+
+def test_run_names_fit_a_file_name_and_keep_their_start():
+    assert run_name("") == "default"
+    assert run_name("method=rag,seed=1") == "method=rag,seed=1"
+    long = ",".join(f"env.subjects=[{'é' * 40}{i}]" for i in range(5))  # 2-byte characters
+    name = run_name(long)
+    assert len(name.encode()) <= 255 and name.startswith("env.subjects=[éé") and name != run_name(long + "x")
+
+
+@pytest.mark.parametrize("results_dir, experiment_name", [("results", "demo"), ("results", "critique/main"), ("/tmp/x", "."), ("results", 2024)])
+def test_results_folders_inside_results_dir_are_accepted(results_dir, experiment_name):
+    assert results_folder(results_dir, experiment_name) == Path(results_dir) / str(experiment_name)
+
+
+@pytest.mark.parametrize("experiment_name", ["../x", "a/../../x", "/abs", "", "x" * 256])
+def test_experiment_names_that_leave_results_dir_are_refused(experiment_name):
+    with pytest.raises(ConfigError, match="experiment_name"):
+        results_folder("results", experiment_name)
+
+
+def test_the_config_hash_ignores_what_does_not_change_results():
+    cfg = composed("llm=local")
+    assert config_hash(cfg) == config_hash(composed("llm=local", "llm.max_concurrency=9", "progress=false", "results_dir=elsewhere"))
+    assert config_hash(cfg) != config_hash(composed("llm=local", "llm.temperature=0.5"))
