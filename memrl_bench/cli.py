@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import NoReturn
 
@@ -111,6 +112,10 @@ def _outcome(err: BaseException, run_dir: Path | None = None) -> tuple[str, int]
 
 
 def _exit(line: str, code: int) -> NoReturn:
+    if code == INTERRUPTED:
+        # An interrupt can land between creating a batch's coroutine and awaiting it; Python
+        # would report that at exit, after the one line this exit promises.
+        warnings.filterwarnings("ignore", message="coroutine .* was never awaited", category=RuntimeWarning)
     print(f"memrl-bench: {scrub(line)}", file=sys.stderr)
     sys.exit(code)
 
