@@ -197,6 +197,7 @@ class Runner:
             method = method_cls(method_cfg, ctx)
         except ValidationError as err:
             raise config_error(err, "method") from None
+        labels += list(method.labels)
         actor = env.own_actor()
         if actor is None:
             if llm is None:

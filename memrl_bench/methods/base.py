@@ -78,6 +78,11 @@ class MemoryMethod(ABC):
         self.cfg = dict(cfg)
         self.ctx = ctx
 
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Labels for the run's manifest and report, e.g. a deviation from the method's official code."""
+        return ()
+
     @abstractmethod
     def retrieve(self, query: Query) -> Retrieval:
         """Choose memories for one episode. Must not change any state."""
