@@ -38,6 +38,7 @@ from threadpoolctl import threadpool_limits
 
 HNSW_FILE = "hnsw.faiss"
 HNSW_PARAMS_FILE = "hnsw.json"
+_CHUNK_ROWS = 4096  # rows per float64 chunk when computing norms
 _LEVEL_SEED = 1_000_003  # the level of the key at position p is drawn from a generator seeded _LEVEL_SEED + p
 
 # One thread for BLAS and OpenMP (numpy's and faiss's) in every process that retrieves:
@@ -73,8 +74,11 @@ def empty_hits() -> Hits:
 
 def row_norms(rows: np.ndarray) -> np.ndarray:
     """Each row's length in float64, summed left to right as math.sqrt(sum(x * x for x in row)); 1e-8 for a zero row (official)."""
-    rows = np.atleast_2d(np.asarray(rows, dtype=np.float64))
-    norms = np.sqrt(np.cumsum(rows * rows, axis=1)[:, -1])
+    rows = np.atleast_2d(rows)
+    norms = np.empty(len(rows))
+    for start in range(0, len(rows), _CHUNK_ROWS):  # in chunks: float64 copies of a whole store would be 2x its keys, three times
+        chunk = rows[start : start + _CHUNK_ROWS].astype(np.float64)
+        norms[start : start + len(chunk)] = np.sqrt(np.cumsum(chunk * chunk, axis=1)[:, -1])
     norms[norms == 0] = 1e-8
     return norms
 
