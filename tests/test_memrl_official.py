@@ -123,7 +123,7 @@ class Counts:
 
 @dataclass
 class World:
-    """A trial's tasks: text -> key (the embedder), the bank's groups, and the tasks to play."""
+    """A trial's task texts and their keys (what the embedder returns), its topic centres and boundary queries."""
 
     rng: np.random.Generator
     dim: int
