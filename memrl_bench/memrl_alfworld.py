@@ -79,13 +79,12 @@ class Conversation:
 class MemRLAlfworldPrompt:
     system: str
     examples: list[dict[str, Any]]  # the official file's entries: {"task": ..., "example": [messages]}
-    source: Path
 
     @classmethod
     def load(cls, configured: str | None = None) -> MemRLAlfworldPrompt:
         folder = official_folder(configured)
         system = _string_constant((folder / PROMPTS_FILE).read_text(), "SYSTEM_PROMPT")
-        return cls(system, json.loads((folder / EXAMPLES_FILE).read_text()), folder)
+        return cls(system, json.loads((folder / EXAMPLES_FILE).read_text()))
 
     def example(self, task: Task) -> list[dict[str, str]]:
         """The few-shot dialogue of the task's ALFWorld type (a copy), or none."""
