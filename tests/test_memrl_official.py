@@ -93,7 +93,6 @@ def test_every_preset_value_is_the_official_line_it_names(preset):
 
 
 def test_presets_follow_the_env_and_overrides_win():
-    require_official()
     assert composed("env=synthetic")["method"]["k_groups"] == 5  # no preset of its own: ALFWorld's
     assert composed("env=llb_os", "method.epsilon=0.2")["method"]["epsilon"] == 0.2
     assert composed("env=bigcodebench", "method=memp_memrl_alpha0")["method"]["alpha"] == 0.0
