@@ -24,6 +24,7 @@ from memrl_bench import prompts
 from memrl_bench.actors import Actor, Job
 from memrl_bench.envs.base import Env
 from memrl_bench.llm import ChatModel, Completion, LLMError
+from memrl_bench.memrl_alfworld import MemRLAlfworldPrompt
 from memrl_bench.types import EpisodeStatus, Outcome, Task, Turn, Usage
 
 
@@ -110,10 +111,14 @@ class ReActConfig(ActorConfig):
     history_turns: int = 10  # past (action, observation) steps shown in the prompt
     fuzzy_cutoff: float = 0.75  # difflib similarity needed to map an action onto an admissible command ("go to kitchen" vs "go to garden" is 0.64)
     show_admissible: bool = True  # list the env's admissible commands in the prompt
+    prompt: str = "harness"  # harness: this project's ReAct prompt; memrl_alfworld: the official MemRL ALFWorld agent's (memrl_bench/memrl_alfworld.py)
+    memrl_official: str | None = None  # prompt=memrl_alfworld: the official MemRL repository (null: $MEMRL_OFFICIAL_DIR, then ../shared/reference/memrl_official)
 
     def __post_init__(self) -> None:
         if self.max_steps < 1 or self.history_turns < 0 or not 0.0 <= self.fuzzy_cutoff <= 1.0:
             raise ValueError(f"actor: need max_steps >= 1, history_turns >= 0, 0 <= fuzzy_cutoff <= 1 (got {self.max_steps}, {self.history_turns}, {self.fuzzy_cutoff})")
+        if self.prompt not in ("harness", "memrl_alfworld"):
+            raise ValueError(f"actor.prompt: unknown prompt {self.prompt!r}; valid: harness, memrl_alfworld")
 
 
 class _LLMActor(Actor):
@@ -202,13 +207,18 @@ class ReActActor(_LLMActor):
     config_class = ReActConfig
     cfg: ReActConfig
 
+    def __init__(self, llm: ChatModel, cfg: dict[str, Any] | None = None):
+        super().__init__(llm, cfg)
+        self.memrl_alfworld = MemRLAlfworldPrompt.load(self.cfg.memrl_official) if self.cfg.prompt == "memrl_alfworld" else None
+
     async def _play(self, job: Job, env: Env, rec: _Recorder) -> tuple[EpisodeStatus, bool]:
         first_observation, info = await rec.reset(env, job.task)
         multiline = bool(info.get("multiline_actions"))
         system = system_prompt("react_system", env, job.retrieval.prompt_block)
+        conversation = self.memrl_alfworld.start(job.task, first_observation, job.retrieval.prompt_block) if self.memrl_alfworld else None
         rec.info.update(invalid_actions=0, fuzzy_matched_actions=0)
         for _ in range(self.cfg.max_steps):
-            messages = [
+            messages = conversation.messages if conversation else [
                 {"role": "system", "content": system},
                 {"role": "user", "content": self._user_prompt(job.task, first_observation, rec.turns, info)},
             ]
@@ -225,6 +235,8 @@ class ReActActor(_LLMActor):
                 action = matched or action
             observation, reward, done, info = await rec.env(env.step, action)
             rec.turn(action, observation, float(reward), completion.text)
+            if conversation:
+                conversation.add(completion.text, observation)
             if done:
                 return "ok", bool(info.get("success", False))
         return "step_limit", False

@@ -324,6 +324,8 @@ class ActorSettings(Settings):
     history_turns: int = Field(10, ge=0, description="Past (action, observation) steps shown in each prompt.")
     fuzzy_cutoff: float = Field(0.75, ge=0, le=1, description="difflib similarity needed to map an action onto an admissible command.")
     show_admissible: bool = Field(True, description="List the env's admissible commands in the prompt.")
+    prompt: Literal["harness", "memrl_alfworld"] = Field("harness", description="harness: this project's ReAct prompt; memrl_alfworld: the official MemRL ALFWorld agent's.")
+    memrl_official: str | None = Field(None, description="prompt=memrl_alfworld: the official MemRL repository (null: $MEMRL_OFFICIAL_DIR, then ../shared/reference/memrl_official).")
     generation: GenerationSettings = Field(default_factory=GenerationSettings, description="Overrides of the llm group's generation settings.")
 
 

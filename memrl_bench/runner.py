@@ -136,6 +136,7 @@ class Runner:
             raise config_error(err, "method") from None
         if method_cfg and not isinstance(getattr(method, "config", None), BaseModel):  # a method without settings
             raise ConfigError(f"method.{sorted(method_cfg)[0]}: method {method.name!r} has no settings")
+        labels += list(method.labels)
         actor = env.own_actor()
         if actor is None:
             if llm is None:

@@ -38,6 +38,7 @@ from threadpoolctl import threadpool_limits
 
 HNSW_FILE = "hnsw.faiss"
 HNSW_PARAMS_FILE = "hnsw.json"
+_CHUNK_ROWS = 4096  # rows per float64 chunk when computing norms
 _LEVEL_SEED = 1_000_003  # the level of the key at position p is drawn from a generator seeded _LEVEL_SEED + p
 
 # One thread for BLAS and OpenMP (numpy's and faiss's) in every process that retrieves:
@@ -71,10 +72,24 @@ def empty_hits() -> Hits:
     return Hits(np.zeros(0, np.int64), np.zeros(0, np.float64), 0)
 
 
+def _column_sums(columns: np.ndarray) -> np.ndarray:
+    """Each column's sum of a C-contiguous float64 matrix, added top to bottom as Python's sum() adds.
+
+    numpy sums a contiguous row pairwise, but reduces over the outer axis one row after
+    another; a single column is given a zero neighbour, as numpy would sum it as a row.
+    """
+    if columns.shape[1] == 1:
+        return np.hstack([columns, np.zeros_like(columns)]).sum(axis=0)[:1]
+    return columns.sum(axis=0)
+
+
 def row_norms(rows: np.ndarray) -> np.ndarray:
     """Each row's length in float64, summed left to right as math.sqrt(sum(x * x for x in row)); 1e-8 for a zero row (official)."""
-    rows = np.atleast_2d(np.asarray(rows, dtype=np.float64))
-    norms = np.sqrt(np.cumsum(rows * rows, axis=1)[:, -1])
+    rows = np.atleast_2d(rows)
+    norms = np.empty(len(rows))
+    for start in range(0, len(rows), _CHUNK_ROWS):  # in chunks: a float64 copy of a whole store would be 2x its keys
+        columns = rows[start : start + _CHUNK_ROWS].T.astype(np.float64, order="C")
+        norms[start : start + columns.shape[1]] = np.sqrt(_column_sums(columns * columns))
     norms[norms == 0] = 1e-8
     return norms
 
@@ -82,14 +97,14 @@ def row_norms(rows: np.ndarray) -> np.ndarray:
 def cosines(keys: np.ndarray, key_norms: np.ndarray, query: np.ndarray, query_norm: float) -> np.ndarray:
     """Float64 cosine of `query` with every row of `keys`: sum(a * b) / (|query| * |key|), summed left to right.
 
-    float32 inputs multiply exactly in float64, and numpy's cumulative sum adds in the
-    order of Python's sum(), so the result is bit for bit the official code's (on
-    Python <= 3.11; 3.12 made sum() of floats compensated, a difference in the last bits).
+    float32 inputs multiply exactly in float64 and the products are added in the order
+    of Python's sum(), so the result is bit for bit the official code's (on Python <=
+    3.11; 3.12 made sum() of floats compensated, a difference in the last bits).
     """
     if not len(keys):
         return np.zeros(0, dtype=np.float64)
-    dots = np.cumsum(np.asarray(keys, dtype=np.float64) * np.asarray(query, dtype=np.float64), axis=1)[:, -1]
-    return dots / (query_norm * key_norms)
+    products = np.multiply(np.asarray(keys).T, np.asarray(query, dtype=np.float64)[:, None], order="C")
+    return _column_sums(products) / (query_norm * key_norms)
 
 
 def unit32(rows: np.ndarray) -> np.ndarray:
@@ -152,8 +167,8 @@ def _exact_top_k(screened: np.ndarray, k: int, floor: float, margin: float, exac
     order = (-sims).argsort(kind="stable")[:k]  # shortlist is in position order: ties keep the earlier key first
     count = len(screened)
     if bounded:
-        near = values < floor + margin  # keys the screen cannot place on either side of the floor
-        count = int(len(values) - near.sum() + (exact(positions[near]) >= floor).sum())
+        near = (values < floor + margin).nonzero()[0]  # keys the screen cannot place on either side of the floor
+        count = len(values) - len(near) + (int((exact(positions[near]) >= floor).sum()) if len(near) else 0)
     return Hits(shortlist[order], sims[order], count)
 
 

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +83,10 @@ class Bank:
         topics = rng.integers(0, len(self.centres), size=n)
         return _unit(self.centres[topics] + KEY_NOISE * rng.standard_normal((n, self.centres.shape[1])) / np.sqrt(self.centres.shape[1]))
 
+    @staticmethod
+    def group_text(g: int) -> str:
+        return f"synthetic intent {g}"
+
     def content(self, i: int) -> str:
         head = f"Task: synthetic task {i}\nOutcome: {'success' if self.successes[i] >= self.failures[i] else 'failure'}\n"
         return head + "x" * (self.content_chars - len(head))
@@ -101,7 +106,7 @@ class Bank:
         with open(path / "groups" / "items.jsonl", "w") as f:
             for g in range(len(self.group_sizes)):
                 members = self.ids[starts[g] : starts[g + 1]]
-                f.write(json.dumps({"id": f"group-{g}", "content": f"synthetic intent {g}", "provenance": _provenance(members[0], True), "fields": {"members": members}}, sort_keys=True) + "\n")
+                f.write(json.dumps({"id": f"group-{g}", "content": self.group_text(g), "provenance": _provenance(members[0], True), "fields": {"members": members}}, sort_keys=True) + "\n")
         np.save(path / "groups" / "keys.npy", self.group_keys)
 
 
@@ -110,22 +115,36 @@ def _provenance(episode_id: str, success: bool) -> dict:
 
 
 # ---- the reference ------------------------------------------------------------------
-class ReferenceMemRL:
-    """MemRL's retrieval and update as the official code does them: loops and lists.
+@dataclass
+class ReferenceEpisode:
+    """A played episode as the reference's learn takes it, with its retrieval's phase A list."""
 
-    Intents are a list of {key, members}; memories a dict id -> {q_value, visits,
-    successes, failures}. Greedy selection (epsilon = 0, the ALFWorld config).
+    episode_id: str
+    text: str
+    key: np.ndarray
+    success: bool
+    used: list[str]  # ids of the injected memories
+    phase_a: list[tuple[str, float]]  # (group text, sim) of its retrieval
+    returned: bool  # whether its retrieval returned memories
+
+
+class ReferenceMemRL:
+    """MemRL as the official code writes it (memory_service.py retrieve_query, update_values,
+    add_memories): Python loops over a dict of groups keyed by task text, one cosine at a
+    time in Python floats. Greedy selection; the harness's switches for the official quirks
+    are honoured, so that their corrections are checked too.
     """
 
     def __init__(self, config: MemRLConfig):
         self.config = config
-        self.intents: list[dict] = []
-        self.memories: dict[str, dict] = {}
+        self.groups: dict[str, list[str]] = {}  # task text -> member ids, in founding order
+        self.embeddings: dict[str, list[float]] = {}  # task text -> key
+        self.q: dict[str, float] = {}
 
     @staticmethod
     def cosine(a: np.ndarray, b: np.ndarray) -> float:
         """As the official retrieve_query: Python floats, sums left to right."""
-        a, b = a.tolist(), b.tolist()
+        a, b = np.asarray(a).tolist(), np.asarray(b).tolist()
         norm_a = math.sqrt(sum(x * x for x in a)) or 1e-8
         norm_b = math.sqrt(sum(x * x for x in b)) or 1e-8
         return sum(x * y for x, y in zip(a, b)) / (norm_a * norm_b)
@@ -135,68 +154,77 @@ class ReferenceMemRL:
         ref = cls(config)
         start = 0
         for g, size in enumerate(bank.group_sizes):
-            members = bank.ids[start : start + size]
-            ref.intents.append({"key": bank.group_keys[g], "members": list(members)})
-            for i in range(start, start + size):
-                ref.memories[bank.ids[i]] = {"q_value": float(bank.q_value[i]), "visits": int(bank.successes[i] + bank.failures[i]), "successes": int(bank.successes[i]), "failures": int(bank.failures[i])}
+            ref.groups[bank.group_text(g)] = bank.ids[start : start + size]
+            ref.embeddings[bank.group_text(g)] = bank.group_keys[g].tolist()
+            ref.q.update((bank.ids[i], float(bank.q_value[i])) for i in range(start, start + size))
             start += size
         return ref
 
-    def retrieve(self, query: np.ndarray) -> list[tuple[str, float, float, float]]:
-        """(id, similarity, q, score) of the chosen memories, best first."""
-        return self.ranked(query)[: self.config.k_select]
+    def phase_a(self, key: np.ndarray) -> list[tuple[str, float]]:
+        """(group text, sim) of the top k_groups groups with sim >= sim_threshold, most similar first."""
+        found = [(text, self.cosine(key, vector)) for text, vector in self.embeddings.items()]
+        found = [pair for pair in found if pair[1] >= self.config.sim_threshold]
+        found.sort(key=lambda pair: pair[1], reverse=True)  # stable: equal sims keep group order
+        return found[: self.config.k_groups]
 
-    def ranked(self, query: np.ndarray) -> list[tuple[str, float, float, float]]:
-        """(id, similarity, q, score) of the whole pool, best first."""
+    def ranked(self, key: np.ndarray) -> list[tuple[str, float, float, float]]:
+        """(id, similarity, q, score) of the pool after q_min, best first ([] when the retrieval returns nothing)."""
         c = self.config
-        scored = []
-        for index, intent in enumerate(self.intents):
-            sim = self.cosine(query, intent["key"])
-            if sim >= c.sim_threshold:
-                scored.append((sim, index))
-        scored.sort(key=lambda pair: -pair[0])  # stable: equal similarities keep intent order
         pool = []
-        for sim, index in scored[: c.k_groups]:
-            for memory_id in self.intents[index]["members"]:
-                q = self.memories[memory_id]["q_value"]
-                if q >= c.q_min:
-                    pool.append((memory_id, sim, q))
-        if not pool:
+        for text, sim in self.phase_a(key):
+            for memory_id in self.groups[text]:
+                q = self.q[memory_id]
+                if c.recency_boost > 0:
+                    q += c.recency_boost
+                if c.q_floor is not None:
+                    q = max(c.q_floor, q)
+                pool.append((memory_id, sim, q))
+        kept = [p for p in pool if p[2] >= c.q_min]
+        if not kept:
             return []
-        sims = [p[1] for p in pool]
-        qs = [p[2] for p in pool]
-        sim_z = [(s - c.sim_mean) / c.sim_std for s in sims] if c.sim_normalisation == "fixed" else _zscore_list(sims)
-        q_z = [min(3.0, max(-3.0, z)) for z in _zscore_list(qs)]
-        scores = [(1 - c.lambda_) * s + c.lambda_ * q for s, q in zip(sim_z, q_z)]
-        ranked = sorted(range(len(pool)), key=lambda i: -scores[i])
-        return [(pool[i][0], pool[i][1], pool[i][2], scores[i]) for i in ranked]
+        q_z = _zscore_list([p[2] for p in kept], [p[2] for p in (kept if c.q_stats_after_q_min else pool)])
+        sims = [p[1] for p in kept]
+        sim_z = [(s - c.sim_mean) / c.sim_std for s in sims] if c.sim_normalisation == "fixed" else _zscore_list(sims, sims)
+        scores = [s * (1 - c.lambda_) + min(3.0, max(-3.0, q)) * c.lambda_ for s, q in zip(sim_z, q_z)]
+        order = sorted(range(len(kept)), key=lambda i: scores[i], reverse=True)  # stable
+        return [(kept[i][0], kept[i][1], kept[i][2], scores[i]) for i in order]
 
-    def learn(self, episodes: list[tuple[str, np.ndarray, bool, list[str]]]) -> None:
-        """(episode id, key, success, ids of the injected memories), in batch order."""
+    def retrieve(self, key: np.ndarray) -> list[tuple[str, float, float, float]]:
+        """(id, similarity, q, score) of the chosen memories, best first."""
+        return self.ranked(key)[: self.config.k_select]
+
+    def learn(self, episodes: list[ReferenceEpisode]) -> None:
+        """Q updates for every episode of the batch, in order, then one new memory per episode."""
         c = self.config
-        for episode_id, key, success, used in episodes:
-            r = c.reward_success if success else c.reward_failure
-            for memory_id in used:
-                memory = self.memories[memory_id]
-                memory["q_value"] += c.alpha * (r - memory["q_value"])
-                memory["visits"] += 1
-                memory["successes" if success else "failures"] += 1
-            best, best_sim = -1, -math.inf
-            for index, intent in enumerate(self.intents):
-                sim = self.cosine(key, intent["key"])
-                if sim > best_sim:
-                    best, best_sim = index, sim
-            if best < 0 or best_sim < c.add_similarity_threshold:
-                self.intents.append({"key": np.asarray(key, dtype=np.float32), "members": []})
-                best = len(self.intents) - 1
-            self.intents[best]["members"].append(episode_id)
-            self.memories[episode_id] = {"q_value": c.q_init, "visits": 0, "successes": 0, "failures": 0}
+        for ep in episodes:
+            target = c.reward_success if ep.success else c.reward_failure
+            for memory_id in ep.used:
+                q = (1.0 - c.alpha) * self.q[memory_id] + c.alpha * (target + c.gamma * 0.0)
+                self.q[memory_id] = q if c.q_floor is None else max(c.q_floor, q)
+        founded: list[str] = []  # groups founded in this batch
+        for ep in episodes:
+            candidates = ep.phase_a if ep.returned or c.join_after_empty_retrieval else []
+            if c.group_within_batch:
+                candidates = candidates + [(text, self.cosine(ep.key, self.embeddings[text])) for text in founded]
+            matched, best = None, -math.inf
+            for text, sim in candidates:
+                if sim >= c.add_similarity_threshold and sim > best:
+                    matched, best = text, sim
+            if matched is not None:
+                self.groups[matched].append(ep.episode_id)
+            elif ep.text in self.groups and c.keep_repeated_task_members:
+                self.groups[ep.text].append(ep.episode_id)
+            else:  # a new group, or the text's group taken over (its members orphaned)
+                founded += [] if ep.text in self.groups else [ep.text]
+                self.groups[ep.text] = [ep.episode_id]
+                self.embeddings[ep.text] = np.asarray(ep.key).tolist()
+            self.q[ep.episode_id] = c.q_init if ep.success or c.q_init_failure is None else c.q_init_failure
 
 
-def _zscore_list(values: list[float]) -> list[float]:
-    n = len(values)
-    mean = sum(values) / n
-    std = math.sqrt(sum((v - mean) ** 2 for v in values) / n) if n > 1 else 0.0
+def _zscore_list(values: list[float], stats_of: list[float]) -> list[float]:
+    n = len(stats_of)
+    mean = sum(stats_of) / n
+    std = math.sqrt(sum((v - mean) ** 2 for v in stats_of) / n) if n > 1 else 0.0
     std = std if std > 1e-9 else 1.0
     return [(v - mean) / std for v in values]
 

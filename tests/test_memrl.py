@@ -31,13 +31,28 @@ def test_phase_b_ranks_by_hand_computed_scores():
     assert scores == pytest.approx([expected[i] for i in ranked], abs=1e-4)
 
 
-def test_q_z_uses_unit_std_for_a_single_candidate_and_q_min_drops():
-    m = make(q_min=0.0)
-    add(m, "A", 0.5, np.eye(4)[0])
-    add(m, "B", -0.5, np.eye(4)[1])
-    ranked, _, q, scores = m.rank(["A", "B"], np.array([0.8, 0.8]))
-    assert ranked == ["A"]  # B has Q < q_min
-    assert scores[0] == pytest.approx(0.5 * (0.8 - 0.5187) / 0.1203 + 0.5 * 0.0)
+def test_q_min_drops_after_the_q_statistics_of_the_whole_pool():
+    """Officially Q's mean and std come from the whole pool, before q_min drops B; the correction takes them after."""
+    for after, q_z in ((False, 1.0), (True, 0.0)):  # pool [0.5, -0.5]: mean 0, std 0.5 / A alone: std taken as 1
+        m = make(q_min=0.0, q_stats_after_q_min=after)
+        add(m, "A", 0.5, np.eye(4)[0])
+        add(m, "B", -0.5, np.eye(4)[1])
+        ranked, _, q, scores = m.rank(["A", "B"], np.array([0.8, 0.8]))
+        assert ranked == ["A"]  # B has Q < q_min
+        assert scores[0] == pytest.approx(0.5 * (0.8 - 0.5187) / 0.1203 + 0.5 * q_z)
+
+
+def test_q_floor_recency_boost_and_gamma_as_the_official_code():
+    m = make(q_floor=0.0, recency_boost=0.25, gamma=0.9, alpha=0.5, q_init=0.5, q_init_failure=0.25, reward_failure=-1.0)
+    add(m, "A", -0.4, np.eye(4)[0])
+    add(m, "B", 0.2, np.eye(4)[0])
+    ranked, _, q, _ = m.rank(["A", "B"], np.array([0.9, 0.9]))
+    assert dict(zip(ranked, q.tolist())) == {"A": 0.0, "B": 0.45}  # max(q_floor, Q + boost): -0.15 -> 0.0, 0.45
+    used = RetrievedItem.of(m.store.get("B"), 0.9, 0.45, 1.0)
+    loss = Episode("e1", "t1", "train", "train", 1, 0, 0, False, 0.0, "ok", retrieved=[used])
+    m.learn([Experience(loss, Task("t1", "train", "t1"), np.eye(4)[2])])
+    assert m.store.get("B").fields["q_value"] == 0.0  # (1 - 0.5) * 0.2 + 0.5 * (-1 + 0.9 * 0) = -0.4, floored
+    assert m.store.get("e1").fields["q_value"] == 0.25  # q_init_failure
 
 
 def test_pool_z_scores_similarity_within_the_pool():
@@ -97,6 +112,15 @@ def test_epsilon_one_samples_uniformly_and_depends_on_the_seed():
     assert len(picks) >= 3
 
 
+@pytest.mark.parametrize("selection", ["greedy", "softmax", "ucb", "thompson"])
+def test_an_empty_pool_retrieves_nothing(selection):
+    m = make(selection=selection, q_min=0.0)
+    query = Query(Task("q", "train", "q"), np.eye(4, dtype=np.float32)[0], "ep", "train")
+    assert m.retrieve(query).items == []  # no memory yet
+    add(m, "A", -0.5, np.eye(4)[0])
+    assert m.retrieve(query).items == []  # the only candidate is below q_min
+
+
 def test_retrieve_does_not_change_state(tmp_path):
     from memrl_bench.methods.base import fingerprint
 
@@ -120,50 +144,109 @@ def test_snapshot_restore_round_trip(tmp_path):
     assert np.array_equal(other.group_keys.keys, m.group_keys.keys)
 
 
-def test_learn_takes_the_nearest_group_from_phase_a_and_groups_as_a_full_search():
-    """After retrieve_batch, learn reuses phase A's top group instead of searching again;
-    groups founded since retrieval, and a key that differs from the query's, are still
-    compared. The groups equal those of a twin that never retrieves (a full search)."""
+def experience(episode_id: str, text: str, key: np.ndarray, success: bool = True, used: list | None = None) -> Experience:
+    ep = Episode(episode_id, f"task/{text}", "train", "train", 1, 0, 0, success, float(success), "ok", retrieved=used or [])
+    return Experience(ep, Task(f"task/{text}", "train", text), np.asarray(key, dtype=np.float32))
+
+
+def members(m: MemRL) -> list[tuple[str, list[str]]]:
+    return [(g.content, g.fields["members"]) for g in m.group_keys.items]
+
+
+def test_a_new_memory_joins_only_groups_its_own_retrieval_found():
+    """Two new tasks at cosine 0.95 in one batch found two groups (official); group_within_batch joins them."""
+    near = np.array([0.95, np.sqrt(1 - 0.95**2), 0, 0])
+    for within, expected in ((False, [("a", ["e1"]), ("b", ["e2"])]), (True, [("a", ["e1", "e2"])])):
+        m = make(write_with_llm=False, group_within_batch=within)
+        m.learn([experience("e1", "a", np.eye(4)[0]), experience("e2", "b", near)])
+        assert members(m) == expected
+        m.learn([experience("e3", "c", near)])  # a later batch: its retrieval finds a group at 0.95 (or 1.0)
+        assert members(m)[-1][1][-1] == "e3" and len(m.group_keys) == len(expected)
+
+
+def test_the_same_task_text_twice_in_a_batch_orphans_the_first_memory():
+    """Officially the text's group is taken over by the second memory, the first kept but never retrieved."""
+    m = make(write_with_llm=False)
+    m.learn([experience("e1", "a", np.eye(4)[0]), experience("e2", "a", np.eye(4)[0])])
+    assert members(m) == [("a", ["e2"])] and m.store.get("e1").fields["group"] == -1 and m.stats().items == 2
+    query = Query(Task("task/a", "train", "a"), np.eye(4, dtype=np.float32)[0], "q", "validation")
+    assert [r.item_id for r in m.retrieve(query).items] == ["e2"]
+    fixed = make(write_with_llm=False, keep_repeated_task_members=True)
+    fixed.learn([experience("e1", "a", np.eye(4)[0]), experience("e2", "a", np.eye(4)[0])])
+    assert members(fixed) == [("a", ["e1", "e2"])] and fixed.labels == ("memrl_keep_repeated_task_members",)
+
+
+def test_a_retrieval_left_empty_by_q_min_founds_a_group():
+    """Every candidate below q_min: officially the retrieval counts as empty, so the new memory founds a group
+    (here its text's, taking it over); join_after_empty_retrieval lets it join the group its phase A found."""
+    for join, expected in ((False, [("a", ["e2"]), ("b", ["e3"])]), (True, [("a", ["e1", "e2"]), ("b", ["e0", "e3"])])):
+        m = make(write_with_llm=False, q_min=-0.5, join_after_empty_retrieval=join)
+        m.learn([experience("e1", "a", np.eye(4)[0]), experience("e0", "b", np.eye(4)[1])])
+        m.store.get("e0").fields["q_value"] = -0.6  # b's only memory is below q_min
+        m.store.get("e1").fields["q_value"] = -0.6
+        query = Query(Task("task/a", "train", "a"), np.eye(4, dtype=np.float32)[0], "e2", "train")
+        assert m.retrieve_batch([query])[0].items == []
+        m.learn([experience("e2", "a", np.eye(4)[0]), experience("e3", "b", np.eye(4)[1])])  # e3: not retrieved for, redone
+        assert members(m) == expected
+
+
+def test_learn_uses_the_kept_retrieval_and_redoes_a_missing_one_against_the_same_memory():
+    """After retrieve_batch, learn searches no group; a batch replayed without retrieval (a resume)
+    is grouped by the retrieval redone before its writes, so both twins end equal."""
     rng = np.random.default_rng(0)
-    centres = unit_rows(rng.standard_normal((6, 16)))
-    retrieving, searching = make(), make()
-    k1_searches = []
+    centres = unit_rows(rng.standard_normal((5, 16)))
+    retrieving, replaying = make(write_with_llm=False), make(write_with_llm=False)
+    searches = []
     search = retrieving.group_keys.search
-
-    def counting_search(queries, k, floor=-np.inf):
-        if k == 1:  # learn's nearest-group search; phase A asks for k_groups
-            k1_searches.append(len(queries))
-        return search(queries, k, floor)
-
-    retrieving.group_keys.search = counting_search
-
-    def topic_keys(n: int) -> np.ndarray:
-        return centres[rng.integers(0, len(centres), n)] + 0.33 * rng.standard_normal((n, 16)) / 4  # cos ~0.9 within a topic
-
-    def experiences(prefix: str, keys: np.ndarray) -> list[Experience]:
-        return [Experience(Episode(f"{prefix}-{j}", f"t-{prefix}-{j}", "train", "train", 1, 0, j, True, 1.0, "ok"), Task(f"t-{prefix}-{j}", "train", f"task {prefix} {j}"), key) for j, key in enumerate(keys)]
-
-    def learn(batch: list[Experience]) -> None:
+    retrieving.group_keys.search = lambda queries, k, floor=-np.inf: searches.append(len(queries)) or search(queries, k, floor)
+    for r in range(8):
+        keys = centres[rng.integers(0, 5, 8)] + 0.2 * rng.standard_normal((8, 16)) / 4  # cos ~0.9 within a topic
+        batch = [experience(f"r{r}-{j}", f"task {r} {j % 5}", key, bool(rng.random() < 0.5)) for j, key in enumerate(keys)]
+        found = retrieving.retrieve_batch([Query(e.task, e.key, e.episode.episode_id, "train") for e in batch])
+        for exp, retrieval in zip(batch, found):
+            exp.episode.retrieved = retrieval.items
+        calls = len(searches)
         retrieving.learn(batch)
-        searching.learn(batch)
+        assert len(searches) == calls  # nothing searched again
+        replaying.learn(batch)
+    assert members(retrieving) == members(replaying) and len(retrieving.group_keys) > 5
+    assert {i.id: i.fields["q_value"] for i in retrieving.items()} == {i.id: i.fields["q_value"] for i in replaying.items()}
+    assert any(len(g) > 1 for _, g in members(retrieving))
 
-    learn(experiences("seed", topic_keys(8)))
-    for r in range(6):
-        keys = topic_keys(8)
-        batch = experiences(f"r{r}", keys)
-        retrieving.retrieve_batch([Query(e.task, e.key, e.episode.episode_id, "train") for e in batch])
-        if r == 2:  # the same keys learned after the retrieval: the groups they found are the nearest
-            groups_before = len(searching.group_keys)
-            learn(experiences("between", keys))
-            assert len(searching.group_keys) > groups_before
-        if r == 4:
-            batch[3] = Experience(batch[3].episode, batch[3].task, -batch[3].key)  # not the key that was retrieved for
-        learn(batch)
-    assert k1_searches == [8, 1]  # the batch learned between, and the one changed key
-    assert [g.fields["members"] for g in retrieving.group_keys.items] == [g.fields["members"] for g in searching.group_keys.items]
-    assert np.array_equal(retrieving.store.column("group"), searching.store.column("group"))
-    sizes = [len(g.fields["members"]) for g in searching.group_keys.items]
-    assert max(sizes) > 1 and len(sizes) > len(centres)  # both joins and new groups were decided
+
+def test_epsilon_samples_in_the_order_drawn():
+    m = make(write_with_llm=False, epsilon=1.0, k_select=3, sim_threshold=-1.0)
+    for i in range(6):
+        add(m, f"m{i}", 0.1 * i, np.eye(6)[i])
+    query = Query(Task("q", "train", "q"), np.ones(6, dtype=np.float32), "ep-7", "train")
+    drawn = m.ctx.rng_for("sample", "ep-7").choice(6, size=3, replace=False)
+    ranked, *_ = m.rank(*m.pool(m.group_keys.similarities(query.key)))
+    assert [r.item_id for r in m.retrieve(query).items] == [ranked[i] for i in drawn]
+
+
+def test_orphans_survive_a_snapshot(tmp_path):
+    m = make(write_with_llm=False)
+    m.learn([experience("e1", "a", np.eye(4)[0]), experience("e2", "a", np.eye(4)[0]), experience("e3", "b", np.eye(4)[1])])
+    (tmp_path / "s").mkdir()
+    m.snapshot(tmp_path / "s")
+    other = make(write_with_llm=False)
+    other.restore(tmp_path / "s")
+    for method in (m, other):
+        method.learn([experience("e4", "a", np.eye(4)[0], success=False), experience("e5", "a", np.eye(4)[2])])
+    # e4 joined e2 in a; e5 (same text, found nothing) took a over, orphaning e2 and e4 of its own batch
+    assert members(other) == members(m) == [("a", ["e5"]), ("b", ["e3"])]
+    assert {i.id for i in m.items() if i.fields["group"] == -1} == {"e1", "e2", "e4"}
+    assert [i.to_dict() for i in other.items()] == [i.to_dict() for i in m.items()]
+    assert np.array_equal(other.group_keys.keys, m.group_keys.keys) and m.group_keys.keys[0].tolist() == [0, 0, 1, 0]
+
+
+def test_a_corrected_quirk_is_labelled_in_the_manifest(tmp_path):
+    import json
+
+    from tests.helpers import config, run_to
+
+    _, folder = run_to(tmp_path, "run", config(method={"name": "memrl", "group_within_batch": True}, protocol={"epochs": 1, "batch_size": 8, "checkpoint_interval_s": 0}))
+    assert json.loads((folder / "manifest.json").read_text())["labels"] == ["synthetic", "memrl_group_within_batch"]
 
 
 @pytest.mark.parametrize(

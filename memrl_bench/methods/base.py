@@ -78,6 +78,11 @@ class MemoryMethod(ABC):
         self.cfg = dict(cfg)
         self.ctx = ctx
 
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Labels for the run's manifest and report, e.g. a deviation from the method's official code."""
+        return ()
+
     @abstractmethod
     def retrieve(self, query: Query) -> Retrieval:
         """Choose memories for one episode. Must not change any state."""
@@ -270,8 +275,8 @@ class ItemStore:
             n = len(self.items)
             return exact_search(self.keys, self._norms[:n], self._scale[:n], queries, k, floor)
         hits = []
-        for query, found in zip(queries, graph.search(queries, k)):
-            sims = cosines(self._keys[found], self._norms[found], query, row_norms(query)[0])
+        for query, norm, found in zip(queries, row_norms(queries), graph.search(queries, k)):
+            sims = cosines(self._keys[found], self._norms[found], query, norm)
             keep = sims >= floor
             found, sims = found[keep], sims[keep]
             order = np.lexsort((found, -sims))  # ties: the earlier key first, as exact search

@@ -1,27 +1,48 @@
 """MemRL (arXiv 2601.03192): episodic memory re-ranked by a learned utility Q.
 
-Faithful by default to the official implementation (MemTensor/MemRL,
-configs/rl_alf_config.yaml and memrl/service/), with switches for the paper's
-variant and, beyond both, for exploration, so the critique can be tested.
+Faithful by default to the official implementation (MemTensor/MemRL at 7c3beba:
+memrl/service/memory_service.py retrieve_query / add_memories / update_values and
+value_driven.py QValueUpdater), quirks included, each quirk behind a switch that
+corrects it; the official settings of each benchmark are presets
+(memrl_bench/conf/memrl_preset/, chosen by the env). Beyond the official code: a
+switch for the paper's similarity normalisation and, for the critique, softmax, UCB
+and Thompson selection. tests/test_memrl_official.py runs the official code beside
+this one on the same batches.
 
-Memory is a set of intent groups (a task description's embedding); each group holds
-the experiences written for that intent. For one query:
+Memory is a set of intent groups (a task description and its key); each group holds
+the memories written for that intent. For one query:
 
-  Phase A: cosine similarity of the query to every stored intent; keep intents with
-           sim >= sim_threshold; take the top k_groups; the pool is every memory of
-           those groups, each inheriting its group's similarity.
-  Phase B: drop candidates with Q < q_min; z-normalise similarity (fixed constants by
-           default, within the pool in the paper) and Q (within the pool, clipped to
-           [-3, 3]); score = (1 - lambda) * sim_z + lambda * q_z; stable sort.
-  Select:  greedy top k_select, except with probability epsilon a uniform sample
-           (epsilon = 0 in the ALFWorld config); or softmax / UCB / Thompson.
+  Phase A: float64 cosine of the query to every group key (memrl_bench.vector_index);
+           keep groups with sim >= sim_threshold; take the top k_groups; the pool is
+           every memory of those groups, each with its group's sim.
+  Phase B: each candidate's Q, plus recency_boost when > 0, floored at q_floor. The
+           mean and std of Q are taken over the whole pool, then candidates with
+           Q < q_min are dropped; score = sim_z * (1 - lambda) + q_z * lambda, sim_z
+           from fixed constants (the paper: within the pool), q_z clipped to [-3, 3];
+           stable descending sort.
+  Select:  greedy top k_select, except with probability epsilon a uniform sample (in
+           the order drawn); or softmax / UCB / Thompson.
 
-After each training batch, in order: every injected memory gets the Monte-Carlo update
-Q <- Q + alpha * (r - Q), r = +1 on success and -1 on failure; then every episode,
-success or failure, is written as a new memory, joining the most similar stored
-intent group if its similarity is >= add_similarity_threshold, else founding a group.
-The most similar group of an episode's key is the top of its phase A search when the
-episode was retrieved for (exact index): learn does not scan the groups a second time.
+After each training batch: every injected memory, episode by episode in batch order,
+gets Q <- (1 - alpha) * Q + alpha * (r + gamma * 0), floored at q_floor (the official
+runners pass no next state). Then every episode is written as a new memory with Q
+q_init (q_init_failure after a failure). It joins the most similar group of its own
+retrieval's phase A list (taken before this batch's writes) if that similarity is >=
+add_similarity_threshold and the retrieval returned memories; otherwise it founds a
+group keyed by its task text, and a group already keyed by that text is taken over:
+its members are orphaned, kept in memory but never retrieved again.
+
+Official quirks and their switches (false = official):
+  group_within_batch          a new memory may also join a group founded earlier in
+                              the same batch (official: two new tasks at cosine 0.95
+                              in one batch found two groups);
+  keep_repeated_task_members  a memory founding a group for a task text that already
+                              has one joins it (official: orphans its members);
+  q_stats_after_q_min         phase B's mean and std of Q over the candidates that
+                              pass q_min (official: over the whole pool);
+  join_after_empty_retrieval  a memory whose retrieval returned nothing (every
+                              candidate below q_min) may still join a group its phase
+                              A found (official: it founds a group).
 """
 
 from __future__ import annotations
@@ -38,38 +59,53 @@ from memrl_bench import prompts
 from memrl_bench.llm import LLMError
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text
 from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
-from memrl_bench.vector_index import Hits, IndexConfig, top_k
+from memrl_bench.vector_index import Hits, IndexConfig, empty_hits, top_k
+
+ORPHANED = -1  # the group of a memory whose group was taken over by a later memory of the same task text
+NEXT_STATE_VALUE = 0.0  # max Q of the next state in the Q target: the official runners pass none
 
 
-@dataclass(frozen=True)
+@dataclass
 class PhaseA:
-    """One query's phase A, kept for learn's group assignment: its key, the groups searched, the hits."""
+    """One retrieval as learn needs it: the query key, its phase A list, and whether it returned memories."""
 
     key: np.ndarray
-    groups_searched: int  # hits cover the groups at positions [0, groups_searched)
     hits: Hits
+    returned: bool
+
+
+# The official quirks with their corrections (see the module docstring); false = official.
+QUIRK_SWITCHES = ("group_within_batch", "keep_repeated_task_members", "q_stats_after_q_min", "join_after_empty_retrieval")
 
 
 class MemRLConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    k_groups: int = Field(5, ge=1, description="Phase A: intent groups whose memories form the candidate pool.")
-    k_select: int = Field(3, ge=1, description="Memories injected into the prompt.")
+    k_groups: int = Field(5, ge=1, description="Phase A: intent groups whose memories form the candidate pool (official memory.k_retrieve).")
+    k_select: int = Field(3, ge=1, description="Memories injected into the prompt (official rl_config.topk).")
     sim_threshold: float = Field(0.5, ge=-1, le=1, description="Phase A: minimum cosine similarity of a stored intent (official 0.5; paper delta 0.62 on ALFWorld).")
-    q_min: float = Field(-10.0, description="Phase B: candidates with Q below this are dropped.")
+    q_min: float = Field(-10.0, description="Phase B: candidates with Q below this are dropped (official q_min_threshold).")
     sim_normalisation: Literal["fixed", "pool"] = Field("fixed", description="sim_z from fixed constants (official) or z-scored within the pool (paper).")
-    sim_mean: float = Field(0.5187, description="Fixed mean of similarity for sim_z (official ALFWorld constant).")
-    sim_std: float = Field(0.1203, gt=0, description="Fixed std of similarity for sim_z (official ALFWorld constant).")
-    lambda_: float = Field(0.5, alias="lambda", ge=0, le=1, description="Weight of q_z against sim_z in the score.")
+    sim_mean: float = Field(0.5187, description="Fixed mean of similarity for sim_z (official sim_norm_mean).")
+    sim_std: float = Field(0.1203, gt=0, description="Fixed std of similarity for sim_z (official sim_norm_std).")
+    lambda_: float = Field(0.5, alias="lambda", ge=0, le=1, description="Weight of q_z in the score; sim_z gets 1 - lambda (official weight_q / weight_sim).")
     alpha: float = Field(0.3, ge=0, le=1, description="Learning rate of the Monte-Carlo Q update.")
-    q_init: float = Field(0.0, description="Q of a newly written memory.")
+    gamma: float = Field(0.0, description="Discount of the next state's max Q in the target r + gamma * max Q'; the official runners pass no next state, so the target is r.")
+    q_init: float = Field(0.0, description="Q of a new memory from a successful episode (official q_init_pos).")
+    q_init_failure: float | None = Field(None, description="Q of a new memory from a failed episode (official q_init_neg); null = q_init.")
+    q_floor: float | None = Field(None, description="Q never goes below this, in the update and in phase B (official q_floor; LLB 0.0); null = no floor.")
+    recency_boost: float = Field(0.0, description="Added to every candidate's Q in phase B when > 0 (official: every memory carries a last-used time).")
     reward_success: float = Field(1.0, description="r of a successful episode.")
     reward_failure: float = Field(-1.0, description="r of a failed episode.")
     epsilon: float = Field(0.0, ge=0, le=1, description="Probability of a uniform random selection from the pool (0 in the ALFWorld config).")
     selection: Literal["greedy", "softmax", "ucb", "thompson"] = Field("greedy", description="How k_select memories are chosen from the ranked pool.")
     softmax_temperature: float = Field(1.0, gt=0, description="Temperature of softmax selection over scores.")
     ucb_c: float = Field(1.0, ge=0, description="Exploration bonus c * sqrt(ln(N + 1) / (visits + 1)) for UCB selection.")
-    add_similarity_threshold: float = Field(0.9, ge=-1, le=1, description="A new memory joins a stored intent group at this similarity or above.")
+    add_similarity_threshold: float = Field(0.9, ge=-1, le=1, description="A new memory joins an intent group of its retrieval at this similarity or above.")
+    group_within_batch: bool = Field(False, description="Correction: a new memory may also join a group founded earlier in its learn batch (official: only groups its retrieval found).")
+    keep_repeated_task_members: bool = Field(False, description="Correction: a memory founding a group for a task text that has one joins it (official: orphans the old members).")
+    q_stats_after_q_min: bool = Field(False, description="Correction: phase B's mean and std of Q over the candidates with Q >= q_min (official: over the whole pool).")
+    join_after_empty_retrieval: bool = Field(False, description="Correction: a memory whose retrieval returned nothing may still join a group of its phase A (official: founds a group).")
     write_with_llm: bool = Field(True, description="On text tasks, store an LLM-written script (success) or reflection (failure) with the trajectory.")
     reflection_temperature: float = Field(0.3, ge=0, description="LLM temperature of failure reflections (official 0.3).")
     max_trajectory_chars: int = Field(2000, ge=0, description="Stored trajectory text is cut to this many characters.")
@@ -82,15 +118,16 @@ class MemRLConfig(BaseModel):
         return self
 
 
-def _zscore(values: np.ndarray) -> np.ndarray:
-    """(v - mean) / std within the pool; std taken as 1 when <= 1e-9 or one value (official).
+def _zscore(values: np.ndarray, stats_of: np.ndarray | None = None) -> np.ndarray:
+    """(v - mean) / std, mean and std of `stats_of` (default: the values); std taken as 1 when <= 1e-9 or one value (official).
 
-    Written out as numpy's mean() and std() compute them (same operations, same bits),
-    without their per-call overhead.
+    Written out as numpy's mean() and std() compute them, without their per-call overhead.
     """
-    centred = values - values.sum() / len(values)
-    std = np.sqrt((centred * centred).sum() / len(values)) if len(values) > 1 else 0.0
-    return centred / (std if std > 1e-9 else 1.0)
+    stats_of = values if stats_of is None else stats_of
+    mean = stats_of.sum() / len(stats_of)
+    centred = stats_of - mean
+    std = np.sqrt((centred * centred).sum() / len(stats_of)) if len(stats_of) > 1 else 0.0
+    return (values - mean) / (std if std > 1e-9 else 1.0)
 
 
 # Numeric item fields mirrored into arrays, so phase B reads them without per-item lookups.
@@ -104,35 +141,35 @@ class MemRL(MemoryMethod):
         super().__init__(cfg, ctx)
         self.config = MemRLConfig(**cfg)
         self.store = ItemStore(columns=STAT_FIELDS)  # memories are found through their group, never by key
-        self.group_keys = ItemStore(index=self.config.index)  # one row per intent group; its item holds the member ids
+        self.group_keys = ItemStore(index=self.config.index)  # one row per intent group; its item holds the task text and the member ids
         self._members: tuple[np.ndarray, np.ndarray] | None = None  # memory positions grouped by group, and offsets
+        self._group_of_text: dict[str, int] | None = None  # group position by task text (the official dict's key)
         self._phase_a: dict[str, PhaseA] = {}  # the last retrieve_batch's phase A by episode id
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(f"memrl_{name}" for name in QUIRK_SWITCHES if getattr(self.config, name))
 
     # ---- retrieval -------------------------------------------------------------
     def retrieve(self, query: Query) -> Retrieval:
         return self.retrieve_batch([query])[0]
 
     def retrieve_batch(self, queries: list[Query]) -> list[Retrieval]:
-        self._phase_a = {}
-        if not queries or not len(self.group_keys):
-            return [Retrieval() for _ in queries]
-        # Phase A for the whole batch in one search (one screening product when exact), with
-        # the keys learn stores, so that learn can take its nearest group from here.
-        keys = np.stack([q.key for q in queries]).astype(np.float32)
-        groups = self.group_keys.search(keys, self.config.k_groups, self.config.sim_threshold)
-        if self._phase_a_finds_nearest_group():
-            self._phase_a = {q.episode_id: PhaseA(key, len(self.group_keys), hits) for q, key, hits in zip(queries, keys, groups)}
-        return [self._rank_and_select(q, hits) for q, hits in zip(queries, groups)]
+        # Phase A for the whole batch in one search; kept, so that learn takes each new
+        # memory's group from its own retrieval, as the official code does.
+        keys = np.stack([q.key for q in queries]).astype(np.float32) if queries else np.zeros((0, 0), np.float32)
+        retrievals, self._phase_a = [], {}
+        for query, key, hits in zip(queries, keys, self._search(keys)):
+            retrieval = self._rank_and_select(query, hits)
+            self._phase_a[query.episode_id] = PhaseA(key, hits, bool(retrieval.items))
+            retrievals.append(retrieval)
+        return retrievals
 
-    def _phase_a_finds_nearest_group(self) -> bool:
-        """Whether phase A's top hit decides learn's group assignment as a search of all groups would.
-
-        Exact search only (its top hit is the first maximum of a full scan). A group that
-        phase A drops (sim < sim_threshold) is below add_similarity_threshold too, so it
-        could not have been joined.
-        """
-        c = self.config
-        return c.index.kind == "exact" and c.add_similarity_threshold >= c.sim_threshold
+    def _search(self, keys: np.ndarray) -> list[Hits]:
+        """Phase A per key: the top k_groups groups with sim >= sim_threshold."""
+        if not len(self.group_keys):
+            return [empty_hits() for _ in keys]
+        return self.group_keys.search(keys, self.config.k_groups, self.config.sim_threshold)
 
     def pool(self, group_sims: np.ndarray) -> tuple[list[str], np.ndarray]:
         """Phase A: member ids of the top k_groups intents above sim_threshold, with their group's sim."""
@@ -141,20 +178,17 @@ class MemRL(MemoryMethod):
         return self._ids(positions), sims
 
     def rank(self, ids: list[str], sims: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-        """Phase B: drop Q < q_min, score, stable descending sort. Returns ids, sims, q, scores."""
+        """Phase B: Q estimates, drop Q < q_min, score, stable descending sort. Returns ids, sims, q, scores."""
         positions, sims, q, scores = self._score(self._positions(ids), np.asarray(sims, dtype=np.float64))
         order = np.argsort(-scores, kind="stable")
         return self._ids(positions[order]), sims[order], q[order], scores[order]
 
-    def score(self, sims: np.ndarray, q: np.ndarray) -> np.ndarray:
-        """(1 - lambda) * sim_z + lambda * q_z, q_z z-scored within the pool and clipped to [-3, 3]."""
+    def score(self, sims: np.ndarray, q: np.ndarray, q_stats_of: np.ndarray | None = None) -> np.ndarray:
+        """sim_z * (1 - lambda) + q_z * lambda, q_z z-scored (by `q_stats_of`, default q) and clipped to [-3, 3]."""
         c = self.config
         sim_z = (sims - c.sim_mean) / c.sim_std if c.sim_normalisation == "fixed" else _zscore(sims)
-        return (1 - c.lambda_) * sim_z + c.lambda_ * np.minimum(np.maximum(_zscore(q), -3.0), 3.0)  # np.clip, without its wrapper's cost
-
-    def select(self, ids: list[str], sims: np.ndarray, scores: np.ndarray, episode_id: str) -> list[int]:
-        """Positions (in the ranked pool) of the k_select memories to inject."""
-        return self._select(self._positions(ids), np.asarray(sims, dtype=np.float64), scores, episode_id)
+        q_z = np.minimum(np.maximum(_zscore(q, q_stats_of), -3.0), 3.0)  # np.clip, without its wrapper's cost
+        return sim_z * (1 - c.lambda_) + q_z * c.lambda_  # the official order of operations
 
     def _pool(self, groups: Hits) -> tuple[np.ndarray, np.ndarray]:
         """Memory positions of the chosen groups (group by group, members in order of writing), with their group's sim."""
@@ -164,7 +198,7 @@ class MemRL(MemoryMethod):
         return positions, np.repeat(groups.similarities.astype(np.float64), ends - starts)
 
     def _member_index(self) -> tuple[np.ndarray, np.ndarray]:
-        """Memory positions sorted by group (stable: in order of writing within a group), and each group's offset."""
+        """Memory positions sorted by group (stable: in order of writing within a group; orphans first, in no group), and each group's offset."""
         if self._members is None:
             groups = self.store.column("group").astype(np.int64)
             order = np.argsort(groups, kind="stable")
@@ -180,16 +214,24 @@ class MemRL(MemoryMethod):
         order = np.insert(order, offsets[groups[by_group] + 1], first_position + by_group)
         self._members = order, offsets + np.concatenate([[0], np.cumsum(np.bincount(groups, minlength=n_groups))])
 
-    def _score(self, positions: np.ndarray, sims: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Phase B before sorting: drop Q < q_min and score. Returns positions, sims, q, scores."""
+    def _q_estimates(self, positions: np.ndarray) -> np.ndarray:
+        """Q as phase B reads it: stored Q, plus recency_boost when > 0, then floored at q_floor (official order)."""
         c = self.config
         q = self.store.column("q_value")[positions]
+        if c.recency_boost > 0:
+            q = q + c.recency_boost
+        return q if c.q_floor is None else np.maximum(q, c.q_floor)
+
+    def _score(self, positions: np.ndarray, sims: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Phase B before sorting: Q estimates, drop Q < q_min, score. Returns positions, sims, q, scores."""
+        c = self.config
+        q = pool_q = self._q_estimates(positions)
         keep = q >= c.q_min
         if not keep.all():
             positions, sims, q = positions[keep], sims[keep], q[keep]
         if not len(positions):
             return positions, sims, q, q
-        return positions, sims, q, self.score(sims, q)
+        return positions, sims, q, self.score(sims, q, q if c.q_stats_after_q_min else pool_q)
 
     def _explores(self, episode_id: str) -> bool:
         """Whether this episode's choice is anything but the greedy top k_select."""
@@ -201,8 +243,8 @@ class MemRL(MemoryMethod):
         c = self.config
         k = min(c.k_select, len(positions))
         if c.selection == "greedy":
-            if self._explores(episode_id):
-                return sorted(self.ctx.rng_for("sample", episode_id).choice(len(positions), size=k, replace=False).tolist())
+            if self._explores(episode_id):  # a uniform sample, in the order drawn (official random.sample)
+                return self.ctx.rng_for("sample", episode_id).choice(len(positions), size=k, replace=False).tolist()
             return list(range(k))
         rng = self.ctx.rng_for(c.selection, episode_id)
         if c.selection == "softmax":
@@ -222,6 +264,8 @@ class MemRL(MemoryMethod):
 
     def _rank_and_select(self, query: Query, groups: Hits) -> Retrieval:
         positions, sims, q, scores = self._score(*self._pool(groups))
+        if not len(positions):
+            return Retrieval()
         if self._explores(query.episode_id):
             order = np.argsort(-scores, kind="stable")
             positions, sims, q, scores = positions[order], sims[order], q[order], scores[order]
@@ -238,82 +282,130 @@ class MemRL(MemoryMethod):
         return [self.store.items[p].id for p in positions]
 
     def _prompt_block(self, chosen: list[RetrievedItem]) -> str:
+        """Successes, then failures, under the official ALFWorld agent's headers (memrl/agent/memp_agent.py)."""
         if not chosen:
             return ""
         wins = [self.store.get(r.item_id).content for r in chosen if r.source_success]
         losses = [self.store.get(r.item_id).content for r in chosen if not r.source_success]
         return prompts.render(
             "memrl_memory_block",
-            successes=prompts.render("memrl_successes", items="\n\n".join(wins)) if wins else "",
-            failures=prompts.render("memrl_failures", items="\n\n".join(losses)) if losses else "",
+            successes=prompts.render("memrl_successes", items="\n".join(wins)) if wins else "",
+            failures=prompts.render("memrl_failures", items="\n".join(losses)) if losses else "",
         ).strip()
 
     # ---- learning --------------------------------------------------------------
     def learn(self, batch: list[Experience]) -> LearnResult:
-        c = self.config
         if not batch:
             return LearnResult()
         contents, usage = self._write_contents(batch)
-        for exp in batch:
-            ep = exp.episode
-            r = c.reward_success if ep.success else c.reward_failure
-            for used in ep.retrieved:
-                fields = self.store.get(used.item_id).fields
-                fields["q_value"] += c.alpha * (r - fields["q_value"])
-                fields["visits"] += 1
-                fields["successes" if ep.success else "failures"] += 1
-        # The memories are written after every update: updates touch only memories of earlier batches.
-        self._write_batch(batch, contents)
+        retrievals = self._retrievals(batch)  # as retrieved: before this batch's Q updates and writes
+        self._update_q(batch)
+        self._write_batch(batch, contents, retrievals)
         return LearnResult(usage_by_episode=usage)
 
-    def _write(self, exp: Experience, content: str) -> None:
-        """Store one episode's memory."""
-        self._write_batch([exp], [content])
-
-    def _write_batch(self, batch: list[Experience], contents: list[str]) -> None:
-        """Store the episodes' memories in order, each in the most similar group (or a new one)."""
+    def _retrievals(self, batch: list[Experience]) -> list[PhaseA]:
+        """Each episode's retrieval: kept by retrieve_batch, or (not retrieved for with this key,
+        e.g. a batch replayed on resume) redone now, against the same memory as then."""
         keys = np.stack([exp.key for exp in batch]).astype(np.float32)
-        nearest = self._nearest_groups(batch, keys)
+        kept = [self._phase_a.get(exp.episode.episode_id) for exp in batch]
+        found: list[PhaseA | None] = [a if a is not None and np.array_equal(a.key, key) else None for a, key in zip(kept, keys)]
+        missing = [i for i, a in enumerate(found) if a is None]
+        for i, hits in zip(missing, self._search(keys[missing]) if missing else []):
+            positions, _ = self._pool(hits)
+            found[i] = PhaseA(keys[i], hits, bool((self._q_estimates(positions) >= self.config.q_min).any()))
+        self._phase_a = {}  # stale once memory changes
+        return found
+
+    def _update_q(self, batch: list[Experience]) -> None:
+        """Every injected memory, episode by episode: Q <- (1 - alpha) Q + alpha * target, floored (official QValueUpdater)."""
+        c = self.config
+        for exp in batch:
+            ep = exp.episode
+            target = (c.reward_success if ep.success else c.reward_failure) + c.gamma * NEXT_STATE_VALUE
+            for used in ep.retrieved:
+                fields = self.store.get(used.item_id).fields
+                q = (1.0 - c.alpha) * fields["q_value"] + c.alpha * target
+                fields["q_value"] = q if c.q_floor is None else max(c.q_floor, q)
+                fields["visits"] += 1
+                fields["successes" if ep.success else "failures"] += 1
+
+    def _write(self, exp: Experience, content: str) -> None:
+        """Store one episode's memory (as a learn batch of one, without Q updates)."""
+        self._write_batch([exp], [content], self._retrievals([exp]))
+
+    def _write_batch(self, batch: list[Experience], contents: list[str], retrievals: list[PhaseA]) -> None:
+        """Store the episodes' memories in order, each joining a group or founding one."""
+        c = self.config
+        first_new_group = len(self.group_keys)
+        group_of: dict[str, int] = {}  # this batch's memories
+        orphaned = False
+        for exp, found in zip(batch, retrievals):
+            episode_id = exp.episode.episode_id
+            group = self._joined_group(found, first_new_group)
+            if group is None:
+                group, orphans = self._found_group(exp, found.key)
+                for member in orphans:
+                    if member in group_of:
+                        group_of[member] = ORPHANED
+                    else:
+                        self.store.get(member).fields["group"] = ORPHANED
+                orphaned = orphaned or bool(orphans)
+            self.group_keys.items[group].fields["members"].append(episode_id)
+            group_of[episode_id] = group
         memories = []
-        for exp, content, key, (old, searched) in zip(batch, contents, keys, nearest):
-            group = self._group_for(exp, key, old, searched)
-            self.group_keys.items[group].fields["members"].append(exp.episode.episode_id)
-            fields = {"q_value": self.config.q_init, "visits": 0, "successes": 0, "failures": 0, "group": group}
-            memories.append(MemoryItem(exp.episode.episode_id, content, Provenance.of(exp.episode), fields))
+        for exp, content in zip(batch, contents):
+            ep = exp.episode
+            q_init = c.q_init if ep.success or c.q_init_failure is None else c.q_init_failure
+            fields = {"q_value": q_init, "visits": 0, "successes": 0, "failures": 0, "group": group_of[ep.episode_id]}
+            memories.append(MemoryItem(ep.episode_id, content, Provenance.of(ep), fields))
         first_position = len(self.store)
-        self._member_index()  # built over the memories before this batch, then extended
-        self.store.add_many(memories, keys)
-        self._add_members(first_position, np.array([m.fields["group"] for m in memories], dtype=np.int64))
+        if not orphaned:
+            self._member_index()  # built over the memories before this batch, then extended
+        self.store.add_many(memories, np.stack([exp.key for exp in batch]))
+        if orphaned:
+            self._members = None  # rebuilt when next needed
+        else:
+            self._add_members(first_position, np.array([m.fields["group"] for m in memories], dtype=np.int64))
 
-    def _nearest_groups(self, batch: list[Experience], keys: np.ndarray) -> list[tuple[Hits | None, int]]:
-        """Per episode: the most similar of the groups at positions [0, n) first, and n.
+    def _joined_group(self, found: PhaseA, first_new_group: int) -> int | None:
+        """The group a new memory joins: its retrieval's most similar group (and, with
+        group_within_batch, the groups founded since) if similar enough; else None."""
+        c = self.config
+        group, best = None, -np.inf
+        if len(found.hits.positions) and (found.returned or c.join_after_empty_retrieval):
+            group, best = int(found.hits.positions[0]), float(found.hits.similarities[0])  # the first maximum of the list
+        if c.group_within_batch and len(self.group_keys) > first_new_group:
+            sims = self.group_keys.similarities(found.key, start=first_new_group)
+            newest = int(np.argmax(sims))
+            if sims[newest] > best:  # on a tie the older group wins
+                group, best = first_new_group + newest, float(sims[newest])
+        return group if best >= c.add_similarity_threshold else None
 
-        From the episode's phase A when it was retrieved for with this key; else one
-        search, for those episodes at once, over the groups stored before the batch.
-        Groups from n on are compared in _group_for.
+    def _found_group(self, exp: Experience, key: np.ndarray) -> tuple[int, list[str]]:
+        """A group for this memory's task text: a new one, or the one already keyed by the text.
+
+        Officially (a dict keyed by text) the existing group is taken over: this memory
+        becomes its only member, the others are orphaned, and the key is this memory's.
+        Returns the group and the orphaned member ids.
         """
-        known = [self._phase_a.pop(exp.episode.episode_id, None) for exp in batch]
-        nearest: list[tuple[Hits | None, int]] = [(a.hits, a.groups_searched) if a is not None and np.array_equal(a.key, key) else (None, 0) for a, key in zip(known, keys)]
-        missing = [i for i, (hits, _) in enumerate(nearest) if hits is None]
-        if missing and len(self.group_keys):
-            for i, hits in zip(missing, self.group_keys.search(keys[missing], 1)):
-                nearest[i] = hits, len(self.group_keys)
-        return nearest
+        text = exp.task.description
+        groups = self._groups_by_text()
+        existing = groups.get(text)
+        if existing is None:
+            groups[text] = len(self.group_keys)
+            self.group_keys.add(MemoryItem(f"group-{len(self.group_keys)}", text, Provenance.of(exp.episode), {"members": []}), key)
+            return groups[text], []
+        if self.config.keep_repeated_task_members:
+            return existing, []
+        item = self.group_keys.items[existing]
+        orphans, item.fields["members"] = item.fields["members"], []
+        self.group_keys.replace(item, key)
+        return existing, orphans
 
-    def _group_for(self, exp: Experience, key: np.ndarray, nearest_old: Hits | None, searched: int) -> int:
-        """The most similar group (of the first `searched`, or founded since) if similar enough, else a new group."""
-        group, best = -1, -np.inf
-        if nearest_old is not None and len(nearest_old.positions):
-            group, best = int(nearest_old.positions[0]), float(nearest_old.similarities[0])
-        if len(self.group_keys) > searched:
-            sims = self.group_keys.similarities(key, start=searched)
-            new_best = int(np.argmax(sims))
-            if sims[new_best] > best:  # on a tie the older group wins, as argmax over all groups would
-                group, best = searched + new_best, float(sims[new_best])
-        if best < self.config.add_similarity_threshold:
-            group = len(self.group_keys)
-            self.group_keys.add(MemoryItem(f"group-{group}", exp.task.description, Provenance.of(exp.episode), {"members": []}), key)
-        return group
+    def _groups_by_text(self) -> dict[str, int]:
+        if self._group_of_text is None:
+            self._group_of_text = {item.content: g for g, item in enumerate(self.group_keys.items)}
+        return self._group_of_text
 
     def _write_contents(self, batch: list[Experience]) -> tuple[list[str], dict[str, Usage]]:
         """Memory text per episode: with an LLM, a script (success) or reflection (failure) + trajectory."""
@@ -340,8 +432,8 @@ class MemRL(MemoryMethod):
             else:
                 summary, call_usage = result.text.strip(), result.usage
             usage[exp.episode.episode_id] = call_usage
-            label = "Script" if exp.episode.success else "Reflection"
-            contents.append(prompts.render("memrl_item", task=exp.task.description, summary_label=label, summary=summary, trajectory=trajectory))
+            # As the official agent shows a memory: its script or reflection, both "Archived Script".
+            contents.append(prompts.render("memrl_item", task=exp.task.description, summary=summary, trajectory=trajectory).strip())
         return contents, usage
 
     # ---- state -----------------------------------------------------------------
@@ -355,6 +447,7 @@ class MemRL(MemoryMethod):
         self.store.load(path)
         self.group_keys.load(path / "groups")
         self._members = None
+        self._group_of_text = None
         self._phase_a = {}
 
     def stats(self) -> MemoryStats:
