@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import multiprocessing
 import os
 import sys
@@ -41,84 +40,14 @@ import numpy as np
 
 from memrl_bench import metrics
 from memrl_bench.runfolder import COMPLETE, EPISODES, MANIFEST, CorruptRunFolderError, RunFolder, duplicate_ids
+from memrl_bench.stats import NOT_MEASURED, Interval, t_interval, variance_ratio, verdict
 
 SECTION_TITLE = "Findings on the critique's claims"
-SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_MEASURED = "supported", "not supported", "inconclusive at this sample size", "not measured"
 
 # Config keys that tell replicates apart or only say where a run went; the rest is the run's condition.
 _REPLICATE_KEYS = ("seed", "task_order_seed", "experiment_name", "results_dir", "hydra", "progress", "transcripts")
 # Protocol keys that make a run a different kind of evaluation rather than a different world.
 _PROTOCOL_KIND_KEYS = ("name", "runtime_learning", "validate_every_epoch", "test_at_end", "eval_samples", "epoch_order_seeds", "checkpoint_interval_s", "max_tasks")
-
-
-# ---- statistics -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A mean with its 95% t-interval over n replicates (lo = hi = None when n < 2)."""
-
-    mean: float | None
-    lo: float | None
-    hi: float | None
-    n: int
-
-    def text(self, digits: int = 3) -> str:
-        if self.mean is None:
-            return "n/a"
-        if self.lo is None:
-            return f"{self.mean:.{digits}f} (n={self.n})"
-        return f"{self.mean:.{digits}f} [{self.lo:.{digits}f}, {self.hi:.{digits}f}] (n={self.n})"
-
-
-def t_interval(values: Iterable[float | None], confidence: float = 0.95) -> Interval:
-    """Mean and t-interval of the non-missing values."""
-    x = np.array([v for v in values if v is not None and not math.isnan(v)], dtype=np.float64)
-    if len(x) == 0:
-        return Interval(None, None, None, 0)
-    mean = float(x.mean())
-    if len(x) < 2:
-        return Interval(mean, None, None, 1)
-    from scipy.stats import t
-
-    half = float(t.ppf(0.5 + confidence / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
-    return Interval(mean, mean - half, mean + half, len(x))
-
-
-def verdict(interval: Interval, direction: int = 1, null: float = 0.0) -> str:
-    """The verdict an interval supports for a claim that the quantity is above (direction
-    +1) or below (-1) `null`."""
-    if interval.mean is None:
-        return NOT_MEASURED
-    if interval.lo is None:
-        return INCONCLUSIVE
-    lo, hi = (interval.lo - null, interval.hi - null) if direction > 0 else (null - interval.hi, null - interval.lo)
-    if lo > 0:
-        return SUPPORTED
-    if hi < 0:
-        return NOT_SUPPORTED
-    return INCONCLUSIVE
-
-
-def variance_ratio(a: list[list[float]], b: list[list[float]], confidence: float = 0.95) -> Interval:
-    """Ratio of the pooled within-group variances of a and b with its F-interval.
-
-    Each group is one method seed's values across task orders; identical groups (a
-    deterministic arm repeats itself over method seeds) count once.
-    """
-    from scipy.stats import f
-
-    def pooled(groups: list[list[float]]) -> tuple[float, int]:
-        unique = {tuple(g) for g in groups if len(g) > 1}
-        ss = sum(float(np.sum((np.array(g) - np.mean(g)) ** 2)) for g in unique)
-        df = sum(len(g) - 1 for g in unique)
-        return (ss / df if df else float("nan")), df
-
-    (va, dfa), (vb, dfb) = pooled(a), pooled(b)
-    if not dfa or not dfb or vb == 0:
-        return Interval(None, None, None, 0)
-    ratio = va / vb
-    return Interval(ratio, ratio / float(f.ppf(0.5 + confidence / 2, dfa, dfb)), ratio / float(f.ppf(0.5 - confidence / 2, dfa, dfb)), min(dfa, dfb) + 1)
 
 
 # ---- one run ----------------------------------------------------------------------------
@@ -471,7 +400,7 @@ def _row(label: str, interval: Interval, direction: int | None = None, null: flo
     """One line of a finding's table; None (left out) when nothing was measured."""
     if interval.mean is None:
         return None
-    row = {"label": label, "mean": interval.mean, "lo": interval.lo, "hi": interval.hi, "n": interval.n, "text": interval.text()}
+    row = {"label": label, "mean": interval.mean, "low": interval.low, "high": interval.high, "n": interval.n, "text": interval.text()}
     if direction is not None:
         row["verdict"] = verdict(interval, direction, null)
     if primary:

@@ -10,46 +10,8 @@ import pytest
 
 from memrl_bench import CONF_DIR
 from memrl_bench import findings as fd
-from memrl_bench.findings import INCONCLUSIVE, NOT_MEASURED, NOT_SUPPORTED, SUPPORTED, Interval, Run
-
-# ---- statistics and verdicts ---------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "interval, direction, null, expected",
-    [
-        (Interval(0.2, 0.1, 0.3, 5), +1, 0.0, SUPPORTED),
-        (Interval(-0.2, -0.3, -0.1, 5), +1, 0.0, NOT_SUPPORTED),
-        (Interval(0.05, -0.1, 0.2, 5), +1, 0.0, INCONCLUSIVE),
-        (Interval(-0.2, -0.3, -0.1, 5), -1, 0.0, SUPPORTED),
-        (Interval(0.7, 0.6, 0.8, 5), +1, 0.5, SUPPORTED),
-        (Interval(0.45, 0.4, 0.49, 5), +1, 0.5, NOT_SUPPORTED),
-        (Interval(0.9, None, None, 1), +1, 0.0, INCONCLUSIVE),
-        (Interval(None, None, None, 0), +1, 0.0, NOT_MEASURED),
-    ],
-)
-def test_verdict_follows_the_interval(interval, direction, null, expected):
-    assert fd.verdict(interval, direction, null) == expected
-
-
-def test_t_interval_by_hand():
-    ci = fd.t_interval([1.0, 2.0, 3.0, 4.0, None])
-    # sd = 1.29099, se = 0.645497, t(0.975, 3) = 3.182446
-    assert (ci.mean, ci.n) == (2.5, 4)
-    assert ci.lo == pytest.approx(2.5 - 3.182446 * 0.645497, abs=1e-5)
-    assert ci.hi == pytest.approx(2.5 + 3.182446 * 0.645497, abs=1e-5)
-    assert fd.t_interval([3.0, 3.0]).text() == "3.000 [3.000, 3.000] (n=2)"
-    assert fd.t_interval([1.0]).lo is None
-
-
-def test_variance_ratio_counts_identical_groups_once():
-    a = [[0.0, 2.0, 4.0]] * 3  # a deterministic arm repeated over 3 method seeds: variance 4, df 2
-    b = [[0.0, 1.0, 2.0], [1.0, 2.0, 3.0]]  # variance 1, df 4
-    ratio = fd.variance_ratio(a, b)
-    assert ratio.mean == pytest.approx(4.0)
-    assert ratio.n == 3  # min(df) + 1
-    assert ratio.lo < 4.0 < ratio.hi
-
+from memrl_bench.findings import Run
+from memrl_bench.stats import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
 
 # ---- cross-run measures on hand-built runs ---------------------------------------------
 

@@ -15,12 +15,12 @@ import pytest
 
 from memrl_bench.config import config_hash
 from memrl_bench.report import ReportInputError, report
-from memrl_bench.report.aggregate import aggregate, paired_bootstrap, t_interval
+from memrl_bench.report.aggregate import aggregate, paired_bootstrap
 from memrl_bench.report.cli import main as cli_main
 from memrl_bench.report.figures import method_colours
 from memrl_bench.report.html import findings_html
 from memrl_bench.report.load import common_settings, load, settings_label
-from memrl_bench.report.tables import all_tables, fmt_interval
+from memrl_bench.report.tables import all_tables
 from memrl_bench.types import Episode
 
 T_975_2 = 4.302652729911275  # scipy.stats.t.ppf(0.975, 2)
@@ -96,26 +96,6 @@ def write_manifest(folder: Path, manifest: dict) -> None:
 
 def successes(k: int, n: int = 10) -> list[bool]:
     return [i < k for i in range(n)]
-
-
-def test_t_interval_three_seeds():
-    interval = t_interval([0.5, 0.6, 0.7])
-    assert interval.n == 3
-    assert interval.mean == pytest.approx(0.6)
-    assert interval.half_width == pytest.approx(T_975_2 * 0.1 / math.sqrt(3))
-    assert interval.half_width == pytest.approx(0.2484, abs=1e-4)
-
-
-def test_t_interval_one_seed_has_no_interval():
-    interval = t_interval([0.4])
-    assert (interval.n, interval.mean) == (1, 0.4)
-    assert math.isnan(interval.low) and math.isnan(interval.high)
-    assert fmt_interval(interval.mean, interval.low, interval.high, interval.n, 100) == "40.0 (n=1)"
-
-
-def test_t_interval_ignores_missing_values():
-    assert t_interval([0.2, None, np.nan, 0.4]).mean == pytest.approx(0.3)
-    assert t_interval([]).n == 0
 
 
 def _test_rows(success: list[bool], seed: int = 0) -> pd.DataFrame:

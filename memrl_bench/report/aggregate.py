@@ -13,46 +13,16 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from memrl_bench import metrics as metrics_lib
 from memrl_bench.report.load import STAGES, USAGE_KEYS, Results
+from memrl_bench.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean, t_interval
 
 BASELINE_METHOD = "none"
-CONFIDENCE = 0.95
-BOOTSTRAP_RESAMPLES = 10_000
-BOOTSTRAP_SEED = 0
 LEARNING_PHASES = ("train", "validation")  # phases scored every epoch (CSR, forgetting)
 RATE_COLUMNS = ("sr", "csr", "forgetting_rate", "forgetting_of_solved")
 SCORING_COLUMNS = ["phase", "split", "epoch", "task_id", "success"]
 RUN_COLUMNS = ["run", "method", "variant", "seed", "labels", "complete"]  # identify a run in per-run tables
-
-
-@dataclass(frozen=True)
-class Interval:
-    """Mean over n values and its 95% t-interval (low/high are NaN for n < 2)."""
-
-    n: int
-    mean: float
-    low: float
-    high: float
-
-    @property
-    def half_width(self) -> float:
-        return (self.high - self.low) / 2
-
-
-def t_interval(values) -> Interval:
-    """Mean and 95% Student-t interval of the non-missing values."""
-    x = pd.to_numeric(pd.Series(values), errors="coerce").dropna().to_numpy(dtype=float)
-    n = len(x)
-    if n == 0:
-        return Interval(0, np.nan, np.nan, np.nan)
-    mean = float(x.mean())
-    if n == 1:
-        return Interval(1, mean, np.nan, np.nan)
-    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * x.std(ddof=1) / np.sqrt(n))
-    return Interval(n, mean, mean - half, mean + half)
 
 
 @dataclass(frozen=True)
@@ -79,15 +49,8 @@ def paired_bootstrap(a: pd.DataFrame, b: pd.DataFrame, resamples: int = BOOTSTRA
     if paired.empty:
         return None
     per_task = (paired["a"] - paired["b"]).groupby(level="task_id").mean().to_numpy()
-    rng = np.random.default_rng(seed)
-    n = len(per_task)
-    means = np.empty(resamples)
-    chunk = max(1, 2_000_000 // n)  # bounds the index matrix's memory on large splits
-    for start in range(0, resamples, chunk):
-        stop = min(resamples, start + chunk)
-        means[start:stop] = per_task[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
-    low, high = np.percentile(means, [100 * (1 - CONFIDENCE) / 2, 100 * (1 + CONFIDENCE) / 2])
-    return BootstrapDifference(float(per_task.mean()), float(low), float(high), n, len(paired))
+    diff = bootstrap_mean(per_task, resamples, seed)
+    return BootstrapDifference(diff.mean, diff.low, diff.high, diff.n, len(paired))
 
 
 def whole_phases(results: Results) -> pd.DataFrame:
@@ -138,8 +101,12 @@ def over_seeds(per_run: pd.DataFrame, keys: list[str], values: list[str]) -> pd.
         for metric in values:
             interval = t_interval(group[metric])
             if interval.n:
-                rows.append({**dict(zip(keys, key)), "metric": metric, "n": interval.n, "mean": interval.mean, "ci_low": interval.low, "ci_high": interval.high})
+                rows.append({**dict(zip(keys, key)), "metric": metric, "n": interval.n, "mean": interval.mean, "ci_low": _nan(interval.low), "ci_high": _nan(interval.high)})
     return pd.DataFrame(rows, columns=[*keys, "metric", "n", "mean", "ci_low", "ci_high"])
+
+
+def _nan(value: float | None) -> float:
+    return np.nan if value is None else value
 
 
 def epoch_rates(per_run: pd.DataFrame) -> pd.DataFrame:

@@ -56,11 +56,15 @@ def fmt_number(x: float, digits: int = 1) -> str:
     return f"{x:,.{digits}f}"
 
 
-def fmt_interval(mean: float, low: float, high: float, n: int, scale: float = 1.0, digits: int = 1) -> str:
+def _missing(x: float | None) -> bool:
+    return x is None or bool(np.isnan(x))
+
+
+def fmt_interval(mean: float | None, low: float | None, high: float | None, n: int, scale: float = 1.0, digits: int = 1) -> str:
     """ "mean ± half-width", "mean (n=1)", or "–" without data."""
-    if not n or np.isnan(mean):
+    if not n or _missing(mean):
         return "–"
-    if n < 2 or np.isnan(low):
+    if n < 2 or _missing(low):
         return f"{fmt_number(mean * scale, digits)} (n=1)"
     return f"{fmt_number(mean * scale, digits)} ± {fmt_number((high - low) / 2 * scale, digits)}"
 
