@@ -29,7 +29,7 @@ import multiprocessing
 import os
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -39,22 +39,13 @@ from typing import Any
 import numpy as np
 
 from memrl_bench import metrics
+from memrl_bench.config import NOT_RESULTS, KeyRole, keys_with, without
 from memrl_bench.runfolder import COMPLETE, EPISODES, MANIFEST, CorruptRunFolderError, RunFolder, duplicate_ids
 from memrl_bench.stats import NOT_MEASURED, Interval, t_interval, variance_ratio, verdict
 
 SECTION_TITLE = "Findings on the critique's claims"
 
-# Config keys that tell replicates apart or only say where a run went; the rest is the run's condition.
-_REPLICATE_KEYS = ("seed", "task_order_seed", "experiment_name", "results_dir", "hydra", "progress", "transcripts")
-# Protocol keys that make a run a different kind of evaluation rather than a different world.
-_PROTOCOL_KIND_KEYS = ("name", "runtime_learning", "validate_every_epoch", "test_at_end", "eval_samples", "epoch_order_seeds", "checkpoint_interval_s", "max_tasks")
-
-
 # ---- one run ----------------------------------------------------------------------------
-
-
-def _without(d: dict, keys: Iterable[str]) -> dict:
-    return {k: v for k, v in d.items() if k not in keys}
 
 
 def _canonical(value: Any) -> Any:
@@ -166,13 +157,12 @@ class Run:
     @property
     def world_key(self) -> str:
         """The environment and everything else but the method, the evaluation kind and the replicate."""
-        rest = _without(self.config, (*_REPLICATE_KEYS, "method", "protocol"))
-        return _key({**rest, "protocol": _without(self.protocol, _PROTOCOL_KIND_KEYS)})
+        return _key(without(self.config, keys_with(KeyRole.ARM, KeyRole.EVALUATION, KeyRole.REPLICATE, *NOT_RESULTS)))
 
     @property
     def identity(self) -> str:
         """The whole config but where the run was written: equal identities are the same run."""
-        return _key(_without(self.config, ("experiment_name", "results_dir", "hydra", "progress", "transcripts")))
+        return _key(without(self.config, keys_with(*NOT_RESULTS)))
 
     @property
     def varied_epoch(self) -> tuple[int, int] | None:
@@ -437,7 +427,7 @@ def findings(results_dir: Path, warn: Warn | None = warn_on_stderr) -> list[dict
         return []
     worlds: dict[str, list[Run]] = defaultdict(list)
     for r in runs:
-        worlds[_key({**json.loads(r.world_key), "env": _without(r.config["env"], ("outcome_temperature",))})].append(r)
+        worlds[_key({**json.loads(r.world_key), "env": without(r.config["env"], ("outcome_temperature",))})].append(r)
     study = Study(max(worlds.values(), key=len))  # one world per section; the largest
     label = "SYNTHETIC (simulation, not LLM results)" if all("synthetic" in r.labels for r in study.runs) else f"env {study.runs[0].config['env'].get('name')}"
     out = [

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from memrl_bench.config import ProtocolConfig
+from memrl_bench.config import InputError, ProtocolConfig
 from memrl_bench.types import MemoryItem, Task
 
 
-class ProtocolViolation(RuntimeError):
+class ProtocolViolation(InputError, RuntimeError):
     """The run broke a rule of the fair protocol; it is stopped, not reported."""
 
 

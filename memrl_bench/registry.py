@@ -12,6 +12,8 @@ import importlib
 import pkgutil
 from typing import Any
 
+from memrl_bench.config import InputError
+
 _KINDS = {
     "method": ("memrl_bench.methods", "METHOD"),
     "env": ("memrl_bench.envs", "ENV"),
@@ -19,7 +21,7 @@ _KINDS = {
 _NOT_ENTRIES = {"base", "llm_ops"}  # helper modules, not methods
 
 
-class UnknownNameError(KeyError):
+class UnknownNameError(InputError, KeyError):
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import memrl_bench.cli  # noqa: F401  (registers the run_name resolver the config uses)
+import memrl_bench.cli  # noqa: F401  (registers the resolvers conf/config.yaml uses)
 from memrl_bench import CONF_DIR
 from memrl_bench.runner import Runner
 

@@ -12,13 +12,14 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from memrl_bench.config import InputError
 from memrl_bench.types import Task, Turn
 
 if TYPE_CHECKING:
     from memrl_bench.actors import Actor
 
 
-class DataMissingError(FileNotFoundError):
+class DataMissingError(InputError, FileNotFoundError):
     """Benchmark data is not where the config says; the message says how to fetch it."""
 
 

@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from memrl_bench.config import InputError
 from memrl_bench.types import Usage
 
 
@@ -27,7 +28,7 @@ class LLMOutageError(LLMError):
     """The server looks down (unreachable, or too many consecutive failed calls): stop the run."""
 
 
-class LLMAuthError(LLMOutageError):
+class LLMAuthError(LLMOutageError, InputError):
     """The server refused the API key (HTTP 401 / 403): stop the run before the batch is logged."""
 
 

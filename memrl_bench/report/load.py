@@ -9,8 +9,6 @@ episode ids, no episodes at all) is skipped with one warning naming it; the othe
 
 from __future__ import annotations
 
-import copy
-import itertools
 import json
 import os
 from dataclasses import dataclass, field
@@ -19,15 +17,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from memrl_bench.config import config_hash, run_name
+from memrl_bench.config import KeyRole, config_hash, keys_with, override_key, role_of, run_name, without
 from memrl_bench.metrics import load_memory_items
 from memrl_bench.runfolder import COMPLETE, EPISODES, MANIFEST, CorruptRunFolderError, RunFolder, duplicate_ids
 
-SEED_KEYS = ("seed", "task_order_seed")
-# Overrides that say nothing about a run's settings: where results go, plus the seeds
-# and the method (shown in their own columns). The first five match conf/config.yaml's
-# hydra.job.config.override_dirname.exclude_keys.
-NOT_SETTINGS = ("experiment", "experiment_name", "results_dir", "progress", "transcripts", *SEED_KEYS, "method")
+# Overrides that are a run's settings (the report's variants): the method's settings, the
+# conditions and the kind of evaluation (memrl_bench.config.KEY_ROLES); the method itself
+# and the seeds have their own columns.
+SETTING_ROLES = (KeyRole.ARM, KeyRole.CONDITION, KeyRole.EVALUATION)
 STAGES = ("retrieve", "act", "env", "learn")
 SWEEP_FILE = "multirun.yaml"
 USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "failures")
@@ -61,13 +58,9 @@ def scan(root: Path) -> tuple[list[Path], list[Path]]:
     return sorted(runs), sorted(sweeps)
 
 
-def _override_key(override: str) -> str:
-    return override.split("=", 1)[0].lstrip("+~")
-
-
 def settings_overrides(overrides: list[str]) -> tuple[str, ...]:
-    """The run's overrides without seeds, method and output places, sorted."""
-    return tuple(sorted(o for o in overrides if _override_key(o) not in NOT_SETTINGS))
+    """The run's overrides that are settings (not the method, seeds, presets, places or operation), sorted."""
+    return tuple(sorted(o for o in overrides if role_of(o) in SETTING_ROLES and override_key(o) != "method"))
 
 
 def settings_label(overrides: list[str]) -> str:
@@ -76,10 +69,7 @@ def settings_label(overrides: list[str]) -> str:
 
 def settings_hash(config: dict) -> str:
     """The config hash without the seeds: runs that differ only in seeds share it."""
-    pruned = copy.deepcopy(config)
-    for key in SEED_KEYS:
-        pruned.pop(key, None)
-    return config_hash(pruned)
+    return config_hash(without(config, keys_with(KeyRole.REPLICATE)))
 
 
 def _require(mapping: dict, dotted: str, path: Path):
@@ -232,27 +222,21 @@ def _variant_names(runs: pd.DataFrame, root: Path) -> pd.Series:
 def expected_sweep_runs(sweep_dir: Path) -> list[str] | None:
     """Run folder names the basic-sweeper Hydra multirun in `sweep_dir` asked for (None if not knowable).
 
-    Expanded with Hydra's own sweeper and naming code, as memrl_bench.cli names run folders.
+    Expanded as Hydra's basic sweeper expands a sweep (memrl_bench.hydra_support) and
+    named as memrl_bench.cli names run folders.
     """
-    from hydra._internal.config_loader_impl import get_overrides_dirname
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
+
+    from memrl_bench.hydra_support import sweep_jobs
 
     try:
         hydra_cfg = OmegaConf.load(sweep_dir / SWEEP_FILE).hydra
         if not str(hydra_cfg.sweeper.get("_target_", "")).endswith("BasicSweeper"):
             return None
         params = [f"{k}={v}" for k, v in (hydra_cfg.sweeper.get("params") or {}).items()]
-        parser = OverridesParser.create()
-        jobs = BasicSweeper.split_arguments(parser.parse_overrides(params + list(hydra_cfg.overrides.task)), None)
-        naming = hydra_cfg.job.config.override_dirname
-        return [
-            run_name(get_overrides_dirname(parser.parse_overrides(job), list(naming.exclude_keys), naming.item_sep, naming.kv_sep))
-            for job in itertools.chain.from_iterable(jobs)
-        ]
+        return [run_name(job) for job in sweep_jobs(params + list(hydra_cfg.overrides.task))]
     except (HydraException, OmegaConfBaseException):
         return None
 
