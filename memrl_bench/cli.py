@@ -23,38 +23,15 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from memrl_bench import CONF_DIR
-from memrl_bench.config import InputError, results_folder, run_name
+from memrl_bench.config import InputError
+from memrl_bench.hydra_support import register_resolvers
 from memrl_bench.llm import LLMOutageError
 from memrl_bench.redaction import redact_server_text, scrub
-from memrl_bench.runfolder import MANIFEST, is_disk_full, note_new, write_text_atomic
+from memrl_bench.runfolder import MANIFEST, is_disk_full, write_text_atomic
 from memrl_bench.runner import run
 from memrl_bench.summary import print_summary
 
 INTERRUPTED = 130  # the shell's code for a command ended by SIGINT
-
-
-# Resolvers of conf/config.yaml's hydra.run.dir and hydra.sweep.dir/subdir. Hydra
-# evaluates them just before it creates the folder: they check results_dir and
-# experiment_name first, name the run from the job's overrides (memrl_bench.config.run_name),
-# and note which folders do not exist yet, so that a failed start removes only those.
-def _experiment_folder(results_dir: str, experiment_name: str) -> str:
-    return str(results_folder(results_dir, experiment_name))
-
-
-def _run_folder(results_dir: str, experiment_name: str, overrides: list[str]) -> str:
-    path = results_folder(results_dir, experiment_name) / run_name(overrides)
-    note_new(path)
-    return str(path)
-
-
-def _job_folder(sweep_dir: str, overrides: list[str]) -> str:
-    name = run_name(overrides)
-    note_new(Path(sweep_dir) / name)
-    return name
-
-
-for _name, _resolver in (("experiment_folder", _experiment_folder), ("run_folder", _run_folder), ("job_folder", _job_folder)):
-    OmegaConf.register_new_resolver(_name, _resolver, replace=True)
 
 
 def _one_line(err: BaseException) -> str:
@@ -109,6 +86,9 @@ def _exit(line: str, code: int) -> NoReturn:
         warnings.filterwarnings("ignore", message="coroutine .* was never awaited", category=RuntimeWarning)
     print(f"memrl-bench: {scrub(line)}", file=sys.stderr)
     sys.exit(code)
+
+
+register_resolvers()
 
 
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base=None)

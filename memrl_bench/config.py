@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 from collections.abc import Iterable
 from enum import Enum
@@ -145,7 +146,8 @@ def _cut_to_bytes(text: str, limit: int) -> str:
 def run_name(overrides: Iterable[str]) -> str:
     """A run folder's name: the command's overrides that can change results ("default" without any).
 
-    The method and env choices come first, then the other keys in sorted order; keys
+    The method's keys come first (method=..., then method.*=...), then the env's, then the
+    other keys in sorted order; keys
     that cannot change results (PLACE, OPERATION) and presets are left out, as
     .hydra/overrides.yaml keeps the full list. URL userinfo (user:password@) never
     reaches a name. Names past 200 bytes keep their start (so the method and env) and a
@@ -153,11 +155,22 @@ def run_name(overrides: Iterable[str]) -> str:
     """
     named = [o for o in overrides if role_of(o) not in (*NOT_RESULTS, KeyRole.PRESET)]
     first = {key: i for i, key in enumerate(_NAMED_FIRST)}
-    named.sort(key=lambda o: (first.get(override_key(o), len(first)), o))
+
+    def place(override: str) -> tuple:  # the method's keys, then the env's (each group choice first), then the rest
+        key = override_key(override)
+        rank = first.get(key.split(".")[0], len(first))
+        return (rank, rank < len(first) and "." in key, override)
+
+    named.sort(key=place)
     name = ",".join(strip_userinfo(o) for o in named).replace("/", "_").replace("+", "") or "default"
     if len(name.encode()) > RUN_NAME_MAX_BYTES:
         name = f"{_cut_to_bytes(name, 180)}...{hashlib.sha256(name.encode()).hexdigest()[:12]}"
     return name
+
+
+def cache_root() -> Path:
+    """Where the harness keeps what it can compute again (models, LLM responses, embeddings, gold checks): ${MEMRL_BENCH_CACHE:-~/.cache/memrl-bench}."""
+    return Path(os.environ.get("MEMRL_BENCH_CACHE") or "~/.cache/memrl-bench").expanduser()
 
 
 def results_folder(results_dir: Any, experiment_name: Any) -> Path:
@@ -427,7 +440,7 @@ class SyntheticSettings(EnvSettings):
     intent_noise: float = Field(0.35, ge=0, description="Std of a task's intent around its type centre.")
     type_logit_range: list[float] = Field([-2.0, 0.0], min_length=2, max_length=2, description="Per-type base logit drawn uniformly from [low, high].")
     task_logit_std: float = Field(0.5, ge=0, description="Per-task spread of the base logit.")
-    tasks: dict[str, int] = Field(default_factory=dict, description="Tasks per split.")
+    tasks: dict[str, int] = Field(default_factory=lambda: {"train": 200, "validation": 100, "test_in_distribution": 100, "test_out_of_distribution": 100}, description="Tasks per split.")
     quality_success: float = Field(0.8, description="Mean lesson quality of a successful episode.")
     quality_failure: float = Field(0.1, description="Mean lesson quality of a failed episode.")
     quality_std: float = Field(0.4, ge=0, description="Spread of lesson quality.")

@@ -1,6 +1,6 @@
 """Findings on the critique's claims, generated from the run folders of a study.
 
-The critique (DESIGN.md, "The question the harness answers"): with epsilon = 0 and
+The critique this harness was built to test (ARCHITECTURE.md, "The question"): with epsilon = 0 and
 temperature 0 MemRL's retrieval is greedy and deterministic, so epoch 1 builds the
 memory bank, later epochs only refine what it chose, good early memories are amplified
 and bad ones locked in, and most memories are never tested; and evaluations learn from
@@ -15,10 +15,10 @@ task order first, and arms are compared paired on the task order. On the synthet
 environment every number is a simulation with known ground truth, not an LLM result,
 and is labelled so.
 
-`findings(results_dir)` reads every complete run folder below `results_dir`
-(manifest.json, metrics.json, episodes.jsonl, memory/final/items.jsonl) and needs no
-other part of the package's reporting. A folder that is incomplete or cannot be read
-is left out with one warning line naming it.
+`findings(results_dir)` reads every complete run folder below `results_dir` with the
+typed run reader (memrl_bench.records: manifest, episodes, metrics, final memory) and
+its statistics are memrl_bench.stats, as the report's are. A folder that is incomplete
+or cannot be read is left out with one warning line naming it.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ import numpy as np
 
 from memrl_bench import metrics
 from memrl_bench.config import NOT_RESULTS, KeyRole, keys_with, without
-from memrl_bench.runfolder import COMPLETE, EPISODES, MANIFEST, CorruptRunFolderError, RunFolder, duplicate_ids
+from memrl_bench.records import EpisodeRecord, RunRecords, read_run
+from memrl_bench.runfolder import MANIFEST, CorruptRunFolderError
 from memrl_bench.stats import NOT_MEASURED, Interval, t_interval, variance_ratio, verdict
 
 SECTION_TITLE = "Findings on the critique's claims"
@@ -91,17 +92,18 @@ def _env(env_json: str) -> Any:
     return registry.get("env", cfg["name"])({k: v for k, v in cfg.items() if k not in ("name", "roles")}, seed=int(cfg.get("seed", 0) or 0))
 
 
-def _mean_p(records: list[dict], phase: str) -> float | None:
+def _mean_p(records: list[EpisodeRecord], phase: str) -> float | None:
     """Mean P(success) the env reported (synthetic: the expected SR, free of outcome draws)."""
-    chosen = [r for r in records if metrics._phase_name(r) == phase and "p_success" in r.get("info", {})]
+    chosen = [r for r in records if r.phase_name == phase and "p_success" in r.info]
     if not chosen:
         return None
-    last = max(r["epoch"] for r in chosen)
-    return float(np.mean([r["info"]["p_success"] for r in chosen if r["epoch"] == last]))
+    last = max(r.epoch for r in chosen)
+    return float(np.mean([r.info["p_success"] for r in chosen if r.epoch == last]))
 
 
-def _last(by_epoch: dict | None) -> float | None:
-    return list(by_epoch.values())[-1] if by_epoch else None
+def _last(by_epoch: dict[int, float] | None) -> float | None:
+    """The value of the last epoch."""
+    return by_epoch[max(by_epoch)] if by_epoch else None
 
 
 @dataclass
@@ -173,20 +175,13 @@ class Run:
 
 
 def load_run(path: Path) -> Run:
-    """Read one complete run folder (metrics.json included) and compute its measures."""
-    folder = RunFolder(path)
-    manifest, stored, records = folder.read_manifest(), folder.read_metrics(), folder.read_episodes()
-    if manifest is None or stored is None:
-        raise CorruptRunFolderError(f"{path} has no {MANIFEST if manifest is None else 'metrics.json'}")
-    twice = duplicate_ids(records)
-    if twice:
-        raise CorruptRunFolderError(f"{folder.episodes_path} logs {len(twice)} episode ids more than once (e.g. {twice[0]}): two processes wrote this run")
-    items = metrics.load_memory_items(path / "memory" / "final")
-    run = Run(path, manifest["config"], list(manifest.get("labels", [])))
-    run.measures = _measures(run, records, items, stored)
-    run.train_choices = {r["episode_id"]: tuple(u["item_id"] for u in r["retrieved"]) for r in metrics.played_train(records)}
-    run.test_sources = metrics.retrieved_sources(records, "test_in_distribution")
-    run.top_sources = metrics.top_memory_sources(records, items, max(1, len(items) // 10))
+    """Read one complete run folder (memrl_bench.records) and compute its measures."""
+    records = read_run(path, require_complete=True)
+    run = Run(path, records.manifest.config, list(records.manifest.labels))
+    run.measures = _measures(run, records)
+    run.train_choices = {r.episode_id: tuple(u.item_id for u in r.retrieved) for r in metrics.played_train(records.episodes)}
+    run.test_sources = metrics.retrieved_sources(records.episodes, "test_in_distribution")
+    run.top_sources = metrics.top_memory_sources(records.episodes, records.items, max(1, len(records.items) // 10))
     return run
 
 
@@ -194,10 +189,8 @@ def _load_or_why(path: Path) -> Run | str:
     """The run, or why it cannot be read."""
     try:
         return load_run(path)
-    except (CorruptRunFolderError, OSError, ValueError) as err:
+    except (CorruptRunFolderError, OSError) as err:
         return str(err)
-    except (KeyError, TypeError) as err:
-        return f"{path}: a file lacks a field ({type(err).__name__}: {err})"
 
 
 Warn = Callable[[str], None]
@@ -207,8 +200,10 @@ def warn_on_stderr(line: str) -> None:
     print(f"memrl-bench: warning: {line}", file=sys.stderr)
 
 
-def _measures(run: Run, records: list[dict], items: list[dict], stored: dict) -> dict[str, float | None]:
-    sr = stored["success_rate"]
+def _measures(run: Run, read: RunRecords) -> dict[str, float | None]:
+    records, items, stored = read.episodes, read.items, read.metrics
+    assert stored is not None  # read complete
+    sr = stored.success_rate
     out: dict[str, float | None] = {
         "final_sr": _last(sr.get("train")),
         "csr": _last(metrics.cumulative_success_rates(records, "train")),
@@ -216,10 +211,10 @@ def _measures(run: Run, records: list[dict], items: list[dict], stored: dict) ->
         "test_expected_sr": _mean_p(records, "test_in_distribution"),
         "final_expected_sr": _mean_p(records, "train"),
     }
-    for name, value in stored.get("pass_at_k", {}).items():
+    for name, value in stored.pass_at_k.items():
         if name.startswith("test_in_distribution@"):
             out["test_pass_at_k"] = value
-    final = stored.get("memory_final", {})
+    final = stored.memory_final
     out["never_retrieved"], out["gini"] = final.get("never_retrieved_share"), final.get("retrieval_gini")
     lock = metrics.epoch1_lock_in(records, items)
     out["lock_in"], out["lock_in_bank"] = lock["share"], lock["bank_share"]
@@ -230,7 +225,7 @@ def _measures(run: Run, records: list[dict], items: list[dict], stored: dict) ->
         out["good_never_retrieved"], out["good_injection_share"] = good["never_retrieved"], good["injection_share"]
         out["harmful_retrieval_share"], out["harmful_retrieved_share"], out["harmful_bank_share"] = harmful["retrieval_share"], harmful["retrieved_share"], harmful["bank_share"]
         out["early_amplification"] = metrics.early_amplification(records, items)
-        out["spearman_q_utility"] = stored.get("synthetic", {}).get("spearman_q_true_utility")
+        out["spearman_q_utility"] = (stored.synthetic or {}).get("spearman_q_true_utility")
         k = int(run.method.get("k_select") or run.method.get("top_k") or 3)
         regret = metrics.oracle_regret(records, _env(json.dumps(run.config["env"], sort_keys=True)), k)
         out["regret_mean"], out["regret_last_epoch"] = regret["mean"], _last(regret["by_epoch"])
@@ -243,21 +238,14 @@ def load_runs(results_dir: Path, workers: int | None = None, warn: Warn | None =
     Folders are read by `workers` processes (default: one per CPU, at most 4). Each
     folder left out (incomplete, unreadable) is one call of `warn`.
     """
-    folders, left_out = [], []
-    for folder in (m.parent for m in sorted(Path(results_dir).rglob(MANIFEST))):
-        if not (folder / COMPLETE).exists():
-            left_out.append(f"skipped {folder}: incomplete (no {COMPLETE})")
-        elif not (folder / EPISODES).exists():
-            left_out.append(f"skipped {folder}: marked {COMPLETE} but has no {EPISODES}")
-        else:
-            folders.append(folder)
+    folders = [m.parent for m in sorted(Path(results_dir).rglob(MANIFEST))]
     workers = workers or min(4, os.cpu_count() or 1)
     if workers > 1 and len(folders) > 8:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
             loaded = list(pool.map(_load_or_why, folders, chunksize=8))
     else:
         loaded = [_load_or_why(f) for f in folders]
-    left_out += [f"skipped {why}" for why in loaded if isinstance(why, str)]
+    left_out = [f"skipped {why}" for why in loaded if isinstance(why, str)]
     for line in left_out if warn is not None else ():
         warn(line)
     runs: dict[str, Run] = {}

@@ -1,5 +1,6 @@
-"""What the harness takes from Hydra besides `@hydra.main`: composing conf/ from code,
-and a sweep's jobs as Hydra's basic sweeper expands them.
+"""What the harness takes from Hydra besides `@hydra.main`: the resolvers conf/config.yaml
+names its folders with, composing conf/ from code, and a sweep's jobs as Hydra's basic
+sweeper expands them.
 
 The only module that reaches below Hydra's documented API (it swaps the global Hydra
 state aside so that compose runs inside the running app, and it repeats the basic
@@ -13,6 +14,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from hydra import compose as hydra_compose
@@ -20,14 +22,44 @@ from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
+from omegaconf import OmegaConf
 
 from memrl_bench import CONF_DIR
+from memrl_bench.config import results_folder, run_name
+from memrl_bench.runfolder import note_new
+
+
+# Resolvers of conf/config.yaml's hydra.run.dir and hydra.sweep.dir/subdir. Hydra
+# evaluates them just before it creates the folder: they check results_dir and
+# experiment_name first, name the run from the job's overrides (memrl_bench.config.run_name),
+# and note which folders do not exist yet, so that a failed start removes only those.
+def _experiment_folder(results_dir: str, experiment_name: str) -> str:
+    return str(results_folder(results_dir, experiment_name))
+
+
+def _run_folder(results_dir: str, experiment_name: str, overrides: list[str]) -> str:
+    path = results_folder(results_dir, experiment_name) / run_name(overrides)
+    note_new(path)
+    return str(path)
+
+
+def _job_folder(sweep_dir: str, overrides: list[str]) -> str:
+    name = run_name(overrides)
+    note_new(Path(sweep_dir) / name)
+    return name
+
+
+def register_resolvers() -> None:
+    """Make conf/config.yaml's folder resolvers known to OmegaConf (before composing it with its hydra part)."""
+    for name, resolver in (("experiment_folder", _experiment_folder), ("run_folder", _run_folder), ("job_folder", _job_folder)):
+        OmegaConf.register_new_resolver(name, resolver, replace=True)
 
 
 @contextmanager
 def composing() -> Iterator[None]:
     """Hydra's compose API on conf/, also inside the running `memrl-bench` app (whose global
     Hydra is set aside meanwhile: compose refuses to start while one is initialised)."""
+    register_resolvers()
     state = GlobalHydra.instance()
     outer, state.hydra = state.hydra, None
     try:

@@ -93,7 +93,10 @@ def split_hash(tasks: list[Task]) -> str:
 
 
 def check_disjoint(tasks: dict[str, list[Task]]) -> None:
-    """Refuse splits that share a task id (or, for tasks with one, an identical description)."""
+    """Refuse splits that share a task id.
+
+    Descriptions are not compared: benchmarks hold different tasks with the same text
+    (ALFWorld's games differ in their rooms, not their goal sentence)."""
     seen: dict[str, str] = {}
     for split, split_tasks in tasks.items():
         for task in split_tasks:

@@ -39,8 +39,8 @@ def test_run_names_fit_a_file_name_and_keep_their_start():
 
 
 def test_run_names_start_with_the_method_and_env_and_leave_out_what_changes_no_result():
-    overrides = ["seed=0", "protocol.epochs=3", "llm.cache_path=/tmp/a/cache.sqlite", "llm.threads=2", "+experiment=demo", "env=llb_db", "results_dir=r", "method=mem0"]
-    assert run_name(overrides) == "method=mem0,env=llb_db,protocol.epochs=3,seed=0"
+    overrides = ["seed=0", "protocol.epochs=3", "llm.cache_path=/tmp/a/cache.sqlite", "llm.threads=2", "+experiment=demo", "env.tasks.train=4", "env=llb_db", "results_dir=r", "method.k=2", "method=mem0"]
+    assert run_name(overrides) == "method=mem0,method.k=2,env=llb_db,env.tasks.train=4,protocol.epochs=3,seed=0"
     # Long names are cut at the end: runs of four methods stay four names that say their method.
     long = [f"env.subjects=[{'x' * 60}{i}]" for i in range(4)]
     names = [run_name([*long, f"method={m}"]) for m in ("none", "rag", "memrl", "mem0")]

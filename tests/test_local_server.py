@@ -10,7 +10,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from memrl_bench.llm import open_chat_model
+from memrl_bench.llm.client import open_local
 from memrl_bench.llm.local_server import LocalLlamaServer, LocalServerError
 
 HELLO = [{"role": "user", "content": "Name one colour."}]
@@ -84,7 +84,7 @@ def test_embedding_mode_then_nothing_left_behind(local_llm_server):
 
 
 @pytest.mark.llm
-def test_open_chat_model_local_starts_and_stops_the_server():
+def test_llm_local_starts_and_stops_the_server():
     cfg = {
         "name": "local",
         "model": "smollm2-135m",
@@ -95,7 +95,7 @@ def test_open_chat_model_local_starts_and_stops_the_server():
         "parallel": 1,
     }
     before = child_pids()
-    with open_chat_model(cfg) as model:
+    with open_local(cfg) as model:
         assert model is not None
         started = child_pids() - before
         assert len(started) == 1

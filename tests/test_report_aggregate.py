@@ -269,7 +269,7 @@ def test_figures_without_data_are_skipped_with_a_note(tmp_path):
 def test_q_and_retrieval_figures_from_snapshot(tmp_path):
     train = [episode(f"train/{i}", "train", "train", 1, i % 2 == 0, info={"synthetic": True, "lesson_utility": i / 10}) for i in range(6)]
     train[5]["retrieved"] = [{"item_id": "train-train-e01-train/0", "similarity": 0.9}]
-    items = [{"id": r["episode_id"], "content": "", "provenance": {"episode_id": r["episode_id"]}, "fields": {"q_value": float(i)}} for i, r in enumerate(train)]
+    items = [{"id": r["episode_id"], "content": "", "provenance": {k: r[k] for k in ("task_id", "split", "phase", "epoch", "episode_id", "success")}, "fields": {"q_value": float(i)}} for i, r in enumerate(train)]
     write_run(tmp_path, "memrl", 0, train, items=items)
     results = load(tmp_path)
     agg = aggregate(results)

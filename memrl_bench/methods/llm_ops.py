@@ -136,7 +136,7 @@ class MemoryCalls:
             try:
                 completion = await self.llm.chat(messages, **overrides)
             except llm_module.LLMError as err:
-                if isinstance(err, getattr(llm_module, "LLMOutageError", ())):
+                if isinstance(err, llm_module.LLMOutageError):
                     raise  # the server is down: no memory call can succeed, so the run stops
                 self._charge(episode_id, getattr(err, "usage", None) or Usage(calls=1, failures=1))
                 break

@@ -44,9 +44,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memrl_bench import prompts
 from memrl_bench.config import ConfigError
-from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text, unit_rows
+from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text
 from memrl_bench.methods.llm_ops import MemoryCalls, OpError, non_empty_text, require_llm, text_list
 from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
+from memrl_bench.vector_index import unit_rows
 
 
 class MemPConfig(BaseModel):

@@ -15,13 +15,10 @@ import numpy as np
 import pandas as pd
 
 from memrl_bench import metrics as metrics_lib
-from memrl_bench.report.load import STAGES, USAGE_KEYS, Results
+from memrl_bench.report.load import LEARNING_PHASES, RATE_COLUMNS, STAGES, USAGE_KEYS, Results
 from memrl_bench.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean, t_interval
 
 BASELINE_METHOD = "none"
-LEARNING_PHASES = ("train", "validation")  # phases scored every epoch (CSR, forgetting)
-RATE_COLUMNS = ("sr", "csr", "forgetting_rate", "forgetting_of_solved")
-SCORING_COLUMNS = ["phase", "split", "epoch", "task_id", "success"]
 RUN_COLUMNS = ["run", "method", "variant", "seed", "labels", "complete"]  # identify a run in per-run tables
 
 
@@ -69,28 +66,9 @@ def whole_phases(results: Results) -> pd.DataFrame:
 
 
 def per_run_epoch(results: Results) -> pd.DataFrame:
-    """One row per (run, phase, epoch): SR, CSR, both forgetting rates, and whether it is whole."""
-    rows = []
-    for run, episodes in results.episodes.groupby("run", sort=False):
-        records = episodes[SCORING_COLUMNS].to_dict("records")
-        sr = metrics_lib.success_rates(records)
-        learning = {p: (metrics_lib.cumulative_success_rates(records, p), metrics_lib.forgetting_rates(records, p)) for p in LEARNING_PHASES if p in sr}
-        for phase, by_epoch in sr.items():
-            csr, forgetting = learning.get(phase, ({}, {}))
-            for epoch, rate in by_epoch.items():
-                rows.append(
-                    {
-                        "run": run,
-                        "phase_name": phase,
-                        "epoch": epoch,
-                        "sr": rate,
-                        "csr": csr.get(epoch, np.nan),
-                        **{name: (by[epoch] if by.get(epoch) is not None else np.nan) for name, by in forgetting.items()},
-                    }
-                )
-    table = pd.DataFrame(rows, columns=["run", "phase_name", "epoch", *RATE_COLUMNS])
+    """One row per (run, phase, epoch): SR, CSR, both forgetting rates (as memrl_bench.metrics computes them), and whether it is whole."""
     whole = whole_phases(results)[["run", "phase_name", "epoch", "whole"]]
-    table = table.merge(whole, on=["run", "phase_name", "epoch"], how="left")
+    table = results.rates.merge(whole, on=["run", "phase_name", "epoch"], how="left")
     return table.join(results.runs.set_index("run")[["method", "variant", "seed", "labels"]], on="run")
 
 

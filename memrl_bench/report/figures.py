@@ -19,8 +19,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from memrl_bench import metrics as metrics_lib  # noqa: E402
-from memrl_bench.report.aggregate import LEARNING_PHASES, Aggregates, q_utility_pairs, retrieval_counts  # noqa: E402
-from memrl_bench.report.load import Results  # noqa: E402
+from memrl_bench.report.aggregate import Aggregates, q_utility_pairs, retrieval_counts  # noqa: E402
+from memrl_bench.report.load import (
+    LEARNING_PHASES,  # noqa: E402
+    Results,  # noqa: E402
+)
 from memrl_bench.report.tables import RATE_NAMES, variant_order  # noqa: E402
 
 METHOD_COLOURS = {"none": "#7f7f7f", "rag": "#1f77b4", "memrl": "#d62728", "mem0": "#2ca02c", "memp": "#ff7f0e", "expel": "#9467bd"}

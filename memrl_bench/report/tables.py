@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from memrl_bench.report.aggregate import BASELINE_METHOD, LEARNING_PHASES, Aggregates
-from memrl_bench.report.load import Results
+from memrl_bench.report.aggregate import BASELINE_METHOD, Aggregates
+from memrl_bench.report.load import LEARNING_PHASES, Results
 
 INTERVAL_NOTE = "± is the half-width of the 95% Student-t interval over seeds; (n=1): a single seed, no interval."
 RATE_NAMES = {"sr": "SR", "csr": "CSR", "forgetting_rate": "FR (lost / failed)", "forgetting_of_solved": "FR of solved (lost / solved before)"}
@@ -259,7 +259,7 @@ def runs_table(results: Results) -> Table:
             "split hashes": runs["split_hashes"].map(lambda h: "; ".join(f"{s}: {v[:8]}" for s, v in sorted(h.items()))),
         }
     )
-    data = runs.drop(columns=["config", "metrics", "path"]).assign(
+    data = runs.drop(columns=["config", "path"]).assign(
         split_hashes=runs["split_hashes"].map(lambda h: ";".join(f"{s}={v}" for s, v in sorted(h.items()))),
         split_sizes=runs["split_sizes"].map(lambda h: ";".join(f"{s}={v}" for s, v in sorted(h.items()))),
     )
