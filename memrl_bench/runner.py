@@ -16,7 +16,6 @@ import json
 import os
 import platform
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from importlib import metadata
@@ -31,6 +30,7 @@ from memrl_bench import registry
 from memrl_bench.actors import Actor, EnvPool, Job
 from memrl_bench.envs.base import Env
 from memrl_bench.methods.base import Experience, MemoryMethod, MethodContext, Query, fingerprint, unit_rows
+from memrl_bench.progress import Progress, make_progress
 from memrl_bench.protocol import (
     Batch,
     ProtocolConfig,
@@ -295,7 +295,7 @@ class Runner:
                 phase_fingerprint = fingerprint(parts.method, scratch)
             records = self._play_batch(parts, batch, pool)
             self.folder.append_episodes(records)
-            progress.update(len(records))
+            progress.update(records)
             next_batch = schedule[i + 1] if i + 1 < len(schedule) else None
             phase_ends = next_batch is None or (next_batch.phase, next_batch.split, next_batch.epoch) != (batch.phase, batch.split, batch.epoch)
             if is_train and (phase_ends or time.monotonic() - last_checkpoint >= parts.protocol.checkpoint_interval_s):
@@ -320,11 +320,9 @@ class Runner:
         method.restore(path)
         return int(json.loads((path / "position.json").read_text())["batches_done"])
 
-    def _progress(self, total: int, initial: int):
-        from tqdm import tqdm
-
-        enabled = bool(self.cfg.get("progress", True)) and sys.stderr.isatty()
-        return tqdm(total=total, initial=initial, disable=not enabled, unit="ep", desc=self.folder.path.name, leave=False)
+    def _progress(self, total: int, initial: int) -> Progress:
+        """A bar on a terminal; log lines (episodes/s, LLM calls, retries, ETA) when stderr is not one."""
+        return make_progress(total, initial, self.folder.path.name, enabled=bool(self.cfg.get("progress", True)))
 
     def _experiences(self, episodes: list[Episode], tasks: list[Task], parts: RunParts) -> list[Experience]:
         """What learn() sees: each episode with its task and the task's key (keys are cached)."""
