@@ -250,21 +250,23 @@ def _end_word_line(text: str) -> str | None:
 
 
 def _strip_wrapping(text: str) -> str:
-    """Without surrounding whitespace, markdown emphasis, quotes or inline backticks."""
+    """Without surrounding whitespace, markdown emphasis, quotes or inline backticks (a pair
+    around the whole text with no other such mark inside: `"a" "b"` stays as it is)."""
     previous = None
     while previous != text:
         previous, text = text, text.strip()
         for mark in ("**", "__", "`", '"', "'", "*", "_"):
-            if len(text) > 2 * len(mark) and text.startswith(mark) and text.endswith(mark):
-                text = text[len(mark) : -len(mark)]
+            inner = text[len(mark) : -len(mark)]
+            if len(text) > 2 * len(mark) and text.startswith(mark) and text.endswith(mark) and mark not in inner:
+                text = inner
     return text
 
 
 def _clean(body: str, multiline: bool) -> str:
-    body = body.strip()
-    prefix = ""
-    if (label := _ENV_PREFIX.match(_strip_wrapping(body))) is not None:
-        prefix, body = f"{label.group(1)}: ", _strip_wrapping(body)[label.end() :].strip()
+    body, prefix = body.strip(), ""
+    unwrapped = _strip_wrapping(body)
+    if (label := _ENV_PREFIX.match(unwrapped)) is not None:
+        prefix, body = f"{label.group(1)}: ", unwrapped[label.end() :].strip()
     fence = _FENCE.search(body)
     if fence is not None and (multiline or body.startswith("```")):
         body = fence.group(1).strip("\n")

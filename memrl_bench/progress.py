@@ -71,7 +71,7 @@ class ProgressLog(Progress):
         resumed = f" ({self.initial} from an earlier invocation)" if self.initial else ""
         failures = f", {self.failures} failed" if self.failures else ""
         print(
-            f"[{time.strftime('%H:%M:%S')}] {self.name}: {self.done}/{self.total} episodes{resumed}, {rate:.2f} episodes/s, "
+            f"[{time.strftime('%H:%M:%S')}] {self.name}: {self.done}/{self.total} episodes{resumed}, {rate:.3g} episodes/s, "
             f"{self.calls} LLM calls, {self.retries} retries{failures}, {eta}",
             file=self.stream,
             flush=True,

@@ -85,3 +85,9 @@ def test_recollection_keeps_the_labels_of_unchanged_completions():
     ]
     merged = {r["id"]: r["expected"] for r in merge(old, new)}
     assert merged == {"m/e/t/turn0": "look", "m/e/t/turn1": None, "m/other/t/turn0": "x"}
+
+
+def test_only_a_pair_around_the_whole_action_is_stripped():
+    assert parse_action('Action: "/usr/bin/printf" "%s" x', multiline=True).action == '"/usr/bin/printf" "%s" x'
+    assert parse_action("Action: SELECT * FROM t WHERE a = '*'", multiline=True).action == "SELECT * FROM t WHERE a = '*'"
+    assert parse_action('Action: "open fridge 1"').action == "open fridge 1"

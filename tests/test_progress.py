@@ -20,7 +20,7 @@ def test_log_lines_count_episodes_calls_and_retries():
     progress.close()
     lines = stream.getvalue().splitlines()
     assert len(lines) == 3  # the first line, then one per batch at interval 0; close adds none for an unchanged count
-    assert "run-a: 2/10 episodes (2 from an earlier invocation), 0.00 episodes/s, 0 LLM calls, 0 retries, ETA -" in lines[0]
+    assert "run-a: 2/10 episodes (2 from an earlier invocation), 0 episodes/s, 0 LLM calls, 0 retries, ETA -" in lines[0]
     assert "4/10 episodes" in lines[1] and "6 LLM calls, 1 retries" in lines[1] and "ETA " in lines[1] and "ETA -" not in lines[1]
     assert "5/10 episodes" in lines[2] and "7 LLM calls, 1 retries, 1 failed" in lines[2]
 

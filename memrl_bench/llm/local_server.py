@@ -79,7 +79,9 @@ class LocalLlamaServer:
     ):
         """
         threads: CPU threads for generation and prompt processing; None: the cores this
-            process may use. When other processes load the CPU, 1 thread holds up better.
+            process may use but one, which is left to the harness (envs, embedder, client):
+            llama.cpp's threads wait for each other, so one that loses its core stalls the
+            rest (2 threads on 2 busy cores generated 0.6 tokens/s, 1 thread 5; BENCHMARKS.md).
         ctx_size: context (prompt + completion tokens) of each request.
         parallel: requests decoded together (llama.cpp slots); the KV cache holds
             ctx_size * parallel tokens. Match it to the client's requests in flight.
@@ -87,7 +89,7 @@ class LocalLlamaServer:
         """
         self.model_path = Path(model_path).expanduser()
         self.alias = alias or self.model_path.stem
-        self.threads = threads if threads is not None else available_cores()
+        self.threads = threads if threads is not None else max(1, available_cores() - 1)
         self.ctx_size = ctx_size
         self.parallel = parallel
         self.embedding = embedding
