@@ -9,8 +9,9 @@ Harness vs direct, at each concurrency C (a server with C slots, C episodes at o
   direct   the requests the harness sent, as recorded (same bodies, a fresh session tag so
            that no prompt is already cached), posted with http.client from C threads, one
            episode per thread, turns in order.
-  The two alternate for --rounds rounds; tokens/s = completion tokens / wall time of the
-  pass; the ratio is harness / direct per round (median over rounds).
+  The two alternate for --rounds rounds, harness first in even rounds and direct first
+  (replaying the previous harness pass) in odd ones; tokens/s = completion tokens / wall
+  time of the pass; the ratio is harness / direct per round (median over rounds).
 Prefix reuse: one recorded pass replayed directly at concurrency 1, with llama.cpp's
 `cache_prompt` on and off; prefill time per turn is the server's timings.prompt_ms.
 Threads (--compare-threads 1 2): the first recorded request alone, without prefix reuse,
@@ -170,9 +171,14 @@ def main() -> None:
     for concurrency in args.concurrency:
         with LocalLlamaServer(path, alias=args.model, threads=args.threads, ctx_size=4096, parallel=concurrency) as server:
             rows = []
-            for _ in range(args.rounds):
+            bodies: list[list[dict]] = []
+            for round_index in range(args.rounds):
+                # Odd rounds replay the last harness pass first, so that neither side always goes first.
+                if round_index % 2:
+                    d_wall, d_tokens, _ = direct_pass(server.base_url, bodies)
                 h_wall, h_tokens, bodies = harness_pass(server.base_url, args.model, tasks[:concurrency], first, args.turns, args.max_tokens)
-                d_wall, d_tokens, _ = direct_pass(server.base_url, bodies)
+                if not round_index % 2:
+                    d_wall, d_tokens, _ = direct_pass(server.base_url, bodies)
                 rows.append({"harness_tok_s": h_tokens / h_wall, "direct_tok_s": d_tokens / d_wall, "harness_s": h_wall, "direct_s": d_wall, "harness_tokens": h_tokens, "direct_tokens": d_tokens})
                 rows[-1]["ratio"] = rows[-1]["harness_tok_s"] / rows[-1]["direct_tok_s"]
                 print(f"C={concurrency}: harness {rows[-1]['harness_tok_s']:.2f} tok/s ({h_tokens} in {h_wall:.1f} s), direct {rows[-1]['direct_tok_s']:.2f} tok/s ({d_tokens} in {d_wall:.1f} s), ratio {rows[-1]['ratio']:.3f}", flush=True)

@@ -81,7 +81,8 @@ class LocalLlamaServer:
         threads: CPU threads for generation and prompt processing; None: the cores this
             process may use but one, which is left to the harness (envs, embedder, client):
             llama.cpp's threads wait for each other, so one that loses its core stalls the
-            rest (2 threads on 2 busy cores generated 0.6 tokens/s, 1 thread 5; BENCHMARKS.md).
+            rest (on 2 cores shared with other jobs, 1 thread generated 15-20 tokens/s and 2
+            threads 7-8; BENCHMARKS.md, "Local server").
         ctx_size: context (prompt + completion tokens) of each request.
         parallel: requests decoded together (llama.cpp slots); the KV cache holds
             ctx_size * parallel tokens. Match it to the client's requests in flight.
