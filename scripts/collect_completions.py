@@ -128,7 +128,7 @@ def main() -> int:
     parser.add_argument("--tasks", type=int, default=2, help="training tasks played per env")
     parser.add_argument("--steps", type=int, default=3, help="turns per episode at most")
     parser.add_argument("--max-tokens", type=int, default=160)
-    parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads (1 holds up best when other processes load the cores)")
+    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the usable cores but one)")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
 
