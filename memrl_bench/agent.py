@@ -123,23 +123,119 @@ def system_prompt(template: str, env: Env, memory_block: str) -> str:
     return prompts.render(template, instructions=env.instructions().strip(), memory_section=memory_section).strip()
 
 
-_ACTION_MARK = re.compile(r"action\s*:", re.IGNORECASE)
-_INVENTED_OBSERVATION = re.compile(r"\n\s*observation\s*:", re.IGNORECASE)
+# A ReAct section label at the start of a line, as models write it: "Action:", "**Action:**",
+# "**Action**:", "### Action", "- Thought:". Without a colon only when nothing follows on the line.
+_LABEL = r"(think|thought|thoughts|reasoning|observation|action|act)"
+_EMPHASIS = r"(?:\*\*|__|\*|_)?"
+_LABEL_LINE = re.compile(rf"^[ \t]*(?:#{{1,6}}[ \t]*|[-*>][ \t]+)?{_EMPHASIS}{_LABEL}{_EMPHASIS}[ \t]*(?::{_EMPHASIS}|{_EMPHASIS}[ \t]*$)", re.IGNORECASE | re.MULTILINE)
+_INLINE_ACTION = re.compile(rf"(?<![\w-]){_EMPHASIS}act(?:ion)?{_EMPHASIS}[ \t]*:{_EMPHASIS}", re.IGNORECASE)
+# The environments' own action words (LLB DB's "SQL:" / "ANSWER:" / "COMMIT", LLB OS's "answer:" / "finish").
+_ENV_WORD = r"(sql|answer|final answer)[ \t]*:"
+_ENV_PREFIX = re.compile(rf"^{_ENV_WORD}", re.IGNORECASE)
+_ENV_PREFIX_LINE = re.compile(rf"^[ \t]*{_ENV_WORD}", re.IGNORECASE | re.MULTILINE)
+_END_WORDS = ("commit", "finish")
+# A model that ignores the format answers the prompt's "What is your next step?" in prose:
+# "Your next step is to go to kitchen." / "... using the command `ln -s a b`."
+_NEXT_STEP = re.compile(r"\bnext step (?:is|should be|would be|will be)\b[ \t]*(?:to\b)?[ \t:]*([^\n]*)", re.IGNORECASE)
+_INLINE_CODE = re.compile(r"`([^`\n]+)`")
+_PLACEHOLDER = re.compile(r"<[^<>\n]*>")  # the format's "<exactly one action>", copied by a small model
+_FENCE = re.compile(r"```(?:[ \t]*[\w+-]*[ \t]*\n)?(.*?)(?:```|\Z)", re.DOTALL)  # a language tag only on the fence's own line
 
 
-def parse_action(completion: str, multiline: bool = False) -> str:
-    """The text after the last "Action:" (the whole completion if there is none).
+@dataclass(frozen=True)
+class ParsedAction:
+    """What the ReAct actor reads from one completion."""
 
-    A model that goes on to invent the env's reply is cut at its first "Observation:".
-    Only the first line is kept unless the env takes multi-line actions.
+    action: str  # the action to send; without a usable one, the completion's first line (sent as written)
+    usable: bool  # the completion held an action: after "Action:", an env action word, a code block, or a bare command
+
+
+def parse_action(completion: str, multiline: bool = False) -> ParsedAction:
+    """One action from a completion, as real models write it.
+
+    The first "Action:" (also "**Action:**", "### Action", "Act:"), cut at the next
+    Think: / Thought: / Observation: / Action: line; without one, the first line starting
+    with an env action word (SQL:, ANSWER:), a bare COMMIT / finish line, the first code
+    block; in a completion without labels, what follows "next step is (to)" (its inline
+    code if it has some), or the whole of a one-line completion (a bare command). Prose
+    over several lines without any of these, or the format's placeholder copied ("<exactly
+    one action>"), holds no usable action. Then code fences, inline
+    backticks and markdown emphasis are stripped, an env prefix is kept in front of its
+    fenced content ("SQL: SELECT ..."), and a bare COMMIT / finish loses trailing
+    punctuation. Single-line envs keep the first line; multi-line envs keep a fenced
+    block whole, and an unfenced action up to its first blank line (prose follows it).
     """
-    text = _INVENTED_OBSERVATION.split(completion, maxsplit=1)[0]
-    marks = list(_ACTION_MARK.finditer(text))
-    action = (text[marks[-1].end() :] if marks else text).strip()
+    text = completion.replace("\r\n", "\n").strip()
+    labels = list(_LABEL_LINE.finditer(text))
+    actions = [m for m in labels if m.group(1).lower() in ("action", "act")]
+    inline = _INLINE_ACTION.search(text)
+    prefixed = _ENV_PREFIX_LINE.search(text)
+    start = actions[0].end() if actions else inline.end() if inline else prefixed.start() if prefixed else None
+    if start is not None:
+        end = next((m.start() for m in labels if m.start() >= start), len(text))  # the next label line
+        body = text[start:end]
+    elif (end_word := _end_word_line(text)) is not None:
+        body = end_word
+    elif (fence := _FENCE.search(text)) is not None:
+        body = fence.group(0)
+    elif not labels and (step := _next_step(text)) is not None:
+        code = _INLINE_CODE.search(step)
+        body = code.group(1) if code else step
+    elif not labels and "\n" not in text:
+        body = text
+    else:
+        return ParsedAction(_first_line(text), usable=False)
+    action = _clean(body, multiline)
+    if not action or _PLACEHOLDER.fullmatch(action):
+        return ParsedAction(_first_line(text), usable=False)
+    return ParsedAction(action, usable=True)
+
+
+def _next_step(text: str) -> str | None:
+    """What the first "next step is (to) ..." with something after it on its line names."""
+    return next((m.group(1).strip() for m in _NEXT_STEP.finditer(text) if m.group(1).strip()), None)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().split("\n", 1)[0].strip()
+
+
+def _end_word_line(text: str) -> str | None:
+    for line in text.splitlines():
+        if _strip_wrapping(line).rstrip(".;!").lower() in _END_WORDS:
+            return line
+    return None
+
+
+def _strip_wrapping(text: str) -> str:
+    """Without surrounding whitespace, markdown emphasis, quotes or inline backticks (a pair
+    around the whole text with no other such mark inside: `"a" "b"` stays as it is)."""
+    previous = None
+    while previous != text:
+        previous, text = text, text.strip()
+        for mark in ("**", "__", "`", '"', "'", "*", "_"):
+            inner = text[len(mark) : -len(mark)]
+            if len(text) > 2 * len(mark) and text.startswith(mark) and text.endswith(mark) and mark not in inner:
+                text = inner
+    return text
+
+
+def _clean(body: str, multiline: bool) -> str:
+    body, prefix = body.strip(), ""
+    unwrapped = _strip_wrapping(body)
+    if (label := _ENV_PREFIX.match(unwrapped)) is not None:
+        prefix, body = f"{label.group(1)}: ", unwrapped[label.end() :].strip()
+    fence = _FENCE.search(body)
+    if fence is not None and (multiline or body.startswith("```")):
+        body = fence.group(1).strip("\n")
+    elif multiline:
+        body = re.split(r"\n[ \t]*\n", body, maxsplit=1)[0]
     if not multiline:
-        action = action.split("\n", 1)[0].strip()
-        action = action.strip("`\"'").strip()
-    return action
+        body = body.split("\n", 1)[0].strip().removeprefix("> ")
+    body = _strip_wrapping(body) if "\n" not in body.strip() else body.strip()
+    if body.rstrip(".;!").lower() in _END_WORDS:
+        body = body.rstrip(".;!")
+    return f"{prefix}{body}" if body else ""
 
 
 def _normalise(command: str) -> str:
@@ -172,14 +268,18 @@ class ReActActor(_LLMActor):
         multiline = bool(info.get("multiline_actions"))
         system = system_prompt("react_system", env, job.retrieval.prompt_block)
         conversation = self.memrl_alfworld.start(job.task, first_observation, job.retrieval.prompt_block) if self.memrl_alfworld else None
-        rec.info.update(invalid_actions=0, fuzzy_matched_actions=0)
+        rec.info.update(invalid_actions=0, fuzzy_matched_actions=0, format_failures=0)
+        generation = {**({"stop": self.cfg.stop_sequences} if self.cfg.stop_sequences else {}), **self.generation}
         for _ in range(self.cfg.max_steps):
             messages = conversation.messages if conversation else [
                 {"role": "system", "content": system},
                 {"role": "user", "content": self._user_prompt(job.task, first_observation, rec.turns, info)},
             ]
-            completion = await rec.chat(self.llm, messages, job.sample_index, self.generation)
-            action = parse_action(completion.text, multiline)
+            completion = await rec.chat(self.llm, messages, job.sample_index, generation)
+            parsed = parse_action(completion.text, multiline)
+            action = parsed.action
+            if not parsed.usable:
+                rec.info["format_failures"] += 1
             commands = info.get("admissible_commands")
             if commands:
                 matched = match_action(action, list(commands), self.cfg.fuzzy_cutoff)
@@ -214,18 +314,24 @@ _FENCED_CODE = re.compile(r"```[^\n`]*\n(.*?)(?:```|\Z)", re.DOTALL)
 def extract_answer(completion: str, answer_format: str, letters: str = "ABCD") -> str | None:
     """The answer the env checks, taken from a completion; None if there is none.
 
-    "letter": the first standalone choice letter after the last "Answer:", else anywhere;
-    "code": the first fenced code block, else the whole text; "text": the whole text.
+    "letter": the first standalone choice letter after the last "Answer:" / "answer is",
+    else the first one anywhere outside lines that list the choices ("B. 1") and other than
+    the article "A" ("A field is ..."); "code": the first fenced code block, else the whole
+    text; "text": the whole text.
     """
     if answer_format == "letter":
         standalone_letter = rf"(?<![A-Za-z])[{re.escape(letters)}](?![A-Za-z])"
-        marks = list(re.finditer(r"answer\s*:", completion, re.IGNORECASE))
+        marks = list(re.finditer(r"\banswer\s*(?::|is\b)", completion, re.IGNORECASE))
         if marks:
             after = re.search(standalone_letter, completion[marks[-1].end() :], re.IGNORECASE)
             if after:
                 return after.group(0).upper()
-        anywhere = re.search(standalone_letter, completion)
-        return anywhere.group(0) if anywhere else None
+        choice_line = re.compile(rf"\s*\(?[{re.escape(letters)}][.)]\s")
+        prose = "\n".join(line for line in completion.splitlines() if not choice_line.match(line))
+        for found in re.finditer(standalone_letter, prose):
+            if not (found.group(0) == "A" and re.match(r" [a-z]", prose[found.end() :])):
+                return found.group(0)
+        return None
     if answer_format == "code":
         block = _FENCED_CODE.search(completion)
         return (block.group(1) if block else completion).strip("\n")

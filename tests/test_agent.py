@@ -18,7 +18,7 @@ import memrl_bench.llm
 from memrl_bench import CONF_DIR, registry
 from memrl_bench.actors import EnvPool, Job
 from memrl_bench.agent import ReActActor, SingleTurnActor, extract_answer, match_action, parse_action
-from memrl_bench.config import ConfigError
+from memrl_bench.config import ActorSettings, ConfigError
 from memrl_bench.envs.base import Env
 from memrl_bench.envs.checker import check_env
 from memrl_bench.llm import Completion, LLMError
@@ -154,7 +154,7 @@ def test_react_solves_with_exact_actions() -> None:
     assert all(set(t.latency_s) == {"act", "env"} and t.latency_s["act"] > 0 for t in outcome.turns)  # per step
     assert sum(t.latency_s["env"] for t in outcome.turns) == pytest.approx(outcome.latency_s["env"])
     assert {c["sample_index"] for c in llm.calls} == {3}
-    assert all(c["overrides"] == {"temperature": 0.0} for c in llm.calls)
+    assert all(c["overrides"] == {"temperature": 0.0, "stop": ["\nObservation:"]} for c in llm.calls)
     assert "transcript" not in outcome.info
 
 
@@ -186,12 +186,16 @@ def test_match_action_and_cutoff() -> None:
 
 
 def test_parse_action() -> None:
-    assert parse_action("Think: hmm. Action: no\nThink: better.\nAction: go to kitchen") == "go to kitchen"
-    assert parse_action("Action: go to kitchen\nObservation: You are in the kitchen.\nAction: take apple") == "go to kitchen"
-    assert parse_action("go to kitchen\nbecause it is close") == "go to kitchen"
-    assert parse_action("Think: x\nACTION:  `look` ") == "look"
-    assert parse_action("Action:\nSELECT *\nFROM t;", multiline=True) == "SELECT *\nFROM t;"
-    assert parse_action("Action:\nSELECT *\nFROM t;") == "SELECT *"
+    def action(completion: str, multiline: bool = False) -> str:
+        return parse_action(completion, multiline).action
+
+    assert action("Think: hmm.\nAction: go to kitchen\nThink: better.\nAction: look") == "go to kitchen"  # the first action
+    assert action("Action: go to kitchen\nObservation: You are in the kitchen.\nAction: take apple") == "go to kitchen"
+    assert action("go to kitchen\nbecause it is close") == "go to kitchen"
+    assert action("Think: x\nACTION:  `look` ") == "look"
+    assert action("Action:\nSELECT *\nFROM t;", multiline=True) == "SELECT *\nFROM t;"
+    assert action("Action:\nSELECT *\nFROM t;") == "SELECT *"
+    assert not parse_action("Think: no idea yet.").usable
 
 
 def test_react_step_limit() -> None:
@@ -339,3 +343,20 @@ def test_actor_config_files_build_their_actors(path: Path) -> None:
     for kind in [cfg["kind"]] if cfg.get("kind") else ["react", "single_turn"]:  # kind null: the env's choice
         actor_cls = registry.get("actor", kind)
         assert isinstance(actor_cls(ScriptedChat(SOLUTION), cfg), actor_cls)
+
+
+def test_react_sends_its_stop_sequences_unless_told_otherwise() -> None:
+    default, own, none = ScriptedChat(SOLUTION), ScriptedChat(SOLUTION), ScriptedChat(SOLUTION)
+    play(ReActActor(default), job())
+    play(ReActActor(own, {"generation": {"stop": ["\nTask:"]}}), job())
+    play(ReActActor(none, {"stop_sequences": None}), job())
+    assert default.calls[0]["overrides"] == {"stop": ActorSettings().stop_sequences} == {"stop": ["\nObservation:"]}
+    assert own.calls[0]["overrides"] == {"stop": ["\nTask:"]}  # generation.stop wins
+    assert none.calls[0]["overrides"] == {}  # nothing sent: the llm config's own `stop` applies
+
+
+def test_completions_without_an_action_are_counted_as_format_failures() -> None:
+    llm = ScriptedChat(["Think: where is the apple?", *SOLUTION])
+    outcome = play(ReActActor(llm), job())
+    assert outcome.success and outcome.info["format_failures"] == 1
+    assert outcome.turns[0].action == "Think: where is the apple?"  # sent as written, as before

@@ -41,6 +41,7 @@ LAYERS = {
     "memrl_bench.models": PARTS,
     "memrl_bench.registry": PARTS,
     "memrl_bench.runner": RUNNER,
+    "memrl_bench.progress": RUNNER,
     "memrl_bench.cli": FRONT,
     "memrl_bench.__main__": FRONT,
     "memrl_bench.study": FRONT,

@@ -46,10 +46,11 @@ def test_memrl_with_the_local_model_on_each_env(tmp_path, env):
 # episode is won, and SmolLM2-135M won no coin game (0 of 4 in two rooms, 0 of 6 in one:
 # it copies the room description instead of acting). One-command Simon Says (gameLength=1)
 # is won by doing the one command Simon names, out of 4 admissible ones. The model ignores
-# the Think/Action format and answers "Your next step is to <command>.", whose difflib
-# ratio to the command it names is 0.5-0.56; the actor maps it at fuzzy_cutoff 0.5. Train
-# seeds won: 0 of 10 at the default cutoff 0.75, 0 of 20 at 0.6, 5 of 20 at 0.5 (4 and 7
-# among the first 8), about chance. After a wrong command the simulator's text also reads
+# the Think/Action format and answers "Your next step is to <command>."; measured when the
+# actor matched that whole sentence (difflib ratio 0.5-0.56 to the command it names), train
+# seeds won 0 of 10 at the default cutoff 0.75, 0 of 20 at 0.6, 5 of 20 at 0.5 (4 and 7
+# among the first 8), about chance. The parser now reads the command after "next step is
+# to"; the cutoff stays at 0.5 for the answers that name none. After a wrong command the simulator's text also reads
 # "You win!" at gameLength=1; success (False) and reward (-1) are right.
 TWX = [
     "env=textworld_express", "env.game=simonsays", "+env.game_params={gameLength: 1}", "actor.fuzzy_cutoff=0.5",

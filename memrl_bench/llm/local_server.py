@@ -42,6 +42,13 @@ params.n_ctx = cfg["ctx_size"] * cfg["parallel"]
 params.cpuparams.n_threads = cfg["threads"]
 params.cpuparams_batch.n_threads = cfg["threads"]
 params.n_threads_http = cfg["parallel"] + 2
+# Prefix reuse (llama.cpp's defaults, set here so that they stay on): a request goes to the idle
+# slot whose cached prompt shares the longest prefix with it and keeps that KV cache, so a ReAct
+# turn prefills only what the last turn added. Prompts of slots handed to other episodes are
+# kept in RAM (cache_ram_mib) and restored when their episode comes back.
+params.cache_prompt = True
+params.slot_prompt_similarity = 0.1
+params.cache_ram_mib = 8192
 params.embedding = cfg["embedding"]
 if cfg["embedding"]:  # decoder models default to no pooling, which /v1/embeddings refuses
     params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
@@ -64,23 +71,26 @@ class LocalLlamaServer:
         model_path: str | Path,
         *,
         alias: str | None = None,
-        threads: int = 2,
+        threads: int | None = None,
         ctx_size: int = 2048,
         parallel: int = 1,
         embedding: bool = False,
         startup_timeout_s: float = 120.0,
     ):
         """
-        threads: CPU threads for generation and prompt processing; when another
-            process loads the CPU, 1 thread holds up better than 2.
+        threads: CPU threads for generation and prompt processing; None: the cores this
+            process may use but one, which is left to the harness (envs, embedder, client):
+            llama.cpp's threads wait for each other, so one that loses its core stalls the
+            rest (on 2 cores shared with other jobs, 1 thread generated 15-20 tokens/s and 2
+            threads 7-8; BENCHMARKS.md, "Local server").
         ctx_size: context (prompt + completion tokens) of each request.
         parallel: requests decoded together (llama.cpp slots); the KV cache holds
-            ctx_size * parallel tokens.
+            ctx_size * parallel tokens. Match it to the client's requests in flight.
         embedding: serve /v1/embeddings (llama.cpp needs the flag at start), mean-pooled.
         """
         self.model_path = Path(model_path).expanduser()
         self.alias = alias or self.model_path.stem
-        self.threads = threads
+        self.threads = threads if threads is not None else max(1, available_cores() - 1)
         self.ctx_size = ctx_size
         self.parallel = parallel
         self.embedding = embedding
@@ -175,6 +185,14 @@ class LocalLlamaServer:
     def info(self) -> dict[str, Any]:
         """What a run manifest records about the server."""
         return {"backend": "llama.cpp (xllamacpp)", "model_file": self.model_path.name, "threads": self.threads, "ctx_size": self.ctx_size, "parallel": self.parallel}
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity mask, e.g. a container's or taskset's limit)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _stop_process(process: subprocess.Popen[bytes]) -> None:
