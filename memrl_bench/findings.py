@@ -42,7 +42,7 @@ from memrl_bench import metrics
 from memrl_bench.config import NOT_RESULTS, KeyRole, keys_with, without
 from memrl_bench.records import EpisodeRecord, RunRecords, read_run
 from memrl_bench.runfolder import MANIFEST, CorruptRunFolderError
-from memrl_bench.stats import NOT_MEASURED, Interval, t_interval, variance_ratio, verdict
+from memrl_bench.stats import NOT_MEASURED, Interval, side, t_interval, variance_ratio, verdict
 
 SECTION_TITLE = "Findings on the critique's claims"
 
@@ -191,6 +191,8 @@ def _load_or_why(path: Path) -> Run | str:
         return load_run(path)
     except (CorruptRunFolderError, OSError) as err:
         return str(err)
+    except (KeyError, TypeError, ValueError) as err:  # a run of tasks its env no longer lists, a hand-made folder
+        return f"{path}: its measures cannot be computed ({type(err).__name__}: {err})"
 
 
 Warn = Callable[[str], None]
@@ -374,22 +376,45 @@ def order_counterfactual(runs: list[Run]) -> dict[str, dict[int, dict[int, float
 # ---- the findings -------------------------------------------------------------------------
 
 
+# The presets (memrl_bench/conf/experiment/) whose runs a claim needs; `+experiment=critique_study` runs them all.
+MEASURED_BY = {
+    "determinism": ("critique",),
+    "epoch1_lock_in": ("critique",),
+    "epoch1_counterfactual": ("critique_order",),
+    "never_tested": ("critique",),
+    "good_amplified": ("critique",),
+    "bad_locked_in": ("critique", "critique_epsilon"),
+    "regret": ("critique", "critique_epsilon"),
+    "order_dependence": ("critique", "critique_epsilon"),
+    "runtime_learning": ("critique", "critique_fairness"),
+    "weak_baselines": ("critique_fairness", "critique_passk"),
+}
+_SIDES = {1: "above", -1: "below", 0: "spans"}
+
+
 def _row(label: str, interval: Interval, direction: int | None = None, null: float = 0.0, primary: bool = False) -> dict | None:
-    """One line of a finding's table; None (left out) when nothing was measured."""
+    """One line of a finding's table; None (left out) when nothing was measured.
+
+    One rule for every verdict (memrl_bench.stats.verdict): the row that decides the claim
+    carries it, and the claim's headline is that row's; the other rows with a direction
+    say only where their interval lies against the null ("above 0.5"), so that no row
+    reads as a second verdict on the claim.
+    """
     if interval.mean is None:
         return None
     row = {"label": label, "mean": interval.mean, "low": interval.low, "high": interval.high, "n": interval.n, "text": interval.text()}
-    if direction is not None:
-        row["verdict"] = verdict(interval, direction, null)
     if primary:
         row["primary"] = True
+        row["verdict"] = verdict(interval, direction or 1, null)
+    elif direction is not None and side(interval, null) is not None:
+        row["side"] = f"{_SIDES[side(interval, null)]} {null:g}"
     return row
 
 
 def _finding(key: str, claim: str, measurement: str, rows: list[dict | None]) -> dict:
     kept = [r for r in rows if r is not None]
     primary = next((r for r in kept if r.get("primary")), None)
-    return {"id": key, "claim": claim, "measurement": measurement, "rows": kept, "verdict": primary["verdict"] if primary else NOT_MEASURED}
+    return {"id": key, "claim": claim, "measurement": measurement, "rows": kept, "verdict": primary["verdict"] if primary else NOT_MEASURED, "presets": MEASURED_BY[key]}
 
 
 def _temp(t: float) -> str:
@@ -681,43 +706,57 @@ def _weak_baselines(study: Study) -> dict:
 # ---- rendering ------------------------------------------------------------------------------
 
 
-def findings_markdown(results_dir: Path, warn: Warn | None = warn_on_stderr) -> str:
-    """The findings as a README section."""
-    return render_markdown(findings(results_dir, warn), results_dir)
+def _how_to_measure(f: dict) -> str:
+    presets = " and ".join(f["presets"])
+    commands = "; ".join(f"memrl-bench -m +experiment={p}" for p in f["presets"])
+    return f"needs the runs of the preset{'s' if len(f['presets']) > 1 else ''} {presets} ({commands}; or all presets: memrl-bench +experiment=critique_study)"
 
 
-def findings_html(results_dir: Path, warn: Warn | None = warn_on_stderr) -> str:
-    """The findings as an HTML section, for the report to embed."""
-    return render_html(findings(results_dir, warn), results_dir)
+def _row_verdict(r: dict) -> str:
+    return r.get("verdict") or (f"interval {r['side']}" if "side" in r else "")
 
 
 def render_markdown(found: list[dict], results_dir: Path) -> str:
+    """The section as Markdown: the claims this folder measures first, then one line per claim it does not."""
     synthetic = bool(found) and found[0]["label"].startswith("SYNTHETIC")
     lines = [f"## {SECTION_TITLE}{' (synthetic)' if synthetic else ''}", ""]
     if not found:
         return "\n".join(lines + [f"No complete runs under {results_dir}."]) + "\n"
-    lines += [f"All numbers: {found[0]['label']}. Means with 95% t-intervals over task orders (n); runs: {results_dir}.", ""]
+    measured = [f for f in found if f["verdict"] != NOT_MEASURED]
+    lines += [f"All numbers: {found[0]['label']}. Means with 95% t-intervals over task orders (n); runs: {results_dir}. Each claim's verdict is that of the row marked (decides); other rows say where their interval lies.", ""]
     cell = lambda text: str(text).replace("|", "\\|")  # noqa: E731
-    for i, f in enumerate(found, 1):
+    for i, f in enumerate(measured, 1):
         lines += [f"### {i}. {f['claim']}", "", f"**Verdict: {f['verdict']}.** {f['measurement']}", "", "| measurement | value | verdict |", "|---|---|---|"]
-        lines += [f"| {cell(r['label'])}{' (decides)' if r.get('primary') else ''} | {cell(r['text'])} | {r.get('verdict', '')} |" for r in f["rows"]]
+        lines += [f"| {cell(r['label'])}{' (decides)' if r.get('primary') else ''} | {cell(r['text'])} | {_row_verdict(r)} |" for r in f["rows"]]
+        lines.append("")
+    unmeasured = [f for f in found if f["verdict"] == NOT_MEASURED]
+    if unmeasured:
+        lines += ["### Not measured by the runs in this folder", ""]
+        lines += [f"- {f['claim']} — {_how_to_measure(f)}." for f in unmeasured]
         lines.append("")
     return "\n".join(lines)
 
 
 def render_html(found: list[dict], results_dir: Path) -> str:
+    """The section as HTML (the report embeds it once): the claims measured first, then one line per claim not measured."""
     esc = html.escape
     parts = [f'<section id="findings"><h2>{esc(SECTION_TITLE)}</h2>']
     if not found:
         return parts[0] + f"<p>No complete runs under {esc(str(results_dir))}.</p></section>"
-    parts.append(f"<p><strong>{esc(found[0]['label'])}.</strong> Means with 95% t-intervals over task orders (n).</p>")
-    for i, f in enumerate(found, 1):
+    measured = [f for f in found if f["verdict"] != NOT_MEASURED]
+    parts.append(f"<p><strong>{esc(found[0]['label'])}.</strong> Means with 95% t-intervals over task orders (n). Each claim's verdict is that of the row marked <em>(decides)</em>; other rows say where their interval lies.</p>")
+    for i, f in enumerate(measured, 1):
         parts.append(f'<h3>{i}. {esc(f["claim"])}</h3><p class="verdict {esc(f["verdict"].replace(" ", "-"))}"><strong>Verdict: {esc(f["verdict"])}.</strong> {esc(f["measurement"])}</p>')
         parts.append("<table><thead><tr><th>measurement</th><th>value</th><th>verdict</th></tr></thead><tbody>")
         for r in f["rows"]:
             label = esc(r["label"]) + (" <em>(decides)</em>" if r.get("primary") else "")
-            parts.append(f"<tr><td>{label}</td><td>{esc(r['text'])}</td><td>{esc(r.get('verdict', ''))}</td></tr>")
+            parts.append(f"<tr><td>{label}</td><td>{esc(r['text'])}</td><td>{esc(_row_verdict(r))}</td></tr>")
         parts.append("</tbody></table>")
+    unmeasured = [f for f in found if f["verdict"] == NOT_MEASURED]
+    if unmeasured:
+        parts.append('<h3 id="not-measured">Not measured by the runs in this folder</h3><ul>')
+        parts += [f"<li>{esc(f['claim'])} — {esc(_how_to_measure(f))}.</li>" for f in unmeasured]
+        parts.append("</ul>")
     parts.append("</section>")
     return "\n".join(parts)
 

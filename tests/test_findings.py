@@ -176,11 +176,13 @@ def test_tiny_study_end_to_end_yields_every_finding(tmp_path):
     labels = " | ".join(r["label"] for f in found for r in f["rows"])
     for expected in ("memrl ε=0.1", "memrl softmax T=0.3", "epoch 1 - epoch 2", "test pass@3", "pass@3 (CSR over 3 epochs", "gap - none gap"):
         assert expected in labels
-    markdown = fd.findings_markdown(tmp_path)
+    markdown = fd.render_markdown(found, tmp_path)
     assert markdown.startswith("## Findings on the critique's claims (synthetic)")
     assert markdown.count("**Verdict:") == 10
-    page = fd.findings_html(tmp_path)
-    assert page.startswith('<section id="findings">') and page.count("<table>") == 10
+    page = fd.render_html(found, tmp_path)
+    assert page.startswith('<section id="findings">') and page.count("<table>") == 10 and page.count('<section id="findings">') == 1
+    for f in found:  # one rule: the headline is the deciding row's verdict, and no other row carries one
+        assert [r["verdict"] for r in f["rows"] if "verdict" in r] == [f["verdict"]], f["id"]
 
 
 @pytest.mark.slow

@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-import importlib.machinery
 import json
 import math
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from memrl_bench.config import config_hash
 from memrl_bench.report import ReportInputError, report
 from memrl_bench.report.aggregate import aggregate, paired_bootstrap
 from memrl_bench.report.cli import main as cli_main
 from memrl_bench.report.figures import method_colours
-from memrl_bench.report.html import findings_html
-from memrl_bench.report.load import common_settings, load, settings_label
-from memrl_bench.report.tables import all_tables
+from memrl_bench.report.load import common_settings, load, settings_overrides
+from memrl_bench.report.tables import all_tables, variant_order
 from memrl_bench.types import Episode
 
 T_975_2 = 4.302652729911275  # scipy.stats.t.ppf(0.975, 2)
@@ -67,8 +64,16 @@ def write_run(
     folder.mkdir(parents=True)
     splits = {r["split"] for r in records}
     sizes = split_sizes or {s: len({r["task_id"] for r in records if r["split"] == s}) for s in splits}
+    config = {"method": {"name": method}, "env": {"name": "synthetic"}, "seed": seed, "task_order_seed": seed, "hydra": {"overrides": all_overrides}}
+    for override in overrides:  # "protocol.epochs=1" sets config["protocol"]["epochs"] = 1
+        key, value = override.lstrip("+").split("=", 1)
+        *parents, leaf = key.split(".")
+        node = config
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = yaml.safe_load(value)
     manifest = {
-        "config": {"method": {"name": method}, "env": {"name": "synthetic"}, "seed": seed, "task_order_seed": seed, "extra": list(overrides), "hydra": {"overrides": all_overrides}},
+        "config": config,
         "config_hash": "",
         "git_commit": "0123456789abcdef",
         "labels": list(labels),
@@ -232,18 +237,29 @@ def test_missing_sweep_runs_from_multirun_yaml(tmp_path):
     assert "demo/method=memrl,seed=0" in report(tmp_path).read_text()
 
 
-def test_variants_group_by_settings_without_seeds(tmp_path):
-    assert settings_label(["method=memrl", "seed=1", "+experiment=demo", "method.epsilon=0.1", "task_order_seed=4"]) == "method.epsilon=0.1"
-    assert settings_label(["method=rag", "seed=0"]) == "default"
+def test_variants_are_conditions_named_by_what_varies_and_sorted_numerically(tmp_path):
+    assert settings_overrides(["method=memrl", "seed=1", "+experiment=demo", "method.epsilon=0.1", "task_order_seed=4", "llm.threads=2"]) == ("method.epsilon=0.1",)
     records = outcomes("train", "train", 1, successes(1, 4))
     for seed in (0, 1):
-        write_run(tmp_path, "memrl", seed, records, overrides=("protocol.epochs=1",))
-        write_run(tmp_path, "memrl", seed, records, overrides=("protocol.epochs=1", "method.epsilon=0.1"))
-    runs = load(tmp_path).runs
+        for epsilon in ("0.1", "0", "0.05"):
+            write_run(tmp_path, "memrl", seed, records, overrides=("protocol.epochs=1", f"method.epsilon={epsilon}"))
+        write_run(tmp_path, "none", seed, records, overrides=("protocol.epochs=1",))
+    results = load(tmp_path)
+    runs = results.runs
     assert common_settings(runs) == ["protocol.epochs=1"]  # named once, not in every variant
-    assert sorted(runs["variant"].unique()) == ["memrl", "memrl [method.epsilon=0.1]"]
-    assert runs.groupby("variant")["settings_hash"].nunique().eq(1).all()
+    assert variant_order(results) == ["none", "memrl epsilon=0", "memrl epsilon=0.05", "memrl epsilon=0.1"]  # 0 before 0.05 before 0.1: numbers as numbers
     assert runs.groupby("variant").size().eq(2).all()
+    assert results.places["memrl epsilon=0"].marked and not results.places["memrl epsilon=0.1"].marked
+
+
+def test_the_same_condition_from_two_presets_is_one_variant_and_a_repeated_run_counts_once(tmp_path):
+    records = outcomes("train", "train", 1, successes(1, 4))
+    main = write_run(tmp_path / "main", "memrl", 0, records, overrides=("method.epsilon=0.0",))
+    write_run(tmp_path / "main", "memrl", 1, records, overrides=("method.epsilon=0.0",))
+    again = write_run(tmp_path / "order", "memrl", 0, records, overrides=("method.epsilon=0",))  # 0 from a command line, 0.0 from a YAML: one condition
+    results = load(tmp_path)
+    assert list(results.runs["variant"].unique()) == ["memrl"] and len(results.runs) == 2
+    assert results.repeated == [f"{again.relative_to(tmp_path)} (the same run as {main.relative_to(tmp_path)})"]
 
 
 def test_labels_beside_rows_and_in_headings(tmp_path):
@@ -284,19 +300,6 @@ def test_colours_fixed_per_method():
     assert (colours["none"], colours["memrl"]) == ("#7f7f7f", "#d62728")
     assert colours["alpha"] != colours["zeta"]
     assert method_colours(["alpha", "zeta"])["alpha"] == colours["alpha"]
-
-
-def test_findings_hook(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "memrl_bench.findings", None)  # the module absent
-    assert findings_html(tmp_path) == ""
-    module = types.ModuleType("memrl_bench.findings")
-    module.__spec__ = importlib.machinery.ModuleSpec("memrl_bench.findings", None)
-    module.findings_html = lambda results_dir, **_: f"<p>claims checked in {results_dir.name}</p>"
-    monkeypatch.setitem(sys.modules, "memrl_bench.findings", module)
-    section = findings_html(tmp_path)
-    assert "<h2>Findings on the critique's claims</h2>" in section and f"claims checked in {tmp_path.name}" in section
-    module.findings_html = lambda results_dir, **_: 1 / 0
-    assert "memrl_bench.findings.findings_html failed: ZeroDivisionError" in findings_html(tmp_path)
 
 
 def test_bad_input_names_the_folder(tmp_path, capsys):
@@ -343,4 +346,4 @@ def test_same_overrides_different_settings_get_told_apart(tmp_path):
         manifest = json.loads((folder / "manifest.json").read_text())
         manifest["config"]["protocol"] = {"epochs": epochs}  # set by an experiment preset, not an override
         write_manifest(folder, manifest)
-    assert sorted(load(tmp_path).runs["variant"]) == ["rag (long)", "rag (short)"]
+    assert sorted(load(tmp_path).runs["variant"]) == ["rag | protocol.epochs=1", "rag | protocol.epochs=9"]  # named by what differs

@@ -105,12 +105,12 @@ def rates_on_test(per_run: pd.DataFrame, splits: list[str]) -> pd.DataFrame:
 
 
 def _baseline_for(variant: str, runs: pd.DataFrame) -> str | None:
-    """The `none` variant with the same settings, else the only `none` variant."""
+    """The `none` variant in the same condition, else the only `none` variant."""
     baselines = runs[runs["method"] == BASELINE_METHOD]
     if baselines.empty or variant in set(baselines["variant"]):
         return None
-    settings = runs.loc[runs["variant"] == variant, "settings"].iloc[0]
-    same = baselines[baselines["settings"] == settings]["variant"].unique()
+    condition = runs.loc[runs["variant"] == variant, "condition"].iloc[0]
+    same = baselines[baselines["condition"] == condition]["variant"].unique()
     candidates = same if len(same) else baselines["variant"].unique()
     return str(candidates[0]) if len(candidates) == 1 else None
 

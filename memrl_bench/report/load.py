@@ -5,6 +5,9 @@ metrics.json) still loads: its episodes count, and it is marked incomplete. Runs
 Hydra sweep asked for (its multirun.yaml) but that left no run folder are "missing".
 A run folder that cannot be read (a damaged or hand-edited file, a log with duplicate
 episode ids, no episodes at all) is skipped with one warning naming it; the others load.
+Runs are read with memrl_bench.records; a run that two presets both ran (equal configs
+and seeds in two folders) counts once. Variants are conditions, placed on the folder's
+axes by memrl_bench.report.axes.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ import numpy as np
 import pandas as pd
 
 from memrl_bench import metrics
-from memrl_bench.config import InputError, KeyRole, config_hash, keys_with, override_key, role_of, run_name, without
+from memrl_bench.config import InputError, KeyRole, override_key, role_of, run_name
 from memrl_bench.records import EpisodeRecord, RunRecords, read_run
+from memrl_bench.report.axes import Place, condition_key, places
 from memrl_bench.runfolder import COMPLETE, MANIFEST, CorruptRunFolderError
 
 # Overrides that are a run's settings (the report's variants): the method's settings, the
@@ -44,8 +48,10 @@ class Results:
     episodes: pd.DataFrame  # one row per episode
     items: pd.DataFrame  # one row per memory item of each complete run's final snapshot
     rates: pd.DataFrame  # one row per (run, phase_name, epoch): RATE_COLUMNS, computed by memrl_bench.metrics from the typed episodes
+    places: dict[str, Place]  # variant -> where it sits on the folder's axes (memrl_bench.report.axes)
     missing: list[str] = field(default_factory=list)  # sweep jobs without a run folder
     skipped: list[str] = field(default_factory=list)  # run folders that could not be read: "<path>: <why>"
+    repeated: list[str] = field(default_factory=list)  # run folders holding a run already loaded from another folder, counted once
 
 
 def scan(root: Path) -> tuple[list[Path], list[Path]]:
@@ -67,15 +73,6 @@ def settings_overrides(overrides: list[str]) -> tuple[str, ...]:
     return tuple(sorted(o for o in overrides if role_of(o) in SETTING_ROLES and override_key(o) != "method"))
 
 
-def settings_label(overrides: list[str]) -> str:
-    return ",".join(settings_overrides(overrides)) or "default"
-
-
-def settings_hash(config: dict) -> str:
-    """The config hash without the seeds: runs that differ only in seeds share it."""
-    return config_hash(without(config, keys_with(KeyRole.REPLICATE)))
-
-
 def _run_row(run: RunRecords, name: str) -> dict:
     manifest, config = run.manifest, run.manifest.config
     overrides = manifest.overrides or run.path.name.split(",")
@@ -87,9 +84,8 @@ def _run_row(run: RunRecords, name: str) -> dict:
         "has_complete_marker": (run.path / COMPLETE).exists(),
         "has_metrics": run.metrics is not None,
         "method": manifest.method,
-        "settings": settings_label(overrides),
         "settings_overrides": settings_overrides(overrides),
-        "settings_hash": settings_hash(config),
+        "condition_key": condition_key(config),
         "seed": config.get("seed"),
         "task_order_seed": config.get("task_order_seed", config.get("seed")),
         "env": manifest.env.name if manifest.env is not None else (config.get("env") or {}).get("name"),
@@ -174,20 +170,12 @@ def common_settings(runs: pd.DataFrame) -> list[str]:
     return sorted(set.intersection(*(set(o) for o in runs["settings_overrides"])))
 
 
-def _variant_names(runs: pd.DataFrame, root: Path) -> pd.Series:
-    """A short readable name per settings hash: method, then the overrides not every run shares.
-
-    Two different settings that read the same (e.g. the same overrides in two
-    experiments) get the experiment folder, then a short hash, appended.
-    """
-    shared = set(common_settings(runs))
-    distinct = runs["settings_overrides"].map(lambda o: ",".join(x for x in o if x not in shared))
-    name = runs["method"] + np.where(distinct == "", "", " [" + distinct + "]")
-    experiment = runs["path"].map(lambda p: str(Path(p).parent.relative_to(root)) if Path(p) != root else "")
-    for extra in (experiment, runs["settings_hash"].str[:8]):
-        settings_per_name = runs.groupby(name)["settings_hash"].transform("nunique")
-        name = name.where(settings_per_name <= 1, name + " (" + extra + ")")
-    return name
+def _with_places(runs: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Place]]:
+    """Each run's variant (the label of its condition's place on the folder's axes) and the places by label."""
+    by_condition = places(dict(zip(runs["condition_key"], runs["config"])))
+    label = runs["condition_key"].map(lambda key: by_condition[key].label)
+    columns = {"variant": label, "family": runs["condition_key"].map(lambda key: by_condition[key].family), "condition": runs["condition_key"].map(lambda key: by_condition[key].condition_label)}
+    return runs.assign(**columns), {place.label: place for place in by_condition.values()}
 
 
 def expected_sweep_runs(sweep_dir: Path) -> list[str] | None:
@@ -228,7 +216,8 @@ def load(results_dir: Path) -> Results:
     paths, sweeps = scan(root)
     if not paths:
         raise ReportInputError(f"{results_dir}: no run folders (folders holding {MANIFEST}) found")
-    run_rows, episode_frames, item_rows, rate_rows, skipped = [], [], [], [], []
+    run_rows, episode_frames, item_rows, rate_rows, skipped, repeated = [], [], [], [], [], []
+    first_of: dict[tuple, str] = {}
     for path in paths:
         name = str(path.relative_to(root)) if path != root else path.name
         try:
@@ -236,14 +225,18 @@ def load(results_dir: Path) -> Results:
         except (ReportInputError, CorruptRunFolderError, OSError, ValueError) as err:
             skipped.append(str(err))
             continue
+        identity = (row["condition_key"], row["seed"], row["task_order_seed"])
+        if identity in first_of:  # two presets ran the same run (the order study's reference is the main study's run)
+            repeated.append(f"{name} (the same run as {first_of[identity]})")
+            continue
+        first_of[identity] = name
         run_rows.append(row)
         episode_frames.append(frame)
         item_rows += items
         rate_rows += rates
     if not run_rows:
         raise ReportInputError(f"{results_dir}: no readable run folder; " + "; ".join(skipped))
-    runs = pd.DataFrame(run_rows)
-    runs["variant"] = _variant_names(runs, root)
+    runs, variant_places = _with_places(pd.DataFrame(run_rows))
     runs["status"] = np.where(runs["complete"], "complete", "incomplete")
     # typed even when no run has an episode yet, so joins on these keys still work
     episodes = pd.concat(episode_frames, ignore_index=True).astype({"run": "str", "episode_id": "str", "task_id": "str", "phase": "str", "split": "str", "epoch": "int64", "success": "bool"})
@@ -252,4 +245,4 @@ def load(results_dir: Path) -> Results:
     episodes["phase_name"] = np.where(episodes["phase"] == "test", episodes["split"], episodes["phase"])
     items = pd.DataFrame(item_rows, columns=["run", "item_id", "source_episode_id", "q_value"]).astype({"run": "str", "item_id": "str", "source_episode_id": "str", "q_value": "float64"})
     rates = pd.DataFrame(rate_rows, columns=["run", "phase_name", "epoch", *RATE_COLUMNS])
-    return Results(root=root, runs=runs, episodes=episodes, items=items, rates=rates, missing=_missing_runs(root, sweeps), skipped=skipped)
+    return Results(root=root, runs=runs, episodes=episodes, items=items, rates=rates, places=variant_places, missing=_missing_runs(root, sweeps), skipped=skipped, repeated=repeated)
