@@ -84,6 +84,17 @@ def _arm_rank(method: dict) -> int:
     return 0 if is_greedy_epsilon_zero(method) else 1 if method.get("name") == "memrl" else 2
 
 
+_SELECTION_PARAMETER = {"greedy": "epsilon", "softmax": "softmax_temperature", "ucb": "ucb_c"}
+
+
+def _arm_order(method: dict) -> tuple:
+    """MemRL with epsilon = 0 first, then the other MemRLs (greedy, then by selection rule,
+    each by its parameter's value, numbers as numbers), then the other methods by name."""
+    selection = method.get("selection", "greedy")
+    value = method.get(_SELECTION_PARAMETER.get(selection, ""))
+    return (_arm_rank(method), str(method.get("name")), selection != "greedy", str(selection), float(value or 0.0))
+
+
 @lru_cache(maxsize=16)
 def _env(env_json: str) -> Any:
     from memrl_bench import registry
@@ -267,12 +278,12 @@ class Study:
     runs: list[Run]
 
     def arms(self, kind: str, temperature: float) -> dict[str, list[Run]]:
-        """Arm key -> its runs: MemRL with epsilon = 0 first, then the exploring MemRLs, then the rest."""
+        """Arm key -> its runs, in the order of _arm_order."""
         out: dict[str, list[Run]] = defaultdict(list)
         for r in self.runs:
             if r.kind == kind and r.temperature == temperature:
                 out[r.arm_key].append(r)
-        return dict(sorted(out.items(), key=lambda kv: (_arm_rank(kv[1][0].method), kv[1][0].arm)))
+        return dict(sorted(out.items(), key=lambda kv: _arm_order(kv[1][0].method)))
 
     def temperatures(self) -> list[float]:
         return sorted({r.temperature for r in self.runs})

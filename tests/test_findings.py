@@ -98,6 +98,13 @@ def test_arm_labels():
     assert fd.arm_label({"name": "rag", "top_k": 3}) == "rag"
 
 
+def test_arms_sort_greedy_zero_first_then_by_selection_rule_and_value_as_numbers():
+    methods = [{"name": "rag"}, {"name": "memrl", "selection": "softmax", "softmax_temperature": 1.0}, {"name": "memrl", "epsilon": 0.2}, {"name": "memrl", "selection": "softmax", "softmax_temperature": 0.1}]
+    methods += [{"name": "memrl", "epsilon": 0.05}, {"name": "none"}, {"name": "memrl", "epsilon": 0.0}, {"name": "memrl", "epsilon": 0.1}]
+    labels = [fd.arm_label(m) for m in sorted(methods, key=fd._arm_order)]
+    assert labels == ["memrl ε=0", "memrl ε=0.05", "memrl ε=0.1", "memrl ε=0.2", "memrl softmax T=0.1", "memrl softmax T=1", "none", "rag"]
+
+
 # ---- presets ----------------------------------------------------------------------------
 
 PRESETS = ("critique", "critique_epsilon", "critique_softmax", "critique_bandit", "critique_order", "critique_fairness", "critique_passk")

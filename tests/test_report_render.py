@@ -195,3 +195,14 @@ def test_the_critique_report_tells_its_variants_apart_by_colour_and_draws_the_ep
     assert axes["colours"] >= 6  # the epsilon line's shades, softmax's, none's and rag's flat lines
     assert all(right <= next_left + 0.5 for (_, right, _), (next_left, _, _) in zip(headers, headers[1:])), headers  # test SR headers do not overlap
     assert all(fits for *_, fits in headers), headers
+
+
+def test_the_axes_figure_draws_each_interval_within_its_metrics_range(sweep):
+    from memrl_bench.report import figures
+
+    results = load(sweep)
+    numbers = figures._axis_numbers(results, aggregate(results))
+    assert "retrieval Gini" in numbers and any(name.endswith("(%)") for name in numbers)
+    for name, by_variant in numbers.items():  # two seeds: t-intervals of rates reach past 0 and 100 unless clipped
+        top = 100 if name.endswith("(%)") else 1
+        assert all(0 <= low <= high <= top for _, low, high in by_variant.values() if low == low), (name, by_variant)

@@ -194,12 +194,13 @@ def _bars_per_condition(frame: pd.DataFrame, group_column: str, groups: list[str
 
 
 def _axis_numbers(results: Results, agg: Aggregates) -> dict[str, dict[str, tuple[float, float, float]]]:
-    """Headline metric -> variant -> (mean, ci low, ci high), in the units drawn."""
+    """Headline metric -> variant -> (mean, ci low, ci high), in the units drawn; each
+    metric lives in [0, scale] (a rate, a share, a Gini), so its interval is drawn clipped to it."""
     out: dict[str, dict[str, tuple[float, float, float]]] = {}
 
     def put(name: str, rows: pd.DataFrame, scale: float) -> None:
         if not rows.empty:
-            out[name] = {r["variant"]: (scale * r["mean"], scale * r["ci_low"], scale * r["ci_high"]) for _, r in rows.iterrows()}
+            out[name] = {r["variant"]: (scale * r["mean"], *np.clip([scale * r["ci_low"], scale * r["ci_high"]], 0, scale)) for _, r in rows.iterrows()}
 
     if agg.test_splits:
         split = next((s for s in agg.test_splits if "in_distribution" in s), agg.test_splits[0])
