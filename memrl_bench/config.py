@@ -126,6 +126,16 @@ def without(config: dict, keys: tuple[str, ...]) -> dict:
     return pruned
 
 
+def canonical(value: Any) -> Any:
+    """Numbers as floats (bools stay bools), in dicts and lists too: epsilon=0 from a command
+    line and 0.0 from a YAML are one setting when runs are grouped into conditions."""
+    if isinstance(value, dict):
+        return {k: canonical(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [canonical(v) for v in value]
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 def config_hash(cfg: dict) -> str:
     """The sha256 of everything in `cfg` that can change a run's results (the keys whose role is not in NOT_RESULTS)."""
     return hashlib.sha256(json.dumps(without(cfg, keys_with(*NOT_RESULTS)), sort_keys=True).encode()).hexdigest()

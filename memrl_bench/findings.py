@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from memrl_bench import metrics
-from memrl_bench.config import NOT_RESULTS, KeyRole, keys_with, without
+from memrl_bench.config import NOT_RESULTS, KeyRole, canonical, keys_with, without
 from memrl_bench.records import EpisodeRecord, RunRecords, read_run
 from memrl_bench.runfolder import MANIFEST, CorruptRunFolderError
 from memrl_bench.stats import NOT_MEASURED, Interval, side, t_interval, variance_ratio, verdict
@@ -49,17 +49,8 @@ SECTION_TITLE = "Findings on the critique's claims"
 # ---- one run ----------------------------------------------------------------------------
 
 
-def _canonical(value: Any) -> Any:
-    """Numbers as floats, so that epsilon=0 from a command line and 0.0 from a YAML are one config."""
-    if isinstance(value, dict):
-        return {k: _canonical(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_canonical(v) for v in value]
-    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
-
 def _key(value: Any) -> str:
-    return json.dumps(_canonical(value), sort_keys=True, default=str)
+    return json.dumps(canonical(value), sort_keys=True, default=str)
 
 
 def arm_label(method: dict) -> str:

@@ -105,6 +105,21 @@ def test_arms_sort_greedy_zero_first_then_by_selection_rule_and_value_as_numbers
     assert labels == ["memrl ε=0", "memrl ε=0.05", "memrl ε=0.1", "memrl ε=0.2", "memrl softmax T=0.1", "memrl softmax T=1", "none", "rag"]
 
 
+def test_measured_claims_come_first_and_each_unmeasured_one_names_its_presets():
+    from memrl_bench.stats import t_interval
+
+    measured = fd._finding("regret", "Greedy retrieval costs SR.", "how", [fd._row("memrl ε=0 - memrl ε=0.1", t_interval([0.19, 0.2, 0.21]), +1, primary=True), fd._row("other", t_interval([-0.21, -0.2, -0.19]), +1)])
+    unmeasured = fd._finding("epoch1_counterfactual", "The order of epoch 1 decides.", "how", [])
+    found = [unmeasured | {"label": "SYNTHETIC"}, measured]
+    page = fd.render_html(found, Path("results"))
+    assert page.count('<section id="findings">') == 1 and page.count("<h2>") == 1
+    assert page.index("Greedy retrieval costs SR.") < page.index("Not measured by the runs in this folder") < page.index("The order of epoch 1 decides.")
+    assert "+experiment=critique_order" in page[page.index("The order of epoch 1 decides."):]
+    assert measured["verdict"] == SUPPORTED and "interval below 0" in page  # the other row says where it lies, not a verdict
+    markdown = fd.render_markdown(found, Path("results"))
+    assert markdown.count("**Verdict:") == 1 and "- The order of epoch 1 decides. — needs the runs of the preset critique_order" in markdown
+
+
 # ---- presets ----------------------------------------------------------------------------
 
 PRESETS = ("critique", "critique_epsilon", "critique_softmax", "critique_bandit", "critique_order", "critique_fairness", "critique_passk")

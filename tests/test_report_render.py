@@ -206,3 +206,17 @@ def test_the_axes_figure_draws_each_interval_within_its_metrics_range(sweep):
     for name, by_variant in numbers.items():  # two seeds: t-intervals of rates reach past 0 and 100 unless clipped
         top = 100 if name.endswith("(%)") else 1
         assert all(0 <= low <= high <= top for _, low, high in by_variant.values() if low == low), (name, by_variant)
+
+
+def test_the_lorenz_figure_names_the_gini_the_memory_table_shows(sweep):
+    from memrl_bench.report import figures
+    from memrl_bench.report.tables import all_tables
+
+    results = load(sweep)
+    agg = aggregate(results)
+    svg = figures.retrieval_figure(results, agg, figures.Styles(results)).svg
+    in_figure = dict(re.findall(r">([^<>]+) \(Gini (\d\.\d\d)\)<", svg))
+    in_table = all_tables(results, agg)["memory"].view.set_index("variant")["retrieval Gini"]
+    assert set(in_figure) == {"rag", "memrl"}, in_figure  # none keeps no memory
+    for variant, gini in in_figure.items():
+        assert in_table[variant].startswith(gini), (variant, gini, in_table[variant])

@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 
 from memrl_bench import metrics as metrics_lib
+from memrl_bench.report.axes import BASELINE_METHOD
 from memrl_bench.report.load import LEARNING_PHASES, RATE_COLUMNS, STAGES, USAGE_KEYS, Results
 from memrl_bench.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean, t_interval
 
-BASELINE_METHOD = "none"
 RUN_COLUMNS = ["run", "method", "variant", "seed", "labels", "complete"]  # identify a run in per-run tables
 
 

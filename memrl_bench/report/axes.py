@@ -21,19 +21,16 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from memrl_bench.config import NOT_RESULTS, KeyRole, keys_with, role_of, without
+from memrl_bench.config import NOT_RESULTS, KeyRole, canonical, keys_with, role_of, without
 
 _ABSENT = "–"  # the value of a key a variant's config does not have
-BASELINE_METHOD = "none"
+BASELINE_METHOD = "none"  # the method the others are compared with
 
 
-def _canonical(value: Any) -> Any:
-    """Numbers as floats (bools stay bools); lists as their JSON text, so that values compare."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, (int, float)):
-        return float(value)
-    return json.dumps(value, sort_keys=True, default=str)
+def _leaf(value: Any) -> Any:
+    """A setting's value as compared (memrl_bench.config.canonical); a list as its JSON text, so that it can be counted and hashed."""
+    value = canonical(value)
+    return json.dumps(value, sort_keys=True, default=str) if isinstance(value, (list, dict)) else value
 
 
 def leaves(config: dict, prefix: str = "") -> dict[str, Any]:
@@ -46,7 +43,7 @@ def leaves(config: dict, prefix: str = "") -> dict[str, Any]:
         if isinstance(value, dict) and value:
             out |= leaves(value, f"{dotted}.")
         else:
-            out[dotted] = _canonical(value)
+            out[dotted] = _leaf(value)
     return out
 
 
