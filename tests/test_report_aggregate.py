@@ -348,3 +348,22 @@ def test_same_overrides_different_settings_get_told_apart(tmp_path):
         manifest["config"]["protocol"] = {"epochs": epochs}  # set by an experiment preset, not an override
         write_manifest(folder, manifest)
     assert sorted(load(tmp_path).runs["variant"]) == ["rag | protocol.epochs=1", "rag | protocol.epochs=9"]  # named by what differs
+
+
+def test_epsilon_swept_under_two_selection_rules_draws_a_line_per_rule(tmp_path, monkeypatch):
+    from memrl_bench.report import figures
+
+    for selection in ("greedy", "softmax"):
+        for epsilon, solved in (("0", 2), ("0.1", 5)):
+            for seed in (0, 1):
+                write_run(tmp_path, "memrl", seed, outcomes("train", "train", 1, successes(solved + seed, 10)), overrides=(f"method.selection={selection}", f"method.epsilon={epsilon}"))
+    write_run(tmp_path, "none", 0, outcomes("train", "train", 1, successes(1, 10)))
+    results = load(tmp_path)
+    monkeypatch.setattr(figures, "_svg", lambda fig, name: fig)  # keep the matplotlib figure to read its lines
+    fig = figures.axes_figure(results, aggregate(results), figures.Styles(results)).svg
+    (ax,) = fig.axes[:1]
+    lines = [line for line in ax.get_lines() if line.get_label() == "_line"]
+    assert [list(line.get_xdata()) for line in lines] == [[0.0, 0.1], [0.0, 0.1]]  # greedy and softmax, each along epsilon
+    assert len({line.get_color() for line in lines}) == 2
+    assert [line.get_label() for line in ax.get_lines() if line.get_linestyle() == "--"] == ["none"]  # the baseline as a flat line
+    assert "method.epsilon" in ax.get_xlabel() or "method.epsilon" in fig.axes[-1].get_xlabel()

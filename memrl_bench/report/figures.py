@@ -213,46 +213,53 @@ def _axis_numbers(results: Results, agg: Aggregates) -> dict[str, dict[str, tupl
 
 
 def axes_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
-    title = "Along the study's axes: each headline number against the swept method setting (x), one panel per condition; flat lines are the condition's other variants"
+    """Each headline number against the swept setting: a line per family that sweeps it (one
+    per selection rule when epsilon is swept under several), a flat line per other variant."""
+    title = "Along the study's axes: each headline number against the swept method setting (x), a line per family sweeping it, one panel per condition; flat lines are the condition's other variants"
     swept = [(p.family, p.parameter) for p in styles.places.values() if p.parameter is not None]
     if not swept:
         return Figure("axes", title, None, "no method setting takes several numeric values within a family (e.g. method.epsilon=0,0.1)")
     family, parameter = max(dict.fromkeys(swept), key=lambda fp: (sum(p.family == fp[0] for p in styles.places.values()), fp[0]))
-    sweep = [v for v in styles.order if styles.places[v].family == family]
+    families = list(dict.fromkeys(f for f, p in swept if p == parameter))
+    sweep = [v for v in styles.order if styles.places[v].family in families]
     reach = {c: len({styles.places[v].value for v in sweep if styles.places[v].condition_label == c}) for c in dict.fromkeys(styles.places[v].condition_label for v in sweep)}
     conditions = [c for c, n in reach.items() if n == max(reach.values())]  # where the sweep was run in full
     numbers = _axis_numbers(results, agg)
     if not numbers:
         return Figure("axes", title, None, "no headline number (test SR, training SR, retrieval Gini) was measured")
     name = parameter.removeprefix("method.")
-    title = title.replace("the swept method setting", f"{parameter} ({family})")
+    title = title.replace("the swept method setting", parameter)
     fig, axes = plt.subplots(len(numbers), len(conditions), figsize=(4.6 * len(conditions), 2.7 * len(numbers) + 0.4), squeeze=False, sharex=True)
     for col, condition in enumerate(conditions):
         here = [v for v in styles.order if styles.places[v].condition_label == condition]
-        on_axis = sorted((v for v in here if styles.places[v].family == family), key=lambda v: styles.places[v].value)
         for row, (metric, by_variant) in enumerate(numbers.items()):
             ax = axes[row][col]
-            points = [(styles.places[v].value, *by_variant[v], v) for v in on_axis if v in by_variant]
-            if points:
-                x, mean, low, high, variants = zip(*points)
-                ax.plot(x, mean, color=styles.family_colour[family], linewidth=1.5, label="_line", gid=f"series-{styles.index[variants[0]]}")
+            xs: set[float] = set()
+            for line_family in families:
+                on_line = sorted((v for v in here if styles.places[v].family == line_family and v in by_variant), key=lambda v: styles.places[v].value)
+                points = [(styles.places[v].value, *by_variant[v], v) for v in on_line]
+                if not points:
+                    continue
+                x, mean, *_ = zip(*points)
+                xs |= set(x)
+                ax.plot(x, mean, color=styles.family_colour[line_family], linewidth=1.5, label="_line", gid=f"series-{styles.index[on_line[0]]}")
                 for xi, m, lo, hi, v in points:
                     ax.errorbar([xi], [m], yerr=np.nan_to_num([[m - lo], [hi - m]]), fmt="none", ecolor=styles.colour[v], capsize=2, linewidth=0.9)
                     marker = {"marker": "D", "markersize": 8, "markeredgecolor": "black"} if styles.marked(v) else {"marker": "o", "markersize": 6, "markeredgecolor": styles.colour[v]}
                     ax.plot([xi], [m], linestyle="none", color=styles.colour[v], label=styles.places[v].arm, gid=f"series-{styles.index[v]}", zorder=3, **marker)
-                if 0.0 in x:
-                    ax.axvline(0.0, color="black", linewidth=0.8, linestyle=":", label=f"_{name} = 0")
+            if 0.0 in xs:
+                ax.axvline(0.0, color="black", linewidth=0.8, linestyle=":", label=f"_{name} = 0")
             for v in here:
-                if styles.places[v].family != family and v in by_variant:
+                if styles.places[v].family not in families and v in by_variant:
                     ax.axhline(by_variant[v][0], color=styles.colour[v], linestyle="--", linewidth=1.3, label=styles.places[v].arm, gid=f"series-{styles.index[v]}")
             if row == 0:
                 ax.set_title(condition or "all runs", fontsize=9)
             ax.set_ylabel(metric, fontsize=9)
             ax.grid(alpha=0.3)
             if row == len(numbers) - 1:
-                ax.set_xlabel(f"{parameter} ({family}); ◆ = {name} 0")
-            if points:
-                ax.set_xticks(sorted(x), [f"{value:g}" for value in sorted(x)])
+                ax.set_xlabel(f"{parameter}; ◆ = {name} 0")
+            if xs:
+                ax.set_xticks(sorted(xs), [f"{value:g}" for value in sorted(xs)])
     fig.tight_layout()
     _legend_below(fig, axes)
     return Figure("axes", title, _svg(fig, "axes"))
