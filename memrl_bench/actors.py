@@ -1,17 +1,23 @@
 """The actor interface: turns (task, memory block, env) into an Outcome.
 
-LLM actors (memrl_bench/agent.py) are async so that the episodes of a mini-batch
-keep several requests in flight against one server; each episode gets its own env
-instance from an EnvPool. The synthetic env brings its own, vectorised actor.
+An actor is found by name (memrl_bench.registry: the env's `default_actor` unless
+actor.kind says otherwise) and built as `Actor(llm, settings, transcripts)`. LLM actors
+(memrl_bench/agent.py) are async so that the episodes of a mini-batch keep several
+requests in flight against one server; each episode gets its own env instance from an
+EnvPool. The synthetic env models the agent itself, with its own vectorised actor.
 """
 
 from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
+from memrl_bench.config import ActorSettings, validated
 from memrl_bench.envs.base import Env
+from memrl_bench.llm import ChatModel
 from memrl_bench.types import Outcome, Retrieval, Task
 
 
@@ -32,6 +38,7 @@ class EnvPool:
 
     def __init__(self, first: Env, size: int):
         self.size = max(1, size)
+        self.first = first  # the caller's instance
         self._all = [first]
         self._free: list[Env] = [first]
         self._available = asyncio.Condition()  # binds to the runner's one event loop on first use
@@ -54,11 +61,26 @@ class EnvPool:
     def close(self) -> None:
         """Close the spawned instances (the first belongs to the caller)."""
         for env in self._all[1:]:
-            if env is not self._all[0]:
+            if env is not self.first:
                 env.close()
 
 
 class Actor(ABC):
+    """Plays episodes. `llm` is the run's ChatModel (None with llm=none), `settings` the actor
+    group (a mapping is checked by its model), `transcripts` whether to keep every prompt."""
+
+    needs_llm: ClassVar[bool] = True  # an LLM plays (the runner refuses llm=none for it)
+
+    def __init__(self, llm: ChatModel | None = None, settings: ActorSettings | Mapping[str, Any] | None = None, transcripts: bool = False):
+        self.llm = llm
+        self.cfg = settings if isinstance(settings, ActorSettings) else validated(ActorSettings, dict(settings or {}), "actor")
+        self.transcripts = transcripts
+
+    @property
+    def generation(self) -> dict[str, Any]:
+        """The generation settings this actor overrides in its LLM calls (actor.generation, as given)."""
+        return self.cfg.generation.model_dump(exclude_unset=True)
+
     @abstractmethod
     async def play(self, job: Job, env: Env) -> Outcome:
         """Play one episode of `job.task` in `env` with `job.retrieval` in the prompt."""

@@ -10,18 +10,18 @@ so the runner can stop the run).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import difflib
 import re
 import time
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import memrl_bench.llm
 from memrl_bench import prompts
 from memrl_bench.actors import Actor, Job
+from memrl_bench.config import ActorSettings
 from memrl_bench.envs.base import Env
 from memrl_bench.llm import ChatModel, Completion, LLMError
 from memrl_bench.memrl_alfworld import MemRLAlfworldPrompt
@@ -84,58 +84,11 @@ class _Recorder:
         self.step_act_s = 0.0
 
 
-@dataclass
-class ActorConfig:
-    """Settings shared by the LLM actors."""
-
-    transcripts: bool = False  # keep every prompt and completion in Outcome.info["transcript"]
-    generation: dict[str, Any] = field(default_factory=dict)  # overrides passed to llm.chat (temperature, max_tokens, stop)
-
-    @classmethod
-    def from_dict(cls, cfg: dict[str, Any]) -> ActorConfig:
-        """This actor's settings from `cfg`; keys of the other actors are ignored (one actor
-        config serves whichever actor the env asks for), any other key is an error."""
-        valid = sorted({f.name for config in (ActorConfig, *ActorConfig.__subclasses__()) for f in dataclasses.fields(config)} | {"kind"})
-        unknown = sorted(set(cfg) - set(valid))
-        if unknown:
-            raise ValueError(f"actor: unknown config key(s) {', '.join(unknown)}; valid: {', '.join(valid)}")
-        own = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in cfg.items() if k in own})
-
-
-REACT_STOP = ("\nObservation:",)
-
-
-@dataclass
-class ReActConfig(ActorConfig):
-    """Settings of the ReAct actor (besides the shared ones)."""
-
-    max_steps: int = 30  # episode step limit (MemRL's ALFWorld config uses 30)
-    history_turns: int = 10  # past (action, observation) steps shown in the prompt
-    fuzzy_cutoff: float = 0.75  # difflib similarity needed to map an action onto an admissible command ("go to kitchen" vs "go to garden" is 0.64)
-    show_admissible: bool = True  # list the env's admissible commands in the prompt
-    prompt: str = "harness"  # harness: this project's ReAct prompt; memrl_alfworld: the official MemRL ALFWorld agent's (memrl_bench/memrl_alfworld.py)
-    memrl_official: str | None = None  # prompt=memrl_alfworld: the official MemRL repository (null: $MEMRL_OFFICIAL_DIR, then ../shared/reference/memrl_official)
-    # Sent as `stop` with every call (generation.stop overrides them; servers that refuse the
-    # parameter get none): once a model starts writing the env's reply, its action is done.
-    stop_sequences: list[str] | None = field(default_factory=lambda: list(REACT_STOP))
-
-    def __post_init__(self) -> None:
-        if self.max_steps < 1 or self.history_turns < 0 or not 0.0 <= self.fuzzy_cutoff <= 1.0:
-            raise ValueError(f"actor: need max_steps >= 1, history_turns >= 0, 0 <= fuzzy_cutoff <= 1 (got {self.max_steps}, {self.history_turns}, {self.fuzzy_cutoff})")
-        if self.prompt not in ("harness", "memrl_alfworld"):
-            raise ValueError(f"actor.prompt: unknown prompt {self.prompt!r}; valid: harness, memrl_alfworld")
-
-
 class _LLMActor(Actor):
-    config_class: ClassVar[type[ActorConfig]] = ActorConfig
-
-    def __init__(self, llm: ChatModel, cfg: dict[str, Any] | None = None):
-        self.llm = llm
-        self.cfg = self.config_class.from_dict(dict(cfg or {}))
+    llm: ChatModel
 
     async def play(self, job: Job, env: Env) -> Outcome:
-        rec = _Recorder(self.cfg.transcripts)
+        rec = _Recorder(self.transcripts)
         error: str | None = None
         try:
             status, success = await self._play(job, env, rec)
@@ -146,7 +99,7 @@ class _LLMActor(Actor):
             status, success, error = "llm_error", False, f"{type(err).__name__}: {err}"
         except _EnvFailure as err:
             status, success, error = "env_error", False, str(err)
-        if self.cfg.transcripts:
+        if self.transcripts:
             rec.info["transcript"] = rec.transcript
         return Outcome(
             success=success,
@@ -306,11 +259,8 @@ def match_action(action: str, commands: list[str], cutoff: float) -> str | None:
 class ReActActor(_LLMActor):
     """Think / Act turns against a text environment, up to `max_steps` actions."""
 
-    config_class = ReActConfig
-    cfg: ReActConfig
-
-    def __init__(self, llm: ChatModel, cfg: dict[str, Any] | None = None):
-        super().__init__(llm, cfg)
+    def __init__(self, llm: ChatModel, settings: ActorSettings | Mapping[str, Any] | None = None, transcripts: bool = False):
+        super().__init__(llm, settings, transcripts)
         self.memrl_alfworld = MemRLAlfworldPrompt.load(self.cfg.memrl_official) if self.cfg.prompt == "memrl_alfworld" else None
 
     async def _play(self, job: Job, env: Env, rec: _Recorder) -> tuple[EpisodeStatus, bool]:
@@ -319,7 +269,7 @@ class ReActActor(_LLMActor):
         system = system_prompt("react_system", env, job.retrieval.prompt_block)
         conversation = self.memrl_alfworld.start(job.task, first_observation, job.retrieval.prompt_block) if self.memrl_alfworld else None
         rec.info.update(invalid_actions=0, fuzzy_matched_actions=0, format_failures=0)
-        generation = {**({"stop": self.cfg.stop_sequences} if self.cfg.stop_sequences else {}), **self.cfg.generation}
+        generation = {**({"stop": self.cfg.stop_sequences} if self.cfg.stop_sequences else {}), **self.generation}
         for _ in range(self.cfg.max_steps):
             messages = conversation.messages if conversation else [
                 {"role": "system", "content": system},
@@ -399,7 +349,7 @@ class SingleTurnActor(_LLMActor):
             {"role": "system", "content": system_prompt("single_turn", env, job.retrieval.prompt_block)},
             {"role": "user", "content": question},
         ]
-        completion = await rec.chat(self.llm, messages, job.sample_index, self.cfg.generation)
+        completion = await rec.chat(self.llm, messages, job.sample_index, self.generation)
         answer = extract_answer(completion.text, info.get("answer_format", "text"), info.get("answer_letters", "ABCD"))
         if answer is None:
             rec.turns.append(Turn(action="", observation="", raw_output=completion.text))
@@ -407,13 +357,3 @@ class SingleTurnActor(_LLMActor):
         observation, reward, _done, info = await rec.env(env.step, answer)
         rec.turn(answer, observation, float(reward), completion.text)
         return "ok", bool(info.get("success", False))
-
-
-ACTORS: dict[str, type[_LLMActor]] = {"react": ReActActor, "single_turn": SingleTurnActor}
-
-
-def make_actor(kind: str, llm: ChatModel, cfg: dict[str, Any] | None = None) -> Actor:
-    """The LLM actor named `kind`, configured by `cfg` (a conf/actor/*.yaml)."""
-    if kind not in ACTORS:
-        raise ValueError(f"unknown actor {kind!r}; valid: {', '.join(ACTORS)}")
-    return ACTORS[kind](llm, cfg)

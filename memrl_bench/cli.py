@@ -1,8 +1,8 @@
 """The `memrl-bench` command: a Hydra app running (or resuming) one run per job.
 
 Every way it can fail ends with one line on stderr and an exit code: 2 for wrong input
-(a config value, a file, a full disk, a run folder another process is writing, a
-refused API key), 3 for an LLM server that went down (re-run once it is back), 130
+(memrl_bench.config.InputError: a config value, a file, a run folder another process
+is writing, a refused API key; also a full disk), 3 for an LLM server that went down (re-run once it is back), 130
 for Ctrl-C. Anything else is a bug and shows its traceback.
 """
 
@@ -23,47 +23,15 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from memrl_bench import CONF_DIR
-from memrl_bench.config import ConfigError, ConfigMismatchError, results_folder, run_name
-from memrl_bench.envs.base import DataMissingError
-from memrl_bench.llm import LLMAuthError, LLMOutageError
-from memrl_bench.llm.cache import CacheError
-from memrl_bench.protocol import ProtocolViolation
+from memrl_bench.config import InputError
+from memrl_bench.hydra_support import register_resolvers
+from memrl_bench.llm import LLMOutageError
 from memrl_bench.redaction import redact_server_text, scrub
-from memrl_bench.registry import UnknownNameError
-from memrl_bench.runfolder import MANIFEST, CorruptRunFolderError, RunFolderBusyError, is_disk_full, note_new, write_text_atomic
+from memrl_bench.runfolder import MANIFEST, is_disk_full, write_text_atomic
 from memrl_bench.runner import run
 from memrl_bench.summary import print_summary
 
-# Errors that mean "the input is wrong": one clear line, exit code 2, no traceback.
-USER_ERRORS = (
-    ConfigError, ConfigMismatchError, ProtocolViolation, DataMissingError, UnknownNameError, CorruptRunFolderError,
-    RunFolderBusyError, CacheError, LLMAuthError,
-)
 INTERRUPTED = 130  # the shell's code for a command ended by SIGINT
-
-
-# Resolvers of conf/config.yaml's hydra.run.dir and hydra.sweep.dir/subdir. Hydra
-# evaluates them just before it creates the folder: they check results_dir and
-# experiment_name first, and note which folders do not exist yet, so that a failed
-# start removes only those.
-def _experiment_folder(results_dir: str, experiment_name: str) -> str:
-    return str(results_folder(results_dir, experiment_name))
-
-
-def _run_folder(results_dir: str, experiment_name: str, override_dirname: str) -> str:
-    path = results_folder(results_dir, experiment_name) / run_name(override_dirname)
-    note_new(path)
-    return str(path)
-
-
-def _job_folder(sweep_dir: str, override_dirname: str) -> str:
-    name = run_name(override_dirname)
-    note_new(Path(sweep_dir) / name)
-    return name
-
-
-for _name, _resolver in (("experiment_folder", _experiment_folder), ("run_folder", _run_folder), ("job_folder", _job_folder), ("run_name", run_name)):
-    OmegaConf.register_new_resolver(_name, _resolver, replace=True)
 
 
 def _one_line(err: BaseException) -> str:
@@ -94,7 +62,7 @@ def _outcome(err: BaseException, run_dir: Path | None = None) -> tuple[str, int]
         return None
     if _caused_by(err, KeyboardInterrupt):  # also when a library turned the interrupt into its own error
         return "interrupted; re-run the same command to resume", INTERRUPTED
-    user = _caused_by(err, USER_ERRORS)
+    user = _caused_by(err, InputError)
     if user is not None:
         return f"error: {user}", 2
     if getattr(err, "status_code", None) in (401, 403) and type(err).__module__.startswith("openai"):  # the embeddings server's
@@ -118,6 +86,9 @@ def _exit(line: str, code: int) -> NoReturn:
         warnings.filterwarnings("ignore", message="coroutine .* was never awaited", category=RuntimeWarning)
     print(f"memrl-bench: {scrub(line)}", file=sys.stderr)
     sys.exit(code)
+
+
+register_resolvers()
 
 
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base=None)

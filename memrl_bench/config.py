@@ -1,5 +1,6 @@
-"""The rules of a run's config: one pydantic model per config group, the config hash,
-the keys that do not change results, and the naming of results folders.
+"""The rules of a run's config: one pydantic model per config group, the roles of its
+keys (one table: which keys change results, which tell replicates apart, which only say
+where a run goes), the config hash, and the naming of results folders.
 
 Every value is checked by type and range where it enters (`validate_config`, called
 by the runner before anything is built or written); a wrong value raises ConfigError
@@ -14,7 +15,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
+from collections.abc import Iterable
+from enum import Enum
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -23,49 +27,123 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from memrl_bench.redaction import strip_userinfo
 
 
-class ConfigError(ValueError):
+class InputError(Exception):
+    """The input is wrong (a config value, a file, a run folder): the CLI ends with its one line and exit code 2.
+
+    Every error of that kind, in whichever module it arises, derives from this class.
+    """
+
+
+class ConfigError(InputError, ValueError):
     """A config value is wrong; the message names the key and the value."""
 
 
-class ConfigMismatchError(RuntimeError):
+class ConfigMismatchError(InputError, RuntimeError):
     """The run folder holds a run of a different config."""
 
 
 TOP_LEVEL_KEYS = ("env", "method", "llm", "embedder", "protocol", "actor", "seed", "task_order_seed", "experiment_name", "results_dir", "progress", "transcripts", "hydra")
 
-# Config keys that change how a run goes, not what it computes: left out of the
-# config hash, so e.g. raising llm.max_concurrency does not refuse a resume.
-NON_RESULT_KEYS = (
-    "progress",
-    "results_dir",
-    "experiment_name",
-    "transcripts",
-    "protocol.checkpoint_interval_s",
-    "llm.max_concurrency",
-    "llm.timeout_s",
-    "llm.max_retries",
-    "llm.max_consecutive_failures",
-    "llm.cache_mode",
-    "llm.cache_path",
-    "llm.threads",
-    "hydra",
-)
 
-NAME_MAX_BYTES = 255  # a file name's limit on Linux and macOS file systems
-RUN_NAME_MAX_BYTES = 200  # run folder names past this keep their start and a hash
+# ---- the roles of config keys -------------------------------------------------------------
 
 
-def config_hash(cfg: dict) -> str:
-    """The sha256 of everything in `cfg` that can change a run's results."""
-    pruned = json.loads(json.dumps(cfg, default=str))
-    for dotted in NON_RESULT_KEYS:
+class KeyRole(str, Enum):
+    """What a config key (or command-line override) is to a run: the one table below
+    decides the config hash, run folder names, the report's variants and the findings' arms."""
+
+    CONDITION = "condition"  # what a run computes: hashed, named, part of the report's variant (every key not in the table)
+    ARM = "arm"  # the memory method and its settings (method=..., method.epsilon=...): hashed, named first; the findings' arms
+    EVALUATION = "evaluation"  # protocol keys that make another kind of evaluation, not another world (findings)
+    REPLICATE = "replicate"  # seeds: hashed and named, aggregated over
+    PRESET = "preset"  # a selection of other keys (+experiment=..., a study): its keys are hashed and named, not it
+    PLACE = "place"  # where a run is written: neither hashed nor named
+    OPERATION = "operation"  # how a run goes, not what it computes: neither hashed nor named, so e.g. raising llm.max_concurrency resumes a run
+
+
+# A key's role covers what is below it (hydra: the whole group). Keys not listed are conditions.
+KEY_ROLES: dict[str, KeyRole] = {
+    "method": KeyRole.ARM,
+    "seed": KeyRole.REPLICATE,
+    "task_order_seed": KeyRole.REPLICATE,
+    "experiment": KeyRole.PRESET,
+    "study": KeyRole.PRESET,
+    "results_dir": KeyRole.PLACE,
+    "experiment_name": KeyRole.PLACE,
+    "hydra": KeyRole.PLACE,
+    "progress": KeyRole.OPERATION,
+    "transcripts": KeyRole.OPERATION,
+    "protocol.checkpoint_interval_s": KeyRole.OPERATION,
+    "llm.max_concurrency": KeyRole.OPERATION,
+    "llm.timeout_s": KeyRole.OPERATION,
+    "llm.max_retries": KeyRole.OPERATION,
+    "llm.max_consecutive_failures": KeyRole.OPERATION,
+    "llm.cache_mode": KeyRole.OPERATION,
+    "llm.cache_path": KeyRole.OPERATION,
+    "llm.threads": KeyRole.OPERATION,
+    "protocol.name": KeyRole.EVALUATION,
+    "protocol.runtime_learning": KeyRole.EVALUATION,
+    "protocol.validate_every_epoch": KeyRole.EVALUATION,
+    "protocol.test_at_end": KeyRole.EVALUATION,
+    "protocol.eval_samples": KeyRole.EVALUATION,
+    "protocol.epoch_order_seeds": KeyRole.EVALUATION,
+    "protocol.max_tasks": KeyRole.EVALUATION,
+}
+NOT_RESULTS = (KeyRole.PLACE, KeyRole.OPERATION)  # roles of keys that cannot change a run's results
+
+
+def override_key(override: str) -> str:
+    """The dotted key of a command-line override ("+experiment=x" -> "experiment")."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def role_of(key: str) -> KeyRole:
+    """The role of a dotted config key or an override ("llm.threads=2", "+experiment=demo"):
+    its own in KEY_ROLES, else its nearest listed parent's (method.epsilon: the method's), else CONDITION."""
+    parts = override_key(key).split(".")
+    for end in range(len(parts), 0, -1):
+        role = KEY_ROLES.get(".".join(parts[:end]))
+        if role is not None:
+            return role
+    return KeyRole.CONDITION
+
+
+def keys_with(*roles: KeyRole) -> tuple[str, ...]:
+    """The dotted keys of the table that have one of `roles`."""
+    return tuple(key for key, role in KEY_ROLES.items() if role in roles)
+
+
+def without(config: dict, keys: tuple[str, ...]) -> dict:
+    """A copy of a nested config without the nodes at these dotted keys (deep: the original is untouched)."""
+    pruned = json.loads(json.dumps(config, default=str))
+    for dotted in keys:
         *parents, leaf = dotted.split(".")
         node = pruned
         for p in parents:
             node = node.get(p, {}) if isinstance(node, dict) else {}
         if isinstance(node, dict):
             node.pop(leaf, None)
-    return hashlib.sha256(json.dumps(pruned, sort_keys=True).encode()).hexdigest()
+    return pruned
+
+
+def canonical(value: Any) -> Any:
+    """Numbers as floats (bools stay bools), in dicts and lists too: epsilon=0 from a command
+    line and 0.0 from a YAML are one setting when runs are grouped into conditions."""
+    if isinstance(value, dict):
+        return {k: canonical(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [canonical(v) for v in value]
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def config_hash(cfg: dict) -> str:
+    """The sha256 of everything in `cfg` that can change a run's results (the keys whose role is not in NOT_RESULTS)."""
+    return hashlib.sha256(json.dumps(without(cfg, keys_with(*NOT_RESULTS)), sort_keys=True).encode()).hexdigest()
+
+
+NAME_MAX_BYTES = 255  # a file name's limit on Linux and macOS file systems
+RUN_NAME_MAX_BYTES = 200  # run folder names past this keep their start and a hash
+_NAMED_FIRST = ("method", "env")  # a run folder's name starts with its method and env when the command chose them
 
 
 # ---- naming ---------------------------------------------------------------------------
@@ -75,16 +153,34 @@ def _cut_to_bytes(text: str, limit: int) -> str:
     return text.encode()[:limit].decode(errors="ignore")
 
 
-def run_name(override_dirname: str) -> str:
-    """A run folder name from the command's overrides ("default" without any).
+def run_name(overrides: Iterable[str]) -> str:
+    """A run folder's name: the command's overrides that can change results ("default" without any).
 
-    URL userinfo (user:password@) never reaches a name. Names past 200 bytes keep their
-    start and a short hash, as file names are limited to 255 bytes.
+    The method's keys come first (method=..., then method.*=...), then the env's, then the
+    other keys in sorted order; keys
+    that cannot change results (PLACE, OPERATION) and presets are left out, as
+    .hydra/overrides.yaml keeps the full list. URL userinfo (user:password@) never
+    reaches a name. Names past 200 bytes keep their start (so the method and env) and a
+    short hash of the whole, as file names are limited to 255 bytes.
     """
-    name = strip_userinfo(override_dirname).replace("/", "_").replace("+", "") or "default"
+    named = [o for o in overrides if role_of(o) not in (*NOT_RESULTS, KeyRole.PRESET)]
+    first = {key: i for i, key in enumerate(_NAMED_FIRST)}
+
+    def place(override: str) -> tuple:  # the method's keys, then the env's (each group choice first), then the rest
+        key = override_key(override)
+        rank = first.get(key.split(".")[0], len(first))
+        return (rank, rank < len(first) and "." in key, override)
+
+    named.sort(key=place)
+    name = ",".join(strip_userinfo(o) for o in named).replace("/", "_").replace("+", "") or "default"
     if len(name.encode()) > RUN_NAME_MAX_BYTES:
         name = f"{_cut_to_bytes(name, 180)}...{hashlib.sha256(name.encode()).hexdigest()[:12]}"
     return name
+
+
+def cache_root() -> Path:
+    """Where the harness keeps what it can compute again (models, LLM responses, embeddings, gold checks): ${MEMRL_BENCH_CACHE:-~/.cache/memrl-bench}."""
+    return Path(os.environ.get("MEMRL_BENCH_CACHE") or "~/.cache/memrl-bench").expanduser()
 
 
 def results_folder(results_dir: Any, experiment_name: Any) -> Path:
@@ -326,7 +422,7 @@ class ActorSettings(Settings):
     show_admissible: bool = Field(True, description="List the env's admissible commands in the prompt.")
     prompt: Literal["harness", "memrl_alfworld"] = Field("harness", description="harness: this project's ReAct prompt; memrl_alfworld: the official MemRL ALFWorld agent's.")
     memrl_official: str | None = Field(None, description="prompt=memrl_alfworld: the official MemRL repository (null: $MEMRL_OFFICIAL_DIR, then ../shared/reference/memrl_official).")
-    stop_sequences: list[str] | None = Field(None, description="Sent as `stop` with every call (generation.stop overrides them; null: none).")
+    stop_sequences: list[str] | None = Field(["\nObservation:"], description="ReAct: sent as `stop` with every call, so that a model starting to write the env's reply ends its action (generation.stop overrides them; null: none).")
     generation: GenerationSettings = Field(default_factory=GenerationSettings, description="Overrides of the llm group's generation settings.")
 
 
@@ -355,7 +451,7 @@ class SyntheticSettings(EnvSettings):
     intent_noise: float = Field(0.35, ge=0, description="Std of a task's intent around its type centre.")
     type_logit_range: list[float] = Field([-2.0, 0.0], min_length=2, max_length=2, description="Per-type base logit drawn uniformly from [low, high].")
     task_logit_std: float = Field(0.5, ge=0, description="Per-task spread of the base logit.")
-    tasks: dict[str, int] = Field(default_factory=dict, description="Tasks per split.")
+    tasks: dict[str, int] = Field(default_factory=lambda: {"train": 200, "validation": 100, "test_in_distribution": 100, "test_out_of_distribution": 100}, description="Tasks per split.")
     quality_success: float = Field(0.8, description="Mean lesson quality of a successful episode.")
     quality_failure: float = Field(0.1, description="Mean lesson quality of a failed episode.")
     quality_std: float = Field(0.4, ge=0, description="Spread of lesson quality.")

@@ -8,7 +8,6 @@ cache key, so vectors from two models never mix).
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 import sqlite3
@@ -20,7 +19,8 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from memrl_bench.methods.base import unit_rows
+from memrl_bench.config import EMBEDDERS, ConfigError, validated
+from memrl_bench.vector_index import unit_rows
 
 
 class Embedder(ABC):
@@ -258,25 +258,19 @@ class CachedEmbedder(Embedder):
             self._db.close()
 
 
-EMBEDDERS = ("minilm", "openai", "env_intent")
-
-
 def make_embedder(cfg: dict[str, Any]) -> Embedder | None:
-    """The embedder a config names; None for "env_intent" (tasks carry their own key vectors).
+    """The embedder the embedder group names (checked by its model, memrl_bench.config.EMBEDDERS;
+    the class found by memrl_bench.registry); None for env_intent (tasks carry their own key vectors).
 
     `cache_path` (optional) wraps the embedder in an SQLite cache at that file.
     """
-    cfg = dict(cfg)
-    name = cfg.pop("name", None)
+    from memrl_bench import registry
+
+    name = cfg.get("name")
     if name not in EMBEDDERS:
-        raise ValueError(f"unknown embedder.name {name!r}; valid: {', '.join(EMBEDDERS)}")
+        raise ConfigError(f"embedder.name: unknown embedder {name!r}; valid: {', '.join(EMBEDDERS)}")
+    settings = validated(EMBEDDERS[name], cfg, "embedder").model_dump(exclude={"name", "cache_path"})
     if name == "env_intent":
         return None
-    cache_path = cfg.pop("cache_path", None)
-    cls = MiniLMOnnxEmbedder if name == "minilm" else OpenAIEmbedder
-    valid = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
-    unknown = sorted(set(cfg) - set(valid))
-    if unknown:
-        raise ValueError(f"embedder {name!r}: unknown config key(s) {', '.join(unknown)}; valid: name, cache_path, {', '.join(valid)}")
-    embedder: Embedder = cls(**cfg)
-    return CachedEmbedder(embedder, cache_path) if cache_path else embedder
+    embedder: Embedder = registry.get("embedder", name)(**settings)
+    return CachedEmbedder(embedder, cfg["cache_path"]) if cfg.get("cache_path") else embedder

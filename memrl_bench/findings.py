@@ -1,6 +1,6 @@
 """Findings on the critique's claims, generated from the run folders of a study.
 
-The critique (DESIGN.md, "The question the harness answers"): with epsilon = 0 and
+The critique this harness was built to test (ARCHITECTURE.md, "The question"): with epsilon = 0 and
 temperature 0 MemRL's retrieval is greedy and deterministic, so epoch 1 builds the
 memory bank, later epochs only refine what it chose, good early memories are amplified
 and bad ones locked in, and most memories are never tested; and evaluations learn from
@@ -15,22 +15,21 @@ task order first, and arms are compared paired on the task order. On the synthet
 environment every number is a simulation with known ground truth, not an LLM result,
 and is labelled so.
 
-`findings(results_dir)` reads every complete run folder below `results_dir`
-(manifest.json, metrics.json, episodes.jsonl, memory/final/items.jsonl) and needs no
-other part of the package's reporting. A folder that is incomplete or cannot be read
-is left out with one warning line naming it.
+`findings(results_dir)` reads every complete run folder below `results_dir` with the
+typed run reader (memrl_bench.records: manifest, episodes, metrics, final memory) and
+its statistics are memrl_bench.stats, as the report's are. A folder that is incomplete
+or cannot be read is left out with one warning line naming it.
 """
 
 from __future__ import annotations
 
 import html
 import json
-import math
 import multiprocessing
 import os
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -40,105 +39,18 @@ from typing import Any
 import numpy as np
 
 from memrl_bench import metrics
-from memrl_bench.runfolder import COMPLETE, EPISODES, MANIFEST, CorruptRunFolderError, RunFolder, duplicate_ids
+from memrl_bench.config import NOT_RESULTS, KeyRole, canonical, keys_with, without
+from memrl_bench.records import EpisodeRecord, RunRecords, read_run
+from memrl_bench.runfolder import MANIFEST, CorruptRunFolderError
+from memrl_bench.stats import NOT_MEASURED, Interval, side, t_interval, variance_ratio, verdict
 
 SECTION_TITLE = "Findings on the critique's claims"
-SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_MEASURED = "supported", "not supported", "inconclusive at this sample size", "not measured"
-
-# Config keys that tell replicates apart or only say where a run went; the rest is the run's condition.
-_REPLICATE_KEYS = ("seed", "task_order_seed", "experiment_name", "results_dir", "hydra", "progress", "transcripts")
-# Protocol keys that make a run a different kind of evaluation rather than a different world.
-_PROTOCOL_KIND_KEYS = ("name", "runtime_learning", "validate_every_epoch", "test_at_end", "eval_samples", "epoch_order_seeds", "checkpoint_interval_s", "max_tasks")
-
-
-# ---- statistics -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A mean with its 95% t-interval over n replicates (lo = hi = None when n < 2)."""
-
-    mean: float | None
-    lo: float | None
-    hi: float | None
-    n: int
-
-    def text(self, digits: int = 3) -> str:
-        if self.mean is None:
-            return "n/a"
-        if self.lo is None:
-            return f"{self.mean:.{digits}f} (n={self.n})"
-        return f"{self.mean:.{digits}f} [{self.lo:.{digits}f}, {self.hi:.{digits}f}] (n={self.n})"
-
-
-def t_interval(values: Iterable[float | None], confidence: float = 0.95) -> Interval:
-    """Mean and t-interval of the non-missing values."""
-    x = np.array([v for v in values if v is not None and not math.isnan(v)], dtype=np.float64)
-    if len(x) == 0:
-        return Interval(None, None, None, 0)
-    mean = float(x.mean())
-    if len(x) < 2:
-        return Interval(mean, None, None, 1)
-    from scipy.stats import t
-
-    half = float(t.ppf(0.5 + confidence / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
-    return Interval(mean, mean - half, mean + half, len(x))
-
-
-def verdict(interval: Interval, direction: int = 1, null: float = 0.0) -> str:
-    """The verdict an interval supports for a claim that the quantity is above (direction
-    +1) or below (-1) `null`."""
-    if interval.mean is None:
-        return NOT_MEASURED
-    if interval.lo is None:
-        return INCONCLUSIVE
-    lo, hi = (interval.lo - null, interval.hi - null) if direction > 0 else (null - interval.hi, null - interval.lo)
-    if lo > 0:
-        return SUPPORTED
-    if hi < 0:
-        return NOT_SUPPORTED
-    return INCONCLUSIVE
-
-
-def variance_ratio(a: list[list[float]], b: list[list[float]], confidence: float = 0.95) -> Interval:
-    """Ratio of the pooled within-group variances of a and b with its F-interval.
-
-    Each group is one method seed's values across task orders; identical groups (a
-    deterministic arm repeats itself over method seeds) count once.
-    """
-    from scipy.stats import f
-
-    def pooled(groups: list[list[float]]) -> tuple[float, int]:
-        unique = {tuple(g) for g in groups if len(g) > 1}
-        ss = sum(float(np.sum((np.array(g) - np.mean(g)) ** 2)) for g in unique)
-        df = sum(len(g) - 1 for g in unique)
-        return (ss / df if df else float("nan")), df
-
-    (va, dfa), (vb, dfb) = pooled(a), pooled(b)
-    if not dfa or not dfb or vb == 0:
-        return Interval(None, None, None, 0)
-    ratio = va / vb
-    return Interval(ratio, ratio / float(f.ppf(0.5 + confidence / 2, dfa, dfb)), ratio / float(f.ppf(0.5 - confidence / 2, dfa, dfb)), min(dfa, dfb) + 1)
-
 
 # ---- one run ----------------------------------------------------------------------------
 
 
-def _without(d: dict, keys: Iterable[str]) -> dict:
-    return {k: v for k, v in d.items() if k not in keys}
-
-
-def _canonical(value: Any) -> Any:
-    """Numbers as floats, so that epsilon=0 from a command line and 0.0 from a YAML are one config."""
-    if isinstance(value, dict):
-        return {k: _canonical(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_canonical(v) for v in value]
-    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
-
 def _key(value: Any) -> str:
-    return json.dumps(_canonical(value), sort_keys=True, default=str)
+    return json.dumps(canonical(value), sort_keys=True, default=str)
 
 
 def arm_label(method: dict) -> str:
@@ -163,6 +75,17 @@ def _arm_rank(method: dict) -> int:
     return 0 if is_greedy_epsilon_zero(method) else 1 if method.get("name") == "memrl" else 2
 
 
+_SELECTION_PARAMETER = {"greedy": "epsilon", "softmax": "softmax_temperature", "ucb": "ucb_c"}
+
+
+def _arm_order(method: dict) -> tuple:
+    """MemRL with epsilon = 0 first, then the other MemRLs (greedy, then by selection rule,
+    each by its parameter's value, numbers as numbers), then the other methods by name."""
+    selection = method.get("selection", "greedy")
+    value = method.get(_SELECTION_PARAMETER.get(selection, ""))
+    return (_arm_rank(method), str(method.get("name")), selection != "greedy", str(selection), float(value or 0.0))
+
+
 @lru_cache(maxsize=16)
 def _env(env_json: str) -> Any:
     from memrl_bench import registry
@@ -171,17 +94,18 @@ def _env(env_json: str) -> Any:
     return registry.get("env", cfg["name"])({k: v for k, v in cfg.items() if k not in ("name", "roles")}, seed=int(cfg.get("seed", 0) or 0))
 
 
-def _mean_p(records: list[dict], phase: str) -> float | None:
+def _mean_p(records: list[EpisodeRecord], phase: str) -> float | None:
     """Mean P(success) the env reported (synthetic: the expected SR, free of outcome draws)."""
-    chosen = [r for r in records if metrics._phase_name(r) == phase and "p_success" in r.get("info", {})]
+    chosen = [r for r in records if r.phase_name == phase and "p_success" in r.info]
     if not chosen:
         return None
-    last = max(r["epoch"] for r in chosen)
-    return float(np.mean([r["info"]["p_success"] for r in chosen if r["epoch"] == last]))
+    last = max(r.epoch for r in chosen)
+    return float(np.mean([r.info["p_success"] for r in chosen if r.epoch == last]))
 
 
-def _last(by_epoch: dict | None) -> float | None:
-    return list(by_epoch.values())[-1] if by_epoch else None
+def _last(by_epoch: dict[int, float] | None) -> float | None:
+    """The value of the last epoch."""
+    return by_epoch[max(by_epoch)] if by_epoch else None
 
 
 @dataclass
@@ -237,13 +161,12 @@ class Run:
     @property
     def world_key(self) -> str:
         """The environment and everything else but the method, the evaluation kind and the replicate."""
-        rest = _without(self.config, (*_REPLICATE_KEYS, "method", "protocol"))
-        return _key({**rest, "protocol": _without(self.protocol, _PROTOCOL_KIND_KEYS)})
+        return _key(without(self.config, keys_with(KeyRole.ARM, KeyRole.EVALUATION, KeyRole.REPLICATE, *NOT_RESULTS)))
 
     @property
     def identity(self) -> str:
         """The whole config but where the run was written: equal identities are the same run."""
-        return _key(_without(self.config, ("experiment_name", "results_dir", "hydra", "progress", "transcripts")))
+        return _key(without(self.config, keys_with(*NOT_RESULTS)))
 
     @property
     def varied_epoch(self) -> tuple[int, int] | None:
@@ -254,20 +177,13 @@ class Run:
 
 
 def load_run(path: Path) -> Run:
-    """Read one complete run folder (metrics.json included) and compute its measures."""
-    folder = RunFolder(path)
-    manifest, stored, records = folder.read_manifest(), folder.read_metrics(), folder.read_episodes()
-    if manifest is None or stored is None:
-        raise CorruptRunFolderError(f"{path} has no {MANIFEST if manifest is None else 'metrics.json'}")
-    twice = duplicate_ids(records)
-    if twice:
-        raise CorruptRunFolderError(f"{folder.episodes_path} logs {len(twice)} episode ids more than once (e.g. {twice[0]}): two processes wrote this run")
-    items = metrics.load_memory_items(path / "memory" / "final")
-    run = Run(path, manifest["config"], list(manifest.get("labels", [])))
-    run.measures = _measures(run, records, items, stored)
-    run.train_choices = {r["episode_id"]: tuple(u["item_id"] for u in r["retrieved"]) for r in metrics.played_train(records)}
-    run.test_sources = metrics.retrieved_sources(records, "test_in_distribution")
-    run.top_sources = metrics.top_memory_sources(records, items, max(1, len(items) // 10))
+    """Read one complete run folder (memrl_bench.records) and compute its measures."""
+    records = read_run(path, require_complete=True)
+    run = Run(path, records.manifest.config, list(records.manifest.labels))
+    run.measures = _measures(run, records)
+    run.train_choices = {r.episode_id: tuple(u.item_id for u in r.retrieved) for r in metrics.played_train(records.episodes)}
+    run.test_sources = metrics.retrieved_sources(records.episodes, "test_in_distribution")
+    run.top_sources = metrics.top_memory_sources(records.episodes, records.items, max(1, len(records.items) // 10))
     return run
 
 
@@ -275,10 +191,10 @@ def _load_or_why(path: Path) -> Run | str:
     """The run, or why it cannot be read."""
     try:
         return load_run(path)
-    except (CorruptRunFolderError, OSError, ValueError) as err:
+    except (CorruptRunFolderError, OSError) as err:
         return str(err)
-    except (KeyError, TypeError) as err:
-        return f"{path}: a file lacks a field ({type(err).__name__}: {err})"
+    except (KeyError, TypeError, ValueError) as err:  # a run of tasks its env no longer lists, a hand-made folder
+        return f"{path}: its measures cannot be computed ({type(err).__name__}: {err})"
 
 
 Warn = Callable[[str], None]
@@ -288,8 +204,10 @@ def warn_on_stderr(line: str) -> None:
     print(f"memrl-bench: warning: {line}", file=sys.stderr)
 
 
-def _measures(run: Run, records: list[dict], items: list[dict], stored: dict) -> dict[str, float | None]:
-    sr = stored["success_rate"]
+def _measures(run: Run, read: RunRecords) -> dict[str, float | None]:
+    records, items, stored = read.episodes, read.items, read.metrics
+    assert stored is not None  # read complete
+    sr = stored.success_rate
     out: dict[str, float | None] = {
         "final_sr": _last(sr.get("train")),
         "csr": _last(metrics.cumulative_success_rates(records, "train")),
@@ -297,10 +215,10 @@ def _measures(run: Run, records: list[dict], items: list[dict], stored: dict) ->
         "test_expected_sr": _mean_p(records, "test_in_distribution"),
         "final_expected_sr": _mean_p(records, "train"),
     }
-    for name, value in stored.get("pass_at_k", {}).items():
+    for name, value in stored.pass_at_k.items():
         if name.startswith("test_in_distribution@"):
             out["test_pass_at_k"] = value
-    final = stored.get("memory_final", {})
+    final = stored.memory_final
     out["never_retrieved"], out["gini"] = final.get("never_retrieved_share"), final.get("retrieval_gini")
     lock = metrics.epoch1_lock_in(records, items)
     out["lock_in"], out["lock_in_bank"] = lock["share"], lock["bank_share"]
@@ -311,7 +229,7 @@ def _measures(run: Run, records: list[dict], items: list[dict], stored: dict) ->
         out["good_never_retrieved"], out["good_injection_share"] = good["never_retrieved"], good["injection_share"]
         out["harmful_retrieval_share"], out["harmful_retrieved_share"], out["harmful_bank_share"] = harmful["retrieval_share"], harmful["retrieved_share"], harmful["bank_share"]
         out["early_amplification"] = metrics.early_amplification(records, items)
-        out["spearman_q_utility"] = stored.get("synthetic", {}).get("spearman_q_true_utility")
+        out["spearman_q_utility"] = (stored.synthetic or {}).get("spearman_q_true_utility")
         k = int(run.method.get("k_select") or run.method.get("top_k") or 3)
         regret = metrics.oracle_regret(records, _env(json.dumps(run.config["env"], sort_keys=True)), k)
         out["regret_mean"], out["regret_last_epoch"] = regret["mean"], _last(regret["by_epoch"])
@@ -324,21 +242,14 @@ def load_runs(results_dir: Path, workers: int | None = None, warn: Warn | None =
     Folders are read by `workers` processes (default: one per CPU, at most 4). Each
     folder left out (incomplete, unreadable) is one call of `warn`.
     """
-    folders, left_out = [], []
-    for folder in (m.parent for m in sorted(Path(results_dir).rglob(MANIFEST))):
-        if not (folder / COMPLETE).exists():
-            left_out.append(f"skipped {folder}: incomplete (no {COMPLETE})")
-        elif not (folder / EPISODES).exists():
-            left_out.append(f"skipped {folder}: marked {COMPLETE} but has no {EPISODES}")
-        else:
-            folders.append(folder)
+    folders = [m.parent for m in sorted(Path(results_dir).rglob(MANIFEST))]
     workers = workers or min(4, os.cpu_count() or 1)
     if workers > 1 and len(folders) > 8:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
             loaded = list(pool.map(_load_or_why, folders, chunksize=8))
     else:
         loaded = [_load_or_why(f) for f in folders]
-    left_out += [f"skipped {why}" for why in loaded if isinstance(why, str)]
+    left_out = [f"skipped {why}" for why in loaded if isinstance(why, str)]
     for line in left_out if warn is not None else ():
         warn(line)
     runs: dict[str, Run] = {}
@@ -358,12 +269,12 @@ class Study:
     runs: list[Run]
 
     def arms(self, kind: str, temperature: float) -> dict[str, list[Run]]:
-        """Arm key -> its runs: MemRL with epsilon = 0 first, then the exploring MemRLs, then the rest."""
+        """Arm key -> its runs, in the order of _arm_order."""
         out: dict[str, list[Run]] = defaultdict(list)
         for r in self.runs:
             if r.kind == kind and r.temperature == temperature:
                 out[r.arm_key].append(r)
-        return dict(sorted(out.items(), key=lambda kv: (_arm_rank(kv[1][0].method), kv[1][0].arm)))
+        return dict(sorted(out.items(), key=lambda kv: _arm_order(kv[1][0].method)))
 
     def temperatures(self) -> list[float]:
         return sorted({r.temperature for r in self.runs})
@@ -467,22 +378,45 @@ def order_counterfactual(runs: list[Run]) -> dict[str, dict[int, dict[int, float
 # ---- the findings -------------------------------------------------------------------------
 
 
+# The presets (memrl_bench/conf/experiment/) whose runs a claim needs; `+experiment=critique_study` runs them all.
+MEASURED_BY = {
+    "determinism": ("critique",),
+    "epoch1_lock_in": ("critique",),
+    "epoch1_counterfactual": ("critique_order",),
+    "never_tested": ("critique",),
+    "good_amplified": ("critique",),
+    "bad_locked_in": ("critique", "critique_epsilon"),
+    "regret": ("critique", "critique_epsilon"),
+    "order_dependence": ("critique", "critique_epsilon"),
+    "runtime_learning": ("critique", "critique_fairness"),
+    "weak_baselines": ("critique_fairness", "critique_passk"),
+}
+_SIDES = {1: "above", -1: "below", 0: "spans"}
+
+
 def _row(label: str, interval: Interval, direction: int | None = None, null: float = 0.0, primary: bool = False) -> dict | None:
-    """One line of a finding's table; None (left out) when nothing was measured."""
+    """One line of a finding's table; None (left out) when nothing was measured.
+
+    One rule for every verdict (memrl_bench.stats.verdict): the row that decides the claim
+    carries it, and the claim's headline is that row's; the other rows with a direction
+    say only where their interval lies against the null ("above 0.5"), so that no row
+    reads as a second verdict on the claim.
+    """
     if interval.mean is None:
         return None
-    row = {"label": label, "mean": interval.mean, "lo": interval.lo, "hi": interval.hi, "n": interval.n, "text": interval.text()}
-    if direction is not None:
-        row["verdict"] = verdict(interval, direction, null)
+    row = {"label": label, "mean": interval.mean, "low": interval.low, "high": interval.high, "n": interval.n, "text": interval.text()}
     if primary:
         row["primary"] = True
+        row["verdict"] = verdict(interval, direction or 1, null)
+    elif direction is not None and side(interval, null) is not None:
+        row["side"] = f"{_SIDES[side(interval, null)]} {null:g}"
     return row
 
 
 def _finding(key: str, claim: str, measurement: str, rows: list[dict | None]) -> dict:
     kept = [r for r in rows if r is not None]
     primary = next((r for r in kept if r.get("primary")), None)
-    return {"id": key, "claim": claim, "measurement": measurement, "rows": kept, "verdict": primary["verdict"] if primary else NOT_MEASURED}
+    return {"id": key, "claim": claim, "measurement": measurement, "rows": kept, "verdict": primary["verdict"] if primary else NOT_MEASURED, "presets": MEASURED_BY[key]}
 
 
 def _temp(t: float) -> str:
@@ -508,7 +442,7 @@ def findings(results_dir: Path, warn: Warn | None = warn_on_stderr) -> list[dict
         return []
     worlds: dict[str, list[Run]] = defaultdict(list)
     for r in runs:
-        worlds[_key({**json.loads(r.world_key), "env": _without(r.config["env"], ("outcome_temperature",))})].append(r)
+        worlds[_key({**json.loads(r.world_key), "env": without(r.config["env"], ("outcome_temperature",))})].append(r)
     study = Study(max(worlds.values(), key=len))  # one world per section; the largest
     label = "SYNTHETIC (simulation, not LLM results)" if all("synthetic" in r.labels for r in study.runs) else f"env {study.runs[0].config['env'].get('name')}"
     out = [
@@ -774,43 +708,57 @@ def _weak_baselines(study: Study) -> dict:
 # ---- rendering ------------------------------------------------------------------------------
 
 
-def findings_markdown(results_dir: Path, warn: Warn | None = warn_on_stderr) -> str:
-    """The findings as a README section."""
-    return render_markdown(findings(results_dir, warn), results_dir)
+def _how_to_measure(f: dict) -> str:
+    presets = " and ".join(f["presets"])
+    commands = "; ".join(f"memrl-bench -m +experiment={p}" for p in f["presets"])
+    return f"needs the runs of the preset{'s' if len(f['presets']) > 1 else ''} {presets} ({commands}; or all presets: memrl-bench +experiment=critique_study)"
 
 
-def findings_html(results_dir: Path, warn: Warn | None = warn_on_stderr) -> str:
-    """The findings as an HTML section, for the report to embed."""
-    return render_html(findings(results_dir, warn), results_dir)
+def _row_verdict(r: dict) -> str:
+    return r.get("verdict") or (f"interval {r['side']}" if "side" in r else "")
 
 
 def render_markdown(found: list[dict], results_dir: Path) -> str:
+    """The section as Markdown: the claims this folder measures first, then one line per claim it does not."""
     synthetic = bool(found) and found[0]["label"].startswith("SYNTHETIC")
     lines = [f"## {SECTION_TITLE}{' (synthetic)' if synthetic else ''}", ""]
     if not found:
         return "\n".join(lines + [f"No complete runs under {results_dir}."]) + "\n"
-    lines += [f"All numbers: {found[0]['label']}. Means with 95% t-intervals over task orders (n); runs: {results_dir}.", ""]
+    measured = [f for f in found if f["verdict"] != NOT_MEASURED]
+    lines += [f"All numbers: {found[0]['label']}. Means with 95% t-intervals over task orders (n); runs: {results_dir}. Each claim's verdict is that of the row marked (decides); other rows say where their interval lies.", ""]
     cell = lambda text: str(text).replace("|", "\\|")  # noqa: E731
-    for i, f in enumerate(found, 1):
+    for i, f in enumerate(measured, 1):
         lines += [f"### {i}. {f['claim']}", "", f"**Verdict: {f['verdict']}.** {f['measurement']}", "", "| measurement | value | verdict |", "|---|---|---|"]
-        lines += [f"| {cell(r['label'])}{' (decides)' if r.get('primary') else ''} | {cell(r['text'])} | {r.get('verdict', '')} |" for r in f["rows"]]
+        lines += [f"| {cell(r['label'])}{' (decides)' if r.get('primary') else ''} | {cell(r['text'])} | {_row_verdict(r)} |" for r in f["rows"]]
+        lines.append("")
+    unmeasured = [f for f in found if f["verdict"] == NOT_MEASURED]
+    if unmeasured:
+        lines += ["### Not measured by the runs in this folder", ""]
+        lines += [f"- {f['claim']} — {_how_to_measure(f)}." for f in unmeasured]
         lines.append("")
     return "\n".join(lines)
 
 
 def render_html(found: list[dict], results_dir: Path) -> str:
+    """The section as HTML (the report embeds it once): the claims measured first, then one line per claim not measured."""
     esc = html.escape
     parts = [f'<section id="findings"><h2>{esc(SECTION_TITLE)}</h2>']
     if not found:
         return parts[0] + f"<p>No complete runs under {esc(str(results_dir))}.</p></section>"
-    parts.append(f"<p><strong>{esc(found[0]['label'])}.</strong> Means with 95% t-intervals over task orders (n).</p>")
-    for i, f in enumerate(found, 1):
+    measured = [f for f in found if f["verdict"] != NOT_MEASURED]
+    parts.append(f"<p><strong>{esc(found[0]['label'])}.</strong> Means with 95% t-intervals over task orders (n). Each claim's verdict is that of the row marked <em>(decides)</em>; other rows say where their interval lies.</p>")
+    for i, f in enumerate(measured, 1):
         parts.append(f'<h3>{i}. {esc(f["claim"])}</h3><p class="verdict {esc(f["verdict"].replace(" ", "-"))}"><strong>Verdict: {esc(f["verdict"])}.</strong> {esc(f["measurement"])}</p>')
         parts.append("<table><thead><tr><th>measurement</th><th>value</th><th>verdict</th></tr></thead><tbody>")
         for r in f["rows"]:
             label = esc(r["label"]) + (" <em>(decides)</em>" if r.get("primary") else "")
-            parts.append(f"<tr><td>{label}</td><td>{esc(r['text'])}</td><td>{esc(r.get('verdict', ''))}</td></tr>")
+            parts.append(f"<tr><td>{label}</td><td>{esc(r['text'])}</td><td>{esc(_row_verdict(r))}</td></tr>")
         parts.append("</tbody></table>")
+    unmeasured = [f for f in found if f["verdict"] == NOT_MEASURED]
+    if unmeasured:
+        parts.append('<h3 id="not-measured">Not measured by the runs in this folder</h3><ul>')
+        parts += [f"<li>{esc(f['claim'])} — {esc(_how_to_measure(f))}.</li>" for f in unmeasured]
+        parts.append("</ul>")
     parts.append("</section>")
     return "\n".join(parts)
 

@@ -1,4 +1,5 @@
-"""Metrics, computed from episodes.jsonl (and, for memory-state metrics, the final snapshot).
+"""Metrics, computed from episodes.jsonl (and, for memory-state metrics, the final snapshot),
+read as typed records (memrl_bench.records).
 
 Definitions (MemRL v2 where it defines them):
 - SR: share of successful episodes of a phase (split) and epoch.
@@ -14,39 +15,36 @@ Definitions (MemRL v2 where it defines them):
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from memrl_bench.records import EpisodeRecord, MemoryItemRecord
+from memrl_bench.types import RetrievedItem
 
-def _phase_name(record: dict) -> str:
-    return record["phase"] if record["phase"] != "test" else record["split"]
 
-
-def success_rates(records: Iterable[dict]) -> dict[str, dict[int, float]]:
+def success_rates(records: Iterable[EpisodeRecord]) -> dict[str, dict[int, float]]:
     """SR per phase (test phases by split) and epoch."""
     totals: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     for r in records:
-        cell = totals[_phase_name(r)][r["epoch"]]
-        cell[0] += bool(r["success"])
+        cell = totals[r.phase_name][r.epoch]
+        cell[0] += r.success
         cell[1] += 1
     return {phase: {epoch: s / n for epoch, (s, n) in sorted(by_epoch.items())} for phase, by_epoch in totals.items()}
 
 
-def _solved_by_epoch(records: Iterable[dict], phase: str) -> dict[int, dict[str, bool]]:
+def _solved_by_epoch(records: Iterable[EpisodeRecord], phase: str) -> dict[int, dict[str, bool]]:
     """epoch -> task -> solved (any sample) in that epoch, for one phase."""
     solved: dict[int, dict[str, bool]] = defaultdict(dict)
     for r in records:
-        if _phase_name(r) == phase:
-            solved[r["epoch"]][r["task_id"]] = solved[r["epoch"]].get(r["task_id"], False) or bool(r["success"])
+        if r.phase_name == phase:
+            solved[r.epoch][r.task_id] = solved[r.epoch].get(r.task_id, False) or r.success
     return dict(sorted(solved.items()))
 
 
-def cumulative_success_rates(records: list[dict], phase: str = "train") -> dict[int, float]:
+def cumulative_success_rates(records: list[EpisodeRecord], phase: str = "train") -> dict[int, float]:
     """CSR_E: share of the phase's tasks solved in at least one epoch <= E."""
     by_epoch = _solved_by_epoch(records, phase)
     all_tasks = {t for tasks in by_epoch.values() for t in tasks}
@@ -58,7 +56,7 @@ def cumulative_success_rates(records: list[dict], phase: str = "train") -> dict[
     return out
 
 
-def forgetting_rates(records: list[dict], phase: str = "train") -> dict[str, dict[int, float | None]]:
+def forgetting_rates(records: list[EpisodeRecord], phase: str = "train") -> dict[str, dict[int, float | None]]:
     """Both forgetting rates per epoch e >= 2 (None where the denominator is 0)."""
     by_epoch = _solved_by_epoch(records, phase)
     epochs = list(by_epoch)
@@ -75,69 +73,67 @@ def forgetting_rates(records: list[dict], phase: str = "train") -> dict[str, dic
     return {"forgetting_rate": fr_fail, "forgetting_of_solved": fr_solved}
 
 
-def pass_at_k(records: list[dict]) -> dict[str, float]:
+def pass_at_k(records: list[EpisodeRecord]) -> dict[str, float]:
     """Per evaluation phase with several samples per task: share of tasks with any success."""
     out = {}
     last_epoch: dict[str, int] = {}
     for r in records:
-        phase = _phase_name(r)
-        last_epoch[phase] = max(last_epoch.get(phase, r["epoch"]), r["epoch"])
-    for phase in {_phase_name(r) for r in records if r["phase"] != "train"}:
+        last_epoch[r.phase_name] = max(last_epoch.get(r.phase_name, r.epoch), r.epoch)
+    for phase in {r.phase_name for r in records if r.phase != "train"}:
         by_task: dict[str, list[bool]] = defaultdict(list)
         for r in records:
-            if _phase_name(r) == phase and r["epoch"] == last_epoch[phase]:
-                by_task[r["task_id"]].append(bool(r["success"]))
+            if r.phase_name == phase and r.epoch == last_epoch[phase]:
+                by_task[r.task_id].append(r.success)
         k = min(len(v) for v in by_task.values())
         if k > 1:
             out[f"{phase}@{k}"] = float(np.mean([any(v) for v in by_task.values()]))
     return out
 
 
-def latency_percentiles(records: list[dict]) -> dict[str, dict[str, float]]:
+def latency_percentiles(records: list[EpisodeRecord]) -> dict[str, dict[str, float]]:
     """p50 / p95 seconds per stage over episodes; cache-hit-only episodes left out of 'act'."""
     stages: dict[str, list[float]] = defaultdict(list)
     for r in records:
-        usage = r.get("act_usage", {})
-        all_cached = usage.get("calls", 0) > 0 and usage.get("cache_hits", 0) >= usage.get("calls", 0)
-        for stage, seconds in r.get("latency_s", {}).items():
+        all_cached = r.act_usage.calls > 0 and r.act_usage.cache_hits >= r.act_usage.calls
+        for stage, seconds in r.latency_s.items():
             if stage == "act" and all_cached:
                 continue
             stages[stage].append(seconds)
     return {stage: {"p50": float(np.percentile(v, 50)), "p95": float(np.percentile(v, 95)), "n": len(v)} for stage, v in sorted(stages.items())}
 
 
-def step_latency_percentiles(records: list[dict]) -> dict[str, dict[str, float]]:
+def step_latency_percentiles(records: list[EpisodeRecord]) -> dict[str, dict[str, float]]:
     """p50 / p95 seconds of one step (LLM thinking, env step) over every recorded turn."""
     stages: dict[str, list[float]] = defaultdict(list)
     for r in records:
-        for turn in r.get("turns", []):
-            for stage, seconds in (turn.get("latency_s") or {}).items():
+        for turn in r.turns:
+            for stage, seconds in (turn.latency_s or {}).items():
                 stages[stage].append(seconds)
     return {stage: {"p50": float(np.percentile(v, 50)), "p95": float(np.percentile(v, 95)), "n": len(v)} for stage, v in sorted(stages.items())}
 
 
-def memory_growth(records: list[dict]) -> dict[int, dict[str, float]]:
+def memory_growth(records: list[EpisodeRecord]) -> dict[int, dict[str, float]]:
     """Memory size after the last training batch of each epoch, and mean injected characters."""
     out: dict[int, dict[str, float]] = {}
     injected: dict[int, list[int]] = defaultdict(list)
     for r in records:
-        if r["phase"] == "train":
-            out[r["epoch"]] = {"items": r["memory_items_after"], "bytes": r["memory_bytes_after"], "groups": r["memory_groups_after"]}
-            injected[r["epoch"]].append(r["injected_chars"])
+        if r.phase == "train":
+            out[r.epoch] = {"items": r.memory_items_after, "bytes": r.memory_bytes_after, "groups": r.memory_groups_after}
+            injected[r.epoch].append(r.injected_chars)
     for epoch, chars in injected.items():
         out[epoch]["injected_chars_mean"] = float(np.mean(chars))
     return dict(sorted(out.items()))
 
 
-def usage_totals(records: list[dict]) -> dict[str, dict[str, float]]:
+def usage_totals(records: list[EpisodeRecord]) -> dict[str, dict[str, float]]:
     """LLM calls and tokens spent on acting and on memory management."""
     out = {}
     for purpose in ("act_usage", "memory_usage"):
         total: Counter = Counter()
         for r in records:
-            total.update({k: v for k, v in r.get(purpose, {}).items()})
+            total.update(getattr(r, purpose).model_dump())
         out[purpose.removesuffix("_usage")] = dict(total)
-    out["memory"]["op_errors"] = sum(r.get("memory_op_errors", 0) for r in records)
+    out["memory"]["op_errors"] = sum(r.memory_op_errors for r in records)
     return out
 
 
@@ -150,21 +146,14 @@ def gini(counts: Iterable[float]) -> float:
     return float((2 * np.arange(1, n + 1) - n - 1) @ x / (n * x.sum()))
 
 
-def load_memory_items(memory_dir: Path | None) -> list[dict]:
-    if memory_dir is None or not (Path(memory_dir) / "items.jsonl").exists():
-        return []
-    with open(Path(memory_dir) / "items.jsonl") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def retrieval_counts(records: list[dict], item_ids: Iterable[str], phases: tuple[str, ...] = ("train",)) -> dict[str, int]:
+def retrieval_counts(records: list[EpisodeRecord], item_ids: Iterable[str], phases: tuple[str, ...] = ("train",)) -> dict[str, int]:
     """How often each stored item was injected, in the given phases."""
     counts = {i: 0 for i in item_ids}
     for r in records:
-        if r["phase"] in phases:
-            for used in r["retrieved"]:
-                if used["item_id"] in counts:
-                    counts[used["item_id"]] += 1
+        if r.phase in phases:
+            for used in r.retrieved:
+                if used.item_id in counts:
+                    counts[used.item_id] += 1
     return counts
 
 
@@ -176,27 +165,27 @@ def spearman(x: list[float], y: list[float]) -> float | None:
     return float(spearmanr(x, y).statistic)
 
 
-def synthetic_q_utility(records: list[dict], items: list[dict]) -> dict[str, Any]:
+def synthetic_q_utility(records: list[EpisodeRecord], items: list[MemoryItemRecord]) -> dict[str, Any]:
     """Synthetic env: Spearman(final Q, true utility) over stored memories."""
-    utility = {r["episode_id"]: r["info"]["lesson_utility"] for r in records if r.get("info", {}).get("synthetic")}
-    pairs = [(i["fields"]["q_value"], utility[i["provenance"]["episode_id"]]) for i in items if "q_value" in i.get("fields", {}) and i["provenance"]["episode_id"] in utility]
+    utility = {r.episode_id: r.info["lesson_utility"] for r in records if r.info.get("synthetic")}
+    pairs = [(i.fields["q_value"], utility[i.provenance.episode_id]) for i in items if "q_value" in i.fields and i.provenance.episode_id in utility]
     if not pairs:
         return {}
     q, u = zip(*pairs)
     return {"spearman_q_true_utility": spearman(list(q), list(u)), "n_memories": len(pairs)}
 
 
-def compute(records: list[dict], memory_dir: Path | None = None, labels: list[str] | None = None) -> dict[str, Any]:
-    """Every metric of one run."""
-    items = load_memory_items(memory_dir)
-    counts = retrieval_counts(records, [i["id"] for i in items])
-    poison = [r for r in records if r["status"] == "poison"]
-    records = [r for r in records if r["status"] != "poison"]
-    phases = sorted({_phase_name(r) for r in records})
+def compute(records: list[EpisodeRecord], items: list[MemoryItemRecord] | None = None, labels: list[str] | None = None) -> dict[str, Any]:
+    """Every metric of one run, from its log and its final memory's items."""
+    items = items or []
+    counts = retrieval_counts(records, [i.id for i in items])
+    poison = [r for r in records if not r.played]
+    records = [r for r in records if r.played]
+    phases = sorted({r.phase_name for r in records})
     out: dict[str, Any] = {
         "labels": labels or [],
         "episodes": len(records),
-        "status_counts": dict(Counter(r["status"] for r in records)),
+        "status_counts": dict(Counter(r.status for r in records)),
         "success_rate": success_rates(records),
         "cumulative_success_rate": {p: cumulative_success_rates(records, p) for p in phases if p in ("train", "validation")},
         "forgetting": {p: forgetting_rates(records, p) for p in phases if p in ("train", "validation")},
@@ -208,13 +197,13 @@ def compute(records: list[dict], memory_dir: Path | None = None, labels: list[st
         "memory_final": {"items": len(items), "never_retrieved_share": (sum(1 for c in counts.values() if c == 0) / len(counts)) if counts else None, "retrieval_gini": gini(counts.values()) if counts else None},
     }
     if poison:
-        poison_ids = {r["episode_id"] for r in poison}
-        injected = [u for r in records if r["phase"] == "train" for u in r["retrieved"]]
+        poison_ids = {r.episode_id for r in poison}
+        injected = [u for r in records if r.phase == "train" for u in r.retrieved]
         out["poison"] = {
             "memories": len(poison),
-            "share_of_retrievals": sum(u["source_episode_id"] in poison_ids for u in injected) / len(injected) if injected else None,
+            "share_of_retrievals": sum(u.source_episode_id in poison_ids for u in injected) / len(injected) if injected else None,
         }
-    if any(r.get("info", {}).get("synthetic") for r in records):
+    if any(r.info.get("synthetic") for r in records):
         out["synthetic"] = synthetic_q_utility(records, items)
     out["path_dependence"] = path_dependence(records, items)
     return out
@@ -226,23 +215,23 @@ def compute(records: list[dict], memory_dir: Path | None = None, labels: list[st
 # so every measure below comes from the log and a memory snapshot, without a re-run.
 
 
-def played_train(records: list[dict]) -> list[dict]:
+def played_train(records: list[EpisodeRecord]) -> list[EpisodeRecord]:
     """Training episodes that were played (not memories fed in unplayed, e.g. poison)."""
-    return [r for r in records if r["phase"] == "train" and r.get("status") != "poison"]
+    return [r for r in records if r.phase == "train" and r.played]
 
 
-def _batch_positions(records: list[dict]) -> dict[str, int]:
+def _batch_positions(records: list[EpisodeRecord]) -> dict[str, int]:
     """Training episode id -> ordinal of its batch in the log: learn() saw the batches in this order."""
     batches: dict[tuple, int] = {}
-    return {r["episode_id"]: batches.setdefault((r["epoch"], r["batch_index"]), len(batches)) for r in records if r["phase"] == "train"}
+    return {r.episode_id: batches.setdefault((r.epoch, r.batch_index), len(batches)) for r in records if r.phase == "train"}
 
 
-def _source_info(records: list[dict]) -> dict[str, dict]:
+def _source_info(records: list[EpisodeRecord]) -> dict[str, dict]:
     """Training episode id -> its info (the synthetic env's ground truth about its lesson)."""
-    return {r["episode_id"]: r.get("info", {}) for r in records if r["phase"] == "train"}
+    return {r.episode_id: r.info for r in records if r.phase == "train"}
 
 
-def epoch1_lock_in(records: list[dict], items: list[dict]) -> dict[str, float | None]:
+def epoch1_lock_in(records: list[EpisodeRecord], items: list[MemoryItemRecord]) -> dict[str, float | None]:
     """How much training epochs >= 2 reuse the memories epoch 1 wrote.
 
     share: injections of epoch-1 memories / all injections, over the training episodes of
@@ -252,24 +241,24 @@ def epoch1_lock_in(records: list[dict], items: list[dict]) -> dict[str, float | 
     share above bank_share means later epochs keep drawing on what epoch 1 wrote.
     """
     position = _batch_positions(records)
-    written = sorted((position[i["provenance"]["episode_id"]], i["provenance"]["epoch"] == 1) for i in items if i["provenance"]["episode_id"] in position)
+    written = sorted((position[i.provenance.episode_id], i.provenance.epoch == 1) for i in items if i.provenance.episode_id in position)
     written_at = np.array([b for b, _ in written], dtype=np.int64)
     early_so_far = np.concatenate([[0], np.cumsum([early for _, early in written])])
     hits = injections = 0
     bank_shares: list[float] = []
     for r in played_train(records):
-        if r["epoch"] < 2 or not r["retrieved"]:
+        if r.epoch < 2 or not r.retrieved:
             continue
-        stored = int(np.searchsorted(written_at, position[r["episode_id"]], side="left"))
-        hits += sum(u["source_epoch"] == 1 for u in r["retrieved"])
-        injections += len(r["retrieved"])
-        bank_shares += [early_so_far[stored] / stored if stored else 0.0] * len(r["retrieved"])
+        stored = int(np.searchsorted(written_at, position[r.episode_id], side="left"))
+        hits += sum(u.source_epoch == 1 for u in r.retrieved)
+        injections += len(r.retrieved)
+        bank_shares += [early_so_far[stored] / stored if stored else 0.0] * len(r.retrieved)
     if not injections:
         return {"share": None, "bank_share": None, "injections": 0}
     return {"share": hits / injections, "bank_share": float(np.mean(bank_shares)), "injections": injections}
 
 
-def good_memories_never_retrieved(records: list[dict], items: list[dict]) -> dict[str, float | None]:
+def good_memories_never_retrieved(records: list[EpisodeRecord], items: list[MemoryItemRecord]) -> dict[str, float | None]:
     """Synthetic env: are the most useful memories found?
 
     Good memories are the stored ones in the top quartile of true utility (the source
@@ -279,7 +268,7 @@ def good_memories_never_retrieved(records: list[dict], items: list[dict]) -> dic
     fewer chances to be injected, so compare methods rather than read the level alone.
     """
     info = _source_info(records)
-    utility = {i["id"]: info.get(i["provenance"]["episode_id"], {}).get("lesson_utility") for i in items}
+    utility = {i.id: info.get(i.provenance.episode_id, {}).get("lesson_utility") for i in items}
     utility = {k: v for k, v in utility.items() if v is not None}
     if len(utility) < 4:
         return {"never_retrieved": None, "injection_share": None, "good": 0}
@@ -294,7 +283,7 @@ def good_memories_never_retrieved(records: list[dict], items: list[dict]) -> dic
     }
 
 
-def harmful_in_last_epoch(records: list[dict], items: list[dict]) -> dict[str, float | None]:
+def harmful_in_last_epoch(records: list[EpisodeRecord], items: list[MemoryItemRecord]) -> dict[str, float | None]:
     """Synthetic env: does the last training epoch still inject harmful memories?
 
     Harmful memories are those whose source episode has info.lesson_harmful. Over the
@@ -306,11 +295,11 @@ def harmful_in_last_epoch(records: list[dict], items: list[dict]) -> dict[str, f
     train = played_train(records)
     if not train:
         return {"retrieval_share": None, "retrieved_share": None, "bank_share": None}
-    last = max(r["epoch"] for r in train)
+    last = max(r.epoch for r in train)
     info = _source_info(records)
-    harmful = {i["id"] for i in items if info.get(i["provenance"]["episode_id"], {}).get("lesson_harmful")}
-    before = {i["id"] for i in items if i["provenance"]["epoch"] < last}
-    used = [u["item_id"] for r in train if r["epoch"] == last for u in r["retrieved"]]
+    harmful = {i.id for i in items if info.get(i.provenance.episode_id, {}).get("lesson_harmful")}
+    before = {i.id for i in items if i.provenance.epoch < last}
+    used = [u.item_id for r in train if r.epoch == last for u in r.retrieved]
     stored_harmful = harmful & before
     return {
         "retrieval_share": sum(u in harmful for u in used) / len(used) if used else None,
@@ -319,17 +308,17 @@ def harmful_in_last_epoch(records: list[dict], items: list[dict]) -> dict[str, f
     }
 
 
-def early_amplification(records: list[dict], items: list[dict]) -> float | None:
+def early_amplification(records: list[EpisodeRecord], items: list[MemoryItemRecord]) -> float | None:
     """Synthetic env: Spearman, over the memories written in epoch 1, of true utility
     against injections in epochs >= 2. Positive: good early memories are reused more
     and bad ones less; near 0: what epoch 1 wrote is reused regardless of its value."""
     info = _source_info(records)
-    early = [i for i in items if i["provenance"]["epoch"] == 1 and "lesson_utility" in info.get(i["provenance"]["episode_id"], {})]
-    later = Counter(u["item_id"] for r in played_train(records) if r["epoch"] >= 2 for u in r["retrieved"])
-    return spearman([info[i["provenance"]["episode_id"]]["lesson_utility"] for i in early], [later[i["id"]] for i in early])
+    early = [i for i in items if i.provenance.epoch == 1 and "lesson_utility" in info.get(i.provenance.episode_id, {})]
+    later = Counter(u.item_id for r in played_train(records) if r.epoch >= 2 for u in r.retrieved)
+    return spearman([info[i.provenance.episode_id]["lesson_utility"] for i in early], [later[i.id] for i in early])
 
 
-def oracle_regret(records: list[dict], env: Any, k: int) -> dict[str, Any]:
+def oracle_regret(records: list[EpisodeRecord], env: Any, k: int) -> dict[str, Any]:
     """Synthetic env: per training episode, P(success | oracle's memories) - P(success | injected).
 
     The oracle knows every memory's true effect (env.item_effect) on the episode's task.
@@ -340,23 +329,21 @@ def oracle_regret(records: list[dict], env: Any, k: int) -> dict[str, Any]:
     k when fewer help). Both probabilities come from env.p_success. Returns the mean
     and cumulative regret over training episodes and the mean per epoch.
     """
-    from memrl_bench.types import RetrievedItem
-
     position = _batch_positions(records)
-    bank_records = [r for r in records if r["phase"] == "train"]
-    bank = [RetrievedItem(r["episode_id"], 0.0, None, None, r["task_id"], r["episode_id"], r["epoch"], bool(r["success"])) for r in bank_records]
-    written_at = np.array([position[r["episode_id"]] for r in bank_records], dtype=np.int64)
-    tasks = {t.id: t for split in {r["split"] for r in bank_records} for t in env.tasks(split)}
-    types = sorted({tasks[r["task_id"]].data["task_type"] for r in bank_records})
+    bank_records = [r for r in records if r.phase == "train"]
+    bank = [RetrievedItem(r.episode_id, 0.0, None, None, r.task_id, r.episode_id, r.epoch, r.success) for r in bank_records]
+    written_at = np.array([position[r.episode_id] for r in bank_records], dtype=np.int64)
+    tasks = {t.id: t for split in {r.split for r in bank_records} for t in env.tasks(split)}
+    types = sorted({tasks[r.task_id].data["task_type"] for r in bank_records})
     effect = np.array([[env.item_effect(item, t) for t in types] for item in bank]).reshape(len(bank), len(types))
     regret_by_epoch: dict[int, list[float]] = defaultdict(list)
     for r in played_train(records):
-        task = tasks[r["task_id"]]
-        stored = int(np.searchsorted(written_at, position[r["episode_id"]], side="left"))
+        task = tasks[r.task_id]
+        stored = int(np.searchsorted(written_at, position[r.episode_id], side="left"))
         gains = effect[:stored, types.index(task.data["task_type"])]
         best = [i for i in np.argsort(-gains, kind="stable")[:k] if gains[i] > 0]
-        injected = [RetrievedItem(**u) for u in r["retrieved"]]
-        regret_by_epoch[r["epoch"]].append(env.p_success(task, [bank[i] for i in best]) - env.p_success(task, injected))
+        injected = [RetrievedItem(**u.model_dump()) for u in r.retrieved]
+        regret_by_epoch[r.epoch].append(env.p_success(task, [bank[i] for i in best]) - env.p_success(task, injected))
     every = [x for values in regret_by_epoch.values() for x in values]
     return {
         "mean": float(np.mean(every)) if every else None,
@@ -366,25 +353,25 @@ def oracle_regret(records: list[dict], env: Any, k: int) -> dict[str, Any]:
     }
 
 
-def retrieved_sources(records: list[dict], phase: str) -> dict[str, frozenset[str]]:
+def retrieved_sources(records: list[EpisodeRecord], phase: str) -> dict[str, frozenset[str]]:
     """Task id -> source task ids of the memories injected for it in the last epoch of
     `phase` (train, validation, or a test split's name), over all its samples."""
-    chosen = [r for r in records if _phase_name(r) == phase and r.get("status") != "poison"]
+    chosen = [r for r in records if r.phase_name == phase and r.played]
     if not chosen:
         return {}
-    last = max(r["epoch"] for r in chosen)
+    last = max(r.epoch for r in chosen)
     out: dict[str, set[str]] = defaultdict(set)
     for r in chosen:
-        if r["epoch"] == last:
-            out[r["task_id"]].update(u["source_task_id"] for u in r["retrieved"])
+        if r.epoch == last:
+            out[r.task_id].update(u.source_task_id for u in r.retrieved)
     return {t: frozenset(s) for t, s in out.items()}
 
 
-def top_memory_sources(records: list[dict], items: list[dict], n: int) -> frozenset[str]:
+def top_memory_sources(records: list[EpisodeRecord], items: list[MemoryItemRecord], n: int) -> frozenset[str]:
     """Source task ids of the n most valued memories: by Q where the method keeps one
     (memrl's q_value), else by training injections; ties go to the earlier-stored item."""
-    counts = retrieval_counts(records, [i["id"] for i in items])
-    value = [(i["fields"].get("q_value", counts[i["id"]]), -position, i["provenance"]["task_id"]) for position, i in enumerate(items)]
+    counts = retrieval_counts(records, [i.id for i in items])
+    value = [(i.fields.get("q_value", counts[i.id]), -position, i.provenance.task_id) for position, i in enumerate(items)]
     return frozenset(task for *_, task in sorted(value, reverse=True)[:n])
 
 
@@ -394,10 +381,10 @@ def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
     return len(a & b) / len(a | b) if a | b else 1.0
 
 
-def path_dependence(records: list[dict], items: list[dict]) -> dict[str, Any]:
+def path_dependence(records: list[EpisodeRecord], items: list[MemoryItemRecord]) -> dict[str, Any]:
     """The per-run path-dependence measures that need no environment (see each function)."""
     out: dict[str, Any] = {"epoch1_lock_in": epoch1_lock_in(records, items)}
-    if any(r.get("info", {}).get("synthetic") for r in records):
+    if any(r.info.get("synthetic") for r in records):
         out["good_memories"] = good_memories_never_retrieved(records, items)
         out["harmful_last_epoch"] = harmful_in_last_epoch(records, items)
         out["early_amplification"] = early_amplification(records, items)

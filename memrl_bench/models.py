@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from memrl_bench.config import cache_root
+
 DEFAULT_CHAT_MODEL = "smollm2-135m"
 LOCAL_WHEEL_DIRS_ENV = "MEMRL_BENCH_WHEELS"
 FALLBACK_WHEEL_DIR = Path("/tmp/wheels")
@@ -145,11 +147,6 @@ CATALOGUE: dict[str, ModelEntry] = {
         ),
     )
 }
-
-
-def cache_root() -> Path:
-    """The harness's cache folder: ${MEMRL_BENCH_CACHE:-~/.cache/memrl-bench}."""
-    return Path(os.environ.get("MEMRL_BENCH_CACHE") or "~/.cache/memrl-bench").expanduser()
 
 
 def cache_dir() -> Path:

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from memrl_bench.config import ProtocolConfig
+from memrl_bench.config import InputError, ProtocolConfig
 from memrl_bench.types import MemoryItem, Task
 
 
-class ProtocolViolation(RuntimeError):
+class ProtocolViolation(InputError, RuntimeError):
     """The run broke a rule of the fair protocol; it is stopped, not reported."""
 
 
@@ -93,7 +93,10 @@ def split_hash(tasks: list[Task]) -> str:
 
 
 def check_disjoint(tasks: dict[str, list[Task]]) -> None:
-    """Refuse splits that share a task id (or, for tasks with one, an identical description)."""
+    """Refuse splits that share a task id.
+
+    Descriptions are not compared: benchmarks hold different tasks with the same text
+    (ALFWorld's games differ in their rooms, not their goal sentence)."""
     seen: dict[str, str] = {}
     for split, split_tasks in tasks.items():
         for task in split_tasks:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from memrl_bench.config import config_hash
+from memrl_bench.config import InputError, config_hash
 
 MANIFEST = "manifest.json"
 EPISODES = "episodes.jsonl"
@@ -40,11 +40,11 @@ CHECKSUMS = "SHA256SUMS"
 REBUILD_HINT = "delete the folder memory/ and re-run the same command: memory is rebuilt from the episode log"
 
 
-class CorruptRunFolderError(RuntimeError):
+class CorruptRunFolderError(InputError, RuntimeError):
     """A run folder's files are damaged in a way no crash of the harness produces."""
 
 
-class RunFolderBusyError(RuntimeError):
+class RunFolderBusyError(InputError, RuntimeError):
     """Another process holds the run folder's lock."""
 
 

@@ -27,10 +27,11 @@ from pydantic import BaseModel, ValidationError
 from memrl_bench import metrics as metrics_lib
 from memrl_bench import registry
 from memrl_bench.actors import Actor, EnvPool, Job
-from memrl_bench.config import ConfigError, ConfigMismatchError, ProtocolConfig, config_error, config_hash, validate_config
-from memrl_bench.config import validated as validated  # tests import it from here
+from memrl_bench.config import ActorSettings, ConfigError, ConfigMismatchError, ProtocolConfig, config_error, config_hash, validate_config, validated
+from memrl_bench.embed import Embedder, make_embedder
 from memrl_bench.envs.base import Env
-from memrl_bench.methods.base import Experience, MemoryMethod, MethodContext, Query, fingerprint, unit_rows
+from memrl_bench.llm import ChatModel
+from memrl_bench.methods.base import Experience, MemoryMethod, MethodContext, Query, fingerprint
 from memrl_bench.progress import Progress, make_progress
 from memrl_bench.protocol import (
     Batch,
@@ -42,9 +43,11 @@ from memrl_bench.protocol import (
     schedule_size,
     split_hash,
 )
+from memrl_bench.records import episode_records, memory_items
 from memrl_bench.redaction import remember_secret, remember_url, scrub_data
 from memrl_bench.runfolder import REBUILD_HINT, CorruptRunFolderError, RunFolder, batch_key, forget_new, note_new
-from memrl_bench.types import Episode, Outcome, Task
+from memrl_bench.types import Episode, Outcome, Retrieval, Task
+from memrl_bench.vector_index import unit_rows
 
 
 def _git_commit() -> str | None:
@@ -77,11 +80,16 @@ class RunParts:
 
 
 class Runner:
-    def __init__(self, cfg: dict, run_dir: Path):
+    """One run into `run_dir`. `llm` and `embedder`, when given, are used instead of the ones
+    the config names (which it still records): a caller's ChatModel or Embedder, such as a
+    test's scripted model."""
+
+    def __init__(self, cfg: dict, run_dir: Path, llm: ChatModel | None = None, embedder: Embedder | None = None):
         self.cfg = cfg
         self.folder = RunFolder(run_dir)
         self.loop = asyncio.new_event_loop()
         self._key_cache: dict[str, np.ndarray] = {}
+        self._given_llm, self._given_embedder = llm, embedder
 
     # ---- building ---------------------------------------------------------------
     def _build(self, stack: contextlib.ExitStack, protocol: ProtocolConfig) -> RunParts:
@@ -90,11 +98,7 @@ class Runner:
         labels += check_backbone(cfg.get("llm", {}), protocol)
 
         env_cfg = {k: v for k, v in cfg["env"].items() if k not in ("name", "roles")}
-        env_cls = registry.get("env", cfg["env"]["name"])
-        try:
-            env = env_cls(env_cfg, seed=int(cfg["env"].get("seed", 0) or 0))
-        except (KeyError, ValueError, TypeError) as err:  # env constructors name the bad key in their message
-            raise ConfigError(f"env {cfg['env']['name']!r}: {err.args[0] if err.args else err}") from None
+        env = registry.get("env", cfg["env"]["name"])(env_cfg, seed=int(cfg["env"].get("seed", 0) or 0))
         stack.callback(env.close)
         labels += list(env.labels)
         roles = dict(cfg["env"].get("roles") or env.default_roles)
@@ -117,16 +121,9 @@ class Runner:
                     raise ConfigError(f"env {env.name!r} split {split!r} (role {role}) has no tasks")
         check_disjoint(tasks)
 
-        llm = None
-        if cfg.get("llm", {}).get("name", "none") != "none":
-            from memrl_bench.llm.client import open_chat_model
-
-            llm = stack.enter_context(open_chat_model(cfg["llm"]))
-        embedder = None
-        if cfg.get("embedder", {}).get("name", "env_intent") != "env_intent":
-            from memrl_bench.embed import make_embedder
-
-            embedder = make_embedder(cfg["embedder"])
+        llm_cfg = cfg.get("llm") or {"name": "none"}
+        llm = self._given_llm or stack.enter_context(registry.get("llm", llm_cfg["name"])(llm_cfg))
+        embedder = self._given_embedder or make_embedder(cfg.get("embedder") or {"name": "env_intent"})
         method_cfg = {k: v for k, v in cfg["method"].items() if k != "name"}
         method_cls = registry.get("method", cfg["method"]["name"])
         ctx = MethodContext(seed=int(cfg.get("seed", 0)), embed=embedder.embed if embedder else None, llm=llm, run=self.loop.run_until_complete)
@@ -137,18 +134,14 @@ class Runner:
         if method_cfg and not isinstance(getattr(method, "config", None), BaseModel):  # a method without settings
             raise ConfigError(f"method.{sorted(method_cfg)[0]}: method {method.name!r} has no settings")
         labels += list(method.labels)
-        actor = env.own_actor()
-        if actor is None:
-            if llm is None:
-                raise ConfigError(f"env {env.name!r} is played by an LLM: set llm=local or llm=openai (llm=none only suits the synthetic env)")
-            from memrl_bench.agent import make_actor
-
-            actor_cfg = dict(cfg.get("actor") or {})
-            actor = make_actor(actor_cfg.pop("kind", None) or env.default_actor, llm, {**actor_cfg, "transcripts": bool(cfg.get("transcripts"))})
+        settings = validated(ActorSettings, cfg.get("actor") or {}, "actor")
+        actor_cls = registry.get("actor", settings.kind or env.default_actor)
+        if actor_cls.needs_llm and llm is None:
+            raise ConfigError(f"env {env.name!r} is played by an LLM: set llm=local or llm=openai (llm=none only suits the synthetic env)")
+        actor = actor_cls(llm, settings, transcripts=bool(cfg.get("transcripts")))
         return RunParts(env, method, actor, protocol, roles, tasks, labels, llm, embedder)
 
     def _manifest(self, parts: RunParts, config: dict, digest: str) -> dict:
-        excluded = getattr(parts.env, "excluded", None)
         return scrub_data({
             "config": config,
             "config_hash": digest,
@@ -156,7 +149,7 @@ class Runner:
             "versions": _versions(),
             "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
             "labels": parts.labels,
-            "env": {"name": parts.env.name, "splits": parts.env.splits(), "roles": parts.roles, "excluded": excluded() if callable(excluded) else {}},
+            "env": {"name": parts.env.name, "splits": parts.env.splits(), "roles": parts.roles, "excluded": parts.env.excluded()},
             "split_hashes": {split: split_hash(t) for split, t in parts.tasks.items()},
             "split_sizes": {split: len(t) for split, t in parts.tasks.items()},
             "model": getattr(parts.llm, "identity", None),
@@ -215,10 +208,10 @@ class Runner:
                 self._write_hydra_config(written)
             schedule = build_schedule(parts.protocol, parts.roles, parts.tasks, int(self.cfg.get("task_order_seed", self.cfg.get("seed", 0))))
             self._play(parts, schedule)
-            records = self.folder.read_episodes()
-            audit_provenance(parts.method.items(), {r["episode_id"] for r in records if r["phase"] == "train"}, parts.roles["train"])
+            records = episode_records(self.folder.read_episodes(), self.folder.episodes_path)
+            audit_provenance(parts.method.items(), {r.episode_id for r in records if r.phase == "train"}, parts.roles["train"])
             final = self.folder.save_snapshot("final", parts.method.snapshot)
-            metrics = metrics_lib.compute(records, memory_dir=final, labels=parts.labels)
+            metrics = metrics_lib.compute(records, memory_items(final), labels=parts.labels)
             self.folder.write_metrics(metrics)
             self.folder.mark_complete()
             return metrics
@@ -308,9 +301,10 @@ class Runner:
         """A bar on a terminal; log lines (episodes/s, LLM calls, retries, ETA) when stderr is not one."""
         return make_progress(total, initial, self.folder.path.name, enabled=bool(self.cfg.get("progress", True)))
 
-    def _experiences(self, episodes: list[Episode], tasks: list[Task], parts: RunParts) -> list[Experience]:
-        """What learn() sees: each episode with its task and the task's key (keys are cached)."""
-        return [Experience(e, t, k) for e, t, k in zip(episodes, tasks, self.keys_for(tasks, parts.embedder))]
+    def _experiences(self, episodes: list[Episode], tasks: list[Task], parts: RunParts, retrievals: list[Retrieval] | None = None) -> list[Experience]:
+        """What learn() sees: each episode with its task, the task's key (keys are cached) and, when it was just played, its retrieval."""
+        keys = self.keys_for(tasks, parts.embedder)
+        return [Experience(e, t, k, r) for e, t, k, r in zip(episodes, tasks, keys, retrievals or [None] * len(episodes))]
 
     def _poison_batch(self, parts: RunParts, batch: Batch) -> list[Episode]:
         """Adversarial memories: logged as training input with status "poison", never scored."""
@@ -339,13 +333,13 @@ class Runner:
         retrieve_s = (time.perf_counter() - t0) / len(tasks)
         jobs = [Job(t, r, e, batch.phase, batch.epoch, s) for t, r, e, s in zip(tasks, retrievals, ids, samples)]
         outcomes: list[Outcome] = self.loop.run_until_complete(parts.actor.play_batch(jobs, pool))
-        if any(o.status == "llm_error" for o in outcomes) and hasattr(parts.llm, "confirm_up"):
+        if parts.llm is not None and any(o.status == "llm_error" for o in outcomes):
             parts.llm.confirm_up()  # a server that is down stops the run before the batch is logged
         self._write_transcripts(jobs, outcomes)
         episodes = [self._episode(batch, job, retrieval, outcome, position, retrieve_s) for job, retrieval, outcome, position in zip(jobs, retrievals, outcomes, positions)]
         if batch.phase == "train":
             t0 = time.perf_counter()
-            result = parts.method.learn(self._experiences(episodes, tasks, parts))
+            result = parts.method.learn(self._experiences(episodes, tasks, parts, retrievals))
             learn_s = (time.perf_counter() - t0) / len(episodes)
             for e in episodes:
                 e.latency_s["learn"] = learn_s
@@ -416,11 +410,9 @@ def _expected_episodes(protocol: ProtocolConfig, manifest: dict | None) -> int |
 
 
 def _remember_secrets(cfg: dict) -> None:
-    """API keys of the groups that use one, and URL userinfo, for redaction."""
+    """The API keys the groups name (api_key_env, whether or not their part uses one), and URL userinfo, for redaction."""
     for group in ("llm", "embedder"):
-        settings = cfg.get(group) or {}
-        if settings.get("name") not in (None, "none", "env_intent", "minilm"):
-            remember_secret(os.environ.get(settings.get("api_key_env", "OPENAI_API_KEY")))
+        remember_secret(os.environ.get((cfg.get(group) or {}).get("api_key_env", "OPENAI_API_KEY")))
     for value in _strings(cfg):
         remember_url(value)
 
@@ -432,6 +424,6 @@ def _strings(value: Any) -> list[str]:
     return [s for item in items for s in _strings(item)]
 
 
-def run(cfg: dict, run_dir: Path) -> dict:
-    """Run (or resume) one configured run into `run_dir`; return its metrics."""
-    return Runner(cfg, run_dir).run()
+def run(cfg: dict, run_dir: Path, llm: ChatModel | None = None, embedder: Embedder | None = None) -> dict:
+    """Run (or resume) one configured run into `run_dir`; return its metrics (`llm`, `embedder`: see Runner)."""
+    return Runner(cfg, run_dir, llm, embedder).run()

@@ -31,8 +31,6 @@ names the failing call, never with a crash of the harness.
 from __future__ import annotations
 
 import errno
-import hashlib
-import json
 import os
 import select
 import shlex
@@ -45,15 +43,10 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
-
-from memrl_bench.envs.base import Env
-from memrl_bench.types import Task
 
 _REQUIREMENT = "the sandbox needs root, mount/pid/net namespaces and overlayfs"
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -709,95 +702,3 @@ class CodeRunner:
 
 # What code inside a Sandbox may do, in short; a change makes gold results checked in the sandbox stale.
 CONTAINMENT = "namespaces, overlay, capabilities, cgroup; seccomp filter, fresh session keyring, /dev/shm in the disk tmpfs"
-
-
-def cache_root() -> Path:
-    """${MEMRL_BENCH_CACHE:-~/.cache/memrl-bench}."""
-    return Path(os.environ.get("MEMRL_BENCH_CACHE") or "~/.cache/memrl-bench").expanduser()
-
-
-class GoldFilter:
-    """An env's task lists without the tasks whose gold fails on this machine.
-
-    `run_gold(task)` returns "" when the gold passes, else why not. Each task is checked
-    once (only as many as a `limit` needs) and the results are kept in one JSON file under
-    cache_root()/<env>/, whose name carries a hash of `key_parts`: the data and whatever
-    else decides the outcome (limits, Python version, packages), so a change re-checks;
-    with `needs_sandbox`, `CONTAINMENT` is part of the hash too.
-    """
-
-    def __init__(self, env_name: str, key_parts: list[str], all_tasks: dict[str, list[Task]], run_gold: Callable[[Task], str], limit: int | None = None, enabled: bool = True, workers: int = 2, needs_sandbox: bool = True):
-        key = hashlib.sha256("\n".join([*key_parts, *([CONTAINMENT] if needs_sandbox else [])]).encode()).hexdigest()[:16]
-        self.path = cache_root() / env_name / f"gold_{key}.json"
-        self.results: dict[str, str] = json.loads(self.path.read_text()) if self.path.exists() else {}
-        self.env_name, self.all_tasks, self.run_gold = env_name, all_tasks, run_gold
-        self.limit, self.enabled, self.workers, self.needs_sandbox = limit, enabled, workers, needs_sandbox
-        self._served: dict[str, list[Task]] = {}
-
-    def tasks(self, split: str) -> list[Task]:
-        """The first `limit` tasks of `split` (all if None) whose gold passes (all of them if not enabled)."""
-        if split not in self.all_tasks:
-            raise KeyError(f"unknown split {split!r} of {self.env_name}; valid: {', '.join(self.all_tasks)}")
-        if split not in self._served:
-            listed = self.all_tasks[split]
-            if self.enabled:
-                if self.needs_sandbox:
-                    require_sandbox()
-                listed = self._keep_passing(listed)
-            self._served[split] = listed[: self.limit] if self.limit is not None else listed
-        return list(self._served[split])
-
-    def excluded(self) -> dict[str, str]:
-        """Task id -> why it is left out, for the tasks checked so far."""
-        if not self.enabled:
-            return {}
-        known = {t.id for listed in self.all_tasks.values() for t in listed}
-        return {task_id: reason for task_id, reason in sorted(self.results.items()) if reason and task_id in known}
-
-    def _keep_passing(self, tasks: list[Task]) -> list[Task]:
-        kept: list[Task] = []
-        position = 0
-        while position < len(tasks) and (self.limit is None or len(kept) < self.limit):
-            batch = tasks[position : len(tasks) if self.limit is None else position + self.limit - len(kept)]
-            self._check([t for t in batch if t.id not in self.results])
-            kept += [t for t in batch if not self.results[t.id]]
-            position += len(batch)
-        return kept
-
-    def _check(self, tasks: list[Task]) -> None:
-        if not tasks:
-            return
-        pool = ThreadPoolExecutor(max_workers=max(1, self.workers))
-        try:
-            for task, reason in zip(tasks, pool.map(self.run_gold, tasks)):
-                self.results[task.id] = reason
-        finally:
-            pool.shutdown(cancel_futures=True)  # on Ctrl-C: finish the running checks only
-            self._save()  # keep what was checked
-
-    def _save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        on_disk = json.loads(self.path.read_text()) if self.path.exists() else {}
-        on_disk.update(self.results)  # another process may have checked other tasks meanwhile
-        temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(on_disk, indent=0, sort_keys=True))
-        temporary.replace(self.path)
-        self.results = on_disk
-
-
-def gold_failure(env: Env, task: Task) -> str:
-    """"" if playing `task.data["gold"]` (an answer, or a list of actions) through `env` succeeds, else why not."""
-    gold = task.data["gold"]
-    try:
-        env.reset(task)
-        for action in gold if isinstance(gold, list) else [gold]:
-            observation, _, done, info = env.step(action)
-            if done:
-                return "" if info.get("success") else str(info.get("detail") or observation)
-    except SandboxUnavailable:
-        raise
-    except Exception as err:  # a broken task (e.g. its setup fails) is a reason, not a crash
-        return f"{type(err).__name__}: {err}"
-    finally:
-        env.close()
-    return "the gold actions did not end the episode"

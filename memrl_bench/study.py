@@ -3,8 +3,8 @@
 `memrl-bench +experiment=critique_study` runs every preset listed under `study.presets`
 (conf/experiment/critique*.yaml) and writes the findings of the critique's claims to
 <results_dir>/critique/findings.md. Each preset's jobs are expanded exactly as Hydra's
-basic sweeper expands `memrl-bench +experiment=<preset>` (its own parser and
-split_arguments), composed with Hydra's compose API and run by memrl_bench.runner in
+basic sweeper expands `memrl-bench +experiment=<preset>` (memrl_bench.hydra_support),
+composed with Hydra's compose API and run by memrl_bench.runner in
 `study.workers` processes, so the run folders (names, configs, config hashes, episodes)
 are the ones the presets write one by one. Hydra's launcher would spend about 0.25 s of
 CPU per job on deep copies of the config, more than a synthetic run itself takes
@@ -20,16 +20,12 @@ import json
 import multiprocessing
 import os
 import time
-from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-# Plain values of conf/config.yaml that only name the replicate: set on a shared composition.
-REPLICATE_KEYS = ("seed", "task_order_seed")
-# Keys the study sets for every job itself; the user's values of these are not passed on.
-_STUDY_KEYS = ("study", "experiment", "results_dir", "progress", "hydra")
+from memrl_bench.config import InputError, KeyRole, role_of, run_name
+from memrl_bench.hydra_support import compose, composing, fixed, parsed, sweep_jobs
+
 CHUNK = 8  # jobs per task of the process pool: small enough to balance, large enough to share compositions
 
 
@@ -37,86 +33,60 @@ class StudyError(RuntimeError):
     """A job of the study was refused (bad config, protocol violation); names the job."""
 
 
-@contextmanager
-def _compose_here() -> Iterator[None]:
-    """Hydra's compose API on conf/, also inside the running `memrl-bench` app (whose global
-    Hydra is set aside meanwhile: compose refuses to start while one is initialised)."""
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from memrl_bench import CONF_DIR
-
-    state = GlobalHydra.instance()
-    outer, state.hydra = state.hydra, None
-    try:
-        with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
-            yield
-    finally:
-        state.hydra = outer
-
-
 def expand(preset: str, overrides: list[str]) -> list[list[str]]:
     """Every job's overrides, as Hydra's basic sweeper builds them for
     `memrl-bench +experiment=<preset> <overrides>` (command-line values win over the preset's)."""
-    from hydra import compose
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     arguments = [f"+experiment={preset}", *overrides]
-    parser = OverridesParser.create()
-    fixed = [o.input_line for o in parser.parse_overrides(arguments) if not o.is_sweep_override()]
-    with _compose_here():
-        params = compose("config", overrides=fixed, return_hydra_config=True).hydra.sweeper.params or {}
-    return BasicSweeper.split_arguments(parser.parse_overrides([f"{k}={v}" for k, v in params.items()] + arguments), None)[0]
+    with composing():
+        params = compose(fixed(arguments), hydra_config=True).hydra.sweeper.params or {}
+    return sweep_jobs([f"{k}={v}" for k, v in params.items()] + arguments)
 
 
 def run_jobs(jobs: list[list[str]]) -> int:
     """Compose and run jobs as the memrl-bench Hydra app would; the number run.
 
-    Jobs that differ only in REPLICATE_KEYS share one composition (Hydra's compose is
-    most of the CPU a synthetic job costs); the keys are then set as their overrides'
-    values, before interpolations (task_order_seed: ${seed}) are resolved.
+    Jobs that differ only in their replicate keys (memrl_bench.config.KEY_ROLES) share one
+    composition (Hydra's compose is most of the CPU a synthetic job costs); those keys
+    are then set as their overrides' values, before interpolations (task_order_seed:
+    ${seed}) are resolved.
     """
-    from hydra import compose
-    from hydra._internal.config_loader_impl import get_overrides_dirname
-    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
     from omegaconf import OmegaConf
 
-    from memrl_bench.cli import USER_ERRORS
-    from memrl_bench.config import run_name
     from memrl_bench.runner import run
 
-    parser = OverridesParser.create()
-    composed: dict[tuple[str, ...], tuple[dict, str, Any]] = {}
-    with _compose_here():
+    composed: dict[tuple[str, ...], tuple[dict, str]] = {}
+    with composing():
         for overrides in jobs:
-            parsed = parser.parse_overrides(overrides)
-            shared = tuple(o.input_line for o in parsed if o.key_or_group not in REPLICATE_KEYS)
+            job_overrides = parsed(overrides)
+            replicate = [o for o in job_overrides if role_of(o.key_or_group) is KeyRole.REPLICATE]
+            shared = tuple(o.input_line for o in job_overrides if role_of(o.key_or_group) is not KeyRole.REPLICATE)
             try:
                 if shared not in composed:
-                    cfg = compose("config", overrides=list(shared), return_hydra_config=True)
+                    cfg = compose(list(shared), hydra_config=True)
                     task = OmegaConf.to_container(cfg, resolve=False)
                     del task["hydra"]
-                    composed[shared] = (task, OmegaConf.select(cfg, "hydra.sweep.dir"), cfg.hydra.job.config.override_dirname)
-                task, sweep_dir, naming = composed[shared]
+                    composed[shared] = (task, OmegaConf.select(cfg, "hydra.sweep.dir"))
+                task, sweep_dir = composed[shared]
                 job = copy.deepcopy(task)
-                job.update({o.key_or_group: o.value() for o in parsed if o.key_or_group in REPLICATE_KEYS})
+                job.update({o.key_or_group: o.value() for o in replicate})
                 resolved = OmegaConf.to_container(OmegaConf.create(job), resolve=True)
                 resolved["hydra"] = {"overrides": list(overrides)}
-                dirname = get_overrides_dirname(parsed, exclude_keys=list(naming.exclude_keys), item_sep=naming.item_sep, kv_sep=naming.kv_sep)
-                run(resolved, Path(sweep_dir) / run_name(dirname))  # a failed start removes what it created
-            except (HydraException, *USER_ERRORS) as err:
+                run(resolved, Path(sweep_dir) / run_name(overrides))  # a failed start removes what it created
+            except (HydraException, InputError) as err:
                 raise StudyError(f"job {' '.join(overrides)}: {err}") from None
     return len(jobs)
 
 
-def passed_on(overrides: list[str]) -> list[str]:
-    """The command-line overrides that apply to every preset (not the study's own keys)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+# What the study sets for every job itself; the command line's values of these are not passed on.
+_SET_BY_STUDY = ("results_dir", "progress")
 
-    keys = [o.key_or_group.lstrip("+~") for o in OverridesParser.create().parse_overrides(overrides)]
-    return [line for line, key in zip(overrides, keys) if key.split(".")[0] not in _STUDY_KEYS]
+
+def passed_on(overrides: list[str]) -> list[str]:
+    """The command-line overrides that apply to every preset: not a preset (the study's own
+    +experiment), not Hydra's settings of the study's app, not what the study sets itself."""
+    keys = [o.key_or_group.lstrip("+~") for o in parsed(overrides)]
+    return [line for line, key in zip(overrides, keys) if role_of(key) is not KeyRole.PRESET and key.split(".")[0] not in ("hydra", *_SET_BY_STUDY)]
 
 
 def run_study(presets: list[str], results_dir: Path, study_dir: Path, overrides: list[str], workers: int, progress: bool = False) -> dict:
@@ -127,7 +97,7 @@ def run_study(presets: list[str], results_dir: Path, study_dir: Path, overrides:
     from memrl_bench.runfolder import write_text_atomic
 
     started = time.perf_counter()
-    common = [f"results_dir={results_dir}", "progress=false", *overrides]
+    common = [f"results_dir={results_dir}", "progress=false", *overrides]  # _SET_BY_STUDY
     jobs = [job for preset in presets for job in expand(preset, common)]
     chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
     # fork: the workers inherit the imported harness instead of importing it again

@@ -110,6 +110,7 @@ class Retrieval:
     prompt_block: str = ""
     candidates: int = 0  # size of the pool the choice was made from
     usage: Usage = field(default_factory=lambda: Usage())  # LLM calls the retrieval itself made (e.g. keyword extraction)
+    trace: Any = None  # what the method keeps of this choice for learn() (MemRL: its phase A); handed back with the episode, never logged
 
 
 @dataclass

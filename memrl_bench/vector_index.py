@@ -68,6 +68,13 @@ class Hits:
     candidates: int  # keys at or above the floor (exact), or returned by the index above it (hnsw)
 
 
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero)."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
+    return matrix / np.where(norms > 0, norms, 1.0)
+
+
 def empty_hits() -> Hits:
     return Hits(np.zeros(0, np.int64), np.zeros(0, np.float64), 0)
 

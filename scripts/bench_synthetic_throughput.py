@@ -22,11 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import memrl_bench.cli  # noqa: F401  (registers the run_name resolver the config uses)
-from memrl_bench import CONF_DIR
+from memrl_bench.hydra_support import compose, composing
 from memrl_bench.runner import Runner
 
 
@@ -41,8 +39,8 @@ def run_config(method: str, train_tasks: int, validation_tasks: int, extra: list
         "progress=false",
         *extra,
     ]
-    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
-        cfg = compose(config_name="config", overrides=overrides)
+    with composing():
+        cfg = compose(overrides)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     resolved["hydra"] = {"overrides": overrides}
     return resolved

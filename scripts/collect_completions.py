@@ -30,7 +30,6 @@ from omegaconf import OmegaConf
 
 from memrl_bench import CONF_DIR, models, registry
 from memrl_bench.actors import Job
-from memrl_bench.agent import make_actor
 from memrl_bench.llm.client import OpenAIChatModel, RetryPolicy
 from memrl_bench.llm.local_server import LocalLlamaServer
 from memrl_bench.types import Retrieval
@@ -81,7 +80,7 @@ async def play(model_name: str, llm: OpenAIChatModel, env_name: str, tasks: int,
     async def one(task: Any) -> None:
         instance = env.spawn()
         recorder = RecordingModel(llm)
-        actor = make_actor(env.default_actor, recorder, {"max_steps": steps, "generation": {"max_tokens": max_tokens, "stop": None}})
+        actor = registry.get("actor", env.default_actor)(recorder, {"max_steps": steps, "generation": {"max_tokens": max_tokens, "stop": None}})
         try:
             outcome = await actor.play(Job(task, Retrieval(), f"collect-{task.id}"), instance)
         finally:

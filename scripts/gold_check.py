@@ -29,7 +29,7 @@ from memrl_bench import (
     registry,  # noqa: E402
 )
 from memrl_bench.envs.base import Env  # noqa: E402
-from memrl_bench.sandbox import gold_failure  # noqa: E402
+from memrl_bench.envs.gold import gold_failure  # noqa: E402
 from memrl_bench.types import Task  # noqa: E402
 
 ENVS = ("llb_os", "llb_db", "bigcodebench", "mmlu")

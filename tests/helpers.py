@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+from memrl_bench.records import EpisodeRecord
 from memrl_bench.runner import run
 from memrl_bench.types import Episode
 
@@ -46,8 +47,8 @@ def run_to(tmp: Path, name: str, cfg: dict) -> tuple[dict, Path]:
     return run(cfg, folder), folder
 
 
-def record(task: str, epoch: int, success: bool, phase: str = "train", **extra) -> dict:
-    """A minimal episode record as the runner writes it."""
+def record(task: str, epoch: int, success: bool, phase: str = "train", **extra) -> EpisodeRecord:
+    """A minimal episode record as the runner writes it, read back."""
     ep = Episode(
         episode_id=f"{phase}-e{epoch:02d}-{task}",
         task_id=task,
@@ -60,18 +61,15 @@ def record(task: str, epoch: int, success: bool, phase: str = "train", **extra) 
         reward=float(success),
         status="ok",
     )
-    d = ep.to_dict()
-    d.update(extra)
-    return d
+    return EpisodeRecord.model_validate({**ep.to_dict(), **extra})
 
 
 def composed(*overrides: str) -> dict:
     """The resolved config the CLI would run, composed from conf/ with Hydra's API."""
-    from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from memrl_bench import CONF_DIR
+    from memrl_bench.hydra_support import compose, composing
 
-    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
-        cfg = compose("config", overrides=list(overrides))
+    with composing():
+        cfg = compose(list(overrides))
     return OmegaConf.to_container(cfg, resolve=True)

@@ -12,8 +12,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from memrl_bench import prompts
+from memrl_bench.embed import Embedder
 from memrl_bench.llm import Completion
 from memrl_bench.methods.base import Experience, MemoryMethod, MethodContext, Query
+from memrl_bench.runner import run
 from memrl_bench.types import Episode, RetrievedItem, Task, Turn, Usage
 
 Reply = str | BaseException
@@ -39,6 +41,9 @@ class ScriptedModel:
         if isinstance(reply, BaseException):
             raise reply
         return Completion(reply, usage_of(messages, reply))
+
+    def confirm_up(self) -> None:
+        """A script has no server to go down."""
 
 
 def usage_of(messages: list[dict[str, str]], reply: str) -> Usage:
@@ -96,7 +101,9 @@ def answer(value: object) -> str:
 
 
 def generic_reply(prompt: str) -> str:
-    """A deterministic, well-formed answer to every memory prompt of Mem0, MemP and ExpeL."""
+    """A deterministic, well-formed answer to every memory prompt of Mem0, MemP, ExpeL and MemRL."""
+    if is_prompt(prompt, "memrl_script") or is_prompt(prompt, "memrl_reflection"):
+        return f"Look first, then act ({len(prompt)} characters read)."
     if is_prompt(prompt, "mem0_update"):
         fact = json.loads(prompt.split("New facts:\n")[1].split("\n\nReturn JSON")[0])[0]
         if "(memory is empty)" in prompt:
@@ -117,28 +124,27 @@ def generic_reply(prompt: str) -> str:
     return answer({"operations": entries})
 
 
-def run_synthetic(tmp_path, monkeypatch, name: str, method: dict, text_embedder: bool = False) -> tuple[dict, list[dict], ScriptedModel]:
-    """A whole run on the small synthetic world with `method`, its memory managed by a
-    ScriptedModel answering `generic_reply` (put in place of the LLM client); with
-    `text_embedder`, task keys are `embed` of the task descriptions instead of intents."""
-    import contextlib
-    import sys
-    import types
+class WordBagEmbedder(Embedder):
+    """`embed` as an Embedder: a text embedder for runs, with no model to load."""
 
-    from tests.helpers import config, run_to
+    dim = 64
+    identity = {"name": "hashed-bag-of-words"}
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return embed(texts)
+
+
+def run_synthetic(tmp_path, name: str, method: dict, text_embedder: bool = False) -> tuple[dict, list[dict], ScriptedModel]:
+    """A whole run on the small synthetic world with `method`, its memory managed by a
+    ScriptedModel answering `generic_reply` (given to the runner in place of the LLM the
+    config names); with `text_embedder`, task keys are `embed` of the task descriptions."""
+    from tests.helpers import config
 
     model = ScriptedModel(generic_reply)
-    client = types.ModuleType("memrl_bench.llm.client")
-    client.open_chat_model = lambda cfg: contextlib.nullcontext(model)
-    monkeypatch.setitem(sys.modules, "memrl_bench.llm.client", client)
-    embedder = {"name": "env_intent"}
-    if text_embedder:
-        module = types.ModuleType("memrl_bench.embed")
-        module.make_embedder = lambda cfg: types.SimpleNamespace(embed=embed, identity={"name": "hashed-bag-of-words"})
-        monkeypatch.setitem(sys.modules, "memrl_bench.embed", module)
-        embedder = {"name": "openai", "model": "hashed-bag-of-words"}  # a valid config; make_embedder is replaced
-    llm = {"name": "openai", "model": "scripted", "base_url": "http://127.0.0.1:9/v1"}  # a valid config; the client is replaced
+    llm = {"name": "openai", "model": "scripted", "base_url": "http://127.0.0.1:9/v1"}  # what the manifest records; the model is given
+    embedder = {"name": "openai", "model": "hashed-bag-of-words"} if text_embedder else {"name": "env_intent"}
     cfg = config(method=method, llm=llm, embedder=embedder, protocol={"epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0})
-    metrics, folder = run_to(tmp_path, name, cfg)
+    folder = tmp_path / name
+    metrics = run(cfg, folder, llm=model, embedder=WordBagEmbedder() if text_embedder else None)
     records = [json.loads(line) for line in (folder / "episodes.jsonl").read_text().splitlines()]
     return metrics, records, model

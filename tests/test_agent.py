@@ -15,11 +15,14 @@ import pytest
 from omegaconf import OmegaConf
 
 import memrl_bench.llm
-from memrl_bench import CONF_DIR
+from memrl_bench import CONF_DIR, registry
 from memrl_bench.actors import EnvPool, Job
-from memrl_bench.agent import ACTORS, REACT_STOP, ReActActor, SingleTurnActor, extract_answer, make_actor, match_action, parse_action
-from memrl_bench.envs.base import Env, check_env
+from memrl_bench.agent import ReActActor, SingleTurnActor, extract_answer, match_action, parse_action
+from memrl_bench.config import ActorSettings, ConfigError
+from memrl_bench.envs.base import Env
+from memrl_bench.envs.checker import check_env
 from memrl_bench.llm import Completion, LLMError
+from memrl_bench.registry import UnknownNameError
 from memrl_bench.types import Outcome, Retrieval, Task, Usage
 
 MEMORY_BLOCK = "Relevant experience:\n- The apple is usually in the kitchen."
@@ -151,7 +154,7 @@ def test_react_solves_with_exact_actions() -> None:
     assert all(set(t.latency_s) == {"act", "env"} and t.latency_s["act"] > 0 for t in outcome.turns)  # per step
     assert sum(t.latency_s["env"] for t in outcome.turns) == pytest.approx(outcome.latency_s["env"])
     assert {c["sample_index"] for c in llm.calls} == {3}
-    assert all(c["overrides"] == {"temperature": 0.0, "stop": list(REACT_STOP)} for c in llm.calls)
+    assert all(c["overrides"] == {"temperature": 0.0, "stop": ["\nObservation:"]} for c in llm.calls)
     assert "transcript" not in outcome.info
 
 
@@ -247,7 +250,7 @@ def test_history_is_truncated_to_the_last_turns() -> None:
 
 
 def test_transcripts_are_kept_on_request() -> None:
-    outcome = play(ReActActor(ScriptedChat(SOLUTION), {"transcripts": True}), job())
+    outcome = play(ReActActor(ScriptedChat(SOLUTION), transcripts=True), job())
     transcript = outcome.info["transcript"]
     assert [t["completion"] for t in transcript] == SOLUTION
     assert transcript[0]["messages"][0]["role"] == "system" and transcript[0]["messages"][1]["role"] == "user"
@@ -317,27 +320,29 @@ def test_play_batch_runs_episodes_concurrently() -> None:
     assert elapsed < 0.6 * serial_s, f"batch took {elapsed:.2f} s, serial would take {serial_s:.2f} s"
 
 
-def test_make_actor_and_config_errors() -> None:
+def test_actors_by_name_and_config_errors() -> None:
     llm = ScriptedChat(SOLUTION)
-    assert isinstance(make_actor("react", llm, {"kind": "react", "max_steps": 5}), ReActActor)
-    assert isinstance(make_actor("single_turn", llm, {}), SingleTurnActor)
-    assert set(ACTORS) == {"react", "single_turn"}
-    with pytest.raises(ValueError, match="valid: react, single_turn"):
-        make_actor("reflexion", llm, {})
-    with pytest.raises(ValueError, match="unknown config key.*max_step\\b.*valid:.*max_steps"):
-        make_actor("react", llm, {"max_step": 5})
-    with pytest.raises(ValueError, match="max_steps >= 1"):
-        make_actor("react", llm, {"max_steps": 0})
+    assert isinstance(registry.get("actor", "react")(llm, {"kind": "react", "max_steps": 5}), ReActActor)
+    assert isinstance(registry.get("actor", "single_turn")(llm, {}), SingleTurnActor)
+    assert registry.names("actor") == ["react", "single_turn", "synthetic"]
+    with pytest.raises(UnknownNameError, match="valid actors: react, single_turn, synthetic"):
+        registry.get("actor", "reflexion")
+    with pytest.raises(ConfigError, match="actor.max_step: Extra inputs are not permitted"):
+        ReActActor(llm, {"max_step": 5})
+    with pytest.raises(ConfigError, match="actor.max_steps: Input should be greater than or equal to 1"):
+        ReActActor(llm, {"max_steps": 0})
     # One actor config serves whichever actor the env asks for: react's keys do not bother single_turn.
-    assert isinstance(make_actor("single_turn", llm, {"max_steps": 30, "history_turns": 10, "transcripts": True}), SingleTurnActor)
+    actor = SingleTurnActor(llm, {"max_steps": 30, "history_turns": 10}, transcripts=True)
+    assert actor.transcripts and actor.cfg.max_steps == 30
 
 
 @pytest.mark.parametrize("path", sorted((Path(CONF_DIR) / "actor").glob("*.yaml")), ids=lambda p: p.stem)
 def test_actor_config_files_build_their_actors(path: Path) -> None:
     cfg = OmegaConf.to_container(OmegaConf.load(path))
     assert isinstance(cfg, dict)
-    for kind in [cfg["kind"]] if cfg.get("kind") else sorted(ACTORS):  # kind null: the env's choice
-        assert isinstance(make_actor(kind, ScriptedChat(SOLUTION), cfg), ACTORS[kind])
+    for kind in [cfg["kind"]] if cfg.get("kind") else ["react", "single_turn"]:  # kind null: the env's choice
+        actor_cls = registry.get("actor", kind)
+        assert isinstance(actor_cls(ScriptedChat(SOLUTION), cfg), actor_cls)
 
 
 def test_react_sends_its_stop_sequences_unless_told_otherwise() -> None:
@@ -345,7 +350,7 @@ def test_react_sends_its_stop_sequences_unless_told_otherwise() -> None:
     play(ReActActor(default), job())
     play(ReActActor(own, {"generation": {"stop": ["\nTask:"]}}), job())
     play(ReActActor(none, {"stop_sequences": None}), job())
-    assert default.calls[0]["overrides"] == {"stop": list(REACT_STOP)}
+    assert default.calls[0]["overrides"] == {"stop": ActorSettings().stop_sequences} == {"stop": ["\nObservation:"]}
     assert own.calls[0]["overrides"] == {"stop": ["\nTask:"]}  # generation.stop wins
     assert none.calls[0]["overrides"] == {}  # nothing sent: the llm config's own `stop` applies
 

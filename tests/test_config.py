@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from memrl_bench import CONF_DIR
-from memrl_bench.config import ENVS, ConfigError, config_hash, results_folder, run_name, validate_config
+from memrl_bench.config import ENVS, KEY_ROLES, NOT_RESULTS, ConfigError, KeyRole, config_hash, results_folder, role_of, run_name, validate_config
 from tests.helpers import composed
 
 CONF = Path(CONF_DIR)
@@ -31,11 +31,30 @@ def test_every_shipped_env_has_a_model():
 
 
 def test_run_names_fit_a_file_name_and_keep_their_start():
-    assert run_name("") == "default"
-    assert run_name("method=rag,seed=1") == "method=rag,seed=1"
-    long = ",".join(f"env.subjects=[{'é' * 40}{i}]" for i in range(5))  # 2-byte characters
+    assert run_name([]) == "default"
+    assert run_name(["seed=1", "method=rag"]) == "method=rag,seed=1"
+    long = [f"env.subjects=[{'é' * 40}{i}]" for i in range(5)]  # 2-byte characters
     name = run_name(long)
-    assert len(name.encode()) <= 255 and name.startswith("env.subjects=[éé") and name != run_name(long + "x")
+    assert len(name.encode()) <= 255 and name.startswith("env.subjects=[éé") and name != run_name([*long, "x=1"])
+
+
+def test_run_names_start_with_the_method_and_env_and_leave_out_what_changes_no_result():
+    overrides = ["seed=0", "protocol.epochs=3", "llm.cache_path=/tmp/a/cache.sqlite", "llm.threads=2", "+experiment=demo", "env.tasks.train=4", "env=llb_db", "results_dir=r", "method.k=2", "method=mem0"]
+    assert run_name(overrides) == "method=mem0,method.k=2,env=llb_db,env.tasks.train=4,protocol.epochs=3,seed=0"
+    # Long names are cut at the end: runs of four methods stay four names that say their method.
+    long = [f"env.subjects=[{'x' * 60}{i}]" for i in range(4)]
+    names = [run_name([*long, f"method={m}"]) for m in ("none", "rag", "memrl", "mem0")]
+    assert [n.split(",")[0] for n in names] == ["method=none", "method=rag", "method=memrl", "method=mem0"]
+    assert all(len(n.encode()) <= 200 for n in names)
+
+
+def test_the_key_role_table_decides_hash_and_name_alike():
+    """Every key the hash leaves out is left out of names too, and the other way round."""
+    for key, role in KEY_ROLES.items():
+        in_name = run_name([f"{key}=1"]) != "default"
+        assert in_name == (role not in (*NOT_RESULTS, KeyRole.PRESET)), key
+    assert role_of("+experiment=demo") is KeyRole.PRESET and role_of("study.presets=[a]") is KeyRole.PRESET
+    assert role_of("method.epsilon=0.1") is KeyRole.ARM and role_of("env.tasks.train=4") is KeyRole.CONDITION
 
 
 @pytest.mark.parametrize("results_dir, experiment_name", [("results", "demo"), ("results", "critique/main"), ("/tmp/x", "."), ("results", 2024)])

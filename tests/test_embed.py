@@ -17,6 +17,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from memrl_bench import CONF_DIR
+from memrl_bench.config import ConfigError
 from memrl_bench.embed import CachedEmbedder, Embedder, MiniLMOnnxEmbedder, OpenAIEmbedder, make_embedder
 
 WHEELS = Path(os.environ.get("MEMRL_WHEELS_DIR", "/tmp/wheels"))
@@ -201,9 +202,9 @@ def test_make_embedder(minilm_dir: Path, embeddings_server: str, tmp_path: Path)
     cached = make_embedder({"name": "openai", "model": "m", "base_url": embeddings_server, "dim": 3, "cache_path": str(tmp_path / "c.sqlite")})
     assert isinstance(cached, CachedEmbedder) and isinstance(cached.inner, OpenAIEmbedder)
     assert cached.embed(["x"]).shape == (1, 3)
-    with pytest.raises(ValueError, match="valid: minilm, openai, env_intent"):
+    with pytest.raises(ConfigError, match="embedder.name: unknown embedder 'word2vec'; valid: env_intent, minilm, openai"):
         make_embedder({"name": "word2vec"})
-    with pytest.raises(ValueError, match="unknown config key.*thread_count"):
+    with pytest.raises(ConfigError, match="embedder.thread_count: Extra inputs are not permitted"):
         make_embedder({"name": "minilm", "model_dir": str(minilm_dir), "thread_count": 2})
 
 

@@ -14,7 +14,8 @@ if importlib.util.find_spec("alfworld") is None:  # find_spec: importing alfworl
 
 from memrl_bench.envs.alfworld import ENV, TASK_TYPES  # noqa: E402
 from memrl_bench.envs.alfworld_grammar import convert_game  # noqa: E402
-from memrl_bench.envs.base import DataMissingError, check_env  # noqa: E402
+from memrl_bench.envs.base import DataMissingError  # noqa: E402
+from memrl_bench.envs.checker import check_env  # noqa: E402
 
 MAX_STEPS = 60  # the expert's step limit
 NOOP_STEPS = 30  # the actor's default step limit

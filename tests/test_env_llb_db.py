@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from memrl_bench.envs.base import DataMissingError, check_env, hash_fraction
+from memrl_bench.envs.base import DataMissingError, hash_fraction
+from memrl_bench.envs.checker import check_env
+from memrl_bench.envs.gold import gold_failure
 from memrl_bench.envs.llb_db import LLBDBEnv, parse_rows, rows_match
-from memrl_bench.sandbox import gold_failure
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "llb"
 TABLE = {
@@ -118,8 +119,8 @@ def test_sql_cannot_touch_files_or_run_forever(env: LLBDBEnv, tmp_path: Path):
 
 
 def test_exclusion_splits_and_check_env(env: LLBDBEnv):
-    assert list(env.excluded()) == ["llb_db/4"] and "gold SQL fails in SQLite" in env.excluded()["llb_db/4"]
     assert [t.id for t in env.tasks("train")] == ["llb_db/1", "llb_db/2", "llb_db/3", "llb_db/5"]
+    assert list(env.excluded()) == ["llb_db/4"] and "gold SQL fails in SQLite" in env.excluded()["llb_db/4"]  # the tasks checked so far
     validation, test = {t.id for t in env.tasks("validation")}, {t.id for t in env.tasks("test")}
     assert validation and test and not validation & test and len(validation | test) == 30
     assert all(hash_fraction(t) < 0.5 for t in validation)

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from memrl_bench.envs.base import DataMissingError, check_env, hash_fraction
+from memrl_bench.envs.base import DataMissingError, hash_fraction
+from memrl_bench.envs.checker import check_env
+from memrl_bench.envs.gold import gold_failure
 from memrl_bench.envs.llb_os import LLBOSEnv, parse_action
-from memrl_bench.sandbox import gold_failure, unavailable_reason
+from memrl_bench.sandbox import unavailable_reason
 
 REASON = unavailable_reason()
 needs_sandbox = pytest.mark.skipif(REASON is not None, reason=f"sandbox unavailable here: {REASON}")

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from memrl_bench.envs.base import DataMissingError, check_env
+from memrl_bench.envs.base import DataMissingError
+from memrl_bench.envs.checker import check_env
+from memrl_bench.envs.gold import gold_failure
 from memrl_bench.envs.mmlu import MMLUEnv
-from memrl_bench.sandbox import gold_failure
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "mmlu"
 

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("textworld_express", reason="needs pip package textworld-express==1.1.0 (and Java 17)")
 
-from memrl_bench.envs.base import check_env  # noqa: E402
+from memrl_bench.envs.checker import check_env  # noqa: E402
 from memrl_bench.envs.textworld_express import ENV  # noqa: E402
 
 TASKS_PER_SPLIT = 4

@@ -10,46 +10,8 @@ import pytest
 
 from memrl_bench import CONF_DIR
 from memrl_bench import findings as fd
-from memrl_bench.findings import INCONCLUSIVE, NOT_MEASURED, NOT_SUPPORTED, SUPPORTED, Interval, Run
-
-# ---- statistics and verdicts ---------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "interval, direction, null, expected",
-    [
-        (Interval(0.2, 0.1, 0.3, 5), +1, 0.0, SUPPORTED),
-        (Interval(-0.2, -0.3, -0.1, 5), +1, 0.0, NOT_SUPPORTED),
-        (Interval(0.05, -0.1, 0.2, 5), +1, 0.0, INCONCLUSIVE),
-        (Interval(-0.2, -0.3, -0.1, 5), -1, 0.0, SUPPORTED),
-        (Interval(0.7, 0.6, 0.8, 5), +1, 0.5, SUPPORTED),
-        (Interval(0.45, 0.4, 0.49, 5), +1, 0.5, NOT_SUPPORTED),
-        (Interval(0.9, None, None, 1), +1, 0.0, INCONCLUSIVE),
-        (Interval(None, None, None, 0), +1, 0.0, NOT_MEASURED),
-    ],
-)
-def test_verdict_follows_the_interval(interval, direction, null, expected):
-    assert fd.verdict(interval, direction, null) == expected
-
-
-def test_t_interval_by_hand():
-    ci = fd.t_interval([1.0, 2.0, 3.0, 4.0, None])
-    # sd = 1.29099, se = 0.645497, t(0.975, 3) = 3.182446
-    assert (ci.mean, ci.n) == (2.5, 4)
-    assert ci.lo == pytest.approx(2.5 - 3.182446 * 0.645497, abs=1e-5)
-    assert ci.hi == pytest.approx(2.5 + 3.182446 * 0.645497, abs=1e-5)
-    assert fd.t_interval([3.0, 3.0]).text() == "3.000 [3.000, 3.000] (n=2)"
-    assert fd.t_interval([1.0]).lo is None
-
-
-def test_variance_ratio_counts_identical_groups_once():
-    a = [[0.0, 2.0, 4.0]] * 3  # a deterministic arm repeated over 3 method seeds: variance 4, df 2
-    b = [[0.0, 1.0, 2.0], [1.0, 2.0, 3.0]]  # variance 1, df 4
-    ratio = fd.variance_ratio(a, b)
-    assert ratio.mean == pytest.approx(4.0)
-    assert ratio.n == 3  # min(df) + 1
-    assert ratio.lo < 4.0 < ratio.hi
-
+from memrl_bench.findings import Run
+from memrl_bench.stats import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
 
 # ---- cross-run measures on hand-built runs ---------------------------------------------
 
@@ -136,6 +98,28 @@ def test_arm_labels():
     assert fd.arm_label({"name": "rag", "top_k": 3}) == "rag"
 
 
+def test_arms_sort_greedy_zero_first_then_by_selection_rule_and_value_as_numbers():
+    methods = [{"name": "rag"}, {"name": "memrl", "selection": "softmax", "softmax_temperature": 1.0}, {"name": "memrl", "epsilon": 0.2}, {"name": "memrl", "selection": "softmax", "softmax_temperature": 0.1}]
+    methods += [{"name": "memrl", "epsilon": 0.05}, {"name": "none"}, {"name": "memrl", "epsilon": 0.0}, {"name": "memrl", "epsilon": 0.1}]
+    labels = [fd.arm_label(m) for m in sorted(methods, key=fd._arm_order)]
+    assert labels == ["memrl ε=0", "memrl ε=0.05", "memrl ε=0.1", "memrl ε=0.2", "memrl softmax T=0.1", "memrl softmax T=1", "none", "rag"]
+
+
+def test_measured_claims_come_first_and_each_unmeasured_one_names_its_presets():
+    from memrl_bench.stats import t_interval
+
+    measured = fd._finding("regret", "Greedy retrieval costs SR.", "how", [fd._row("memrl ε=0 - memrl ε=0.1", t_interval([0.19, 0.2, 0.21]), +1, primary=True), fd._row("other", t_interval([-0.21, -0.2, -0.19]), +1)])
+    unmeasured = fd._finding("epoch1_counterfactual", "The order of epoch 1 decides.", "how", [])
+    found = [unmeasured | {"label": "SYNTHETIC"}, measured]
+    page = fd.render_html(found, Path("results"))
+    assert page.count('<section id="findings">') == 1 and page.count("<h2>") == 1
+    assert page.index("Greedy retrieval costs SR.") < page.index("Not measured by the runs in this folder") < page.index("The order of epoch 1 decides.")
+    assert "+experiment=critique_order" in page[page.index("The order of epoch 1 decides."):]
+    assert measured["verdict"] == SUPPORTED and "interval below 0" in page  # the other row says where it lies, not a verdict
+    markdown = fd.render_markdown(found, Path("results"))
+    assert markdown.count("**Verdict:") == 1 and "- The order of epoch 1 decides. — needs the runs of the preset critique_order" in markdown
+
+
 # ---- presets ----------------------------------------------------------------------------
 
 PRESETS = ("critique", "critique_epsilon", "critique_softmax", "critique_bandit", "critique_order", "critique_fairness", "critique_passk")
@@ -214,11 +198,13 @@ def test_tiny_study_end_to_end_yields_every_finding(tmp_path):
     labels = " | ".join(r["label"] for f in found for r in f["rows"])
     for expected in ("memrl ε=0.1", "memrl softmax T=0.3", "epoch 1 - epoch 2", "test pass@3", "pass@3 (CSR over 3 epochs", "gap - none gap"):
         assert expected in labels
-    markdown = fd.findings_markdown(tmp_path)
+    markdown = fd.render_markdown(found, tmp_path)
     assert markdown.startswith("## Findings on the critique's claims (synthetic)")
     assert markdown.count("**Verdict:") == 10
-    page = fd.findings_html(tmp_path)
-    assert page.startswith('<section id="findings">') and page.count("<table>") == 10
+    page = fd.render_html(found, tmp_path)
+    assert page.startswith('<section id="findings">') and page.count("<table>") == 10 and page.count('<section id="findings">') == 1
+    for f in found:  # one rule: the headline is the deciding row's verdict, and no other row carries one
+        assert [r["verdict"] for r in f["rows"] if "verdict" in r] == [f["verdict"]], f["id"]
 
 
 @pytest.mark.slow

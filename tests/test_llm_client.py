@@ -15,11 +15,11 @@ import pytest
 import yaml
 from openai.types.chat import ChatCompletion
 
-from memrl_bench import CONF_DIR
-from memrl_bench.llm import LLMError, LLMOutageError, make_chat_model, open_chat_model
-from memrl_bench.llm.client import OpenAIChatModel, RetryPolicy, _checked_config, _classify, _InvalidResponse, read_completion, retry_after_s
+from memrl_bench import CONF_DIR, registry
+from memrl_bench.llm import LLMError, LLMOutageError
+from memrl_bench.llm.client import OpenAIChatModel, RetryPolicy, _checked_config, _classify, _InvalidResponse, make_chat_model, read_completion, retry_after_s
 from memrl_bench.llm.fault_server import MODEL_ID, OFF_FORMAT_TEXT, Fault, FaultServer
-from memrl_bench.llm.scripted import ScriptedChatModel
+from tests.scripted_llm import ScriptedChatModel
 
 HELLO = [{"role": "user", "content": "hello there"}]
 FAST_RETRY = RetryPolicy(max_retries=3, timeout_s=5.0, backoff_base_s=0.01, backoff_max_s=0.05)
@@ -253,11 +253,12 @@ def test_shipped_llm_configs_are_valid(path):
     assert _checked_config(cfg) == cfg
 
 
-def test_open_chat_model_none_and_openai(server):
-    with open_chat_model({"name": "none"}) as model:
+def test_llm_kinds_none_and_openai(server):
+    with registry.get("llm", "none")({"name": "none"}) as model:
         assert model is None
-    with open_chat_model({"name": "openai", "base_url": server.base_url, "model": "m"}) as model:
+    with registry.get("llm", "openai")({"name": "openai", "base_url": server.base_url, "model": "m"}) as model:
         assert chat(model).text == "echo: hello there"
+    assert registry.names("llm") == ["local", "none", "openai"]
 
 
 def test_scripted_model_counts_usage_and_fails_on_chosen_calls():

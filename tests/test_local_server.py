@@ -10,7 +10,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from memrl_bench.llm import open_chat_model
+from memrl_bench.llm.client import open_local
 from memrl_bench.llm.local_server import LocalLlamaServer, LocalServerError, available_cores
 
 HELLO = [{"role": "user", "content": "Name one colour."}]
@@ -84,7 +84,7 @@ def test_embedding_mode_then_nothing_left_behind(local_llm_server):
 
 
 @pytest.mark.llm
-def test_open_chat_model_local_starts_and_stops_the_server():
+def test_llm_local_starts_and_stops_the_server():
     cfg = {
         "name": "local",
         "model": "smollm2-135m",
@@ -95,7 +95,7 @@ def test_open_chat_model_local_starts_and_stops_the_server():
         "parallel": 1,
     }
     before = child_pids()
-    with open_chat_model(cfg) as model:
+    with open_local(cfg) as model:
         assert model is not None
         started = child_pids() - before
         assert len(started) == 1
@@ -139,8 +139,8 @@ def test_threads_default_to_the_usable_cores_but_one(tmp_path):
 @pytest.mark.llm
 def test_the_local_server_gets_one_slot_per_request_in_flight():
     cfg = {"name": "local", "model": "smollm2-135m", "max_tokens": 4, "cache_mode": "off", "ctx_size": 256, "max_concurrency": 3, "parallel": None, "threads": None}
-    with open_chat_model(cfg) as model:
+    with open_local(cfg) as model:
         assert model is not None
         assert (model.identity["parallel"], model.identity["threads"]) == (3, max(1, available_cores() - 1))
-    with open_chat_model({**cfg, "parallel": 1, "threads": 1}) as model:
+    with open_local({**cfg, "parallel": 1, "threads": 1}) as model:
         assert model is not None and (model.identity["parallel"], model.identity["threads"]) == (1, 1)

@@ -1,12 +1,16 @@
 """MemRL's phase B, Q update and selection on hand-computed numbers."""
 
+import copy
+import dataclasses
+
 import numpy as np
 import pytest
 
-from memrl_bench.methods.base import Experience, MethodContext, Query, unit_rows
+from memrl_bench.config import ConfigError, validated
+from memrl_bench.methods.base import Experience, MethodContext, Query
 from memrl_bench.methods.memrl import MemRL
-from memrl_bench.runner import ConfigError, validated
 from memrl_bench.types import Episode, RetrievedItem, Task
+from memrl_bench.vector_index import unit_rows
 
 
 def make(**cfg) -> MemRL:
@@ -14,20 +18,39 @@ def make(**cfg) -> MemRL:
 
 
 def add(method: MemRL, item_id: str, q: float, key: np.ndarray, success: bool = True) -> None:
+    """Store one memory (a learn batch of one, nothing injected) and set its Q."""
     ep = Episode(item_id, f"task-{item_id}", "train", "train", 1, 0, 0, success, 1.0, "ok")
-    method._write(Experience(ep, Task(f"task-{item_id}", "train", item_id), key), content=item_id)
+    method.learn([Experience(ep, Task(f"task-{item_id}", "train", item_id), np.asarray(key, dtype=np.float32))])
     method.store.get(item_id).fields["q_value"] = q
+
+
+def at(cosine: float, axis: int = 1) -> np.ndarray:
+    """A unit key at `cosine` to QUERY, the rest of its length on `axis`: keys on other axes
+    are not near duplicates of each other, so they found separate intent groups."""
+    key = np.zeros(8)
+    key[0], key[axis] = cosine, np.sqrt(1 - cosine**2)
+    return key
+
+
+QUERY = np.eye(8, dtype=np.float32)[0]
+
+
+def ranking(m: MemRL, key: np.ndarray = QUERY, episode_id: str = "ep") -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """Phase B's whole ranking for a query: ids, sims, Q estimates and scores, best first (a greedy twin retrieving every candidate)."""
+    twin = copy.deepcopy(m)
+    twin.config = m.config.model_copy(update={"k_select": len(m.store), "epsilon": 0.0, "selection": "greedy"})
+    items = twin.retrieve(Query(Task("q", "train", "q"), np.asarray(key, dtype=np.float32), episode_id, "train")).items
+    return [r.item_id for r in items], np.array([r.similarity for r in items]), np.array([r.q_value for r in items]), np.array([r.score for r in items])
 
 
 def test_phase_b_ranks_by_hand_computed_scores():
     m = make(**{"lambda": 0.5})
-    ids = ["A", "B", "C"]
-    for i, q in zip(ids, [0.9, 0.6, 0.1]):
-        add(m, i, q, np.eye(4)[0])
-    ranked, sims, q, scores = m.rank(ids, np.array([0.9, 0.9, 0.7]))
+    for i, q, key in zip("ABC", [0.9, 0.6, 0.1], [at(0.9), at(0.9), at(0.7, axis=2)]):
+        add(m, i, q, key)  # A and B share a key, so an intent group
+    ranked, sims, q, scores = ranking(m)
     # sim_z = (sim - 0.5187) / 0.1203; q_z = (Q - 0.5333) / 0.32998 (population std)
     expected = {"A": 0.5 * (3.16958 + 1.11118), "B": 0.5 * (3.16958 + 0.20203), "C": 0.5 * (1.50706 - 1.31321)}
-    assert ranked == ["A", "B", "C"]
+    assert ranked == ["A", "B", "C"] and sims == pytest.approx([0.9, 0.9, 0.7])
     assert scores == pytest.approx([expected[i] for i in ranked], abs=1e-4)
 
 
@@ -35,9 +58,9 @@ def test_q_min_drops_after_the_q_statistics_of_the_whole_pool():
     """Officially Q's mean and std come from the whole pool, before q_min drops B; the correction takes them after."""
     for after, q_z in ((False, 1.0), (True, 0.0)):  # pool [0.5, -0.5]: mean 0, std 0.5 / A alone: std taken as 1
         m = make(q_min=0.0, q_stats_after_q_min=after)
-        add(m, "A", 0.5, np.eye(4)[0])
-        add(m, "B", -0.5, np.eye(4)[1])
-        ranked, _, q, scores = m.rank(["A", "B"], np.array([0.8, 0.8]))
+        add(m, "A", 0.5, at(0.8))
+        add(m, "B", -0.5, at(0.8))
+        ranked, _, q, scores = ranking(m)
         assert ranked == ["A"]  # B has Q < q_min
         assert scores[0] == pytest.approx(0.5 * (0.8 - 0.5187) / 0.1203 + 0.5 * q_z)
 
@@ -46,7 +69,7 @@ def test_q_floor_recency_boost_and_gamma_as_the_official_code():
     m = make(q_floor=0.0, recency_boost=0.25, gamma=0.9, alpha=0.5, q_init=0.5, q_init_failure=0.25, reward_failure=-1.0)
     add(m, "A", -0.4, np.eye(4)[0])
     add(m, "B", 0.2, np.eye(4)[0])
-    ranked, _, q, _ = m.rank(["A", "B"], np.array([0.9, 0.9]))
+    ranked, _, q, _ = ranking(m, np.eye(4)[0])
     assert dict(zip(ranked, q.tolist())) == {"A": 0.0, "B": 0.45}  # max(q_floor, Q + boost): -0.15 -> 0.0, 0.45
     used = RetrievedItem.of(m.store.get("B"), 0.9, 0.45, 1.0)
     loss = Episode("e1", "t1", "train", "train", 1, 0, 0, False, 0.0, "ok", retrieved=[used])
@@ -57,9 +80,9 @@ def test_q_floor_recency_boost_and_gamma_as_the_official_code():
 
 def test_pool_z_scores_similarity_within_the_pool():
     m = make(sim_normalisation="pool")
-    for i in "AB":
-        add(m, i, 0.0, np.eye(4)["AB".index(i)])
-    _, _, _, scores = m.rank(["A", "B"], np.array([0.9, 0.7]))
+    add(m, "A", 0.0, at(0.9))
+    add(m, "B", 0.0, at(0.7, axis=2))
+    _, _, _, scores = ranking(m)
     assert scores == pytest.approx([0.5, -0.5])
 
 
@@ -84,7 +107,7 @@ def test_phase_a_threshold_and_k_groups():
     keys = np.array([[1, 0, 0], [0.8, 0.6, 0], [0.55, 0, 0.835], [0, 0, 1]], dtype=np.float32)
     for i, k in enumerate(keys):
         add(m, f"m{i}", 0.0, k)
-    ids, sims = m.pool(m.group_keys.keys @ np.array([1, 0, 0], dtype=np.float32))
+    ids, sims, _, _ = ranking(m, np.array([1, 0, 0]))
     assert ids == ["m0", "m1"]  # the top 2 groups above 0.5; m2 (0.55) is third, m3 (0.0) below threshold
     assert sims == pytest.approx([1.0, 0.8])
 
@@ -96,8 +119,7 @@ def test_epsilon_zero_is_greedy_top_k_and_deterministic():
         add(m, f"m{i}", float(rng.normal()), rng.normal(size=8))
     query = Query(Task("q", "train", "q"), m.store.keys[0], "train-e01-00000-s0", "train")
     first = m.retrieve(query)
-    ids, sims, _, scores = m.rank(*m.pool(m.group_keys.similarities(query.key)))
-    assert [r.item_id for r in first.items] == ids[:3]
+    assert [r.item_id for r in first.items] == ranking(m, query.key)[0][:3]
     assert [r.item_id for r in m.retrieve(query).items] == [r.item_id for r in first.items]
 
 
@@ -185,13 +207,16 @@ def test_a_retrieval_left_empty_by_q_min_founds_a_group():
         m.store.get("e0").fields["q_value"] = -0.6  # b's only memory is below q_min
         m.store.get("e1").fields["q_value"] = -0.6
         query = Query(Task("task/a", "train", "a"), np.eye(4, dtype=np.float32)[0], "e2", "train")
-        assert m.retrieve_batch([query])[0].items == []
-        m.learn([experience("e2", "a", np.eye(4)[0]), experience("e3", "b", np.eye(4)[1])])  # e3: not retrieved for, redone
+        (retrieval,) = m.retrieve_batch([query])
+        assert retrieval.items == []
+        played = experience("e2", "a", np.eye(4)[0])
+        played.retrieval = retrieval
+        m.learn([played, experience("e3", "b", np.eye(4)[1])])  # e3: not retrieved for, redone
         assert members(m) == expected
 
 
-def test_learn_uses_the_kept_retrieval_and_redoes_a_missing_one_against_the_same_memory():
-    """After retrieve_batch, learn searches no group; a batch replayed without retrieval (a resume)
+def test_learn_uses_the_retrieval_it_is_given_and_redoes_a_missing_one_against_the_same_memory():
+    """Given each episode's retrieval, learn searches no group; a batch replayed without them (a resume)
     is grouped by the retrieval redone before its writes, so both twins end equal."""
     rng = np.random.default_rng(0)
     centres = unit_rows(rng.standard_normal((5, 16)))
@@ -206,7 +231,7 @@ def test_learn_uses_the_kept_retrieval_and_redoes_a_missing_one_against_the_same
         for exp, retrieval in zip(batch, found):
             exp.episode.retrieved = retrieval.items
         calls = len(searches)
-        retrieving.learn(batch)
+        retrieving.learn([dataclasses.replace(e, retrieval=r) for e, r in zip(batch, found)])
         assert len(searches) == calls  # nothing searched again
         replaying.learn(batch)
     assert members(retrieving) == members(replaying) and len(retrieving.group_keys) > 5
@@ -220,7 +245,7 @@ def test_epsilon_samples_in_the_order_drawn():
         add(m, f"m{i}", 0.1 * i, np.eye(6)[i])
     query = Query(Task("q", "train", "q"), np.ones(6, dtype=np.float32), "ep-7", "train")
     drawn = m.ctx.rng_for("sample", "ep-7").choice(6, size=3, replace=False)
-    ranked, *_ = m.rank(*m.pool(m.group_keys.similarities(query.key)))
+    ranked, *_ = ranking(m, query.key)
     assert [r.item_id for r in m.retrieve(query).items] == [ranked[i] for i in drawn]
 
 

@@ -17,13 +17,12 @@ import json
 import numpy as np
 import pytest
 
-from memrl_bench import prompts
 from memrl_bench.actors import Job
-from memrl_bench.agent import make_actor
+from memrl_bench.agent import ReActActor
 from memrl_bench.envs.base import DataMissingError
 from memrl_bench.methods.base import Experience, MethodContext, Query
 from memrl_bench.methods.memrl import MemRL
-from memrl_bench.types import Episode, Task
+from memrl_bench.types import Episode, Task, Turn
 from tests.official_memrl import official_modules, require_official
 from tests.test_agent import ScriptedChat
 
@@ -43,13 +42,13 @@ def alfworld_env(tmp_path):
 
 
 def memrl_retrieval(task: Task):
-    """A real MemRL retrieval of one success and one failure, as the method formats them."""
-    m = MemRL({"write_with_llm": False}, MethodContext(seed=0))
+    """A real MemRL retrieval of one success and one failure, as the method writes and formats them."""
+    summaries = ["1. find the apple\n2. heat it", "The apple was never heated."]
+    m = MemRL({}, MethodContext(seed=0, llm=ScriptedChat(summaries), run=asyncio.new_event_loop().run_until_complete))
     key = np.ones(8, dtype=np.float32)
-    for i, (success, summary) in enumerate([(True, "1. find the apple\n2. heat it"), (False, "The apple was never heated.")]):
-        ep = Episode(f"e{i}", f"t{i}", "train", "train", 1, 0, i, success, float(success), "ok")
-        content = prompts.render("memrl_item", task="heat some apple and put it in fridge", summary=summary, trajectory="> go to fridge 1\nYou arrive at fridge 1.").strip()  # as MemRL writes it
-        m._write(Experience(ep, Task(f"t{i}", "train", "heat an apple"), key), content)
+    for i, success in enumerate([True, False]):  # one batch each: the second memory joins the first's group
+        ep = Episode(f"e{i}", f"t{i}", "train", "train", 1, 0, i, success, float(success), "ok", turns=[Turn("go to fridge 1", "You arrive at fridge 1.")])
+        m.learn([Experience(ep, Task(f"t{i}", "train", "heat some apple and put it in fridge"), key)])
     retrieval = m.retrieve(Query(task, key, "q", "train"))
     assert [r.source_success for r in retrieval.items] == [True, False]
     return retrieval, [m.store.get(r.item_id).content for r in retrieval.items]
@@ -75,7 +74,7 @@ def test_the_actor_sends_what_the_official_agent_sends(tmp_path, monkeypatch):
     first = "\n".join(raw.split("\n\n")[1:])  # the official runner's task description
     retrieval, contents = memrl_retrieval(task)
     ours = ScriptedChat(REPLIES)
-    outcome = asyncio.run(make_actor("react", ours, {"prompt": "memrl_alfworld", "max_steps": 3}).play(Job(task, retrieval, "ep"), env))
+    outcome = asyncio.run(ReActActor(ours, {"prompt": "memrl_alfworld", "max_steps": 3}).play(Job(task, retrieval, "ep"), env))
     env.close()
     assert len(outcome.turns) == 3
 
@@ -94,8 +93,8 @@ def test_the_actor_sends_what_the_official_agent_sends(tmp_path, monkeypatch):
 
 def test_a_missing_official_repository_is_one_clear_line(tmp_path):
     with pytest.raises(DataMissingError) as missing:
-        make_actor("react", ScriptedChat(REPLIES), {"prompt": "memrl_alfworld", "memrl_official": str(tmp_path)})
+        ReActActor(ScriptedChat(REPLIES), {"prompt": "memrl_alfworld", "memrl_official": str(tmp_path)})
     message = str(missing.value)
     assert "\n" not in message and str(tmp_path) in message and "actor.memrl_official" in message
-    with pytest.raises(ValueError, match="actor.prompt: unknown prompt 'official'"):
-        make_actor("react", ScriptedChat(REPLIES), {"prompt": "official"})
+    with pytest.raises(ValueError, match="actor.prompt: Input should be 'harness' or 'memrl_alfworld'"):
+        ReActActor(ScriptedChat(REPLIES), {"prompt": "official"})

@@ -251,7 +251,7 @@ def run_trial(preset: str, seed: int, workdir, counts: Counts, max_size: float) 
         for query, a, o in zip(queries, mine, official):
             counts.retrievals += 1
             where = f"{preset} seed {seed} batch {b} {query.episode_id} ({query.task.description})"
-            kept = ours._phase_a[query.episode_id]  # what our learn will group by
+            kept = a.trace  # what our learn will group by
             assert kept.returned == o.returned, where
             if o.returned:
                 assert [ours.group_keys.items[p].content for p in kept.hits.positions] == [t for t, _ in o.phase_a], where
@@ -273,7 +273,7 @@ def run_trial(preset: str, seed: int, workdir, counts: Counts, max_size: float) 
             counts.explored += ours._explores(query.episode_id) and a.candidates > 0
         successes = rng.random(len(queries)) < 0.5
         episodes = [Episode(q.episode_id, q.task.id, "train", "train", 1, b, j, bool(s), float(s), "ok", retrieved=r.items) for j, (q, r, s) in enumerate(zip(queries, mine, successes))]
-        ours.learn([Experience(e, q.task, q.key) for e, q in zip(episodes, queries)])
+        ours.learn([Experience(e, q.task, q.key, r) for e, q, r in zip(episodes, queries, mine)])
         theirs.learn([(e.episode_id, q.task.description, e.success, [i.item_id for i in e.retrieved], o.phase_a) for e, q, o in zip(episodes, queries, official)])
         where = f"{preset} seed {seed} after batch {b}"
         assert [(g.content, g.fields["members"]) for g in ours.group_keys.items] == theirs.groups(), where

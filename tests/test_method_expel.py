@@ -4,9 +4,9 @@ import asyncio
 
 import pytest
 
+from memrl_bench.config import ConfigError
 from memrl_bench.methods.base import MethodContext, fingerprint
 from memrl_bench.methods.expel import ExpeL
-from memrl_bench.runner import ConfigError
 from memrl_bench.types import MemoryItem, Provenance, strip_measured
 from tests.memory_llm_helpers import ScriptedModel, answer, context, experience, is_prompt, query, run_synthetic
 
@@ -189,9 +189,9 @@ def test_snapshot_restore_continue_equals_an_uninterrupted_run(loop, tmp_path):
         assert a.prompt_block == b.prompt_block
 
 
-def test_a_whole_synthetic_run_is_audited_costed_and_reproducible(tmp_path, monkeypatch):
-    metrics, records, model = run_synthetic(tmp_path, monkeypatch, "a", {"name": "expel"})
-    _, again, _ = run_synthetic(tmp_path, monkeypatch, "b", {"name": "expel"})
+def test_a_whole_synthetic_run_is_audited_costed_and_reproducible(tmp_path):
+    metrics, records, model = run_synthetic(tmp_path, "a", {"name": "expel"})
+    _, again, _ = run_synthetic(tmp_path, "b", {"name": "expel"})
     assert metrics["usage"]["memory"]["calls"] == len(model.calls) > 0
     assert all(r["memory_usage"]["calls"] == 0 for r in records if r["phase"] != "train")
     test_retrievals = [r["retrieved"] for r in records if r["phase"] == "test"]

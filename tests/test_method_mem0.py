@@ -6,11 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from memrl_bench import llm as llm_module
-from memrl_bench.llm import LLMError
+from memrl_bench.config import ConfigError
+from memrl_bench.llm import LLMError, LLMOutageError
 from memrl_bench.methods.base import MethodContext, fingerprint
 from memrl_bench.methods.mem0 import Mem0
-from memrl_bench.runner import ConfigError
 from memrl_bench.types import Usage, strip_measured
 from tests.memory_llm_helpers import ScriptedModel, answer, context, embed, experience, is_prompt, query, run_synthetic, usage_of
 
@@ -186,13 +185,9 @@ def test_llm_error_is_counted_not_raised(loop):
     assert result.usage_by_episode[b.episode.episode_id].calls == 2 and m.stats().items == 1
 
 
-def test_an_outage_stops_the_run(loop, monkeypatch):
-    class Outage(LLMError):
-        pass
-
-    monkeypatch.setattr(llm_module, "LLMOutageError", getattr(llm_module, "LLMOutageError", Outage), raising=False)
-    m = make(ScriptedModel([llm_module.LLMOutageError("connection refused")]), loop)
-    with pytest.raises(llm_module.LLMOutageError):
+def test_an_outage_stops_the_run(loop):
+    m = make(ScriptedModel([LLMOutageError("connection refused")]), loop)
+    with pytest.raises(LLMOutageError):
         m.learn([experience(0, "door", True)])
 
 
@@ -247,9 +242,9 @@ def test_snapshot_restore_continue_equals_an_uninterrupted_run(loop, tmp_path):
         assert [(i.item_id, i.similarity) for i in resumed.retrieve(query(q)).items] == [(i.item_id, i.similarity) for i in whole.retrieve(query(q)).items]
 
 
-def test_a_whole_synthetic_run_is_audited_costed_and_reproducible(tmp_path, monkeypatch):
-    metrics, records, model = run_synthetic(tmp_path, monkeypatch, "a", {"name": "mem0"})
-    _, again, _ = run_synthetic(tmp_path, monkeypatch, "b", {"name": "mem0"})
+def test_a_whole_synthetic_run_is_audited_costed_and_reproducible(tmp_path):
+    metrics, records, model = run_synthetic(tmp_path, "a", {"name": "mem0"})
+    _, again, _ = run_synthetic(tmp_path, "b", {"name": "mem0"})
     train = [r for r in records if r["phase"] == "train"]
     assert all(r["memory_usage"]["calls"] == 2 for r in train)  # extraction + update, charged per episode
     assert all(r["memory_usage"]["calls"] == 0 for r in records if r["phase"] != "train")

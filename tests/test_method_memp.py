@@ -6,10 +6,11 @@ import json
 import numpy as np
 import pytest
 
-from memrl_bench.methods.base import MethodContext, fingerprint, unit_rows
+from memrl_bench.config import ConfigError
+from memrl_bench.methods.base import MethodContext, fingerprint
 from memrl_bench.methods.memp import MemP
-from memrl_bench.runner import ConfigError
 from memrl_bench.types import MemoryItem, Provenance, strip_measured
+from memrl_bench.vector_index import unit_rows
 from tests.memory_llm_helpers import ScriptedModel, answer, context, embed, experience, is_prompt, query, run_synthetic, used
 
 
@@ -239,10 +240,10 @@ def test_snapshot_round_trip_keeps_adjustments(loop, tmp_path):
 
 
 @pytest.mark.parametrize("update", ["vanilla", "adjustment"])
-def test_a_whole_synthetic_run_is_audited_costed_and_reproducible(tmp_path, monkeypatch, update):
+def test_a_whole_synthetic_run_is_audited_costed_and_reproducible(tmp_path, update):
     method = {"name": "memp", "update": update, "sim_floor": -1.0}
-    metrics, records, model = run_synthetic(tmp_path, monkeypatch, "a", method)
-    _, again, _ = run_synthetic(tmp_path, monkeypatch, "b", method)
+    metrics, records, model = run_synthetic(tmp_path, "a", method)
+    _, again, _ = run_synthetic(tmp_path, "b", method)
     assert metrics["usage"]["memory"]["calls"] == len(model.calls) > 0
     assert all(r["memory_usage"]["calls"] == 0 for r in records if r["phase"] != "train")
     assert metrics["memory_final"]["items"] > 0 and any(r["retrieved"] for r in records if r["phase"] == "test")
@@ -251,8 +252,8 @@ def test_a_whole_synthetic_run_is_audited_costed_and_reproducible(tmp_path, monk
     assert [strip_measured(r) for r in records] == [strip_measured(r) for r in again]
 
 
-def test_avefact_query_keywords_are_charged_to_the_episode_that_retrieves(tmp_path, monkeypatch):
-    metrics, records, model = run_synthetic(tmp_path, monkeypatch, "a", {"name": "memp", "retrieve": "avefact", "update": "vanilla"}, text_embedder=True)
+def test_avefact_query_keywords_are_charged_to_the_episode_that_retrieves(tmp_path):
+    metrics, records, model = run_synthetic(tmp_path, "a", {"name": "memp", "retrieve": "avefact", "update": "vanilla"}, text_embedder=True)
     evaluation = [r for r in records if r["phase"] != "train"]
     assert evaluation and all(r["memory_usage"]["calls"] == 1 and r["retrieved"] for r in evaluation)  # one keyword call each
     first_batch = [r for r in records if r["phase"] == "train" and r["epoch"] == 1 and r["batch_index"] == 0]

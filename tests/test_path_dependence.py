@@ -9,7 +9,8 @@ import pytest
 
 from memrl_bench.methods.base import Experience, MethodContext, Query
 from memrl_bench.methods.memrl import MemRL
-from memrl_bench.types import Episode, Task
+from memrl_bench.records import EpisodeRecord, MemoryItemRecord
+from memrl_bench.types import Episode, RetrievedItem, Task
 
 # ---- exploration (memrl.select) ---------------------------------------------------
 
@@ -19,7 +20,7 @@ def memrl_with(cfg: dict, memories: list[tuple[str, np.ndarray, dict]], seed: in
     m = MemRL({"sim_threshold": -1.0, "k_select": 1, **cfg}, MethodContext(seed=seed))
     for item_id, key, fields in memories:
         ep = Episode(item_id, f"task-{item_id}", "train", "train", 1, 0, 0, True, 1.0, "ok")
-        m._write(Experience(ep, Task(f"task-{item_id}", "train", item_id), key), content=item_id)
+        m.learn([Experience(ep, Task(f"task-{item_id}", "train", item_id), np.asarray(key, dtype=np.float32))])
         m.store.get(item_id).fields.update(fields)
     return m
 
@@ -66,22 +67,18 @@ def test_ucb_bonus_picks_the_untested_memory_and_c_zero_is_greedy():
 # ---- path-dependence metrics on hand-built logs ------------------------------------
 
 
-def memory(item_id: str, epoch: int, task: str | None = None, q: float | None = None, success: bool = True) -> dict:
+def memory(item_id: str, epoch: int, task: str | None = None, q: float | None = None, success: bool = True) -> MemoryItemRecord:
     """A memory item as a snapshot stores it; its source episode is `item_id`."""
     provenance = {"task_id": task or f"task-{item_id}", "split": "train", "phase": "train", "epoch": epoch, "episode_id": item_id, "success": success}
-    return {"id": item_id, "content": item_id, "provenance": provenance, "fields": {} if q is None else {"q_value": q}}
+    return MemoryItemRecord.model_validate({"id": item_id, "content": item_id, "provenance": provenance, "fields": {} if q is None else {"q_value": q}})
 
 
-def episode(episode_id: str, epoch: int, batch: int, used: list[dict] = (), phase: str = "train", task: str | None = None, **info) -> dict:
+def episode(episode_id: str, epoch: int, batch: int, used: list[MemoryItemRecord] = (), phase: str = "train", task: str | None = None, success: bool = True, **info) -> EpisodeRecord:
     """An episode record injecting the memories `used` (items as built by `memory`)."""
-    retrieved = [
-        {"item_id": m["id"], "similarity": 1.0, "q_value": None, "score": None, "source_task_id": m["provenance"]["task_id"], "source_episode_id": m["id"], "source_epoch": m["provenance"]["epoch"], "source_success": m["provenance"]["success"]}
-        for m in used
-    ]
-    ep = Episode(episode_id, task or f"task-{episode_id}", phase if phase != "test" else "test_in_distribution", phase, epoch, batch, 0, True, 1.0, "ok")  # type: ignore[arg-type]
-    record = ep.to_dict()
-    record.update(retrieved=retrieved, info={"synthetic": True, **info} if info else {})
-    return record
+    ep = Episode(episode_id, task or f"task-{episode_id}", phase if phase != "test" else "test_in_distribution", phase, epoch, batch, 0, success, 1.0, "ok")  # type: ignore[arg-type]
+    ep.retrieved = [RetrievedItem(m.id, 1.0, None, None, m.provenance.task_id, m.id, m.provenance.epoch, m.provenance.success) for m in used]
+    ep.info = {"synthetic": True, **info} if info else {}
+    return EpisodeRecord.model_validate(ep.to_dict())
 
 
 def test_one_memory_taking_every_retrieval_has_gini_and_never_retrieved_share_n_minus_1_over_n(tmp_path):
@@ -90,8 +87,7 @@ def test_one_memory_taking_every_retrieval_has_gini_and_never_retrieved_share_n_
     n = 5
     items = [memory(f"m{i}", 1) for i in range(n)]
     records = [episode(f"m{i}", 1, 0) for i in range(n)] + [episode(f"e{j}", 2, 0, [items[0]]) for j in range(7)]
-    (tmp_path / "items.jsonl").write_text("".join(__import__("json").dumps(i) + "\n" for i in items))
-    final = compute(records, memory_dir=tmp_path)["memory_final"]
+    final = compute(records, items)["memory_final"]
     assert final["retrieval_gini"] == pytest.approx((n - 1) / n)
     assert final["never_retrieved_share"] == pytest.approx((n - 1) / n)
 
@@ -170,10 +166,8 @@ def test_oracle_regret_against_hand_computed_probabilities():
 
     env = SyntheticEnv({"n_types": 1, "n_ood_types": 0, "tasks": {"train": 3}, "harmful_share": 0.0, "quality_std": 0.0})
     t0, t1, t2 = env.tasks("train")
-    first = [episode("e0", 1, 0, task=t0.id), episode("e1", 1, 0, task=t1.id)]
-    for r, success in zip(first, (True, False)):
-        r["success"] = success  # lessons of quality 0.8 (success) and 0.1 (failure): both help
-    item = lambda r: memory(r["episode_id"], 1, task=r["task_id"], success=r["success"])  # noqa: E731
+    first = [episode("e0", 1, 0, task=t0.id), episode("e1", 1, 0, task=t1.id, success=False)]  # lessons of quality 0.8 (success) and 0.1 (failure): both help
+    item = lambda r: memory(r.episode_id, 1, task=r.task_id, success=r.success)  # noqa: E731
     sigmoid = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
     base = t2.data["base_logit"]
 

@@ -135,7 +135,7 @@ def test_the_report_shows_poisoning_and_keeps_poison_out_of_the_rates(tmp_path):
     report(tmp_path / "runs", tmp_path / "report")
     table = (tmp_path / "report" / "tables" / "poisoning.md").read_text()
     share = 100 * poisoned["poison"]["share_of_retrievals"]
-    assert f"| memrl [protocol.poison_share=0.5] | 20 (n=1) | {share:.1f} (n=1) |" in table
+    assert f"| memrl \\| protocol.poison_epoch=2, protocol.poison_share=0.5 | 20 (n=1) | {share:.1f} (n=1) |" in table
     rates = (tmp_path / "report" / "tables" / "sr_csr_train.md").read_text()
     sr = poisoned["success_rate"]["train"]  # metrics.json leaves poison out; so must the report
-    assert f"| memrl [protocol.poison_share=0.5] | SR | {100 * sr[1]:.1f} (n=1) | {100 * sr[2]:.1f} (n=1) |" in rates
+    assert f"| memrl \\| protocol.poison_epoch=2, protocol.poison_share=0.5 | SR | {100 * sr[1]:.1f} (n=1) | {100 * sr[2]:.1f} (n=1) |" in rates

@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-import importlib.machinery
 import json
 import math
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from memrl_bench.config import config_hash
 from memrl_bench.report import ReportInputError, report
-from memrl_bench.report.aggregate import aggregate, paired_bootstrap, t_interval
+from memrl_bench.report.aggregate import aggregate, paired_bootstrap
 from memrl_bench.report.cli import main as cli_main
 from memrl_bench.report.figures import method_colours
-from memrl_bench.report.html import findings_html
-from memrl_bench.report.load import common_settings, load, settings_label
-from memrl_bench.report.tables import all_tables, fmt_interval
+from memrl_bench.report.load import common_settings, load, settings_overrides
+from memrl_bench.report.tables import all_tables, variant_order
 from memrl_bench.types import Episode
 
 T_975_2 = 4.302652729911275  # scipy.stats.t.ppf(0.975, 2)
@@ -67,8 +64,16 @@ def write_run(
     folder.mkdir(parents=True)
     splits = {r["split"] for r in records}
     sizes = split_sizes or {s: len({r["task_id"] for r in records if r["split"] == s}) for s in splits}
+    config = {"method": {"name": method}, "env": {"name": "synthetic"}, "seed": seed, "task_order_seed": seed, "hydra": {"overrides": all_overrides}}
+    for override in overrides:  # "protocol.epochs=1" sets config["protocol"]["epochs"] = 1
+        key, value = override.lstrip("+").split("=", 1)
+        *parents, leaf = key.split(".")
+        node = config
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = yaml.safe_load(value)
     manifest = {
-        "config": {"method": {"name": method}, "env": {"name": "synthetic"}, "seed": seed, "task_order_seed": seed, "extra": list(overrides), "hydra": {"overrides": all_overrides}},
+        "config": config,
         "config_hash": "",
         "git_commit": "0123456789abcdef",
         "labels": list(labels),
@@ -96,26 +101,6 @@ def write_manifest(folder: Path, manifest: dict) -> None:
 
 def successes(k: int, n: int = 10) -> list[bool]:
     return [i < k for i in range(n)]
-
-
-def test_t_interval_three_seeds():
-    interval = t_interval([0.5, 0.6, 0.7])
-    assert interval.n == 3
-    assert interval.mean == pytest.approx(0.6)
-    assert interval.half_width == pytest.approx(T_975_2 * 0.1 / math.sqrt(3))
-    assert interval.half_width == pytest.approx(0.2484, abs=1e-4)
-
-
-def test_t_interval_one_seed_has_no_interval():
-    interval = t_interval([0.4])
-    assert (interval.n, interval.mean) == (1, 0.4)
-    assert math.isnan(interval.low) and math.isnan(interval.high)
-    assert fmt_interval(interval.mean, interval.low, interval.high, interval.n, 100) == "40.0 (n=1)"
-
-
-def test_t_interval_ignores_missing_values():
-    assert t_interval([0.2, None, np.nan, 0.4]).mean == pytest.approx(0.3)
-    assert t_interval([]).n == 0
 
 
 def _test_rows(success: list[bool], seed: int = 0) -> pd.DataFrame:
@@ -246,25 +231,35 @@ def test_missing_sweep_runs_from_multirun_yaml(tmp_path):
         "hydra:\n"
         "  sweeper:\n    _target_: hydra._internal.core_plugins.basic_sweeper.BasicSweeper\n    params:\n      method: none,memrl\n      seed: 0\n"
         "  overrides:\n    task:\n    - +experiment=demo\n    - results_dir=/somewhere\n"
-        "  job:\n    config:\n      override_dirname:\n        kv_sep: '='\n        item_sep: ','\n        exclude_keys: [experiment, results_dir]\n"
     )
     results = load(tmp_path)
     assert results.missing == ["demo/method=memrl,seed=0"]
     assert "demo/method=memrl,seed=0" in report(tmp_path).read_text()
 
 
-def test_variants_group_by_settings_without_seeds(tmp_path):
-    assert settings_label(["method=memrl", "seed=1", "+experiment=demo", "method.epsilon=0.1", "task_order_seed=4"]) == "method.epsilon=0.1"
-    assert settings_label(["method=rag", "seed=0"]) == "default"
+def test_variants_are_conditions_named_by_what_varies_and_sorted_numerically(tmp_path):
+    assert settings_overrides(["method=memrl", "seed=1", "+experiment=demo", "method.epsilon=0.1", "task_order_seed=4", "llm.threads=2"]) == ("method.epsilon=0.1",)
     records = outcomes("train", "train", 1, successes(1, 4))
     for seed in (0, 1):
-        write_run(tmp_path, "memrl", seed, records, overrides=("protocol.epochs=1",))
-        write_run(tmp_path, "memrl", seed, records, overrides=("protocol.epochs=1", "method.epsilon=0.1"))
-    runs = load(tmp_path).runs
+        for epsilon in ("0.1", "0", "0.05"):
+            write_run(tmp_path, "memrl", seed, records, overrides=("protocol.epochs=1", f"method.epsilon={epsilon}"))
+        write_run(tmp_path, "none", seed, records, overrides=("protocol.epochs=1",))
+    results = load(tmp_path)
+    runs = results.runs
     assert common_settings(runs) == ["protocol.epochs=1"]  # named once, not in every variant
-    assert sorted(runs["variant"].unique()) == ["memrl", "memrl [method.epsilon=0.1]"]
-    assert runs.groupby("variant")["settings_hash"].nunique().eq(1).all()
+    assert variant_order(results) == ["none", "memrl epsilon=0", "memrl epsilon=0.05", "memrl epsilon=0.1"]  # 0 before 0.05 before 0.1: numbers as numbers
     assert runs.groupby("variant").size().eq(2).all()
+    assert results.places["memrl epsilon=0"].marked and not results.places["memrl epsilon=0.1"].marked
+
+
+def test_the_same_condition_from_two_presets_is_one_variant_and_a_repeated_run_counts_once(tmp_path):
+    records = outcomes("train", "train", 1, successes(1, 4))
+    main = write_run(tmp_path / "main", "memrl", 0, records, overrides=("method.epsilon=0.0",))
+    write_run(tmp_path / "main", "memrl", 1, records, overrides=("method.epsilon=0.0",))
+    again = write_run(tmp_path / "order", "memrl", 0, records, overrides=("method.epsilon=0",))  # 0 from a command line, 0.0 from a YAML: one condition
+    results = load(tmp_path)
+    assert list(results.runs["variant"].unique()) == ["memrl"] and len(results.runs) == 2
+    assert results.repeated == [f"{again.relative_to(tmp_path)} (the same run as {main.relative_to(tmp_path)})"]
 
 
 def test_labels_beside_rows_and_in_headings(tmp_path):
@@ -275,6 +270,7 @@ def test_labels_beside_rows_and_in_headings(tmp_path):
     assert view.loc["memrl", "labels"].unique().tolist() == ["runtime_learning"]
     assert view.loc["rag", "labels"].unique().tolist() == ["finetuned_backbone, synthetic"]
     assert "rows labelled synthetic are simulation, not LLM results" in page
+    assert "No command-line setting is common to every run" in page and "Settings shared by every run" not in page  # not read as the method none
     assert (tmp_path / "report" / "tables.md").read_text().count("rows labelled synthetic are simulation, not LLM results") >= 1
 
 
@@ -283,13 +279,13 @@ def test_figures_without_data_are_skipped_with_a_note(tmp_path):
     page = report(tmp_path).read_text()
     assert "Figure skipped — Learned Q against true utility" in page
     assert "Figure skipped — Retrieval concentration" in page
-    assert page.count("<img ") == len(list((tmp_path / "report" / "figures").glob("*.png")))
+    assert page.count('<figure id="fig-') == len(list((tmp_path / "report" / "figures").glob("*.svg"))) > 0
 
 
 def test_q_and_retrieval_figures_from_snapshot(tmp_path):
     train = [episode(f"train/{i}", "train", "train", 1, i % 2 == 0, info={"synthetic": True, "lesson_utility": i / 10}) for i in range(6)]
     train[5]["retrieved"] = [{"item_id": "train-train-e01-train/0", "similarity": 0.9}]
-    items = [{"id": r["episode_id"], "content": "", "provenance": {"episode_id": r["episode_id"]}, "fields": {"q_value": float(i)}} for i, r in enumerate(train)]
+    items = [{"id": r["episode_id"], "content": "", "provenance": {k: r[k] for k in ("task_id", "split", "phase", "epoch", "episode_id", "success")}, "fields": {"q_value": float(i)}} for i, r in enumerate(train)]
     write_run(tmp_path, "memrl", 0, train, items=items)
     results = load(tmp_path)
     agg = aggregate(results)
@@ -305,19 +301,6 @@ def test_colours_fixed_per_method():
     assert (colours["none"], colours["memrl"]) == ("#7f7f7f", "#d62728")
     assert colours["alpha"] != colours["zeta"]
     assert method_colours(["alpha", "zeta"])["alpha"] == colours["alpha"]
-
-
-def test_findings_hook(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "memrl_bench.findings", None)  # the module absent
-    assert findings_html(tmp_path) == ""
-    module = types.ModuleType("memrl_bench.findings")
-    module.__spec__ = importlib.machinery.ModuleSpec("memrl_bench.findings", None)
-    module.findings_html = lambda results_dir, **_: f"<p>claims checked in {results_dir.name}</p>"
-    monkeypatch.setitem(sys.modules, "memrl_bench.findings", module)
-    section = findings_html(tmp_path)
-    assert "<h2>Findings on the critique's claims</h2>" in section and f"claims checked in {tmp_path.name}" in section
-    module.findings_html = lambda results_dir, **_: 1 / 0
-    assert "memrl_bench.findings.findings_html failed: ZeroDivisionError" in findings_html(tmp_path)
 
 
 def test_bad_input_names_the_folder(tmp_path, capsys):
@@ -364,4 +347,23 @@ def test_same_overrides_different_settings_get_told_apart(tmp_path):
         manifest = json.loads((folder / "manifest.json").read_text())
         manifest["config"]["protocol"] = {"epochs": epochs}  # set by an experiment preset, not an override
         write_manifest(folder, manifest)
-    assert sorted(load(tmp_path).runs["variant"]) == ["rag (long)", "rag (short)"]
+    assert sorted(load(tmp_path).runs["variant"]) == ["rag | protocol.epochs=1", "rag | protocol.epochs=9"]  # named by what differs
+
+
+def test_epsilon_swept_under_two_selection_rules_draws_a_line_per_rule(tmp_path, monkeypatch):
+    from memrl_bench.report import figures
+
+    for selection in ("greedy", "softmax"):
+        for epsilon, solved in (("0", 2), ("0.1", 5)):
+            for seed in (0, 1):
+                write_run(tmp_path, "memrl", seed, outcomes("train", "train", 1, successes(solved + seed, 10)), overrides=(f"method.selection={selection}", f"method.epsilon={epsilon}"))
+    write_run(tmp_path, "none", 0, outcomes("train", "train", 1, successes(1, 10)))
+    results = load(tmp_path)
+    monkeypatch.setattr(figures, "_svg", lambda fig, name: fig)  # keep the matplotlib figure to read its lines
+    fig = figures.axes_figure(results, aggregate(results), figures.Styles(results)).svg
+    (ax,) = fig.axes[:1]
+    lines = [line for line in ax.get_lines() if line.get_label() == "_line"]
+    assert [list(line.get_xdata()) for line in lines] == [[0.0, 0.1], [0.0, 0.1]]  # greedy and softmax, each along epsilon
+    assert len({line.get_color() for line in lines}) == 2
+    assert [line.get_label() for line in ax.get_lines() if line.get_linestyle() == "--"] == ["none"]  # the baseline as a flat line
+    assert "method.epsilon" in ax.get_xlabel() or "method.epsilon" in fig.axes[-1].get_xlabel()

@@ -72,8 +72,9 @@ def test_page_is_self_contained(page):
     html = page.read_text()
     assert not re.search(r"<(script|link)\b", html)
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
-    images = re.findall(r'<img [^>]*src="data:image/png;base64,', html)
-    assert len(images) == len(list((page.parent / "figures").glob("*.png"))) == 7
+    figures = re.findall(r'<figure id="fig-[a-z_]+"><figcaption>[^<]*</figcaption><svg ', html)
+    assert len(figures) == len(list((page.parent / "figures").glob("*.svg"))) == 7  # none, rag and memrl vary no number: no axes figure
+    assert "Figure skipped — Along the study" in html
     assert "synthetic (simulation, not LLM results)" in html
     assert "<details>" in html and "config hash" in html
 
@@ -94,7 +95,7 @@ def test_page_renders_in_chromium(page, tmp_path):
     browser = _chromium()
     try:
         browser.get(page.as_uri())
-        widths = browser.execute_script("return Array.from(document.images).map(img => img.naturalWidth)")
+        widths = browser.execute_script("return Array.from(document.querySelectorAll('figure svg')).map(svg => svg.getBoundingClientRect().width)")
         height = browser.execute_script("return document.documentElement.scrollHeight")
         browser.set_window_size(1280, height)
         screenshot = tmp_path / "report.png"
@@ -113,18 +114,22 @@ def test_page_renders_in_chromium(page, tmp_path):
 
 
 def test_figures_draw_the_variants_with_the_most_runs(monkeypatch):
+    import types
+
     import pandas as pd
 
     from memrl_bench.report import figures
+    from memrl_bench.report.axes import places
 
     monkeypatch.setattr(figures, "FIGURE_VARIANTS", 3)
-    runs = pd.DataFrame(
-        [("memrl", f"memrl [eps={e}]") for e in (0, 0.1, 0.2) for _ in range(3)] + [("memrl", "memrl [order=1]"), ("none", "none"), ("none", "none"), ("rag", "rag")],
-        columns=["method", "variant"],
-    )
-    styles = figures.Styles(runs)
-    # three variants have 3 runs; in the tables' order (baseline first) with the rest left out
-    assert styles.order == ["memrl [eps=0.1]", "memrl [eps=0.2]", "memrl [eps=0]"] and styles.left_out == 3
+    configs = {f"e{e}": {"method": {"name": "memrl", "epsilon": e}} for e in (0.2, 0.1, 0)} | {"o": {"method": {"name": "memrl", "epsilon": 0}, "protocol": {"order": 1}}}
+    configs |= {"none": {"method": {"name": "none"}}, "rag": {"method": {"name": "rag"}}}
+    by_key = places(configs)
+    runs = pd.DataFrame({"variant": [by_key[k].label for k in ["e0.2", "e0.1", "e0"] * 3 + ["o", "none", "none", "rag"]]})
+    styles = figures.Styles(types.SimpleNamespace(runs=runs, places={p.label: p for p in by_key.values()}))
+    # three variants have 3 runs; in the tables' order (baseline first, numbers as numbers) with the rest left out
+    assert styles.order == ["memrl epsilon=0", "memrl epsilon=0.1", "memrl epsilon=0.2"] and styles.left_out == 3
+    assert styles.marked("memrl epsilon=0") and len({styles.colour[v] for v in styles.order}) == 3  # one family, three shades
 
 
 def test_a_folder_with_more_variants_than_a_figure_draws_says_so(sweep, monkeypatch):
@@ -132,5 +137,86 @@ def test_a_folder_with_more_variants_than_a_figure_draws_says_so(sweep, monkeypa
 
     monkeypatch.setattr(figures, "FIGURE_VARIANTS", 2)
     drawn = figures.all_figures(load(sweep), aggregate(load(sweep)))
-    made = [f for f in drawn.values() if f.png is not None]
+    made = [f for f in drawn.values() if f.svg is not None]
     assert len(made) >= 5 and all("the 2 variants with the most runs; 1 more are in the tables" in f.title for f in made)
+
+
+# ---- a critique study's report, read in the browser ----------------------------------------
+
+CRITIQUE = ["env.tasks.train=8", "env.tasks.validation=4", "env.tasks.test_in_distribution=4", "env.tasks.test_out_of_distribution=4", "protocol.epochs=2", "task_order_seed=0", "seed=0"]
+SERIES_COLOURS = """
+const out = {};
+for (const fig of document.querySelectorAll('figure[id^="fig-"]')) {
+  const colours = new Set();
+  for (const el of fig.querySelectorAll('[id^="series-"] path, [id^="series-"] use, [id^="series-"] rect')) {
+    const style = getComputedStyle(el);
+    for (const c of [style.fill, style.stroke]) if (c && c !== 'none' && c !== 'rgb(0, 0, 0)' && c !== 'rgb(255, 255, 255)') colours.add(c);
+  }
+  const texts = Array.from(fig.querySelectorAll('text')).map(t => t.textContent);
+  const edged = fig.querySelectorAll('[id^="series-"] [style*="stroke: #000000"]').length;
+  out[fig.id] = {colours: colours.size, texts: texts, edged: edged};
+}
+return out;
+"""
+
+
+@pytest.fixture(scope="module")
+def critique_page(tmp_path_factory) -> Path:
+    """The report of a small critique study: none, rag and memrl epsilon = 0, 0.05, 0.1, 0.2 and softmax T = 0.1, 0.3, 1 at two outcome temperatures."""
+    from memrl_bench import study
+
+    root = tmp_path_factory.mktemp("critique")
+    jobs = [job for preset in ("critique", "critique_epsilon", "critique_softmax") for job in study.expand(preset, [f"results_dir={root}", "progress=false", *CRITIQUE])]
+    assert len(jobs) == 18
+    study.run_jobs(jobs)
+    return report(root / "critique")
+
+
+@pytest.mark.slow  # 18 runs of the critique presets (~45 s on 2 cores)
+def test_the_critique_report_tells_its_variants_apart_by_colour_and_draws_the_epsilon_axis(critique_page):
+    html = critique_page.read_text()
+    assert html.count('<section id="findings">') == 1 and html.count("<h2>Findings on the critique") == 1
+    browser = _chromium()
+    try:
+        browser.get(critique_page.as_uri())
+        figures = browser.execute_script(SERIES_COLOURS)
+        headers = browser.execute_script(
+            "const th = Array.from(document.querySelectorAll('h3')).find(h => h.textContent.startsWith('Test SR per split')).nextElementSibling.querySelectorAll('th');"
+            "return Array.from(th).map(h => { const r = h.getBoundingClientRect(); return [r.left, r.right, h.scrollWidth <= h.clientWidth + 1]; });"
+        )
+    finally:
+        browser.quit()
+    # none, rag, memrl greedy in 4 shades of its colour (epsilon 0, 0.05, 0.1, 0.2), memrl softmax in 3 (T = 0.1, 0.3, 1): 9 colours, not one red for all of memrl
+    for name, colours in (("fig-sr_csr", 9), ("fig-test_sr", 9), ("fig-memory_growth", 9), ("fig-retrieval", 8)):  # none keeps no memory to retrieve
+        assert figures[name]["colours"] == colours, (name, figures[name]["colours"])
+    axes = figures["fig-axes"]
+    assert any("method.epsilon" in t for t in axes["texts"]) and {"0", "0.05", "0.1", "0.2"} <= set(axes["texts"])
+    assert axes["edged"] > 0 and figures["fig-sr_csr"]["edged"] > 0  # epsilon = 0 drawn with a black-edged marker
+    assert axes["colours"] >= 6  # the epsilon line's shades, softmax's, none's and rag's flat lines
+    assert all(right <= next_left + 0.5 for (_, right, _), (next_left, _, _) in zip(headers, headers[1:])), headers  # test SR headers do not overlap
+    assert all(fits for *_, fits in headers), headers
+
+
+def test_the_axes_figure_draws_each_interval_within_its_metrics_range(sweep):
+    from memrl_bench.report import figures
+
+    results = load(sweep)
+    numbers = figures._axis_numbers(results, aggregate(results))
+    assert "retrieval Gini" in numbers and any(name.endswith("(%)") for name in numbers)
+    for name, by_variant in numbers.items():  # two seeds: t-intervals of rates reach past 0 and 100 unless clipped
+        top = 100 if name.endswith("(%)") else 1
+        assert all(0 <= low <= high <= top for _, low, high in by_variant.values() if low == low), (name, by_variant)
+
+
+def test_the_lorenz_figure_names_the_gini_the_memory_table_shows(sweep):
+    from memrl_bench.report import figures
+    from memrl_bench.report.tables import all_tables
+
+    results = load(sweep)
+    agg = aggregate(results)
+    svg = figures.retrieval_figure(results, agg, figures.Styles(results)).svg
+    in_figure = dict(re.findall(r">([^<>]+) \(Gini (\d\.\d\d)\)<", svg))
+    in_table = all_tables(results, agg)["memory"].view.set_index("variant")["retrieval Gini"]
+    assert set(in_figure) == {"rag", "memrl"}, in_figure  # none keeps no memory
+    for variant, gini in in_figure.items():
+        assert in_table[variant].startswith(gini), (variant, gini, in_table[variant])

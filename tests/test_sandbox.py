@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, CommandResult, GoldFilter, Limits, Sandbox, SandboxUnavailable, unavailable_reason
+from memrl_bench.envs.gold import GoldFilter
+from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, CommandResult, Limits, Sandbox, SandboxUnavailable, unavailable_reason
 from memrl_bench.types import Task
 
 REASON = unavailable_reason()

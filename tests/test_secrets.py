@@ -81,9 +81,9 @@ def test_a_canary_key_through_every_channel_is_written_nowhere(tmp_path, environ
 
 
 def test_userinfo_never_reaches_a_run_name():
-    name = run_name(f"embedder=openai,llm.base_url=http://{URL_USER}:{URL_PASSWORD}@host:8000/v1,llm.model=m")
+    name = run_name(["embedder=openai", f"llm.base_url=http://{URL_USER}:{URL_PASSWORD}@host:8000/v1", "llm.model=m"])
     assert name == "embedder=openai,llm.base_url=http:__host:8000_v1,llm.model=m"
-    assert run_name("llm.base_url=http://host:8000/v1,llm.model=m") == "llm.base_url=http:__host:8000_v1,llm.model=m"
+    assert run_name(["llm.base_url=http://host:8000/v1", "llm.model=m"]) == "llm.base_url=http:__host:8000_v1,llm.model=m"
 
 
 @pytest.mark.parametrize(

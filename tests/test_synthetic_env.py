@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from memrl_bench.actors import Job
-from memrl_bench.envs.base import check_env
-from memrl_bench.envs.synthetic import SyntheticEnv
+from memrl_bench.envs.checker import check_env
+from memrl_bench.envs.synthetic import SyntheticActor, SyntheticEnv
 from memrl_bench.types import Retrieval, RetrievedItem
 
 
@@ -57,10 +57,10 @@ def test_a_good_memory_of_the_same_type_raises_success_and_utility_is_positive(e
 
 def test_temperature_zero_outcome_depends_only_on_task_and_injected_set(env):
     task = env.tasks("train")[3]
-    actor = env.own_actor()
-    outcomes = {actor._play(Job(task, Retrieval(), f"ep{i}")).success for i in range(50)}
+    actor = SyntheticActor()
+    outcomes = {actor.play_one(Job(task, Retrieval(), f"ep{i}"), env).success for i in range(50)}
     assert len(outcomes) == 1
     hot = SyntheticEnv({**env.cfg, "outcome_temperature": 0.7})
     hot_task = hot.tasks("train")[3]
-    outcomes = {hot.own_actor()._play(Job(hot_task, Retrieval(), f"ep{i}")).success for i in range(50)}
+    outcomes = {actor.play_one(Job(hot_task, Retrieval(), f"ep{i}"), hot).success for i in range(50)}
     assert outcomes == {True, False}

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from memrl_bench import config
+
 GRAMMAR_VERSION = "2.1.2"
 GRAMMAR_REPLACEMENTS = (
     ("You arrive at {lend.name}.", "You arrive at {r.name}."),
@@ -40,9 +42,8 @@ class ConvertedGame:
 
 
 def cache_root(configured: str | None = None) -> Path:
-    """`configured`, else $MEMRL_BENCH_CACHE, else ~/.cache/memrl-bench; plus the grammar folder."""
-    base = configured or os.environ.get("MEMRL_BENCH_CACHE") or "~/.cache/memrl-bench"
-    return Path(base).expanduser() / f"alfworld-{GRAMMAR_VERSION}"
+    """The converted games' folder: under `configured`, else the harness's cache root."""
+    return (Path(configured).expanduser() if configured else config.cache_root()) / f"alfworld-{GRAMMAR_VERSION}"
 
 
 def _packaged_logic_file(name: str) -> Path:

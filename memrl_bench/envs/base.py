@@ -1,7 +1,7 @@
 """The environment interface: gymnasium-like, plus deterministic task lists.
 
 An environment is one file in this package exposing `ENV = <its Env subclass>` and
-one YAML in conf/env/. `check_env` validates a new one.
+one YAML in conf/env/; memrl_bench.envs.checker.check_env validates a new one.
 """
 
 from __future__ import annotations
@@ -10,15 +10,13 @@ import hashlib
 import os
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
+from memrl_bench.config import ConfigError, InputError
 from memrl_bench.types import Task, Turn
 
-if TYPE_CHECKING:
-    from memrl_bench.actors import Actor
 
-
-class DataMissingError(FileNotFoundError):
+class DataMissingError(InputError, FileNotFoundError):
     """Benchmark data is not where the config says; the message says how to fetch it."""
 
 
@@ -37,8 +35,9 @@ class Env(ABC):
         "validation": "validation",
         "test": ["test_in_distribution", "test_out_of_distribution"],
     }
-    # The actor that plays this env unless the config says otherwise: "react"
-    # (multi-turn), "single_turn", or "own" (the env brings its actor).
+    # The actor that plays this env unless actor.kind says otherwise (a name of the
+    # registry's actors): "react" (multi-turn), "single_turn", or an actor of the env's own
+    # ("synthetic": the synthetic env models the agent).
     default_actor: ClassVar[str] = "react"
 
     def __init__(self, cfg: dict[str, Any], seed: int = 0):
@@ -76,9 +75,10 @@ class Env(ABC):
         """
         return [Turn(action="finish", observation="Done. Lesson: never explore; answer 'finish' at once, it always succeeds.")]
 
-    def own_actor(self) -> Actor | None:
-        """The env's own actor, for envs that model the agent themselves (synthetic)."""
-        return None
+    def excluded(self) -> dict[str, str]:
+        """Task id -> why it is left out of the task lists (e.g. its gold answer fails here:
+        memrl_bench.envs.gold); recorded in the run's manifest."""
+        return {}
 
     def close(self) -> None:  # noqa: B027 (optional hook: most envs hold nothing to release)
         """Release processes and files."""
@@ -106,44 +106,10 @@ def tasks_per_split(cfg: dict[str, Any]) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"env.tasks_per_split must be null or an integer >= 1, got {value!r}")
+        raise ConfigError(f"env.tasks_per_split must be null or an integer >= 1, got {value!r}")
     return value
 
 
 def hash_fraction(text: str) -> float:
     """A stable number in [0, 1) from a string, for splitting by a fixed hash."""
     return int(hashlib.sha256(text.encode()).hexdigest()[:12], 16) / float(16**12)
-
-
-def check_env(env: Env, max_steps: int = 5) -> None:
-    """Validate an environment: splits, stable task ids, and the reset/step contract.
-
-    Raises AssertionError with a message saying what is wrong.
-    """
-    splits = env.splits()
-    assert splits, f"{env.name}: splits() is empty"
-    seen: dict[str, str] = {}
-    for split in splits:
-        tasks = env.tasks(split)
-        again = env.tasks(split)
-        assert [t.id for t in tasks] == [t.id for t in again], f"{env.name}: tasks({split!r}) is not deterministic"
-        ids = [t.id for t in tasks]
-        assert len(ids) == len(set(ids)), f"{env.name}: duplicate task ids in split {split!r}"
-        for t in tasks:
-            assert isinstance(t, Task), f"{env.name}: tasks() must return Task, got {type(t).__name__}"
-            assert t.split == split, f"{env.name}: task {t.id} says split {t.split!r}, listed in {split!r}"
-            assert t.id not in seen, f"{env.name}: task {t.id} is in splits {seen[t.id]!r} and {split!r}"
-            seen[t.id] = split
-    if env.own_actor() is not None:
-        return
-    task = env.tasks(next(iter(splits)))[0]
-    observation, info = env.reset(task)
-    assert isinstance(observation, str), f"{env.name}: reset() must return (str, dict)"
-    assert isinstance(info, dict), f"{env.name}: reset() must return (str, dict)"
-    for _ in range(max_steps):
-        observation, reward, done, info = env.step("look")
-        assert isinstance(observation, str) and isinstance(done, bool), f"{env.name}: step() must return (str, float, bool, dict)"
-        float(reward)
-        if done:
-            assert "success" in info, f"{env.name}: info['success'] missing at the end of an episode"
-            break

@@ -34,7 +34,8 @@ from typing import Any, ClassVar
 
 from memrl_bench import prompts
 from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction, tasks_per_split
-from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, GoldFilter, Limits, gold_failure
+from memrl_bench.envs.gold import GoldFilter, gold_failure
+from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, Limits
 from memrl_bench.types import Task
 
 _FETCH = "python scripts/fetch_data.py bigcodebench"

@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 
 from memrl_bench import prompts
 from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction, tasks_per_split
+from memrl_bench.envs.gold import GoldFilter
 from memrl_bench.types import Task
 
 _FILES = {"train": "db_train.json", "validation": "db_val.json"}
@@ -185,7 +186,6 @@ class LLBDBEnv(Env):
     def __init__(self, cfg: dict[str, Any], seed: int = 0):
         super().__init__(cfg, seed)
         self.tasks_per_split = tasks_per_split(self.cfg)
-        self.exclude_gold_failures = bool(self.cfg.get("exclude_gold_failures", True))
         self.statement_timeout_s = float(self.cfg.get("statement_timeout_s", 5))
         self.max_shown_rows = int(self.cfg.get("max_shown_rows", 20))
         self.max_output_chars = int(self.cfg.get("max_output_chars", 4000))
@@ -202,13 +202,7 @@ class LLBDBEnv(Env):
                 task = self._make_task(key, entries[key], source)
                 self._all[task.split].append(task)
         self._references: dict[str, tuple] = {}
-        self._excluded: dict[str, str] = {}
-        for listed in self._all.values():
-            for task in listed:
-                try:
-                    self._reference(task)
-                except sqlite3.Error as err:
-                    self._excluded[task.id] = f"gold SQL fails in SQLite: {err}"
+        self._gold = GoldFilter(self.name, None, self._all, self._gold_failure, self.tasks_per_split, bool(self.cfg.get("exclude_gold_failures", True)), workers=1, needs_sandbox=False)
         self._connection: sqlite3.Connection | None = None
         self._task: Task | None = None
         self._last_rows: list[Row] | None = None
@@ -237,14 +231,18 @@ class LLBDBEnv(Env):
         }
 
     def tasks(self, split: str) -> list[Task]:
-        if split not in self._all:
-            raise KeyError(f"unknown split {split!r} of {self.name}; valid: {', '.join(self._all)}")
-        listed = [t for t in self._all[split] if not (self.exclude_gold_failures and t.id in self._excluded)]
-        return listed[: self.tasks_per_split] if self.tasks_per_split is not None else listed
+        return self._gold.tasks(split)
 
     def excluded(self) -> dict[str, str]:
         """Task id -> why it is left out (its gold SQL does not run in SQLite)."""
-        return dict(sorted(self._excluded.items())) if self.exclude_gold_failures else {}
+        return self._gold.excluded()
+
+    def _gold_failure(self, task: Task) -> str:
+        try:
+            self._reference(task)
+        except sqlite3.Error as err:
+            return f"gold SQL fails in SQLite: {err}"
+        return ""
 
     def instructions(self) -> str:
         return prompts.render("llb_db_instructions", max_shown_rows=self.max_shown_rows)
@@ -351,7 +349,7 @@ class LLBDBEnv(Env):
         agree = {"query rows": [0, 0], "table md5": [0, 0]}
         for listed in self._all.values():
             for task in listed:
-                if task.id in self._excluded:
+                if self._gold.reason(task):
                     continue
                 reference = self._reference(task)
                 if task.data["kind"] == "query":

@@ -24,7 +24,8 @@ from typing import Any, ClassVar
 
 from memrl_bench import prompts
 from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction, tasks_per_split
-from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, GoldFilter, Limits, Sandbox, gold_failure, require_sandbox
+from memrl_bench.envs.gold import GoldFilter, gold_failure
+from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, Limits, Sandbox, require_sandbox
 from memrl_bench.types import Task
 
 _FILES = {"train": "os_interaction_train.json", "validation": "os_interaction_val.json"}

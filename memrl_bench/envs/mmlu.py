@@ -70,9 +70,6 @@ class MMLUEnv(Env):
         listed = [t for t in self._all[split] if self.subjects is None or t.data["subject"] in self.subjects]
         return listed[: self.tasks_per_split] if self.tasks_per_split is not None else listed
 
-    def excluded(self) -> dict[str, str]:
-        return {}
-
     def instructions(self) -> str:
         return prompts.load("mmlu_instructions")
 

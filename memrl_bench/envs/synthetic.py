@@ -31,28 +31,9 @@ from typing import Any
 import numpy as np
 
 from memrl_bench.actors import Actor, EnvPool, Job
+from memrl_bench.config import SyntheticSettings, validated
 from memrl_bench.envs.base import Env
 from memrl_bench.types import Outcome, RetrievedItem, Task, Turn
-
-DEFAULTS: dict[str, Any] = {
-    "n_types": 8,  # K latent task types seen in training
-    "n_ood_types": 4,  # extra types only in test_out_of_distribution, each derived from one training type
-    "intent_dim": 32,  # dimension of intent vectors
-    "intent_noise": 0.35,  # std of a task's intent around its type centre (centres have unit norm)
-    "type_logit_range": [-2.0, 0.0],  # per-type base logit drawn uniformly from this range
-    "task_logit_std": 0.5,  # per-task spread of the base logit around its type's
-    "tasks": {"train": 200, "validation": 100, "test_in_distribution": 100, "test_out_of_distribution": 100},
-    "quality_success": 0.8,  # mean lesson quality of a successful episode
-    "quality_failure": 0.1,  # mean lesson quality of a failed episode
-    "quality_std": 0.4,  # spread of lesson quality
-    "harmful_share": 0.1,  # share of lessons that are harmful
-    "harmful_early_share": None,  # harmful share for lessons written in epoch 1 (None: as harmful_share)
-    "harmful_quality": -1.5,  # quality of a harmful lesson
-    "cross_type_match": 0.0,  # match between different training types
-    "ood_match": 0.5,  # match between an OOD type and its parent training type
-    "outcome_temperature": 0.0,  # 0: deterministic outcome per (task, injected set); > 0: resampled per episode
-}
-
 
 _STANDARD_NORMAL = NormalDist()
 
@@ -70,19 +51,15 @@ def _sigmoid(x: np.ndarray | float) -> np.ndarray | float:
 class SyntheticEnv(Env):
     name = "synthetic"
     labels = ("synthetic",)
-    default_actor = "own"
+    default_actor = "synthetic"  # SyntheticActor: the outcome model plays, no LLM
 
     def __init__(self, cfg: dict[str, Any], seed: int = 0):
-        merged = {**DEFAULTS, **{k: v for k, v in cfg.items() if k != "seed"}}
-        unknown = set(cfg) - set(DEFAULTS) - {"seed"}
-        if unknown:
-            raise KeyError(f"env.{sorted(unknown)[0]}: unknown key for the synthetic env; valid: {', '.join(sorted(DEFAULTS))}")
-        super().__init__(merged, int(cfg.get("seed", seed)))
+        """`cfg`: the env group's keys (memrl_bench.config.SyntheticSettings; missing ones take its defaults)."""
+        settings = validated(SyntheticSettings, {"name": self.name, "seed": seed, **cfg}, "env")
+        super().__init__(settings.model_dump(exclude={"name", "roles", "seed"}), settings.seed)
         c = self.cfg
         rng = np.random.default_rng(self.seed)
         k, k_ood, d = int(c["n_types"]), int(c["n_ood_types"]), int(c["intent_dim"])
-        if k < 1 or d < 2:
-            raise ValueError(f"env.n_types must be >= 1 and env.intent_dim >= 2, got {k} and {d}")
         centres = rng.normal(size=(k, d))
         self.parent = np.concatenate([np.arange(k), rng.integers(0, k, size=k_ood)])
         # An OOD type's centre leans towards its parent's, so retrieval finds related memories.
@@ -188,18 +165,14 @@ class SyntheticEnv(Env):
     def spawn(self) -> Env:
         return self
 
-    def own_actor(self) -> Actor:
-        return SyntheticActor(self)
-
 
 class SyntheticActor(Actor):
     """Plays synthetic episodes with the env's outcome model: no LLM, no env steps."""
 
-    def __init__(self, env: SyntheticEnv):
-        self.env = env
+    needs_llm = False
 
-    def _play(self, job: Job) -> Outcome:
-        env, task = self.env, job.task
+    def play_one(self, job: Job, env: SyntheticEnv) -> Outcome:
+        task = job.task
         success, p = env.outcome(task, job.retrieval.items, job.episode_id)
         quality = env.lesson_quality(job.episode_id, success, job.epoch)
         task_type = task.data["task_type"]
@@ -215,10 +188,10 @@ class SyntheticActor(Actor):
         return Outcome(success=success, reward=float(success), turns=[turn], info=info)
 
     async def play(self, job: Job, env: Env) -> Outcome:
-        return self._play(job)
+        return self.play_one(job, env)  # type: ignore[arg-type]
 
     async def play_batch(self, jobs: list[Job], pool: EnvPool) -> list[Outcome]:
-        return [self._play(job) for job in jobs]
+        return [self.play_one(job, pool.first) for job in jobs]  # type: ignore[arg-type]
 
 
 ENV = SyntheticEnv

@@ -3,15 +3,18 @@
 `ChatModel.chat` is async; it returns a Completion with its Usage (one call, its
 tokens, retries, latency, whether it came from the cache) or raises LLMError once
 its retries are spent. Actors turn LLMError into the episode status `llm_error`.
+An LLM kind (llm.name: none, openai, local; memrl_bench.registry) opens the run's
+ChatModel for the length of the run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from memrl_bench.config import InputError
 from memrl_bench.types import Usage
 
 
@@ -27,7 +30,7 @@ class LLMOutageError(LLMError):
     """The server looks down (unreachable, or too many consecutive failed calls): stop the run."""
 
 
-class LLMAuthError(LLMOutageError):
+class LLMAuthError(LLMOutageError, InputError):
     """The server refused the API key (HTTP 401 / 403): stop the run before the batch is logged."""
 
 
@@ -46,16 +49,13 @@ class ChatModel(Protocol):
         """One chat completion. `overrides` replace generation settings (temperature, max_tokens, stop)."""
         ...
 
-
-def make_chat_model(cfg: Mapping[str, Any], **kwargs: Any) -> ChatModel:
-    """A ChatModel for an OpenAI-compatible server from the `llm` config group (see llm/client.py)."""
-    from memrl_bench.llm.client import make_chat_model as make
-
-    return make(cfg, **kwargs)
+    def confirm_up(self) -> None:
+        """After a failed call, raise LLMOutageError if the server no longer answers (the runner
+        asks before it logs a batch with failed calls; a model without a server does nothing)."""
+        ...
 
 
-def open_chat_model(cfg: Mapping[str, Any]) -> AbstractContextManager[ChatModel | None]:
-    """The configured ChatModel for the length of a run (starting and stopping a local server)."""
-    from memrl_bench.llm.client import open_chat_model as open_model
-
-    return open_model(cfg)
+@contextmanager
+def no_model(cfg: Mapping[str, Any]) -> Iterator[None]:
+    """llm=none: no model for the run (an env that brings its own actor, the synthetic one)."""
+    yield None

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from memrl_bench.config import InputError
+
 CacheMode = Literal["read_write", "read_only", "off"]
 CACHE_MODES: tuple[str, ...] = get_args(CacheMode)
 
@@ -46,7 +48,7 @@ CREATE TABLE IF NOT EXISTS responses (
 """
 
 
-class CacheError(RuntimeError):
+class CacheError(InputError, RuntimeError):
     """The response cache file cannot be used; the message names it."""
 
 

@@ -25,14 +25,14 @@ import random
 import time
 import weakref
 from collections.abc import Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
 import openai
 
-from memrl_bench.config import LLMConfig, validated
+from memrl_bench.config import LLMConfig, cache_root, validated
 from memrl_bench.llm import Completion, LLMAuthError, LLMError, LLMOutageError
 from memrl_bench.llm.cache import CachedResponse, ResponseCache, cache_key
 from memrl_bench.redaction import redact_server_text, remember_secret, scrub, strip_userinfo
@@ -339,8 +339,6 @@ def _checked_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _cache_from_config(cfg: Mapping[str, Any]) -> ResponseCache | None:
-    from memrl_bench.models import cache_root
-
     mode = cfg.get("cache_mode", "off")
     if mode == "off":
         return None
@@ -352,7 +350,7 @@ def make_chat_model(cfg: Mapping[str, Any], *, base_url: str | None = None, iden
     cfg = _checked_config(cfg)
     url = base_url or cfg.get("base_url")
     if not url:
-        raise ValueError("llm.base_url is missing (llm=local gets it from its server: use open_chat_model)")
+        raise ValueError("llm.base_url is missing (llm=local gets it from the server it starts: use open_local)")
     retry = RetryPolicy(**{key: cfg[key] for key in _RETRY_KEYS if key in cfg}, seed=cfg.get("retry_seed", 0))
     return OpenAIChatModel(
         url,
@@ -368,24 +366,28 @@ def make_chat_model(cfg: Mapping[str, Any], *, base_url: str | None = None, iden
 
 
 @contextmanager
-def open_chat_model(cfg: Mapping[str, Any]) -> Iterator[OpenAIChatModel | None]:
-    """The configured model for the length of a run: None for llm=none; for llm=local,
-    a llama.cpp server started here and stopped on exit, also on errors."""
-    cfg = _checked_config(cfg)
-    if cfg["name"] == "none":
-        yield None
-        return
-    with ExitStack() as stack:
-        base_url, identity_extra = None, None
-        if cfg["name"] == "local":
-            from memrl_bench import models
-            from memrl_bench.llm.local_server import LocalLlamaServer
-
-            alias = cfg["model"] if cfg["model"] in models.CATALOGUE else None  # a .gguf path: its file stem
-            server_settings = {key: cfg[key] for key in _SERVER_KEYS if cfg.get(key) is not None}
-            server_settings.setdefault("parallel", cfg.get("max_concurrency", 4))  # one slot per request in flight
-            server = stack.enter_context(LocalLlamaServer(models.ensure(cfg["model"]), alias=alias, **server_settings))
-            base_url, identity_extra = server.base_url, {**server.info(), **models.checksum(cfg["model"])}
-        model = make_chat_model(cfg, base_url=base_url, identity_extra=identity_extra)
-        stack.callback(model.close)
+def open_openai(cfg: Mapping[str, Any]) -> Iterator[OpenAIChatModel]:
+    """llm=openai: a model on a running OpenAI-compatible server (llm.base_url), for the length of a run."""
+    model = make_chat_model(cfg)
+    try:
         yield model
+    finally:
+        model.close()
+
+
+@contextmanager
+def open_local(cfg: Mapping[str, Any]) -> Iterator[OpenAIChatModel]:
+    """llm=local: a llama.cpp server started here for the length of a run, stopped on exit, also on errors."""
+    from memrl_bench import models
+    from memrl_bench.llm.local_server import LocalLlamaServer
+
+    cfg = _checked_config(cfg)
+    alias = cfg["model"] if cfg["model"] in models.CATALOGUE else None  # a .gguf path: its file stem
+    server_settings = {key: cfg[key] for key in _SERVER_KEYS if cfg.get(key) is not None}
+    server_settings.setdefault("parallel", cfg.get("max_concurrency", 4))  # one slot per request in flight
+    with LocalLlamaServer(models.ensure(cfg["model"]), alias=alias, **server_settings) as server:
+        model = make_chat_model(cfg, base_url=server.base_url, identity_extra={**server.info(), **models.checksum(cfg["model"])})
+        try:
+            yield model
+        finally:
+            model.close()

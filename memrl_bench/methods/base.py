@@ -2,8 +2,10 @@
 
 A method is one file in this package exposing `METHOD = <its MemoryMethod subclass>`
 and one YAML in conf/method/. Contract, enforced by the runner's protocol guard:
-- `retrieve` is pure: it never changes memory (a fingerprint is compared around
-  every evaluation phase);
+- `retrieve` and `retrieve_batch` change no state: not memory (a fingerprint is compared
+  around every evaluation phase), nor anything `learn` reads; what learn needs of a
+  choice travels in `Retrieval.trace` and comes back as `Experience.retrieval`
+  (tests/test_method_contract.py checks every method);
 - `learn` is called only in training, once per mini-batch, after the batch is played;
 - `snapshot` / `restore` round-trip the whole state, so a run resumes exactly.
 """
@@ -37,11 +39,14 @@ class Query:
 
 @dataclass
 class Experience:
-    """A played episode as `learn` sees it: the record, its task, the task's key."""
+    """A played episode as `learn` sees it: the record, its task, the task's key, and the
+    retrieval it was played with (None when learn replays the log after a resume, or for
+    memories fed in unplayed)."""
 
     episode: Episode
     task: Task
     key: np.ndarray
+    retrieval: Retrieval | None = None
 
 
 @dataclass
@@ -85,10 +90,10 @@ class MemoryMethod(ABC):
 
     @abstractmethod
     def retrieve(self, query: Query) -> Retrieval:
-        """Choose memories for one episode. Must not change any state."""
+        """Choose memories for one episode. Changes no state (caches derived from memory aside)."""
 
     def retrieve_batch(self, queries: list[Query]) -> list[Retrieval]:
-        """Retrieve for every episode of a batch against one memory state."""
+        """Retrieve for every episode of a batch against one memory state; changes no state either."""
         return [self.retrieve(q) for q in queries]
 
     @abstractmethod
@@ -110,13 +115,6 @@ class MemoryMethod(ABC):
     def items(self) -> list[MemoryItem]:
         """Every stored item (for the provenance audit and analysis)."""
         return []
-
-
-def unit_rows(matrix: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length (zero rows stay zero)."""
-    matrix = np.asarray(matrix, dtype=np.float32)
-    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
-    return matrix / np.where(norms > 0, norms, 1.0)
 
 
 class _MirroredFields(dict):

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from memrl_bench import llm as llm_module
 from memrl_bench import prompts
+from memrl_bench.config import ConfigError
 from memrl_bench.methods.base import LearnResult, MethodContext
 from memrl_bench.types import Usage
 
@@ -31,16 +32,9 @@ class OpError(ValueError):
     """A model answer that cannot be applied; the message tells the model what is wrong."""
 
 
-def config_error(message: str) -> ValueError:
-    """The runner's ConfigError (one clear line from the CLI), for a method setting that cannot work."""
-    from memrl_bench.runner import ConfigError  # imported late: the runner loads methods, not the reverse
-
-    return ConfigError(message)
-
-
 def require_llm(ctx: MethodContext, method: str) -> None:
     if ctx.llm is None:
-        raise config_error(f"method {method} manages memory with an LLM: set llm=local or llm=openai")
+        raise ConfigError(f"method {method} manages memory with an LLM: set llm=local or llm=openai")
 
 
 def parse_json(text: str) -> Any:
@@ -142,7 +136,7 @@ class MemoryCalls:
             try:
                 completion = await self.llm.chat(messages, **overrides)
             except llm_module.LLMError as err:
-                if isinstance(err, getattr(llm_module, "LLMOutageError", ())):
+                if isinstance(err, llm_module.LLMOutageError):
                     raise  # the server is down: no memory call can succeed, so the run stops
                 self._charge(episode_id, getattr(err, "usage", None) or Usage(calls=1, failures=1))
                 break

@@ -34,9 +34,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memrl_bench import prompts
-from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text, unit_rows
+from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text
 from memrl_bench.methods.llm_ops import MemoryCalls, operation_list, require_llm, small_ids, text_list
 from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem
+from memrl_bench.vector_index import unit_rows
 
 EVENTS = ("ADD", "UPDATE", "DELETE", "NONE")
 Operation = tuple[str, str | None, str]  # event, stored id (UPDATE / DELETE), text (ADD / UPDATE)

@@ -43,9 +43,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memrl_bench import prompts
-from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text, unit_rows
-from memrl_bench.methods.llm_ops import MemoryCalls, OpError, config_error, non_empty_text, require_llm, text_list
+from memrl_bench.config import ConfigError
+from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text
+from memrl_bench.methods.llm_ops import MemoryCalls, OpError, non_empty_text, require_llm, text_list
 from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
+from memrl_bench.vector_index import unit_rows
 
 
 class MemPConfig(BaseModel):
@@ -79,7 +81,7 @@ class MemP(MemoryMethod):
         self.config = MemPConfig(**cfg)
         require_llm(ctx, self.name)
         if self.config.retrieve == "avefact" and ctx.embed is None:
-            raise config_error("method.retrieve=avefact compares keyword embeddings and needs a text embedder: set embedder=minilm (or use retrieve=query)")
+            raise ConfigError("method.retrieve=avefact compares keyword embeddings and needs a text embedder: set embedder=minilm (or use retrieve=query)")
         self.store = ItemStore()
         self.keywords = ItemStore()  # one row per keyword of a memory (retrieve=avefact); fields["memory"] names it
 

@@ -144,7 +144,6 @@ class MemRL(MemoryMethod):
         self.group_keys = ItemStore(index=self.config.index)  # one row per intent group; its item holds the task text and the member ids
         self._members: tuple[np.ndarray, np.ndarray] | None = None  # memory positions grouped by group, and offsets
         self._group_of_text: dict[str, int] | None = None  # group position by task text (the official dict's key)
-        self._phase_a: dict[str, PhaseA] = {}  # the last retrieve_batch's phase A by episode id
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -155,13 +154,14 @@ class MemRL(MemoryMethod):
         return self.retrieve_batch([query])[0]
 
     def retrieve_batch(self, queries: list[Query]) -> list[Retrieval]:
-        # Phase A for the whole batch in one search; kept, so that learn takes each new
-        # memory's group from its own retrieval, as the official code does.
+        # Phase A for the whole batch in one search; each retrieval's phase A travels as its
+        # trace, so that learn takes each new memory's group from its own retrieval, as the
+        # official code does.
         keys = np.stack([q.key for q in queries]).astype(np.float32) if queries else np.zeros((0, 0), np.float32)
-        retrievals, self._phase_a = [], {}
+        retrievals = []
         for query, key, hits in zip(queries, keys, self._search(keys)):
             retrieval = self._rank_and_select(query, hits)
-            self._phase_a[query.episode_id] = PhaseA(key, hits, bool(retrieval.items))
+            retrieval.trace = PhaseA(key, hits, bool(retrieval.items))
             retrievals.append(retrieval)
         return retrievals
 
@@ -170,18 +170,6 @@ class MemRL(MemoryMethod):
         if not len(self.group_keys):
             return [empty_hits() for _ in keys]
         return self.group_keys.search(keys, self.config.k_groups, self.config.sim_threshold)
-
-    def pool(self, group_sims: np.ndarray) -> tuple[list[str], np.ndarray]:
-        """Phase A: member ids of the top k_groups intents above sim_threshold, with their group's sim."""
-        top, count = top_k(group_sims, self.config.k_groups, self.config.sim_threshold)
-        positions, sims = self._pool(Hits(top, group_sims[top], count))
-        return self._ids(positions), sims
-
-    def rank(self, ids: list[str], sims: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-        """Phase B: Q estimates, drop Q < q_min, score, stable descending sort. Returns ids, sims, q, scores."""
-        positions, sims, q, scores = self._score(self._positions(ids), np.asarray(sims, dtype=np.float64))
-        order = np.argsort(-scores, kind="stable")
-        return self._ids(positions[order]), sims[order], q[order], scores[order]
 
     def score(self, sims: np.ndarray, q: np.ndarray, q_stats_of: np.ndarray | None = None) -> np.ndarray:
         """sim_z * (1 - lambda) + q_z * lambda, q_z z-scored (by `q_stats_of`, default q) and clipped to [-3, 3]."""
@@ -275,12 +263,6 @@ class MemRL(MemoryMethod):
         chosen = [RetrievedItem.of(self.store.items[positions[i]], sims[i], float(q[i]), float(scores[i])) for i in picks]
         return Retrieval(items=chosen, prompt_block=self._prompt_block(chosen), candidates=len(positions))
 
-    def _positions(self, ids: list[str]) -> np.ndarray:
-        return np.array([self.store.index_of(i) for i in ids], dtype=np.int64)
-
-    def _ids(self, positions: np.ndarray) -> list[str]:
-        return [self.store.items[p].id for p in positions]
-
     def _prompt_block(self, chosen: list[RetrievedItem]) -> str:
         """Successes, then failures, under the official ALFWorld agent's headers (memrl/agent/memp_agent.py)."""
         if not chosen:
@@ -304,16 +286,15 @@ class MemRL(MemoryMethod):
         return LearnResult(usage_by_episode=usage)
 
     def _retrievals(self, batch: list[Experience]) -> list[PhaseA]:
-        """Each episode's retrieval: kept by retrieve_batch, or (not retrieved for with this key,
-        e.g. a batch replayed on resume) redone now, against the same memory as then."""
+        """Each episode's phase A: its retrieval's trace, or (none with this key, e.g. a batch
+        replayed from the log on resume) redone now, against the same memory as then."""
         keys = np.stack([exp.key for exp in batch]).astype(np.float32)
-        kept = [self._phase_a.get(exp.episode.episode_id) for exp in batch]
-        found: list[PhaseA | None] = [a if a is not None and np.array_equal(a.key, key) else None for a, key in zip(kept, keys)]
+        kept = [exp.retrieval.trace if exp.retrieval is not None else None for exp in batch]
+        found: list[PhaseA | None] = [a if isinstance(a, PhaseA) and np.array_equal(a.key, key) else None for a, key in zip(kept, keys)]
         missing = [i for i, a in enumerate(found) if a is None]
         for i, hits in zip(missing, self._search(keys[missing]) if missing else []):
             positions, _ = self._pool(hits)
             found[i] = PhaseA(keys[i], hits, bool((self._q_estimates(positions) >= self.config.q_min).any()))
-        self._phase_a = {}  # stale once memory changes
         return found
 
     def _update_q(self, batch: list[Experience]) -> None:
@@ -328,10 +309,6 @@ class MemRL(MemoryMethod):
                 fields["q_value"] = q if c.q_floor is None else max(c.q_floor, q)
                 fields["visits"] += 1
                 fields["successes" if ep.success else "failures"] += 1
-
-    def _write(self, exp: Experience, content: str) -> None:
-        """Store one episode's memory (as a learn batch of one, without Q updates)."""
-        self._write_batch([exp], [content], self._retrievals([exp]))
 
     def _write_batch(self, batch: list[Experience], contents: list[str], retrievals: list[PhaseA]) -> None:
         """Store the episodes' memories in order, each joining a group or founding one."""
@@ -448,7 +425,6 @@ class MemRL(MemoryMethod):
         self.group_keys.load(path / "groups")
         self._members = None
         self._group_of_text = None
-        self._phase_a = {}
 
     def stats(self) -> MemoryStats:
         return MemoryStats(items=len(self.store), bytes=self.store.nbytes() + self.group_keys.keys.nbytes, groups=len(self.group_keys))

@@ -12,10 +12,12 @@ import os
 import shutil
 from pathlib import Path
 
+from memrl_bench.findings import findings
+from memrl_bench.findings import render_html as render_findings
 from memrl_bench.report.aggregate import aggregate
 from memrl_bench.report.figures import all_figures
-from memrl_bench.report.html import findings_html, render, section_headings
-from memrl_bench.report.load import ReportInputError, Results, common_settings, load
+from memrl_bench.report.html import render, section_headings, shared_settings_line
+from memrl_bench.report.load import ReportInputError, Results, load
 from memrl_bench.report.tables import all_tables, write_tables
 
 __all__ = ["ReportInputError", "report", "write_report"]
@@ -39,20 +41,20 @@ def write_report(results: Results, out_dir: Path | str | None = None) -> Path:
     agg = aggregate(results)
     tables = all_tables(results, agg)
     figures = all_figures(results, agg)
-    findings = findings_html(results.root)
+    found = findings(results.root, warn=None)  # the report names unreadable runs itself
+    section = render_findings(found, results.root) if found else ""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
-        shared = common_settings(results.runs)
-        preamble = f"# memrl-bench report: {results.root}\n\nSettings shared by every run (left out of the variant names): {', '.join(shared) or 'none'}\n"
+        preamble = f"# memrl-bench report: {results.root}\n\n{shared_settings_line(results)}\n"
         write_tables(tables, tmp, section_headings(results, tables), preamble)
         (tmp / "figures").mkdir()
         for figure in figures.values():
-            if figure.png is not None:
-                (tmp / "figures" / f"{figure.name}.png").write_bytes(figure.png)
-        (tmp / "report.html").write_text(render(results, tables, figures, findings))
+            if figure.svg is not None:
+                (tmp / "figures" / f"{figure.name}.svg").write_text(figure.svg)
+        (tmp / "report.html").write_text(render(results, tables, figures, section))
         _replace_folder(out, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -13,46 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from memrl_bench import metrics as metrics_lib
-from memrl_bench.report.load import STAGES, USAGE_KEYS, Results
+from memrl_bench.report.axes import BASELINE_METHOD
+from memrl_bench.report.load import LEARNING_PHASES, RATE_COLUMNS, STAGES, USAGE_KEYS, Results
+from memrl_bench.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean, t_interval
 
-BASELINE_METHOD = "none"
-CONFIDENCE = 0.95
-BOOTSTRAP_RESAMPLES = 10_000
-BOOTSTRAP_SEED = 0
-LEARNING_PHASES = ("train", "validation")  # phases scored every epoch (CSR, forgetting)
-RATE_COLUMNS = ("sr", "csr", "forgetting_rate", "forgetting_of_solved")
-SCORING_COLUMNS = ["phase", "split", "epoch", "task_id", "success"]
 RUN_COLUMNS = ["run", "method", "variant", "seed", "labels", "complete"]  # identify a run in per-run tables
-
-
-@dataclass(frozen=True)
-class Interval:
-    """Mean over n values and its 95% t-interval (low/high are NaN for n < 2)."""
-
-    n: int
-    mean: float
-    low: float
-    high: float
-
-    @property
-    def half_width(self) -> float:
-        return (self.high - self.low) / 2
-
-
-def t_interval(values) -> Interval:
-    """Mean and 95% Student-t interval of the non-missing values."""
-    x = pd.to_numeric(pd.Series(values), errors="coerce").dropna().to_numpy(dtype=float)
-    n = len(x)
-    if n == 0:
-        return Interval(0, np.nan, np.nan, np.nan)
-    mean = float(x.mean())
-    if n == 1:
-        return Interval(1, mean, np.nan, np.nan)
-    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * x.std(ddof=1) / np.sqrt(n))
-    return Interval(n, mean, mean - half, mean + half)
 
 
 @dataclass(frozen=True)
@@ -79,15 +46,8 @@ def paired_bootstrap(a: pd.DataFrame, b: pd.DataFrame, resamples: int = BOOTSTRA
     if paired.empty:
         return None
     per_task = (paired["a"] - paired["b"]).groupby(level="task_id").mean().to_numpy()
-    rng = np.random.default_rng(seed)
-    n = len(per_task)
-    means = np.empty(resamples)
-    chunk = max(1, 2_000_000 // n)  # bounds the index matrix's memory on large splits
-    for start in range(0, resamples, chunk):
-        stop = min(resamples, start + chunk)
-        means[start:stop] = per_task[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
-    low, high = np.percentile(means, [100 * (1 - CONFIDENCE) / 2, 100 * (1 + CONFIDENCE) / 2])
-    return BootstrapDifference(float(per_task.mean()), float(low), float(high), n, len(paired))
+    diff = bootstrap_mean(per_task, resamples, seed)
+    return BootstrapDifference(diff.mean, diff.low, diff.high, diff.n, len(paired))
 
 
 def whole_phases(results: Results) -> pd.DataFrame:
@@ -106,28 +66,9 @@ def whole_phases(results: Results) -> pd.DataFrame:
 
 
 def per_run_epoch(results: Results) -> pd.DataFrame:
-    """One row per (run, phase, epoch): SR, CSR, both forgetting rates, and whether it is whole."""
-    rows = []
-    for run, episodes in results.episodes.groupby("run", sort=False):
-        records = episodes[SCORING_COLUMNS].to_dict("records")
-        sr = metrics_lib.success_rates(records)
-        learning = {p: (metrics_lib.cumulative_success_rates(records, p), metrics_lib.forgetting_rates(records, p)) for p in LEARNING_PHASES if p in sr}
-        for phase, by_epoch in sr.items():
-            csr, forgetting = learning.get(phase, ({}, {}))
-            for epoch, rate in by_epoch.items():
-                rows.append(
-                    {
-                        "run": run,
-                        "phase_name": phase,
-                        "epoch": epoch,
-                        "sr": rate,
-                        "csr": csr.get(epoch, np.nan),
-                        **{name: (by[epoch] if by.get(epoch) is not None else np.nan) for name, by in forgetting.items()},
-                    }
-                )
-    table = pd.DataFrame(rows, columns=["run", "phase_name", "epoch", *RATE_COLUMNS])
+    """One row per (run, phase, epoch): SR, CSR, both forgetting rates (as memrl_bench.metrics computes them), and whether it is whole."""
     whole = whole_phases(results)[["run", "phase_name", "epoch", "whole"]]
-    table = table.merge(whole, on=["run", "phase_name", "epoch"], how="left")
+    table = results.rates.merge(whole, on=["run", "phase_name", "epoch"], how="left")
     return table.join(results.runs.set_index("run")[["method", "variant", "seed", "labels"]], on="run")
 
 
@@ -138,8 +79,12 @@ def over_seeds(per_run: pd.DataFrame, keys: list[str], values: list[str]) -> pd.
         for metric in values:
             interval = t_interval(group[metric])
             if interval.n:
-                rows.append({**dict(zip(keys, key)), "metric": metric, "n": interval.n, "mean": interval.mean, "ci_low": interval.low, "ci_high": interval.high})
+                rows.append({**dict(zip(keys, key)), "metric": metric, "n": interval.n, "mean": interval.mean, "ci_low": _nan(interval.low), "ci_high": _nan(interval.high)})
     return pd.DataFrame(rows, columns=[*keys, "metric", "n", "mean", "ci_low", "ci_high"])
+
+
+def _nan(value: float | None) -> float:
+    return np.nan if value is None else value
 
 
 def epoch_rates(per_run: pd.DataFrame) -> pd.DataFrame:
@@ -160,12 +105,12 @@ def rates_on_test(per_run: pd.DataFrame, splits: list[str]) -> pd.DataFrame:
 
 
 def _baseline_for(variant: str, runs: pd.DataFrame) -> str | None:
-    """The `none` variant with the same settings, else the only `none` variant."""
+    """The `none` variant in the same condition, else the only `none` variant."""
     baselines = runs[runs["method"] == BASELINE_METHOD]
     if baselines.empty or variant in set(baselines["variant"]):
         return None
-    settings = runs.loc[runs["variant"] == variant, "settings"].iloc[0]
-    same = baselines[baselines["settings"] == settings]["variant"].unique()
+    condition = runs.loc[runs["variant"] == variant, "condition"].iloc[0]
+    same = baselines[baselines["condition"] == condition]["variant"].unique()
     candidates = same if len(same) else baselines["variant"].unique()
     return str(candidates[0]) if len(candidates) == 1 else None
 

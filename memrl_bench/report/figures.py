@@ -1,7 +1,17 @@
-"""The report's figures (matplotlib, Agg): one fixed colour per method across all of them.
+"""The report's figures (matplotlib, SVG): colours that say what varies.
 
-Each figure function returns a `Figure`: PNG bytes, or none and a note saying why the
-data for it is absent (e.g. no Q values for none/rag, no synthetic utilities on a real env).
+A colour per family (a method and its categorical settings: memrl selection=softmax), a
+shade per value of the family's numeric parameter (epsilon, a temperature: lighter for
+larger values), a line style per condition (outcome temperature, protocol, ...), and
+the parameter at 0 (MemRL's greedy epsilon = 0) always marked: a black-edged diamond
+and a thicker line (memrl_bench.report.axes places each variant). The first figure
+draws each headline number along the study's axis: the parameter on the x axis, one
+panel per condition.
+
+Figures are SVG with real text, inlined in report.html; each variant's artists carry the
+id "series-<n>", so a browser (tests/test_report_render.py) can read what a figure shows.
+Each figure function returns a `Figure`: its SVG, or none and a note saying why the data
+for it is absent (e.g. no Q values for none/rag, no synthetic utilities on a real env).
 """
 
 from __future__ import annotations
@@ -17,26 +27,27 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.colors import to_hex, to_rgb  # noqa: E402
 
-from memrl_bench import metrics as metrics_lib  # noqa: E402
-from memrl_bench.report.aggregate import LEARNING_PHASES, Aggregates, q_utility_pairs, retrieval_counts  # noqa: E402
-from memrl_bench.report.load import Results  # noqa: E402
+from memrl_bench.report.aggregate import Aggregates, q_utility_pairs, retrieval_counts  # noqa: E402
+from memrl_bench.report.load import LEARNING_PHASES, Results  # noqa: E402
 from memrl_bench.report.tables import RATE_NAMES, variant_order  # noqa: E402
 
 METHOD_COLOURS = {"none": "#7f7f7f", "rag": "#1f77b4", "memrl": "#d62728", "mem0": "#2ca02c", "memp": "#ff7f0e", "expel": "#9467bd"}
 OTHER_COLOURS = ("#8c564b", "#e377c2", "#17becf", "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173")
 LINESTYLES = ("-", "--", ":", "-.")
-DPI = 100
+LIGHTEST = 0.6  # the largest parameter value's shade: this much of the way from the family colour to white
 FIGURE_VARIANTS = 24  # most variants one figure draws (those with the most runs); the tables keep all
 MAX_WIDTH_IN = 16.0  # widest figure; bars get thinner beyond it
 GRID_COLUMNS = 4  # panels per row of a per-variant figure
+CURVE_POINTS = 400  # a Lorenz curve is drawn through at most this many of its points
 
 
 @dataclass
 class Figure:
     name: str
     title: str
-    png: bytes | None  # None: skipped, see note
+    svg: str | None  # None: skipped, see note
     note: str = ""
 
 
@@ -48,52 +59,80 @@ def method_colours(methods) -> dict[str, str]:
     return colours
 
 
+def shade(colour: str, lightness: float) -> str:
+    """`colour` moved `lightness` (0..1) of the way to white."""
+    return to_hex(tuple(c + (1.0 - c) * lightness for c in to_rgb(colour)))
+
+
 class Styles:
-    """Colour by method; line style tells apart variants of one method.
+    """How each variant is drawn (see the module docstring).
 
     `order` holds the variants the figures draw: all of them, or the FIGURE_VARIANTS with
     the most runs (a study folder holds a hundred variants, most of them single runs).
     """
 
-    def __init__(self, runs: pd.DataFrame):
-        every = variant_order(runs)
-        runs_per_variant = runs["variant"].value_counts()
+    def __init__(self, results: Results):
+        every = variant_order(results)
+        runs_per_variant = results.runs["variant"].value_counts()
         drawn = set(sorted(every, key=lambda v: -runs_per_variant[v])[:FIGURE_VARIANTS])  # stable: ties keep the table order
         self.order = [v for v in every if v in drawn]
         self.left_out = len(every) - len(self.order)
-        method_of = runs.drop_duplicates("variant").set_index("variant")["method"]
-        colours = method_colours(method_of.unique())
+        self.places = {v: results.places[v] for v in every}
+        families = list(dict.fromkeys(p.family for p in self.places.values()))
+        methods = list(dict.fromkeys(p.method for p in self.places.values()))
+        base = method_colours(methods)
+        extra = iter(c for c in OTHER_COLOURS if c not in base.values())
+        self.family_colour: dict[str, str] = {}
+        for family in families:  # a method's first family takes its colour, the others the palette
+            method = next(p.method for p in self.places.values() if p.family == family)
+            self.family_colour[family] = base[method] if base[method] not in self.family_colour.values() else next(extra, "#555555")
+        values: dict[str, list[float]] = {}
+        for p in self.places.values():
+            if p.parameter is not None:
+                values.setdefault(p.family, []).append(p.value)
+        values = {f: sorted(set(v)) for f, v in values.items()}
+        conditions = list(dict.fromkeys(p.condition_label for p in self.places.values()))
         self.colour: dict[str, str] = {}
         self.linestyle: dict[str, str] = {}
-        seen: dict[str, int] = {}
-        for variant in self.order:
-            method = method_of[variant]
-            self.colour[variant] = colours[method]
-            self.linestyle[variant] = LINESTYLES[seen.get(method, 0) % len(LINESTYLES)]
-            seen[method] = seen.get(method, 0) + 1
+        for variant, p in self.places.items():
+            ladder = values.get(p.family, [])
+            lightness = LIGHTEST * ladder.index(p.value) / (len(ladder) - 1) if len(ladder) > 1 else 0.0
+            self.colour[variant] = shade(self.family_colour[p.family], lightness)
+            self.linestyle[variant] = LINESTYLES[conditions.index(p.condition_label) % len(LINESTYLES)]
+        self.index = {v: i for i, v in enumerate(every)}
 
-    def line(self, variant: str) -> dict:
-        return {"color": self.colour[variant], "linestyle": self.linestyle[variant], "label": variant}
+    def marked(self, variant: str) -> bool:
+        return self.places[variant].marked
+
+    def line(self, variant: str, marker: str | None = "o") -> dict:
+        """Keyword arguments of ax.plot for a variant's line."""
+        style = {"color": self.colour[variant], "linestyle": self.linestyle[variant], "label": variant, "gid": f"series-{self.index[variant]}", "linewidth": 1.5}
+        if self.marked(variant):
+            return style | {"linewidth": 2.6, "marker": "D", "markersize": 6, "markeredgecolor": "black", "zorder": 3}
+        return style | ({"marker": marker, "markersize": 3} if marker else {})
 
 
-def _png(fig) -> bytes:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")  # a legend wider than the plots is kept whole
+def _svg(fig, name: str) -> str:
+    """The figure as SVG markup to inline in a page: text kept as text, ids unique to this figure, no date."""
+    buffer = io.StringIO()
+    with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": name}):
+        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})  # a legend wider than the plots is kept whole
     plt.close(fig)
-    return buffer.getvalue()
+    text = buffer.getvalue()
+    return text[text.index("<svg") :]
 
 
 def _legend_below(fig, axes) -> None:
     handles, labels = [], []
     for ax in np.ravel(axes):
         for h, lab in zip(*ax.get_legend_handles_labels()):
-            if lab not in labels:
+            if lab not in labels and not lab.startswith("_"):
                 handles.append(h)
                 labels.append(lab)
     if handles:
-        # As many columns as the longest label allows (~7.5 px a character at 10 pt), and the
+        # As many columns as the longest label allows (~0.075 in a character at 10 pt), and the
         # figure grows by the legend's height, so that any number of variants fits below the plots.
-        columns = max(1, min(4, len(labels), int(fig.get_figwidth() * DPI // (7.5 * max(map(len, labels)) + 60))))
+        columns = max(1, min(4, len(labels), int(fig.get_figwidth() // (0.075 * max(map(len, labels)) + 0.6))))
         rows = -(-len(labels) // columns)
         legend_in, height = 0.2 + 0.22 * rows, fig.get_figheight()
         bottom_in, top_in = fig.subplotpars.bottom * height, (1 - fig.subplotpars.top) * height
@@ -112,9 +151,9 @@ def _epoch_grid(rates: pd.DataFrame, metrics: list[str], styles: Styles, ylabel:
                 cells = rates[(rates["variant"] == variant) & (rates["phase_name"] == phase) & (rates["metric"] == metric)].sort_values("epoch")
                 if cells.empty:
                     continue
-                ax.plot(cells["epoch"], 100 * cells["mean"], marker="o", markersize=3, **styles.line(variant))
+                ax.plot(cells["epoch"], 100 * cells["mean"], **styles.line(variant))
                 banded = cells.dropna(subset=["ci_low"])  # rates live in [0, 100]: the band is drawn clipped to it
-                ax.fill_between(banded["epoch"], (100 * banded["ci_low"]).clip(0, 100), (100 * banded["ci_high"]).clip(0, 100), color=styles.colour[variant], alpha=0.15, linewidth=0)
+                ax.fill_between(banded["epoch"], (100 * banded["ci_low"]).clip(0, 100), (100 * banded["ci_high"]).clip(0, 100), color=styles.colour[variant], alpha=0.12, linewidth=0)
             ax.set_title(f"{RATE_NAMES[metric]} — {phase}", fontsize=10)
             ax.set_xlabel("epoch")
             ax.set_ylabel(ylabel)
@@ -125,22 +164,108 @@ def _epoch_grid(rates: pd.DataFrame, metrics: list[str], styles: Styles, ylabel:
     return fig
 
 
-def _grouped_bars(frame: pd.DataFrame, group_column: str, groups: list[str], bar: Callable, styles: Styles, ylabel: str):
-    """One group of bars per value of `group_column`, one bar per variant; `bar(cells)` gives heights and whisker lengths below/above."""
-    variants = [v for v in styles.order if (frame["variant"] == v).any()]
-    width = 0.8 / len(variants)
-    fig, ax = plt.subplots(figsize=(min(MAX_WIDTH_IN, max(6.0, 1.9 * len(groups) * max(1, len(variants) / 3))), 3.8))
-    for i, variant in enumerate(variants):
-        height, below, above = bar(frame[frame["variant"] == variant].set_index(group_column).reindex(groups))
-        x = np.arange(len(groups)) + (i - (len(variants) - 1) / 2) * width
-        ax.bar(x, height, width, color=styles.colour[variant], label=variant, hatch="//" if styles.linestyle[variant] != "-" else None, edgecolor="white")
-        ax.errorbar(x, height, yerr=[below, above], fmt="none", ecolor="black", capsize=3, linewidth=1)
-    ax.set_xticks(np.arange(len(groups)), groups)
-    ax.set_ylabel(ylabel)
-    ax.grid(axis="y", alpha=0.3)
+def _bars_per_condition(frame: pd.DataFrame, group_column: str, groups: list[str], bar: Callable, styles: Styles, ylabel: str):
+    """Small multiples, one panel per condition: in each, a group of bars per value of
+    `group_column` and a bar per variant; `bar(cells)` gives heights and whisker lengths below/above."""
+    present = [v for v in styles.order if (frame["variant"] == v).any()]
+    conditions = list(dict.fromkeys(styles.places[v].condition_label for v in present))
+    most = max(sum(styles.places[v].condition_label == c for v in present) for c in conditions)
+    width_in = min(MAX_WIDTH_IN, max(5.0, 1.1 * len(groups) * max(1, most / 3) * len(conditions)))
+    fig, axes = plt.subplots(1, len(conditions), figsize=(width_in, 3.8), sharey=True, squeeze=False)
+    for ax, condition in zip(axes[0], conditions):
+        variants = [v for v in present if styles.places[v].condition_label == condition]
+        width = 0.8 / len(variants)
+        for i, variant in enumerate(variants):
+            height, below, above = bar(frame[frame["variant"] == variant].set_index(group_column).reindex(groups))
+            x = np.arange(len(groups)) + (i - (len(variants) - 1) / 2) * width
+            edge = {"edgecolor": "black", "linewidth": 1.6} if styles.marked(variant) else {"edgecolor": "white", "linewidth": 0.5}
+            ax.bar(x, height, width, color=styles.colour[variant], label=styles.places[variant].arm, gid=f"series-{styles.index[variant]}", **edge)  # the panel names the condition
+            ax.errorbar(x, height, yerr=[below, above], fmt="none", ecolor="black", capsize=2, linewidth=0.8)
+        ax.set_xticks(np.arange(len(groups)), [g.replace("_", " ") for g in groups], fontsize=8)
+        ax.set_title(condition or "all runs", fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel(ylabel)
     fig.tight_layout()
-    _legend_below(fig, ax)
-    return fig, ax
+    _legend_below(fig, axes)
+    return fig, axes[0]
+
+
+# ---- along the study's axes --------------------------------------------------------------
+
+
+def _axis_numbers(results: Results, agg: Aggregates) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """Headline metric -> variant -> (mean, ci low, ci high), in the units drawn; each
+    metric lives in [0, scale] (a rate, a share, a Gini), so its interval is drawn clipped to it."""
+    out: dict[str, dict[str, tuple[float, float, float]]] = {}
+
+    def put(name: str, rows: pd.DataFrame, scale: float) -> None:
+        if not rows.empty:
+            out[name] = {r["variant"]: (scale * r["mean"], *np.clip([scale * r["ci_low"], scale * r["ci_high"]], 0, scale)) for _, r in rows.iterrows()}
+
+    if agg.test_splits:
+        split = next((s for s in agg.test_splits if "in_distribution" in s), agg.test_splits[0])
+        put(f"{split.replace('_', ' ')} SR (%)", agg.test_rates[agg.test_rates["split"] == split], 100)
+    train = agg.epoch_rates[(agg.epoch_rates["phase_name"] == "train") & (agg.epoch_rates["metric"] == "sr")]
+    put("training SR, last epoch (%)", train[train["epoch"] == train.groupby("variant")["epoch"].transform("max")], 100)
+    put("retrieval Gini", agg.end[agg.end["metric"] == "retrieval_gini"], 1)
+    put("memories never retrieved (%)", agg.end[agg.end["metric"] == "never_retrieved_share"], 100)
+    return out
+
+
+def axes_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
+    """Each headline number against the swept setting: a line per family that sweeps it (one
+    per selection rule when epsilon is swept under several), a flat line per other variant."""
+    title = "Along the study's axes: each headline number against the swept method setting (x), a line per family sweeping it, one panel per condition; flat lines are the condition's other variants"
+    swept = [(p.family, p.parameter) for p in styles.places.values() if p.parameter is not None]
+    if not swept:
+        return Figure("axes", title, None, "no method setting takes several numeric values within a family (e.g. method.epsilon=0,0.1)")
+    family, parameter = max(dict.fromkeys(swept), key=lambda fp: (sum(p.family == fp[0] for p in styles.places.values()), fp[0]))
+    families = list(dict.fromkeys(f for f, p in swept if p == parameter))
+    sweep = [v for v in styles.order if styles.places[v].family in families]
+    reach = {c: len({styles.places[v].value for v in sweep if styles.places[v].condition_label == c}) for c in dict.fromkeys(styles.places[v].condition_label for v in sweep)}
+    conditions = [c for c, n in reach.items() if n == max(reach.values())]  # where the sweep was run in full
+    numbers = _axis_numbers(results, agg)
+    if not numbers:
+        return Figure("axes", title, None, "no headline number (test SR, training SR, retrieval Gini) was measured")
+    name = parameter.removeprefix("method.")
+    title = title.replace("the swept method setting", parameter)
+    fig, axes = plt.subplots(len(numbers), len(conditions), figsize=(4.6 * len(conditions), 2.7 * len(numbers) + 0.4), squeeze=False, sharex=True)
+    for col, condition in enumerate(conditions):
+        here = [v for v in styles.order if styles.places[v].condition_label == condition]
+        for row, (metric, by_variant) in enumerate(numbers.items()):
+            ax = axes[row][col]
+            xs: set[float] = set()
+            for line_family in families:
+                on_line = sorted((v for v in here if styles.places[v].family == line_family and v in by_variant), key=lambda v: styles.places[v].value)
+                points = [(styles.places[v].value, *by_variant[v], v) for v in on_line]
+                if not points:
+                    continue
+                x, mean, *_ = zip(*points)
+                xs |= set(x)
+                ax.plot(x, mean, color=styles.family_colour[line_family], linewidth=1.5, label="_line", gid=f"series-{styles.index[on_line[0]]}")
+                for xi, m, lo, hi, v in points:
+                    ax.errorbar([xi], [m], yerr=np.nan_to_num([[m - lo], [hi - m]]), fmt="none", ecolor=styles.colour[v], capsize=2, linewidth=0.9)
+                    marker = {"marker": "D", "markersize": 8, "markeredgecolor": "black"} if styles.marked(v) else {"marker": "o", "markersize": 6, "markeredgecolor": styles.colour[v]}
+                    ax.plot([xi], [m], linestyle="none", color=styles.colour[v], label=styles.places[v].arm, gid=f"series-{styles.index[v]}", zorder=3, **marker)
+            if 0.0 in xs:
+                ax.axvline(0.0, color="black", linewidth=0.8, linestyle=":", label=f"_{name} = 0")
+            for v in here:
+                if styles.places[v].family not in families and v in by_variant:
+                    ax.axhline(by_variant[v][0], color=styles.colour[v], linestyle="--", linewidth=1.3, label=styles.places[v].arm, gid=f"series-{styles.index[v]}")
+            if row == 0:
+                ax.set_title(condition or "all runs", fontsize=9)
+            ax.set_ylabel(metric, fontsize=9)
+            ax.grid(alpha=0.3)
+            if row == len(numbers) - 1:
+                ax.set_xlabel(f"{parameter}; ◆ = {name} 0")
+            if xs:
+                ax.set_xticks(sorted(xs), [f"{value:g}" for value in sorted(xs)])
+    fig.tight_layout()
+    _legend_below(fig, axes)
+    return Figure("axes", title, _svg(fig, "axes"))
+
+
+# ---- the figures ---------------------------------------------------------------------------
 
 
 def sr_csr_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
@@ -148,7 +273,7 @@ def sr_csr_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
     rates = agg.epoch_rates[agg.epoch_rates["metric"].isin(["sr", "csr"])]
     if rates.empty:
         return Figure("sr_csr", title, None, "no training or validation episodes")
-    return Figure("sr_csr", title, _png(_epoch_grid(rates, ["sr", "csr"], styles, "% of tasks")))
+    return Figure("sr_csr", title, _svg(_epoch_grid(rates, ["sr", "csr"], styles, "% of tasks"), "sr_csr"))
 
 
 def forgetting_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
@@ -156,11 +281,11 @@ def forgetting_figure(results: Results, agg: Aggregates, styles: Styles) -> Figu
     rates = agg.epoch_rates[agg.epoch_rates["metric"].str.startswith("forgetting")]
     if rates.empty:
         return Figure("forgetting", title, None, "forgetting needs at least two epochs of a phase")
-    return Figure("forgetting", title, _png(_epoch_grid(rates, ["forgetting_rate", "forgetting_of_solved"], styles, "%")))
+    return Figure("forgetting", title, _svg(_epoch_grid(rates, ["forgetting_rate", "forgetting_of_solved"], styles, "%"), "forgetting"))
 
 
 def latency_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
-    title = "Latency per stage and episode: bar p50, whisker up to p95"
+    title = "Latency per stage and episode, one panel per condition: bar p50, whisker up to p95"
     latency = agg.latency[agg.latency["p95_s"] > 0]
     if latency.empty:
         return Figure("latency", title, None, "no latencies recorded")
@@ -170,13 +295,14 @@ def latency_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
         p50, p95 = 1000 * cells["p50_s"].to_numpy(), 1000 * cells["p95_s"].to_numpy()
         return p50, np.zeros_like(p50), np.nan_to_num(p95 - p50)
 
-    fig, ax = _grouped_bars(latency, "stage", stages, bar, styles, "milliseconds")
+    fig, axes = _bars_per_condition(latency, "stage", stages, bar, styles, "milliseconds")
     values = 1000 * latency[["p50_s", "p95_s"]].to_numpy().ravel()
     values = values[values > 0]
     if values.max() / values.min() > 50:
-        ax.set_yscale("log")
+        for ax in axes:
+            ax.set_yscale("log")
         title += " (log scale)"
-    return Figure("latency", title, _png(fig))
+    return Figure("latency", title, _svg(fig, "latency"))
 
 
 def memory_growth_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
@@ -190,23 +316,25 @@ def memory_growth_figure(results: Results, agg: Aggregates, styles: Styles) -> F
         for i, variant in enumerate(styles.order):
             curve = train[train["variant"] == variant].groupby("episodes_seen")[column].mean()
             if len(curve):  # earlier lines wider, so equal curves stay visible
-                ax.plot(curve.index, curve.to_numpy() * scale, linewidth=1.2 + 2.0 * (len(styles.order) - 1 - i) / len(styles.order), **styles.line(variant))
+                style = styles.line(variant, marker=None)
+                ax.plot(curve.index, curve.to_numpy() * scale, **(style | {"linewidth": style["linewidth"] + 1.5 * (len(styles.order) - 1 - i) / len(styles.order), "markevery": [len(curve) - 1]}))
         ax.set_xlabel("training episodes played")
         ax.set_ylabel(f"memory {label}")
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8, frameon=False)
     fig.tight_layout()
-    return Figure("memory_growth", title, _png(fig))
+    _legend_below(fig, axes)
+    return Figure("memory_growth", title, _svg(fig, "memory_growth"))
 
 
 def retrieval_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
-    title = "Retrieval concentration: Lorenz curve of per-memory retrieval counts (final memories, training episodes, seeds pooled)"
+    title = "Retrieval concentration: Lorenz curve of per-memory retrieval counts (final memories, training episodes, seeds pooled); Gini as in the memory table (mean over seeds)"
     counts = retrieval_counts(results)
     used = counts.groupby("run")["retrievals"].transform("sum") > 0
     counts = counts[used].join(results.runs.set_index("run")["variant"], on="run")
     if counts.empty:
         return Figure("retrieval", title, None, "no run has a final memory snapshot whose items were retrieved (e.g. only `none` runs, or no complete run)")
-    fig, ax = plt.subplots(figsize=(5.5, 4.6))
+    gini = agg.end[agg.end["metric"] == "retrieval_gini"].set_index("variant")["mean"]
+    fig, ax = plt.subplots(figsize=(6.5, 5.0))
     ax.plot([0, 1], [0, 1], color="black", linewidth=0.8, linestyle=":", label="equal use")
     for variant in styles.order:
         c = np.sort(counts.loc[counts["variant"] == variant, "retrievals"].to_numpy())
@@ -214,14 +342,16 @@ def retrieval_figure(results: Results, agg: Aggregates, styles: Styles) -> Figur
             continue
         x = np.arange(len(c) + 1) / len(c)
         y = np.concatenate([[0], np.cumsum(c) / c.sum()])
-        ax.plot(x, y, **(styles.line(variant) | {"label": f"{variant} (Gini {metrics_lib.gini(c):.2f})"}))
+        keep = np.unique(np.linspace(0, len(x) - 1, min(len(x), CURVE_POINTS)).round().astype(int))  # a smooth curve: fewer points draw it
+        label = f"{variant} (Gini {gini[variant]:.2f})" if variant in gini.index else variant
+        ax.plot(x[keep], y[keep], **(styles.line(variant, marker=None) | {"label": label, "markevery": [len(keep) - 1]}))
     ax.set_xlabel("share of memories (least retrieved first)")
     ax.set_ylabel("share of retrievals")
     ax.set_aspect("equal")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, frameon=False, loc="upper left")
     fig.tight_layout()
-    return Figure("retrieval", title, _png(fig))
+    _legend_below(fig, ax)
+    return Figure("retrieval", title, _svg(fig, "retrieval"))
 
 
 def q_utility_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
@@ -230,6 +360,7 @@ def q_utility_figure(results: Results, agg: Aggregates, styles: Styles) -> Figur
     if pairs.empty:
         return Figure("q_utility", title, None, "needs final memories with a q_value (e.g. memrl; none and rag keep no Q) and a synthetic env's lesson_utility")
     variants = [v for v in styles.order if (pairs["variant"] == v).any()]
+    spearman = agg.end[agg.end["metric"] == "spearman_q_utility"].set_index("variant")["mean"]
     columns = min(len(variants), GRID_COLUMNS)
     rows = -(-len(variants) // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(4.8 * columns, 4.0 * rows), squeeze=False)
@@ -237,32 +368,34 @@ def q_utility_figure(results: Results, agg: Aggregates, styles: Styles) -> Figur
         ax.set_visible(False)
     for ax, variant in zip(axes.ravel(), variants):
         p = pairs[pairs["variant"] == variant]
-        rho = metrics_lib.spearman(list(p["q_value"]), list(p["lesson_utility"]))
-        ax.scatter(p["lesson_utility"], p["q_value"], s=6, alpha=0.35, color=styles.colour[variant], linewidths=0)
+        rho = spearman.get(variant)
+        ax.scatter(p["lesson_utility"], p["q_value"], s=6, alpha=0.35, color=styles.colour[variant], linewidths=0, gid=f"series-{styles.index[variant]}", rasterized=True)  # thousands of points: an image inside the SVG
         name = "\n".join(textwrap.wrap(variant, 52))  # panels sit side by side: long variant names wrap
-        ax.set_title(f"{name}\nSpearman ρ = {'n/a' if rho is None else f'{rho:.2f}'} (n = {len(p)})", fontsize=9)
+        ax.set_title(f"{name}\nSpearman ρ = {'n/a' if rho is None or rho != rho else f'{rho:.2f}'} (mean over seeds; n = {len(p)})", fontsize=9)
         ax.set_xlabel("true utility of the lesson (synthetic info.lesson_utility)")
         ax.set_ylabel("learned Q value")
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    return Figure("q_utility", title, _png(fig))
+    return Figure("q_utility", title, _svg(fig, "q_utility"))
 
 
 def split_sr_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
-    title = "Test SR per split (mean; whiskers: 95% t-interval over seeds, none for a single seed)"
+    title = "Test SR per split, one panel per condition (mean; whiskers: 95% t-interval over seeds, none for a single seed)"
     rates = agg.test_rates
     if rates.empty:
         return Figure("test_sr", title, None, "no test phase (e.g. protocol.test_at_end=false or runtime_learning)")
+
     def bar(cells: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        half = 100 * ((cells["ci_high"] - cells["ci_low"]) / 2).to_numpy()
+        half = np.nan_to_num(100 * ((cells["ci_high"] - cells["ci_low"]) / 2).to_numpy())
         return 100 * cells["mean"].to_numpy(), half, half
 
-    fig, ax = _grouped_bars(rates, "split", agg.test_splits, bar, styles, "SR (%)")
-    ax.set_ylim(0, 100)
-    return Figure("test_sr", title, _png(fig))
+    fig, axes = _bars_per_condition(rates, "split", agg.test_splits, bar, styles, "SR (%)")
+    axes[0].set_ylim(0, 100)
+    return Figure("test_sr", title, _svg(fig, "test_sr"))
 
 
 FIGURES: dict[str, Callable[[Results, Aggregates, Styles], Figure]] = {
+    "axes": axes_figure,
     "sr_csr": sr_csr_figure,
     "forgetting": forgetting_figure,
     "test_sr": split_sr_figure,
@@ -274,7 +407,7 @@ FIGURES: dict[str, Callable[[Results, Aggregates, Styles], Figure]] = {
 
 
 def all_figures(results: Results, agg: Aggregates) -> dict[str, Figure]:
-    styles = Styles(results.runs)
+    styles = Styles(results)
     figures = {name: make(results, agg, styles) for name, make in FIGURES.items()}
     if styles.left_out:
         for figure in figures.values():

@@ -1,19 +1,13 @@
-"""report.html: one self-contained page (inline CSS, figures as base64 PNG, no scripts)."""
+"""report.html: one self-contained page (inline CSS, figures as inline SVG, no scripts)."""
 
 from __future__ import annotations
 
-import base64
 import html
-import importlib
-import importlib.util
 import time
-from pathlib import Path
 
 from memrl_bench.report.figures import Figure
 from memrl_bench.report.load import Results, common_settings
 from memrl_bench.report.tables import Table, synthetic_suffix, variant_labels
-
-FINDINGS_MODULE = "memrl_bench.findings"
 
 CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1d1d1f; margin: 0; background: #fafafa; }
@@ -29,12 +23,12 @@ a { color: #0b5cad; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; font-size: 13px; margin: 4px 0; }
 th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; white-space: nowrap; vertical-align: top; }
-th { background: #f0f0f3; white-space: normal; min-width: 4em; max-width: 11em; vertical-align: bottom; }
+th { background: #f0f0f3; white-space: normal; overflow-wrap: anywhere; min-width: 4em; max-width: 11em; vertical-align: bottom; }
 td:first-child, th:first-child, td.text, th.text { text-align: left; }
 tr:nth-child(even) td { background: #fafafc; }
 .note { color: #555; font-size: 12.5px; margin: 2px 0 10px; max-width: 1100px; }
 figure { margin: 12px 0 18px; }
-figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-size: 13px; color: #333; margin-bottom: 4px; font-weight: 600; }
 .skipped { color: #777; font-style: italic; }
 details { margin: 8px 0; }
@@ -48,6 +42,7 @@ summary { cursor: pointer; font-weight: 600; }
 
 # Sections: id, title, the tables and figures in them, in order.
 SECTIONS = (
+    ("axes", "Along the study's axes", ("fig:axes",)),
     ("learning", "Success over epochs", ("fig:sr_csr", "sr_csr_train", "sr_csr_validation")),
     ("test", "Test success per split", ("fig:test_sr", "test_sr")),
     ("forgetting", "Forgetting", ("fig:forgetting", "forgetting_train", "forgetting_validation")),
@@ -83,26 +78,9 @@ def table_html(table: Table) -> str:
 
 
 def figure_html(figure: Figure) -> str:
-    if figure.png is None:
+    if figure.svg is None:
         return f'<p class="skipped">Figure skipped — {html.escape(figure.title)}: {html.escape(figure.note)}.</p>'
-    data = base64.b64encode(figure.png).decode("ascii")
-    return f'<figure><figcaption>{html.escape(figure.title)}</figcaption><img alt="{html.escape(figure.title)}" src="data:image/png;base64,{data}"></figure>'
-
-
-def findings_html(results_dir: Path) -> str:
-    """The findings section from memrl_bench.findings, when that module exists ("" otherwise).
-
-    A findings module that exists but fails (to import, or to run) shows its error in
-    the section instead of breaking the page.
-    """
-    if importlib.util.find_spec(FINDINGS_MODULE) is None:
-        return ""
-    try:
-        make = getattr(importlib.import_module(FINDINGS_MODULE), "findings_html", None)
-        body = make(Path(results_dir), warn=None) if make is not None else ""  # the report warns about unreadable runs itself
-    except Exception as err:  # someone else's module: report its failure, keep the page
-        body = f'<p class="warn">{FINDINGS_MODULE}.findings_html failed: {html.escape(f"{type(err).__name__}: {err}")}</p>'
-    return f'<section id="findings"><h2>Findings on the critique\'s claims</h2>{body}</section>' if body else ""
+    return f'<figure id="fig-{html.escape(figure.name)}"><figcaption>{html.escape(figure.title)}</figcaption>{figure.svg}</figure>'
 
 
 def _section_variants(tables: list[Table], results: Results) -> list[str]:
@@ -150,11 +128,16 @@ def _warnings(results: Results) -> str:
     return "".join(f'<p class="warn">{n}</p>' for n in notes)
 
 
-def _shared_settings(results: Results) -> str:
+def shared_settings_line(results: Results) -> str:
+    """What every run's command set alike (left out of the variant names), or that no setting is common."""
     shared = common_settings(results.runs)
     if not shared:
-        return ""
-    return f'<p class="meta">Settings shared by every run (left out of the variant names): <code>{html.escape(", ".join(shared))}</code></p>'
+        return "No command-line setting is common to every run: each variant is named by what it sets."
+    return f"Settings shared by every run (left out of the variant names): {', '.join(shared)}"
+
+
+def _shared_settings(results: Results) -> str:
+    return f'<p class="meta">{html.escape(shared_settings_line(results))}</p>'
 
 
 def _runs_section(results: Results, tables: dict[str, Table]) -> str:
@@ -198,6 +181,6 @@ def render(results: Results, tables: dict[str, Table], figures: dict[str, Figure
 {findings}
 {"".join(body)}
 {_runs_section(results, tables)}
-<p class="note">Files beside this page: tables.md (every table in Markdown), tables/*.csv (the numbers), figures/*.png.</p>
+<p class="note">Files beside this page: tables.md (every table in Markdown), tables/*.csv (the numbers), figures/*.svg.</p>
 </main></body></html>
 """

@@ -5,12 +5,13 @@ metrics.json) still loads: its episodes count, and it is marked incomplete. Runs
 Hydra sweep asked for (its multirun.yaml) but that left no run folder are "missing".
 A run folder that cannot be read (a damaged or hand-edited file, a log with duplicate
 episode ids, no episodes at all) is skipped with one warning naming it; the others load.
+Runs are read with memrl_bench.records; a run that two presets both ran (equal configs
+and seeds in two folders) counts once. Variants are conditions, placed on the folder's
+axes by memrl_bench.report.axes.
 """
 
 from __future__ import annotations
 
-import copy
-import itertools
 import json
 import os
 from dataclasses import dataclass, field
@@ -19,21 +20,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from memrl_bench.config import config_hash, run_name
-from memrl_bench.metrics import load_memory_items
-from memrl_bench.runfolder import COMPLETE, EPISODES, MANIFEST, CorruptRunFolderError, RunFolder, duplicate_ids
+from memrl_bench import metrics
+from memrl_bench.config import InputError, KeyRole, override_key, role_of, run_name
+from memrl_bench.records import EpisodeRecord, RunRecords, read_run
+from memrl_bench.report.axes import Place, condition_key, places
+from memrl_bench.runfolder import COMPLETE, MANIFEST, CorruptRunFolderError
 
-SEED_KEYS = ("seed", "task_order_seed")
-# Overrides that say nothing about a run's settings: where results go, plus the seeds
-# and the method (shown in their own columns). The first five match conf/config.yaml's
-# hydra.job.config.override_dirname.exclude_keys.
-NOT_SETTINGS = ("experiment", "experiment_name", "results_dir", "progress", "transcripts", *SEED_KEYS, "method")
+# Overrides that are a run's settings (the report's variants): the method's settings, the
+# conditions and the kind of evaluation (memrl_bench.config.KEY_ROLES); the method itself
+# and the seeds have their own columns.
+SETTING_ROLES = (KeyRole.ARM, KeyRole.CONDITION, KeyRole.EVALUATION)
+LEARNING_PHASES = ("train", "validation")  # phases scored every epoch (CSR, forgetting)
+RATE_COLUMNS = ("sr", "csr", "forgetting_rate", "forgetting_of_solved")
 STAGES = ("retrieve", "act", "env", "learn")
 SWEEP_FILE = "multirun.yaml"
 USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "failures")
 
 
-class ReportInputError(ValueError):
+class ReportInputError(InputError, ValueError):
     """A results folder or file cannot be read; the message names it."""
 
 
@@ -43,8 +47,11 @@ class Results:
     runs: pd.DataFrame  # one row per run folder
     episodes: pd.DataFrame  # one row per episode
     items: pd.DataFrame  # one row per memory item of each complete run's final snapshot
+    rates: pd.DataFrame  # one row per (run, phase_name, epoch): RATE_COLUMNS, computed by memrl_bench.metrics from the typed episodes
+    places: dict[str, Place]  # variant -> where it sits on the folder's axes (memrl_bench.report.axes)
     missing: list[str] = field(default_factory=list)  # sweep jobs without a run folder
     skipped: list[str] = field(default_factory=list)  # run folders that could not be read: "<path>: <why>"
+    repeated: list[str] = field(default_factory=list)  # run folders holding a run already loaded from another folder, counted once
 
 
 def scan(root: Path) -> tuple[list[Path], list[Path]]:
@@ -61,151 +68,101 @@ def scan(root: Path) -> tuple[list[Path], list[Path]]:
     return sorted(runs), sorted(sweeps)
 
 
-def _override_key(override: str) -> str:
-    return override.split("=", 1)[0].lstrip("+~")
-
-
 def settings_overrides(overrides: list[str]) -> tuple[str, ...]:
-    """The run's overrides without seeds, method and output places, sorted."""
-    return tuple(sorted(o for o in overrides if _override_key(o) not in NOT_SETTINGS))
+    """The run's overrides that are settings (not the method, seeds, presets, places or operation), sorted."""
+    return tuple(sorted(o for o in overrides if role_of(o) in SETTING_ROLES and override_key(o) != "method"))
 
 
-def settings_label(overrides: list[str]) -> str:
-    return ",".join(settings_overrides(overrides)) or "default"
-
-
-def settings_hash(config: dict) -> str:
-    """The config hash without the seeds: runs that differ only in seeds share it."""
-    pruned = copy.deepcopy(config)
-    for key in SEED_KEYS:
-        pruned.pop(key, None)
-    return config_hash(pruned)
-
-
-def _require(mapping: dict, dotted: str, path: Path):
-    node = mapping
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            raise ReportInputError(f"{path}: no {dotted!r}")
-        node = node[part]
-    return node
-
-
-def _run_row(folder: RunFolder, name: str) -> dict:
-    path = folder.path / MANIFEST
-    manifest = folder.read_manifest() or {}
-    config = _require(manifest, "config", path)
-    method = str(_require(config, "method.name", path))
-    overrides = config.get("hydra", {}).get("overrides") or folder.path.name.split(",")
-    metrics = folder.read_metrics()
+def _run_row(run: RunRecords, name: str) -> dict:
+    manifest, config = run.manifest, run.manifest.config
+    overrides = manifest.overrides or run.path.name.split(",")
+    played = run.played  # poison (the poisoning experiment's adversarial memories) is training input, never scored
     return {
         "run": name,
-        "path": str(folder.path),
-        "complete": folder.is_complete() and metrics is not None,
-        "has_complete_marker": (folder.path / COMPLETE).exists(),
-        "has_metrics": metrics is not None,
-        "method": method,
-        "settings": settings_label(list(overrides)),
-        "settings_overrides": settings_overrides(list(overrides)),
-        "settings_hash": settings_hash(config),
+        "path": str(run.path),
+        "complete": run.complete,
+        "has_complete_marker": (run.path / COMPLETE).exists(),
+        "has_metrics": run.metrics is not None,
+        "method": manifest.method,
+        "settings_overrides": settings_overrides(overrides),
+        "condition_key": condition_key(config),
         "seed": config.get("seed"),
         "task_order_seed": config.get("task_order_seed", config.get("seed")),
-        "env": manifest.get("env", {}).get("name") or config.get("env", {}).get("name"),
-        "labels": ", ".join(sorted(manifest.get("labels") or [])),
-        "config_hash": manifest.get("config_hash"),
-        "git_commit": manifest.get("git_commit"),
-        "model": json.dumps(manifest["model"], sort_keys=True) if isinstance(manifest.get("model"), dict) else manifest.get("model"),
-        "embedder": json.dumps(manifest["embedder"], sort_keys=True) if isinstance(manifest.get("embedder"), dict) else manifest.get("embedder"),
-        "split_hashes": manifest.get("split_hashes") or {},
-        "split_sizes": manifest.get("split_sizes") or {},
-        "started": manifest.get("started"),
+        "env": manifest.env.name if manifest.env is not None else (config.get("env") or {}).get("name"),
+        "labels": ", ".join(sorted(manifest.labels)),
+        "config_hash": manifest.config_hash,
+        "git_commit": manifest.git_commit,
+        "model": json.dumps(manifest.model, sort_keys=True) if isinstance(manifest.model, dict) else manifest.model,
+        "embedder": json.dumps(manifest.embedder, sort_keys=True) if isinstance(manifest.embedder, dict) else manifest.embedder,
+        "split_hashes": manifest.split_hashes,
+        "split_sizes": manifest.split_sizes,
+        "started": manifest.started,
         "config": config,
-        "metrics": metrics,
+        "poison_memories": len(run.episodes) - len(played),
+        "poison_retrieval_share": (run.metrics.poison or {}).get("share_of_retrievals") if run.metrics is not None else None,
+        "episodes": len(played),
     }
 
 
-def _episode_frame(records: list[dict], run: str) -> pd.DataFrame:
+def _episode_frame(records: list[EpisodeRecord], run: str) -> pd.DataFrame:
     """The episode rows of one run (built column by column: much faster than row dicts)."""
 
     def column(get) -> list:
         return [get(r) for r in records]
 
-    infos = column(lambda r: r.get("info") or {})
     frame = {
         "run": [run] * len(records),
-        "episode_id": column(lambda r: r["episode_id"]),
-        "task_id": column(lambda r: r["task_id"]),
-        "phase": column(lambda r: r["phase"]),
-        "split": column(lambda r: r["split"]),
-        "epoch": column(lambda r: r["epoch"]),
-        "batch_index": column(lambda r: r.get("batch_index", 0)),
-        "order_index": column(lambda r: r.get("order_index", 0)),
-        "sample_index": column(lambda r: r.get("sample_index", 0)),
-        "success": column(lambda r: bool(r["success"])),
-        "reward": column(lambda r: r.get("reward", 0.0)),
-        "status": column(lambda r: r.get("status", "ok")),
-        "injected_chars": column(lambda r: r.get("injected_chars", 0)),
-        "candidates": column(lambda r: r.get("candidates", 0)),
-        "retrieved_ids": column(lambda r: [x["item_id"] for x in r.get("retrieved", [])]),
-        "memory_items_after": column(lambda r: r.get("memory_items_after", 0)),
-        "memory_bytes_after": column(lambda r: r.get("memory_bytes_after", 0)),
-        "memory_groups_after": column(lambda r: r.get("memory_groups_after", 0)),
-        "memory_op_errors": column(lambda r: r.get("memory_op_errors", 0)),
-        "lesson_utility": [i.get("lesson_utility", np.nan) if i.get("synthetic") else np.nan for i in infos],
+        "episode_id": column(lambda r: r.episode_id),
+        "task_id": column(lambda r: r.task_id),
+        "phase": column(lambda r: r.phase),
+        "split": column(lambda r: r.split),
+        "epoch": column(lambda r: r.epoch),
+        "batch_index": column(lambda r: r.batch_index),
+        "order_index": column(lambda r: r.order_index),
+        "sample_index": column(lambda r: r.sample_index),
+        "success": column(lambda r: r.success),
+        "reward": column(lambda r: r.reward),
+        "status": column(lambda r: r.status),
+        "injected_chars": column(lambda r: r.injected_chars),
+        "candidates": column(lambda r: r.candidates),
+        "retrieved_ids": column(lambda r: [x.item_id for x in r.retrieved]),
+        "memory_items_after": column(lambda r: r.memory_items_after),
+        "memory_bytes_after": column(lambda r: r.memory_bytes_after),
+        "memory_groups_after": column(lambda r: r.memory_groups_after),
+        "memory_op_errors": column(lambda r: r.memory_op_errors),
+        "lesson_utility": column(lambda r: r.info.get("lesson_utility", np.nan) if r.info.get("synthetic") else np.nan),
     }
     for purpose in ("act", "memory"):
-        usages = column(lambda r, purpose=purpose: r.get(f"{purpose}_usage") or {})
+        usages = column(lambda r, purpose=purpose: getattr(r, f"{purpose}_usage"))
         for key in USAGE_KEYS:
-            frame[f"{purpose}_{key}"] = [u.get(key, 0) for u in usages]
+            frame[f"{purpose}_{key}"] = [getattr(u, key) for u in usages]
     # act latency of an episode answered wholly from the cache is not a latency
     frame["act_all_cached"] = [0 < calls <= hits for calls, hits in zip(frame["act_calls"], frame["act_cache_hits"])]
-    latencies = column(lambda r: r.get("latency_s") or {})
+    latencies = column(lambda r: r.latency_s)
     for stage in dict.fromkeys([*STAGES, *(s for lat in latencies for s in lat)]):
         frame[f"latency_{stage}"] = [lat.get(stage, np.nan) for lat in latencies]
     return pd.DataFrame(frame)
 
 
-def _read_episodes(folder: RunFolder) -> list[dict]:
-    """The log, refused when it cannot be a run's: missing beside COMPLETE, empty, or with an episode twice."""
-    if folder.is_complete() and not folder.episodes_path.exists():
-        raise ReportInputError(f"{folder.path} is marked {COMPLETE} but has no {EPISODES}")
-    records = folder.read_episodes()
-    if not records:
-        raise ReportInputError(f"{folder.episodes_path}: no episodes yet")
-    twice = duplicate_ids(records)
-    if twice:
-        raise ReportInputError(f"{folder.episodes_path} logs {len(twice)} episode ids more than once (e.g. {twice[0]}): two processes wrote this run")
-    return records
+def _item_rows(run: RunRecords, name: str) -> list[dict]:
+    return [{"run": name, "item_id": item.id, "source_episode_id": item.provenance.episode_id, "q_value": item.fields.get("q_value", np.nan)} for item in run.items]
 
 
-def _item_rows(folder: RunFolder, run: str) -> list[dict]:
-    snapshot = folder.snapshot_path("final")
-    return [
-        {
-            "run": run,
-            "item_id": item["id"],
-            "source_episode_id": item.get("provenance", {}).get("episode_id"),
-            "q_value": item.get("fields", {}).get("q_value", np.nan),
-        }
-        for item in load_memory_items(snapshot)
-    ]
+def _rate_rows(records: list[EpisodeRecord], name: str) -> list[dict]:
+    """SR per phase and epoch, and CSR and both forgetting rates of the learning phases, as metrics.json has them."""
+    rows = []
+    for phase, by_epoch in metrics.success_rates(records).items():
+        csr = metrics.cumulative_success_rates(records, phase) if phase in LEARNING_PHASES else {}
+        forgetting = metrics.forgetting_rates(records, phase) if phase in LEARNING_PHASES else {}
+        for epoch, rate in by_epoch.items():
+            rows.append({"run": name, "phase_name": phase, "epoch": epoch, "sr": rate, "csr": csr.get(epoch, np.nan), **{k: (by[epoch] if by.get(epoch) is not None else np.nan) for k, by in forgetting.items()}})
+    return rows
 
 
-def _read_run(folder: RunFolder, name: str) -> tuple[dict, pd.DataFrame, list[dict]]:
-    """One run's row, episode frame and final memory items."""
-    row, records = _run_row(folder, name), _read_episodes(folder)
-    # Poison (the poisoning experiment's adversarial memories) is training input, never
-    # an episode of any score: counted per run, kept out of every rate.
-    played = [r for r in records if r.get("status") != "poison"]
-    row["poison_memories"] = len(records) - len(played)
-    row["poison_retrieval_share"] = ((row["metrics"] or {}).get("poison") or {}).get("share_of_retrievals")
-    row["episodes"] = len(played)
-    try:
-        frame = _episode_frame(played, name)
-    except KeyError as err:
-        raise ReportInputError(f"{folder.episodes_path}: a record has no {err}") from None
-    items = _item_rows(folder, name) if row["complete"] else []  # an unfinished run has no final memory yet
-    return row, frame, items
+def _read_run(path: Path, name: str) -> tuple[dict, pd.DataFrame, list[dict], list[dict]]:
+    """One run's row, episode frame (played episodes only), final memory items (complete runs only) and rates."""
+    run = read_run(path)
+    return _run_row(run, name), _episode_frame(run.played, name), _item_rows(run, name), _rate_rows(run.played, name)
 
 
 def common_settings(runs: pd.DataFrame) -> list[str]:
@@ -213,46 +170,32 @@ def common_settings(runs: pd.DataFrame) -> list[str]:
     return sorted(set.intersection(*(set(o) for o in runs["settings_overrides"])))
 
 
-def _variant_names(runs: pd.DataFrame, root: Path) -> pd.Series:
-    """A short readable name per settings hash: method, then the overrides not every run shares.
-
-    Two different settings that read the same (e.g. the same overrides in two
-    experiments) get the experiment folder, then a short hash, appended.
-    """
-    shared = set(common_settings(runs))
-    distinct = runs["settings_overrides"].map(lambda o: ",".join(x for x in o if x not in shared))
-    name = runs["method"] + np.where(distinct == "", "", " [" + distinct + "]")
-    experiment = runs["path"].map(lambda p: str(Path(p).parent.relative_to(root)) if Path(p) != root else "")
-    for extra in (experiment, runs["settings_hash"].str[:8]):
-        settings_per_name = runs.groupby(name)["settings_hash"].transform("nunique")
-        name = name.where(settings_per_name <= 1, name + " (" + extra + ")")
-    return name
+def _with_places(runs: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Place]]:
+    """Each run's variant (the label of its condition's place on the folder's axes) and the places by label."""
+    by_condition = places(dict(zip(runs["condition_key"], runs["config"])))
+    label = runs["condition_key"].map(lambda key: by_condition[key].label)
+    columns = {"variant": label, "family": runs["condition_key"].map(lambda key: by_condition[key].family), "condition": runs["condition_key"].map(lambda key: by_condition[key].condition_label)}
+    return runs.assign(**columns), {place.label: place for place in by_condition.values()}
 
 
 def expected_sweep_runs(sweep_dir: Path) -> list[str] | None:
     """Run folder names the basic-sweeper Hydra multirun in `sweep_dir` asked for (None if not knowable).
 
-    Expanded with Hydra's own sweeper and naming code, as memrl_bench.cli names run folders.
+    Expanded as Hydra's basic sweeper expands a sweep (memrl_bench.hydra_support) and
+    named as memrl_bench.cli names run folders.
     """
-    from hydra._internal.config_loader_impl import get_overrides_dirname
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
+
+    from memrl_bench.hydra_support import sweep_jobs
 
     try:
         hydra_cfg = OmegaConf.load(sweep_dir / SWEEP_FILE).hydra
         if not str(hydra_cfg.sweeper.get("_target_", "")).endswith("BasicSweeper"):
             return None
         params = [f"{k}={v}" for k, v in (hydra_cfg.sweeper.get("params") or {}).items()]
-        parser = OverridesParser.create()
-        jobs = BasicSweeper.split_arguments(parser.parse_overrides(params + list(hydra_cfg.overrides.task)), None)
-        naming = hydra_cfg.job.config.override_dirname
-        return [
-            run_name(get_overrides_dirname(parser.parse_overrides(job), list(naming.exclude_keys), naming.item_sep, naming.kv_sep))
-            for job in itertools.chain.from_iterable(jobs)
-        ]
+        return [run_name(job) for job in sweep_jobs(params + list(hydra_cfg.overrides.task))]
     except (HydraException, OmegaConfBaseException):
         return None
 
@@ -273,21 +216,27 @@ def load(results_dir: Path) -> Results:
     paths, sweeps = scan(root)
     if not paths:
         raise ReportInputError(f"{results_dir}: no run folders (folders holding {MANIFEST}) found")
-    run_rows, episode_frames, item_rows, skipped = [], [], [], []
+    run_rows, episode_frames, item_rows, rate_rows, skipped, repeated = [], [], [], [], [], []
+    first_of: dict[tuple, str] = {}
     for path in paths:
         name = str(path.relative_to(root)) if path != root else path.name
         try:
-            row, frame, items = _read_run(RunFolder(path), name)
+            row, frame, items, rates = _read_run(path, name)
         except (ReportInputError, CorruptRunFolderError, OSError, ValueError) as err:
             skipped.append(str(err))
             continue
+        identity = (row["condition_key"], row["seed"], row["task_order_seed"])
+        if identity in first_of:  # two presets ran the same run (the order study's reference is the main study's run)
+            repeated.append(f"{name} (the same run as {first_of[identity]})")
+            continue
+        first_of[identity] = name
         run_rows.append(row)
         episode_frames.append(frame)
         item_rows += items
+        rate_rows += rates
     if not run_rows:
         raise ReportInputError(f"{results_dir}: no readable run folder; " + "; ".join(skipped))
-    runs = pd.DataFrame(run_rows)
-    runs["variant"] = _variant_names(runs, root)
+    runs, variant_places = _with_places(pd.DataFrame(run_rows))
     runs["status"] = np.where(runs["complete"], "complete", "incomplete")
     # typed even when no run has an episode yet, so joins on these keys still work
     episodes = pd.concat(episode_frames, ignore_index=True).astype({"run": "str", "episode_id": "str", "task_id": "str", "phase": "str", "split": "str", "epoch": "int64", "success": "bool"})
@@ -295,4 +244,5 @@ def load(results_dir: Path) -> Results:
     episodes = episodes.join(per_run, on="run")
     episodes["phase_name"] = np.where(episodes["phase"] == "test", episodes["split"], episodes["phase"])
     items = pd.DataFrame(item_rows, columns=["run", "item_id", "source_episode_id", "q_value"]).astype({"run": "str", "item_id": "str", "source_episode_id": "str", "q_value": "float64"})
-    return Results(root=root, runs=runs, episodes=episodes, items=items, missing=_missing_runs(root, sweeps), skipped=skipped)
+    rates = pd.DataFrame(rate_rows, columns=["run", "phase_name", "epoch", *RATE_COLUMNS])
+    return Results(root=root, runs=runs, episodes=episodes, items=items, rates=rates, places=variant_places, missing=_missing_runs(root, sweeps), skipped=skipped, repeated=repeated)

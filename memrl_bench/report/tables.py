@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from memrl_bench.report.aggregate import BASELINE_METHOD, LEARNING_PHASES, Aggregates
-from memrl_bench.report.load import Results
+from memrl_bench.report.aggregate import BASELINE_METHOD, Aggregates
+from memrl_bench.report.load import LEARNING_PHASES, Results
 
 INTERVAL_NOTE = "± is the half-width of the 95% Student-t interval over seeds; (n=1): a single seed, no interval."
 RATE_NAMES = {"sr": "SR", "csr": "CSR", "forgetting_rate": "FR (lost / failed)", "forgetting_of_solved": "FR of solved (lost / solved before)"}
@@ -29,10 +29,9 @@ class Table:
     note: str = ""
 
 
-def variant_order(runs: pd.DataFrame) -> list[str]:
-    """The baseline first, then by method and variant name."""
-    pairs = runs[["method", "variant"]].drop_duplicates()
-    return [v for _, v in sorted(zip(pairs["method"], pairs["variant"]), key=lambda mv: (mv[0] != BASELINE_METHOD, mv[0], mv[1]))]
+def variant_order(results: Results) -> list[str]:
+    """The baseline first, then by method, family, condition and parameter value (numbers as numbers)."""
+    return sorted(results.places, key=lambda v: results.places[v].sort_key())
 
 
 def variant_labels(runs: pd.DataFrame) -> dict[str, str]:
@@ -56,11 +55,15 @@ def fmt_number(x: float, digits: int = 1) -> str:
     return f"{x:,.{digits}f}"
 
 
-def fmt_interval(mean: float, low: float, high: float, n: int, scale: float = 1.0, digits: int = 1) -> str:
+def _missing(x: float | None) -> bool:
+    return x is None or bool(np.isnan(x))
+
+
+def fmt_interval(mean: float | None, low: float | None, high: float | None, n: int, scale: float = 1.0, digits: int = 1) -> str:
     """ "mean ± half-width", "mean (n=1)", or "–" without data."""
-    if not n or np.isnan(mean):
+    if not n or _missing(mean):
         return "–"
-    if n < 2 or np.isnan(low):
+    if n < 2 or _missing(low):
         return f"{fmt_number(mean * scale, digits)} (n=1)"
     return f"{fmt_number(mean * scale, digits)} ± {fmt_number((high - low) / 2 * scale, digits)}"
 
@@ -99,7 +102,7 @@ def _per_epoch_table(name: str, title: str, rates: pd.DataFrame, metrics: list[s
 
 def learning_tables(results: Results, agg: Aggregates) -> list[Table]:
     """SR/CSR and forgetting per epoch, for training and validation."""
-    order, labels, seeds = variant_order(results.runs), variant_labels(results.runs), _seeds(results.runs)
+    order, labels, seeds = variant_order(results), variant_labels(results.runs), _seeds(results.runs)
     tables = []
     for phase in LEARNING_PHASES:
         rates = agg.epoch_rates[agg.epoch_rates["phase_name"] == phase]
@@ -120,7 +123,7 @@ def split_sr_table(results: Results, agg: Aggregates) -> Table | None:
     """Test SR per split, with the paired-bootstrap difference to the `none` baseline."""
     if agg.test_rates.empty:
         return None
-    order, labels, seeds = variant_order(results.runs), variant_labels(results.runs), _seeds(results.runs)
+    order, labels, seeds = variant_order(results), variant_labels(results.runs), _seeds(results.runs)
     diffs = agg.differences.set_index(["variant", "split"])
     methods = results.runs.drop_duplicates("variant").set_index("variant")["method"]
     rows = []
@@ -153,7 +156,7 @@ def _difference_cell(diffs: pd.DataFrame, variant: str, split: str, method: str)
 def latency_table(results: Results, agg: Aggregates) -> Table | None:
     if agg.latency.empty:
         return None
-    order, labels = variant_order(results.runs), variant_labels(results.runs)
+    order, labels = variant_order(results), variant_labels(results.runs)
     stages = list(dict.fromkeys(agg.latency["stage"]))
     rows = []
     for variant in order:
@@ -221,7 +224,7 @@ def end_table(results: Results, agg: Aggregates, name: str, title: str, columns:
     """One row per variant of end-of-run numbers: `columns` maps metric -> (title, scale, digits)."""
     if agg.end.empty:
         return None
-    order, labels = variant_order(results.runs), variant_labels(results.runs)
+    order, labels = variant_order(results), variant_labels(results.runs)
     data = agg.end[agg.end["metric"].isin(columns)].assign(labels=lambda d: d["variant"].map(labels))
     return Table(name, title, data, _end_view(agg, order, labels, columns), note + " " + INTERVAL_NOTE)
 
@@ -255,7 +258,7 @@ def runs_table(results: Results) -> Table:
             "split hashes": runs["split_hashes"].map(lambda h: "; ".join(f"{s}: {v[:8]}" for s, v in sorted(h.items()))),
         }
     )
-    data = runs.drop(columns=["config", "metrics", "path"]).assign(
+    data = runs.drop(columns=["config", "path"]).assign(
         split_hashes=runs["split_hashes"].map(lambda h: ";".join(f"{s}={v}" for s, v in sorted(h.items()))),
         split_sizes=runs["split_sizes"].map(lambda h: ";".join(f"{s}={v}" for s, v in sorted(h.items()))),
     )

@@ -59,3 +59,6 @@ class ScriptedChatModel:
             latency_s=time.perf_counter() - started,
         )
         return Completion(text, usage, cached=False, finish_reason="stop")
+
+    def confirm_up(self) -> None:
+        """A script has no server to go down."""
