@@ -17,12 +17,13 @@ from memrl_bench.report.figures import all_figures
 from memrl_bench.report.html import findings_html, render, section_headings
 from memrl_bench.report.load import ReportInputError, Results, common_settings, load
 from memrl_bench.report.tables import all_tables, write_tables
+from memrl_bench.report.viewer import write_viewer
 
 __all__ = ["ReportInputError", "report", "write_report"]
 
 
 # What a report folder holds; --out refuses a folder with anything else in it.
-REPORT_FILES = frozenset({"report.html", "tables.md", "tables", "figures"})
+REPORT_FILES = frozenset({"report.html", "tables.md", "tables", "figures", "episodes"})
 
 
 def report(results_dir: Path | str, out_dir: Path | str | None = None) -> Path:
@@ -53,6 +54,7 @@ def write_report(results: Results, out_dir: Path | str | None = None) -> Path:
             if figure.png is not None:
                 (tmp / "figures" / f"{figure.name}.png").write_bytes(figure.png)
         (tmp / "report.html").write_text(render(results, tables, figures, findings))
+        write_viewer(results, tmp / "episodes")  # runs it cannot read are the report's skipped runs already
         _replace_folder(out, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
