@@ -149,8 +149,15 @@ def load_retrievals(results_dir: Path | str) -> pd.DataFrame:
     return retrievals_frame(read_runs(results_dir))
 
 
+def _one_type_per_column(frame: pd.DataFrame) -> pd.DataFrame:
+    """Columns whose cells mix types (a setting that is a number in one run, a name in another) as text: Parquet needs one type."""
+    mixed = [c for c in frame.columns if frame[c].dtype == object and frame[c].dropna().map(type).nunique() > 1]
+    return frame.assign(**{c: frame[c].map(lambda v: v if v is None or isinstance(v, str) else json.dumps(v)) for c in mixed})
+
+
 def write_table(frame: pd.DataFrame, out: Path, name: str) -> list[Path]:
     """`name`.parquet and `name`.csv in `out`."""
+    frame = _one_type_per_column(frame)
     out.mkdir(parents=True, exist_ok=True)
     parquet, csv = out / f"{name}.parquet", out / f"{name}.csv"
     frame.to_parquet(parquet, index=False)

@@ -83,3 +83,11 @@ def test_bad_input_is_one_line_and_exit_2(study, tmp_path, case):
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert str(target) in done.stderr
+
+
+def test_a_setting_of_mixed_types_is_written_as_text(tmp_path):
+    from memrl_bench.export import write_table
+
+    frame = pd.DataFrame({"run": ["a", "b", "c"], "env.data_dir": [None, "/data", 3]})
+    write_table(frame, tmp_path, "mixed")
+    assert pd.read_parquet(tmp_path / "mixed.parquet")["env.data_dir"].fillna("absent").tolist() == ["absent", "/data", "3"]
