@@ -54,7 +54,7 @@ def write_report(results: Results, out_dir: Path | str | None = None) -> Path:
             if figure.png is not None:
                 (tmp / "figures" / f"{figure.name}.png").write_bytes(figure.png)
         (tmp / "report.html").write_text(render(results, tables, figures, findings))
-        write_viewer(results, tmp / "episodes")  # runs it cannot read are the report's skipped runs already
+        write_viewer(results, tmp / "episodes")
         _replace_folder(out, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
