@@ -56,10 +56,10 @@ def _gzip_members(records: list[dict]) -> bytes:
 def llm_run(tmp_path_factory) -> Path:
     """A small MMLU run (RAG, a scripted model answering "Answer: A") with transcripts.jsonl.gz.
 
-    The runner of this branch keeps a transcript as transcripts/<episode id>.json; the test
-    writes them in the run's compressed format (memrl_bench/transcripts.py: one line per
-    episode, one gzip member per batch) when the runner has not, adds a memory-call record
-    as Mem0's update writes one, and a torn last member, as a crash leaves.
+    A runner that keeps each transcript as transcripts/<episode id>.json gets them rewritten
+    in the run's compressed format (memrl_bench/transcripts.py: one line per episode, one
+    gzip member per batch); then the test adds a memory-call record as Mem0's update writes
+    one, and makes the last member torn, as a crash leaves it.
     """
     root = tmp_path_factory.mktemp("viewer_llm")
     folder = root / "method=rag,env=mmlu"
@@ -74,17 +74,18 @@ def llm_run(tmp_path_factory) -> Path:
     cfg["env"] = {"name": "mmlu", "tasks_per_split": 4}
     run(cfg, folder, llm=ScriptedChatModel(lambda messages: "Answer: A"), embedder=WordBagEmbedder())
     logged = _logged(folder)
-    if not (folder / TRANSCRIPTS).exists():
+    records = read_transcripts(folder)  # a runner that writes transcripts.jsonl.gz itself
+    if not records:
         keys = ("episode_id", "task_id", "phase", "split", "epoch", "batch_index", "sample_index")
-        records = []
         for episode in logged:
             calls = json.loads((folder / "transcripts" / f"{episode['episode_id']}.json").read_text())
             acting = [{**call, "finish_reason": "stop", "prompt_tokens": 1, "completion_tokens": 1, "trimmed_tokens": 0, "cache_hit": False} for call in calls]
-            records.append({**{k: episode[k] for k in keys}, "acting": acting, "memory_calls": []})
-        records[0]["memory_calls"] = [{"purpose": "mem0_update", "messages": [{"role": "user", "content": "New facts: ..."}], "completion": "{}", "parsed": [{"event": "ADD", "text": "A fact."}]}]
-        torn = _gzip_members(records[-1:])[:-9]  # the last episode's member, cut short
-        (folder / TRANSCRIPTS).write_bytes(_gzip_members(records[:2]) + _gzip_members(records[2:-1]) + torn)
+            records[episode["episode_id"]] = {**{k: episode[k] for k in keys}, "acting": acting, "memory_calls": []}
         shutil.rmtree(folder / "transcripts")
+    records = [records[e["episode_id"]] for e in logged]
+    records[0]["memory_calls"] = [{"purpose": "mem0_update", "messages": [{"role": "user", "content": "New facts: ..."}], "completion": "{}", "parsed": [{"event": "ADD", "text": "A fact."}]}]
+    torn = _gzip_members(records[-1:])[:-9]  # the last episode's member, cut short
+    (folder / TRANSCRIPTS).write_bytes(_gzip_members(records[:2]) + _gzip_members(records[2:-1]) + torn)
     report(root)
     return folder
 
