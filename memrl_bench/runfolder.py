@@ -332,6 +332,18 @@ class RunFolder:
         write_text_atomic(self.path / COMPLETE, "complete\n")
 
 
+def run_folders(root: Path) -> list[Path]:
+    """The run folders (holding manifest.json) at or under `root`, sorted; hidden folders and a run's own subfolders are not searched."""
+    found = []
+    for here, dirs, files in os.walk(root):
+        if MANIFEST in files:
+            found.append(Path(here))
+            dirs.clear()  # a run folder's subfolders are its own (memory/, .hydra/)
+        else:
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+    return sorted(found)
+
+
 def _digests(folder: Path) -> dict[str, str]:
     """sha256 of every file below `folder` (but SHA256SUMS), by relative path, sorted."""
     out = {}

@@ -26,6 +26,7 @@ def test_the_wheel_installs_into_a_fresh_virtualenv_and_runs_the_demo_from_elsew
     names = zipfile.ZipFile(wheel).namelist()
     assert "memrl_bench/conf/config.yaml" in names and "memrl_bench/conf/experiment/demo.yaml" in names
     assert "memrl_bench/prompts/react_system.txt" in names
+    assert "memrl_bench/report/viewer_assets/viewer.js" in names  # the episode viewer's page code
 
     venv.create(tmp_path / "venv", with_pip=True)
     python = tmp_path / "venv" / "bin" / "python"

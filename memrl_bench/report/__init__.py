@@ -19,12 +19,13 @@ from memrl_bench.report.figures import all_figures
 from memrl_bench.report.html import render, section_headings, shared_settings_line
 from memrl_bench.report.load import ReportInputError, Results, load
 from memrl_bench.report.tables import all_tables, write_tables
+from memrl_bench.report.viewer import write_viewer
 
 __all__ = ["ReportInputError", "report", "write_report"]
 
 
 # What a report folder holds; --out refuses a folder with anything else in it.
-REPORT_FILES = frozenset({"report.html", "tables.md", "tables", "figures"})
+REPORT_FILES = frozenset({"report.html", "tables.md", "tables", "figures", "episodes"})
 
 
 def report(results_dir: Path | str, out_dir: Path | str | None = None) -> Path:
@@ -55,6 +56,7 @@ def write_report(results: Results, out_dir: Path | str | None = None) -> Path:
             if figure.svg is not None:
                 (tmp / "figures" / f"{figure.name}.svg").write_text(figure.svg)
         (tmp / "report.html").write_text(render(results, tables, figures, section))
+        write_viewer(results, tmp / "episodes")
         _replace_folder(out, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

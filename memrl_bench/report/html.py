@@ -166,6 +166,7 @@ def render(results: Results, tables: dict[str, Table], figures: dict[str, Figure
             body.append(f'<section id="{section_id}"><h2>{html.escape(title + headings[section_id])}</h2>{"".join(content)}</section>')
             nav.append(f'<a href="#{section_id}">{html.escape(title)}</a>')
     nav.append('<a href="#runs">Runs</a>')
+    nav.append('<a href="episodes/index.html">Episodes (every run, every episode)</a>')  # memrl_bench/report/viewer.py
     if findings:
         nav.insert(0, '<a href="#findings">Findings</a>')
     labels = sorted({lab for labels in results.runs["labels"] for lab in labels.split(", ") if lab})

@@ -1,0 +1,181 @@
+"""The episode viewer beside report.html: every episode of every run, readable offline.
+
+`write_viewer(results, out)` writes into `out` (the report's episodes/ folder):
+  index.html      the runs, each linked to its page, and the comparison page
+  <n>.html        one run: its episodes (task, split, epoch, success, turns, tokens,
+                  latency) with a search box over task ids and task text; an episode opens
+                  (#<episode id>) to what it retrieved (similarity, Q, score, and the
+                  training episode each memory came from, a link), its prompt with the
+                  memory section highlighted, each completion with its parsed action and
+                  the observation, and the memory operations made for it
+  compare.html    two runs side by side on the same task, epoch and sample
+  viewer.js       the page code and style, shared by the pages
+  data/<n>.js     one run's data (gzip, base64): a page loads only the runs it shows
+No server, no network: the pages are files read by the browser, as inspect_ai's
+`inspect view` bundle is. The transcripts (prompts and completions) come from the run's
+transcripts.jsonl.gz when it has one; without it (synthetic runs) the pages show what
+episodes.jsonl holds.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import html
+import json
+import zlib
+from pathlib import Path
+from typing import Any
+
+from memrl_bench import prompts
+from memrl_bench.records import RunRecords, read_run
+from memrl_bench.report.load import Results
+from memrl_bench.runfolder import CorruptRunFolderError
+
+TRANSCRIPTS = "transcripts.jsonl.gz"  # written by the runner, one gzip member per batch
+MEMORY_TEMPLATES = ("react_system", "single_turn")  # the prompts that hold the method's memory block as {memory_section}
+TASK_TEXT_CHARS = 400  # of the first user message, for the search box
+ASSETS = Path(__file__).with_name("viewer_assets")
+
+
+def read_transcripts(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """The transcript records of a run by episode id ({} without the file).
+
+    Only whole gzip members are read (a member torn by a crash is left out), and a line
+    that is not a JSON object with an episode id is skipped: the viewer shows what it can.
+    """
+    path = Path(run_dir) / TRANSCRIPTS
+    if not path.exists():
+        return {}
+    data, start, text = path.read_bytes(), 0, []
+    while start < len(data):
+        decoder = zlib.decompressobj(wbits=31)  # one gzip member
+        try:
+            member = decoder.decompress(data[start:])
+        except zlib.error:
+            break
+        if not decoder.eof:
+            break
+        text.append(member)
+        start = len(data) - len(decoder.unused_data)
+    records = {}
+    for line in b"".join(text).decode(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("episode_id"), str):
+            records[record["episode_id"]] = record
+    return records
+
+
+def _memory_markers() -> list[str]:
+    """The fixed text that follows {memory_section} in each prompt holding one (where the memory block ends)."""
+    markers = []
+    for name in MEMORY_TEMPLATES:
+        after = prompts.load(name).split("{memory_section}", 1)[1].replace("{{", "{").replace("}}", "}").strip()
+        markers.append(after.split("{", 1)[0][:60])
+    return [m for m in markers if m]
+
+
+def memory_spans(content: str, injected_chars: int, contents: list[str], markers: list[str]) -> list[list[int]]:
+    """[start, end) spans of `content` that are the method's memory: the block that ends where a
+    prompt template's fixed text begins (injected_chars long), else each retrieved memory found verbatim."""
+    if injected_chars > 0:
+        for marker in markers:
+            at = content.find(marker)
+            if at > 0:
+                end = len(content[:at].rstrip())
+                start = max(0, end - injected_chars)
+                while start < end and content[start].isspace():
+                    start += 1
+                return [[start, end]]
+    spans = []
+    for text in contents:
+        at = content.find(text) if text else -1
+        if at >= 0:
+            spans.append([at, at + len(text)])
+    return sorted(spans)
+
+
+def _task_text(acting: list[dict]) -> str:
+    for call in acting:
+        for message in call.get("messages") or []:
+            if isinstance(message, dict) and message.get("role") == "user":
+                return str(message.get("content", ""))[:TASK_TEXT_CHARS]
+    return ""
+
+
+def run_data(run: RunRecords, name: str, variant: str) -> dict[str, Any]:
+    """What the viewer shows of one run."""
+    items = {item.id: item.content for item in run.items}
+    transcripts = read_transcripts(run.path)
+    markers = _memory_markers()
+    episodes = []
+    for e in run.episodes:
+        episode = e.model_dump(mode="json")
+        record = transcripts.get(e.episode_id) or {}
+        acting = [c for c in record.get("acting") or [] if isinstance(c, dict)]
+        contents = [items[r.item_id] for r in e.retrieved if r.item_id in items]
+        for call in acting:
+            messages = call.get("messages") if isinstance(call.get("messages"), list) else []
+            call["memory_spans"] = [memory_spans(str(m.get("content", "")), e.injected_chars, contents, markers) if isinstance(m, dict) else [] for m in messages]
+        episode["acting"] = acting
+        episode["memory_calls"] = [c for c in record.get("memory_calls") or [] if isinstance(c, dict)]
+        episode["has_transcript"] = bool(record)
+        episode["text"] = _task_text(acting)
+        episodes.append(episode)
+    config = run.manifest.config
+    return {
+        "run": name,
+        "variant": variant,
+        "method": run.manifest.method,
+        "seed": config.get("seed"),
+        "complete": run.complete,
+        "transcripts": bool(transcripts),
+        "items": items,
+        "episodes": episodes,
+    }
+
+
+def _page(title: str, body: str, scripts: list[str]) -> str:
+    tags = "".join(f'<script src="{html.escape(s)}"></script>' for s in scripts)
+    return f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{html.escape(title)}</title><script src="viewer.js"></script></head>\n<body><main>{body}</main>{tags}</body></html>\n'
+
+
+def write_viewer(results: Results, out: Path) -> None:
+    """Write the viewer's pages for every run of `results` into `out` (a run that cannot be read is named on index.html)."""
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    (out / "viewer.js").write_text((ASSETS / "viewer.js").read_text())
+    rows, skipped, index = [], [], []
+    for n, run_row in enumerate(results.runs.itertuples(index=False)):
+        try:
+            data = run_data(read_run(run_row.path), run_row.run, run_row.variant)
+        except (CorruptRunFolderError, OSError, ValueError) as err:
+            skipped.append(f"{run_row.path}: {err}")
+            continue
+        packed = base64.b64encode(gzip.compress(json.dumps(data, separators=(",", ":")).encode(), mtime=0)).decode("ascii")
+        (out / "data" / f"{n}.js").write_text(f'memrlViewer.add({n}, "{packed}");\n')
+        title = f"{run_row.run} — episodes"
+        (out / f"{n}.html").write_text(_page(title, f'<p class="meta"><a href="index.html">all runs</a> · <a href="../report.html">report</a></p><div id="app" data-run="{n}">loading…</div>', [f"data/{n}.js"]))
+        episodes = data["episodes"]
+        rate = sum(e["success"] for e in episodes) / len(episodes) if episodes else 0.0
+        index.append({"n": n, "run": run_row.run, "variant": run_row.variant})
+        rows.append(
+            f'<tr><td class="text"><a href="{n}.html">{html.escape(run_row.run)}</a></td><td class="text">{html.escape(run_row.variant)}</td><td>{html.escape(str(data["seed"]))}</td>'
+            f'<td>{len(episodes)}</td><td>{rate:.3f}</td><td>{"yes" if data["transcripts"] else "no"}</td><td>{"complete" if data["complete"] else "incomplete"}</td></tr>'
+        )
+    runs_json = json.dumps(index).replace("</", "<\\/")
+    table = '<table><thead><tr><th class="text">run</th><th class="text">variant</th><th>seed</th><th>episodes</th><th>success rate</th><th>transcripts</th><th>status</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>"
+    notes = "".join(f'<p class="warn">Left out (cannot be read): {html.escape(s)}</p>' for s in skipped)
+    (out / "index.html").write_text(
+        _page(
+            "memrl-bench episodes",
+            f'<h1>Episodes</h1><p class="meta"><a href="../report.html">report</a> · <a href="compare.html">compare two runs on the same tasks</a></p>{notes}<div class="scroll">{table}</div>',
+            [],
+        )
+    )
+    (out / "compare.html").write_text(
+        _page("memrl-bench: compare two runs", f'<p class="meta"><a href="index.html">all runs</a></p><script type="application/json" id="runs">{runs_json}</script><div id="compare">loading…</div>', [])
+    )
+    return skipped
