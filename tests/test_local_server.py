@@ -111,7 +111,10 @@ def test_a_broken_model_file_fails_clearly_and_leaves_nothing(tmp_path):
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"not a gguf file" * 100)
     before = child_pids()
-    server = LocalLlamaServer(broken, startup_timeout_s=60)
+    with pytest.raises(LocalServerError, match=f"server for {broken} cannot size its context: {broken} is not a GGUF file"):
+        LocalLlamaServer(broken).start()  # the context comes from the file's metadata: read before anything starts
+    assert child_pids() == before
+    server = LocalLlamaServer(broken, ctx_size=512, startup_timeout_s=60)
     with pytest.raises(LocalServerError, match=f"llama.cpp server for {broken} exited with code"):
         server.start()
     assert child_pids() == before and server.pid is None
