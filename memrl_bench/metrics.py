@@ -6,8 +6,10 @@ Definitions (MemRL v2 where it defines them):
 - forgetting_rate (MemRL v2): FR_e = N_lost,e / N_fail,e, the tasks solved at e-1 and
   failed at e over all tasks failed at e.
 - forgetting_of_solved: N_lost,e / N_solved,e-1, the share of solved tasks lost.
-- latency p50 / p95 per stage and episode (cache-hit episodes left out of "act").
-- memory growth per epoch, retrieval coverage (share of memories never retrieved),
+- latency p50 / p95 per stage, per episode and per step: "act" without cache hits,
+  "act_with_cache_hits" with them.
+- memory growth per epoch, retrieval coverage (share of memories never retrieved in any
+  phase: a memory written in the last training batch can only be retrieved at test),
   the Gini coefficient of retrieval counts, and on the synthetic env the Spearman
   correlation of learned Q with true utility.
 """
@@ -59,7 +61,8 @@ def cumulative_success_rates(records: list[dict], phase: str = "train") -> dict[
 
 
 def forgetting_rates(records: list[dict], phase: str = "train") -> dict[str, dict[int, float | None]]:
-    """Both forgetting rates per epoch e >= 2 (None where the denominator is 0)."""
+    """Both forgetting rates per epoch e >= 2: None where the denominator is 0, and where
+    nothing was solved at e-1 (nothing could be forgotten: undefined, not 0)."""
     by_epoch = _solved_by_epoch(records, phase)
     epochs = list(by_epoch)
     fr_fail: dict[int, float | None] = {}
@@ -70,7 +73,7 @@ def forgetting_rates(records: list[dict], phase: str = "train") -> dict[str, dic
         lost = sum(1 for t in common if before[t] and not now[t])
         failed = sum(1 for t in now if not now[t])
         solved_before = sum(1 for t in common if before[t])
-        fr_fail[cur] = lost / failed if failed else None
+        fr_fail[cur] = lost / failed if failed and solved_before else None
         fr_solved[cur] = lost / solved_before if solved_before else None
     return {"forgetting_rate": fr_fail, "forgetting_of_solved": fr_solved}
 
@@ -94,25 +97,37 @@ def pass_at_k(records: list[dict]) -> dict[str, float]:
 
 
 def latency_percentiles(records: list[dict]) -> dict[str, dict[str, float]]:
-    """p50 / p95 seconds per stage over episodes; cache-hit-only episodes left out of 'act'."""
+    """p50 / p95 seconds per stage over episodes: 'act' leaves out the episodes whose every
+    call was a cache hit, 'act_with_cache_hits' keeps them."""
     stages: dict[str, list[float]] = defaultdict(list)
     for r in records:
         usage = r.get("act_usage", {})
         all_cached = usage.get("calls", 0) > 0 and usage.get("cache_hits", 0) >= usage.get("calls", 0)
         for stage, seconds in r.get("latency_s", {}).items():
-            if stage == "act" and all_cached:
-                continue
-            stages[stage].append(seconds)
-    return {stage: {"p50": float(np.percentile(v, 50)), "p95": float(np.percentile(v, 95)), "n": len(v)} for stage, v in sorted(stages.items())}
+            _add_latency(stages, stage, seconds, all_cached)
+    return _percentiles(stages)
 
 
 def step_latency_percentiles(records: list[dict]) -> dict[str, dict[str, float]]:
-    """p50 / p95 seconds of one step (LLM thinking, env step) over every recorded turn."""
+    """p50 / p95 seconds of one step (LLM thinking, env step) over every recorded turn;
+    'act' leaves out the turns answered from the cache, 'act_with_cache_hits' keeps them."""
     stages: dict[str, list[float]] = defaultdict(list)
     for r in records:
         for turn in r.get("turns", []):
             for stage, seconds in (turn.get("latency_s") or {}).items():
-                stages[stage].append(seconds)
+                _add_latency(stages, stage, seconds, bool(turn.get("cache_hit")))
+    return _percentiles(stages)
+
+
+def _add_latency(stages: dict[str, list[float]], stage: str, seconds: float, cache_hit: bool) -> None:
+    if stage == "act":
+        stages["act_with_cache_hits"].append(seconds)
+        if cache_hit:
+            return
+    stages[stage].append(seconds)
+
+
+def _percentiles(stages: dict[str, list[float]]) -> dict[str, dict[str, float]]:
     return {stage: {"p50": float(np.percentile(v, 50)), "p95": float(np.percentile(v, 95)), "n": len(v)} for stage, v in sorted(stages.items())}
 
 
@@ -157,11 +172,11 @@ def load_memory_items(memory_dir: Path | None) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def retrieval_counts(records: list[dict], item_ids: Iterable[str], phases: tuple[str, ...] = ("train",)) -> dict[str, int]:
-    """How often each stored item was injected, in the given phases."""
+def retrieval_counts(records: list[dict], item_ids: Iterable[str], phases: tuple[str, ...] | None = None) -> dict[str, int]:
+    """How often each stored item was injected, in the given phases (None: all of them)."""
     counts = {i: 0 for i in item_ids}
     for r in records:
-        if r["phase"] in phases:
+        if phases is None or r["phase"] in phases:
             for used in r["retrieved"]:
                 if used["item_id"] in counts:
                     counts[used["item_id"]] += 1
@@ -205,7 +220,7 @@ def compute(records: list[dict], memory_dir: Path | None = None, labels: list[st
         "step_latency_s": step_latency_percentiles(records),
         "memory_growth": memory_growth(records),
         "usage": usage_totals(records),
-        "memory_final": {"items": len(items), "never_retrieved_share": (sum(1 for c in counts.values() if c == 0) / len(counts)) if counts else None, "retrieval_gini": gini(counts.values()) if counts else None},
+        "memory_final": {"items": len(items), "never_retrieved_any_phase_share": (sum(1 for c in counts.values() if c == 0) / len(counts)) if counts else None, "retrieval_gini": gini(counts.values()) if counts else None},
     }
     if poison:
         poison_ids = {r["episode_id"] for r in poison}
@@ -285,7 +300,7 @@ def good_memories_never_retrieved(records: list[dict], items: list[dict]) -> dic
         return {"never_retrieved": None, "injection_share": None, "good": 0}
     cut = float(np.quantile(list(utility.values()), 0.75))
     good = {k for k, v in utility.items() if v >= cut}
-    counts = retrieval_counts(records, utility)
+    counts = retrieval_counts(records, utility, ("train",))
     total = sum(counts.values())
     return {
         "never_retrieved": sum(counts[k] == 0 for k in good) / len(good),
@@ -383,7 +398,7 @@ def retrieved_sources(records: list[dict], phase: str) -> dict[str, frozenset[st
 def top_memory_sources(records: list[dict], items: list[dict], n: int) -> frozenset[str]:
     """Source task ids of the n most valued memories: by Q where the method keeps one
     (memrl's q_value), else by training injections; ties go to the earlier-stored item."""
-    counts = retrieval_counts(records, [i["id"] for i in items])
+    counts = retrieval_counts(records, [i["id"] for i in items], ("train",))
     value = [(i["fields"].get("q_value", counts[i["id"]]), -position, i["provenance"]["task_id"]) for position, i in enumerate(items)]
     return frozenset(task for *_, task in sorted(value, reverse=True)[:n])
 

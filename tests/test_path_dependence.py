@@ -84,7 +84,7 @@ def episode(episode_id: str, epoch: int, batch: int, used: list[dict] = (), phas
     return record
 
 
-def test_one_memory_taking_every_retrieval_has_gini_and_never_retrieved_share_n_minus_1_over_n(tmp_path):
+def test_one_memory_taking_every_retrieval_has_gini_and_never_retrieved_any_phase_share_n_minus_1_over_n(tmp_path):
     from memrl_bench.metrics import compute
 
     n = 5
@@ -93,7 +93,7 @@ def test_one_memory_taking_every_retrieval_has_gini_and_never_retrieved_share_n_
     (tmp_path / "items.jsonl").write_text("".join(__import__("json").dumps(i) + "\n" for i in items))
     final = compute(records, memory_dir=tmp_path)["memory_final"]
     assert final["retrieval_gini"] == pytest.approx((n - 1) / n)
-    assert final["never_retrieved_share"] == pytest.approx((n - 1) / n)
+    assert final["never_retrieved_any_phase_share"] == pytest.approx((n - 1) / n)
 
 
 def test_gini_is_zero_for_equal_use():

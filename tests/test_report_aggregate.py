@@ -295,7 +295,7 @@ def test_q_and_retrieval_figures_from_snapshot(tmp_path):
     agg = aggregate(results)
     end = agg.per_run_end.iloc[0]
     assert end["spearman_q_utility"] == pytest.approx(1.0)
-    assert end["never_retrieved_share"] == pytest.approx(5 / 6)
+    assert end["never_retrieved_any_phase_share"] == pytest.approx(5 / 6)
     page = report(tmp_path).read_text()
     assert "Spearman" in page and "Figure skipped — Learned Q" not in page and "Figure skipped — Retrieval" not in page
 

@@ -235,19 +235,19 @@ def per_run_end(results: Results) -> pd.DataFrame:
 
 
 def retrieval_counts(results: Results) -> pd.DataFrame:
-    """Per final memory item: how often training episodes injected it (as metrics.json counts)."""
-    train = results.episodes[results.episodes["phase"] == "train"]
-    used = Counter((run, item) for run, ids in zip(train["run"], train["retrieved_ids"]) for item in ids)
+    """Per final memory item: how often episodes of any phase injected it (as metrics.json counts)."""
+    episodes = results.episodes
+    used = Counter((run, item) for run, ids in zip(episodes["run"], episodes["retrieved_ids"]) for item in ids)
     items = results.items.copy()
     items["retrievals"] = [used.get((run, item), 0) for run, item in zip(items["run"], items["item_id"])]
     return items
 
 
 def retrieval_spread(results: Results) -> pd.DataFrame:
-    """Per run with a final snapshot: share of memories never retrieved, retrieval Gini."""
+    """Per run with a final snapshot: share of memories never retrieved in any phase, retrieval Gini."""
     counts = retrieval_counts(results)
     grouped = counts.groupby("run")["retrievals"]
-    return pd.DataFrame({"never_retrieved_share": grouped.apply(lambda c: float((c == 0).mean())), "retrieval_gini": grouped.apply(metrics_lib.gini)})
+    return pd.DataFrame({"never_retrieved_any_phase_share": grouped.apply(lambda c: float((c == 0).mean())), "retrieval_gini": grouped.apply(metrics_lib.gini)})
 
 
 def q_utility_pairs(results: Results) -> pd.DataFrame:

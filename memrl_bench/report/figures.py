@@ -200,7 +200,7 @@ def memory_growth_figure(results: Results, agg: Aggregates, styles: Styles) -> F
 
 
 def retrieval_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
-    title = "Retrieval concentration: Lorenz curve of per-memory retrieval counts (final memories, training episodes, seeds pooled)"
+    title = "Retrieval concentration: Lorenz curve of per-memory retrieval counts (final memories, episodes of every phase, seeds pooled)"
     counts = retrieval_counts(results)
     used = counts.groupby("run")["retrievals"].transform("sum") > 0
     counts = counts[used].join(results.runs.set_index("run")["variant"], on="run")

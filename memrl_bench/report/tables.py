@@ -195,7 +195,7 @@ MEMORY_COLUMNS = {
     "memory_groups": ("groups", 1, 1),
     "injected_chars_last_epoch": ("chars injected / prompt (last train epoch)", 1, 0),
     "injected_chars_test": ("chars injected / prompt (test)", 1, 0),
-    "never_retrieved_share": ("never retrieved %", 100, 1),
+    "never_retrieved_any_phase_share": ("never retrieved in any phase %", 100, 1),
     "retrieval_gini": ("retrieval Gini", 1, 2),
     "spearman_q_utility": ("Spearman(Q, true utility)", 1, 2),
 }
