@@ -365,3 +365,18 @@ def test_same_overrides_different_settings_get_told_apart(tmp_path):
         manifest["config"]["protocol"] = {"epochs": epochs}  # set by an experiment preset, not an override
         write_manifest(folder, manifest)
     assert sorted(load(tmp_path).runs["variant"]) == ["rag (long)", "rag (short)"]
+
+
+def test_report_shows_prompt_tokens_trimmed_tokens_format_failures_and_context_refusals_per_method(tmp_path):
+    usage = {"calls": 2, "prompt_tokens": 300, "completion_tokens": 20}
+    harness = {"trimmed_tokens": 40, "format_failures": 1, "truncated_actions": 1, "fuzzy_matched_actions": 0}
+    rag = outcomes("train", "train", 1, [True, False], act_usage=usage, info=harness)
+    rag[1]["status"] = "context_exceeded"
+    write_run(tmp_path, "rag", 0, rag)
+    write_run(tmp_path, "none", 0, outcomes("train", "train", 1, [True, False], act_usage=usage))
+    view = all_tables(load(tmp_path), aggregate(load(tmp_path)))["usage"].view.set_index("variant")
+    assert view.loc["rag", "act: prompt tokens / run"].startswith("600")
+    assert view.loc["rag", "act: history tokens trimmed to fit / run"].startswith("80")
+    assert view.loc["rag", "act: format failures (not executed) / run"].startswith("2")
+    assert view.loc["rag", "episodes refused for context length / run"].startswith("1")
+    assert view.loc["none", "episodes refused for context length / run"].startswith("0")

@@ -16,7 +16,7 @@ import pandas as pd
 from scipy import stats
 
 from memrl_bench import metrics as metrics_lib
-from memrl_bench.report.load import STAGES, USAGE_KEYS, Results
+from memrl_bench.report.load import HARNESS_COUNTS, STAGES, USAGE_KEYS, Results
 
 BASELINE_METHOD = "none"
 CONFIDENCE = 0.95
@@ -227,7 +227,7 @@ def per_run_end(results: Results) -> pd.DataFrame:
     end["injected_chars_last_epoch"] = _last_training_epoch(episodes).groupby("run")["injected_chars"].mean()
     end["injected_chars_test"] = episodes[episodes["phase"] == "test"].groupby("run")["injected_chars"].mean()
     usage_columns = [f"{purpose}_{key}" for purpose in ("act", "memory") for key in USAGE_KEYS]
-    usage = episodes.groupby("run")[usage_columns + ["memory_op_errors"]].sum()
+    usage = episodes.groupby("run")[usage_columns + ["memory_op_errors", *HARNESS_COUNTS]].sum()
     usage["episodes"] = episodes.groupby("run").size()
     table = usage.join(end, how="left").join(retrieval_spread(results), how="left").join(q_utility_spearman(results), how="left")
     table = table.join(results.runs.set_index("run")[["poison_memories", "poison_retrieval_share"]].astype("float64"), how="left")

@@ -29,6 +29,8 @@ SEED_KEYS = ("seed", "task_order_seed")
 # hydra.job.config.override_dirname.exclude_keys.
 NOT_SETTINGS = ("experiment", "experiment_name", "results_dir", "progress", "transcripts", *SEED_KEYS, "method")
 STAGES = ("retrieve", "act", "env", "learn")
+# Per-episode counts of what the harness did around the model (agent.py), summed per run in the usage table.
+HARNESS_COUNTS = ("trimmed_tokens", "format_failures", "truncated_actions", "fuzzy_matched_actions", "context_refusals")
 SWEEP_FILE = "multirun.yaml"
 USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "failures")
 
@@ -152,6 +154,9 @@ def _episode_frame(records: list[dict], run: str) -> pd.DataFrame:
         "memory_groups_after": column(lambda r: r.get("memory_groups_after", 0)),
         "memory_op_errors": column(lambda r: r.get("memory_op_errors", 0)),
         "lesson_utility": [i.get("lesson_utility", np.nan) if i.get("synthetic") else np.nan for i in infos],
+        # what the harness did to the model's prompts and outputs (agent.py)
+        **{key: [i.get(key, 0) for i in infos] for key in HARNESS_COUNTS if key != "context_refusals"},
+        "context_refusals": column(lambda r: int(r.get("status") == "context_exceeded")),
     }
     for purpose in ("act", "memory"):
         usages = column(lambda r, purpose=purpose: r.get(f"{purpose}_usage") or {})
