@@ -183,6 +183,39 @@ def retrieval_counts(records: list[dict], item_ids: Iterable[str], phases: tuple
     return counts
 
 
+SIMILARITY_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+# A held-out phase whose retrievals the threshold removes more often than this gets a warning:
+# the method may be off for it (e.g. MemRL's official threshold with another embedder).
+THRESHOLD_WARNING_SHARE = 0.9
+
+
+def retrieval_similarity(records: list[dict]) -> dict[str, dict[str, Any]]:
+    """Per phase (test: per split), from each episode's info.retrieval (MemRL): the quantiles
+    of the query's best similarity to any stored key, and the share below the threshold
+    (no memory retrieved for that reason). Episodes retrieved against an empty memory are left out."""
+    by_phase: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for r in records:
+        seen = (r.get("info") or {}).get("retrieval") or {}
+        if seen.get("top_similarity") is not None:
+            by_phase[_phase_name(r)].append((float(seen["top_similarity"]), float(seen["threshold"])))
+    out = {}
+    for phase, pairs in sorted(by_phase.items()):
+        top = np.array([t for t, _ in pairs])
+        quantiles = {f"q{int(100 * q):02d}": float(np.quantile(top, q)) for q in SIMILARITY_QUANTILES}
+        out[phase] = {"n": len(pairs), **quantiles, "threshold": pairs[0][1], "below_threshold_share": float(np.mean([t < h for t, h in pairs]))}
+    return out
+
+
+def similarity_warnings(similarity: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per held-out phase where the threshold removes more than THRESHOLD_WARNING_SHARE of the retrievals."""
+    return [
+        f"memrl-bench: warning: {phase}: the similarity threshold {s['threshold']} removed {100 * s['below_threshold_share']:.0f}% of "
+        f"{s['n']} retrievals (median best similarity {s['q50']:.2f}); the method may be off here. Calibrate it from training data: README.md, MemRL with another embedder"
+        for phase, s in similarity.items()
+        if phase != "train" and s["below_threshold_share"] > THRESHOLD_WARNING_SHARE
+    ]
+
+
 def spearman(x: list[float], y: list[float]) -> float | None:
     if len(x) < 3 or np.std(x) == 0 or np.std(y) == 0:
         return None
@@ -222,6 +255,9 @@ def compute(records: list[dict], memory_dir: Path | None = None, labels: list[st
         "usage": usage_totals(records),
         "memory_final": {"items": len(items), "never_retrieved_any_phase_share": (sum(1 for c in counts.values() if c == 0) / len(counts)) if counts else None, "retrieval_gini": gini(counts.values()) if counts else None},
     }
+    similarity = retrieval_similarity(records)
+    if similarity:
+        out["retrieval_similarity"] = similarity
     if poison:
         poison_ids = {r["episode_id"] for r in poison}
         injected = [u for r in records if r["phase"] == "train" for u in r["retrieved"]]

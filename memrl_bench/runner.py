@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from importlib import metadata
@@ -221,6 +222,8 @@ class Runner:
             audit_provenance(parts.method.items(), {r["episode_id"] for r in records if r["phase"] == "train"}, parts.roles["train"])
             final = self.folder.save_snapshot("final", parts.method.snapshot)
             metrics = metrics_lib.compute(records, memory_dir=final, labels=parts.labels)
+            for line in metrics_lib.similarity_warnings(metrics.get("retrieval_similarity", {})):
+                print(line, file=sys.stderr)
             self.folder.write_metrics(metrics)
             self.folder.mark_complete()
             return metrics

@@ -15,7 +15,7 @@ from memrl_bench.llm.cache import cache_key
 from memrl_bench.llm.gguf import GGUFError, GGUFModel
 from memrl_bench.llm.local_server import context_size
 from memrl_bench.methods.memrl import MemRL
-from tests.memory_llm_helpers import ScriptedModel, context, experience
+from tests.memory_llm_helpers import ScriptedModel, context, experience, query
 
 
 def gguf(path, metadata: dict) -> None:
@@ -72,3 +72,38 @@ def test_the_reflection_is_told_how_the_episode_ended_and_its_call_is_kept():
     (call,) = result.calls_by_episode[failed.episode.episode_id]
     assert (call["purpose"], call["completion"], call["parsed"]) == ("memrl_reflection", "Next time, COMMIT after the UPDATE.", "Next time, COMMIT after the UPDATE.")
     assert call["messages"][0]["content"] == prompt
+
+
+def test_memrl_logs_similarity_quantiles_and_warns_when_the_threshold_removes_held_out_retrievals():
+    import numpy as np
+
+    from memrl_bench import metrics
+    from tests.helpers import record
+
+    loop = asyncio.new_event_loop()
+    try:
+        method = MemRL({"write_with_llm": False}, context(None, loop))
+        method.learn([experience(1, "count the rows of staff", True, key=np.array([1.0, 0.0, 0.0]))])
+        (seen,) = method.retrieve_batch([query("q", key=np.array([0.4, 0.9165, 0.0]))])
+    finally:
+        loop.close()
+    assert seen.items == [] and seen.info == {"top_similarity": pytest.approx(0.4, abs=1e-4), "threshold": 0.5}
+    held_out = [{**record(f"v{i}", 1, False, phase="validation"), "info": {"retrieval": {"top_similarity": 0.3 + i / 100, "threshold": 0.5}}} for i in range(10)]
+    train = [{**record("t", 1, True), "info": {"retrieval": {"top_similarity": 0.9, "threshold": 0.5}}}]
+    similarity = metrics.compute(held_out + train)["retrieval_similarity"]
+    assert similarity["validation"]["below_threshold_share"] == 1.0 and similarity["validation"]["q50"] == pytest.approx(0.345)
+    (warning,) = metrics.similarity_warnings(similarity)
+    assert "validation: the similarity threshold 0.5 removed 100% of 10 retrievals" in warning
+
+
+def test_similarity_calibration_uses_training_tasks_only_and_keeps_the_official_z():
+    import numpy as np
+
+    from memrl_bench.methods.memrl import OFFICIAL_SIMILARITY, calibrate_similarity
+
+    keys = np.array([[1.0, 0.0], [0.8, 0.6], [0.6, 0.8], [1.0, 0.0]])
+    c = calibrate_similarity(keys, ["a", "b", "c", "a"])  # "a" twice: its duplicate is not its neighbour
+    best = np.array([0.8, 0.96, 0.96, 0.8])
+    assert (c["sim_mean"], c["sim_std"]) == (pytest.approx(best.mean()), pytest.approx(best.std()))
+    z = (c["sim_threshold"] - c["sim_mean"]) / c["sim_std"]
+    assert z == pytest.approx((OFFICIAL_SIMILARITY["sim_threshold"] - OFFICIAL_SIMILARITY["sim_mean"]) / OFFICIAL_SIMILARITY["sim_std"])

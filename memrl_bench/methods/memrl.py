@@ -57,7 +57,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memrl_bench import prompts
 from memrl_bench.llm import LLMError
-from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, end_reason, memory_call, trajectory_text
+from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, end_reason, memory_call, trajectory_text, unit_rows
 from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
 from memrl_bench.vector_index import Hits, IndexConfig, empty_hits, top_k
 
@@ -116,6 +116,30 @@ class MemRLConfig(BaseModel):
         if self.selection != "greedy" and self.epsilon > 0:
             raise ValueError(f"epsilon={self.epsilon} applies to greedy selection only; selection={self.selection!r} explores by itself")
         return self
+
+
+OFFICIAL_SIMILARITY = {"sim_mean": 0.5187, "sim_std": 0.1203, "sim_threshold": 0.5}  # calibrated for MemRL's own embedder
+
+
+def calibrate_similarity(train_keys: np.ndarray, texts: list[str]) -> dict[str, float]:
+    """sim_mean, sim_std and sim_threshold for another embedder, from TRAINING tasks only.
+
+    Each training task's best cosine to the other training tasks (its own text and
+    duplicates left out: what a new training query meets in memory) gives the distribution;
+    sim_mean and sim_std are its mean and std, and the threshold sits at the same z-score
+    as the official one ((0.5 - 0.5187) / 0.1203 = -0.155), so it removes about the same
+    share of retrievals as it did with the embedder the constants were made for.
+    scripts/memrl_similarity.py prints them per env; BENCHMARKS.md lists MiniLM's.
+    """
+    keys = unit_rows(np.asarray(train_keys, dtype=np.float64))
+    sims = keys @ keys.T
+    same = np.array([[a == b for b in texts] for a in texts])
+    sims[same] = -np.inf
+    best = sims.max(axis=1)
+    best = best[np.isfinite(best)]
+    mean, std = float(best.mean()), float(best.std())
+    z = (OFFICIAL_SIMILARITY["sim_threshold"] - OFFICIAL_SIMILARITY["sim_mean"]) / OFFICIAL_SIMILARITY["sim_std"]
+    return {"sim_mean": mean, "sim_std": max(std, 1e-6), "sim_threshold": mean + z * std}
 
 
 def _summary_template(exp: Experience) -> str:
