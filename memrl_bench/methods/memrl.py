@@ -137,6 +137,8 @@ def calibrate_similarity(train_keys: np.ndarray, texts: list[str]) -> dict[str, 
     sims[same] = -np.inf
     best = sims.max(axis=1)
     best = best[np.isfinite(best)]
+    if not len(best):
+        raise ValueError("every training task has the same text: there is no similarity distribution to calibrate from")
     mean, std = float(best.mean()), float(best.std())
     z = (OFFICIAL_SIMILARITY["sim_threshold"] - OFFICIAL_SIMILARITY["sim_mean"]) / OFFICIAL_SIMILARITY["sim_std"]
     return {"sim_mean": mean, "sim_std": max(std, 1e-6), "sim_threshold": mean + z * std}
