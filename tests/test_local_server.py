@@ -147,3 +147,17 @@ def test_the_local_server_gets_one_slot_per_request_in_flight():
         assert (model.identity["parallel"], model.identity["threads"]) == (3, max(1, available_cores() - 1))
     with open_chat_model({**cfg, "parallel": 1, "threads": 1}) as model:
         assert model is not None and (model.identity["parallel"], model.identity["threads"]) == (1, 1)
+
+
+@pytest.mark.llm
+def test_prompt_tokens_are_counted_before_sending_as_the_server_counts_them(local_llm_server):
+    from memrl_bench.llm.client import OpenAIChatModel
+
+    model = OpenAIChatModel(local_llm_server.base_url, "smollm2-135m", generation={"temperature": 0.0, "max_tokens": 8}, context_size=local_llm_server.ctx_size, tokenizer_url=local_llm_server.address)
+    try:
+        messages = [{"role": "system", "content": "You sort things."}, *HELLO]
+        counted = asyncio.run(model.count_tokens(messages))
+        assert counted.exact and counted.tokens == asyncio.run(model.chat(messages)).usage.prompt_tokens
+        assert model.prompt_budget({}) == local_llm_server.ctx_size - 8
+    finally:
+        model.close()
