@@ -68,13 +68,9 @@ class Conversation:
     opening: list[dict[str, str]] = field(default_factory=list)
     turns: list[tuple[dict[str, str], dict[str, str]]] = field(default_factory=list)
 
-    @property
-    def messages(self) -> list[dict[str, str]]:
-        """What is sent: every message but empty ones (MempAgent.act drops them)."""
-        return self.messages_with(len(self.turns))
-
     def messages_with(self, shown: int) -> list[dict[str, str]]:
-        """The messages with only the last `shown` turns (the harness's trimming to fit the context)."""
+        """What is sent with only the last `shown` turns (all of them unless trimmed to fit
+        the context): every message but empty ones (MempAgent.act drops them)."""
         recent = self.turns[len(self.turns) - shown :] if shown > 0 else []
         return [m for m in [*self.opening, *(m for pair in recent for m in pair)] if m["content"].strip()]
 
