@@ -5,17 +5,31 @@ call the env in a worker thread so the other episodes of a batch keep their LLM
 requests in flight, and never raise for an LLM or env failure: the episode ends with
 status "llm_error" / "env_error" and the message (a whole-server outage is re-raised
 so the runner can stop the run).
+
+What the harness does to a model's output before the env sees it, so that it never
+decides an outcome itself:
+- Prompts fit the model's context: each is counted before it is sent (ChatModel.count_tokens)
+  and, if it would not leave room for max_tokens, the oldest history turns are left out
+  first, one by one; the memory block and the task are never cut. A prompt that does not
+  fit without any history ends the episode with status "context_exceeded" (as does a
+  refusal by the server), never as the agent's failure. Trimmed tokens are counted per
+  episode (info.trimmed_tokens).
+- A completion without a usable action, or whose action was cut off at max_tokens
+  (finish_reason "length" with nothing after the action), is not executed: the turn is a
+  format failure, and the model reads a notice instead of an observation.
+- Actions are mapped onto admissible commands only when that cannot change what they
+  mean (memrl_bench.matching); every rewrite is logged in the turn.
 """
 
 from __future__ import annotations
 
 import asyncio
-import difflib
 import re
 import time
 from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import memrl_bench.llm
@@ -23,7 +37,8 @@ from memrl_bench import prompts
 from memrl_bench.actors import Actor, Job
 from memrl_bench.config import ActorSettings
 from memrl_bench.envs.base import Env
-from memrl_bench.llm import ChatModel, Completion, LLMError
+from memrl_bench.llm import ChatModel, Completion, ContextOverflowError, LLMError
+from memrl_bench.matching import match_action
 from memrl_bench.memrl_alfworld import MemRLAlfworldPrompt
 from memrl_bench.types import EpisodeStatus, Outcome, Task, Turn, Usage
 
@@ -47,7 +62,7 @@ class _Recorder:
     transcript: list[dict[str, Any]] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
 
-    async def chat(self, llm: ChatModel, messages: list[dict[str, str]], sample_index: int, generation: dict[str, Any]) -> Completion:
+    async def chat(self, llm: ChatModel, messages: list[dict[str, str]], sample_index: int, generation: dict[str, Any], trimmed_tokens: int = 0) -> Completion:
         start = time.perf_counter()
         try:
             completion = await llm.chat(messages, sample_index=sample_index, **generation)
@@ -58,8 +73,19 @@ class _Recorder:
             self.act_s += time.perf_counter() - start
             self.step_act_s += time.perf_counter() - start
         self.usage.add(completion.usage)
+        self.info["max_prompt_tokens"] = max(self.info.get("max_prompt_tokens", 0), completion.usage.prompt_tokens)
         if self.keep_transcript:
-            self.transcript.append({"messages": messages, "completion": completion.text})
+            self.transcript.append(
+                {
+                    "messages": messages,
+                    "completion": completion.text,
+                    "finish_reason": completion.finish_reason,
+                    "prompt_tokens": completion.usage.prompt_tokens,
+                    "completion_tokens": completion.usage.completion_tokens,
+                    "trimmed_tokens": trimmed_tokens,
+                    "cache_hit": completion.cached,
+                }
+            )
         return completion
 
     async def env(self, call: Callable[..., Any], *args: Any) -> Any:
@@ -77,11 +103,20 @@ class _Recorder:
         self.reset_s = self.last_env_s
         return result
 
-    def turn(self, action: str, observation: str, reward: float, raw_output: str | None) -> None:
-        """Record one step with its own latency: the LLM time since the last step and the env step."""
-        latency = {"act": self.step_act_s, "env": self.last_env_s}
-        self.turns.append(Turn(action=action, observation=observation, reward=reward, raw_output=raw_output, latency_s=latency))
+    def turn(self, action: str, observation: str, reward: float, completion: Completion, **details: Any) -> None:
+        """Record one step with its own latency (the LLM time since the last step and the env
+        step; no env step after a format failure) and its completion's finish and tokens."""
+        latency = {"act": self.step_act_s, "env": 0.0 if details.get("format_failure") else self.last_env_s}
+        usage = completion.usage
+        self.turns.append(
+            Turn(
+                action=action, observation=observation, reward=reward, raw_output=completion.text, latency_s=latency, finish_reason=completion.finish_reason,
+                prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, cache_hit=completion.cached, **details,
+            )
+        )
         self.step_act_s = 0.0
+        if details.get("format_failure"):
+            self.info["format_failures"] = self.info.get("format_failures", 0) + 1
 
 
 class _LLMActor(Actor):
@@ -89,9 +124,12 @@ class _LLMActor(Actor):
 
     async def play(self, job: Job, env: Env) -> Outcome:
         rec = _Recorder(self.transcripts)
+        rec.info.update(format_failures=0, truncated_actions=0, trimmed_tokens=0, max_prompt_tokens=0)
         error: str | None = None
         try:
             status, success = await self._play(job, env, rec)
+        except ContextOverflowError as err:
+            status, success, error = "context_exceeded", False, str(err)
         except LLMError as err:
             outage = getattr(memrl_bench.llm, "LLMOutageError", None)
             if outage is not None and isinstance(err, outage):
@@ -115,6 +153,30 @@ class _LLMActor(Actor):
     @abstractmethod
     async def _play(self, job: Job, env: Env, rec: _Recorder) -> tuple[EpisodeStatus, bool]:
         """Play the episode into `rec`; return (status, success). LLMError / _EnvFailure end it early."""
+
+    async def _fit(self, build: Callable[[int], list[dict[str, str]]], most: int, hint: int, generation: dict[str, Any]) -> tuple[list[dict[str, str]], int, int]:
+        """The messages `build(n)` with the largest n <= `most` history turns (trying `hint`,
+        the turns kept last time plus one, first) whose prompt leaves room for the
+        completion; with n and the tokens left out. Unchanged (n = most, nothing left out)
+        when the model knows no context or cannot count. ContextOverflowError if n = 0 does not fit.
+        """
+        messages = build(most)
+        budget = self.llm.prompt_budget(generation) if hasattr(self.llm, "prompt_budget") else None
+        if budget is None or not hasattr(self.llm, "count_tokens"):
+            return messages, most, 0
+        full = tokens = (await self.llm.count_tokens(messages)).tokens
+        kept = most
+        if tokens > budget:
+            kept = max(0, min(most - 1, hint))
+            messages = build(kept)
+            tokens = (await self.llm.count_tokens(messages)).tokens
+            while tokens > budget and kept > 0:
+                kept -= 1
+                messages = build(kept)
+                tokens = (await self.llm.count_tokens(messages)).tokens
+        if tokens > budget:
+            raise ContextOverflowError(f"the prompt needs {tokens} tokens without any history turn; the model's context leaves {budget} for it", Usage())
+        return messages, kept, full - tokens
 
 
 def system_prompt(template: str, env: Env, memory_block: str) -> str:
@@ -146,8 +208,11 @@ _FENCE = re.compile(r"```(?:[ \t]*[\w+-]*[ \t]*\n)?(.*?)(?:```|\Z)", re.DOTALL) 
 class ParsedAction:
     """What the ReAct actor reads from one completion."""
 
-    action: str  # the action to send; without a usable one, the completion's first line (sent as written)
+    action: str  # the action to send; without a usable one, the completion's first line (never sent)
     usable: bool  # the completion held an action: after "Action:", an env action word, a code block, or a bare command
+    # Nothing follows the action in the completion (no later label line, newline or closing
+    # fence): a completion cut at max_tokens may have cut the action itself.
+    open_ended: bool = False
 
 
 def parse_action(completion: str, multiline: bool = False) -> ParsedAction:
@@ -171,24 +236,45 @@ def parse_action(completion: str, multiline: bool = False) -> ParsedAction:
     inline = _INLINE_ACTION.search(text)
     prefixed = _ENV_PREFIX_LINE.search(text)
     start = actions[0].end() if actions else inline.end() if inline else prefixed.start() if prefixed else None
+    open_ended = False
     if start is not None:
         end = next((m.start() for m in labels if m.start() >= start), len(text))  # the next label line
         body = text[start:end]
+        open_ended = end == len(text) and _runs_to_the_end(body, multiline)
     elif (end_word := _end_word_line(text)) is not None:
         body = end_word
     elif (fence := _FENCE.search(text)) is not None:
         body = fence.group(0)
+        open_ended = _runs_to_the_end(body, multiline)
     elif not labels and (step := _next_step(text)) is not None:
         code = _INLINE_CODE.search(step)
         body = code.group(1) if code else step
+        open_ended = text.endswith(step)
     elif not labels and "\n" not in text:
-        body = text
+        body, open_ended = text, True
     else:
         return ParsedAction(_first_line(text), usable=False)
     action = _clean(body, multiline)
     if not action or _PLACEHOLDER.fullmatch(action):
         return ParsedAction(_first_line(text), usable=False)
-    return ParsedAction(action, usable=True)
+    return ParsedAction(action, usable=True, open_ended=open_ended)
+
+
+def _runs_to_the_end(body: str, multiline: bool) -> bool:
+    """Whether the action `_clean` reads from `body` (the completion's last part) ends where
+    the body ends: an unclosed code block, or (no block) no line break (single-line envs) /
+    no blank line (multi-line envs) after it."""
+    body = body.strip()
+    unwrapped = _strip_wrapping(body)
+    label = _ENV_PREFIX.match(unwrapped)
+    rest = unwrapped[label.end() :].strip() if label else body
+    fence = _FENCE.search(rest)
+    if fence is not None and (multiline or rest.startswith("```")):
+        closed = fence.end() - fence.start() >= 6 and rest[fence.end() - 3 : fence.end()] == "```"
+        return not closed
+    if multiline:
+        return re.search(r"\n[ \t]*\n", rest) is None
+    return "\n" not in rest
 
 
 def _next_step(text: str) -> str | None:
@@ -238,24 +324,6 @@ def _clean(body: str, multiline: bool) -> str:
     return f"{prefix}{body}" if body else ""
 
 
-def _normalise(command: str) -> str:
-    return " ".join(command.lower().split())
-
-
-def match_action(action: str, commands: list[str], cutoff: float) -> str | None:
-    """The admissible command meant by `action`: exact, then case-insensitive, then closest."""
-    if action in commands:
-        return action
-    by_lower: dict[str, str] = {}
-    for command in commands:
-        by_lower.setdefault(command.lower(), command)
-    wanted = _normalise(action)
-    if wanted in by_lower:
-        return by_lower[wanted]
-    closest = difflib.get_close_matches(wanted, list(by_lower), n=1, cutoff=cutoff)
-    return by_lower[closest[0]] if closest else None
-
-
 class ReActActor(_LLMActor):
     """Think / Act turns against a text environment, up to `max_steps` actions."""
 
@@ -268,39 +336,54 @@ class ReActActor(_LLMActor):
         multiline = bool(info.get("multiline_actions"))
         system = system_prompt("react_system", env, job.retrieval.prompt_block)
         conversation = self.memrl_alfworld.start(job.task, first_observation, job.retrieval.prompt_block) if self.memrl_alfworld else None
-        rec.info.update(invalid_actions=0, fuzzy_matched_actions=0, format_failures=0)
+        rec.info.update(invalid_actions=0, normalised_actions=0, fuzzy_matched_actions=0)
         generation = {**({"stop": self.cfg.stop_sequences} if self.cfg.stop_sequences else {}), **self.generation}
+        kept = 0  # history turns the last prompt showed
         for _ in range(self.cfg.max_steps):
-            messages = conversation.messages if conversation else [
-                {"role": "system", "content": system},
-                {"role": "user", "content": self._user_prompt(job.task, first_observation, rec.turns, info)},
-            ]
-            completion = await rec.chat(self.llm, messages, job.sample_index, generation)
+            if conversation is not None:  # the official conversation shows every turn
+                most, build = len(conversation.turns), conversation.messages_with
+            else:
+                most = min(self.cfg.history_turns, len(rec.turns))
+                build = partial(self._messages, system, job.task, first_observation, rec.turns, info)
+            messages, kept, trimmed = await self._fit(build, most, kept + 1, generation)
+            rec.info["trimmed_tokens"] += trimmed
+            completion = await rec.chat(self.llm, messages, job.sample_index, generation, trimmed)
             parsed = parse_action(completion.text, multiline)
-            action = parsed.action
-            if not parsed.usable:
-                rec.info["format_failures"] += 1
+            cut = completion.finish_reason == "length" and (parsed.open_ended or not parsed.usable)  # cut before its action ended
+            failure = "truncated" if cut else None if parsed.usable else "no_action"
+            if failure is not None:  # nothing runs: the model is told why instead
+                rec.info["truncated_actions"] += failure == "truncated"
+                notice = prompts.render("format_failure" if failure == "no_action" else "truncated_action").strip()
+                rec.turn(parsed.action, notice, 0.0, completion, format_failure=failure)
+                if conversation is not None:
+                    conversation.add(completion.text, notice)
+                continue
+            action, rewrite, unmatched = parsed.action, None, False
             commands = info.get("admissible_commands")
             if commands:
-                matched = match_action(action, list(commands), self.cfg.fuzzy_cutoff)
-                if matched is None:
-                    # Sent as written: the env answers that nothing happens, as it would to a person.
-                    rec.info["invalid_actions"] += 1
-                elif matched.lower() != _normalise(action):
-                    rec.info["fuzzy_matched_actions"] += 1
-                action = matched or action
+                match = match_action(action, list(commands), self.cfg.fuzzy_cutoff, self.cfg.fuzzy_margin)
+                unmatched = match.command is None  # sent as written: the env answers that nothing happens
+                if match.command is not None and match.command != action:
+                    rewrite = {"raw": action, "executed": match.command, "score": round(match.score, 4), "kind": match.kind}
+                    rec.info[f"{'fuzzy_matched' if match.kind == 'fuzzy' else 'normalised'}_actions"] += 1
+                action = match.command or action
             observation, reward, done, info = await rec.env(env.step, action)
-            rec.turn(action, observation, float(reward), completion.text)
-            if conversation:
+            rec.info["invalid_actions"] += bool(unmatched or info.get("invalid_action"))
+            rec.turn(action, observation, float(reward), completion, rewrite=rewrite)
+            if conversation is not None:
                 conversation.add(completion.text, observation)
             if done:
                 return "ok", bool(info.get("success", False))
         return "step_limit", False
 
-    def _user_prompt(self, task: Task, first_observation: str, turns: list[Turn], info: dict[str, Any]) -> str:
-        shown = turns[-self.cfg.history_turns :] if self.cfg.history_turns > 0 else []
-        lines = [f"({len(turns) - len(shown)} earlier steps not shown)"] if len(shown) < len(turns) else []
-        for turn in shown:
+    def _messages(self, system: str, task: Task, first_observation: str, turns: list[Turn], info: dict[str, Any], shown: int) -> list[dict[str, str]]:
+        return [{"role": "system", "content": system}, {"role": "user", "content": self._user_prompt(task, first_observation, turns, info, shown)}]
+
+    def _user_prompt(self, task: Task, first_observation: str, turns: list[Turn], info: dict[str, Any], shown: int) -> str:
+        """The task, the first observation, the last `shown` turns and the admissible commands."""
+        recent = turns[len(turns) - shown :] if shown > 0 else []
+        lines = [f"({len(turns) - len(recent)} earlier steps not shown)"] if len(recent) < len(turns) else []
+        for turn in recent:
             lines += [f"> {turn.action}", turn.observation]
         history = "\n" + "\n".join(lines) + "\n" if lines else ""
         commands = info.get("admissible_commands")
@@ -349,11 +432,25 @@ class SingleTurnActor(_LLMActor):
             {"role": "system", "content": system_prompt("single_turn", env, job.retrieval.prompt_block)},
             {"role": "user", "content": question},
         ]
+        messages, _, _ = await self._fit(lambda _: messages, 0, 0, self.generation)  # nothing to trim: fits or context_exceeded
         completion = await rec.chat(self.llm, messages, job.sample_index, self.generation)
-        answer = extract_answer(completion.text, info.get("answer_format", "text"), info.get("answer_letters", "ABCD"))
+        answer_format = info.get("answer_format", "text")
+        answer = extract_answer(completion.text, answer_format, info.get("answer_letters", "ABCD"))
+        if answer is not None and completion.finish_reason == "length" and _cut_off(completion.text, answer_format):
+            rec.info["truncated_actions"] += 1
+            rec.turn(answer, "", 0.0, completion, format_failure="truncated")
+            return "parse_error", False
         if answer is None:
-            rec.turns.append(Turn(action="", observation="", raw_output=completion.text))
+            rec.turn("", "", 0.0, completion, format_failure="no_action")
             return "parse_error", False
         observation, reward, _done, info = await rec.env(env.step, answer)
-        rec.turn(answer, observation, float(reward), completion.text)
+        rec.turn(answer, observation, float(reward), completion)
         return "ok", bool(info.get("success", False))
+
+
+def _cut_off(completion: str, answer_format: str) -> bool:
+    """Whether an answer read from a completion cut at max_tokens may be cut itself: a text
+    answer always, code unless its block was closed (a choice letter is whole once written)."""
+    if answer_format == "code":
+        return not re.search(r"```[^\n`]*\n.*?```", completion, re.DOTALL)
+    return answer_format == "text"

@@ -258,7 +258,7 @@ class RunSettings(Settings):
     experiment_name: str | int = Field("default", description="Results go to results_dir/experiment_name/<run name>.")
     results_dir: str = Field("results", description="The folder of all results.")
     progress: bool = Field(True, description="A progress bar on a terminal.")
-    transcripts: bool = Field(False, description="Write every prompt and completion to transcripts/.")
+    transcripts: bool = Field(True, description="Write every prompt and completion (acting and memory management) to transcripts.jsonl.gz.")
 
     @model_validator(mode="after")
     def _folder(self) -> RunSettings:
@@ -352,7 +352,7 @@ class LLMConfig(GenerationSettings):
     cache_mode: Literal["read_write", "read_only", "off"] = Field("off", description="The SQLite response cache.")
     cache_path: str | None = Field(None, description="The cache file (null: the default under MEMRL_BENCH_CACHE).")
     threads: int | None = Field(None, ge=1, description="CPU threads of a local server.")
-    ctx_size: int | None = Field(None, ge=1, description="Tokens per request of a local server (prompt + completion).")
+    ctx_size: int | None = Field(None, ge=1, description="The model's context, tokens per request (prompt + completion); prompts are trimmed to fit it. null: local, the model's own (GGUF), capped by memory; openai, unknown (nothing trimmed).")
     parallel: int | None = Field(None, ge=1, description="Requests a local server decodes together.")
     startup_timeout_s: float | None = Field(None, gt=0, description="Seconds a local server may take to start.")
 
@@ -419,6 +419,7 @@ class ActorSettings(Settings):
     max_steps: int = Field(30, ge=1, description="Episode step limit.")
     history_turns: int = Field(10, ge=0, description="Past (action, observation) steps shown in each prompt.")
     fuzzy_cutoff: float = Field(0.75, ge=0, le=1, description="difflib similarity needed to map an action onto an admissible command.")
+    fuzzy_margin: float = Field(0.1, ge=0, le=1, description="How much closer than every other command the fuzzy match must be.")
     show_admissible: bool = Field(True, description="List the env's admissible commands in the prompt.")
     prompt: Literal["harness", "memrl_alfworld"] = Field("harness", description="harness: this project's ReAct prompt; memrl_alfworld: the official MemRL ALFWorld agent's.")
     memrl_official: str | None = Field(None, description="prompt=memrl_alfworld: the official MemRL repository (null: $MEMRL_OFFICIAL_DIR, then ../shared/reference/memrl_official).")

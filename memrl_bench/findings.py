@@ -219,7 +219,7 @@ def _measures(run: Run, read: RunRecords) -> dict[str, float | None]:
         if name.startswith("test_in_distribution@"):
             out["test_pass_at_k"] = value
     final = stored.memory_final
-    out["never_retrieved"], out["gini"] = final.get("never_retrieved_share"), final.get("retrieval_gini")
+    out["never_retrieved"], out["gini"] = final.get("never_retrieved_any_phase_share"), final.get("retrieval_gini")
     lock = metrics.epoch1_lock_in(records, items)
     out["lock_in"], out["lock_in_bank"] = lock["share"], lock["bank_share"]
     out["lock_in_excess"] = lock["share"] - lock["bank_share"] if lock["share"] is not None else None

@@ -62,17 +62,20 @@ def _string_constant(source: str, name: str) -> str:
 
 @dataclass
 class Conversation:
-    """One episode's messages, grown turn by turn as the official agent grows them."""
+    """One episode's messages, grown turn by turn as the official agent grows them: the
+    opening messages, then one (reply, observation) pair per turn."""
 
-    history: list[dict[str, str]] = field(default_factory=list)
+    opening: list[dict[str, str]] = field(default_factory=list)
+    turns: list[tuple[dict[str, str], dict[str, str]]] = field(default_factory=list)
 
-    @property
-    def messages(self) -> list[dict[str, str]]:
-        """What is sent: every message but empty ones (MempAgent.act drops them)."""
-        return [m for m in self.history if m["content"].strip()]
+    def messages_with(self, shown: int) -> list[dict[str, str]]:
+        """What is sent with only the last `shown` turns (all of them unless trimmed to fit
+        the context): every message but empty ones (MempAgent.act drops them)."""
+        recent = self.turns[len(self.turns) - shown :] if shown > 0 else []
+        return [m for m in [*self.opening, *(m for pair in recent for m in pair)] if m["content"].strip()]
 
     def add(self, reply: str, observation: str) -> None:
-        self.history += [{"role": "assistant", "content": reply}, {"role": "user", "content": f"Observation: {observation.strip()}"}]
+        self.turns.append(({"role": "assistant", "content": reply}, {"role": "user", "content": f"Observation: {observation.strip()}"}))
 
 
 @dataclass(frozen=True)

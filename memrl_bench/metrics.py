@@ -7,8 +7,10 @@ Definitions (MemRL v2 where it defines them):
 - forgetting_rate (MemRL v2): FR_e = N_lost,e / N_fail,e, the tasks solved at e-1 and
   failed at e over all tasks failed at e.
 - forgetting_of_solved: N_lost,e / N_solved,e-1, the share of solved tasks lost.
-- latency p50 / p95 per stage and episode (cache-hit episodes left out of "act").
-- memory growth per epoch, retrieval coverage (share of memories never retrieved),
+- latency p50 / p95 per stage, per episode and per step: "act" without cache hits,
+  "act_with_cache_hits" with them.
+- memory growth per epoch, retrieval coverage (share of memories never retrieved in any
+  phase: a memory written in the last training batch can only be retrieved at test),
   the Gini coefficient of retrieval counts, and on the synthetic env the Spearman
   correlation of learned Q with true utility.
 """
@@ -57,7 +59,8 @@ def cumulative_success_rates(records: list[EpisodeRecord], phase: str = "train")
 
 
 def forgetting_rates(records: list[EpisodeRecord], phase: str = "train") -> dict[str, dict[int, float | None]]:
-    """Both forgetting rates per epoch e >= 2 (None where the denominator is 0)."""
+    """Both forgetting rates per epoch e >= 2: None where the denominator is 0, and where
+    nothing was solved at e-1 (nothing could be forgotten: undefined, not 0)."""
     by_epoch = _solved_by_epoch(records, phase)
     epochs = list(by_epoch)
     fr_fail: dict[int, float | None] = {}
@@ -68,7 +71,7 @@ def forgetting_rates(records: list[EpisodeRecord], phase: str = "train") -> dict
         lost = sum(1 for t in common if before[t] and not now[t])
         failed = sum(1 for t in now if not now[t])
         solved_before = sum(1 for t in common if before[t])
-        fr_fail[cur] = lost / failed if failed else None
+        fr_fail[cur] = lost / failed if failed and solved_before else None
         fr_solved[cur] = lost / solved_before if solved_before else None
     return {"forgetting_rate": fr_fail, "forgetting_of_solved": fr_solved}
 
@@ -91,24 +94,36 @@ def pass_at_k(records: list[EpisodeRecord]) -> dict[str, float]:
 
 
 def latency_percentiles(records: list[EpisodeRecord]) -> dict[str, dict[str, float]]:
-    """p50 / p95 seconds per stage over episodes; cache-hit-only episodes left out of 'act'."""
+    """p50 / p95 seconds per stage over episodes: 'act' leaves out the episodes whose every
+    call was a cache hit, 'act_with_cache_hits' keeps them."""
     stages: dict[str, list[float]] = defaultdict(list)
     for r in records:
         all_cached = r.act_usage.calls > 0 and r.act_usage.cache_hits >= r.act_usage.calls
         for stage, seconds in r.latency_s.items():
-            if stage == "act" and all_cached:
-                continue
-            stages[stage].append(seconds)
-    return {stage: {"p50": float(np.percentile(v, 50)), "p95": float(np.percentile(v, 95)), "n": len(v)} for stage, v in sorted(stages.items())}
+            _add_latency(stages, stage, seconds, all_cached)
+    return _percentiles(stages)
 
 
 def step_latency_percentiles(records: list[EpisodeRecord]) -> dict[str, dict[str, float]]:
-    """p50 / p95 seconds of one step (LLM thinking, env step) over every recorded turn."""
+    """p50 / p95 seconds of one step (LLM thinking, env step) over every recorded turn;
+    'act' leaves out the turns answered from the cache, 'act_with_cache_hits' keeps them."""
     stages: dict[str, list[float]] = defaultdict(list)
     for r in records:
         for turn in r.turns:
             for stage, seconds in (turn.latency_s or {}).items():
-                stages[stage].append(seconds)
+                _add_latency(stages, stage, seconds, bool(turn.cache_hit))
+    return _percentiles(stages)
+
+
+def _add_latency(stages: dict[str, list[float]], stage: str, seconds: float, cache_hit: bool) -> None:
+    if stage == "act":
+        stages["act_with_cache_hits"].append(seconds)
+        if cache_hit:
+            return
+    stages[stage].append(seconds)
+
+
+def _percentiles(stages: dict[str, list[float]]) -> dict[str, dict[str, float]]:
     return {stage: {"p50": float(np.percentile(v, 50)), "p95": float(np.percentile(v, 95)), "n": len(v)} for stage, v in sorted(stages.items())}
 
 
@@ -146,15 +161,48 @@ def gini(counts: Iterable[float]) -> float:
     return float((2 * np.arange(1, n + 1) - n - 1) @ x / (n * x.sum()))
 
 
-def retrieval_counts(records: list[EpisodeRecord], item_ids: Iterable[str], phases: tuple[str, ...] = ("train",)) -> dict[str, int]:
-    """How often each stored item was injected, in the given phases."""
+def retrieval_counts(records: list[EpisodeRecord], item_ids: Iterable[str], phases: tuple[str, ...] | None = None) -> dict[str, int]:
+    """How often each stored item was injected, in the given phases (None: all of them)."""
     counts = {i: 0 for i in item_ids}
     for r in records:
-        if r.phase in phases:
+        if phases is None or r.phase in phases:
             for used in r.retrieved:
                 if used.item_id in counts:
                     counts[used.item_id] += 1
     return counts
+
+
+SIMILARITY_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+# A held-out phase whose retrievals the threshold removes more often than this gets a warning:
+# the method may be off for it (e.g. MemRL's official threshold with another embedder).
+THRESHOLD_WARNING_SHARE = 0.9
+
+
+def retrieval_similarity(records: list[EpisodeRecord]) -> dict[str, dict[str, Any]]:
+    """Per phase (test: per split), from each episode's info.retrieval (MemRL): the quantiles
+    of the query's best similarity to any stored key, and the share below the threshold
+    (no memory retrieved for that reason). Episodes retrieved against an empty memory are left out."""
+    by_phase: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for r in records:
+        seen = r.info.get("retrieval") or {}
+        if seen.get("top_similarity") is not None:
+            by_phase[r.phase_name].append((float(seen["top_similarity"]), float(seen["threshold"])))
+    out = {}
+    for phase, pairs in sorted(by_phase.items()):
+        top = np.array([t for t, _ in pairs])
+        quantiles = {f"q{int(100 * q):02d}": float(np.quantile(top, q)) for q in SIMILARITY_QUANTILES}
+        out[phase] = {"n": len(pairs), **quantiles, "threshold": pairs[0][1], "below_threshold_share": float(np.mean([t < h for t, h in pairs]))}
+    return out
+
+
+def similarity_warnings(similarity: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per held-out phase where the threshold removes more than THRESHOLD_WARNING_SHARE of the retrievals."""
+    return [
+        f"memrl-bench: warning: {phase}: the similarity threshold {s['threshold']} removed {100 * s['below_threshold_share']:.0f}% of "
+        f"{s['n']} retrievals (median best similarity {s['q50']:.2f}); the method may be off here. Calibrate it from training data: README.md, MemRL with another embedder"
+        for phase, s in similarity.items()
+        if phase != "train" and s["below_threshold_share"] > THRESHOLD_WARNING_SHARE
+    ]
 
 
 def spearman(x: list[float], y: list[float]) -> float | None:
@@ -194,8 +242,11 @@ def compute(records: list[EpisodeRecord], items: list[MemoryItemRecord] | None =
         "step_latency_s": step_latency_percentiles(records),
         "memory_growth": memory_growth(records),
         "usage": usage_totals(records),
-        "memory_final": {"items": len(items), "never_retrieved_share": (sum(1 for c in counts.values() if c == 0) / len(counts)) if counts else None, "retrieval_gini": gini(counts.values()) if counts else None},
+        "memory_final": {"items": len(items), "never_retrieved_any_phase_share": (sum(1 for c in counts.values() if c == 0) / len(counts)) if counts else None, "retrieval_gini": gini(counts.values()) if counts else None},
     }
+    similarity = retrieval_similarity(records)
+    if similarity:
+        out["retrieval_similarity"] = similarity
     if poison:
         poison_ids = {r.episode_id for r in poison}
         injected = [u for r in records if r.phase == "train" for u in r.retrieved]
@@ -274,7 +325,7 @@ def good_memories_never_retrieved(records: list[EpisodeRecord], items: list[Memo
         return {"never_retrieved": None, "injection_share": None, "good": 0}
     cut = float(np.quantile(list(utility.values()), 0.75))
     good = {k for k, v in utility.items() if v >= cut}
-    counts = retrieval_counts(records, utility)
+    counts = retrieval_counts(records, utility, ("train",))
     total = sum(counts.values())
     return {
         "never_retrieved": sum(counts[k] == 0 for k in good) / len(good),
@@ -370,7 +421,7 @@ def retrieved_sources(records: list[EpisodeRecord], phase: str) -> dict[str, fro
 def top_memory_sources(records: list[EpisodeRecord], items: list[MemoryItemRecord], n: int) -> frozenset[str]:
     """Source task ids of the n most valued memories: by Q where the method keeps one
     (memrl's q_value), else by training injections; ties go to the earlier-stored item."""
-    counts = retrieval_counts(records, [i.id for i in items])
+    counts = retrieval_counts(records, [i.id for i in items], ("train",))
     value = [(i.fields.get("q_value", counts[i.id]), -position, i.provenance.task_id) for position, i in enumerate(items)]
     return frozenset(task for *_, task in sorted(value, reverse=True)[:n])
 

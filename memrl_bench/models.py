@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -197,11 +198,50 @@ def path(name: str) -> Path:
 
 
 def checksum(name: str) -> dict[str, str]:
-    """{"model_sha256": ...} of a catalogue model's main file, for run manifests; {} otherwise."""
-    entry = CATALOGUE.get(name)
-    if entry is None or entry.main_file is None:
+    """{"model_sha256": ...} of a model's main file (a catalogue model or any local .gguf), for
+    run manifests and response-cache keys: the model is identified by its content, so a file
+    replaced at the same path is a different model."""
+    return {"model_sha256": file_sha256(path(name))}
+
+
+def file_sha256(file: Path) -> str:
+    """The sha256 of a file, computed once and cached by path, size and modification time
+    (in ${MEMRL_BENCH_CACHE}/sha256.json): a replaced or edited file is hashed again."""
+    file = Path(file).resolve()
+    stat = file.stat()
+    stamp = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    known = _read_hashes()
+    entry = known.get(str(file))
+    if entry is not None and {k: entry.get(k) for k in stamp} == stamp:
+        return str(entry["sha256"])
+    digest = hashlib.sha256()
+    with open(file, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    _remember_hash(file, {**stamp, "sha256": digest.hexdigest()})
+    return digest.hexdigest()
+
+
+def _hashes_path() -> Path:
+    return cache_root() / "sha256.json"
+
+
+def _read_hashes() -> dict[str, dict[str, Any]]:
+    try:
+        hashes = json.loads(_hashes_path().read_text())
+    except (OSError, ValueError):  # none yet, or damaged: hashes are computed again
         return {}
-    return {"model_sha256": next(f.sha256 for f in entry.files if f.filename == entry.main_file)}
+    return hashes if isinstance(hashes, dict) else {}
+
+
+def _remember_hash(file: Path, entry: dict[str, Any]) -> None:
+    """Add one entry, replacing the file atomically (two writers at once lose an entry, never the file)."""
+    hashes = {**_read_hashes(), str(file): entry}
+    target = _hashes_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.part")
+    partial.write_text(json.dumps(hashes, indent=1, sort_keys=True))
+    os.replace(partial, target)
 
 
 def ensure(name: str) -> Path:
@@ -273,6 +313,8 @@ def _assemble_verified(model_file: ModelFile, target: Path) -> None:
                 f"expected {model_file.sha256} and {model_file.size} bytes. The file was not kept."
             )
         os.replace(partial, target)  # atomic: a reader sees the old file or the whole new one, never a half
+        stat = target.stat()
+        _remember_hash(target.resolve(), {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": model_file.sha256})
     finally:
         partial.unlink(missing_ok=True)
 

@@ -41,6 +41,12 @@ class TurnRecord(Record):
     reward: float = 0.0
     raw_output: str | None = None
     latency_s: dict[str, float] | None = None
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cache_hit: bool | None = None
+    rewrite: dict[str, Any] | None = None
+    format_failure: str | None = None
 
 
 class RetrievedRecord(Record):

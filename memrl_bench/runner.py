@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from importlib import metadata
@@ -46,6 +47,7 @@ from memrl_bench.protocol import (
 from memrl_bench.records import episode_records, memory_items
 from memrl_bench.redaction import remember_secret, remember_url, scrub_data
 from memrl_bench.runfolder import REBUILD_HINT, CorruptRunFolderError, RunFolder, batch_key, forget_new, note_new
+from memrl_bench.transcripts import TranscriptLog, transcript_record
 from memrl_bench.types import Episode, Outcome, Retrieval, Task
 from memrl_bench.vector_index import unit_rows
 
@@ -90,6 +92,7 @@ class Runner:
         self.loop = asyncio.new_event_loop()
         self._key_cache: dict[str, np.ndarray] = {}
         self._given_llm, self._given_embedder = llm, embedder
+        self.transcripts = TranscriptLog(run_dir, enabled=bool(cfg.get("transcripts", True)))
 
     # ---- building ---------------------------------------------------------------
     def _build(self, stack: contextlib.ExitStack, protocol: ProtocolConfig) -> RunParts:
@@ -138,7 +141,7 @@ class Runner:
         actor_cls = registry.get("actor", settings.kind or env.default_actor)
         if actor_cls.needs_llm and llm is None:
             raise ConfigError(f"env {env.name!r} is played by an LLM: set llm=local or llm=openai (llm=none only suits the synthetic env)")
-        actor = actor_cls(llm, settings, transcripts=bool(cfg.get("transcripts")))
+        actor = actor_cls(llm, settings, transcripts=self.transcripts.enabled)
         return RunParts(env, method, actor, protocol, roles, tasks, labels, llm, embedder)
 
     def _manifest(self, parts: RunParts, config: dict, digest: str) -> dict:
@@ -212,6 +215,8 @@ class Runner:
             audit_provenance(parts.method.items(), {r.episode_id for r in records if r.phase == "train"}, parts.roles["train"])
             final = self.folder.save_snapshot("final", parts.method.snapshot)
             metrics = metrics_lib.compute(records, memory_items(final), labels=parts.labels)
+            for line in metrics_lib.similarity_warnings(metrics.get("retrieval_similarity", {})):
+                print(line, file=sys.stderr)
             self.folder.write_metrics(metrics)
             self.folder.mark_complete()
             return metrics
@@ -228,6 +233,7 @@ class Runner:
     def _play(self, parts: RunParts, schedule: list[Batch]) -> None:
         sizes = {b.key: b.size for b in schedule}
         logged = self.folder.truncate_to_batches(sizes.get)
+        self.transcripts.keep_only(r["episode_id"] for r in logged)
         by_batch: dict[tuple, list[dict]] = {}
         for record in logged:
             by_batch.setdefault(batch_key(record), []).append(record)
@@ -335,8 +341,8 @@ class Runner:
         outcomes: list[Outcome] = self.loop.run_until_complete(parts.actor.play_batch(jobs, pool))
         if parts.llm is not None and any(o.status == "llm_error" for o in outcomes):
             parts.llm.confirm_up()  # a server that is down stops the run before the batch is logged
-        self._write_transcripts(jobs, outcomes)
         episodes = [self._episode(batch, job, retrieval, outcome, position, retrieve_s) for job, retrieval, outcome, position in zip(jobs, retrievals, outcomes, positions)]
+        memory_calls = {e.episode_id: list(r.memory_calls) for e, r in zip(episodes, retrievals)}
         if batch.phase == "train":
             t0 = time.perf_counter()
             result = parts.method.learn(self._experiences(episodes, tasks, parts, retrievals))
@@ -346,7 +352,11 @@ class Runner:
                 if e.episode_id in result.usage_by_episode:
                     e.memory_usage.add(result.usage_by_episode[e.episode_id])
                 e.memory_op_errors = result.op_errors_by_episode.get(e.episode_id, 0)
-        return self._finish(parts, episodes, started)
+                memory_calls[e.episode_id] += result.calls_by_episode.get(e.episode_id, [])
+        records = self._finish(parts, episodes, started)
+        # before the batch reaches the log, so that every logged episode has its transcript
+        self.transcripts.append([transcript_record(r, o.info.get("transcript", []), memory_calls[r["episode_id"]]) for r, o in zip(records, outcomes)])
+        return records
 
     def _finish(self, parts: RunParts, episodes: list[Episode], started: float) -> list[dict]:
         stats = parts.method.stats()
@@ -354,13 +364,6 @@ class Runner:
             e.memory_items_after, e.memory_bytes_after, e.memory_groups_after = stats.items, stats.bytes, stats.groups
             e.wall_time = started
         return [e.to_dict() for e in episodes]
-
-    def _write_transcripts(self, jobs: list[Job], outcomes: list[Outcome]) -> None:
-        for job, outcome in zip(jobs, outcomes):
-            if "transcript" in outcome.info:
-                folder = self.folder.path / "transcripts"
-                folder.mkdir(exist_ok=True)
-                (folder / f"{job.episode_id}.json").write_text(json.dumps(outcome.info["transcript"], indent=1))
 
     def _episode(self, batch: Batch, job: Job, retrieval, outcome: Outcome, position: int, retrieve_s: float) -> Episode:
         return Episode(
@@ -383,7 +386,7 @@ class Runner:
             act_usage=outcome.usage,
             memory_usage=dataclasses.replace(retrieval.usage),
             latency_s={"retrieve": retrieve_s, **outcome.latency_s},
-            info={k: v for k, v in outcome.info.items() if k != "transcript"},
+            info={**{k: v for k, v in outcome.info.items() if k != "transcript"}, **({"retrieval": retrieval.info} if retrieval.info else {})},
         )
 
     def _write_hydra_config(self, config: dict) -> None:

@@ -12,13 +12,16 @@ from typing import Any, Literal
 
 Phase = Literal["train", "validation", "test"]
 # poison: an adversarial memory fed to learn() by the poisoning experiment, never scored.
-EpisodeStatus = Literal["ok", "step_limit", "llm_error", "env_error", "parse_error", "poison"]
+# context_exceeded: the prompt did not fit the model's context even without history (never
+# a task failure of the agent: reported per method).
+EpisodeStatus = Literal["ok", "step_limit", "llm_error", "env_error", "parse_error", "context_exceeded", "poison"]
 
 # Parts of an episode record that describe how the run went on this machine (wall
 # times, retries, cache hits) rather than what happened: the only parts allowed to
 # differ between two runs of the same command.
 MEASURED_KEYS = ("latency_s", "wall_time")
 MEASURED_USAGE_KEYS = ("latency_s", "retries", "cache_hits")
+MEASURED_TURN_KEYS = ("latency_s", "cache_hit")
 
 
 def _shallow_dict(record: Any) -> dict:
@@ -111,6 +114,10 @@ class Retrieval:
     candidates: int = 0  # size of the pool the choice was made from
     usage: Usage = field(default_factory=lambda: Usage())  # LLM calls the retrieval itself made (e.g. keyword extraction)
     trace: Any = None  # what the method keeps of this choice for learn() (MemRL: its phase A); handed back with the episode, never logged
+    memory_calls: list[dict[str, Any]] = field(default_factory=list)  # those calls, for the transcript
+    # What the retrieval saw, logged in the episode's info["retrieval"]: top_similarity (the
+    # query's best cosine to any stored key, before thresholds), threshold (below it nothing is kept).
+    info: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -135,11 +142,19 @@ class Usage:
 
 @dataclass
 class Turn:
-    action: str
-    observation: str
+    action: str  # what the env executed (format_failure set: what was read, not executed)
+    observation: str  # the env's answer (format_failure set: the harness's notice to the model)
     reward: float = 0.0
     raw_output: str | None = None  # the model's completion, before parsing into `action`
     latency_s: dict[str, float] | None = None  # this step's seconds: act (LLM), env (step)
+    finish_reason: str | None = None  # the completion's ("length": cut at max_tokens)
+    prompt_tokens: int | None = None  # of the call, as the server counted them
+    completion_tokens: int | None = None
+    cache_hit: bool | None = None  # the completion came from the response cache
+    # The action was mapped onto an admissible command: {"raw": as parsed, "executed": the
+    # command, "score": similarity, "kind": "normalised" | "fuzzy"}.
+    rewrite: dict[str, Any] | None = None
+    format_failure: str | None = None  # "no_action" | "truncated": nothing was executed
 
 
 @dataclass
@@ -236,7 +251,7 @@ def strip_measured(record: dict) -> dict:
     """A copy of an episode record without its measured parts, for reproducibility checks."""
     out = {k: v for k, v in record.items() if k not in MEASURED_KEYS}
     if "turns" in out:
-        out["turns"] = [{k: v for k, v in turn.items() if k != "latency_s"} for turn in out["turns"]]
+        out["turns"] = [{k: v for k, v in turn.items() if k not in MEASURED_TURN_KEYS} for turn in out["turns"]]
     for usage_key in ("act_usage", "memory_usage"):
         if usage_key in out:
             out[usage_key] = {k: v for k, v in out[usage_key].items() if k not in MEASURED_USAGE_KEYS}

@@ -149,3 +149,19 @@ def test_real_data(monkeypatch):
     agreement = env.reference_agreement()
     rows, tables = agreement["query rows"], agreement["table md5"]
     assert rows[0] >= 0.95 * rows[1] and tables[0] >= 0.9 * tables[1]
+
+
+def test_db_format_failures_are_counted_per_episode(env: LLBDBEnv):
+    import asyncio
+
+    from memrl_bench.actors import Job
+    from memrl_bench.agent import ReActActor
+    from memrl_bench.types import Retrieval
+    from tests.scripted_llm import ScriptedChatModel
+
+    env.reset(task(env, "2"))
+    assert env.step("look")[3]["invalid_action"] and "invalid_action" not in env.step("SQL: SELECT 1")[3]
+    llm = ScriptedChatModel(["Think: first look.", "Action: look around", "Action: SQL: SELECT name FROM staff WHERE team = 'red'", "Action: COMMIT"])
+    outcome = asyncio.run(ReActActor(llm).play(Job(task(env, "2"), Retrieval(), "ep-2"), env))
+    assert outcome.info["format_failures"] == 1 and outcome.info["invalid_actions"] == 1  # a Think without action; an unknown action
+    assert len(outcome.turns) == 4 and outcome.turns[0].format_failure == "no_action"

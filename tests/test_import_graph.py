@@ -25,6 +25,7 @@ LAYERS = {
     "memrl_bench.config": RULES,
     "memrl_bench.stats": RULES,
     "memrl_bench.records": RULES,
+    "memrl_bench.transcripts": RULES,
     "memrl_bench.export": RULES,
     "memrl_bench.runfolder": RULES,
     "memrl_bench.protocol": RULES,

@@ -273,3 +273,12 @@ def test_scripted_model_counts_usage_and_fails_on_chosen_calls():
         chat(model)
     echo = ScriptedChatModel(lambda messages: messages[-1]["content"].upper())
     assert chat(echo).text == "HELLO THERE"
+
+
+def test_a_context_refusal_is_its_own_error_and_not_retried(server):
+    from memrl_bench.llm import ContextOverflowError
+
+    server.script(Fault.http_error(400, message="request (2073 tokens) exceeds the available context size (2048 tokens), try increasing it"))
+    with pytest.raises(ContextOverflowError, match="does not fit the model's context"):
+        chat(model_for(server))
+    assert server.chat_requests() == 1

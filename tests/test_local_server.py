@@ -111,7 +111,10 @@ def test_a_broken_model_file_fails_clearly_and_leaves_nothing(tmp_path):
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"not a gguf file" * 100)
     before = child_pids()
-    server = LocalLlamaServer(broken, startup_timeout_s=60)
+    with pytest.raises(LocalServerError, match=f"server for {broken} cannot size its context: {broken} is not a GGUF file"):
+        LocalLlamaServer(broken).start()  # the context comes from the file's metadata: read before anything starts
+    assert child_pids() == before
+    server = LocalLlamaServer(broken, ctx_size=512, startup_timeout_s=60)
     with pytest.raises(LocalServerError, match=f"llama.cpp server for {broken} exited with code"):
         server.start()
     assert child_pids() == before and server.pid is None
@@ -144,3 +147,17 @@ def test_the_local_server_gets_one_slot_per_request_in_flight():
         assert (model.identity["parallel"], model.identity["threads"]) == (3, max(1, available_cores() - 1))
     with open_local({**cfg, "parallel": 1, "threads": 1}) as model:
         assert model is not None and (model.identity["parallel"], model.identity["threads"]) == (1, 1)
+
+
+@pytest.mark.llm
+def test_prompt_tokens_are_counted_before_sending_as_the_server_counts_them(local_llm_server):
+    from memrl_bench.llm.client import OpenAIChatModel
+
+    model = OpenAIChatModel(local_llm_server.base_url, "smollm2-135m", generation={"temperature": 0.0, "max_tokens": 8}, context_size=local_llm_server.ctx_size, tokenizer_url=local_llm_server.address)
+    try:
+        messages = [{"role": "system", "content": "You sort things."}, *HELLO]
+        counted = asyncio.run(model.count_tokens(messages))
+        assert counted.exact and counted.tokens == asyncio.run(model.chat(messages)).usage.prompt_tokens
+        assert model.prompt_budget({}) == local_llm_server.ctx_size - 8
+    finally:
+        model.close()

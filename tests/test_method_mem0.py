@@ -251,3 +251,17 @@ def test_a_whole_synthetic_run_is_audited_costed_and_reproducible(tmp_path):
     assert metrics["usage"]["memory"]["calls"] == len(model.calls) == 2 * len(train)
     assert metrics["memory_final"]["items"] > 0 and any(r["retrieved"] for r in records if r["phase"] == "test")
     assert [strip_measured(r) for r in records] == [strip_measured(r) for r in again]
+
+
+def test_memory_management_calls_are_in_the_transcripts_next_to_their_episode(tmp_path):
+    from memrl_bench.transcripts import TRANSCRIPTS, TranscriptLog
+
+    _, records, model = run_synthetic(tmp_path, "a", {"name": "mem0"})
+    (path,) = tmp_path.rglob(TRANSCRIPTS)
+    by_episode = {r["episode_id"]: r for r in TranscriptLog(path.parent).read()}
+    train = [r["episode_id"] for r in records if r["phase"] == "train"]
+    assert set(by_episode) == set(train)  # the synthetic env acts without an LLM: only memory calls
+    calls = [c for e in train for c in by_episode[e]["memory_calls"]]
+    assert [c["purpose"] for c in by_episode[train[0]]["memory_calls"]] == ["mem0_extract", "mem0_update"]
+    assert [c["messages"] for c in calls] == [[m] for m in (call[0] for call in model.calls)]
+    assert all(c["completion"] and c["parsed"] for c in calls)

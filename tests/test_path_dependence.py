@@ -81,7 +81,7 @@ def episode(episode_id: str, epoch: int, batch: int, used: list[MemoryItemRecord
     return EpisodeRecord.model_validate(ep.to_dict())
 
 
-def test_one_memory_taking_every_retrieval_has_gini_and_never_retrieved_share_n_minus_1_over_n(tmp_path):
+def test_one_memory_taking_every_retrieval_has_gini_and_never_retrieved_any_phase_share_n_minus_1_over_n(tmp_path):
     from memrl_bench.metrics import compute
 
     n = 5
@@ -89,7 +89,7 @@ def test_one_memory_taking_every_retrieval_has_gini_and_never_retrieved_share_n_
     records = [episode(f"m{i}", 1, 0) for i in range(n)] + [episode(f"e{j}", 2, 0, [items[0]]) for j in range(7)]
     final = compute(records, items)["memory_final"]
     assert final["retrieval_gini"] == pytest.approx((n - 1) / n)
-    assert final["never_retrieved_share"] == pytest.approx((n - 1) / n)
+    assert final["never_retrieved_any_phase_share"] == pytest.approx((n - 1) / n)
 
 
 def test_gini_is_zero_for_equal_use():

@@ -291,7 +291,7 @@ def test_q_and_retrieval_figures_from_snapshot(tmp_path):
     agg = aggregate(results)
     end = agg.per_run_end.iloc[0]
     assert end["spearman_q_utility"] == pytest.approx(1.0)
-    assert end["never_retrieved_share"] == pytest.approx(5 / 6)
+    assert end["never_retrieved_any_phase_share"] == pytest.approx(5 / 6)
     page = report(tmp_path).read_text()
     assert "Spearman" in page and "Figure skipped — Learned Q" not in page and "Figure skipped — Retrieval" not in page
 
@@ -367,3 +367,18 @@ def test_epsilon_swept_under_two_selection_rules_draws_a_line_per_rule(tmp_path,
     assert len({line.get_color() for line in lines}) == 2
     assert [line.get_label() for line in ax.get_lines() if line.get_linestyle() == "--"] == ["none"]  # the baseline as a flat line
     assert "method.epsilon" in ax.get_xlabel() or "method.epsilon" in fig.axes[-1].get_xlabel()
+
+
+def test_report_shows_prompt_tokens_trimmed_tokens_format_failures_and_context_refusals_per_method(tmp_path):
+    usage = {"calls": 2, "prompt_tokens": 300, "completion_tokens": 20}
+    harness = {"trimmed_tokens": 40, "format_failures": 1, "truncated_actions": 1, "fuzzy_matched_actions": 0}
+    rag = outcomes("train", "train", 1, [True, False], act_usage=usage, info=harness)
+    rag[1]["status"] = "context_exceeded"
+    write_run(tmp_path, "rag", 0, rag)
+    write_run(tmp_path, "none", 0, outcomes("train", "train", 1, [True, False], act_usage=usage))
+    view = all_tables(load(tmp_path), aggregate(load(tmp_path)))["usage"].view.set_index("variant")
+    assert view.loc["rag", "act: prompt tokens / run"].startswith("600")
+    assert view.loc["rag", "act: history tokens trimmed to fit / run"].startswith("80")
+    assert view.loc["rag", "act: format failures (not executed) / run"].startswith("2")
+    assert view.loc["rag", "episodes refused for context length / run"].startswith("1")
+    assert view.loc["none", "episodes refused for context length / run"].startswith("0")

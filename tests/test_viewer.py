@@ -8,14 +8,14 @@ import base64
 import gzip
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
 from memrl_bench.report import report
-from memrl_bench.report.viewer import TRANSCRIPTS, read_transcripts
+from memrl_bench.report.viewer import read_transcripts
 from memrl_bench.runner import run
+from memrl_bench.transcripts import TRANSCRIPTS
 from tests.helpers import config
 from tests.memory_llm_helpers import WordBagEmbedder
 from tests.scripted_llm import ScriptedChatModel
@@ -56,10 +56,8 @@ def _gzip_members(records: list[dict]) -> bytes:
 def llm_run(tmp_path_factory) -> Path:
     """A small MMLU run (RAG, a scripted model answering "Answer: A") with transcripts.jsonl.gz.
 
-    A runner that keeps each transcript as transcripts/<episode id>.json gets them rewritten
-    in the run's compressed format (memrl_bench/transcripts.py: one line per episode, one
-    gzip member per batch); then the test adds a memory-call record as Mem0's update writes
-    one, and makes the last member torn, as a crash leaves it.
+    The test then adds a memory-call record as Mem0's update writes one and makes the last
+    member torn, as a crash leaves it.
     """
     root = tmp_path_factory.mktemp("viewer_llm")
     folder = root / "method=rag,env=mmlu"
@@ -74,14 +72,8 @@ def llm_run(tmp_path_factory) -> Path:
     cfg["env"] = {"name": "mmlu", "tasks_per_split": 4}
     run(cfg, folder, llm=ScriptedChatModel(lambda messages: "Answer: A"), embedder=WordBagEmbedder())
     logged = _logged(folder)
-    records = read_transcripts(folder)  # a runner that writes transcripts.jsonl.gz itself
-    if not records:
-        keys = ("episode_id", "task_id", "phase", "split", "epoch", "batch_index", "sample_index")
-        for episode in logged:
-            calls = json.loads((folder / "transcripts" / f"{episode['episode_id']}.json").read_text())
-            acting = [{**call, "finish_reason": "stop", "prompt_tokens": 1, "completion_tokens": 1, "trimmed_tokens": 0, "cache_hit": False} for call in calls]
-            records[episode["episode_id"]] = {**{k: episode[k] for k in keys}, "acting": acting, "memory_calls": []}
-        shutil.rmtree(folder / "transcripts")
+    records = read_transcripts(folder)  # as the runner wrote them
+    assert set(records) == {e["episode_id"] for e in logged}
     records = [records[e["episode_id"]] for e in logged]
     records[0]["memory_calls"] = [{"purpose": "mem0_update", "messages": [{"role": "user", "content": "New facts: ..."}], "completion": "{}", "parsed": [{"event": "ADD", "text": "A fact."}]}]
     torn = _gzip_members(records[-1:])[:-9]  # the last episode's member, cut short

@@ -74,6 +74,7 @@ class AlfWorldEnv(Env):
         self._tasks: dict[str, list[Task]] = {}
         self._game: Any = None
         self._done = True
+        self._admissible: set[str] = set()  # the commands the game accepts at this step
 
     def splits(self) -> dict[str, str]:
         seen = f"json_2.1.1/valid_seen, split by sha256 of the game folder name (memrl_bench.envs.base.hash_fraction < {VALIDATION_FRACTION})"
@@ -146,7 +147,9 @@ class AlfWorldEnv(Env):
         state = self._game.reset()
         self._done = False
         observation = state["feedback"].replace(_WELCOME_BANNER, "", 1).strip()
-        return observation, self._state_info(state)
+        info = self._state_info(state)
+        self._admissible = set(info["admissible_commands"])
+        return observation, info
 
     def _step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
         if self._done:
@@ -155,7 +158,8 @@ class AlfWorldEnv(Env):
         won = bool(state["won"])
         self._done = bool(done) or won
         info = self._state_info(state)
-        info["success"] = won
+        info.update(success=won, invalid_action=action not in self._admissible)
+        self._admissible = set(info["admissible_commands"])
         return state["feedback"].strip(), 1.0 if won else 0.0, self._done, info
 
     def instructions(self) -> str:

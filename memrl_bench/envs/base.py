@@ -58,7 +58,8 @@ class Env(ABC):
 
     @abstractmethod
     def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
-        """Apply one action: (observation, reward, done, info); info["success"] once done."""
+        """Apply one action: (observation, reward, done, info); info["success"] once done,
+        info["invalid_action"] true when the env did not understand the action (counted per episode)."""
 
     def instructions(self) -> str:
         """What an LLM actor is told about this environment (system prompt)."""

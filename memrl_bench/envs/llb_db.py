@@ -269,7 +269,7 @@ class LLBDBEnv(Env):
             success, detail = self._check(content if kind == "answer" else None)
             self.close()
             return ("The answer is right." if success else "The answer is wrong."), float(success), True, {"success": success, "detail": detail}
-        return "Unknown action. Use `SQL: <statement>`, `ANSWER: <rows>` or `COMMIT`.", 0.0, False, {"multiline_actions": True}
+        return "Unknown action. Use `SQL: <statement>`, `ANSWER: <rows>` or `COMMIT`.", 0.0, False, {"multiline_actions": True, "invalid_action": True}
 
     @staticmethod
     def _parse(action: str) -> tuple[str, str]:

@@ -61,6 +61,7 @@ class TextWorldExpressEnv(Env):
             raise
         self._tasks: dict[str, list[Task]] = {}
         self._done = True
+        self._valid: set[str] = set()  # the simulator's valid actions at this step
 
     @staticmethod
     def _start_simulator() -> Any:
@@ -116,6 +117,7 @@ class TextWorldExpressEnv(Env):
         self._load(task.data["game"], task.data["game_params"])
         observation, info = self._simulator.reset(seed=task.data["seed"], gameFold=task.data["fold"], generateGoldPath=gold)
         self._done = False
+        self._valid = set(info["validActions"])
         return observation, {"admissible_commands": list(info["validActions"]), "score": info["score"], "goal": info["taskDescription"]}
 
     def reset(self, task: Task) -> tuple[str, dict[str, Any]]:
@@ -137,7 +139,8 @@ class TextWorldExpressEnv(Env):
         observation, reward, _, info = self._simulator.step(action)
         success = bool(info.get("tasksuccess"))
         self._done = success or bool(info.get("taskfailure"))
-        step_info = {"admissible_commands": list(info.get("validActions", [])), "score": info.get("score", 0.0), "success": success}
+        step_info = {"admissible_commands": list(info.get("validActions", [])), "score": info.get("score", 0.0), "success": success, "invalid_action": action not in self._valid}
+        self._valid = set(step_info["admissible_commands"])
         return observation, float(reward), self._done, step_info
 
     def instructions(self) -> str:

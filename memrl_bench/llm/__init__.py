@@ -2,7 +2,10 @@
 
 `ChatModel.chat` is async; it returns a Completion with its Usage (one call, its
 tokens, retries, latency, whether it came from the cache) or raises LLMError once
-its retries are spent. Actors turn LLMError into the episode status `llm_error`.
+its retries are spent. Actors turn LLMError into the episode status `llm_error`, and
+ContextOverflowError (a prompt the server refused as too long) into `context_exceeded`.
+`count_tokens` counts a prompt before it is sent and `prompt_budget` says how many
+tokens it may have, so that actors fit their prompts to the model's context.
 An LLM kind (llm.name: none, openai, local; memrl_bench.registry) opens the run's
 ChatModel for the length of the run.
 """
@@ -42,8 +45,31 @@ class Completion:
     finish_reason: str | None = None
 
 
+class ContextOverflowError(LLMError):
+    """The server refused the prompt because it does not fit the model's context (no retry)."""
+
+
+@dataclass(frozen=True)
+class TokenCount:
+    tokens: int
+    exact: bool  # the server's own tokenizer and chat template; False: an estimate (ESTIMATE_BYTES_PER_TOKEN)
+
+
+# Servers without a tokenizer endpoint: UTF-8 bytes / 3 plus 8 per message (chat markup). BPE
+# tokenizers average about 4 bytes a token on English text and code, so this over-counts,
+# which trims a prompt early rather than sending one that does not fit.
+ESTIMATE_BYTES_PER_TOKEN = 3
+ESTIMATE_TOKENS_PER_MESSAGE = 8
+
+
+def estimate_tokens(messages: list[dict[str, str]]) -> TokenCount:
+    size = sum(len(str(m.get("content", "")).encode()) for m in messages)
+    return TokenCount(-(-size // ESTIMATE_BYTES_PER_TOKEN) + ESTIMATE_TOKENS_PER_MESSAGE * len(messages), exact=False)
+
+
 class ChatModel(Protocol):
     identity: dict[str, Any]  # configured name, served model id, base_url host (no keys)
+    context_size: int | None  # tokens per request (prompt + completion); None: not known
 
     async def chat(self, messages: list[dict[str, str]], *, sample_index: int = 0, **overrides: Any) -> Completion:
         """One chat completion. `overrides` replace generation settings (temperature, max_tokens, stop)."""
@@ -52,6 +78,14 @@ class ChatModel(Protocol):
     def confirm_up(self) -> None:
         """After a failed call, raise LLMOutageError if the server no longer answers (the runner
         asks before it logs a batch with failed calls; a model without a server does nothing)."""
+        ...
+
+    async def count_tokens(self, messages: list[dict[str, str]]) -> TokenCount:
+        """The prompt tokens these messages make, before they are sent."""
+        ...
+
+    def prompt_budget(self, overrides: Mapping[str, Any]) -> int | None:
+        """Prompt tokens a call with these overrides may use: the context less its max_tokens; None if unknown."""
         ...
 
 

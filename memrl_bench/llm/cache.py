@@ -32,8 +32,10 @@ from memrl_bench.config import InputError
 CacheMode = Literal["read_write", "read_only", "off"]
 CACHE_MODES: tuple[str, ...] = get_args(CacheMode)
 
-# Identity fields that change between runs of the same model (a local server's port).
-VOLATILE_IDENTITY_KEYS = ("base_url_host",)
+# Identity fields that change between runs of the same model without changing its answers:
+# a local server's port, its threads, and its context (sized from the memory of the machine;
+# a prompt that fits is answered the same, and one that does not is never cached).
+VOLATILE_IDENTITY_KEYS = ("base_url_host", "threads", "ctx_size")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -44,6 +46,11 @@ CREATE TABLE IF NOT EXISTS responses (
     completion_tokens INTEGER NOT NULL,
     created REAL NOT NULL,
     checksum TEXT
+);
+CREATE TABLE IF NOT EXISTS token_counts (
+    key TEXT PRIMARY KEY,
+    tokens INTEGER NOT NULL,
+    checksum TEXT NOT NULL
 )
 """
 
@@ -67,10 +74,20 @@ def cache_key(identity: dict[str, Any], messages: list[dict[str, Any]], settings
     return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+def count_key(identity: dict[str, Any], messages: list[dict[str, Any]]) -> str:
+    """The sha256 of what determines a prompt's token count: the model and the messages."""
+    stable_identity = {k: v for k, v in identity.items() if k not in VOLATILE_IDENTITY_KEYS}
+    return hashlib.sha256(json.dumps({"identity": stable_identity, "messages": messages, "count": "prompt_tokens"}, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
 def entry_checksum(key: str, response: CachedResponse) -> str:
     """The sha256 of an entry's key and content."""
     material = [key, response.text, response.finish_reason, response.prompt_tokens, response.completion_tokens]
     return hashlib.sha256(json.dumps(material, ensure_ascii=False).encode()).hexdigest()
+
+
+def _count_checksum(key: str, tokens: int) -> str:
+    return hashlib.sha256(json.dumps([key, tokens]).encode()).hexdigest()
 
 
 class ResponseCache:
@@ -95,7 +112,7 @@ class ResponseCache:
             if mode == "read_write":
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
-                self._db.execute(_SCHEMA)
+                self._db.executescript(_SCHEMA)
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
             if mode == "read_write" and "checksum" not in columns:  # a cache written before entries had checksums
                 try:
@@ -150,6 +167,27 @@ class ResponseCache:
                 "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (key, response.text, response.finish_reason, response.prompt_tokens, response.completion_tokens, time.time(), entry_checksum(key, response)),
             )
+
+    def get_count(self, key: str) -> int | None:
+        """A prompt's cached token count (None if absent, or if it fails its checksum)."""
+        if self._db is None:
+            return None
+        with self._lock, self._named_errors():
+            try:
+                row = self._db.execute("SELECT tokens, checksum FROM token_counts WHERE key = ?", (key,)).fetchone()
+            except sqlite3.OperationalError as err:
+                if "no such table" in str(err):  # a read-only cache written before token counts were kept
+                    return None
+                raise
+        if row is None or row[1] != _count_checksum(key, row[0]):
+            return None
+        return int(row[0])
+
+    def put_count(self, key: str, tokens: int) -> None:
+        if self._db is None or self.mode != "read_write":
+            return
+        with self._lock, self._named_errors():
+            self._db.execute("INSERT OR REPLACE INTO token_counts VALUES (?, ?, ?)", (key, tokens, _count_checksum(key, tokens)))
 
     def __len__(self) -> int:
         if self._db is None:

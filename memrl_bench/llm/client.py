@@ -33,8 +33,8 @@ from urllib.parse import urlparse
 import openai
 
 from memrl_bench.config import LLMConfig, cache_root, validated
-from memrl_bench.llm import Completion, LLMAuthError, LLMError, LLMOutageError
-from memrl_bench.llm.cache import CachedResponse, ResponseCache, cache_key
+from memrl_bench.llm import Completion, ContextOverflowError, LLMAuthError, LLMError, LLMOutageError, TokenCount, estimate_tokens
+from memrl_bench.llm.cache import CachedResponse, ResponseCache, cache_key, count_key
 from memrl_bench.redaction import redact_server_text, remember_secret, scrub, strip_userinfo
 from memrl_bench.types import Usage
 
@@ -110,6 +110,17 @@ def _classify(err: BaseException) -> tuple[bool, float | None, str]:
     return False, None, f"{type(err).__name__}: {redact_server_text(str(err))}"
 
 
+def _exceeds_context(err: BaseException) -> bool:
+    """A 400 answer refusing the prompt's length (llama.cpp: exceed_context_size_error; OpenAI and vLLM: context_length_exceeded / "maximum context length")."""
+    if not isinstance(err, openai.BadRequestError):
+        return False
+    body = err.body if isinstance(err.body, dict) else {}
+    kind = str(body.get("type") or body.get("code") or getattr(err, "code", "") or "")
+    return kind in ("exceed_context_size_error", "context_length_exceeded") or any(
+        phrase in err.message for phrase in ("exceeds the available context size", "maximum context length")
+    )
+
+
 def _refuses_stop(err: BaseException) -> bool:
     """A 400 answer naming the `stop` parameter (OpenAI's reasoning models: "Unsupported parameter: 'stop'")."""
     return isinstance(err, openai.BadRequestError) and (getattr(err, "param", None) == "stop" or "'stop'" in err.message)
@@ -138,7 +149,14 @@ class OpenAIChatModel:
         api_key_env: str = "OPENAI_API_KEY",
         cache: ResponseCache | None = None,
         identity_extra: Mapping[str, Any] | None = None,
+        context_size: int | None = None,
+        tokenizer_url: str | None = None,
     ):
+        """
+        context_size: tokens per request (prompt + completion), for prompt_budget; None: unknown.
+        tokenizer_url: a llama.cpp server's root URL, whose /apply-template and /tokenize
+            count prompts exactly; None: counts are estimates (memrl_bench.llm.estimate_tokens).
+        """
         if max_concurrency < 1:
             raise ValueError(f"llm max_concurrency must be >= 1, got {max_concurrency}")
         if max_consecutive_failures < 1:
@@ -151,6 +169,8 @@ class OpenAIChatModel:
         self.retry = retry or RetryPolicy()
         self.max_consecutive_failures = max_consecutive_failures
         self.cache = cache
+        self.context_size = context_size
+        self.tokenizer_url = tokenizer_url.rstrip("/") if tokenizer_url else None
         self._api_key_env = api_key_env
         self._api_key = os.environ.get(api_key_env) or NO_KEY
         remember_secret(os.environ.get(api_key_env))
@@ -225,6 +245,34 @@ class OpenAIChatModel:
         """The generation settings of one call: the configured ones with `overrides` applied."""
         return {**self.generation, **self._checked_settings(overrides)}
 
+    def prompt_budget(self, overrides: Mapping[str, Any]) -> int | None:
+        """Prompt tokens a call may use: the context less the completion's max_tokens (None: no known context)."""
+        if self.context_size is None:
+            return None
+        return self.context_size - int(self.settings(overrides).get("max_tokens") or 0)
+
+    async def count_tokens(self, messages: list[dict[str, str]]) -> TokenCount:
+        """The prompt's tokens: exact from a llama.cpp server (its chat template, then its
+        tokenizer: what the completion's usage reports), else an estimate. Exact counts are
+        kept in the response cache, so a run replayed from the cache asks the server nothing."""
+        if self.tokenizer_url is None:
+            return estimate_tokens(messages)
+        key = count_key(self.identity, messages) if self.cache is not None else ""
+        cached = self.cache.get_count(key) if self.cache is not None else None
+        if cached is not None:
+            return TokenCount(cached, exact=True)
+        client = self._state().client
+        try:
+            template = json.loads(await client.post(f"{self.tokenizer_url}/apply-template", cast_to=bytes, body={"messages": messages}))
+            tokens = json.loads(await client.post(f"{self.tokenizer_url}/tokenize", cast_to=bytes, body={"content": template["prompt"]}))["tokens"]
+        except (openai.APIError, json.JSONDecodeError, KeyError, TypeError) as err:
+            # The chat call that follows meets the same server and reports its failure; until then, estimate.
+            log.warning("memrl-bench: counting prompt tokens at %s failed (%s); using an estimate", self.tokenizer_url, _classify(err)[2])
+            return estimate_tokens(messages)
+        if self.cache is not None:
+            self.cache.put_count(key, len(tokens))
+        return TokenCount(len(tokens), exact=True)
+
     async def chat(self, messages: list[dict[str, str]], *, sample_index: int = 0, **overrides: Any) -> Completion:
         """One completion. A cache hit makes no request and counts as one call with
         cache_hits=1, its stored tokens and latency 0, so token counts do not depend
@@ -281,6 +329,8 @@ class OpenAIChatModel:
             retryable, wait_s, reason = _classify(error)
             if isinstance(error, openai.APIStatusError) and error.status_code in AUTH_STATUS:
                 raise self._refused(reason) from None
+            if _exceeds_context(error):  # the prompt's fault, not the server's: no retry, no outage count
+                raise ContextOverflowError(f"the prompt does not fit the model's context ({reason})", Usage(calls=1, failures=1, latency_s=latency)) from None
             if not retryable or retries >= self.retry.max_retries:
                 raise self._failed(reason, retries, latency) from error
             retries += 1
@@ -345,8 +395,11 @@ def _cache_from_config(cfg: Mapping[str, Any]) -> ResponseCache | None:
     return ResponseCache(cfg.get("cache_path") or cache_root() / "llm_cache.sqlite", mode)
 
 
-def make_chat_model(cfg: Mapping[str, Any], *, base_url: str | None = None, identity_extra: Mapping[str, Any] | None = None) -> OpenAIChatModel:
-    """An OpenAIChatModel from the `llm` config group; `base_url` overrides the config's."""
+def make_chat_model(
+    cfg: Mapping[str, Any], *, base_url: str | None = None, identity_extra: Mapping[str, Any] | None = None, context_size: int | None = None, tokenizer_url: str | None = None
+) -> OpenAIChatModel:
+    """An OpenAIChatModel from the `llm` config group; `base_url` overrides the config's, and
+    `context_size` its ctx_size (a local server's, sized from the model)."""
     cfg = _checked_config(cfg)
     url = base_url or cfg.get("base_url")
     if not url:
@@ -362,6 +415,8 @@ def make_chat_model(cfg: Mapping[str, Any], *, base_url: str | None = None, iden
         api_key_env=cfg.get("api_key_env", "OPENAI_API_KEY"),
         cache=_cache_from_config(cfg),
         identity_extra=identity_extra,
+        context_size=context_size or cfg.get("ctx_size"),
+        tokenizer_url=tokenizer_url,
     )
 
 
@@ -386,7 +441,8 @@ def open_local(cfg: Mapping[str, Any]) -> Iterator[OpenAIChatModel]:
     server_settings = {key: cfg[key] for key in _SERVER_KEYS if cfg.get(key) is not None}
     server_settings.setdefault("parallel", cfg.get("max_concurrency", 4))  # one slot per request in flight
     with LocalLlamaServer(models.ensure(cfg["model"]), alias=alias, **server_settings) as server:
-        model = make_chat_model(cfg, base_url=server.base_url, identity_extra={**server.info(), **models.checksum(cfg["model"])})
+        identity = {**server.info(), **models.checksum(cfg["model"])}
+        model = make_chat_model(cfg, base_url=server.base_url, identity_extra=identity, context_size=server.ctx_size, tokenizer_url=server.address)
         try:
             yield model
         finally:

@@ -26,6 +26,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from memrl_bench.llm.gguf import GGUFError, GGUFModel
+
 # Runs in the child. Exits through os._exit once stdin closes: the kernel then
 # releases the port and every llama.cpp thread at once.
 _LAUNCHER = """
@@ -72,7 +74,7 @@ class LocalLlamaServer:
         *,
         alias: str | None = None,
         threads: int | None = None,
-        ctx_size: int = 2048,
+        ctx_size: int | None = None,
         parallel: int = 1,
         embedding: bool = False,
         startup_timeout_s: float = 120.0,
@@ -91,8 +93,8 @@ class LocalLlamaServer:
         self.model_path = Path(model_path).expanduser()
         self.alias = alias or self.model_path.stem
         self.threads = threads if threads is not None else max(1, available_cores() - 1)
-        self.ctx_size = ctx_size
         self.parallel = parallel
+        self.ctx_size = ctx_size
         self.embedding = embedding
         self.startup_timeout_s = startup_timeout_s
         self.address: str | None = None
@@ -122,8 +124,13 @@ class LocalLlamaServer:
         if not self.model_path.is_file():
             raise FileNotFoundError(f"GGUF model file {self.model_path} does not exist")
         for name, value in (("threads", self.threads), ("ctx_size", self.ctx_size), ("parallel", self.parallel)):
-            if value < 1:
+            if value is not None and value < 1:
                 raise ValueError(f"local server {name} must be >= 1, got {value}")
+        if self.ctx_size is None:
+            try:
+                self.ctx_size = context_size(self.model_path, self.parallel)
+            except GGUFError as err:
+                raise LocalServerError(f"the llama.cpp server for {self.model_path} cannot size its context: {err}") from None
         cfg = {
             "model_path": str(self.model_path),
             "alias": self.alias,
@@ -185,6 +192,37 @@ class LocalLlamaServer:
     def info(self) -> dict[str, Any]:
         """What a run manifest records about the server."""
         return {"backend": "llama.cpp (xllamacpp)", "model_file": self.model_path.name, "threads": self.threads, "ctx_size": self.ctx_size, "parallel": self.parallel}
+
+
+KV_CACHE_MEMORY_SHARE = 0.25  # of the memory available at start, for the KV cache of all slots
+CONTEXT_STEP = 256  # a context sized from memory is rounded down to a multiple of this
+
+
+def context_size(model_path: str | Path, parallel: int, available_bytes: int | None = None) -> int:
+    """Tokens per request when the config gives none: the model's training context
+    (its GGUF metadata), or less if the KV cache of `parallel` such slots would take more
+    than KV_CACHE_MEMORY_SHARE of the memory available now (rounded down to CONTEXT_STEP).
+
+    Qwen2.5-Coder-0.5B: 32,768 tokens at 12 KB each, 384 MB per slot.
+    """
+    model = GGUFModel.read(model_path)
+    budget = KV_CACHE_MEMORY_SHARE * (available_memory() if available_bytes is None else available_bytes)
+    fits = int(budget // (max(1, parallel) * model.kv_bytes_per_token)) // CONTEXT_STEP * CONTEXT_STEP
+    if fits < CONTEXT_STEP:
+        raise LocalServerError(f"the KV cache of {model_path} needs {model.kv_bytes_per_token * CONTEXT_STEP * parallel / 2**20:.0f} MB for {parallel} slot(s) of {CONTEXT_STEP} tokens; only {budget / 2**20:.0f} MB may be used (set llm.ctx_size or fewer llm.parallel)")
+    return min(model.context_length, fits)
+
+
+def available_memory() -> int:
+    """Bytes of memory available to new processes (Linux: MemAvailable), else the physical memory."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def available_cores() -> int:

@@ -51,10 +51,44 @@ class Experience:
 
 @dataclass
 class LearnResult:
-    """What `learn` spent on memory management, per episode id."""
+    """What `learn` spent on memory management, per episode id, and its LLM calls (memory_call records) for the transcripts."""
 
     usage_by_episode: dict[str, Usage] = field(default_factory=dict)
     op_errors_by_episode: dict[str, int] = field(default_factory=dict)
+    calls_by_episode: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+def memory_call(purpose: str, messages: list[dict[str, str]], completion: Any = None, *, parsed: Any = None, problem: str | None = None) -> dict[str, Any]:
+    """A memory-management LLM call as the transcript keeps it: what it was for (the prompt
+    template), its messages, the completion (None: the call failed) and what was read from
+    it (operations, facts, a script), or the problem that kept it from being used."""
+    return {
+        "purpose": purpose,
+        "messages": messages,
+        "completion": None if completion is None else completion.text,
+        "finish_reason": None if completion is None else completion.finish_reason,
+        "prompt_tokens": None if completion is None else completion.usage.prompt_tokens,
+        "completion_tokens": None if completion is None else completion.usage.completion_tokens,
+        "parsed": parsed,
+        "problem": problem,
+    }
+
+
+def end_reason(episode: Episode) -> str:
+    """How an episode ended, in words, for the prompts that learn from it (a reflection sees why it failed)."""
+    turns, info = episode.turns, episode.info or {}
+    not_understood = int(info.get("invalid_actions", 0)) + int(info.get("format_failures", 0))
+    unclear = f"; {not_understood} of the {len(turns)} actions were not understood or not executed" if not_understood else ""
+    if episode.success:
+        return "success: the task was solved"
+    if episode.status == "step_limit":
+        return f"step limit: all {len(turns)} steps were used without finishing the task{unclear}"
+    if episode.status == "parse_error":
+        return "invalid answer: no answer could be read from the reply"
+    if episode.status in ("llm_error", "env_error", "context_exceeded"):
+        return f"error: the episode was stopped by an error ({episode.error or episode.status})"
+    last = turns[-1].observation.strip() if turns else ""
+    return f"failure: the episode ended without solving the task (last observation: {last[:300]}){unclear}"
 
 
 @dataclass

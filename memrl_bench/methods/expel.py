@@ -124,7 +124,7 @@ class ExpeL(MemoryMethod):
         shown = small_ids([rule.id for rule in self.rules], start=1)
         operations_text = prompts.render("expel_operations", rules=self._numbered() or "(none yet)", full=prompts.render("expel_full") if full else "")
         prompt = prompts.render(template, operations=operations_text.strip(), **values)
-        ops = calls.ask_now(episode.episode_id, prompt, lambda answer: rule_operations(answer, shown), temperature=self.config.temperature)
+        ops = calls.ask_now(episode.episode_id, template, prompt, lambda answer: rule_operations(answer, shown), temperature=self.config.temperature)
         if ops is not None:
             self.apply(ops, episode, full)
 

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from memrl_bench import llm as llm_module
 from memrl_bench import prompts
 from memrl_bench.config import ConfigError
-from memrl_bench.methods.base import LearnResult, MethodContext
+from memrl_bench.methods.base import LearnResult, MethodContext, memory_call
 from memrl_bench.types import Usage
 
 T = TypeVar("T")
@@ -118,20 +118,23 @@ def operation_list(
 
 
 class MemoryCalls:
-    """The memory calls of one learn() or retrieval: their usage and op errors per episode."""
+    """The memory calls of one learn() or retrieval: their usage, op errors and records (for the transcripts) per episode."""
 
     def __init__(self, ctx: MethodContext):
         self.llm = ctx.llm
         self.run: Callable[[Awaitable[Any]], Any] = ctx.run  # type: ignore[assignment]
         self.usage: dict[str, Usage] = {}
         self.errors: dict[str, int] = {}
+        self.calls: dict[str, list[dict[str, Any]]] = {}
 
     def _charge(self, episode_id: str, usage: Usage) -> None:
         self.usage.setdefault(episode_id, Usage()).add(usage)
 
-    async def ask(self, episode_id: str, prompt: str, validate: Callable[[Any], T], *, as_json: bool = True, **overrides: Any) -> T | None:
-        """The validated answer, after at most one repair; None (an op error counted) if none."""
+    async def ask(self, episode_id: str, purpose: str, prompt: str, validate: Callable[[Any], T], *, as_json: bool = True, **overrides: Any) -> T | None:
+        """The validated answer, after at most one repair; None (an op error counted) if none.
+        `purpose` names the call in the transcript (its prompt template)."""
         messages = [{"role": "user", "content": prompt}]
+        records = self.calls.setdefault(episode_id, [])
         for attempt in range(2):
             try:
                 completion = await self.llm.chat(messages, **overrides)
@@ -139,20 +142,24 @@ class MemoryCalls:
                 if isinstance(err, llm_module.LLMOutageError):
                     raise  # the server is down: no memory call can succeed, so the run stops
                 self._charge(episode_id, getattr(err, "usage", None) or Usage(calls=1, failures=1))
+                records.append(memory_call(purpose, messages, problem=f"{type(err).__name__}: {err}"))
                 break
             self._charge(episode_id, completion.usage)
             try:
-                return validate(parse_json(completion.text) if as_json else plain_text(completion.text))
+                answer = validate(parse_json(completion.text) if as_json else plain_text(completion.text))
+                records.append(memory_call(purpose, messages, completion, parsed=answer))
+                return answer
             except OpError as problem:
+                records.append(memory_call(purpose, messages, completion, problem=str(problem)))
                 if attempt == 0:
                     repair = prompts.render("llm_ops_repair", problem=str(problem))
                     messages = messages + [{"role": "assistant", "content": completion.text}, {"role": "user", "content": repair}]
         self.errors[episode_id] = self.errors.get(episode_id, 0) + 1
         return None
 
-    def ask_now(self, episode_id: str, prompt: str, validate: Callable[[Any], T], *, as_json: bool = True, **overrides: Any) -> T | None:
+    def ask_now(self, episode_id: str, purpose: str, prompt: str, validate: Callable[[Any], T], *, as_json: bool = True, **overrides: Any) -> T | None:
         """`ask` run to completion on the runner's event loop (for sequential learning)."""
-        return self.run(self.ask(episode_id, prompt, validate, as_json=as_json, **overrides))
+        return self.run(self.ask(episode_id, purpose, prompt, validate, as_json=as_json, **overrides))
 
     def result(self) -> LearnResult:
-        return LearnResult(usage_by_episode=self.usage, op_errors_by_episode=self.errors)
+        return LearnResult(usage_by_episode=self.usage, op_errors_by_episode=self.errors, calls_by_episode=self.calls)

@@ -34,7 +34,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memrl_bench import prompts
-from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text
+from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, end_reason, trajectory_text
 from memrl_bench.methods.llm_ops import MemoryCalls, operation_list, require_llm, small_ids, text_list
 from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem
 from memrl_bench.vector_index import unit_rows
@@ -96,10 +96,10 @@ class Mem0(MemoryMethod):
         extraction = prompts.render(
             "mem0_extract",
             task=exp.task.description,
-            outcome="success" if ep.success else "failure",
+            outcome=end_reason(ep),
             trajectory=trajectory_text(ep, c.max_trajectory_chars),
         )
-        facts = calls.ask_now(ep.episode_id, extraction, lambda answer: text_list(answer, "facts"), temperature=c.temperature)
+        facts = calls.ask_now(ep.episode_id, "mem0_extract", extraction, lambda answer: text_list(answer, "facts"), temperature=c.temperature)
         if not facts:
             return
         similar: list[str] = []
@@ -111,7 +111,7 @@ class Mem0(MemoryMethod):
         shown = small_ids(similar)
         memories = json.dumps([{"id": small, "text": self.store.get(real).content} for small, real in shown.items()], indent=1) if shown else "(memory is empty)"
         update = prompts.render("mem0_update", memories=memories, facts=json.dumps(facts, indent=1))
-        ops = calls.ask_now(ep.episode_id, update, lambda answer: operations(answer, shown), temperature=c.temperature)
+        ops = calls.ask_now(ep.episode_id, "mem0_update", update, lambda answer: operations(answer, shown), temperature=c.temperature)
         if ops is not None:
             self._apply(ops, exp)
 

@@ -120,6 +120,7 @@ class MemP(MemoryMethod):
             top = np.argsort(-scores, kind="stable")[: self.config.top_k]
             retrieval = self._retrieval([(int(i), float(scores[i])) for i in top], len(self.store))
             retrieval.usage = calls.usage.get(query.episode_id, Usage())
+            retrieval.memory_calls = calls.calls.get(query.episode_id, [])
             out.append(retrieval)
         return out
 
@@ -186,7 +187,7 @@ class MemP(MemoryMethod):
                 raise OpError('"keywords" is empty; give at least one keyword')
             return keywords[: self.config.max_keywords]
 
-        return await calls.ask(episode_id, prompts.render("memp_keywords", task=task), validate, temperature=self.config.temperature)
+        return await calls.ask(episode_id, "memp_keywords", prompts.render("memp_keywords", task=task), validate, temperature=self.config.temperature)
 
     async def _build(self, exp: Experience, calls: MemoryCalls) -> dict[str, Any] | None:
         """A new memory's fields, or None if an LLM step of the build failed (counted)."""
@@ -203,7 +204,7 @@ class MemP(MemoryMethod):
         }
         if c.build != "trajectory":
             prompt = prompts.render("memp_script", task=exp.task.description, trajectory=trajectory)
-            fields["script"] = await calls.ask(ep.episode_id, prompt, lambda text: text, as_json=False, temperature=c.temperature)
+            fields["script"] = await calls.ask(ep.episode_id, "memp_script", prompt, lambda text: text, as_json=False, temperature=c.temperature)
             if fields["script"] is None:
                 return None
         if c.retrieve == "avefact":
@@ -233,7 +234,7 @@ class MemP(MemoryMethod):
         c, ep = self.config, exp.episode
         part = "script" if memory.fields["script"] is not None else "trajectory"
         prompt = prompts.render("memp_adjust", workflow=memory.fields[part], task=exp.task.description, trajectory=trajectory_text(ep, c.max_trajectory_chars))
-        workflow = calls.ask_now(ep.episode_id, prompt, _adjusted_workflow, temperature=c.adjust_temperature)
+        workflow = calls.ask_now(ep.episode_id, "memp_adjust", prompt, _adjusted_workflow, temperature=c.adjust_temperature)
         if workflow is None:
             return
         fields = {**memory.fields, part: workflow, "adjusted_by": [*memory.fields["adjusted_by"], ep.episode_id]}

@@ -57,9 +57,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memrl_bench import prompts
 from memrl_bench.llm import LLMError
-from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text
+from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, end_reason, memory_call, trajectory_text
 from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
-from memrl_bench.vector_index import Hits, IndexConfig, empty_hits, top_k
+from memrl_bench.vector_index import Hits, IndexConfig, empty_hits, top_k, unit_rows
 
 ORPHANED = -1  # the group of a memory whose group was taken over by a later memory of the same task text
 NEXT_STATE_VALUE = 0.0  # max Q of the next state in the Q target: the official runners pass none
@@ -118,6 +118,36 @@ class MemRLConfig(BaseModel):
         return self
 
 
+OFFICIAL_SIMILARITY = {"sim_mean": 0.5187, "sim_std": 0.1203, "sim_threshold": 0.5}  # calibrated for MemRL's own embedder
+
+
+def calibrate_similarity(train_keys: np.ndarray, texts: list[str]) -> dict[str, float]:
+    """sim_mean, sim_std and sim_threshold for another embedder, from TRAINING tasks only.
+
+    Each training task's best cosine to the other training tasks (its own text and
+    duplicates left out: what a new training query meets in memory) gives the distribution;
+    sim_mean and sim_std are its mean and std, and the threshold sits at the same z-score
+    as the official one ((0.5 - 0.5187) / 0.1203 = -0.155), so it removes about the same
+    share of retrievals as it did with the embedder the constants were made for.
+    scripts/memrl_similarity.py prints them per env; BENCHMARKS.md lists MiniLM's.
+    """
+    keys = unit_rows(np.asarray(train_keys, dtype=np.float64))
+    sims = keys @ keys.T
+    same = np.array([[a == b for b in texts] for a in texts])
+    sims[same] = -np.inf
+    best = sims.max(axis=1)
+    best = best[np.isfinite(best)]
+    if not len(best):
+        raise ValueError("every training task has the same text: there is no similarity distribution to calibrate from")
+    mean, std = float(best.mean()), float(best.std())
+    z = (OFFICIAL_SIMILARITY["sim_threshold"] - OFFICIAL_SIMILARITY["sim_mean"]) / OFFICIAL_SIMILARITY["sim_std"]
+    return {"sim_mean": mean, "sim_std": max(std, 1e-6), "sim_threshold": mean + z * std}
+
+
+def _summary_template(exp: Experience) -> str:
+    return "memrl_script" if exp.episode.success else "memrl_reflection"
+
+
 def _zscore(values: np.ndarray, stats_of: np.ndarray | None = None) -> np.ndarray:
     """(v - mean) / std, mean and std of `stats_of` (default: the values); std taken as 1 when <= 1e-9 or one value (official).
 
@@ -159,11 +189,24 @@ class MemRL(MemoryMethod):
         # official code does.
         keys = np.stack([q.key for q in queries]).astype(np.float32) if queries else np.zeros((0, 0), np.float32)
         retrievals = []
-        for query, key, hits in zip(queries, keys, self._search(keys)):
+        found = self._search(keys)
+        for query, key, hits, top in zip(queries, keys, found, self._top_similarities(keys, found)):
             retrieval = self._rank_and_select(query, hits)
+            retrieval.info = {"top_similarity": top, "threshold": self.config.sim_threshold}
             retrieval.trace = PhaseA(key, hits, bool(retrieval.items))
             retrievals.append(retrieval)
         return retrievals
+
+    def _top_similarities(self, keys: np.ndarray, found: list[Hits]) -> list[float | None]:
+        """Each query's best similarity to any stored intent, below sim_threshold too (None:
+        memory is empty): what the threshold is judged against (metrics' retrieval_similarity)."""
+        if not len(self.group_keys):
+            return [None] * len(keys)
+        top: list[float | None] = [float(h.similarities[0]) if len(h.positions) else None for h in found]
+        below = [i for i, t in enumerate(top) if t is None]  # nothing above the threshold: search without it
+        for i, hits in zip(below, self.group_keys.search(keys[below], 1) if below else []):
+            top[i] = float(hits.similarities[0])
+        return top
 
     def _search(self, keys: np.ndarray) -> list[Hits]:
         """Phase A per key: the top k_groups groups with sim >= sim_threshold."""
@@ -279,11 +322,11 @@ class MemRL(MemoryMethod):
     def learn(self, batch: list[Experience]) -> LearnResult:
         if not batch:
             return LearnResult()
-        contents, usage = self._write_contents(batch)
+        contents, usage, calls = self._write_contents(batch)
         retrievals = self._retrievals(batch)  # as retrieved: before this batch's Q updates and writes
         self._update_q(batch)
         self._write_batch(batch, contents, retrievals)
-        return LearnResult(usage_by_episode=usage)
+        return LearnResult(usage_by_episode=usage, calls_by_episode=calls)
 
     def _retrievals(self, batch: list[Experience]) -> list[PhaseA]:
         """Each episode's phase A: its retrieval's trace, or (none with this key, e.g. a batch
@@ -384,34 +427,40 @@ class MemRL(MemoryMethod):
             self._group_of_text = {item.content: g for g, item in enumerate(self.group_keys.items)}
         return self._group_of_text
 
-    def _write_contents(self, batch: list[Experience]) -> tuple[list[str], dict[str, Usage]]:
-        """Memory text per episode: with an LLM, a script (success) or reflection (failure) + trajectory."""
+    def _write_contents(self, batch: list[Experience]) -> tuple[list[str], dict[str, Usage], dict[str, list[dict]]]:
+        """Memory text per episode: with an LLM, a script (success) or reflection (failure, told
+        how the episode ended) + trajectory; with the usage and transcript records of the calls."""
         c = self.config
         trajectories = [trajectory_text(exp.episode, c.max_trajectory_chars) for exp in batch]
         if not (c.write_with_llm and self.ctx.llm is not None):
-            return [f"Task: {exp.task.description}\nOutcome: {'success' if exp.episode.success else 'failure'}\n{t}".rstrip() for exp, t in zip(batch, trajectories)], {}
+            return [f"Task: {exp.task.description}\nOutcome: {'success' if exp.episode.success else 'failure'}\n{t}".rstrip() for exp, t in zip(batch, trajectories)], {}, {}
 
-        async def summarise(exp: Experience, trajectory: str):
-            template = "memrl_script" if exp.episode.success else "memrl_reflection"
-            overrides = {} if exp.episode.success else {"temperature": c.reflection_temperature}
-            messages = [{"role": "user", "content": prompts.render(template, task=exp.task.description, trajectory=trajectory)}]
-            return await self.ctx.llm.chat(messages, **overrides)
+        def messages_of(exp: Experience, trajectory: str) -> list[dict[str, str]]:
+            values = {"task": exp.task.description, "trajectory": trajectory}
+            if not exp.episode.success:
+                values["end_reason"] = end_reason(exp.episode)
+            return [{"role": "user", "content": prompts.render(_summary_template(exp), **values)}]
+
+        requests = [messages_of(e, t) for e, t in zip(batch, trajectories)]
 
         async def all_summaries():
-            return await asyncio.gather(*(summarise(e, t) for e, t in zip(batch, trajectories)), return_exceptions=True)
+            calls = (self.ctx.llm.chat(m, **({} if e.episode.success else {"temperature": c.reflection_temperature})) for e, m in zip(batch, requests))
+            return await asyncio.gather(*calls, return_exceptions=True)
 
-        contents, usage = [], {}
-        for exp, trajectory, result in zip(batch, trajectories, self.ctx.run(all_summaries())):
+        contents, usage, records = [], {}, {}
+        for exp, trajectory, messages, result in zip(batch, trajectories, requests, self.ctx.run(all_summaries())):
             if isinstance(result, LLMError):
                 summary, call_usage = "(not available: the LLM call failed)", Usage(calls=1, failures=1)
+                records[exp.episode.episode_id] = [memory_call(_summary_template(exp), messages, problem=f"{type(result).__name__}: {result}")]
             elif isinstance(result, BaseException):
                 raise result
             else:
                 summary, call_usage = result.text.strip(), result.usage
+                records[exp.episode.episode_id] = [memory_call(_summary_template(exp), messages, result, parsed=summary)]
             usage[exp.episode.episode_id] = call_usage
             # As the official agent shows a memory: its script or reflection, both "Archived Script".
             contents.append(prompts.render("memrl_item", task=exp.task.description, summary=summary, trajectory=trajectory).strip())
-        return contents, usage
+        return contents, usage, records
 
     # ---- state -----------------------------------------------------------------
     def snapshot(self, path: Path) -> None:

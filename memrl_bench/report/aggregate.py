@@ -16,7 +16,7 @@ import pandas as pd
 
 from memrl_bench import metrics as metrics_lib
 from memrl_bench.report.axes import BASELINE_METHOD
-from memrl_bench.report.load import LEARNING_PHASES, RATE_COLUMNS, STAGES, USAGE_KEYS, Results
+from memrl_bench.report.load import HARNESS_COUNTS, LEARNING_PHASES, RATE_COLUMNS, STAGES, USAGE_KEYS, Results
 from memrl_bench.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean, t_interval
 
 RUN_COLUMNS = ["run", "method", "variant", "seed", "labels", "complete"]  # identify a run in per-run tables
@@ -172,7 +172,7 @@ def per_run_end(results: Results) -> pd.DataFrame:
     end["injected_chars_last_epoch"] = _last_training_epoch(episodes).groupby("run")["injected_chars"].mean()
     end["injected_chars_test"] = episodes[episodes["phase"] == "test"].groupby("run")["injected_chars"].mean()
     usage_columns = [f"{purpose}_{key}" for purpose in ("act", "memory") for key in USAGE_KEYS]
-    usage = episodes.groupby("run")[usage_columns + ["memory_op_errors"]].sum()
+    usage = episodes.groupby("run")[usage_columns + ["memory_op_errors", *HARNESS_COUNTS]].sum()
     usage["episodes"] = episodes.groupby("run").size()
     table = usage.join(end, how="left").join(retrieval_spread(results), how="left").join(q_utility_spearman(results), how="left")
     table = table.join(results.runs.set_index("run")[["poison_memories", "poison_retrieval_share"]].astype("float64"), how="left")
@@ -180,19 +180,19 @@ def per_run_end(results: Results) -> pd.DataFrame:
 
 
 def retrieval_counts(results: Results) -> pd.DataFrame:
-    """Per final memory item: how often training episodes injected it (as metrics.json counts)."""
-    train = results.episodes[results.episodes["phase"] == "train"]
-    used = Counter((run, item) for run, ids in zip(train["run"], train["retrieved_ids"]) for item in ids)
+    """Per final memory item: how often episodes of any phase injected it (as metrics.json counts)."""
+    episodes = results.episodes
+    used = Counter((run, item) for run, ids in zip(episodes["run"], episodes["retrieved_ids"]) for item in ids)
     items = results.items.copy()
     items["retrievals"] = [used.get((run, item), 0) for run, item in zip(items["run"], items["item_id"])]
     return items
 
 
 def retrieval_spread(results: Results) -> pd.DataFrame:
-    """Per run with a final snapshot: share of memories never retrieved, retrieval Gini."""
+    """Per run with a final snapshot: share of memories never retrieved in any phase, retrieval Gini."""
     counts = retrieval_counts(results)
     grouped = counts.groupby("run")["retrievals"]
-    return pd.DataFrame({"never_retrieved_share": grouped.apply(lambda c: float((c == 0).mean())), "retrieval_gini": grouped.apply(metrics_lib.gini)})
+    return pd.DataFrame({"never_retrieved_any_phase_share": grouped.apply(lambda c: float((c == 0).mean())), "retrieval_gini": grouped.apply(metrics_lib.gini)})
 
 
 def q_utility_pairs(results: Results) -> pd.DataFrame:

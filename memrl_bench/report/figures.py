@@ -208,7 +208,7 @@ def _axis_numbers(results: Results, agg: Aggregates) -> dict[str, dict[str, tupl
     train = agg.epoch_rates[(agg.epoch_rates["phase_name"] == "train") & (agg.epoch_rates["metric"] == "sr")]
     put("training SR, last epoch (%)", train[train["epoch"] == train.groupby("variant")["epoch"].transform("max")], 100)
     put("retrieval Gini", agg.end[agg.end["metric"] == "retrieval_gini"], 1)
-    put("memories never retrieved (%)", agg.end[agg.end["metric"] == "never_retrieved_share"], 100)
+    put("memories never retrieved (%)", agg.end[agg.end["metric"] == "never_retrieved_any_phase_share"], 100)
     return out
 
 
@@ -327,7 +327,7 @@ def memory_growth_figure(results: Results, agg: Aggregates, styles: Styles) -> F
 
 
 def retrieval_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
-    title = "Retrieval concentration: Lorenz curve of per-memory retrieval counts (final memories, training episodes, seeds pooled); Gini as in the memory table (mean over seeds)"
+    title = "Retrieval concentration: Lorenz curve of per-memory retrieval counts (final memories, episodes of every phase, seeds pooled); Gini as in the memory table (mean over seeds)"
     counts = retrieval_counts(results)
     used = counts.groupby("run")["retrievals"].transform("sum") > 0
     counts = counts[used].join(results.runs.set_index("run")["variant"], on="run")

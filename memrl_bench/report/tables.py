@@ -198,7 +198,7 @@ MEMORY_COLUMNS = {
     "memory_groups": ("groups", 1, 1),
     "injected_chars_last_epoch": ("chars injected / prompt (last train epoch)", 1, 0),
     "injected_chars_test": ("chars injected / prompt (test)", 1, 0),
-    "never_retrieved_share": ("never retrieved %", 100, 1),
+    "never_retrieved_any_phase_share": ("never retrieved in any phase %", 100, 1),
     "retrieval_gini": ("retrieval Gini", 1, 2),
     "spearman_q_utility": ("Spearman(Q, true utility)", 1, 2),
 }
@@ -210,6 +210,11 @@ USAGE_COLUMNS = {
     "memory_prompt_tokens": ("memory: prompt tokens / run", 1, 0),
     "memory_completion_tokens": ("memory: completion tokens / run", 1, 0),
     "memory_op_errors": ("memory op errors / run", 1, 0),
+    "trimmed_tokens": ("act: history tokens trimmed to fit / run", 1, 0),
+    "format_failures": ("act: format failures (not executed) / run", 1, 0),
+    "truncated_actions": ("act: actions cut at max_tokens (not executed) / run", 1, 0),
+    "fuzzy_matched_actions": ("act: fuzzy-matched actions / run", 1, 0),
+    "context_refusals": ("episodes refused for context length / run", 1, 0),
     "episodes": ("episodes / run", 1, 0),
 }
 
@@ -266,7 +271,7 @@ def runs_table(results: Results) -> Table:
 
 
 def all_tables(results: Results, agg: Aggregates) -> dict[str, Table]:
-    memory_note = "At the end of training (complete runs). Retrieval counts are over training episodes and the final snapshot's items, as in metrics.json."
+    memory_note = "At the end of training (complete runs). Retrieval counts are over the episodes of every phase and the final snapshot's items, as in metrics.json."
     usage_note = "LLM usage summed over each run's episodes (all phases), then averaged over seeds: acting (act_usage) and memory management (memory_usage)."
     tables = learning_tables(results, agg) + [
         split_sr_table(results, agg),

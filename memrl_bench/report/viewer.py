@@ -23,7 +23,6 @@ import base64
 import gzip
 import html
 import json
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -31,42 +30,16 @@ from memrl_bench import prompts
 from memrl_bench.records import RunRecords, read_run
 from memrl_bench.report.load import Results
 from memrl_bench.runfolder import CorruptRunFolderError
+from memrl_bench.transcripts import TranscriptLog
 
-TRANSCRIPTS = "transcripts.jsonl.gz"  # written by the runner, one gzip member per batch
 MEMORY_TEMPLATES = ("react_system", "single_turn")  # the prompts that hold the method's memory block as {memory_section}
 TASK_TEXT_CHARS = 400  # of the first user message, for the search box
 ASSETS = Path(__file__).with_name("viewer_assets")
 
 
 def read_transcripts(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """The transcript records of a run by episode id ({} without the file).
-
-    Only whole gzip members are read (a member torn by a crash is left out), and a line
-    that is not a JSON object with an episode id is skipped: the viewer shows what it can.
-    """
-    path = Path(run_dir) / TRANSCRIPTS
-    if not path.exists():
-        return {}
-    data, start, text = path.read_bytes(), 0, []
-    while start < len(data):
-        decoder = zlib.decompressobj(wbits=31)  # one gzip member
-        try:
-            member = decoder.decompress(data[start:])
-        except zlib.error:
-            break
-        if not decoder.eof:
-            break
-        text.append(member)
-        start = len(data) - len(decoder.unused_data)
-    records = {}
-    for line in b"".join(text).decode(errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(record, dict) and isinstance(record.get("episode_id"), str):
-            records[record["episode_id"]] = record
-    return records
+    """The transcript records of a run by episode id ({} without the file; whole gzip members only, bad lines skipped)."""
+    return TranscriptLog(run_dir).by_episode()
 
 
 def _memory_markers() -> list[str]:
