@@ -252,3 +252,15 @@ def test_study_command_runs_its_presets_then_writes_the_findings(tmp_path):
 
     again = subprocess.run(command[:-1] + ["seed=0", "foo=1"], cwd=root, capture_output=True, text=True)
     assert again.returncode != 0 and "foo" in again.stderr  # a bad override names its key
+
+    # The export of the study folder: one row per logged episode, the varied settings as columns.
+    import yaml
+
+    from memrl_bench import load_episodes
+
+    logs = list(tmp_path.rglob("episodes.jsonl"))
+    frame = load_episodes(tmp_path / "critique")
+    assert len(logs) == 10 and len(frame) == sum(len(p.read_text().splitlines()) for p in logs)
+    overrides = [dict(o.split("=", 1) for o in yaml.safe_load((p.parent / ".hydra" / "overrides.yaml").read_text()) if not o.startswith(("+", "hydra", "results_dir", "progress"))) for p in logs]
+    varied = {k for k in set().union(*overrides) if len({o.get(k) for o in overrides}) > 1}
+    assert varied and varied <= set(frame.columns) | {"method"}, varied - set(frame.columns)

@@ -64,3 +64,14 @@ def test_the_readme_local_command_runs_as_written(tmp_path):
     assert not [t["observation"] for t in sql if any(f'near "{word.rstrip(":")}"' in t["observation"] for word in LABEL_WORDS)]
     # Without a terminal the run logs its progress.
     assert "episodes/s" in result.stderr and "LLM calls" in result.stderr
+    # The report's episode viewer shows the real model's transcripts (issue 18): every
+    # episode with its acting calls, each completion beside its parsed action.
+    from memrl_bench.records import read_run
+    from memrl_bench.report import report
+    from memrl_bench.report.viewer import run_data
+
+    report(tmp_path / "results" / "local_smoke")
+    assert (tmp_path / "results" / "local_smoke" / "report" / "episodes" / "index.html").exists()
+    data = run_data(read_run(runs["env=llb_db"]), "env=llb_db", "memrl")
+    assert data["transcripts"] and all(e["has_transcript"] and e["acting"] for e in data["episodes"])
+    assert all(call.get("completion") is not None for e in data["episodes"] for call in e["acting"])
