@@ -218,8 +218,10 @@ def _measures(run: Run, read: RunRecords) -> dict[str, float | None]:
     for name, value in stored.pass_at_k.items():
         if name.startswith("test_in_distribution@"):
             out["test_pass_at_k"] = value
-    final = stored.memory_final
-    out["never_retrieved"], out["gini"] = final.get("never_retrieved_any_phase_share"), final.get("retrieval_gini")
+    # A memory is tested when a training episode injects it (only then does its Q change), so
+    # the claim counts training injections, not the any-phase share of metrics.json.
+    spread = metrics.injection_spread(records, items, ("train",))
+    out["never_retrieved"], out["gini"] = spread["never_retrieved"], spread["gini"]
     lock = metrics.epoch1_lock_in(records, items)
     out["lock_in"], out["lock_in_bank"] = lock["share"], lock["bank_share"]
     out["lock_in_excess"] = lock["share"] - lock["bank_share"] if lock["share"] is not None else None

@@ -172,6 +172,14 @@ def retrieval_counts(records: list[EpisodeRecord], item_ids: Iterable[str], phas
     return counts
 
 
+def injection_spread(records: list[EpisodeRecord], items: list[MemoryItemRecord], phases: tuple[str, ...] | None = None) -> dict[str, float | None]:
+    """Over the final memories: the share never injected in `phases` (None: any phase) and the Gini of their injection counts."""
+    counts = retrieval_counts(records, [i.id for i in items], phases)
+    if not counts:
+        return {"never_retrieved": None, "gini": None}
+    return {"never_retrieved": sum(1 for c in counts.values() if c == 0) / len(counts), "gini": gini(counts.values())}
+
+
 SIMILARITY_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 # A held-out phase whose retrievals the threshold removes more often than this gets a warning:
 # the method may be off for it (e.g. MemRL's official threshold with another embedder).
@@ -226,7 +234,7 @@ def synthetic_q_utility(records: list[EpisodeRecord], items: list[MemoryItemReco
 def compute(records: list[EpisodeRecord], items: list[MemoryItemRecord] | None = None, labels: list[str] | None = None) -> dict[str, Any]:
     """Every metric of one run, from its log and its final memory's items."""
     items = items or []
-    counts = retrieval_counts(records, [i.id for i in items])
+    spread = injection_spread(records, items)
     poison = [r for r in records if not r.played]
     records = [r for r in records if r.played]
     phases = sorted({r.phase_name for r in records})
@@ -242,7 +250,7 @@ def compute(records: list[EpisodeRecord], items: list[MemoryItemRecord] | None =
         "step_latency_s": step_latency_percentiles(records),
         "memory_growth": memory_growth(records),
         "usage": usage_totals(records),
-        "memory_final": {"items": len(items), "never_retrieved_any_phase_share": (sum(1 for c in counts.values() if c == 0) / len(counts)) if counts else None, "retrieval_gini": gini(counts.values()) if counts else None},
+        "memory_final": {"items": len(items), "never_retrieved_any_phase_share": spread["never_retrieved"], "retrieval_gini": spread["gini"]},
     }
     similarity = retrieval_similarity(records)
     if similarity:
