@@ -408,8 +408,9 @@ def gain_cost_figure(results: Results, agg: Aggregates, styles: Styles) -> Figur
         x, y = g["injected_tokens"], 100 * g["gain_mean"]
         t = tokens.loc[variant] if variant in tokens.index else None
         xerr = [[x - t["ci_low"]], [t["ci_high"] - x]] if t is not None and not np.isnan(t["ci_low"]) else None
-        style = styles.line(variant)
-        ax.errorbar(x, y, yerr=[[y - 100 * g["gain_low"]], [100 * g["gain_high"] - y]], xerr=xerr, fmt=style.pop("marker", "o"), capsize=3, **{k: v for k, v in style.items() if k != "linestyle"})
+        style = {k: v for k, v in styles.line(variant).items() if k != "linestyle"}
+        style["markersize"] = max(style.get("markersize", 0), 6)
+        ax.errorbar(x, y, yerr=[[y - 100 * g["gain_low"]], [100 * g["gain_high"] - y]], xerr=xerr, fmt=style.pop("marker", "o"), capsize=3, **style)
     ax.set_xlabel("injected tokens per prompt (test; estimated from injected characters)")
     ax.set_ylabel("test SR gain over none (pp)")
     ax.grid(alpha=0.3)
