@@ -190,6 +190,7 @@ def per_run_end(results: Results) -> pd.DataFrame:
 
 
 GAIN_COLUMNS = ["variant", "method", "baseline", "gain_mean", "gain_low", "gain_high", "tasks", "pairs", "injected_tokens", "memory_calls_per_episode"]
+COSTS = {"injected_tokens": "injected_tokens_test", "memory_calls_per_episode": "memory_calls_per_episode"}  # column -> per_run_end metric
 RATIOS = {"gain_per_1k_tokens": ("injected_tokens", 1000.0), "gain_per_call": ("memory_calls_per_episode", 1.0)}  # ratio -> (cost it divides by, cost unit)
 
 
@@ -218,8 +219,8 @@ def gain_and_cost(results: Results, end: pd.DataFrame) -> pd.DataFrame:
             continue
         row = {"variant": variant, "method": runs.loc[runs["variant"] == variant, "method"].iloc[0], "baseline": baseline}
         row |= {"gain_mean": diff.mean, "gain_low": diff.low, "gain_high": diff.high, "tasks": diff.tasks, "pairs": diff.pairs}
-        row |= {c: float(cost.loc[variant, c]) if variant in cost.index and c in cost.columns else np.nan for c in ("injected_tokens_test", "memory_calls_per_episode")}
-        row["injected_tokens"] = row.pop("injected_tokens_test")
+        for column, metric in COSTS.items():
+            row[column] = float(cost.loc[variant, metric]) if variant in cost.index and metric in cost.columns else np.nan
         for ratio, (column, unit) in RATIOS.items():
             per = row[column] / unit
             for bound in ("mean", "low", "high"):

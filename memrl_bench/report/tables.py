@@ -150,7 +150,7 @@ def _difference_cell(diffs: pd.DataFrame, variant: str, split: str, method: str)
     if (variant, split) not in diffs.index:
         return "–"
     d = diffs.loc[(variant, split)]
-    return d["note"] or f"{100 * d['diff_mean']:+.1f} [{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}]"
+    return d["note"] or _gain_cell(d["diff_mean"], d["ci_low"], d["ci_high"])
 
 
 def latency_table(results: Results, agg: Aggregates) -> Table | None:
