@@ -101,7 +101,7 @@ def answer(value: object) -> str:
 
 
 def generic_reply(prompt: str) -> str:
-    """A deterministic, well-formed answer to every memory prompt of Mem0, MemP, ExpeL and MemRL."""
+    """A deterministic, well-formed answer to every memory prompt of Mem0, MemP, ExpeL, MemRL and SimpleMem."""
     if is_prompt(prompt, "memrl_script") or is_prompt(prompt, "memrl_reflection"):
         return f"Look first, then act ({len(prompt)} characters read)."
     if is_prompt(prompt, "mem0_update"):
@@ -114,6 +114,8 @@ def generic_reply(prompt: str) -> str:
         return answer({"facts": [f"A lesson from {task}."]})
     if is_prompt(prompt, "memp_script"):
         return f"For {task}: look around, then act."
+    if is_prompt(prompt, "simplemem_compress"):
+        return f"To {task}, look around first, then act."
     if is_prompt(prompt, "memp_keywords"):
         return answer({"keywords": task.split()[:4]})
     if is_prompt(prompt, "memp_adjust"):

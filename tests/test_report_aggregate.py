@@ -15,7 +15,7 @@ from memrl_bench.config import config_hash
 from memrl_bench.report import ReportInputError, report
 from memrl_bench.report.aggregate import aggregate, paired_bootstrap
 from memrl_bench.report.cli import main as cli_main
-from memrl_bench.report.figures import method_colours
+from memrl_bench.report.figures import Styles, all_figures, method_colours
 from memrl_bench.report.load import common_settings, load, settings_overrides
 from memrl_bench.report.tables import all_tables, variant_order
 from memrl_bench.types import Episode
@@ -321,7 +321,7 @@ def test_cli_writes_report_and_prints_its_path(tmp_path, capsys):
     three_seed_sweep(tmp_path / "results")
     cli_main([str(tmp_path / "results"), "--out", str(tmp_path / "out")])
     assert capsys.readouterr().out.strip() == str(tmp_path / "out" / "report.html")
-    assert {p.name for p in (tmp_path / "out" / "tables").glob("*.csv")} == {"sr_csr_train.csv", "forgetting_train.csv", "test_sr.csv", "memory.csv", "usage.csv", "runs.csv"}
+    assert {p.name for p in (tmp_path / "out" / "tables").glob("*.csv")} == {"sr_csr_train.csv", "forgetting_train.csv", "test_sr.csv", "memory.csv", "usage.csv", "gain_cost.csv", "runs.csv"}
 
 
 def test_latency_percentiles_leave_out_cached_act(tmp_path):
@@ -382,3 +382,54 @@ def test_report_shows_prompt_tokens_trimmed_tokens_format_failures_and_context_r
     assert view.loc["rag", "act: format failures (not executed) / run"].startswith("2")
     assert view.loc["rag", "episodes refused for context length / run"].startswith("1")
     assert view.loc["none", "episodes refused for context length / run"].startswith("0")
+
+
+def gain_cost_folder(root: Path, with_none: bool = True) -> None:
+    """Two seeds each; test SR: none 2/10, rag 6/10 injecting 300 characters a prompt, full_context 4/10
+    injecting 1500, simplemem 5/10 injecting 150 with one memory call per training episode."""
+    train = outcomes("train", "train", 1, [True, False, True, False])
+    memory_call = {"calls": 1, "prompt_tokens": 90, "completion_tokens": 10}
+    arms = {"none": (2, 0, None), "rag": (6, 300, None), "full_context": (4, 1500, None), "simplemem": (5, 150, memory_call)}
+    for method, (k, chars, usage) in arms.items():
+        for seed in (0, 1) if with_none or method != "none" else ():
+            played = [r | {"injected_chars": chars} | ({"memory_usage": usage} if usage else {}) for r in train]
+            write_run(root, method, seed, played + outcomes("test", TEST_SPLIT, 2, successes(k), injected_chars=chars))
+
+
+def test_gain_against_cost_per_method(tmp_path):
+    gain_cost_folder(tmp_path)
+    results = load(tmp_path)
+    agg = aggregate(results)
+    gains = agg.gain_cost.set_index("variant")
+    assert set(gains.index) == {"rag", "full_context", "simplemem"} and set(gains["baseline"]) == {"none"}
+    assert gains.loc["rag", "gain_mean"] == pytest.approx(0.4) and gains.loc["rag", "pairs"] == 20
+    assert gains.loc["rag", "injected_tokens"] == 100 and gains.loc["full_context", "injected_tokens"] == 500  # ceil(chars / 3)
+    assert gains.loc["rag", "gain_per_1k_tokens_mean"] == pytest.approx(4.0)  # +40 pp for 0.1k tokens
+    assert gains.loc["full_context", "gain_per_1k_tokens_mean"] == pytest.approx(0.2 / 0.5)
+    rag = gains.loc["rag"]
+    assert rag["gain_per_1k_tokens_low"] == pytest.approx(rag["gain_low"] / 0.1) and rag["gain_low"] < 0.4 < rag["gain_high"]
+    assert gains.loc["simplemem", "memory_calls_per_episode"] == pytest.approx(4 / 14)  # 4 training calls over 14 episodes
+    assert gains.loc["simplemem", "gain_per_call_mean"] == pytest.approx(0.3 / (4 / 14))
+    assert np.isnan(rag["gain_per_call_mean"])  # rag makes no memory call: no ratio
+
+    tables = all_tables(results, agg)
+    view = tables["gain_cost"].view.set_index("variant")
+    assert list(view.index) == ["none", "full_context", "rag", "simplemem"]
+    assert view.loc["none", "test SR gain vs none (pp) [95% CI]"] == "baseline"
+    assert view.loc["rag", "test SR gain vs none (pp) [95% CI]"].startswith("+40.0 [")
+    assert view.loc["rag", "injected tokens / prompt (test, estimated)"] == "100 ± 0"
+    assert view.loc["rag", "gain per 1k injected tokens (pp)"].startswith("+400.00 [")
+    assert view.loc["rag", "gain per memory call / episode (pp)"] == "–"
+    figure = all_figures(results, agg)["gain_cost"]
+    assert figure.svg is not None
+    styles = Styles(results)
+    for variant in ("rag", "full_context", "simplemem"):
+        assert f'id="series-{styles.index[variant]}' in figure.svg
+
+
+def test_no_gain_against_cost_without_a_none_baseline(tmp_path):
+    gain_cost_folder(tmp_path, with_none=False)
+    results = load(tmp_path)
+    agg = aggregate(results)
+    assert agg.gain_cost.empty and "gain_cost" not in all_tables(results, agg)
+    assert all_figures(results, agg)["gain_cost"].svg is None

@@ -68,12 +68,28 @@ def test_report_agrees_with_each_runs_metrics_json(sweep):
             assert end["spearman_q_utility"] == pytest.approx(metrics["synthetic"]["spearman_q_true_utility"])
 
 
+def test_gain_against_cost_of_real_runs_of_none_rag_and_full_context(tmp_path):
+    for method in ("none", "rag", "full_context"):
+        run(small_config(method, 0) | {"method": {"name": method, **({"budget_tokens": 300} if method == "full_context" else {})}}, tmp_path / f"method={method},seed=0")
+    results = load(tmp_path)
+    agg = aggregate(results)
+    gains = agg.gain_cost.set_index("variant")
+    assert set(gains.index) == {"rag", "full_context"}
+    test = results.episodes[results.episodes["phase"] == "test"]
+    for variant in ("rag", "full_context"):
+        chars = test.loc[test["variant"] == variant, "injected_chars"]
+        assert gains.loc[variant, "injected_tokens"] == pytest.approx((-(-chars // 3)).mean()) and gains.loc[variant, "pairs"] == 40  # both test splits, 20 tasks each
+    assert gains.loc["full_context", "injected_tokens"] <= 300
+    html = report(tmp_path).read_text()
+    assert '<section id="gain_cost">' in html and 'id="fig-gain_cost"><figcaption>' in html
+
+
 def test_page_is_self_contained(page):
     html = page.read_text()
     assert not re.search(r"<(script|link)\b", html)
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
     figures = re.findall(r'<figure id="fig-[a-z_]+"><figcaption>[^<]*</figcaption><svg ', html)
-    assert len(figures) == len(list((page.parent / "figures").glob("*.svg"))) == 7  # none, rag and memrl vary no number: no axes figure
+    assert len(figures) == len(list((page.parent / "figures").glob("*.svg"))) == 8  # none, rag and memrl vary no number: no axes figure
     assert "Figure skipped — Along the study" in html
     assert "synthetic (simulation, not LLM results)" in html
     assert "<details>" in html and "config hash" in html
@@ -103,7 +119,7 @@ def test_page_renders_in_chromium(page, tmp_path):
         console = browser.get_log("browser")
     finally:
         browser.quit()
-    assert len(widths) == 7 and all(w > 0 for w in widths), widths
+    assert len(widths) == 8 and all(w > 0 for w in widths), widths
     assert [entry for entry in console if entry["level"] == "SEVERE"] == []
     from PIL import Image
 

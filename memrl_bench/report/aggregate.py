@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from memrl_bench import metrics as metrics_lib
+from memrl_bench.llm import ESTIMATE_BYTES_PER_TOKEN
 from memrl_bench.report.axes import BASELINE_METHOD
 from memrl_bench.report.load import HARNESS_COUNTS, LEARNING_PHASES, RATE_COLUMNS, STAGES, USAGE_KEYS, Results
 from memrl_bench.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean, t_interval
@@ -120,11 +121,16 @@ def _same_split(runs: pd.DataFrame, variants: tuple[str, str], split: str) -> bo
     return len(hashes) == 1
 
 
+def _last_test(episodes: pd.DataFrame) -> pd.DataFrame:
+    """Test episodes of each run's last evaluated epoch, per split."""
+    test = episodes[episodes["phase"] == "test"]
+    return test[test["epoch"] == test.groupby(["run", "split"])["epoch"].transform("max")]
+
+
 def differences_vs_baseline(results: Results) -> pd.DataFrame:
     """Paired bootstrap of test SR, each variant minus its `none` baseline, per split."""
-    runs, episodes = results.runs, results.episodes
-    test = episodes[episodes["phase"] == "test"]
-    test = test[test["epoch"] == test.groupby(["run", "split"])["epoch"].transform("max")]
+    runs = results.runs
+    test = _last_test(results.episodes)
     rows = []
     for variant in runs["variant"].unique():
         baseline = _baseline_for(variant, runs)
@@ -171,12 +177,56 @@ def per_run_end(results: Results) -> pd.DataFrame:
     end.columns = ["memory_items", "memory_bytes", "memory_groups"]
     end["injected_chars_last_epoch"] = _last_training_epoch(episodes).groupby("run")["injected_chars"].mean()
     end["injected_chars_test"] = episodes[episodes["phase"] == "test"].groupby("run")["injected_chars"].mean()
+    # The harness's token estimate (memrl_bench.llm: bytes / 3, rounded up) per prompt; characters stand in for bytes.
+    end["injected_tokens_test"] = (-(-episodes.loc[episodes["phase"] == "test", "injected_chars"] // ESTIMATE_BYTES_PER_TOKEN)).groupby(episodes["run"]).mean()
     usage_columns = [f"{purpose}_{key}" for purpose in ("act", "memory") for key in USAGE_KEYS]
     usage = episodes.groupby("run")[usage_columns + ["memory_op_errors", *HARNESS_COUNTS]].sum()
     usage["episodes"] = episodes.groupby("run").size()
+    usage["memory_calls_per_episode"] = usage["memory_calls"] / usage["episodes"]
+    usage["memory_tokens_per_episode"] = (usage["memory_prompt_tokens"] + usage["memory_completion_tokens"]) / usage["episodes"]
     table = usage.join(end, how="left").join(retrieval_spread(results), how="left").join(q_utility_spearman(results), how="left")
     table = table.join(results.runs.set_index("run")[["poison_memories", "poison_retrieval_share"]].astype("float64"), how="left")
     return table.join(results.runs.set_index("run")[RUN_COLUMNS[1:]]).reset_index()
+
+
+GAIN_COLUMNS = ["variant", "method", "baseline", "gain_mean", "gain_low", "gain_high", "tasks", "pairs", "injected_tokens", "memory_calls_per_episode"]
+COSTS = {"injected_tokens": "injected_tokens_test", "memory_calls_per_episode": "memory_calls_per_episode"}  # column -> per_run_end metric
+RATIOS = {"gain_per_1k_tokens": ("injected_tokens", 1000.0), "gain_per_call": ("memory_calls_per_episode", 1.0)}  # ratio -> (cost it divides by, cost unit)
+
+
+def gain_and_cost(results: Results, end: pd.DataFrame) -> pd.DataFrame:
+    """Per variant with a `none` baseline: test SR gain over it beside what the memory costs.
+
+    Gain: paired bootstrap (as differences_vs_baseline) over the tasks of every test split
+    the two variants share (same split hash), pooled. Costs: their means over seeds in `end`
+    (over_seeds of per_run_end). Gain per 1k injected tokens and per memory-management call
+    per episode: the gain and its interval divided by the mean cost (the cost's own spread
+    over seeds is shown beside it); none when the cost is 0. Empty without a `none` variant.
+    """
+    runs = results.runs
+    test = _last_test(results.episodes)
+    test = test.assign(task_id=test["split"] + "/" + test["task_id"])
+    cost = end.pivot_table(index="variant", columns="metric", values="mean", aggfunc="first") if not end.empty else pd.DataFrame()
+    rows = []
+    for variant in runs["variant"].unique():
+        baseline = _baseline_for(variant, runs)
+        if baseline is None:
+            continue
+        shared = [s for s in tested_splits(results) if _same_split(runs, (variant, baseline), s)]
+        pooled = test[test["split"].isin(shared)]
+        diff = paired_bootstrap(pooled[pooled["variant"] == variant], pooled[pooled["variant"] == baseline])
+        if diff is None:
+            continue
+        row = {"variant": variant, "method": runs.loc[runs["variant"] == variant, "method"].iloc[0], "baseline": baseline}
+        row |= {"gain_mean": diff.mean, "gain_low": diff.low, "gain_high": diff.high, "tasks": diff.tasks, "pairs": diff.pairs}
+        for column, metric in COSTS.items():
+            row[column] = float(cost.loc[variant, metric]) if variant in cost.index and metric in cost.columns else np.nan
+        for ratio, (column, unit) in RATIOS.items():
+            per = row[column] / unit
+            for bound in ("mean", "low", "high"):
+                row[f"{ratio}_{bound}"] = row[f"gain_{bound}"] / per if per > 0 else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows, columns=GAIN_COLUMNS + [f"{r}_{b}" for r in RATIOS for b in ("mean", "low", "high")])
 
 
 def retrieval_counts(results: Results) -> pd.DataFrame:
@@ -222,12 +272,14 @@ class Aggregates:
     latency: pd.DataFrame
     per_run_end: pd.DataFrame
     end: pd.DataFrame  # per_run_end's numbers over seeds (complete runs only)
+    gain_cost: pd.DataFrame  # test SR gain over `none` beside the memory's cost, per variant
 
 
 def aggregate(results: Results) -> Aggregates:
     per_run = per_run_epoch(results)
     splits = tested_splits(results)
     end = per_run_end(results)
+    end_over_seeds = over_seeds(end[end["complete"]], ["variant", "method"], [c for c in end if c not in RUN_COLUMNS])
     return Aggregates(
         per_run_epoch=per_run,
         epoch_rates=epoch_rates(per_run),
@@ -236,5 +288,6 @@ def aggregate(results: Results) -> Aggregates:
         differences=differences_vs_baseline(results),
         latency=latency_percentiles(results),
         per_run_end=end,
-        end=over_seeds(end[end["complete"]], ["variant", "method"], [c for c in end if c not in RUN_COLUMNS]),
+        end=end_over_seeds,
+        gain_cost=gain_and_cost(results, end_over_seeds),
     )

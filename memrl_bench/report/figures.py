@@ -394,6 +394,31 @@ def split_sr_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure
     return Figure("test_sr", title, _svg(fig, "test_sr"))
 
 
+def gain_cost_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
+    title = "Gain against cost: test SR gain over `none` (pp; whiskers: 95% paired-bootstrap interval) against injected tokens per prompt (test, estimated; whiskers: 95% t-interval over seeds)"
+    gains = agg.gain_cost.dropna(subset=["injected_tokens"]).set_index("variant")
+    if gains.empty:
+        return Figure("gain_cost", title, None, "needs a `none` variant and a memory method tested on the same tasks (complete runs)")
+    tokens = agg.end[agg.end["metric"] == "injected_tokens_test"].set_index("variant")
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    ax.axhline(0, color="black", linewidth=0.8, linestyle=":")
+    ax.plot([0], [0], marker="s", color=METHOD_COLOURS["none"], linestyle="none", label="none (baseline)")
+    for variant in (v for v in styles.order if v in gains.index):
+        g = gains.loc[variant]
+        x, y = g["injected_tokens"], 100 * g["gain_mean"]
+        t = tokens.loc[variant] if variant in tokens.index else None
+        xerr = [[x - t["ci_low"]], [t["ci_high"] - x]] if t is not None and not np.isnan(t["ci_low"]) else None
+        style = {k: v for k, v in styles.line(variant).items() if k != "linestyle"}
+        style["markersize"] = max(style.get("markersize", 0), 6)
+        ax.errorbar(x, y, yerr=[[y - 100 * g["gain_low"]], [100 * g["gain_high"] - y]], xerr=xerr, fmt=style.pop("marker", "o"), capsize=3, **style)
+    ax.set_xlabel("injected tokens per prompt (test; estimated from injected characters)")
+    ax.set_ylabel("test SR gain over none (pp)")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    _legend_below(fig, ax)
+    return Figure("gain_cost", title, _svg(fig, "gain_cost"))
+
+
 FIGURES: dict[str, Callable[[Results, Aggregates, Styles], Figure]] = {
     "axes": axes_figure,
     "sr_csr": sr_csr_figure,
@@ -403,6 +428,7 @@ FIGURES: dict[str, Callable[[Results, Aggregates, Styles], Figure]] = {
     "memory_growth": memory_growth_figure,
     "retrieval": retrieval_figure,
     "q_utility": q_utility_figure,
+    "gain_cost": gain_cost_figure,
 }
 
 

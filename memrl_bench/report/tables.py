@@ -150,7 +150,7 @@ def _difference_cell(diffs: pd.DataFrame, variant: str, split: str, method: str)
     if (variant, split) not in diffs.index:
         return "–"
     d = diffs.loc[(variant, split)]
-    return d["note"] or f"{100 * d['diff_mean']:+.1f} [{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}]"
+    return d["note"] or _gain_cell(d["diff_mean"], d["ci_low"], d["ci_high"])
 
 
 def latency_table(results: Results, agg: Aggregates) -> Table | None:
@@ -245,6 +245,55 @@ def poison_table(results: Results, agg: Aggregates) -> Table | None:
     return end_table(results, agg, "poisoning", "Memory poisoning", POISON_COLUMNS, note)
 
 
+GAIN_COST_COLUMNS = {
+    "injected_tokens_test": ("injected tokens / prompt (test, estimated)", 1, 0),
+    "memory_calls_per_episode": ("memory calls / episode", 1, 2),
+    "memory_tokens_per_episode": ("memory tokens / episode", 1, 0),
+    "memory_items": ("memory items", 1, 0),
+    "memory_bytes": ("memory KB", 1 / 1000, 1),
+}
+
+
+def _gain_cell(mean: float, low: float, high: float, digits: int = 1) -> str:
+    """ "+mean [low, high]" in percentage points, or "–"."""
+    if _missing(mean):
+        return "–"
+    return f"{100 * mean:+.{digits}f} [{100 * low:+.{digits}f}, {100 * high:+.{digits}f}]"
+
+
+def gain_cost_table(results: Results, agg: Aggregates) -> Table | None:
+    """Test SR gain over `none` beside injected tokens, memory-management calls and tokens, retrieval latency and memory size."""
+    gains = agg.gain_cost.set_index("variant")
+    if gains.empty:
+        return None
+    order, labels = variant_order(results), variant_labels(results.runs)
+    baselines = set(gains["baseline"])
+    costs = _end_view(agg, order, labels, GAIN_COST_COLUMNS).set_index("variant") if not agg.end.empty else pd.DataFrame()
+    retrieve = agg.latency[agg.latency["stage"] == "retrieve"].set_index("variant")["p50_s"]
+    rows = []
+    for variant in (v for v in order if v in gains.index or v in baselines):
+        row = {"variant": variant}
+        if variant in gains.index:
+            g = gains.loc[variant]
+            row["test SR gain vs none (pp) [95% CI]"] = _gain_cell(g["gain_mean"], g["gain_low"], g["gain_high"])
+        else:
+            row["test SR gain vs none (pp) [95% CI]"] = "baseline"
+        for title, _, _ in GAIN_COST_COLUMNS.values():
+            row[title] = costs.loc[variant, title] if variant in costs.index else "–"
+        row["retrieve p50"] = fmt_duration(retrieve[variant]) if variant in retrieve.index else "–"
+        for ratio, title in (("gain_per_1k_tokens", "gain per 1k injected tokens (pp)"), ("gain_per_call", "gain per memory call / episode (pp)")):
+            row[title] = _gain_cell(*(gains.loc[variant, f"{ratio}_{b}"] for b in ("mean", "low", "high")), digits=2) if variant in gains.index else "–"
+        rows.append(row | {"labels": labels[variant]})
+    note = (
+        "Gain: test SR minus its `none` baseline's, every test split pooled, paired bootstrap over tasks (pairs by seed and task), 95% interval in brackets. "
+        "Injected tokens are estimated from the logged injected_chars as the harness counts tokens (memrl_bench.llm: bytes / 3, rounded up; one character taken as one byte), "
+        "so they over-count a real tokenizer's. Memory calls and tokens: memory management (memory_usage), all phases, per episode played. "
+        "Gain per 1k tokens and per call: the gain and its interval divided by the mean cost (– where the cost is 0); the costs' spread over seeds is in their own columns. "
+        + INTERVAL_NOTE
+    )
+    return Table("gain_cost", "Gain against cost", agg.gain_cost.assign(labels=agg.gain_cost["variant"].map(labels)), pd.DataFrame(rows), note)
+
+
 def runs_table(results: Results) -> Table:
     runs = results.runs
     view = pd.DataFrame(
@@ -279,6 +328,7 @@ def all_tables(results: Results, agg: Aggregates) -> dict[str, Table]:
         end_table(results, agg, "memory", "Memory at the end", MEMORY_COLUMNS, memory_note),
         end_table(results, agg, "usage", "Tokens and LLM calls", USAGE_COLUMNS, usage_note),
         poison_table(results, agg),
+        gain_cost_table(results, agg),
         runs_table(results),
     ]
     return {t.name: t for t in tables if t is not None}
