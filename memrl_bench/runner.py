@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
+from memrl_bench import interrupts, registry
 from memrl_bench import metrics as metrics_lib
-from memrl_bench import registry
 from memrl_bench.actors import Actor, EnvPool, Job
 from memrl_bench.config import ActorSettings, ConfigError, ConfigMismatchError, ProtocolConfig, config_error, config_hash, validate_config, validated
 from memrl_bench.embed import Embedder, make_embedder
@@ -177,6 +177,7 @@ class Runner:
     # ---- running ------------------------------------------------------------------
     def run(self) -> dict:
         """Run or resume, holding the folder's lock; a failed start leaves nothing it created."""
+        interrupts.keep_dropped_interrupts()
         note_new(self.folder.path)  # before the lock creates it (the CLI noted it before Hydra did)
         try:
             with self.folder.lock():
@@ -218,6 +219,7 @@ class Runner:
             for line in metrics_lib.similarity_warnings(metrics.get("retrieval_similarity", {})):
                 print(line, file=sys.stderr)
             self.folder.write_metrics(metrics)
+            interrupts.raise_if_interrupted()
             self.folder.mark_complete()
             return metrics
 
@@ -260,6 +262,7 @@ class Runner:
                     # a crash came while this epoch's snapshot was written; memory is at that point now
                     self.folder.save_snapshot(f"epoch_{batch.epoch}", parts.method.snapshot)
                 continue
+            interrupts.raise_if_interrupted()
             if not is_train and phase_fingerprint is None:
                 phase_fingerprint = fingerprint(parts.method, scratch)
             records = self._play_batch(parts, batch, pool)

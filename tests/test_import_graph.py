@@ -26,6 +26,7 @@ LAYERS = {
     "memrl_bench.stats": RULES,
     "memrl_bench.records": RULES,
     "memrl_bench.transcripts": RULES,
+    "memrl_bench.interrupts": RULES,
     "memrl_bench.export": RULES,
     "memrl_bench.runfolder": RULES,
     "memrl_bench.protocol": RULES,
