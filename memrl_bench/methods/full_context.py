@@ -16,9 +16,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from memrl_bench import prompts
-from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text
+from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query
 from memrl_bench.methods.budget import fill
-from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem
+from memrl_bench.methods.rag import trajectory_item
+from memrl_bench.types import MemoryItem, MemoryStats, Retrieval, RetrievedItem
 
 
 class FullContextConfig(BaseModel):
@@ -46,15 +47,8 @@ class FullContext(MemoryMethod):
         return Retrieval(items=[RetrievedItem.of(newest_first[p], similarity[p]) for p in chosen], prompt_block=block, candidates=len(newest_first))
 
     def learn(self, batch: list[Experience]) -> LearnResult:
-        for exp in batch:
-            ep = exp.episode
-            content = prompts.render(
-                "rag_memory_item",
-                task=exp.task.description,
-                outcome="success" if ep.success else "failure",
-                trajectory=trajectory_text(ep, self.config.max_trajectory_chars),
-            )
-            self.store.add(MemoryItem(ep.episode_id, content, Provenance.of(ep)), exp.key)
+        for exp in batch:  # stored as rag stores an episode; only the choice of what to inject differs
+            self.store.add(trajectory_item(exp, self.config.max_trajectory_chars), exp.key)
         return LearnResult()
 
     def snapshot(self, path: Path) -> None:

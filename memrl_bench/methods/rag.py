@@ -50,14 +50,7 @@ class RAG(MemoryMethod):
 
     def learn(self, batch: list[Experience]) -> LearnResult:
         for exp in batch:
-            ep = exp.episode
-            content = prompts.render(
-                "rag_memory_item",
-                task=exp.task.description,
-                outcome="success" if ep.success else "failure",
-                trajectory=trajectory_text(ep, self.config.max_trajectory_chars),
-            )
-            self.store.add(MemoryItem(ep.episode_id, content, Provenance.of(ep)), exp.key)
+            self.store.add(trajectory_item(exp, self.config.max_trajectory_chars), exp.key)
         return LearnResult()
 
     def snapshot(self, path: Path) -> None:
@@ -71,6 +64,18 @@ class RAG(MemoryMethod):
 
     def items(self) -> list[MemoryItem]:
         return list(self.store.items)
+
+
+def trajectory_item(exp: Experience, max_trajectory_chars: int) -> MemoryItem:
+    """An episode stored whole (task, outcome, trajectory), as rag and full_context keep it."""
+    ep = exp.episode
+    content = prompts.render(
+        "rag_memory_item",
+        task=exp.task.description,
+        outcome="success" if ep.success else "failure",
+        trajectory=trajectory_text(ep, max_trajectory_chars),
+    )
+    return MemoryItem(ep.episode_id, content, Provenance.of(ep))
 
 
 METHOD = RAG
