@@ -151,6 +151,24 @@ class MemoryMethod(ABC):
         return []
 
 
+class StoreMethod(MemoryMethod):
+    """A method whose whole state is one ItemStore (`self.store`): snapshot, restore, stats and items come from it."""
+
+    store: ItemStore
+
+    def snapshot(self, path: Path) -> None:
+        self.store.save(path)
+
+    def restore(self, path: Path) -> None:
+        self.store.load(path)
+
+    def stats(self) -> MemoryStats:
+        return MemoryStats(items=len(self.store), bytes=self.store.nbytes(), groups=len(self.store))
+
+    def items(self) -> list[MemoryItem]:
+        return list(self.store.items)
+
+
 class _MirroredFields(dict):
     """An item's `fields` dict in a store with columns: setting a column field also sets the column."""
 

@@ -11,15 +11,13 @@ than the whole budget leaves the block empty. Tokens are the harness's estimate
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from memrl_bench import prompts
-from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query
+from memrl_bench.methods.base import Experience, ItemStore, LearnResult, Query, StoreMethod
 from memrl_bench.methods.budget import fill
 from memrl_bench.methods.rag import trajectory_item
-from memrl_bench.types import MemoryItem, MemoryStats, Retrieval, RetrievedItem
+from memrl_bench.types import Retrieval, RetrievedItem
 
 
 class FullContextConfig(BaseModel):
@@ -28,7 +26,7 @@ class FullContextConfig(BaseModel):
     max_trajectory_chars: int = Field(2000, ge=0, description="Stored trajectory text is cut to this many characters.")
 
 
-class FullContext(MemoryMethod):
+class FullContext(StoreMethod):
     name = "full_context"
 
     def __init__(self, cfg, ctx):
@@ -50,18 +48,6 @@ class FullContext(MemoryMethod):
         for exp in batch:  # stored as rag stores an episode; only the choice of what to inject differs
             self.store.add(trajectory_item(exp, self.config.max_trajectory_chars), exp.key)
         return LearnResult()
-
-    def snapshot(self, path: Path) -> None:
-        self.store.save(path)
-
-    def restore(self, path: Path) -> None:
-        self.store.load(path)
-
-    def stats(self) -> MemoryStats:
-        return MemoryStats(items=len(self.store), bytes=self.store.nbytes(), groups=len(self.store))
-
-    def items(self) -> list[MemoryItem]:
-        return list(self.store.items)
 
 
 METHOD = FullContext

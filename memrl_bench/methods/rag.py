@@ -5,14 +5,12 @@ The passive semantic retrieval that MemRL calls noisy: similarity only, no utili
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memrl_bench import prompts
-from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text
-from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem
+from memrl_bench.methods.base import Experience, ItemStore, LearnResult, Query, StoreMethod, trajectory_text
+from memrl_bench.types import MemoryItem, Provenance, Retrieval, RetrievedItem
 from memrl_bench.vector_index import Hits, IndexConfig
 
 
@@ -24,7 +22,7 @@ class RAGConfig(BaseModel):
     index: IndexConfig = Field(default_factory=IndexConfig, description="Search over stored episodes: exact (a full scan) or hnsw (approximate, for large memories).")
 
 
-class RAG(MemoryMethod):
+class RAG(StoreMethod):
     name = "rag"
 
     def __init__(self, cfg, ctx):
@@ -53,17 +51,6 @@ class RAG(MemoryMethod):
             self.store.add(trajectory_item(exp, self.config.max_trajectory_chars), exp.key)
         return LearnResult()
 
-    def snapshot(self, path: Path) -> None:
-        self.store.save(path)
-
-    def restore(self, path: Path) -> None:
-        self.store.load(path)
-
-    def stats(self) -> MemoryStats:
-        return MemoryStats(items=len(self.store), bytes=self.store.nbytes(), groups=len(self.store))
-
-    def items(self) -> list[MemoryItem]:
-        return list(self.store.items)
 
 
 def trajectory_item(exp: Experience, max_trajectory_chars: int) -> MemoryItem:

@@ -27,16 +27,15 @@ ExpeL count them).
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memrl_bench import prompts
-from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, end_reason, trajectory_text
+from memrl_bench.methods.base import Experience, ItemStore, LearnResult, Query, StoreMethod, end_reason, trajectory_text
 from memrl_bench.methods.budget import fill
 from memrl_bench.methods.llm_ops import MemoryCalls, require_llm
-from memrl_bench.types import Episode, MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem
+from memrl_bench.types import Episode, MemoryItem, Provenance, Retrieval, RetrievedItem
 
 
 class SimpleMemConfig(BaseModel):
@@ -56,7 +55,7 @@ def plain_lesson(episode: Episode) -> str:
     return f"{'succeeded' if episode.success else 'failed'} with the actions: " + "; ".join(t.action for t in episode.turns)
 
 
-class SimpleMem(MemoryMethod):
+class SimpleMem(StoreMethod):
     name = "simplemem"
 
     def __init__(self, cfg, ctx):
@@ -108,18 +107,6 @@ class SimpleMem(MemoryMethod):
             trajectory=trajectory_text(exp.episode, c.max_trajectory_chars),
         )
         return await calls.ask(exp.episode.episode_id, "simplemem_compress", prompt, lambda text: " ".join(text.split()), as_json=False, temperature=c.temperature)
-
-    def snapshot(self, path: Path) -> None:
-        self.store.save(path)
-
-    def restore(self, path: Path) -> None:
-        self.store.load(path)
-
-    def stats(self) -> MemoryStats:
-        return MemoryStats(items=len(self.store), bytes=self.store.nbytes(), groups=len(self.store))
-
-    def items(self) -> list[MemoryItem]:
-        return list(self.store.items)
 
 
 METHOD = SimpleMem
