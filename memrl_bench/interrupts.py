@@ -5,11 +5,14 @@ finalizer (py4j's weakref callbacks for TextWorldExpress's JVM objects). There t
 exception is handed to sys.unraisablehook, printed as "Exception ignored in ..." and
 dropped: the run would go on to the end and exit 0. `keep_dropped_interrupts` makes the
 hook remember such an interrupt instead of printing it, and the runner calls
-`raise_if_interrupted` before every batch and before marking a run complete.
+`raise_if_interrupted` before every batch and before marking a run complete. An interrupt
+that lands inside an asyncio task is raised out of the loop by asyncio itself;
+`close_event_loop` and `quiet_about_interrupted_tasks` keep it from also being printed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import threading
 from typing import Any
@@ -38,3 +41,37 @@ def raise_if_interrupted() -> None:
     if _dropped.is_set():
         _dropped.clear()
         raise KeyboardInterrupt
+
+
+def close_event_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Close `loop`, first ending the tasks an interrupt left in flight, quietly.
+
+    asyncio raises a KeyboardInterrupt that lands inside a task out of the loop and also
+    leaves it on the task, where nobody retrieves it: the task's finalizer then prints "Task
+    exception was never retrieved" with a traceback. This can happen while the tasks unwind
+    here (the terminal's Ctrl-C reaches a JVM first, the env fails, and Python sees the signal
+    only now), so the loop is run until every task is done, every task's exception is
+    retrieved, and the interrupt is raised again once the loop is closed.
+    """
+    tasks = asyncio.all_tasks(loop)
+    for task in tasks:
+        task.cancel()
+    interrupted: KeyboardInterrupt | None = None
+    while not all(task.done() for task in tasks):
+        try:
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        except KeyboardInterrupt as exc:
+            interrupted = exc
+    for task in tasks:
+        if not task.cancelled():
+            task.exception()  # marks it retrieved
+    loop.close()
+    if interrupted is not None:
+        raise interrupted
+
+
+def quiet_about_interrupted_tasks(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+    """The loop's exception handler: a task that ended with a KeyboardInterrupt is not news
+    (the interrupt itself is raised out of the loop); everything else goes to the default handler."""
+    if not isinstance(context.get("exception"), KeyboardInterrupt):
+        loop.default_exception_handler(context)

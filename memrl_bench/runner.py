@@ -90,6 +90,7 @@ class Runner:
         self.cfg = cfg
         self.folder = RunFolder(run_dir)
         self.loop = asyncio.new_event_loop()
+        self.loop.set_exception_handler(interrupts.quiet_about_interrupted_tasks)
         self._key_cache: dict[str, np.ndarray] = {}
         self._given_llm, self._given_embedder = llm, embedder
         self.transcripts = TranscriptLog(run_dir, enabled=bool(cfg.get("transcripts", True)))
@@ -205,7 +206,7 @@ class Runner:
             print(f"memrl-bench: {self.folder.path} is complete; nothing to do")
             return self.folder.read_metrics() or {}
         with contextlib.ExitStack() as stack:
-            stack.callback(self._close_loop)
+            stack.callback(interrupts.close_event_loop, self.loop)
             parts = self._build(stack, protocol)
             if not existing:
                 self.folder.write_manifest(self._manifest(parts, written, digest))
@@ -222,15 +223,6 @@ class Runner:
             interrupts.raise_if_interrupted()
             self.folder.mark_complete()
             return metrics
-
-    def _close_loop(self) -> None:
-        """Close the event loop, first ending the episodes an interrupt left in flight (quietly)."""
-        pending = asyncio.all_tasks(self.loop)
-        for task in pending:
-            task.cancel()
-        if pending:
-            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        self.loop.close()
 
     def _play(self, parts: RunParts, schedule: list[Batch]) -> None:
         sizes = {b.key: b.size for b in schedule}
