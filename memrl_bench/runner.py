@@ -322,8 +322,10 @@ class Runner:
         started = time.time()
         if batch.poison:
             episodes = self._poison_batch(parts, batch)
-            parts.method.learn(self._experiences(episodes, list(batch.tasks), parts))
-            return self._finish(parts, episodes, started)
+            result = parts.method.learn(self._experiences(episodes, list(batch.tasks), parts))
+            records = self._finish(parts, episodes, started)
+            self.transcripts.append([transcript_record(r, [], result.calls_by_episode.get(r["episode_id"], []), result.ops_by_episode.get(r["episode_id"], [])) for r in records])
+            return records
         tasks = [t for t in batch.tasks for _ in range(batch.samples)]
         samples = [s for _ in batch.tasks for s in range(batch.samples)]
         positions = [p for p in range(len(batch.tasks)) for _ in range(batch.samples)]
@@ -338,6 +340,7 @@ class Runner:
             parts.llm.confirm_up()  # a server that is down stops the run before the batch is logged
         episodes = [self._episode(batch, job, retrieval, outcome, position, retrieve_s) for job, retrieval, outcome, position in zip(jobs, retrievals, outcomes, positions)]
         memory_calls = {e.episode_id: list(r.memory_calls) for e, r in zip(episodes, retrievals)}
+        memory_ops: dict[str, list[dict]] = {}
         if batch.phase == "train":
             t0 = time.perf_counter()
             result = parts.method.learn(self._experiences(episodes, tasks, parts, retrievals))
@@ -348,9 +351,10 @@ class Runner:
                     e.memory_usage.add(result.usage_by_episode[e.episode_id])
                 e.memory_op_errors = result.op_errors_by_episode.get(e.episode_id, 0)
                 memory_calls[e.episode_id] += result.calls_by_episode.get(e.episode_id, [])
+            memory_ops = result.ops_by_episode
         records = self._finish(parts, episodes, started)
         # before the batch reaches the log, so that every logged episode has its transcript
-        self.transcripts.append([transcript_record(r, o.info.get("transcript", []), memory_calls[r["episode_id"]]) for r, o in zip(records, outcomes)])
+        self.transcripts.append([transcript_record(r, o.info.get("transcript", []), memory_calls[r["episode_id"]], memory_ops.get(r["episode_id"], [])) for r, o in zip(records, outcomes)])
         return records
 
     def _finish(self, parts: RunParts, episodes: list[Episode], started: float) -> list[dict]:

@@ -2,7 +2,8 @@
 
 `transcripts.jsonl.gz` in the run folder holds one JSON line per episode (TranscriptRecord:
 the acting calls, and the memory-management calls made for it: retrieval-time ones and,
-for training episodes, those of learn()). Each batch is appended as one whole gzip member,
+for training episodes, those of learn(), with the operations learn() made without an LLM,
+such as MemRL's Q updates). Each batch is appended as one whole gzip member,
 written and fsynced before the batch's lines reach episodes.jsonl, so a crash leaves a
 readable prefix (a torn last member is ignored) that holds at least the logged batches. On
 resume the file is cut back to the episodes the log holds, as the log is cut to whole
@@ -25,11 +26,12 @@ from typing import Any
 TRANSCRIPTS = "transcripts.jsonl.gz"
 
 
-def transcript_record(episode: dict[str, Any], acting: list[dict[str, Any]], memory_calls: list[dict[str, Any]]) -> dict[str, Any]:
+def transcript_record(episode: dict[str, Any], acting: list[dict[str, Any]], memory_calls: list[dict[str, Any]], memory_ops: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """One episode's line: where it sits in the run, its acting calls (messages, completion,
-    finish_reason, tokens, trimmed_tokens, cache_hit) and its memory calls (methods.base.memory_call)."""
+    finish_reason, tokens, trimmed_tokens, cache_hit), its memory calls (methods.base.memory_call)
+    and, when learn() made any, its memory operations (methods.base.memory_op)."""
     keys = ("episode_id", "task_id", "phase", "split", "epoch", "batch_index", "sample_index")
-    return {**{k: episode[k] for k in keys}, "acting": acting, "memory_calls": memory_calls}
+    return {**{k: episode[k] for k in keys}, "acting": acting, "memory_calls": memory_calls, **({"memory_ops": memory_ops} if memory_ops else {})}
 
 
 class TranscriptLog:
@@ -39,8 +41,8 @@ class TranscriptLog:
 
     def append(self, records: list[dict[str, Any]]) -> None:
         """One batch as one gzip member, in one write, then fsync; records without any LLM call
-        (an env that plays its own actor, without memory calls) are left out."""
-        records = [r for r in records if r["acting"] or r["memory_calls"]]
+        or memory operation (an env that plays its own actor, a method that learned nothing) are left out."""
+        records = [r for r in records if r["acting"] or r["memory_calls"] or r.get("memory_ops")]
         if not records or not self.enabled:
             return
         member = gzip.compress("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode(), mtime=0)

@@ -189,8 +189,9 @@ def test_a_new_memory_joins_only_groups_its_own_retrieval_found():
 def test_the_same_task_text_twice_in_a_batch_orphans_the_first_memory():
     """Officially the text's group is taken over by the second memory, the first kept but never retrieved."""
     m = make(write_with_llm=False)
-    m.learn([experience("e1", "a", np.eye(4)[0]), experience("e2", "a", np.eye(4)[0])])
+    ops = m.learn([experience("e1", "a", np.eye(4)[0]), experience("e2", "a", np.eye(4)[0])]).ops_by_episode
     assert members(m) == [("a", ["e2"])] and m.store.get("e1").fields["group"] == -1 and m.stats().items == 2
+    assert ops == {"e1": [{"op": "add", "item_id": "e1", "q": 0.0, "group": -1}], "e2": [{"op": "add", "item_id": "e2", "q": 0.0, "group": 0, "orphaned": ["e1"]}]}
     query = Query(Task("task/a", "train", "a"), np.eye(4, dtype=np.float32)[0], "q", "validation")
     assert [r.item_id for r in m.retrieve(query).items] == ["e2"]
     fixed = make(write_with_llm=False, keep_repeated_task_members=True)
@@ -239,6 +240,40 @@ def test_learn_uses_the_retrieval_it_is_given_and_redoes_a_missing_one_against_t
     assert any(len(g) > 1 for _, g in members(retrieving))
 
 
+def test_learn_reports_each_q_update_and_write_as_the_state_holds_them():
+    """The memory_op records learn returns: per item, its updates in batch order run from its Q
+    before learn to its Q after (an item injected twice in one batch chains), with the reward of
+    each episode; every new memory with its stored Q and group; Q nobody used is unchanged."""
+    rng = np.random.default_rng(1)
+    centres = unit_rows(rng.standard_normal((4, 16)))
+    m = make(write_with_llm=False, q_floor=-0.5, reward_failure=-2.0)
+    chained = floored = 0
+    for r in range(6):
+        keys = centres[rng.integers(0, 4, 8)] + 0.05 * rng.standard_normal((8, 16))
+        batch = [experience(f"r{r}-{j}", f"task {r} {j}", key, bool(rng.random() < 0.5)) for j, key in enumerate(keys)]
+        found = m.retrieve_batch([Query(e.task, e.key, e.episode.episode_id, "train") for e in batch])
+        for exp, retrieval in zip(batch, found):
+            exp.episode.retrieved, exp.retrieval = retrieval.items, retrieval
+        before = {i.id: i.fields["q_value"] for i in m.items()}
+        ops = m.learn(batch).ops_by_episode
+        after = {i.id: i.fields["q_value"] for i in m.items()}
+        assert list(ops) == [e.episode.episode_id for e in batch]
+        q_now = dict(before)
+        for exp in batch:
+            *updates, write = ops[exp.episode.episode_id]
+            assert [u["item_id"] for u in updates] == [x.item_id for x in exp.episode.retrieved]
+            for u in updates:
+                chained += u["q_before"] != before[u["item_id"]]
+                floored += u["q_after"] == -0.5
+                assert u["op"] == "q_update" and u["q_before"] == q_now[u["item_id"]] and u["reward"] == (1.0 if exp.episode.success else -2.0)
+                q_now[u["item_id"]] = u["q_after"]
+            stored = m.store.get(exp.episode.episode_id).fields
+            assert write == {"op": "add", "item_id": exp.episode.episode_id, "q": after[write["item_id"]], "group": stored["group"]}
+        assert {i: q_now[i] for i in before} == {i: after[i] for i in before}
+        assert min(after.values()) >= -0.5
+    assert chained and floored  # some memory was injected into two episodes of one batch; some Q hit q_floor
+
+
 def test_epsilon_samples_in_the_order_drawn():
     m = make(write_with_llm=False, epsilon=1.0, k_select=3, sim_threshold=-1.0)
     for i in range(6):
@@ -263,6 +298,29 @@ def test_orphans_survive_a_snapshot(tmp_path):
     assert {i.id for i in m.items() if i.fields["group"] == -1} == {"e1", "e2", "e4"}
     assert [i.to_dict() for i in other.items()] == [i.to_dict() for i in m.items()]
     assert np.array_equal(other.group_keys.keys, m.group_keys.keys) and m.group_keys.keys[0].tolist() == [0, 0, 1, 0]
+
+
+def test_a_runs_transcripts_replay_to_its_final_q_values(tmp_path):
+    """A synthetic run (no LLM) writes its training episodes' Q updates and writes to
+    transcripts.jsonl.gz, and only those: applied in order, they give the final snapshot's Q."""
+    from memrl_bench.records import read_run
+    from memrl_bench.transcripts import TranscriptLog
+    from tests.helpers import config, run_to
+
+    _, folder = run_to(tmp_path, "run", config(protocol={"epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0}))
+    run, records = read_run(folder), TranscriptLog(folder).read()
+    train = [e for e in run.episodes if e.phase == "train"]
+    assert [r["episode_id"] for r in records] == [e.episode_id for e in train]
+    q: dict[str, float] = {}
+    for record, episode in zip(records, train):
+        *updates, write = record["memory_ops"]
+        assert [u["item_id"] for u in updates] == [x.item_id for x in episode.retrieved]
+        for update in updates:
+            assert update["q_before"] == q[update["item_id"]]
+            q[update["item_id"]] = update["q_after"]
+        q[write["item_id"]] = write["q"]
+    assert sum(len(r["memory_ops"]) > 1 for r in records) > len(records) / 2
+    assert q == {item.id: item.fields["q_value"] for item in run.items}
 
 
 def test_a_corrected_quirk_is_labelled_in_the_manifest(tmp_path):

@@ -51,11 +51,19 @@ class Experience:
 
 @dataclass
 class LearnResult:
-    """What `learn` spent on memory management, per episode id, and its LLM calls (memory_call records) for the transcripts."""
+    """What `learn` spent on memory management, per episode id, and for the transcripts its LLM
+    calls (memory_call records) and the operations it made without one (memory_op records)."""
 
     usage_by_episode: dict[str, Usage] = field(default_factory=dict)
     op_errors_by_episode: dict[str, int] = field(default_factory=dict)
     calls_by_episode: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    ops_by_episode: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+def memory_op(op: str, item_id: str, **values: float | int | list[str]) -> dict[str, Any]:
+    """A memory operation made without an LLM call, as the transcript keeps it: what was done
+    (MemRL: "q_update" with q_before, q_after and reward; "add" with q and group) to which item."""
+    return {"op": op, "item_id": item_id, **values}
 
 
 def memory_call(purpose: str, messages: list[dict[str, str]], completion: Any = None, *, parsed: Any = None, problem: str | None = None) -> dict[str, Any]:

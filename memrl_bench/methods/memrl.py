@@ -30,7 +30,9 @@ q_init (q_init_failure after a failure). It joins the most similar group of its 
 retrieval's phase A list (taken before this batch's writes) if that similarity is >=
 add_similarity_threshold and the retrieval returned memories; otherwise it founds a
 group keyed by its task text, and a group already keyed by that text is taken over:
-its members are orphaned, kept in memory but never retrieved again.
+its members are orphaned, kept in memory but never retrieved again. learn() returns
+each Q update (Q before and after, the reward) and each write (Q, group) per episode,
+for the run's transcripts.
 
 Official quirks and their switches (false = official):
   group_within_batch          a new memory may also join a group founded earlier in
@@ -57,7 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memrl_bench import prompts
 from memrl_bench.llm import LLMError
-from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, end_reason, memory_call, trajectory_text
+from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, end_reason, memory_call, memory_op, trajectory_text
 from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
 from memrl_bench.vector_index import Hits, IndexConfig, empty_hits, top_k, unit_rows
 
@@ -324,9 +326,10 @@ class MemRL(MemoryMethod):
             return LearnResult()
         contents, usage, calls = self._write_contents(batch)
         retrievals = self._retrievals(batch)  # as retrieved: before this batch's Q updates and writes
-        self._update_q(batch)
-        self._write_batch(batch, contents, retrievals)
-        return LearnResult(usage_by_episode=usage, calls_by_episode=calls)
+        updates = self._update_q(batch)
+        added = self._write_batch(batch, contents, retrievals)
+        ops = {episode_id: updates[episode_id] + [added[episode_id]] for episode_id in added}
+        return LearnResult(usage_by_episode=usage, calls_by_episode=calls, ops_by_episode=ops)
 
     def _retrievals(self, batch: list[Experience]) -> list[PhaseA]:
         """Each episode's phase A: its retrieval's trace, or (none with this key, e.g. a batch
@@ -340,24 +343,33 @@ class MemRL(MemoryMethod):
             found[i] = PhaseA(keys[i], hits, bool((self._q_estimates(positions) >= self.config.q_min).any()))
         return found
 
-    def _update_q(self, batch: list[Experience]) -> None:
-        """Every injected memory, episode by episode: Q <- (1 - alpha) Q + alpha * target, floored (official QValueUpdater)."""
+    def _update_q(self, batch: list[Experience]) -> dict[str, list[dict]]:
+        """Every injected memory, episode by episode: Q <- (1 - alpha) Q + alpha * target, floored
+        (official QValueUpdater). Returns each episode's updates (memory_op records)."""
         c = self.config
+        updates: dict[str, list[dict]] = {}
         for exp in batch:
             ep = exp.episode
-            target = (c.reward_success if ep.success else c.reward_failure) + c.gamma * NEXT_STATE_VALUE
+            reward = c.reward_success if ep.success else c.reward_failure
+            target = reward + c.gamma * NEXT_STATE_VALUE
+            done = updates[ep.episode_id] = []
             for used in ep.retrieved:
                 fields = self.store.get(used.item_id).fields
-                q = (1.0 - c.alpha) * fields["q_value"] + c.alpha * target
+                before = fields["q_value"]
+                q = (1.0 - c.alpha) * before + c.alpha * target
                 fields["q_value"] = q if c.q_floor is None else max(c.q_floor, q)
                 fields["visits"] += 1
                 fields["successes" if ep.success else "failures"] += 1
+                done.append(memory_op("q_update", used.item_id, q_before=float(before), q_after=float(fields["q_value"]), reward=reward))
+        return updates
 
-    def _write_batch(self, batch: list[Experience], contents: list[str], retrievals: list[PhaseA]) -> None:
-        """Store the episodes' memories in order, each joining a group or founding one."""
+    def _write_batch(self, batch: list[Experience], contents: list[str], retrievals: list[PhaseA]) -> dict[str, dict]:
+        """Store the episodes' memories in order, each joining a group or founding one. Returns
+        each episode's write (a memory_op record: its memory, Q, group, and the memories it orphaned)."""
         c = self.config
         first_new_group = len(self.group_keys)
         group_of: dict[str, int] = {}  # this batch's memories
+        orphans_of: dict[str, list[str]] = {}
         orphaned = False
         for exp, found in zip(batch, retrievals):
             episode_id = exp.episode.episode_id
@@ -370,6 +382,8 @@ class MemRL(MemoryMethod):
                     else:
                         self.store.get(member).fields["group"] = ORPHANED
                 orphaned = orphaned or bool(orphans)
+                if orphans:
+                    orphans_of[episode_id] = orphans
             self.group_keys.items[group].fields["members"].append(episode_id)
             group_of[episode_id] = group
         memories = []
@@ -386,6 +400,10 @@ class MemRL(MemoryMethod):
             self._members = None  # rebuilt when next needed
         else:
             self._add_members(first_position, np.array([m.fields["group"] for m in memories], dtype=np.int64))
+        return {
+            m.id: memory_op("add", m.id, q=m.fields["q_value"], group=m.fields["group"], **({"orphaned": orphans_of[m.id]} if m.id in orphans_of else {}))
+            for m in memories
+        }
 
     def _joined_group(self, found: PhaseA, first_new_group: int) -> int | None:
         """The group a new memory joins: its retrieval's most similar group (and, with
