@@ -1,6 +1,7 @@
 """The episode viewer (memrl_bench/report/viewer.py) in headless Chromium: a synthetic run's
-episodes with their retrieved memories and provenance links, two runs side by side, and an
-LLM run whose transcripts.jsonl.gz has its prompts with the memory section marked."""
+episodes with their retrieved memories, provenance links and MemRL's Q updates, two runs side
+by side, and an LLM run whose transcripts.jsonl.gz has its prompts with the memory section
+marked; the report's loaded runs are not read again for the viewer."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from memrl_bench.report import report
-from memrl_bench.report.viewer import read_transcripts
+from memrl_bench.report import load_for_report, report
+from memrl_bench.report import viewer as viewer_module
+from memrl_bench.report.load import load
+from memrl_bench.report.viewer import read_transcripts, write_viewer
 from memrl_bench.runner import run
 from memrl_bench.transcripts import TRANSCRIPTS
 from tests.helpers import config
@@ -144,6 +147,44 @@ def test_an_episode_shows_its_memories_scores_and_a_provenance_link_to_the_sourc
     assert listed and set(listed) == {episode["task_id"]}
     assert len(listed) == sum(e["task_id"] == episode["task_id"] for e in _logged(run_dir))
     assert [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"] == []
+
+
+def test_a_memrl_training_episode_shows_its_q_updates_and_write(synthetic, browser):
+    """Under the episode: each injected memory's Q before and after and the reward, as the
+    transcript recorded them, the memory linked to the episode it came from; then the write."""
+    run_dir = synthetic / "method=memrl"
+    episodes_dir = synthetic / "report" / "episodes"
+    n = _page_of(episodes_dir, "method=memrl")
+    ops = {i: r["memory_ops"] for i, r in read_transcripts(run_dir).items()}
+    episode = next(e for e in _logged(run_dir) if e["phase"] == "train" and len(e["retrieved"]) >= 2 and not e["success"])
+    *updates, write = ops[episode["episode_id"]]
+    assert [u["item_id"] for u in updates] == [r["item_id"] for r in episode["retrieved"]]
+    By = _show(browser, f"{(episodes_dir / f'{n}.html').as_uri()}#{episode['episode_id']}")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#detail li.q-update")
+    assert [r.text for r in rows] == [f"{u['item_id']} Q {u['q_before']:.3f} -> {u['q_after']:.3f} (reward {u['reward']:g})" for u in updates]
+    assert updates[0]["reward"] == -1 and updates[0]["q_after"] < updates[0]["q_before"]  # a failure lowers Q
+    assert browser.find_element(By.CSS_SELECTOR, "#detail .memory-write").text == f"Written: memory {episode['episode_id']} with Q {write['q']:.3f}, group {write['group']}"
+    source = episode["retrieved"][1]["source_episode_id"]
+    rows[1].find_element(By.CSS_SELECTOR, "a.provenance").click()
+    assert browser.find_element(By.CSS_SELECTOR, "#detail .episode").get_attribute("data-episode") == source
+    test_episode = next(e["episode_id"] for e in _logged(run_dir) if e["phase"] == "test")
+    By = _show(browser, f"{(episodes_dir / f'{n}.html').as_uri()}#{test_episode}")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#detail li.q-update")
+    assert "None: memory changes only in training." in browser.find_element(By.ID, "detail").text
+    assert [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"] == []
+
+
+def test_the_viewer_reuses_the_runs_the_report_loaded(synthetic, tmp_path, monkeypatch):
+    """Pages made from the loader's records equal those made by reading each run again, which
+    the viewer does only for a Results loaded without them."""
+    write_viewer(load(synthetic), tmp_path / "read_again")
+    results = load_for_report(synthetic)
+    monkeypatch.setattr(viewer_module, "read_run", lambda *args: pytest.fail("the viewer read a run folder again"))
+    write_viewer(results, tmp_path / "reused")
+    files = sorted(p.relative_to(tmp_path / "reused") for p in (tmp_path / "reused").rglob("*") if p.is_file())
+    assert len(files) == 2 * len(METHODS) + 3
+    for name in files:
+        assert (tmp_path / "reused" / name).read_bytes() == (tmp_path / "read_again" / name).read_bytes(), name
 
 
 def test_two_runs_side_by_side_on_the_same_task_and_epoch(synthetic, browser):

@@ -1,7 +1,8 @@
 """The report of a results folder: tables (CSV, Markdown), figures (PNG) and report.html.
 
-`report(results_dir, out_dir)` loads every run folder under `results_dir`, aggregates
-over seeds, and writes everything to `out_dir` (default: results_dir/report/). The
+`report(results_dir, out_dir)` loads every run folder under `results_dir` (load_for_report:
+each read once, for the tables and the episode viewer), aggregates over seeds, and writes
+everything to `out_dir` (default: results_dir/report/). The
 folder is written whole or not at all: into a temporary folder beside it, then
 renamed into place, so a killed report never leaves new tables beside an old page.
 """
@@ -19,9 +20,9 @@ from memrl_bench.report.figures import all_figures
 from memrl_bench.report.html import render, section_headings, shared_settings_line
 from memrl_bench.report.load import ReportInputError, Results, load
 from memrl_bench.report.tables import all_tables, write_tables
-from memrl_bench.report.viewer import write_viewer
+from memrl_bench.report.viewer import run_page, write_viewer
 
-__all__ = ["ReportInputError", "report", "write_report"]
+__all__ = ["ReportInputError", "load_for_report", "report", "write_report"]
 
 
 # What a report folder holds; --out refuses a folder with anything else in it.
@@ -30,7 +31,12 @@ REPORT_FILES = frozenset({"report.html", "tables.md", "tables", "figures", "epis
 
 def report(results_dir: Path | str, out_dir: Path | str | None = None) -> Path:
     """Write the report of every run under `results_dir`; return the path of report.html."""
-    return write_report(load(Path(results_dir)), out_dir)
+    return write_report(load_for_report(results_dir), out_dir)
+
+
+def load_for_report(results_dir: Path | str) -> Results:
+    """Every run under `results_dir`, with each run's viewer data made while its records are read (the viewer then reads no run folder)."""
+    return load(Path(results_dir), keep=run_page)
 
 
 def write_report(results: Results, out_dir: Path | str | None = None) -> Path:

@@ -6,8 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from memrl_bench.report import ReportInputError, write_report
-from memrl_bench.report.load import load
+from memrl_bench.report import ReportInputError, load_for_report, write_report
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -16,7 +15,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=None, help="where to write the report (default: RESULTS_DIR/report)")
     args = parser.parse_args(argv)
     try:
-        results = load(args.results_dir)
+        results = load_for_report(args.results_dir)
         for reason in results.skipped:
             print(f"memrl-bench-report: warning: skipped {reason}", file=sys.stderr)
         for run in results.runs.loc[~results.runs["complete"], "run"]:

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -54,6 +56,7 @@ class Results:
     missing: list[str] = field(default_factory=list)  # sweep jobs without a run folder
     skipped: list[str] = field(default_factory=list)  # run folders that could not be read: "<path>: <why>"
     repeated: list[str] = field(default_factory=list)  # run folders holding a run already loaded from another folder, counted once
+    kept: dict[str, Any] = field(default_factory=dict)  # run -> what load's `keep` made of its records (the viewer's page data)
 
 
 def scan(root: Path) -> tuple[list[Path], list[Path]]:
@@ -164,10 +167,10 @@ def _rate_rows(records: list[EpisodeRecord], name: str) -> list[dict]:
     return rows
 
 
-def _read_run(path: Path, name: str) -> tuple[dict, pd.DataFrame, list[dict], list[dict]]:
-    """One run's row, episode frame (played episodes only), final memory items (complete runs only) and rates."""
+def _read_run(path: Path, name: str) -> tuple[RunRecords, dict, pd.DataFrame, list[dict], list[dict]]:
+    """One run's records, row, episode frame (played episodes only), final memory items (complete runs only) and rates."""
     run = read_run(path)
-    return _run_row(run, name), _episode_frame(run.played, name), _item_rows(run, name), _rate_rows(run.played, name)
+    return run, _run_row(run, name), _episode_frame(run.played, name), _item_rows(run, name), _rate_rows(run.played, name)
 
 
 def common_settings(runs: pd.DataFrame) -> list[str]:
@@ -213,20 +216,25 @@ def _missing_runs(root: Path, sweeps: list[Path]) -> list[str]:
     return missing
 
 
-def load(results_dir: Path) -> Results:
-    """Every run folder under `results_dir` (or `results_dir` itself, if it is one)."""
+def load(results_dir: Path, keep: Callable[[RunRecords, str], Any] | None = None) -> Results:
+    """Every run folder under `results_dir` (or `results_dir` itself, if it is one).
+
+    `keep(records, run name)`, when given, is called for each loaded run while its records
+    are in memory; Results.kept holds what it returns, so that a reader of more than the
+    frames (the report's viewer) need not read the run again.
+    """
     root = Path(results_dir).resolve()
     if not root.is_dir():
         raise ReportInputError(f"{results_dir}: not a folder")
     paths, sweeps = scan(root)
     if not paths:
         raise ReportInputError(f"{results_dir}: no run folders (folders holding {MANIFEST}) found")
-    run_rows, episode_frames, item_rows, rate_rows, skipped, repeated = [], [], [], [], [], []
+    run_rows, episode_frames, item_rows, rate_rows, skipped, repeated, kept = [], [], [], [], [], [], {}
     first_of: dict[tuple, str] = {}
     for path in paths:
         name = str(path.relative_to(root)) if path != root else path.name
         try:
-            row, frame, items, rates = _read_run(path, name)
+            run, row, frame, items, rates = _read_run(path, name)
         except (ReportInputError, CorruptRunFolderError, OSError, ValueError) as err:
             skipped.append(str(err))
             continue
@@ -239,6 +247,8 @@ def load(results_dir: Path) -> Results:
         episode_frames.append(frame)
         item_rows += items
         rate_rows += rates
+        if keep is not None:
+            kept[name] = keep(run, name)
     if not run_rows:
         raise ReportInputError(f"{results_dir}: no readable run folder; " + "; ".join(skipped))
     runs, variant_places = _with_places(pd.DataFrame(run_rows))
@@ -250,4 +260,4 @@ def load(results_dir: Path) -> Results:
     episodes["phase_name"] = np.where(episodes["phase"] == "test", episodes["split"], episodes["phase"])
     items = pd.DataFrame(item_rows, columns=["run", "item_id", "source_episode_id", "q_value"]).astype({"run": "str", "item_id": "str", "source_episode_id": "str", "q_value": "float64"})
     rates = pd.DataFrame(rate_rows, columns=["run", "phase_name", "epoch", *RATE_COLUMNS])
-    return Results(root=root, runs=runs, episodes=episodes, items=items, rates=rates, places=variant_places, missing=_missing_runs(root, sweeps), skipped=skipped, repeated=repeated)
+    return Results(root=root, runs=runs, episodes=episodes, items=items, rates=rates, places=variant_places, missing=_missing_runs(root, sweeps), skipped=skipped, repeated=repeated, kept=kept)

@@ -7,14 +7,19 @@
                   (#<episode id>) to what it retrieved (similarity, Q, score, and the
                   training episode each memory came from, a link), its prompt with the
                   memory section highlighted, each completion with its parsed action and
-                  the observation, and the memory operations made for it
+                  the observation, and the memory operations made for it (LLM calls, and
+                  MemRL's Q updates and writes)
   compare.html    two runs side by side on the same task, epoch and sample
   viewer.js       the page code and style, shared by the pages
   data/<n>.js     one run's data (gzip, base64): a page loads only the runs it shows
 No server, no network: the pages are files read by the browser, as inspect_ai's
-`inspect view` bundle is. The transcripts (prompts and completions) come from the run's
-transcripts.jsonl.gz when it has one; without it (synthetic runs) the pages show what
-episodes.jsonl holds.
+`inspect view` bundle is. The transcripts (prompts and completions, memory operations)
+come from the run's transcripts.jsonl.gz when it has one; without prompts (synthetic runs)
+the pages show the turns episodes.jsonl holds.
+
+A run's data is made by `run_page` from the records the report's loader has read
+(memrl_bench.report.load's `keep`), so that no run folder is read twice; a Results
+loaded without them has each run read here.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import base64
 import gzip
 import html
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,8 +85,8 @@ def _task_text(acting: list[dict]) -> str:
     return ""
 
 
-def run_data(run: RunRecords, name: str, variant: str) -> dict[str, Any]:
-    """What the viewer shows of one run."""
+def run_data(run: RunRecords, name: str) -> dict[str, Any]:
+    """What the viewer shows of one run (its variant, known once the whole folder is loaded, aside)."""
     items = {item.id: item.content for item in run.items}
     transcripts = read_transcripts(run.path)
     markers = _memory_markers()
@@ -95,20 +101,47 @@ def run_data(run: RunRecords, name: str, variant: str) -> dict[str, Any]:
             call["memory_spans"] = [memory_spans(str(m.get("content", "")), e.injected_chars, contents, markers) if isinstance(m, dict) else [] for m in messages]
         episode["acting"] = acting
         episode["memory_calls"] = [c for c in record.get("memory_calls") or [] if isinstance(c, dict)]
+        episode["memory_ops"] = [o for o in record.get("memory_ops") or [] if isinstance(o, dict)]
         episode["has_transcript"] = bool(record)
         episode["text"] = _task_text(acting)
         episodes.append(episode)
     config = run.manifest.config
     return {
         "run": name,
-        "variant": variant,
         "method": run.manifest.method,
         "seed": config.get("seed"),
         "complete": run.complete,
-        "transcripts": bool(transcripts),
+        "transcripts": any(r.get("acting") or r.get("memory_calls") for r in transcripts.values()),  # prompts, not only memory operations
         "items": items,
         "episodes": episodes,
     }
+
+
+@dataclass
+class RunPage:
+    """One run's viewer data, packed as data/<n>.js carries it (gzip JSON in base64), and what index.html lists of it."""
+
+    packed: str
+    episodes: int
+    successes: int
+    transcripts: bool
+
+
+def run_page(run: RunRecords, name: str) -> RunPage | str:
+    """The viewer's data of a loaded run, or why it cannot be shown (its transcripts cannot be read)."""
+    try:
+        data = run_data(run, name)
+    except OSError as err:
+        return f"{run.path}: {err}"
+    packed = base64.b64encode(gzip.compress(json.dumps(data, separators=(",", ":")).encode(), mtime=0)).decode("ascii")
+    return RunPage(packed, len(data["episodes"]), sum(e["success"] for e in data["episodes"]), data["transcripts"])
+
+
+def _read_page(path: str, name: str) -> RunPage | str:
+    try:
+        return run_page(read_run(path), name)
+    except (CorruptRunFolderError, OSError, ValueError) as err:
+        return f"{path}: {err}"
 
 
 def _page(title: str, body: str, scripts: list[str]) -> str:
@@ -116,27 +149,24 @@ def _page(title: str, body: str, scripts: list[str]) -> str:
     return f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{html.escape(title)}</title><script src="viewer.js"></script></head>\n<body><main>{body}</main>{tags}</body></html>\n'
 
 
-def write_viewer(results: Results, out: Path) -> None:
-    """Write the viewer's pages for every run of `results` into `out` (a run that cannot be read is named on index.html)."""
+def write_viewer(results: Results, out: Path) -> list[str]:
+    """Write the viewer's pages for every run of `results` into `out`; the runs that cannot be shown (named on index.html)."""
     (out / "data").mkdir(parents=True, exist_ok=True)
     (out / "viewer.js").write_text((ASSETS / "viewer.js").read_text())
     rows, skipped, index = [], [], []
     for n, run_row in enumerate(results.runs.itertuples(index=False)):
-        try:
-            data = run_data(read_run(run_row.path), run_row.run, run_row.variant)
-        except (CorruptRunFolderError, OSError, ValueError) as err:
-            skipped.append(f"{run_row.path}: {err}")
+        page = results.kept.get(run_row.run) or _read_page(run_row.path, run_row.run)
+        if isinstance(page, str):
+            skipped.append(page)
             continue
-        packed = base64.b64encode(gzip.compress(json.dumps(data, separators=(",", ":")).encode(), mtime=0)).decode("ascii")
-        (out / "data" / f"{n}.js").write_text(f'memrlViewer.add({n}, "{packed}");\n')
+        (out / "data" / f"{n}.js").write_text(f'memrlViewer.add({n}, "{page.packed}", {json.dumps({"variant": run_row.variant})});\n')
         title = f"{run_row.run} — episodes"
         (out / f"{n}.html").write_text(_page(title, f'<p class="meta"><a href="index.html">all runs</a> · <a href="../report.html">report</a></p><div id="app" data-run="{n}">loading…</div>', [f"data/{n}.js"]))
-        episodes = data["episodes"]
-        rate = sum(e["success"] for e in episodes) / len(episodes) if episodes else 0.0
+        rate = page.successes / page.episodes if page.episodes else 0.0
         index.append({"n": n, "run": run_row.run, "variant": run_row.variant})
         rows.append(
-            f'<tr><td class="text"><a href="{n}.html">{html.escape(run_row.run)}</a></td><td class="text">{html.escape(run_row.variant)}</td><td>{html.escape(str(data["seed"]))}</td>'
-            f'<td>{len(episodes)}</td><td>{rate:.3f}</td><td>{"yes" if data["transcripts"] else "no"}</td><td>{"complete" if data["complete"] else "incomplete"}</td></tr>'
+            f'<tr><td class="text"><a href="{n}.html">{html.escape(run_row.run)}</a></td><td class="text">{html.escape(run_row.variant)}</td><td>{html.escape(str(run_row.seed))}</td>'
+            f'<td>{page.episodes}</td><td>{rate:.3f}</td><td>{"yes" if page.transcripts else "no"}</td><td>{"complete" if run_row.complete else "incomplete"}</td></tr>'
         )
     runs_json = json.dumps(index).replace("</", "<\\/")
     table = '<table><thead><tr><th class="text">run</th><th class="text">variant</th><th>seed</th><th>episodes</th><th>success rate</th><th>transcripts</th><th>status</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>"

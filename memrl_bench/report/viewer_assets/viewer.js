@@ -1,10 +1,12 @@
 // The memrl-bench episode viewer (memrl_bench/report/viewer.py writes the pages and data).
-// A run's data arrives as data/<n>.js calling memrlViewer.add(n, base64 gzip JSON); the page
+// A run's data arrives as data/<n>.js calling memrlViewer.add(n, base64 gzip JSON, fields known
+// only once the whole folder is loaded, such as its variant); the page
 // <n>.html shows one run, compare.html two runs side by side. No network, no server.
 "use strict";
 
 const memrlViewer = (() => {
   const packed = {};
+  const extra = {};
   const waiting = {};
   const runs = {};
   const ROW_LIMIT = 2000; // rows drawn at once; the search narrows the rest
@@ -31,8 +33,9 @@ input[type=search] { width: 28em; padding: 3px 6px; } select { max-width: 40em; 
 details > summary { cursor: pointer; }
 `;
 
-  function add(n, data) {
+  function add(n, data, fields) {
     packed[n] = data;
+    extra[n] = fields || {};
     (waiting[n] || []).forEach((resolve) => resolve());
   }
 
@@ -54,7 +57,7 @@ details > summary { cursor: pointer; }
     await fetchScript(n);
     const bytes = Uint8Array.from(atob(packed[n]), (c) => c.charCodeAt(0));
     const text = await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text();
-    runs[n] = JSON.parse(text);
+    runs[n] = Object.assign(JSON.parse(text), extra[n]);
     runs[n].byId = Object.fromEntries(runs[n].episodes.map((e) => [e.episode_id, e]));
     return runs[n];
   }
@@ -147,8 +150,30 @@ details > summary { cursor: pointer; }
     );
   }
 
+  // MemRL's Q updates (each memory injected into this episode, linked to the episode it came
+  // from) and the memory written from it.
+  function memoryOpsBlock(e, run, link) {
+    const ops = e.memory_ops || [];
+    const updates = ops.filter((o) => o.op === "q_update");
+    const writes = ops.filter((o) => o.op === "add");
+    const sources = Object.fromEntries((e.retrieved || []).map((r) => [r.item_id, r.source_episode_id]));
+    const item = (id) => (run.byId[sources[id]] ? h("a", { href: link(sources[id]), class: "provenance" }, id) : h("span", {}, id));
+    return [
+      updates.length
+        ? h("div", { class: "q-updates" }, h("b", {}, "Q updates"), h("ul", {}, updates.map((u) => h("li", { class: "q-update" }, item(u.item_id), ` Q ${num(u.q_before)} -> ${num(u.q_after)} (reward ${u.reward})`))))
+        : null,
+      ...writes.map((w) =>
+        h("p", { class: "memory-write" }, h("b", {}, "Written: "), `memory ${w.item_id} with Q ${num(w.q)}, ${w.group === -1 ? "orphaned within its batch" : `group ${w.group}`}`, (w.orphaned || []).length ? `; its task's group taken over, orphaning ${w.orphaned.join(", ")}` : ""),
+      ),
+    ];
+  }
+
   function memoryCallsBlock(e) {
-    if (!(e.memory_calls || []).length) return h("p", { class: "absent" }, e.has_transcript ? "No memory-management call for this episode." : "Memory operations: not recorded (no transcript).");
+    if (!(e.memory_calls || []).length) {
+      if ((e.memory_ops || []).length) return null;
+      if (e.has_transcript) return h("p", { class: "absent" }, "No memory-management call for this episode.");
+      return h("p", { class: "absent" }, e.phase === "train" ? "Memory operations: not recorded (no transcript)." : "None: memory changes only in training.");
+    }
     return e.memory_calls.map((call, i) =>
       h(
         "div",
@@ -183,6 +208,7 @@ details > summary { cursor: pointer; }
       h("h3", {}, "Turns"),
       actingBlock(e),
       h("h3", {}, "Memory operations after it"),
+      memoryOpsBlock(e, run, link),
       memoryCallsBlock(e),
       Object.keys(e.info || {}).length ? h("details", {}, h("summary", {}, "info"), h("pre", {}, JSON.stringify(e.info, null, 1))) : null,
     );
