@@ -2,8 +2,11 @@
 
     python scripts/bench_viewer.py RESULTS_DIR [--repeats 3]
 
-Prints, as medians over the repeats: the time to load the folder as the report does, to
-write the viewer (memrl_bench/report/viewer.py) and the whole report with it; the size of
+Prints, as medians over the repeats of wall and CPU time: the time to load the folder for
+the tables alone and as the report does (load_for_report: each run's viewer data made while
+its records are in memory), to write the viewer (memrl_bench/report/viewer.py) from those
+and from a load without them (each run folder read again, as before issue 18's fix), the
+whole report with it, and memrl-bench-report's whole work both ways; the size of
 the viewer's files and of the rest of the report; the time to export every episode
 (memrl_bench.export) and every retrieval, and the size of the Parquet and CSV files.
 """
@@ -18,7 +21,7 @@ import time
 from pathlib import Path
 
 from memrl_bench import export
-from memrl_bench.report import write_report
+from memrl_bench.report import load_for_report, report, write_report
 from memrl_bench.report.load import load
 from memrl_bench.report.viewer import write_viewer
 
@@ -27,12 +30,17 @@ def folder_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def timed(times: list[float], work, *args):
-    """work(*args), its wall time appended to `times`."""
-    start = time.perf_counter()
+def timed(times: list[tuple[float, float]], work, *args):
+    """work(*args), its wall and CPU time appended to `times` (CPU: the machine may be shared)."""
+    start, cpu = time.perf_counter(), time.process_time()
     result = work(*args)
-    times.append(time.perf_counter() - start)
+    times.append((time.perf_counter() - start, time.process_time() - cpu))
     return result
+
+
+def read_twice(results_dir: Path, out: Path) -> Path:
+    """The report as it was made before the viewer reused the loader's records: each run read again."""
+    return write_report(load(results_dir), out)
 
 
 def main() -> None:
@@ -41,28 +49,36 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="bench_viewer_"))
-    times: dict[str, list[float]] = {k: [] for k in ("load", "viewer", "report with viewer", "read runs (export)", "episodes table", "retrievals table", "write episodes", "write retrievals")}
+    stages = (
+        "load, tables only", "load for the report", "viewer, runs read again", "viewer", "report with viewer", "whole, runs read twice", "whole, report()",
+        "read runs (export)", "episodes table", "retrievals table", "write episodes", "write retrievals",
+    )
+    times: dict[str, list[tuple[float, float]]] = {k: [] for k in stages}
     try:
         for repeat in range(args.repeats):
-            results = timed(times["load"], load, args.results_dir)
+            plain = timed(times["load, tables only"], load, args.results_dir)
+            results = timed(times["load for the report"], load_for_report, args.results_dir)
+            timed(times["viewer, runs read again"], write_viewer, plain, scratch / f"viewer_again{repeat}")
             timed(times["viewer"], write_viewer, results, scratch / f"viewer{repeat}")
             report_dir = scratch / f"report{repeat}"
             timed(times["report with viewer"], write_report, results, report_dir)
+            timed(times["whole, runs read twice"], read_twice, args.results_dir, scratch / f"twice{repeat}")
+            timed(times["whole, report()"], report, args.results_dir, scratch / f"whole{repeat}")
             runs = timed(times["read runs (export)"], export.read_runs, args.results_dir)
             frames = {"episodes": timed(times["episodes table"], export.episodes_frame, runs), "retrievals": timed(times["retrievals table"], export.retrievals_frame, runs)}
             out = scratch / f"export{repeat}"
             for name, frame in frames.items():
                 timed(times[f"write {name}"], export.write_table, frame, out, name)
         n_runs, n_episodes = len(results.runs), sum(len(r.episodes) for _, r in runs)
-        print(f"{args.results_dir}: {n_runs} runs, {n_episodes} logged episodes, {len(frames['retrievals'])} retrievals; medians of {args.repeats}")
+        print(f"{args.results_dir}: {n_runs} runs, {n_episodes} logged episodes, {len(frames['retrievals'])} retrievals; medians of {args.repeats}, wall / CPU")
         for name, values in times.items():
-            print(f"  {name:22s} {statistics.median(values):8.2f} s")
+            print(f"  {name:23s} {statistics.median(w for w, _ in values):8.2f} s / {statistics.median(c for _, c in values):6.2f} s")
         viewer_bytes = folder_bytes(report_dir / "episodes")
-        print(f"  viewer files           {viewer_bytes / 1e6:8.2f} MB ({viewer_bytes / n_episodes:.0f} bytes per episode; largest run page data {max(p.stat().st_size for p in (report_dir / 'episodes' / 'data').iterdir()) / 1e3:.0f} kB)")
-        print(f"  rest of the report     {(folder_bytes(report_dir) - viewer_bytes) / 1e6:8.2f} MB")
-        print(f"  episode logs           {sum((Path(p) / 'episodes.jsonl').stat().st_size for p in results.runs['path']) / 1e6:8.2f} MB")
+        print(f"  viewer files            {viewer_bytes / 1e6:8.2f} MB ({viewer_bytes / n_episodes:.0f} bytes per episode; largest run page data {max(p.stat().st_size for p in (report_dir / 'episodes' / 'data').iterdir()) / 1e3:.0f} kB)")
+        print(f"  rest of the report      {(folder_bytes(report_dir) - viewer_bytes) / 1e6:8.2f} MB")
+        print(f"  episode logs            {sum((Path(p) / 'episodes.jsonl').stat().st_size for p in results.runs['path']) / 1e6:8.2f} MB")
         for name in ("episodes.parquet", "episodes.csv", "retrievals.parquet", "retrievals.csv"):
-            print(f"  {name:22s} {(out / name).stat().st_size / 1e6:8.2f} MB")
+            print(f"  {name:23s} {(out / name).stat().st_size / 1e6:8.2f} MB")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
