@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from memrl_bench.methods.base import ItemStore
+from memrl_bench.methods.base import ItemStore, save_array
 from memrl_bench.types import MemoryItem, Provenance
 from memrl_bench.vector_index import HNSW_FILE, IndexConfig, inner_products, top_k
 
@@ -100,6 +100,15 @@ def test_an_empty_store_round_trips(tmp_path):
         loaded = ItemStore(index=index, columns=("q_value",))
         loaded.load(tmp_path)
         assert len(loaded) == 0 and [len(h.positions) for h in loaded.search(np.ones((1, 4)), 3)] == [0]
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (5, 16), (3,)])
+def test_keys_are_written_as_np_save_writes_them(tmp_path, shape):
+    """save_array (Python's writes, so a full disk raises ENOSPC) gives np.save's bytes: old snapshots and their checksums still match."""
+    keys = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    np.save(tmp_path / "numpy.npy", keys)
+    save_array(tmp_path / "ours.npy", keys)
+    assert (tmp_path / "ours.npy").read_bytes() == (tmp_path / "numpy.npy").read_bytes()
 
 
 def test_item_store_refuses_bad_input():

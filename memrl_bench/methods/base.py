@@ -354,7 +354,7 @@ class ItemStore:
         encode = json.JSONEncoder(sort_keys=True).encode  # what json.dumps(..., sort_keys=True) builds per call
         with open(path / "items.jsonl", "w") as f:
             f.writelines(encode(item.to_dict()) + "\n" for item in self.items)
-        np.save(path / "keys.npy", self.keys)
+        save_array(path / "keys.npy", self.keys)
         graph = self._graph()
         if graph is not None:
             graph.save(path)
@@ -376,6 +376,15 @@ class ItemStore:
         if self._hnsw is None and self.index_config.kind == "hnsw" and self.items:
             self._hnsw = HNSWIndex.build(self.keys, self.index_config)
         return self._hnsw
+
+
+def save_array(path: Path, array: np.ndarray) -> None:
+    """The file np.save writes, written by Python: numpy's own writer reports a full disk as a
+    short write without an errno, which the CLI could not tell from other I/O errors."""
+    array = np.ascontiguousarray(array)
+    with open(path, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, np.lib.format.header_data_from_array_1_0(array))
+        f.write(array.data)
 
 
 def trajectory_text(episode: Episode, max_chars: int = 2000) -> str:
