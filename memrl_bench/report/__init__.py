@@ -1,10 +1,10 @@
 """The report of a results folder: tables (CSV, Markdown), figures (PNG) and report.html.
 
 `report(results_dir, out_dir)` loads every run folder under `results_dir` (load_for_report:
-each read once, for the tables and the episode viewer), aggregates over seeds, and writes
-everything to `out_dir` (default: results_dir/report/). The
-folder is written whole or not at all: into a temporary folder beside it, then
-renamed into place, so a killed report never leaves new tables beside an old page.
+one read per run serves the tables and the episode viewer), aggregates over seeds, and
+writes everything to `out_dir` (default: results_dir/report/). The folder is written
+whole or not at all: into a temporary folder beside it, then renamed into place, so a
+killed report never leaves new tables beside an old page.
 """
 
 from __future__ import annotations

@@ -138,6 +138,7 @@ def run_page(run: RunRecords, name: str) -> RunPage | str:
 
 
 def _read_page(path: str, name: str) -> RunPage | str:
+    """run_page of a run folder not loaded with it (Results from load() without `keep`)."""
     try:
         return run_page(read_run(path), name)
     except (CorruptRunFolderError, OSError, ValueError) as err:
