@@ -302,14 +302,16 @@ def test_orphans_survive_a_snapshot(tmp_path):
 
 def test_a_runs_transcripts_replay_to_its_final_q_values(tmp_path):
     """A synthetic run (no LLM) writes its training episodes' Q updates and writes to
-    transcripts.jsonl.gz, and only those: applied in order, they give the final snapshot's Q."""
+    transcripts.jsonl.gz, and only those (the poisoning experiment's unplayed memories
+    included): applied in order, they give the final snapshot's Q."""
     from memrl_bench.records import read_run
     from memrl_bench.transcripts import TranscriptLog
     from tests.helpers import config, run_to
 
-    _, folder = run_to(tmp_path, "run", config(protocol={"epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0}))
+    _, folder = run_to(tmp_path, "run", config(protocol={"epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0, "poison_share": 0.25, "poison_epoch": 2}))
     run, records = read_run(folder), TranscriptLog(folder).read()
     train = [e for e in run.episodes if e.phase == "train"]
+    assert any(not e.played for e in train)
     assert [r["episode_id"] for r in records] == [e.episode_id for e in train]
     q: dict[str, float] = {}
     for record, episode in zip(records, train):
