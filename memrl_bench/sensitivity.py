@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
-from memrl_bench.findings import Run, arm_label, is_greedy_epsilon_zero, paired, summary
+from memrl_bench.findings import Run, Study, arm_label, is_greedy_epsilon_zero, paired, summary
 from memrl_bench.stats import Interval, side
 
 # The world parameters the study varies (dotted config keys) and what each one is.
@@ -91,10 +91,7 @@ class PhaseDiagrams:
 
 def cell_of(runs: list[Run], values: dict[str, Any]) -> Cell | None:
     """The cell of one world's runs; None without both memrl ε=0 and ε=0.1 held-out runs."""
-    arms: dict[str, list[Run]] = defaultdict(list)
-    for r in runs:
-        if r.kind == "held_out":
-            arms[r.arm_key].append(r)
+    arms = Study(runs).arms("held_out", runs[0].temperature)  # a cell has one outcome temperature
     greedy = next((a for a in arms.values() if is_greedy_epsilon_zero(a[0].method)), None)
     reference = next((a for a in arms.values() if arm_label(a[0].method) == arm_label({"name": "memrl", "epsilon": REFERENCE_EPSILON})), None)
     if greedy is None or reference is None:
@@ -110,6 +107,13 @@ def phase_diagrams(runs: list[Run]) -> PhaseDiagrams | None:
         if "synthetic" in r.labels and all(_value(r.config, k) is not None for k in PARAMETERS):  # runs older than a parameter are left out
             worlds[r.world_key].append(r)
     return grid_of([c for c in (cell_of(w, {k: _value(w[0].config, k) for k in PARAMETERS}) for w in worlds.values()) if c is not None])
+
+
+def at_centre(runs: list[Run], grid: PhaseDiagrams) -> list[Run]:
+    """The runs of the centre's world at every outcome temperature: the critique's findings
+    (memrl_bench.findings, which compares outcome temperatures itself) of a sensitivity folder."""
+    fixed = [k for k in PARAMETERS if k != "env.outcome_temperature"]
+    return [r for r in runs if all(_value(r.config, k) == grid.centre[k] for k in fixed)]
 
 
 def grid_of(cells: list[Cell]) -> PhaseDiagrams | None:

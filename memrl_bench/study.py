@@ -114,8 +114,8 @@ def run_study(presets: list[str], results_dir: Path, study_dir: Path, overrides:
             bar.update(done)
     runs_done = time.perf_counter()
     runs = load_runs(study_dir)
-    found = findings(study_dir, runs=runs)
     grid = sensitivity.phase_diagrams(runs)
+    found = findings(study_dir, runs=sensitivity.at_centre(runs, grid) if grid else runs)
     write_text_atomic(study_dir / "findings.md", render_markdown(found, study_dir) + (sensitivity.render_markdown(grid) if grid else ""))
     write_text_atomic(study_dir / "findings.html", render_html(found, study_dir) + (sensitivity.render_html(grid) if grid else ""))
     timing = {

@@ -45,9 +45,9 @@ def write_report(results: Results, out_dir: Path | str | None = None) -> Path:
     tables = all_tables(results, agg)
     figures = all_figures(results, agg)
     runs = load_runs(results.root, warn=None)  # the report names unreadable runs itself
-    found = findings(results.root, runs=runs)
-    section = render_findings(found, results.root) if found else ""
     grid = sensitivity.phase_diagrams(runs)
+    found = findings(results.root, runs=sensitivity.at_centre(runs, grid) if grid else runs)
+    section = render_findings(found, results.root) if found else ""
     if grid is not None:
         section += sensitivity.render_html(grid, phase_figures(grid))
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -39,7 +39,8 @@ def diagram_svg(d: Diagram) -> str:
         ax.imshow(means, cmap="RdBu_r", vmin=-(scale or 1.0), vmax=scale or 1.0, origin="lower", aspect="auto")
         for i, row in enumerate(labels):
             for j, text in enumerate(row):
-                ax.text(j, i, text or "not run", ha="center", va="center", fontsize=7.5)
+                dark = np.isfinite(means[i, j]) and abs(means[i, j]) > 0.6 * scale  # white text on the deepest colours
+                ax.text(j, i, text or "not run", ha="center", va="center", fontsize=7.5, color="white" if dark else "black")
         ax.set_xticks(range(len(d.xs)), [f"{v:g}" for v in d.xs])
         ax.set_yticks(range(len(d.ys)), [f"{v:g}" for v in d.ys])
         ax.set_xlabel(d.x)
