@@ -103,22 +103,24 @@ def test_the_companion_table_has_every_cell_once_with_its_verdict():
 
 @pytest.mark.slow
 def test_the_preset_end_to_end_on_a_tiny_world(tmp_path):
-    """`memrl-bench +experiment=critique_sensitivity` on a tiny world, one grid of 2 x 2 cells
-    and two replicates: every cell has both epsilons, findings.md states the region, the report draws it."""
+    """`memrl-bench +experiment=critique_sensitivity` on a tiny world, a grid of 2 x 2 cells and a
+    line of reward noise through the centre, two replicates: every cell has both epsilons,
+    findings.md states the region, the report draws it."""
     root = Path(__file__).resolve().parent.parent
     small = ["env.tasks.train=8", "env.tasks.validation=4", "env.tasks.test_in_distribution=6", "env.tasks.test_out_of_distribution=4", "protocol.epochs=2"]
     # a study runs in one process: its sweeps are the grids' (two replicates, not the preset's five)
-    grids = "study.grids=['env.harmful_early_share=0.2,0.8 env.harmful_quality=-0.5,-3 seed=0,1']"
+    grids = "study.grids=['env.harmful_early_share=0.2,0.5 env.harmful_quality=-1.5,-3 seed=0,1','env.reward_flip_share=0,0.3 seed=0,1']"
     command = [sys.executable, "-m", "memrl_bench", "+experiment=critique_sensitivity", grids, f"results_dir={tmp_path}", "progress=false", *small]
     done = subprocess.run(command, cwd=root, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     folder = tmp_path / "critique_sensitivity"
-    assert len(list(folder.glob("*/COMPLETE"))) == 4 * 7 * 2  # cells x arms x replicates
+    assert len(list(folder.glob("*/COMPLETE"))) == 5 * 7 * 2  # cells (the centre shared) x arms x replicates
     findings = (folder / "findings.md").read_text()
     section = findings[findings.index("## Where ε = 0 locks in harmful memories (synthetic sensitivity)") :]
     assert "**ε = 0 locks in harmful memories when" in section or "**ε = 0 locks in harmful memories nowhere" in section
-    assert section.count("| env.harmful_early_share = ") == 2 * 4  # every cell once in each table
-    assert section.count("(n=2)") == 4 * len(sens.MEASURES)
+    for cell in ("centre", "env.harmful_early_share = 0.2", "env.harmful_early_share = 0.2, env.harmful_quality = -3", "env.harmful_quality = -3", "env.reward_flip_share = 0.3"):
+        assert section.count(f"| {cell} |") == 2, cell  # every cell once in each table
+    assert section.count("(n=2)") == 5 * len(sens.MEASURES)
 
     from memrl_bench.report import report
 
