@@ -194,8 +194,9 @@ def table_rows(grid: PhaseDiagrams) -> tuple[list[str], list[list[str]]]:
 
 
 def level_rows(grid: PhaseDiagrams, measure: str = LOCK_IN_MEASURE) -> tuple[list[str], list[list[str]]]:
-    """Each arm's mean of one measure per cell (their intervals are in the report's tables)."""
-    arms = list(dict.fromkeys(arm for c in grid.cells for arm in c.levels))
+    """Each arm's mean of one measure per cell (their intervals are in the report's tables);
+    arms without it (none injects nothing) are left out."""
+    arms = list(dict.fromkeys(arm for c in grid.cells for arm, levels in c.levels.items() if levels[measure].mean is not None))
     header = ["cell (vs the centre)", *arms]
     rows = [[_setting(c, grid.centre), *(f"{c.levels[a][measure].mean:.3f}" if a in c.levels and c.levels[a][measure].mean is not None else "" for a in arms)] for c in grid.cells]
     return header, rows

@@ -101,6 +101,16 @@ def test_the_companion_table_has_every_cell_once_with_its_verdict():
     assert sum(r[0] == "centre" for r in rows) == 1
 
 
+def test_the_level_table_leaves_out_arms_without_the_measure():
+    from memrl_bench.stats import NO_DATA
+
+    cells = share_quality_grid(set())
+    for c in cells:
+        c.levels = {"memrl ε=0": {m: ABOVE for m in sens.MEASURES}, "none": {m: NO_DATA for m in sens.MEASURES}}
+    header, rows = sens.level_rows(sens.grid_of(cells))
+    assert header == ["cell (vs the centre)", "memrl ε=0"] and rows[0] == ["centre", "0.100"]
+
+
 @pytest.mark.slow
 def test_the_preset_end_to_end_on_a_tiny_world(tmp_path):
     """`memrl-bench +experiment=critique_sensitivity` on a tiny world, a grid of 2 x 2 cells and a
