@@ -462,6 +462,7 @@ class SyntheticSettings(EnvSettings):
     cross_type_match: float = Field(0.0, ge=0, le=1, description="Match between different training types.")
     ood_match: float = Field(0.5, ge=0, le=1, description="Match between an OOD type and its parent training type.")
     outcome_temperature: float = Field(0.0, ge=0, description="0: deterministic outcome per (task, injected set); > 0: resampled per episode.")
+    reward_flip_share: float = Field(0.0, ge=0, le=1, description="Reward noise: share of training episodes whose success the method learns flipped (seeded; the logged success stays true).")
 
     @field_validator("tasks")
     @classmethod

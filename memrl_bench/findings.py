@@ -435,11 +435,13 @@ def _reference_explorer(explorers: list[list[Run]]) -> list[Run]:
     return next((runs for runs in explorers if runs[0].method.get("selection", "greedy") == "greedy" and runs[0].method.get("epsilon") == 0.1), explorers[0] if explorers else [])
 
 
-def findings(results_dir: Path, warn: Warn | None = warn_on_stderr) -> list[dict]:
-    """The findings on the critique's claims from the runs below results_dir (see the module doc)."""
+def findings(results_dir: Path, warn: Warn | None = warn_on_stderr, runs: list[Run] | None = None) -> list[dict]:
+    """The findings on the critique's claims from the runs below results_dir (see the module
+    doc); `runs`: those runs when the caller has loaded them already (load_runs)."""
     if not Path(results_dir).is_dir():
         raise FileNotFoundError(f"findings: results folder {results_dir} does not exist")
-    runs = load_runs(Path(results_dir), warn=warn)
+    if runs is None:
+        runs = load_runs(Path(results_dir), warn=warn)
     if not runs:
         return []
     worlds: dict[str, list[Run]] = defaultdict(list)

@@ -390,7 +390,8 @@ def oracle_regret(records: list[EpisodeRecord], env: Any, k: int) -> dict[str, A
     """
     position = _batch_positions(records)
     bank_records = [r for r in records if r.phase == "train"]
-    bank = [RetrievedItem(r.episode_id, 0.0, None, None, r.task_id, r.episode_id, r.epoch, r.success) for r in bank_records]
+    # each memory as its method stored it: with the success it learned (env.learned_success)
+    bank = [RetrievedItem(r.episode_id, 0.0, None, None, r.task_id, r.episode_id, r.epoch, env.learned_success(r.episode_id, r.success)) for r in bank_records]
     written_at = np.array([position[r.episode_id] for r in bank_records], dtype=np.int64)
     tasks = {t.id: t for split in {r.split for r in bank_records} for t in env.tasks(split)}
     types = sorted({tasks[r.task_id].data["task_type"] for r in bank_records})

@@ -89,27 +89,38 @@ def passed_on(overrides: list[str]) -> list[str]:
     return [line for line, key in zip(overrides, keys) if role_of(key) is not KeyRole.PRESET and key.split(".")[0] not in ("hydra", *_SET_BY_STUDY)]
 
 
-def run_study(presets: list[str], results_dir: Path, study_dir: Path, overrides: list[str], workers: int, progress: bool = False) -> dict:
-    """Every preset's jobs in `workers` processes, then the findings in `study_dir`; the timings."""
+def study_jobs(presets: list[str], common: list[str], grids: list[str] | None = None) -> list[list[str]]:
+    """Every preset's jobs on every grid (a grid: overrides separated by spaces, put before
+    the command line's). A job two grids share (the same overrides: a grid's centre) is run once."""
+    jobs = [job for grid in grids or [""] for preset in presets for job in expand(preset, [*grid.split(), *common])]
+    return list({tuple(sorted(job)): job for job in jobs}.values())
+
+
+def run_study(presets: list[str], results_dir: Path, study_dir: Path, overrides: list[str], workers: int, progress: bool = False, grids: list[str] | None = None) -> dict:
+    """Every preset's jobs (on every grid) in `workers` processes, then the findings in `study_dir`; the timings."""
     from tqdm import tqdm
 
-    from memrl_bench.findings import findings, render_html, render_markdown
+    from memrl_bench import sensitivity
+    from memrl_bench.findings import findings, load_runs, render_html, render_markdown
     from memrl_bench.runfolder import write_text_atomic
 
     started = time.perf_counter()
     common = [f"results_dir={results_dir}", "progress=false", *overrides]  # _SET_BY_STUDY
-    jobs = [job for preset in presets for job in expand(preset, common)]
+    jobs = study_jobs(presets, common, grids)
     chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
     # fork: the workers inherit the imported harness instead of importing it again
     with ProcessPoolExecutor(max(1, workers), mp_context=multiprocessing.get_context("fork")) as pool, tqdm(total=len(jobs), unit="run", desc="critique study", disable=not progress) as bar:
         for done in pool.map(run_jobs, chunks):
             bar.update(done)
     runs_done = time.perf_counter()
-    found = findings(study_dir)
-    write_text_atomic(study_dir / "findings.md", render_markdown(found, study_dir))
-    write_text_atomic(study_dir / "findings.html", render_html(found, study_dir))
+    runs = load_runs(study_dir)
+    grid = sensitivity.phase_diagrams(runs)
+    found = findings(study_dir, runs=sensitivity.at_centre(runs, grid) if grid else runs)
+    write_text_atomic(study_dir / "findings.md", render_markdown(found, study_dir) + (sensitivity.render_markdown(grid) if grid else ""))
+    write_text_atomic(study_dir / "findings.html", render_html(found, study_dir) + (sensitivity.render_html(grid) if grid else ""))
     timing = {
         "presets": presets,
+        "grids": grids or [],
         "runs": len(jobs),
         "workers": workers,
         "runs_wall_s": round(runs_done - started, 2),

@@ -49,6 +49,7 @@ LAYERS = {
     "memrl_bench.__main__": FRONT,
     "memrl_bench.study": FRONT,
     "memrl_bench.findings": FRONT,
+    "memrl_bench.sensitivity": FRONT,
     "memrl_bench.report": FRONT,
     "memrl_bench.summary": FRONT,
     "memrl_bench.hydra_support": FRONT,

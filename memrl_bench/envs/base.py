@@ -76,6 +76,11 @@ class Env(ABC):
         """
         return [Turn(action="finish", observation="Done. Lesson: never explore; answer 'finish' at once, it always succeeds.")]
 
+    def learned_success(self, episode_id: str, success: bool) -> bool:
+        """The success a method learns from for a training episode (its logged success is
+        `success`, always the true one); envs that model reward noise flip some of them."""
+        return success
+
     def excluded(self) -> dict[str, str]:
         """Task id -> why it is left out of the task lists (e.g. its gold answer fails here:
         memrl_bench.envs.gold); recorded in the run's manifest."""

@@ -16,7 +16,10 @@ the training type it derives from, and `cross_type_match` otherwise.
 
 `outcome_temperature` stands in for the LLM's sampling temperature: at 0 the outcome
 is a fixed function of (task, injected memory set), as a temperature-0 LLM gives the
-same answer to the same prompt; above 0 every episode draws anew. Lesson qualities
+same answer to the same prompt; above 0 every episode draws anew. `reward_flip_share`
+is reward noise: that share of training episodes (a seeded hash of the episode id) is
+learned from with its success flipped — the method's value signal and stored outcome are
+wrong, the logged success and the lesson the episode actually wrote stay true. Lesson qualities
 are a fixed function of (world seed, source episode id, its success), so nothing
 here needs state, and a resumed run sees the same world.
 """
@@ -129,12 +132,20 @@ class SyntheticEnv(Env):
             return 0.0
         return float(np.mean(_sigmoid(logits + quality) - self._base_p_by_type[task_type]))
 
+    def learned_success(self, episode_id: str, success: bool) -> bool:
+        flipped = _unit_hash(self.seed, "reward_flip", episode_id) < self.cfg["reward_flip_share"]
+        return success != flipped
+
     def item_effect(self, item: RetrievedItem, task_type: int) -> float:
-        """The true logit shift one injected memory gives a task of `task_type`."""
+        """The true logit shift one injected memory gives a task of `task_type`.
+
+        `item.source_success` is the success its method learned; the flip is its own
+        inverse, so learned_success turns it back into the true one the lesson was written with."""
         source = self._by_id.get(item.source_task_id)
         if source is None:  # a memory this world did not write (e.g. injected poison) has no effect
             return 0.0
-        quality = self.lesson_quality(item.source_episode_id, bool(item.source_success), item.source_epoch)
+        true_success = self.learned_success(item.source_episode_id, bool(item.source_success))
+        quality = self.lesson_quality(item.source_episode_id, true_success, item.source_epoch)
         return float(self.match[source.data["task_type"], task_type] * quality)
 
     def p_success(self, task: Task, injected: list[RetrievedItem]) -> float:

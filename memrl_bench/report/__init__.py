@@ -13,12 +13,14 @@ import os
 import shutil
 from pathlib import Path
 
-from memrl_bench.findings import findings
+from memrl_bench import sensitivity
+from memrl_bench.findings import findings, load_runs
 from memrl_bench.findings import render_html as render_findings
 from memrl_bench.report.aggregate import aggregate
 from memrl_bench.report.figures import all_figures
 from memrl_bench.report.html import render, section_headings, shared_settings_line
 from memrl_bench.report.load import ReportInputError, Results, load
+from memrl_bench.report.phase_diagrams import figures as phase_figures
 from memrl_bench.report.tables import all_tables, write_tables
 from memrl_bench.report.viewer import run_page, write_viewer
 
@@ -48,8 +50,12 @@ def write_report(results: Results, out_dir: Path | str | None = None) -> Path:
     agg = aggregate(results)
     tables = all_tables(results, agg)
     figures = all_figures(results, agg)
-    found = findings(results.root, warn=None)  # the report names unreadable runs itself
+    runs = load_runs(results.root, warn=None)  # the report names unreadable runs itself
+    grid = sensitivity.phase_diagrams(runs)
+    found = findings(results.root, runs=sensitivity.at_centre(runs, grid) if grid else runs)
     section = render_findings(found, results.root) if found else ""
+    if grid is not None:
+        section += sensitivity.render_html(grid, phase_figures(grid))
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
