@@ -22,6 +22,8 @@ it start at the change (a last window shorter than `window` is left out).
   None (shown "-") when none is.
 - post_sr, post_expected_sr: SR and mean P(success) (synthetic) over every training
   episode after the change.
+- pre_epoch_sr: SR over the training epoch before the change; sr_change: post_sr minus it
+  (what the change cost over the rest of training, net of the method's level before).
 - stale (synthetic ground truth, envs/synthetic.py): a memory is stale when it was written
   before the change and its lesson is wrong after it. stale_share: stale injections /
   injections over the training episodes after the change; stale_share_by_window: the
@@ -110,7 +112,9 @@ def metrics(records: list[EpisodeRecord], drift: DriftSettings) -> dict[str, Any
         "sr_dip": pre_sr - min(window_srs) if pre_sr is not None and window_srs else None,
         "tasks_until_recovery": recovery(pre_sr, window_srs, w, drift.tolerance) if pre_sr is not None and window_srs else None,
         "post_sr": _sr(after),
+        "pre_epoch_sr": _sr([r for r in before if r.epoch == drift.epoch - 1]),
     }
+    out["sr_change"] = out["post_sr"] - out["pre_epoch_sr"] if out["post_sr"] is not None and out["pre_epoch_sr"] is not None else None
     expected = [r.info["p_success"] for r in after if "p_success" in r.info]
     out["post_expected_sr"] = float(np.mean(expected)) if expected else None
     if any(STALE in r.info for r in records):

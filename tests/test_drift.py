@@ -39,6 +39,7 @@ def test_metrics_on_a_hand_built_log():
     assert m["sr_dip"] == 0.5
     assert m["tasks_until_recovery"] == 4  # fell in window 0, back in window 1: 2 windows of 2 episodes
     assert m["post_sr"] == pytest.approx(4 / 7)
+    assert m["pre_epoch_sr"] == 0.75 and m["sr_change"] == pytest.approx(4 / 7 - 0.75)
     assert m["stale_share"] == 3 / 8  # 8 injections with ground truth after the change, 3 stale
     assert m["stale_share_by_window"] == [2 / 3, 0.0, 1 / 3]
     assert m["last_stale_episode"] == 4
