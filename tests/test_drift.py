@@ -182,3 +182,39 @@ def test_rename_identifiers_leaves_string_literals_and_other_words():
     sql = "UPDATE t AS x SET status = 'status' WHERE x.status_code = 1 AND T.status > 0"
     renamed = rename_identifiers(sql, {"t": "t_v2", "status": "status_v2", "status_code": "status_code_v2"})
     assert renamed == "UPDATE t_v2 AS x SET status_v2 = 'status' WHERE x.status_code_v2 = 1 AND t_v2.status_v2 > 0"
+
+
+@pytest.mark.skipif(not LLB_DATA.exists(), reason=f"shared LLB data not at {LLB_DATA}")
+def test_an_llb_db_drift_run_plays_the_renamed_schema_and_injects_the_old_one(tmp_path):
+    """Control flow with a scripted model that reads the table it is shown: before the
+    change it sees the old table, after it the renamed one, and rag's memories of epoch 1
+    (injected after the change) hold the old name."""
+    import re
+
+    from scripted_llm import ScriptedChatModel
+
+    from memrl_bench.envs.llb_db import LLBDBEnv
+    from memrl_bench.runner import run
+
+    def reply(messages: list[dict[str, str]]) -> str:
+        text = "\n".join(m["content"] for m in messages if m["role"] != "system")
+        if "columns:" in text:  # the query ran: answer with its rows
+            return "Action: COMMIT"
+        return "Action: SQL: SELECT * FROM " + re.findall(r"Table (\w+)\(", text)[-1]
+
+    env_cfg = {"name": "llb_db", "data_dir": str(LLB_DATA), "tasks_per_split": 3}
+    cfg = config(
+        method={"name": "rag"},
+        embedder={"name": "minilm"},
+        actor={"max_steps": 3},
+        protocol={"epochs": 2, "batch_size": 3, "checkpoint_interval_s": 0, "validate_every_epoch": False, "drift": {"epoch": 2, "window": 3}},
+    )
+    cfg["env"] = env_cfg
+    metrics = run(cfg, tmp_path / "llb", llm=ScriptedChatModel(reply))
+    episodes = read_run(tmp_path / "llb").episodes
+    names = {t.id: t.data["table"]["name"] for t in LLBDBEnv({k: v for k, v in env_cfg.items() if k != "name"}).tasks("train")}
+    for r in episodes:
+        if r.phase == "train":
+            assert r.turns[0].action == f"SQL: SELECT * FROM {names[r.task_id]}{'_v2' if r.epoch == 2 else ''}", r.epoch
+    injected_old = [u for r in episodes if r.epoch == 2 and r.phase == "train" for u in r.retrieved if u.source_epoch == 1]
+    assert injected_old and metrics["drift"]["post_sr"] is not None and "stale_share" not in metrics["drift"]
