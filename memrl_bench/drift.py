@@ -46,6 +46,7 @@ from memrl_bench.records import EpisodeRecord
 from memrl_bench.types import Task
 
 STALE = "stale"  # episode info key: one bool per retrieved memory, whether it is stale (synthetic)
+REPORTED = ("sr_dip", "tasks_until_recovery", "sr_change", "post_sr", "stale_share", "last_stale_episode")  # the report's drift table
 
 
 def after_change(batch: Batch, drift: DriftSettings) -> bool:

@@ -147,6 +147,16 @@ def test_a_synthetic_drift_run_logs_stale_per_injection_and_its_drift_block(tmp_
     assert "drift" in metrics["labels"]
     assert json.loads((folder / "metrics.json").read_text())["drift"] == json.loads(json.dumps(drift.metrics(run.episodes, setting)))
 
+    from memrl_bench.report.aggregate import aggregate
+    from memrl_bench.report.load import load
+    from memrl_bench.report.tables import all_tables
+
+    results = load(tmp_path)
+    table = all_tables(results, aggregate(results))["drift"].view.set_index("variant")
+    block = metrics["drift"]
+    assert table.loc["rag", "training SR after the change %"] == f"{100 * block['post_sr']:.1f} (n=1)"
+    assert table.loc["rag", "stale share of injections after the change % (synthetic)"] == f"{100 * block['stale_share']:.1f} (n=1)"
+
 
 # ---- LLB-DB: a schema change -----------------------------------------------------------------
 
