@@ -266,6 +266,17 @@ class RunSettings(Settings):
         return self
 
 
+class DriftSettings(Settings):
+    """protocol.drift: the environment changes under the agent at the start of one training epoch (memrl_bench/drift.py)."""
+
+    epoch: int = Field(3, ge=2, description="The training epoch at whose start the environment changes; it and everything after (validation, test) play the changed world.")
+    seed: int = Field(0, ge=0, description="Which task types flip (synthetic).")
+    flip_share: float = Field(0.5, ge=0, le=1, description="synthetic: the share of task types whose lessons written before the change flip (helpful <-> harmful).")
+    game_params: dict[str, int | float | bool | str] | None = Field(None, description="textworld_express: the simulator properties after the change (null: the env's own variant of the game).")
+    window: int = Field(10, ge=1, description="Training episodes per window of the drift metrics.")
+    tolerance: float = Field(0.05, ge=0, le=1, description="Recovered: a window's SR within this of the SR of the window before the change.")
+
+
 class ProtocolConfig(Settings):
     name: str = Field("held_out", description="held_out or runtime_learning.")
     epochs: int = Field(10, ge=1, description="Training epochs over the train split.")
@@ -280,6 +291,7 @@ class ProtocolConfig(Settings):
     epoch_order_seeds: list[int] | None = Field(None, description="Per-epoch task-order seeds, overriding task_order_seed (order counterfactuals).")
     poison_share: float = Field(0.0, ge=0, le=1, description="Adversarial memories fed to learn() at the start of poison_epoch, as a share of the train split.")
     poison_epoch: int = Field(1, ge=1, description="The training epoch whose start receives the poison batch.")
+    drift: DriftSettings | None = Field(None, description="The drift protocol (conf/protocol/drift.yaml): null, no change.")
 
     @field_validator("max_tasks")
     @classmethod
@@ -302,6 +314,8 @@ class ProtocolConfig(Settings):
             raise ValueError(f"protocol.poison_epoch={self.poison_epoch} is after the last epoch (protocol.epochs={self.epochs}): no poison would be fed")
         if self.epoch_order_seeds is not None and len(self.epoch_order_seeds) > self.epochs:
             raise ValueError(f"protocol.epoch_order_seeds has {len(self.epoch_order_seeds)} entries for {self.epochs} epochs")
+        if self.drift is not None and self.drift.epoch > self.epochs:
+            raise ValueError(f"protocol.drift.epoch={self.drift.epoch} is after the last epoch (protocol.epochs={self.epochs}): the environment would never change")
         if self.runtime_learning and (self.validate_every_epoch or self.test_at_end):
             raise ValueError("protocol.runtime_learning=true scores the training episodes; set protocol.validate_every_epoch=false and protocol.test_at_end=false")
         return self

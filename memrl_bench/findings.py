@@ -15,6 +15,11 @@ task order first, and arms are compared paired on the task order. On the synthet
 environment every number is a simulation with known ground truth, not an LLM result,
 and is labelled so.
 
+Three claims come from the drift study (`+experiment=drift_study`: protocol=drift, the
+runs of kind "drift", which the other claims leave out): stale memories are kept, MemRL
+adapts to drift faster than rag / mem0, and prompt-based memory gives more gain per
+injected token than MemRL (memrl_bench/drift.py defines the drift measures).
+
 `findings(results_dir)` reads every complete run folder below `results_dir` with the
 typed run reader (memrl_bench.records: manifest, episodes, metrics, final memory) and
 its statistics are memrl_bench.stats, as the report's are. A folder that is incomplete
@@ -38,8 +43,9 @@ from typing import Any
 
 import numpy as np
 
-from memrl_bench import metrics
-from memrl_bench.config import NOT_RESULTS, KeyRole, canonical, keys_with, without
+from memrl_bench import drift, metrics
+from memrl_bench.config import NOT_RESULTS, DriftSettings, KeyRole, canonical, keys_with, without
+from memrl_bench.llm import ESTIMATE_BYTES_PER_TOKEN
 from memrl_bench.records import EpisodeRecord, RunRecords, read_run
 from memrl_bench.runfolder import MANIFEST, CorruptRunFolderError
 from memrl_bench.stats import NOT_MEASURED, Interval, side, t_interval, variance_ratio, verdict
@@ -150,8 +156,10 @@ class Run:
 
     @property
     def kind(self) -> str:
-        """held_out, held_out@k (k evaluation samples), runtime_learning, or order (per-epoch orders)."""
+        """held_out, held_out@k (k evaluation samples), runtime_learning, order (per-epoch orders), or drift."""
         p = self.protocol
+        if p.get("drift"):
+            return "drift"
         if p.get("runtime_learning"):
             return "runtime_learning"
         if p.get("epoch_order_seeds"):
@@ -225,6 +233,8 @@ def _measures(run: Run, read: RunRecords) -> dict[str, float | None]:
     lock = metrics.epoch1_lock_in(records, items)
     out["lock_in"], out["lock_in_bank"] = lock["share"], lock["bank_share"]
     out["lock_in_excess"] = lock["share"] - lock["bank_share"] if lock["share"] is not None else None
+    if run.kind == "drift":
+        out |= _drift_measures(records, DriftSettings(**run.protocol["drift"]))
     if "synthetic" in run.labels:
         good = metrics.good_memories_never_retrieved(records, items)
         harmful = metrics.harmful_in_last_epoch(records, items)
@@ -236,6 +246,26 @@ def _measures(run: Run, read: RunRecords) -> dict[str, float | None]:
         regret = metrics.oracle_regret(records, _env(json.dumps(run.config["env"], sort_keys=True)), k)
         out["regret_mean"], out["regret_last_epoch"] = regret["mean"], _last(regret["by_epoch"])
     return out
+
+
+def _drift_measures(records: list[EpisodeRecord], setting: DriftSettings) -> dict[str, float | None]:
+    """The drift block's numbers (memrl_bench.drift) and the injected tokens per test prompt (as the report's gain against cost counts them)."""
+    block = drift.metrics(records, setting)
+    by_window = block.get("stale_share_by_window") or [None]
+    test = [r for r in records if r.phase == "test"]
+    recovery = block["tasks_until_recovery"]
+    return {
+        "drift_dip": block["sr_dip"],
+        "drift_recovery": recovery,
+        "drift_never_recovered": float(recovery is None) if block["sr_dip"] is not None else None,
+        "drift_post_sr": block["post_sr"],
+        "drift_sr_change": block["sr_change"],
+        "drift_post_expected_sr": block["post_expected_sr"],
+        "drift_stale_share": block.get("stale_share"),
+        "drift_stale_last_window": by_window[-1],
+        "drift_last_stale_episode": block.get("last_stale_episode"),
+        "injected_tokens_test": float(np.mean([-(-r.injected_chars // ESTIMATE_BYTES_PER_TOKEN) for r in test])) if test else None,
+    }
 
 
 def load_runs(results_dir: Path, workers: int | None = None, warn: Warn | None = warn_on_stderr) -> list[Run]:
@@ -392,7 +422,11 @@ MEASURED_BY = {
     "order_dependence": ("critique", "critique_epsilon"),
     "runtime_learning": ("critique", "critique_fairness"),
     "weak_baselines": ("critique_fairness", "critique_passk"),
+    "drift_stale_kept": ("drift_methods",),
+    "drift_adaptation": ("drift_methods",),
+    "drift_gain_per_token": ("drift_methods", "drift_simplemem"),
 }
+PROMPT_MEMORY = ("mem0", "expel", "memp", "simplemem")  # methods that write their memory as prompt text (the critique's "prompt-based memory")
 _SIDES = {1: "above", -1: "below", 0: "spans"}
 
 
@@ -418,7 +452,8 @@ def _row(label: str, interval: Interval, direction: int | None = None, null: flo
 def _finding(key: str, claim: str, measurement: str, rows: list[dict | None]) -> dict:
     kept = [r for r in rows if r is not None]
     primary = next((r for r in kept if r.get("primary")), None)
-    return {"id": key, "claim": claim, "measurement": measurement, "rows": kept, "verdict": primary["verdict"] if primary else NOT_MEASURED, "presets": MEASURED_BY[key]}
+    study = "drift_study" if key.startswith("drift") else "critique_study"
+    return {"id": key, "claim": claim, "measurement": measurement, "rows": kept, "verdict": primary["verdict"] if primary else NOT_MEASURED, "presets": MEASURED_BY[key], "study": study}
 
 
 def _temp(t: float) -> str:
@@ -460,10 +495,100 @@ def findings(results_dir: Path, warn: Warn | None = warn_on_stderr, runs: list[R
         _order_spread(study),
         _runtime_learning(study),
         _weak_baselines(study),
+        *_drift_findings(runs),
     ]
     for f in out:
         f["label"] = label
     return out
+
+
+def _drift_findings(runs: list[Run]) -> list[dict]:
+    """The drift study's three claims, on its largest world of drift runs."""
+    worlds: dict[str, list[Run]] = defaultdict(list)
+    for r in runs:
+        if r.kind == "drift":
+            worlds[r.world_key].append(r)
+    study = Study(max(worlds.values(), key=len) if worlds else [])
+    return [_stale_kept(study), _drift_adaptation(study), _gain_per_token(study)]
+
+
+def _stale_kept(study: Study) -> dict:
+    rows = []
+    for t in study.temperatures():
+        for runs in study.arms("drift", t).values():
+            if runs[0].measures.get("drift_stale_share") is None:
+                continue
+            primary = t == 0 and is_greedy_epsilon_zero(runs[0].method)
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: stale share of injections, last window after the change", summary(runs, "drift_stale_last_window"), +1, primary=primary))
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: stale share of injections, all training after the change", summary(runs, "drift_stale_share")))
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: last training episode after the change that injected a stale memory", summary(runs, "drift_last_stale_episode")))
+    return _finding(
+        "drift_stale_kept",
+        "Stale memories are kept: after the environment changes, memories that became wrong keep being injected.",
+        "Stale (synthetic ground truth): written before the change about a task type whose lessons flipped, and helpful before it. Per method, the stale share of the memories injected in the last window of training episodes after the change, and over all of them; with the position (0 = the first episode after the change) of the last episode that injected one. Verdict for memrl ε=0 at outcome temperature 0: supported if its last-window share lies above 0.",
+        rows,
+    )
+
+
+def _drift_adaptation(study: Study) -> dict:
+    rows = []
+    for t in study.temperatures():
+        arms = study.arms("drift", t)
+        for runs in arms.values():
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: SR after the change (training)", summary(runs, "drift_post_sr")))
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: SR after the change - SR of the epoch before it", summary(runs, "drift_sr_change")))
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: expected SR after the change (mean P(success))", summary(runs, "drift_post_expected_sr")))
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: SR dip (window before - lowest window after)", summary(runs, "drift_dip")))
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: tasks until recovery (runs that recovered)", summary(runs, "drift_recovery")))
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: share of runs never recovered", summary(runs, "drift_never_recovered")))
+        greedy = next((runs for runs in arms.values() if is_greedy_epsilon_zero(runs[0].method)), None)
+        for name in ("rag", "mem0"):
+            other = next((runs for runs in arms.values() if runs[0].method.get("name") == name), None)
+            if greedy and other:
+                rows.append(_row(f"memrl ε=0 - {name}, {_temp(t)}: SR after the change - SR of the epoch before it", paired(greedy, other, "drift_sr_change"), +1, primary=t == 0 and name == "rag"))
+                rows.append(_row(f"memrl ε=0 - {name}, {_temp(t)}: SR after the change", paired(greedy, other, "drift_post_sr"), +1))
+                rows.append(_row(f"memrl ε=0 - {name}, {_temp(t)}: expected SR after the change", paired(greedy, other, "drift_post_expected_sr"), +1))
+                rows.append(_row(f"memrl ε=0 - {name}, {_temp(t)}: tasks until recovery", paired(greedy, other, "drift_recovery"), -1))
+    return _finding(
+        "drift_adaptation",
+        "MemRL adapts to drift faster than rag / mem0.",
+        "Training SR over every episode after the change minus the SR of the training epoch before it (what the change cost, net of each method's level), with the SR after the change, its expected value, the SR dip and the tasks until the SR is back within protocol.drift.tolerance of the window before the change (memrl_bench/drift.py); memrl ε=0 minus rag and minus mem0 (where run), paired on the task order. Verdict on memrl ε=0 - rag of the SR change, outcome temperature 0.",
+        rows,
+    )
+
+
+def _gain_per_1k_tokens(runs: list[Run], none: list[Run]) -> dict[int, float]:
+    """Task order -> (test SR - none's test SR) per 1k injected tokens per test prompt, as the report's gain against cost divides them."""
+    sr, base, tokens = per_order(runs, "test_sr"), per_order(none, "test_sr"), per_order(runs, "injected_tokens_test")
+    return {o: (sr[o] - base[o]) / (tokens[o] / 1000) for o in sr if o in base and tokens.get(o)}
+
+
+def _gain_per_token(study: Study) -> dict:
+    rows = []
+    for t in study.temperatures():
+        arms = study.arms("drift", t)
+        none = next((runs for runs in arms.values() if runs[0].method.get("name") == "none"), None)
+        greedy = next((runs for runs in arms.values() if is_greedy_epsilon_zero(runs[0].method)), None)
+        if not none:
+            continue
+        ratios = {}
+        for arm, runs in arms.items():
+            if runs is none:
+                continue
+            ratios[arm] = _gain_per_1k_tokens(runs, none)
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: test SR gain over none", paired(runs, none, "test_sr")))
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: injected tokens per test prompt", summary(runs, "injected_tokens_test")))
+            rows.append(_row(f"{runs[0].arm}, {_temp(t)}: test SR gain over none per 1k injected tokens", t_interval(ratios[arm].values())))
+        prompt_based = [(arm, runs) for arm, runs in arms.items() if greedy and runs[0].method.get("name") in PROMPT_MEMORY]
+        for i, (arm, runs) in enumerate(prompt_based):  # the first (by name) decides
+            mine, memrl = ratios[arm], ratios[_key(greedy[0].method)]
+            rows.append(_row(f"{runs[0].arm} - memrl ε=0, {_temp(t)}: gain per 1k injected tokens", t_interval(mine[o] - memrl[o] for o in mine if o in memrl), +1, primary=t == 0 and i == 0))
+    return _finding(
+        "drift_gain_per_token",
+        "Prompt-based memory gives more gain per token than MemRL.",
+        "Per task order, the held-out test SR gain over none divided by the injected tokens per test prompt (UTF-8 bytes / 3, as the report's gain against cost), in thousands; each prompt-based method (mem0, expel, memp, simplemem) minus memrl ε=0, paired on the task order. On the synthetic world a memory's text is a stand-in (its effect is the simulation's), so tokens measure how much each method injects, not what a model reads. Verdict at outcome temperature 0.",
+        rows,
+    )
 
 
 def _greedy_minus_explorers(greedy: list[Run], explorers: list[list[Run]], t: float, measure: str, name: str) -> list[dict | None]:
@@ -715,7 +840,7 @@ def _weak_baselines(study: Study) -> dict:
 def _how_to_measure(f: dict) -> str:
     presets = " and ".join(f["presets"])
     commands = "; ".join(f"memrl-bench -m +experiment={p}" for p in f["presets"])
-    return f"needs the runs of the preset{'s' if len(f['presets']) > 1 else ''} {presets} ({commands}; or all presets: memrl-bench +experiment=critique_study)"
+    return f"needs the runs of the preset{'s' if len(f['presets']) > 1 else ''} {presets} ({commands}; or all presets: memrl-bench +experiment={f['study']})"
 
 
 def _row_verdict(r: dict) -> str:

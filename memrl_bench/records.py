@@ -166,6 +166,7 @@ class MetricsRecord(Record):
     memory_final: dict[str, Any] = Field(default_factory=dict)
     poison: dict[str, Any] | None = None
     synthetic: dict[str, Any] | None = None
+    drift: dict[str, Any] | None = None  # the drift protocol's block (memrl_bench.drift)
 
 
 class RunRecords(BaseModel):

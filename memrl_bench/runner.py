@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from memrl_bench import interrupts, registry
+from memrl_bench import drift, interrupts, registry
 from memrl_bench import metrics as metrics_lib
 from memrl_bench.actors import Actor, EnvPool, Job
 from memrl_bench.config import ActorSettings, ConfigError, ConfigMismatchError, ProtocolConfig, config_error, config_hash, validate_config, validated
@@ -99,6 +99,7 @@ class Runner:
     def _build(self, stack: contextlib.ExitStack, protocol: ProtocolConfig) -> RunParts:
         cfg = self.cfg
         labels = ["runtime_learning"] if protocol.runtime_learning else []
+        labels += ["drift"] if protocol.drift else []
         labels += check_backbone(cfg.get("llm", {}), protocol)
 
         env_cfg = {k: v for k, v in cfg["env"].items() if k not in ("name", "roles")}
@@ -163,7 +164,8 @@ class Runner:
 
     # ---- keys ---------------------------------------------------------------------
     def keys_for(self, tasks: list[Task], embedder: Any) -> np.ndarray:
-        missing = [t for t in tasks if t.id not in self._key_cache]
+        """Unit key vectors of the tasks, cached by id and description (a drift change may rename what a task says)."""
+        missing = [t for t in tasks if (t.id, t.description) not in self._key_cache]
         if missing:
             if embedder is None:
                 if any(t.intent is None for t in missing):
@@ -172,8 +174,8 @@ class Runner:
             else:
                 vectors = unit_rows(embedder.embed([t.description for t in missing]))
             for t, v in zip(missing, vectors):
-                self._key_cache[t.id] = v
-        return np.stack([self._key_cache[t.id] for t in tasks])
+                self._key_cache[t.id, t.description] = v
+        return np.stack([self._key_cache[t.id, t.description] for t in tasks])
 
     # ---- running ------------------------------------------------------------------
     def run(self) -> dict:
@@ -212,11 +214,15 @@ class Runner:
                 self.folder.write_manifest(self._manifest(parts, written, digest))
                 self._write_hydra_config(written)
             schedule = build_schedule(parts.protocol, parts.roles, parts.tasks, int(self.cfg.get("task_order_seed", self.cfg.get("seed", 0))))
+            if parts.protocol.drift:
+                schedule = drift.apply(schedule, parts.protocol.drift, parts.env.drifted)
             self._play(parts, schedule)
             records = episode_records(self.folder.read_episodes(), self.folder.episodes_path)
             audit_provenance(parts.method.items(), {r.episode_id for r in records if r.phase == "train"}, parts.roles["train"])
             final = self.folder.save_snapshot("final", parts.method.snapshot)
             metrics = metrics_lib.compute(records, memory_items(final), labels=parts.labels)
+            if parts.protocol.drift:
+                metrics["drift"] = drift.metrics(records, parts.protocol.drift)
             for line in metrics_lib.similarity_warnings(metrics.get("retrieval_similarity", {})):
                 print(line, file=sys.stderr)
             self.folder.write_metrics(metrics)
@@ -241,13 +247,13 @@ class Runner:
         last_checkpoint = time.monotonic()
         phase_fingerprint: str | None = None
         scratch = self.folder.path / "memory" / ".fingerprint"
-        by_id = {t.id: t for ts in parts.tasks.values() for t in ts}
         for i, batch in enumerate(schedule):
             is_train = batch.phase == "train"
             epoch_ends = is_train and _phase_ends(schedule, i)
             if i < done:
                 if is_train and i >= position:  # memory after the last checkpoint: replay learn from the log
                     episodes = [Episode.from_dict(r) for r in by_batch[batch.key]]
+                    by_id = {t.id: t for t in batch.tasks}  # the batch's own versions (a drift change alters tasks)
                     tasks = [by_id[e.task_id] for e in episodes]
                     parts.method.learn(self._experiences(episodes, tasks, parts))
                 if epoch_ends and i >= position - 1 and self.folder.snapshot_path(f"epoch_{batch.epoch}") is None:

@@ -83,6 +83,33 @@ def test_game_params_change_the_game_and_the_ids():
         small.close()
 
 
+def test_drift_changes_the_layout_and_keeps_every_task_winnable(env):
+    from memrl_bench.config import DriftSettings
+
+    changed_any = False
+    for task in env.tasks("train"):
+        changed = env.drifted(task, DriftSettings())
+        assert changed.id == task.id and changed.data["game_params"] == "includeDoors=1"
+        gold = env.gold_actions(changed)
+        assert play(env, changed, gold)[1]
+        changed_any |= gold != env.gold_actions(task)
+    assert changed_any
+
+
+def test_a_drift_that_changes_nothing_or_has_no_default_is_refused(env):
+    from memrl_bench.config import ConfigError, DriftSettings
+
+    task = env.tasks("train")[0]
+    with pytest.raises(ConfigError, match="protocol.drift.game_params"):
+        env.drifted(task, DriftSettings(game_params={}))
+    sorting = ENV({"game": "sorting", "tasks_per_split": 1})
+    try:
+        with pytest.raises(ConfigError, match="no default change for game 'sorting'"):
+            sorting.drifted(sorting.tasks("train")[0], DriftSettings())
+    finally:
+        sorting.close()
+
+
 def test_bad_config_names_the_key():
     with pytest.raises(ValueError, match="env.game"):
         ENV({"game": "chess"})

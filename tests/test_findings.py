@@ -11,7 +11,7 @@ import pytest
 from memrl_bench import CONF_DIR
 from memrl_bench import findings as fd
 from memrl_bench.findings import Run
-from memrl_bench.stats import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
+from memrl_bench.stats import INCONCLUSIVE, NOT_MEASURED, NOT_SUPPORTED, SUPPORTED
 
 # ---- cross-run measures on hand-built runs ---------------------------------------------
 
@@ -186,8 +186,8 @@ def test_tiny_study_end_to_end_yields_every_finding(tmp_path):
     for i, cfg in enumerate(tiny_study()):
         run_one(cfg, tmp_path / "study" / f"run-{i:03d}")
     found = fd.findings(tmp_path)
-    assert [f["id"] for f in found] == ["determinism", "epoch1_lock_in", "epoch1_counterfactual", "never_tested", "good_amplified", "bad_locked_in", "regret", "order_dependence", "runtime_learning", "weak_baselines"]
-    for f in found:
+    assert [f["id"] for f in found] == ["determinism", "epoch1_lock_in", "epoch1_counterfactual", "never_tested", "good_amplified", "bad_locked_in", "regret", "order_dependence", "runtime_learning", "weak_baselines", "drift_stale_kept", "drift_adaptation", "drift_gain_per_token"]
+    for f in found[:10]:
         assert f["label"] == "SYNTHETIC (simulation, not LLM results)"
         assert f["verdict"] in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE), f["id"]
         assert any(r.get("primary") for r in f["rows"]), f["id"]
@@ -203,8 +203,33 @@ def test_tiny_study_end_to_end_yields_every_finding(tmp_path):
     assert markdown.count("**Verdict:") == 10
     page = fd.render_html(found, tmp_path)
     assert page.startswith('<section id="findings">') and page.count("<table>") == 10 and page.count('<section id="findings">') == 1
-    for f in found:  # one rule: the headline is the deciding row's verdict, and no other row carries one
+    for f in found[:10]:  # one rule: the headline is the deciding row's verdict, and no other row carries one
         assert [r["verdict"] for r in f["rows"] if "verdict" in r] == [f["verdict"]], f["id"]
+    assert [f["verdict"] for f in found[10:]] == [NOT_MEASURED] * 3  # no drift runs here
+    assert "memrl-bench +experiment=drift_study" in markdown
+
+
+def test_a_tiny_drift_study_yields_the_three_drift_findings(tmp_path):
+    from helpers import config
+
+    from memrl_bench.runner import run as run_one
+
+    methods = [{"name": "none"}, {"name": "rag"}, {"name": "memrl"}, {"name": "simplemem", "write_with_llm": False}]
+    protocol = {"epochs": 3, "batch_size": 10, "checkpoint_interval_s": 0, "validate_every_epoch": False, "drift": {"epoch": 2, "window": 10}}
+    for method in methods:
+        for order in (0, 1, 2):
+            run_one(config(method=method, protocol=protocol, task_order_seed=order), tmp_path / "drift" / f"{method['name']}-{order}")
+    found = {f["id"]: f for f in fd.findings(tmp_path)}
+    assert all(found[k]["verdict"] == NOT_MEASURED for k in ("determinism", "never_tested", "bad_locked_in"))  # drift runs are their own kind
+    for key in ("drift_stale_kept", "drift_adaptation", "drift_gain_per_token"):
+        f = found[key]
+        assert f["verdict"] in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE), key
+        assert [r["verdict"] for r in f["rows"] if "verdict" in r] == [f["verdict"]], key
+        assert all(r["n"] == 3 for r in f["rows"] if r.get("primary")), key
+    labels = " | ".join(r["label"] for f in found.values() for r in f["rows"])
+    for expected in ("rag, outcome T=0: stale share of injections, last window after the change", "memrl ε=0 - rag, outcome T=0: SR after the change - SR of the epoch before it", "simplemem - memrl ε=0, outcome T=0: gain per 1k injected tokens"):
+        assert expected in labels
+    assert not any(r["label"].startswith("none,") for r in found["drift_stale_kept"]["rows"])  # injects nothing: no share
 
 
 @pytest.mark.slow

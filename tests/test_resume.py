@@ -23,10 +23,11 @@ def stripped(folder: Path) -> list[dict]:
 
 
 @pytest.mark.parametrize("checkpoint_interval_s", [0.0, 1e9])  # a checkpoint every batch; or only at epoch ends (learn replayed)
-def test_crash_inside_a_batch_then_resume_equals_uninterrupted(tmp_path, monkeypatch, checkpoint_interval_s):
+@pytest.mark.parametrize("drift", [None, {"epoch": 2}])  # the drift protocol replays the changed tasks
+def test_crash_inside_a_batch_then_resume_equals_uninterrupted(tmp_path, monkeypatch, checkpoint_interval_s, drift):
     from memrl_bench.methods.memrl import MemRL
 
-    cfg = config(protocol={"checkpoint_interval_s": checkpoint_interval_s})
+    cfg = config(protocol={"checkpoint_interval_s": checkpoint_interval_s, **({"drift": drift} if drift else {})})
     _, reference = run_to(tmp_path, "reference", cfg)
     real_learn = MemRL.learn
     for crash_at in (2, 5, 4):  # learn() calls counted per attempt, replays included

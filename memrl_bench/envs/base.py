@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
 
-from memrl_bench.config import ConfigError, InputError
+from memrl_bench.config import ConfigError, DriftSettings, InputError
 from memrl_bench.types import Task, Turn
 
 
@@ -80,6 +80,10 @@ class Env(ABC):
         """The success a method learns from for a training episode (its logged success is
         `success`, always the true one); envs that model reward noise flip some of them."""
         return success
+    def drifted(self, task: Task, drift: DriftSettings) -> Task:
+        """`task` as the environment plays it after the drift protocol's change (memrl_bench/drift.py):
+        the same id, a changed world that keeps it solvable."""
+        raise ConfigError(f"protocol.drift: env {self.name!r} has no drift (synthetic, llb_db and textworld_express do); use protocol=held_out")
 
     def excluded(self) -> dict[str, str]:
         """Task id -> why it is left out of the task lists (e.g. its gold answer fails here:

@@ -23,6 +23,13 @@ a right query run here would fail it. The reference is the gold SQL on the engin
 uses; `reference_agreement()` counts how often it agrees with the recorded MySQL answers.
 Tasks whose gold SQL fails in SQLite (MySQL-only syntax) are excluded and listed.
 Safety: ATTACH (and so VACUUM INTO) is denied, a statement is interrupted at the time limit.
+Drift (protocol.drift): after the change the table and every column carry the suffix
+`_v2` (a schema migration), in the schema shown, in the instruction (the table's name and
+column names with an underscore: other column names there are plain words) and in the
+gold SQL (identifiers outside string literals). The check is unchanged: the reference is
+still the original gold SQL on the original table, its rows are the same, and a modified
+table's column names are compared through the renaming. Memories written before hold the
+old names.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import time
 from typing import Any, ClassVar
 
 from memrl_bench import prompts
+from memrl_bench.config import DriftSettings
 from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction, tasks_per_split
 from memrl_bench.envs.gold import GoldFilter
 from memrl_bench.types import Task
@@ -47,6 +55,8 @@ _FETCH = "python scripts/fetch_data.py llb"
 _SQL_KEYWORDS = ("select", "with", "insert", "update", "delete", "create", "drop", "alter", "replace", "pragma", "explain")
 _FENCED = re.compile(r"```[\w-]*\n?(.*?)```", re.DOTALL)
 _TOLERANCE = 1e-6
+_DRIFT_SUFFIX = "_v2"
+_STRING_LITERAL = re.compile(r"'(?:[^']|'')*'")
 Row = tuple[Any, ...]
 
 
@@ -91,6 +101,16 @@ def run_sql(connection: sqlite3.Connection, sql: str, timeout_s: float, max_rows
         raise sqlite3.ProgrammingError(str(warning)) from None
     finally:
         connection.set_progress_handler(None, 0)
+
+
+def rename_identifiers(sql: str, renamed: dict[str, str]) -> str:
+    """`sql` with each identifier in `renamed` replaced (case-insensitively, whole words), string literals left alone."""
+    pattern = re.compile(r"(?<!\w)(" + "|".join(re.escape(old) for old in sorted(renamed, key=len, reverse=True)) + r")(?!\w)", re.IGNORECASE)
+    lower = {old.lower(): new for old, new in renamed.items()}
+    parts = _STRING_LITERAL.split(sql)
+    literals = _STRING_LITERAL.findall(sql)
+    out = [pattern.sub(lambda m: lower[m.group(1).lower()], part) for part in parts]
+    return "".join(p + (literals[i] if i < len(literals) else "") for i, p in enumerate(out))
 
 
 def table_state(connection: sqlite3.Connection, name: str) -> tuple[list[str], list[Row]]:
@@ -237,6 +257,18 @@ class LLBDBEnv(Env):
         """Task id -> why it is left out (its gold SQL does not run in SQLite)."""
         return self._gold.excluded()
 
+    def drifted(self, task: Task, drift: DriftSettings) -> Task:
+        """The task after a schema migration: the table and its columns renamed (module doc)."""
+        table = task.data["table"]
+        columns = {c["name"]: c["name"] + _DRIFT_SUFFIX for c in table["column_info_list"]}
+        renamed = {table["name"]: table["name"] + _DRIFT_SUFFIX, **columns}
+        new_table = {**table, "name": renamed[table["name"]], "column_info_list": [{**c, "name": columns[c["name"]]} for c in table["column_info_list"]]}
+        shown = {old: new for old, new in renamed.items() if old == table["name"] or "_" in old}
+        description = re.sub(r"\b(" + "|".join(re.escape(old) for old in sorted(shown, key=len, reverse=True)) + r")\b", lambda m: shown[m.group(1)], task.description)
+        gold_sql = rename_identifiers(task.data["gold_sql"], renamed)
+        data = {**task.data, "table": new_table, "original_table": table, "renamed_columns": columns, "gold": [f"SQL: {gold_sql}", "COMMIT"]}
+        return Task(task.id, task.split, description, task.intent, data)
+
     def _gold_failure(self, task: Task) -> str:
         try:
             self._reference(task)
@@ -306,7 +338,7 @@ class LLBDBEnv(Env):
     def _reference(self, task: Task) -> tuple:
         """Query: (rows, rows on the reversed copy, ordered). Modify: (columns, rows after the gold SQL)."""
         if task.id not in self._references:
-            sql, table = task.data["gold_sql"], task.data["table"]
+            sql, table = task.data["gold_sql"], task.data.get("original_table", task.data["table"])
             if task.data["kind"] == "query":
                 results = []
                 for reverse in (False, True):
@@ -329,7 +361,8 @@ class LLBDBEnv(Env):
                 columns, rows = table_state(self._connection, self._task.data["table"]["name"])
             except sqlite3.Error as err:
                 return False, f"cannot read the final table: {err}"
-            same = columns == reference[0] and rows_match(rows, reference[1], ordered=False)
+            renamed = self._task.data.get("renamed_columns", {})
+            same = columns == [renamed.get(c, c) for c in reference[0]] and rows_match(rows, reference[1], ordered=False)
             return same, "final table compared with the table after the gold SQL"
         gold, gold_reversed, ordered = reference
         if answer is not None:

@@ -22,6 +22,13 @@ learned from with its success flipped — the method's value signal and stored o
 wrong, the logged success and the lesson the episode actually wrote stay true. Lesson qualities
 are a fixed function of (world seed, source episode id, its success), so nothing
 here needs state, and a resumed run sees the same world.
+
+Drift (protocol.drift, memrl_bench/drift.py): after the change, the lessons written
+before it about a flipped type (a seeded share `drift.flip_share` of the training types)
+have the opposite effect, q -> -q (helpful <-> harmful); lessons written after the
+change are the new world's and keep their sign. A memory is STALE when it was written
+before the change, its type flipped and its lesson helped before (q > 0): it is wrong
+now. Each episode after the change logs, per injected memory, whether it is stale.
 """
 
 from __future__ import annotations
@@ -34,7 +41,8 @@ from typing import Any
 import numpy as np
 
 from memrl_bench.actors import Actor, EnvPool, Job
-from memrl_bench.config import SyntheticSettings, validated
+from memrl_bench.config import DriftSettings, SyntheticSettings, validated
+from memrl_bench.drift import STALE, written_before
 from memrl_bench.envs.base import Env
 from memrl_bench.types import Outcome, RetrievedItem, Task, Turn
 
@@ -136,22 +144,50 @@ class SyntheticEnv(Env):
         flipped = _unit_hash(self.seed, "reward_flip", episode_id) < self.cfg["reward_flip_share"]
         return success != flipped
 
-    def item_effect(self, item: RetrievedItem, task_type: int) -> float:
-        """The true logit shift one injected memory gives a task of `task_type`.
+    def item_effect(self, item: RetrievedItem, task_type: int, drift: dict[str, Any] | None = None) -> float:
+        """The true logit shift one injected memory gives a task of `task_type`; after a
+        drift change (`drift`: a changed task's data["drift"]) flipped lessons count negated.
 
-        `item.source_success` is the success its method learned; the flip is its own
-        inverse, so learned_success turns it back into the true one the lesson was written with."""
+        """
         source = self._by_id.get(item.source_task_id)
         if source is None:  # a memory this world did not write (e.g. injected poison) has no effect
             return 0.0
-        true_success = self.learned_success(item.source_episode_id, bool(item.source_success))
-        quality = self.lesson_quality(item.source_episode_id, true_success, item.source_epoch)
+        quality = self._true_quality(item)
+        if drift is not None and self._flipped(item, source, drift):
+            quality = -quality
         return float(self.match[source.data["task_type"], task_type] * quality)
+
+    @staticmethod
+    def _flipped(item: RetrievedItem, source: Task, drift: dict[str, Any]) -> bool:
+        return source.data["task_type"] in drift["flipped_types"] and written_before(item.source_epoch, drift["epoch"])
+
+    def is_stale(self, item: RetrievedItem, drift: dict[str, Any]) -> bool:
+        """Written before the change about a flipped type, and helpful before it (so harmful now)."""
+        source = self._by_id.get(item.source_task_id)
+        if source is None or not self._flipped(item, source, drift):
+            return False
+        return self._true_quality(item) > 0
+
+    def _true_quality(self, item: RetrievedItem) -> float:
+        """The quality of the lesson as written. `item.source_success` is the success its method
+        learned; the reward flip is its own inverse, so learned_success gives back the true one."""
+        true_success = self.learned_success(item.source_episode_id, bool(item.source_success))
+        return self.lesson_quality(item.source_episode_id, true_success, item.source_epoch)
+
+    def flipped_types(self, drift: DriftSettings) -> list[int]:
+        """The training types whose old lessons flip at the change: a seeded draw of round(flip_share * n_types)."""
+        k = int(self.cfg["n_types"])
+        order = np.random.default_rng([self.seed, drift.seed]).permutation(k)
+        return sorted(int(t) for t in order[: round(drift.flip_share * k)])
+
+    def drifted(self, task: Task, drift: DriftSettings) -> Task:
+        """The same task in the changed world: its data names the change's epoch and the flipped types."""
+        return Task(task.id, task.split, task.description, task.intent, {**task.data, "drift": {"epoch": drift.epoch, "flipped_types": self.flipped_types(drift)}})
 
     def p_success(self, task: Task, injected: list[RetrievedItem]) -> float:
         """P(success) of `task` with these memories injected: pure, for any set (e.g. an oracle's)."""
-        task_type = task.data["task_type"]
-        return float(_sigmoid(task.data["base_logit"] + sum(self.item_effect(item, task_type) for item in injected)))
+        task_type, drift = task.data["task_type"], task.data.get("drift")
+        return float(_sigmoid(task.data["base_logit"] + sum(self.item_effect(item, task_type, drift) for item in injected)))
 
     def outcome(self, task: Task, injected: list[RetrievedItem], episode_id: str) -> tuple[bool, float]:
         """(success, P(success)) of one episode."""
@@ -195,6 +231,8 @@ class SyntheticActor(Actor):
             "lesson_utility": env.lesson_utility(task_type, quality) if task_type < env.cfg["n_types"] else 0.0,
             "lesson_harmful": quality == env.cfg["harmful_quality"],
         }
+        if "drift" in task.data:
+            info[STALE] = [env.is_stale(item, task.data["drift"]) for item in job.retrieval.items]
         turn = Turn(action="act with injected memories", observation="success" if success else "failure", reward=float(success))
         return Outcome(success=success, reward=float(success), turns=[turn], info=info)
 

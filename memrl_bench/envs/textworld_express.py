@@ -3,6 +3,11 @@
 Each instance owns one JVM (py4j gateway). `spawn()` starts another JVM rather than
 sharing a gateway: a JVM starts in ~0.5-1 s once per pool slot, and nothing on the Java
 side is shared between concurrent episodes (see BENCHMARKS.md "## TextWorldExpress").
+
+Drift (protocol.drift): after the change every task is the same seed of the same fold
+generated with other simulator properties (`drift.game_params` over the env's own; by
+default doors appear in twc and vanish in coin), so the goal is the same kind and the
+room layout is not: remembered routes and moves go stale.
 """
 
 from __future__ import annotations
@@ -13,12 +18,15 @@ import subprocess
 from typing import Any, ClassVar
 
 from memrl_bench import prompts
+from memrl_bench.config import ConfigError, DriftSettings
 from memrl_bench.envs.base import Env
 from memrl_bench.types import Task
 
 GAMES = ("cookingworld", "twc", "coin", "mapreader", "arithmetic", "sorting", "simonsays", "peckingorder")
 # The package's built-in seed folds, named by this env's splits.
 FOLD_OF_SPLIT = {"train": "train", "validation": "dev", "test": "test"}
+# The default change of layout under protocol.drift, per game (the simulator's defaults: twc without doors, coin with them).
+DRIFT_VARIANT: dict[str, dict[str, Any]] = {"twc": {"includeDoors": 1}, "coin": {"includeDoors": 0}}
 # The Python wrapper ends an episode after this many moves; the actor owns the step limit.
 _NO_WRAPPER_STEP_LIMIT = 10**9
 # py4j logs each gateway's start, each failure of a shutdown the simulator repeats (its
@@ -122,6 +130,20 @@ class TextWorldExpressEnv(Env):
 
     def reset(self, task: Task) -> tuple[str, dict[str, Any]]:
         return self._start(task, gold=False)
+
+    def drifted(self, task: Task, drift: DriftSettings) -> Task:
+        """The task's seed generated with the changed simulator properties (module doc)."""
+        variant = drift.game_params if drift.game_params is not None else DRIFT_VARIANT.get(self.game)
+        if variant is None:
+            raise ConfigError(f"protocol.drift.game_params: no default change for game {self.game!r} (defaults: {', '.join(DRIFT_VARIANT)}); name the simulator properties after the change")
+        params = _params_string({**(self.cfg.get("game_params") or {}), **variant})
+        if params == self.params:
+            raise ConfigError(f"protocol.drift.game_params={variant!r}: the game {self._game_tag()!r} already has these properties; the change would change nothing")
+        data = {**task.data, "game_params": params}
+        self._load(self.game, params)
+        _, info = self._simulator.reset(seed=data["seed"], gameFold=data["fold"], generateGoldPath=False)
+        self._done = True
+        return Task(task.id, task.split, info["taskDescription"], task.intent, data)
 
     def gold_actions(self, task: Task) -> list[str]:
         """The simulator's gold action sequence for `task` (for tests and oracle actors).

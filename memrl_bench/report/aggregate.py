@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from memrl_bench import drift
 from memrl_bench import metrics as metrics_lib
 from memrl_bench.llm import ESTIMATE_BYTES_PER_TOKEN
 from memrl_bench.report.axes import BASELINE_METHOD
@@ -185,7 +186,8 @@ def per_run_end(results: Results) -> pd.DataFrame:
     usage["memory_calls_per_episode"] = usage["memory_calls"] / usage["episodes"]
     usage["memory_tokens_per_episode"] = (usage["memory_prompt_tokens"] + usage["memory_completion_tokens"]) / usage["episodes"]
     table = usage.join(end, how="left").join(retrieval_spread(results), how="left").join(q_utility_spearman(results), how="left")
-    table = table.join(results.runs.set_index("run")[["poison_memories", "poison_retrieval_share"]].astype("float64"), how="left")
+    run_numbers = ["poison_memories", "poison_retrieval_share", *(f"drift_{key}" for key in drift.REPORTED)]
+    table = table.join(results.runs.set_index("run")[run_numbers].astype("float64"), how="left")
     return table.join(results.runs.set_index("run")[RUN_COLUMNS[1:]]).reset_index()
 
 

@@ -49,6 +49,7 @@ SECTIONS = (
     ("cost", "Latency and cost", ("fig:latency", "latency", "usage")),
     ("memory", "Memory growth and use", ("memory", "fig:memory_growth", "fig:retrieval", "fig:q_utility")),
     ("poisoning", "Memory poisoning", ("poisoning",)),
+    ("drift", "Drift", ("drift",)),
     ("gain_cost", "Gain against cost", ("fig:gain_cost", "gain_cost")),
 )
 LIST_COLUMNS = {"split hashes"}  # "a; b" cells shown one item per line

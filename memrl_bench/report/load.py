@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memrl_bench import metrics
+from memrl_bench import drift, metrics
 from memrl_bench.config import InputError, KeyRole, override_key, role_of, run_name
 from memrl_bench.records import EpisodeRecord, RunRecords, read_run
 from memrl_bench.report.axes import Place, condition_key, places
@@ -105,6 +105,7 @@ def _run_row(run: RunRecords, name: str) -> dict:
         "config": config,
         "poison_memories": len(run.episodes) - len(played),
         "poison_retrieval_share": (run.metrics.poison or {}).get("share_of_retrievals") if run.metrics is not None else None,
+        **{f"drift_{key}": (run.metrics.drift or {}).get(key) if run.metrics is not None else None for key in drift.REPORTED},
         "episodes": len(played),
     }
 

@@ -245,6 +245,24 @@ def poison_table(results: Results, agg: Aggregates) -> Table | None:
     return end_table(results, agg, "poisoning", "Memory poisoning", POISON_COLUMNS, note)
 
 
+DRIFT_COLUMNS = {
+    "drift_sr_dip": ("SR dip (window before - lowest after) %", 100, 1),
+    "drift_tasks_until_recovery": ("tasks until recovery (runs that recovered)", 1, 0),
+    "drift_sr_change": ("SR after the change - epoch before %", 100, 1),
+    "drift_post_sr": ("training SR after the change %", 100, 1),
+    "drift_stale_share": ("stale share of injections after the change % (synthetic)", 100, 1),
+    "drift_last_stale_episode": ("last episode after the change injecting a stale memory", 1, 0),
+}
+
+
+def drift_table(results: Results, agg: Aggregates) -> Table | None:
+    """The drift protocol's numbers (metrics.json's drift block, memrl_bench/drift.py), per variant."""
+    if results.runs["drift_post_sr"].isna().all():
+        return None
+    note = "The environment changes at the start of protocol.drift.epoch (memrl_bench/drift.py defines each number); tasks until recovery averages the runs that recovered (– when none did); stale: synthetic ground truth."
+    return end_table(results, agg, "drift", "Drift", DRIFT_COLUMNS, note)
+
+
 GAIN_COST_COLUMNS = {
     "injected_tokens_test": ("injected tokens / prompt (test, estimated)", 1, 0),
     "memory_calls_per_episode": ("memory calls / episode", 1, 2),
@@ -328,6 +346,7 @@ def all_tables(results: Results, agg: Aggregates) -> dict[str, Table]:
         end_table(results, agg, "memory", "Memory at the end", MEMORY_COLUMNS, memory_note),
         end_table(results, agg, "usage", "Tokens and LLM calls", USAGE_COLUMNS, usage_note),
         poison_table(results, agg),
+        drift_table(results, agg),
         gain_cost_table(results, agg),
         runs_table(results),
     ]
