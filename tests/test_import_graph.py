@@ -31,6 +31,7 @@ LAYERS = {
     "memrl_bench.runfolder": RULES,
     "memrl_bench.protocol": RULES,
     "memrl_bench.metrics": RULES,
+    "memrl_bench.streams": RULES,
     "memrl_bench.prompts": RULES,
     "memrl_bench.vector_index": RULES,
     "memrl_bench.envs": PARTS,
