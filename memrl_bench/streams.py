@@ -44,9 +44,9 @@ def corrupted_tasks(order: list[Task], config: ProtocolConfig, epoch: int) -> fr
     of them, drawn by (corrupt_seed, epoch), in the corrupted phase only."""
     if config.corrupt_share <= 0 or epoch > config.corrupt_epochs:
         return frozenset()
+    ids = sorted(t.id for t in order)  # by id: the choice is the corrupt seed's alone, not the task order's
     rng = np.random.default_rng([config.corrupt_seed, epoch])
-    chosen = rng.choice(len(order), size=round(config.corrupt_share * len(order)), replace=False)
-    return frozenset(order[i].id for i in chosen)
+    return frozenset(ids[i] for i in rng.choice(len(ids), size=round(config.corrupt_share * len(ids)), replace=False))
 
 
 def replay_sample(learned: list[Task], config: ProtocolConfig, point: int) -> list[Task]:
