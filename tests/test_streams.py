@@ -13,7 +13,8 @@ from memrl_bench.runner import run
 from memrl_bench.types import Episode, Task
 from tests.helpers import config, record
 
-STREAM = {"name": "streaming", "epochs": 1, "batch_size": 1, "validate_every_epoch": False, "test_at_end": False, "streaming": True}
+# a checkpoint only at epoch ends: with one task per batch, one after every batch is most of a stream's time
+STREAM = {"name": "streaming", "epochs": 1, "batch_size": 1, "validate_every_epoch": False, "test_at_end": False, "streaming": True, "checkpoint_interval_s": 1e9}
 REPLAY = {**STREAM, "name": "replay", "replay_every": 10, "replay_tasks": 4}
 REPAIR = {"name": "repair", "epochs": 3, "corrupt_share": 0.25, "corrupt_epochs": 2}
 
@@ -207,3 +208,26 @@ def test_repair_metrics_and_the_pairing_with_a_clean_run():
     assert corrupted["flipped"] == 1 and corrupted["flipped_share_of_corrupted_phase"] == 0.5
     clean = streams.repair_metrics(validation(1, 2) + validation(2, 3) + validation(3, 4), corrupt_epochs=2)
     assert streams.against_clean(corrupted, clean) == {"error_robustness": -0.5, "net_recovery": -0.25}
+
+
+# ---- the report ------------------------------------------------------------------------
+
+
+@pytest.mark.slow  # five runs and a report: ~16 s alone on 2 cores
+def test_the_report_pairs_twins_and_draws_each_protocol(tmp_path):
+    from memrl_bench.report import report
+
+    runs = tmp_path / "runs"
+    stream = run(config(protocol=STREAM), runs / "stream_memrl")
+    none = run(config(method={"name": "none"}, protocol=STREAM), runs / "stream_none")
+    corrupted = run(config(protocol=REPAIR), runs / "repair")
+    clean = run(config(protocol=REPAIR | {"corrupt_share": 0.0}), runs / "repair_clean")
+    run(config(protocol=REPLAY), runs / "replay")
+    report(runs, tmp_path / "report")
+    gain = 100 * (stream["streaming"]["success_rate"] - none["streaming"]["success_rate"])
+    robustness = 100 * (corrupted["repair"]["sr_after_corruption"] - clean["repair"]["sr_after_corruption"])
+    recovery = 100 * (corrupted["repair"]["sr_after_repair"] - clean["repair"]["sr_after_repair"])
+    view = (tmp_path / "report" / "tables" / "protocols.md").read_text()
+    assert f"| {gain:.1f} (n=1) |" in view and f"| {robustness:.1f} (n=1) | {recovery:.1f} (n=1) |" in view
+    for name in ("streaming", "replay", "repair"):
+        assert (tmp_path / "report" / "figures" / f"{name}.svg").read_text().count("series-") >= 1
