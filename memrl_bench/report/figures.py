@@ -477,6 +477,7 @@ def repair_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
         epochs = sorted({e for c in curves for e in c})
         _curves(ax, epochs, [[c.get(e) for e in epochs] for c in curves], variant, styles)
         ax.axvline(sections[0]["corrupt_epochs"] + 0.5, color="black", linewidth=0.8, linestyle=":")
+        ax.xaxis.get_major_locator().set_params(integer=True)
 
     title = "Repair: held-out (validation) SR after each epoch; the dotted line ends the corrupted phase (mean over runs; band: their range)"
     return _protocol_figure("repair", title, _protocol_runs(results, "repair", styles), draw, "epoch", "validation SR %", styles, "no repair run (protocol=repair)")
