@@ -404,7 +404,7 @@ def _phase_ends(schedule: list[Batch], i: int) -> bool:
     """Whether batch i is the last of its phase (train, validation, test or replay) in its epoch."""
     here = schedule[i]
     # a replay phase interrupts a stream's training, it does not end it
-    after = next((b for b in schedule[i + 1 :] if not (here.phase == "train" and b.phase == "replay")), None)
+    after = next((schedule[j] for j in range(i + 1, len(schedule)) if not (here.phase == "train" and schedule[j].phase == "replay")), None)
     return after is None or (after.phase, after.split, after.epoch) != (here.phase, here.split, here.epoch)
 
 

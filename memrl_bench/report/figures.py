@@ -430,8 +430,10 @@ def _protocol_runs(results: Results, section: str, styles: Styles) -> dict[str, 
 
 
 def _curves(ax, x, ys: list, variant: str, styles: Styles) -> None:
-    """The mean over runs of curves sampled at x, and, over several runs, their range as a band."""
-    y = 100 * np.array(ys, dtype=np.float64)
+    """The mean over runs of curves sampled at x, and, over several runs, their range as a band;
+    points where every run's value is undefined are left out."""
+    y = 100 * np.array(ys, dtype=np.float64)  # None (undefined, e.g. nothing to forget) -> nan: a gap
+    x, y = np.asarray(x)[np.isfinite(y).any(axis=0)], y[:, np.isfinite(y).any(axis=0)]
     ax.plot(x, np.nanmean(y, axis=0), **styles.line(variant, marker=None))
     if len(ys) > 1:
         ax.fill_between(x, np.nanmin(y, axis=0), np.nanmax(y, axis=0), color=styles.colour[variant], alpha=0.15, linewidth=0)
