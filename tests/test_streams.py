@@ -57,6 +57,14 @@ def test_replay_retests_a_sample_of_the_learned_tasks_after_every_m():
     assert len(ids) == len(set(ids))
 
 
+def test_a_replay_point_inside_a_batch_comes_after_it_and_samples_the_first_m():
+    schedule = build_schedule(ProtocolConfig(**REPLAY | {"batch_size": 4}), {"train": "train"}, {"train": tasks(12)}, task_order_seed=0)
+    phases = [(b.phase, len(b.tasks)) for b in schedule]
+    assert phases == [("train", 4), ("train", 4), ("train", 4), ("replay", 4)]  # the 10th task is learned in the third batch
+    learned = [t.id for b in schedule[:3] for t in b.tasks]
+    assert {t.id for t in schedule[3].tasks} <= set(learned[:10])
+
+
 def test_the_corrupted_share_is_seeded_and_only_in_the_corrupted_epochs():
     train = tasks(40)
     schedule = build_schedule(ProtocolConfig(**REPAIR), {"train": "train"}, {"train": train}, task_order_seed=0)
