@@ -88,6 +88,11 @@ KEY_ROLES: dict[str, KeyRole] = {
     "protocol.eval_samples": KeyRole.EVALUATION,
     "protocol.epoch_order_seeds": KeyRole.EVALUATION,
     "protocol.max_tasks": KeyRole.EVALUATION,
+    "protocol.streaming": KeyRole.EVALUATION,
+    "protocol.stream_windows": KeyRole.EVALUATION,
+    "protocol.replay_every": KeyRole.EVALUATION,
+    "protocol.replay_tasks": KeyRole.EVALUATION,
+    "protocol.replay_seed": KeyRole.EVALUATION,
 }
 NOT_RESULTS = (KeyRole.PLACE, KeyRole.OPERATION)  # roles of keys that cannot change a run's results
 
@@ -278,7 +283,7 @@ class DriftSettings(Settings):
 
 
 class ProtocolConfig(Settings):
-    name: str = Field("held_out", description="held_out or runtime_learning.")
+    name: str = Field("held_out", description="held_out, runtime_learning, streaming, replay or repair.")
     epochs: int = Field(10, ge=1, description="Training epochs over the train split.")
     batch_size: int = Field(32, ge=1, description="Episodes played against one memory state before learn() (MemRL: 32).")
     validate_every_epoch: bool = Field(True, description="Play the validation split after each epoch, memory frozen.")
@@ -292,6 +297,15 @@ class ProtocolConfig(Settings):
     poison_share: float = Field(0.0, ge=0, le=1, description="Adversarial memories fed to learn() at the start of poison_epoch, as a share of the train split.")
     poison_epoch: int = Field(1, ge=1, description="The training epoch whose start receives the poison batch.")
     drift: DriftSettings | None = Field(None, description="The drift protocol (conf/protocol/drift.yaml): null, no change.")
+    # streaming, replay and repair (memrl_bench/streams.py)
+    streaming: bool = Field(False, description="Single pass over the train split: each task attempted once, scored, then learned from; needs epochs=1.")
+    stream_windows: int = Field(4, ge=2, description="Equal windows the stream is cut into for learning gain and stability loss.")
+    replay_every: int = Field(0, ge=0, description="Replay: after every m learned stream tasks, re-test replay_tasks of them with memory frozen (0: off).")
+    replay_tasks: int = Field(0, ge=0, description="Replay: n tasks sampled (replay_seed) from those already learned, re-tested at each replay point.")
+    replay_seed: int = Field(0, ge=0, description="Seed of the replay samples.")
+    corrupt_share: float = Field(0.0, ge=0, le=1, description="Repair: share of the training episodes of the corrupted phase whose success learn() sees flipped.")
+    corrupt_epochs: int = Field(1, ge=1, description="Repair: epochs 1..corrupt_epochs are the corrupted phase, the rest the repair phase (true rewards).")
+    corrupt_seed: int = Field(0, ge=0, description="Seed choosing the corrupted episodes of each epoch.")
 
     @field_validator("max_tasks")
     @classmethod
@@ -316,6 +330,15 @@ class ProtocolConfig(Settings):
             raise ValueError(f"protocol.epoch_order_seeds has {len(self.epoch_order_seeds)} entries for {self.epochs} epochs")
         if self.drift is not None and self.drift.epoch > self.epochs:
             raise ValueError(f"protocol.drift.epoch={self.drift.epoch} is after the last epoch (protocol.epochs={self.epochs}): the environment would never change")
+        if self.streaming and self.epochs != 1:
+            raise ValueError(f"protocol.streaming=true is a single pass: set protocol.epochs=1 (got {self.epochs})")
+        if (self.replay_every > 0) != (self.replay_tasks > 0) or (self.replay_every and not self.streaming):
+            raise ValueError("protocol.replay_every and protocol.replay_tasks go together (both > 0) and need protocol.streaming=true")
+        if self.corrupt_share > 0 and (self.corrupt_epochs >= self.epochs or not self.validate_every_epoch):
+            raise ValueError(
+                f"protocol.corrupt_share>0 needs a repair phase and held-out SR after each phase: protocol.corrupt_epochs ({self.corrupt_epochs}) "
+                f"< protocol.epochs ({self.epochs}) and protocol.validate_every_epoch=true"
+            )
         if self.runtime_learning and (self.validate_every_epoch or self.test_at_end):
             raise ValueError("protocol.runtime_learning=true scores the training episodes; set protocol.validate_every_epoch=false and protocol.test_at_end=false")
         return self

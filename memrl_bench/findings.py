@@ -156,12 +156,14 @@ class Run:
 
     @property
     def kind(self) -> str:
-        """held_out, held_out@k (k evaluation samples), runtime_learning, order (per-epoch orders), or drift."""
+        """held_out, held_out@k (k evaluation samples), runtime_learning, streaming (single pass, replay too), order (per-epoch orders), or drift."""
         p = self.protocol
         if p.get("drift"):
             return "drift"
         if p.get("runtime_learning"):
             return "runtime_learning"
+        if p.get("streaming"):
+            return "streaming"
         if p.get("epoch_order_seeds"):
             return "order"
         return f"held_out@{p['eval_samples']}" if p.get("eval_samples", 1) > 1 else "held_out"

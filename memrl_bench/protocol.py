@@ -4,10 +4,12 @@ held_out (default): learn on the train split only; validate after every epoch an
 test at the end with memory frozen.
 runtime_learning (MemRL's main tables): learn on and score the same tasks; labelled
 in every output, never the default.
+streaming, replay, repair: memrl_bench.streams (their rules and metrics).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -15,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from memrl_bench import streams
 from memrl_bench.config import InputError, ProtocolConfig
 from memrl_bench.types import MemoryItem, Task
 
@@ -35,6 +38,7 @@ class Batch:
     first_order_index: int
     samples: int = 1
     poison: bool = False  # adversarial memories fed to learn(), not played
+    flipped: frozenset[str] = frozenset()  # task ids whose success learn() sees flipped (repair)
 
     @property
     def key(self) -> tuple:
@@ -73,13 +77,29 @@ def build_schedule(config: ProtocolConfig, roles: dict[str, Any], tasks: dict[st
             # logged training input: the experiment measures what a method does with it.
             n_poison = max(1, round(config.poison_share * len(order)))
             schedule.append(Batch("train", train_split, epoch, -1, tuple(order[:n_poison]), 0, poison=True))
-        schedule.extend(_chunks("train", train_split, epoch, order, config.batch_size))
+        flipped = streams.corrupted_tasks(order, config, epoch)
+        train = [dataclasses.replace(b, flipped=flipped & {t.id for t in b.tasks}) for b in _chunks("train", train_split, epoch, order, config.batch_size)]
+        schedule.extend(_with_replay(train, config) if config.replay_every else train)
         if config.validate_every_epoch and roles.get("validation"):
             schedule.extend(_chunks("validation", roles["validation"], epoch, tasks[roles["validation"]], config.batch_size, config.eval_samples))
     if config.test_at_end:
         for split in roles.get("test") or []:
             schedule.extend(_chunks("test", split, config.epochs, tasks[split], config.batch_size, config.eval_samples))
     return schedule
+
+
+def _with_replay(train: list[Batch], config: ProtocolConfig) -> list[Batch]:
+    """The stream's batches with a replay phase after the batch in which every
+    replay_every-th task is learned: a sample of the tasks learned so far, memory frozen."""
+    out: list[Batch] = []
+    learned: list[Task] = []
+    for batch in train:
+        out.append(batch)
+        before = len(learned) // config.replay_every
+        learned += batch.tasks
+        for point in range(before + 1, len(learned) // config.replay_every + 1):
+            out.extend(_chunks("replay", batch.split, point, streams.replay_sample(learned[: point * config.replay_every], config, point), config.batch_size))
+    return out
 
 
 def schedule_size(config: ProtocolConfig, roles: dict[str, Any], split_sizes: dict[str, int]) -> int:

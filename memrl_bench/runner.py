@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from memrl_bench import drift, interrupts, registry
+from memrl_bench import drift, interrupts, registry, streams
 from memrl_bench import metrics as metrics_lib
 from memrl_bench.actors import Actor, EnvPool, Job
 from memrl_bench.config import ActorSettings, ConfigError, ConfigMismatchError, ProtocolConfig, config_error, config_hash, validate_config, validated
@@ -101,6 +101,7 @@ class Runner:
         labels = ["runtime_learning"] if protocol.runtime_learning else []
         labels += ["drift"] if protocol.drift else []
         labels += check_backbone(cfg.get("llm", {}), protocol)
+        labels += streams.labels(protocol)
 
         env_cfg = {k: v for k, v in cfg["env"].items() if k not in ("name", "roles")}
         env = registry.get("env", cfg["env"]["name"])(env_cfg, seed=int(cfg["env"].get("seed", 0) or 0))
@@ -220,7 +221,7 @@ class Runner:
             records = episode_records(self.folder.read_episodes(), self.folder.episodes_path)
             audit_provenance(parts.method.items(), {r.episode_id for r in records if r.phase == "train"}, parts.roles["train"])
             final = self.folder.save_snapshot("final", parts.method.snapshot)
-            metrics = metrics_lib.compute(records, memory_items(final), labels=parts.labels)
+            metrics = metrics_lib.compute(records, memory_items(final), labels=parts.labels, protocol=parts.protocol)
             if parts.protocol.drift:
                 metrics["drift"] = drift.metrics(records, parts.protocol.drift)
             for line in metrics_lib.similarity_warnings(metrics.get("retrieval_similarity", {})):
@@ -309,9 +310,10 @@ class Runner:
         return make_progress(total, initial, self.folder.path.name, enabled=bool(self.cfg.get("progress", True)))
 
     def _experiences(self, episodes: list[Episode], tasks: list[Task], parts: RunParts, retrievals: list[Retrieval] | None = None) -> list[Experience]:
-        """What learn() sees: each episode with its task, the task's key (keys are cached) and, when it was just played, its retrieval."""
+        """What learn() sees: each episode (its success flipped where the repair protocol corrupts it
+        or the env's reward noise flips it) with its task, the task's key (keys are cached) and, when it was just played, its retrieval."""
         keys = self.keys_for(tasks, parts.embedder)
-        learned = [e if e.status == "poison" else _as_learned(e, parts.env) for e in episodes]
+        learned = [e if e.status == "poison" else _as_learned(streams.as_learned(e), parts.env) for e in episodes]
         return [Experience(e, t, k, r) for e, t, k, r in zip(learned, tasks, keys, retrievals or [None] * len(episodes))]
 
     def _poison_batch(self, parts: RunParts, batch: Batch) -> list[Episode]:
@@ -347,6 +349,9 @@ class Runner:
             parts.llm.confirm_up()  # a server that is down stops the run before the batch is logged
         episodes = [self._episode(batch, job, retrieval, outcome, position, retrieve_s) for job, retrieval, outcome, position in zip(jobs, retrievals, outcomes, positions)]
         memory_calls = {e.episode_id: list(r.memory_calls) for e, r in zip(episodes, retrievals)}
+        for e in episodes:
+            if e.task_id in batch.flipped:  # logged with its true success; learn() sees it flipped
+                e.info[streams.FLIPPED] = True
         memory_ops: dict[str, list[dict]] = {}
         if batch.phase == "train":
             t0 = time.perf_counter()
@@ -414,8 +419,10 @@ def _as_learned(episode: Episode, env: Env) -> Episode:
 
 
 def _phase_ends(schedule: list[Batch], i: int) -> bool:
-    """Whether batch i is the last of its phase (train, validation or test) in its epoch."""
-    here, after = schedule[i], schedule[i + 1] if i + 1 < len(schedule) else None
+    """Whether batch i is the last of its phase (train, validation, test or replay) in its epoch."""
+    here = schedule[i]
+    # a replay phase interrupts a stream's training, it does not end it
+    after = next((schedule[j] for j in range(i + 1, len(schedule)) if not (here.phase == "train" and schedule[j].phase == "replay")), None)
     return after is None or (after.phase, after.split, after.epoch) != (here.phase, here.split, here.epoch)
 
 

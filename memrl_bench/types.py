@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Phase = Literal["train", "validation", "test"]
+Phase = Literal["train", "validation", "test", "replay"]  # replay: learned stream tasks re-tested, memory frozen
 # poison: an adversarial memory fed to learn() by the poisoning experiment, never scored.
 # context_exceeded: the prompt did not fit the model's context even without history (never
 # a task failure of the agent: reported per method).

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from memrl_bench import drift
+from memrl_bench import drift, streams
 from memrl_bench import metrics as metrics_lib
 from memrl_bench.llm import ESTIMATE_BYTES_PER_TOKEN
-from memrl_bench.report.axes import BASELINE_METHOD
+from memrl_bench.report.axes import BASELINE_METHOD, leaves
 from memrl_bench.report.load import HARNESS_COUNTS, LEARNING_PHASES, RATE_COLUMNS, STAGES, USAGE_KEYS, Results
 from memrl_bench.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean, t_interval
 
@@ -188,7 +188,55 @@ def per_run_end(results: Results) -> pd.DataFrame:
     table = usage.join(end, how="left").join(retrieval_spread(results), how="left").join(q_utility_spearman(results), how="left")
     run_numbers = ["poison_memories", "poison_retrieval_share", *(f"drift_{key}" for key in drift.REPORTED)]
     table = table.join(results.runs.set_index("run")[run_numbers].astype("float64"), how="left")
+    table = table.join(protocol_numbers(results.runs), how="left")
     return table.join(results.runs.set_index("run")[RUN_COLUMNS[1:]]).reset_index()
+
+
+PROTOCOL_NUMBERS = ["stream_sr", "learning_gain", "stability_loss", "stream_gain_over_none", "replay_forgetting_rate", "sr_after_corruption", "sr_after_repair", "repair_gain", "error_robustness", "net_recovery"]
+
+
+def _twin_key(run, drop: tuple[str, ...]) -> str:
+    """A run's settings without the keys in `drop` (dotted prefixes), with its seeds: equal for the runs it is paired with."""
+    kept = {k: v for k, v in leaves(run.config).items() if not k.startswith(drop)}
+    return repr((sorted(kept.items()), run.seed, run.task_order_seed))
+
+
+def protocol_numbers(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per run of the streaming, replay and repair protocols (memrl_bench.streams): its headline
+    numbers, and those paired with a twin run of the folder of the same seeds.
+
+    stream_gain_over_none: the stream's SR minus that of the `none` run on the same stream
+    (every setting but the method's equal): forward transfer within the env, each task
+    scored with the memory of every earlier task against no memory (AgentMemoryBench's
+    forward transfer gain, with the whole prefix as the memory). error_robustness and
+    net_recovery: streams.against_clean with the run's clean twin (the same settings with
+    protocol.corrupt_share 0).
+    """
+    rows: dict[str, dict[str, float | None]] = {}
+    stream_sr: dict[str, float] = {}
+    clean: dict[str, dict] = {}
+    for run in runs.itertuples():
+        m = run.protocol_metrics
+        if not m:
+            continue
+        row = rows.setdefault(run.run, {})
+        if s := m.get("streaming"):
+            row |= {"stream_sr": s["success_rate"], "learning_gain": s["learning_gain"], "stability_loss": s["stability_loss"]}
+            if run.method == BASELINE_METHOD:
+                stream_sr[_twin_key(run, ("method",))] = s["success_rate"]
+        if r := m.get("replay"):
+            row["replay_forgetting_rate"] = r["forgetting_rate"]
+        if r := m.get("repair"):
+            row |= {k: r[k] for k in ("sr_after_corruption", "sr_after_repair", "repair_gain")}
+            if not (run.config.get("protocol") or {}).get("corrupt_share"):
+                clean[_twin_key(run, ("protocol.corrupt_share",))] = r
+    for run in runs.itertuples():
+        m = run.protocol_metrics
+        if "streaming" in m and run.method != BASELINE_METHOD and (none := stream_sr.get(_twin_key(run, ("method",)))) is not None:
+            rows[run.run]["stream_gain_over_none"] = m["streaming"]["success_rate"] - none
+        if "repair" in m and (run.config.get("protocol") or {}).get("corrupt_share") and (twin := clean.get(_twin_key(run, ("protocol.corrupt_share",)))):
+            rows[run.run] |= streams.against_clean(m["repair"], twin)
+    return pd.DataFrame.from_dict(rows, orient="index", columns=PROTOCOL_NUMBERS).astype("float64")
 
 
 GAIN_COLUMNS = ["variant", "method", "baseline", "gain_mean", "gain_low", "gain_high", "tasks", "pairs", "injected_tokens", "memory_calls_per_episode"]

@@ -419,6 +419,72 @@ def gain_cost_figure(results: Results, agg: Aggregates, styles: Styles) -> Figur
     return Figure("gain_cost", title, _svg(fig, "gain_cost"))
 
 
+# ---- the streaming, replay and repair protocols (memrl_bench.streams) ---------------------
+
+
+def _protocol_runs(results: Results, section: str, styles: Styles) -> dict[str, list[dict]]:
+    """Variant -> the metrics.json `section` of each of its complete runs that has one, in the figures' order."""
+    runs = results.runs[results.runs["complete"]]
+    out = {v: [m[section] for m in runs.loc[runs["variant"] == v, "protocol_metrics"] if section in m] for v in styles.order}
+    return {v: sections for v, sections in out.items() if sections}
+
+
+def _curves(ax, x, ys: list, variant: str, styles: Styles) -> None:
+    """The mean over runs of curves sampled at x, and, over several runs, their range as a band;
+    points where every run's value is undefined are left out."""
+    y = 100 * np.array(ys, dtype=np.float64)  # None (undefined, e.g. nothing to forget) -> nan: a gap
+    x, y = np.asarray(x)[np.isfinite(y).any(axis=0)], y[:, np.isfinite(y).any(axis=0)]
+    ax.plot(x, np.nanmean(y, axis=0), **styles.line(variant, marker=None))
+    if len(ys) > 1:
+        ax.fill_between(x, np.nanmin(y, axis=0), np.nanmax(y, axis=0), color=styles.colour[variant], alpha=0.15, linewidth=0)
+
+
+def _protocol_figure(name: str, title: str, data: dict, draw: Callable, xlabel: str, ylabel: str, styles: Styles, absent: str) -> Figure:
+    if not data:
+        return Figure(name, title, None, absent)
+    fig, ax = plt.subplots(figsize=(7.0, 3.8))
+    for variant, sections in data.items():
+        draw(ax, variant, sections)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    _legend_below(fig, np.array([ax]))
+    return Figure(name, title, _svg(fig, name))
+
+
+def streaming_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
+    def draw(ax, variant, sections):
+        length = min(len(s["running_success"]) for s in sections)  # streams of one variant have one length unless max_tasks differs
+        _curves(ax, np.arange(1, length + 1), [s["running_success"][:length] for s in sections], variant, styles)
+
+    title = "Streaming: running success over the stream (mean over runs; band: their range)"
+    return _protocol_figure("streaming", title, _protocol_runs(results, "streaming", styles), draw, "tasks of the stream", "running SR %", styles, "no streaming run (protocol=streaming)")
+
+
+def replay_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
+    def draw(ax, variant, sections):
+        points = [{int(k): p for k, p in s["points"].items()} for s in sections]  # JSON keys are text
+        after = {k: p["after_tasks"] for ps in points for k, p in ps.items()}
+        ks = sorted(after)
+        _curves(ax, [after[k] for k in ks], [[ps.get(k, {}).get("forgotten") for k in ks] for ps in points], variant, styles)
+
+    title = "Replay: share of the re-tested tasks solved at first attempt that fail now, over the stream (mean over runs; band: their range)"
+    return _protocol_figure("replay", title, _protocol_runs(results, "replay", styles), draw, "tasks learned", "forgotten %", styles, "no replay run (protocol=replay)")
+
+
+def repair_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
+    def draw(ax, variant, sections):
+        curves = [{int(e): sr for e, sr in s["validation_success"].items()} for s in sections]  # JSON keys are text
+        epochs = sorted({e for c in curves for e in c})
+        _curves(ax, epochs, [[c.get(e) for e in epochs] for c in curves], variant, styles)
+        ax.axvline(sections[0]["corrupt_epochs"] + 0.5, color="black", linewidth=0.8, linestyle=":")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+
+    title = "Repair: held-out (validation) SR after each epoch; the dotted line ends the corrupted phase (mean over runs; band: their range)"
+    return _protocol_figure("repair", title, _protocol_runs(results, "repair", styles), draw, "epoch", "validation SR %", styles, "no repair run (protocol=repair)")
+
+
 FIGURES: dict[str, Callable[[Results, Aggregates, Styles], Figure]] = {
     "axes": axes_figure,
     "sr_csr": sr_csr_figure,
@@ -429,6 +495,9 @@ FIGURES: dict[str, Callable[[Results, Aggregates, Styles], Figure]] = {
     "retrieval": retrieval_figure,
     "q_utility": q_utility_figure,
     "gain_cost": gain_cost_figure,
+    "streaming": streaming_figure,
+    "replay": replay_figure,
+    "repair": repair_figure,
 }
 
 

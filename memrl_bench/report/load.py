@@ -41,6 +41,9 @@ SWEEP_FILE = "multirun.yaml"
 USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "failures")
 
 
+PROTOCOL_METRICS = ("streaming", "replay", "repair")  # metrics.json sections of the streaming, replay and repair protocols (memrl_bench.streams)
+
+
 class ReportInputError(InputError, ValueError):
     """A results folder or file cannot be read; the message names it."""
 
@@ -107,6 +110,7 @@ def _run_row(run: RunRecords, name: str) -> dict:
         "poison_retrieval_share": (run.metrics.poison or {}).get("share_of_retrievals") if run.metrics is not None else None,
         **{f"drift_{key}": (run.metrics.drift or {}).get(key) if run.metrics is not None else None for key in drift.REPORTED},
         "episodes": len(played),
+        "protocol_metrics": {k: getattr(run.metrics, k, None) for k in PROTOCOL_METRICS if getattr(run.metrics, k, None)} if run.metrics is not None else {},
     }
 
 

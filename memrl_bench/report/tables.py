@@ -234,6 +234,31 @@ def end_table(results: Results, agg: Aggregates, name: str, title: str, columns:
     return Table(name, title, data, _end_view(agg, order, labels, columns), note + " " + INTERVAL_NOTE)
 
 
+PROTOCOL_COLUMNS = {
+    "stream_sr": ("stream SR %", 100, 1),
+    "learning_gain": ("learning gain (last - first window) pp", 100, 1),
+    "stability_loss": ("stability loss pp", 100, 1),
+    "stream_gain_over_none": ("stream SR - none's on the same stream pp", 100, 1),
+    "replay_forgetting_rate": ("replay forgetting rate %", 100, 1),
+    "sr_after_corruption": ("held-out SR after the corrupted phase %", 100, 1),
+    "sr_after_repair": ("held-out SR after repair %", 100, 1),
+    "repair_gain": ("repair gain pp", 100, 1),
+    "error_robustness": ("error robustness (vs clean twin) pp", 100, 1),
+    "net_recovery": ("net recovery (vs clean twin) pp", 100, 1),
+}
+
+
+def protocol_table(results: Results, agg: Aggregates) -> Table | None:
+    """The streaming, replay and repair protocols' numbers (memrl_bench.streams; README, Protocols)."""
+    if not results.runs["protocol_metrics"].map(bool).any():
+        return None
+    note = (
+        "Streaming, replay and repair protocols (memrl_bench/streams.py defines each number). Paired numbers need a twin run of the same "
+        "seeds in the folder: the none run on the same stream, or the same repair config with protocol.corrupt_share=0."
+    )
+    return end_table(results, agg, "protocols", "Streaming, replay and repair", PROTOCOL_COLUMNS, note)
+
+
 def poison_table(results: Results, agg: Aggregates) -> Table | None:
     """The poisoning experiment: how much poison each variant was fed and how much it used.
 
@@ -347,6 +372,7 @@ def all_tables(results: Results, agg: Aggregates) -> dict[str, Table]:
         end_table(results, agg, "usage", "Tokens and LLM calls", USAGE_COLUMNS, usage_note),
         poison_table(results, agg),
         drift_table(results, agg),
+        protocol_table(results, agg),
         gain_cost_table(results, agg),
         runs_table(results),
     ]
