@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from pathlib import Path
+
+import pytest
 
 from memrl_bench.records import EpisodeRecord
 from memrl_bench.runner import run
@@ -45,6 +48,28 @@ def config(**overrides: dict) -> dict:
 def run_to(tmp: Path, name: str, cfg: dict) -> tuple[dict, Path]:
     folder = tmp / name
     return run(cfg, folder), folder
+
+
+def crash_in_learn_then_resume(monkeypatch, cfg: dict, folder: Path, crash_points: Iterable[int]) -> None:
+    """Run `cfg` into `folder` once per crash point, MemRL.learn raising KeyboardInterrupt on its
+    n-th call of that attempt (replays of learn() on resume count), then once more to the end."""
+    from memrl_bench.methods.memrl import MemRL
+
+    real_learn = MemRL.learn
+    for crash_at in crash_points:
+        calls = {"n": 0}
+
+        def crashing_learn(self, batch, _at=crash_at, _calls=calls):
+            _calls["n"] += 1
+            if _calls["n"] == _at:
+                raise KeyboardInterrupt("simulated crash")
+            return real_learn(self, batch)
+
+        monkeypatch.setattr(MemRL, "learn", crashing_learn)
+        with pytest.raises(KeyboardInterrupt):
+            run(cfg, folder)
+    monkeypatch.setattr(MemRL, "learn", real_learn)
+    run(cfg, folder)
 
 
 def record(task: str, epoch: int, success: bool, phase: str = "train", **extra) -> EpisodeRecord:

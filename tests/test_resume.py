@@ -13,7 +13,7 @@ import pytest
 
 from memrl_bench.runner import ConfigMismatchError, run
 from memrl_bench.types import strip_measured
-from tests.helpers import config, run_to
+from tests.helpers import config, crash_in_learn_then_resume, run_to
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,25 +25,9 @@ def stripped(folder: Path) -> list[dict]:
 @pytest.mark.parametrize("checkpoint_interval_s", [0.0, 1e9])  # a checkpoint every batch; or only at epoch ends (learn replayed)
 @pytest.mark.parametrize("drift", [None, {"epoch": 2}])  # the drift protocol replays the changed tasks
 def test_crash_inside_a_batch_then_resume_equals_uninterrupted(tmp_path, monkeypatch, checkpoint_interval_s, drift):
-    from memrl_bench.methods.memrl import MemRL
-
     cfg = config(protocol={"checkpoint_interval_s": checkpoint_interval_s, **({"drift": drift} if drift else {})})
     _, reference = run_to(tmp_path, "reference", cfg)
-    real_learn = MemRL.learn
-    for crash_at in (2, 5, 4):  # learn() calls counted per attempt, replays included
-        calls = {"n": 0}
-
-        def crashing_learn(self, batch, _at=crash_at, _calls=calls):
-            _calls["n"] += 1
-            if _calls["n"] == _at:
-                raise KeyboardInterrupt("simulated crash")
-            return real_learn(self, batch)
-
-        monkeypatch.setattr(MemRL, "learn", crashing_learn)
-        with pytest.raises(KeyboardInterrupt):
-            run(cfg, tmp_path / "resumed")
-    monkeypatch.setattr(MemRL, "learn", real_learn)
-    run(cfg, tmp_path / "resumed")
+    crash_in_learn_then_resume(monkeypatch, cfg, tmp_path / "resumed", (2, 5, 4))  # learn() calls counted per attempt, replays included
     assert stripped(tmp_path / "resumed") == stripped(reference)
 
 

@@ -11,7 +11,7 @@ from memrl_bench.methods.none import NoMemory
 from memrl_bench.protocol import build_schedule, epoch_order
 from memrl_bench.runner import run
 from memrl_bench.types import Episode, Task
-from tests.helpers import config, record
+from tests.helpers import config, crash_in_learn_then_resume, record
 
 # a checkpoint only at epoch ends: with one task per batch, one after every batch is most of a stream's time
 STREAM = {"name": "streaming", "epochs": 1, "batch_size": 1, "validate_every_epoch": False, "test_at_end": False, "streaming": True, "checkpoint_interval_s": 1e9}
@@ -136,24 +136,11 @@ def test_a_replay_run_retests_with_memory_frozen_and_reports_forgetting(tmp_path
 # no checkpoint inside an epoch: the resume replays learn() from the log (with the flips, for repair)
 @pytest.mark.parametrize("protocol, crash_at", [(REPLAY, 23), (REPAIR, 4)])  # after the second replay point; epoch 2's second batch
 def test_a_run_interrupted_then_resumed_equals_uninterrupted(tmp_path, monkeypatch, protocol, crash_at):
-    from memrl_bench.methods.memrl import MemRL
     from memrl_bench.types import strip_measured
 
     cfg = config(protocol=protocol | {"checkpoint_interval_s": 1e9})
     run(cfg, tmp_path / "reference")
-    real_learn, calls = MemRL.learn, {"n": 0}
-
-    def crashing_learn(self, batch):
-        calls["n"] += 1
-        if calls["n"] == crash_at:
-            raise KeyboardInterrupt("simulated crash")
-        return real_learn(self, batch)
-
-    monkeypatch.setattr(MemRL, "learn", crashing_learn)
-    with pytest.raises(KeyboardInterrupt):
-        run(cfg, tmp_path / "resumed")
-    monkeypatch.setattr(MemRL, "learn", real_learn)
-    run(cfg, tmp_path / "resumed")
+    crash_in_learn_then_resume(monkeypatch, cfg, tmp_path / "resumed", [crash_at])
     assert [strip_measured(r) for r in log(tmp_path / "resumed")] == [strip_measured(r) for r in log(tmp_path / "reference")]
 
 
