@@ -289,3 +289,25 @@ def test_study_command_runs_its_presets_then_writes_the_findings(tmp_path):
     overrides = [dict(o.split("=", 1) for o in yaml.safe_load((p.parent / ".hydra" / "overrides.yaml").read_text()) if not o.startswith(("+", "hydra", "results_dir", "progress"))) for p in logs]
     varied = {k for k in set().union(*overrides) if len({o.get(k) for o in overrides}) > 1}
     assert varied and varied <= set(frame.columns) | {"method"}, varied - set(frame.columns)
+
+
+@pytest.mark.slow
+def test_the_readme_drift_study_commands_write_the_findings_and_the_report(tmp_path):
+    """README "Drift": `memrl-bench +experiment=drift_study` then `memrl-bench-report results/drift`,
+    cut down to a small world, one task order and one seed."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    small = ["env.tasks.train=10", "env.tasks.validation=4", "env.tasks.test_in_distribution=4", "env.tasks.test_out_of_distribution=4",
+             "protocol.epochs=3", "++protocol.drift.epoch=2", "++protocol.drift.window=5", "protocol.batch_size=5", "task_order_seed=0", "seed=0"]
+    study = subprocess.run([sys.executable, "-m", "memrl_bench", "+experiment=drift_study", "study.workers=1", f"results_dir={tmp_path}", "progress=false", *small],
+                           cwd=root, capture_output=True, text=True)
+    assert study.returncode == 0, study.stderr
+    assert len(list((tmp_path / "drift").glob("*/*/COMPLETE"))) == 5  # none, rag, memrl, full_context; simplemem
+    findings = (tmp_path / "drift" / "findings.md").read_text()
+    for claim in ("Stale memories are kept", "MemRL adapts", "gain per"):
+        assert claim in findings, claim
+    report = subprocess.run([sys.executable, "-m", "memrl_bench.report", str(tmp_path / "drift")], cwd=root, capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr
+    assert "Drift" in (tmp_path / "drift" / "report" / "report.html").read_text()
