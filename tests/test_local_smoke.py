@@ -72,6 +72,6 @@ def test_the_readme_local_command_runs_as_written(tmp_path):
 
     report(tmp_path / "results" / "local_smoke")
     assert (tmp_path / "results" / "local_smoke" / "report" / "episodes" / "index.html").exists()
-    data = run_data(read_run(runs["env=llb_db"]), "env=llb_db", "memrl")
+    data = run_data(read_run(runs["env=llb_db"]), "env=llb_db")
     assert data["transcripts"] and all(e["has_transcript"] and e["acting"] for e in data["episodes"])
     assert all(call.get("completion") is not None for e in data["episodes"] for call in e["acting"])
