@@ -313,7 +313,7 @@ class Runner:
         """What learn() sees: each episode (its success flipped where the repair protocol corrupts it
         or the env's reward noise flips it) with its task, the task's key (keys are cached) and, when it was just played, its retrieval."""
         keys = self.keys_for(tasks, parts.embedder)
-        learned = [e if e.status == "poison" else _as_learned(streams.as_learned(e), parts.env) for e in episodes]
+        learned = [e if e.status == "poison" else streams.as_learned(e, parts.env.learned_success) for e in episodes]
         return [Experience(e, t, k, r) for e, t, k, r in zip(learned, tasks, keys, retrievals or [None] * len(episodes))]
 
     def _poison_batch(self, parts: RunParts, batch: Batch) -> list[Episode]:
@@ -409,13 +409,6 @@ class Runner:
         (hydra_dir / "config.yaml").write_text(OmegaConf.to_yaml({k: v for k, v in config.items() if k != "hydra"}))
         overrides = config.get("hydra", {}).get("overrides", [])
         (hydra_dir / "overrides.yaml").write_text(OmegaConf.to_yaml(list(overrides)))
-
-
-def _as_learned(episode: Episode, env: Env) -> Episode:
-    """The episode with the success the method learns from (env.learned_success: reward
-    noise); a copy when that differs, so the logged episode keeps its true success."""
-    success = env.learned_success(episode.episode_id, episode.success)
-    return episode if success == episode.success else dataclasses.replace(episode, success=success, reward=float(success))
 
 
 def _phase_ends(schedule: list[Batch], i: int) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -57,12 +58,13 @@ def replay_sample(learned: list[Task], config: ProtocolConfig, point: int) -> li
     return [learned[i] for i in chosen]
 
 
-def as_learned(episode: Episode) -> Episode:
-    """The episode as learn() sees it: a copy with success and reward flipped (reward 1.0 for
-    a flipped success, else 0.0) when the log marks it corrupted; else the episode itself."""
-    if not episode.info.get(FLIPPED):
-        return episode
-    return dataclasses.replace(episode, success=not episode.success, reward=float(not episode.success))
+def as_learned(episode: Episode, learned_success: Callable[[str, bool], bool] = lambda _id, success: success) -> Episode:
+    """The episode as learn() sees it: its success flipped where the log marks it corrupted
+    (repair), then passed through the env's `learned_success` (Env.learned_success: reward
+    noise); a copy with reward 1.0 / 0.0 when that differs, else the episode itself (the log
+    keeps the true success)."""
+    success = learned_success(episode.episode_id, episode.success != bool(episode.info.get(FLIPPED)))
+    return episode if success == episode.success else dataclasses.replace(episode, success=success, reward=float(success))
 
 
 # ---- metrics ---------------------------------------------------------------------
