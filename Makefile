@@ -37,5 +37,5 @@ test-slow: install
 lint: install
 	$(BIN)/ruff check .
 
-clean:
-	rm -rf results .pytest_cache
+clean:  # what `make demo` and the tests wrote; never the shipped studies in results/
+	rm -rf results/demo .pytest_cache

