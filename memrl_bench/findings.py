@@ -1011,3 +1011,26 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def comparison_table(sections: list[tuple[str, list[dict]]]) -> str:
+    """One Markdown table of the claims' verdicts side by side, a column pair per section
+    (title, findings): the deciding row's value and the verdict, or why it is not measured.
+    The README's findings table is this table (scripts/readme_findings.py writes it)."""
+    cell = lambda text: str(text).replace("|", "\\|")  # noqa: E731
+    header = "| claim | " + " | ".join(f"{cell(title)} | verdict" for title, _ in sections) + " |"
+    lines = [header, "|---|" + "---|---|" * len(sections)]
+    by_id = [{f["id"]: f for f in found} for _, found in sections]
+    order = [f for f in sections[0][1] if not f["id"].startswith("drift")] if sections else []
+    for claim in order:
+        cells = []
+        for found in by_id:
+            f = found.get(claim["id"])
+            primary = next((r for r in f["rows"] if r.get("primary")), None) if f else None
+            if primary is None:
+                why = "not run" if f is None else ("needs ground truth (synthetic only)" if f["id"] in GROUND_TRUTH_CLAIMS and not f["label"].startswith("SYNTHETIC") else "not measured by these runs")
+                cells += [why, "–"]
+            else:
+                cells += [f"{cell(primary['label'])}: {primary['text']}", primary["verdict"]]
+        lines.append(f"| {cell(claim['claim'])} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
