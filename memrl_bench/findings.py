@@ -15,6 +15,13 @@ task order first, and arms are compared paired on the task order. On the synthet
 environment every number is a simulation with known ground truth, not an LLM result,
 and is labelled so.
 
+On an LLM env (the real-model study, `+experiment=critique_real`) the same claims are
+computed from the same measures where they need no ground truth, labelled with the model
+and the env; those that need to know which memories are harmful, their true utility or an
+oracle say so instead of a verdict. One claim is measured twice: whether memory beats no
+memory on held-out tasks, paired on the task order and on the test task (with the number of
+test tasks a ±0.10 interval needs at the spread measured).
+
 Three claims come from the drift study (`+experiment=drift_study`: protocol=drift, the
 runs of kind "drift", which the other claims leave out): stale memories are kept, MemRL
 adapts to drift faster than rag / mem0, and prompt-based memory gives more gain per
@@ -558,6 +565,8 @@ def findings(results_dir: Path, warn: Warn | None = warn_on_stderr, runs: list[R
         f["label"] = label
         if not label.startswith("SYNTHETIC") and not f["id"].startswith("drift"):
             f["presets"], f["study"] = REAL_MEASURED_BY.get(f["id"], ()), "critique_real"
+            for r in f["rows"]:  # an LLM env has no outcome temperature (the model's is in the label's config)
+                r["label"] = r["label"].replace(f", {_temp(0.0)}", "").replace(f" {_temp(0.0)}", "")
     return out
 
 

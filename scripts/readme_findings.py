@@ -1,9 +1,11 @@
 """Regenerate the README's findings table from the studies' run folders.
 
-    python scripts/readme_findings.py --synthetic results/critique_sensitivity --real results/critique_real
+    python scripts/readme_findings.py --study "SYNTHETIC critique study=results/critique" \
+        --study "SYNTHETIC sensitivity centre=results/critique_sensitivity" --study results/critique_real
 
-Reads each study as its own command writes its findings (the sensitivity study's claims at
-the centre of its grid), renders memrl_bench.findings.comparison_table and replaces the
+Reads each study (a column; its title before `=`, else its findings' label) as its own
+command computes its findings (the sensitivity study's claims at the centre of its grid),
+renders memrl_bench.findings.comparison_table and replaces the
 README's text between the markers `<!-- findings-table:start -->` and
 `<!-- findings-table:end -->`; prints the table.
 """
@@ -36,12 +38,15 @@ def replace_block(text: str, table: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--synthetic", type=Path, required=True, help="the synthetic study folder (critique_sensitivity)")
-    parser.add_argument("--real", type=Path, required=True, help="the real-model study folder (results/critique_real)")
+    parser.add_argument("--study", action="append", required=True, help="[TITLE=]FOLDER of a study, one column each, in order")
     parser.add_argument("--readme", type=Path, default=Path("README.md"))
     args = parser.parse_args()
-    real = study_findings(args.real)
-    table = comparison_table([("SYNTHETIC world, sensitivity centre", study_findings(args.synthetic)), (real[0]["label"] if real else "real model", real)])
+    columns = []
+    for spec in args.study:
+        title, _, folder = spec.rpartition("=")
+        found = study_findings(Path(folder))
+        columns.append((title or (found[0]["label"] if found else folder), found))
+    table = comparison_table(columns)
     args.readme.write_text(replace_block(args.readme.read_text(), table))
     print(table)
     return 0
