@@ -833,13 +833,15 @@ def _order_spread(study: Study) -> dict:
             overlap = retrieval_overlap(runs)
             if overlap:
                 rows.append(_row(f"{runs[0].arm}, {_temp(t)}: Jaccard of test retrievals across task orders", t_interval(overlap.values())))
+        # An LLM env has no P(success) to take the expectation of: its test SR is the measure there.
+        measure, name = ("test_expected_sr", "expected test SR") if any(r.measures.get("test_expected_sr") is not None for r in greedy) else ("test_sr", "test SR")
         for runs in explorers:
-            ratio = variance_ratio(by_method_seed(greedy, "test_expected_sr"), by_method_seed(runs, "test_expected_sr"))
-            rows.append(_row(f"variance of expected test SR across orders, memrl ε=0 / {runs[0].arm}, {_temp(t)} (F-interval)", ratio, +1, null=1.0, primary=t == 0 and runs is reference))
+            ratio = variance_ratio(by_method_seed(greedy, measure), by_method_seed(runs, measure))
+            rows.append(_row(f"variance of {name} across orders, memrl ε=0 / {runs[0].arm}, {_temp(t)} (F-interval)", ratio, +1, null=1.0, primary=t == 0 and runs is reference))
     return _finding(
         "order_dependence",
         "Where greedy MemRL ends up depends more on the task order than with exploration.",
-        "Spread across task orders (method seed fixed) of the expected test SR (mean P(success) on the in-distribution test split: the memory's effect without outcome noise), of test SR and of final training SR; the overlap of test retrievals across orders; and the ratio of across-order variances, ε=0 over each exploring variant, with its F-interval. Verdict on ε=0 / ε=0.1 at outcome temperature 0.",
+        "Spread across task orders (method seed fixed) of the expected test SR (mean P(success) on the in-distribution test split: the memory's effect without outcome noise), of test SR and of final training SR; the overlap of test retrievals across orders; and the ratio of across-order variances (of the expected test SR; of the test SR in an env without P(success)), ε=0 over each exploring variant, with its F-interval. Verdict on ε=0 / ε=0.1 at outcome temperature 0.",
         rows,
     )
 
@@ -956,13 +958,20 @@ def _row_verdict(r: dict) -> str:
     return r.get("verdict") or (f"interval {r['side']}" if "side" in r else "")
 
 
+def _shown(folder: Path) -> Path:
+    """A folder as the reader would type it: relative to the working directory when below it
+    (a shipped study's findings name results/..., not the machine it was rendered on)."""
+    folder = Path(folder).resolve()
+    return folder.relative_to(Path.cwd()) if folder.is_relative_to(Path.cwd()) else folder
+
+
 def render_markdown(found: list[dict], results_dir: Path) -> str:
     """The section as Markdown: the claims this folder measures first, then one line per claim it does not."""
     lines = [f"## {SECTION_TITLE}{_title_suffix(found)}", ""]
     if not found:
         return "\n".join(lines + [f"No complete runs under {results_dir}."]) + "\n"
     measured = [f for f in found if f["verdict"] != NOT_MEASURED]
-    lines += [f"All numbers: {found[0]['label']}. Means with 95% t-intervals over task orders (n); runs: {results_dir}. Each claim's verdict is that of the row marked (decides); other rows say where their interval lies.", ""]
+    lines += [f"All numbers: {found[0]['label']}. Means with 95% t-intervals over task orders (n); runs: {_shown(results_dir)}. Each claim's verdict is that of the row marked (decides); other rows say where their interval lies.", ""]
     cell = lambda text: str(text).replace("|", "\\|")  # noqa: E731
     for i, f in enumerate(measured, 1):
         lines += [f"### {i}. {f['claim']}", "", f"**Verdict: {f['verdict']}.** {f['measurement']}", "", "| measurement | value | verdict |", "|---|---|---|"]

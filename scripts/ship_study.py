@@ -2,11 +2,12 @@
 
     python scripts/ship_study.py /work/runs/cr/critique_real results/critique_real --cache /work/runs/cr_cache.sqlite
 
-Copies every run folder of the study (without its .lock), its findings.md / findings.html /
-timing.json, and the response cache as one SQLite file in rollback-journal mode (so that
+Copies every run folder of the study (without its .lock), its findings.md / findings.html,
+and the response cache as one SQLite file in rollback-journal mode (so that
 llm.cache_mode=read_only reads it in place, creating nothing beside it). Refuses to write
 into a destination that exists: a shipped study is replaced by deleting it first, by hand.
-Prints the facts the study's README states: model, server settings, machine, sizes.
+Prints the facts the study's README states: model, server settings, machine, sizes, and the
+study's timing.json (not shipped: replaying the study rewrites it with the replay's times).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def main() -> int:
     if not (args.study / "findings.md").is_file():
         print(f"ship_study: {args.study} has no findings.md: not a finished study", file=sys.stderr)
         return 2
-    shutil.copytree(args.study, args.dest, ignore=shutil.ignore_patterns(".lock", "report", "export"))
+    shutil.copytree(args.study, args.dest, ignore=shutil.ignore_patterns(".lock", "report", "export", "timing.json"))
     entries = copy_cache(args.cache, args.dest / "llm_cache.sqlite")
     manifests = sorted(args.dest.rglob("manifest.json"))
     model = json.loads(manifests[0].read_text()).get("model") if manifests else None
@@ -54,6 +55,7 @@ def main() -> int:
         "cache_bytes": (args.dest / "llm_cache.sqlite").stat().st_size,
         "shipped_bytes": size,
         "model": model,
+        "timing": json.loads((args.study / "timing.json").read_text()) if (args.study / "timing.json").is_file() else None,
         "machine": {"cpu": cpu, "cpus": os.cpu_count(), "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1), "platform": platform.platform()},
     }
     print(json.dumps(facts, indent=1))

@@ -166,8 +166,7 @@ def test_read_only_local_replays_from_the_cache_with_no_server_and_names_a_miss(
     """llm=local with cache_mode=read_only: answers come from entries a live local server's run
     wrote (same identity), no server is started, and an uncached prompt or count stops the run."""
     from memrl_bench import models
-    from memrl_bench.llm import CacheMissError
-    from memrl_bench.llm import local_server
+    from memrl_bench.llm import CacheMissError, local_server
     from memrl_bench.llm.client import open_local
     from memrl_bench.llm.fault_server import MODEL_ID
     from memrl_bench.llm.local_server import server_identity

@@ -54,6 +54,9 @@ def test_the_shipped_study_is_whole():
     models = {json.dumps(json.loads((r / "manifest.json").read_text())["model"]["model_sha256"]) for r in runs}
     assert len(models) == 1  # one model for the whole study
     assert (SHIPPED / "report" / "report.html").exists() and (SHIPPED / "report" / "episodes" / "index.html").exists()
+    # every claim a real env can measure is measured (none left "not measured" by a missing measure)
+    measured = {f["id"] for f in fd.findings(SHIPPED, warn=None) if f["verdict"] != fd.NOT_MEASURED}
+    assert measured == set(fd.REAL_MEASURED_BY)
 
 
 def test_the_readme_command_rerenders_the_findings_with_no_server(copy):
