@@ -483,7 +483,7 @@ MEASURED_BY = {
 REAL_MEASURED_BY = {
     "epoch1_lock_in": ("critique_real_methods",),
     "never_tested": ("critique_real_methods",),
-    "order_dependence": ("critique_real_methods", "critique_real_explore"),
+    "order_dependence": ("critique_real_methods", "critique_real_explore", "critique_real_bandit"),
     "memory_helps": ("critique_real_methods",),
     "runtime_learning": ("critique_real_methods", "critique_real_runtime"),
     "weak_baselines": ("critique_real_runtime",),

@@ -50,7 +50,7 @@ def copy(tmp_path_factory) -> Path:
 
 def test_the_shipped_study_is_whole():
     runs = sorted(p.parent for p in SHIPPED.rglob("manifest.json"))
-    assert len(runs) == 21 and all((r / "COMPLETE").exists() and (r / "transcripts.jsonl.gz").exists() for r in runs)
+    assert len(runs) == 24 and all((r / "COMPLETE").exists() and (r / "transcripts.jsonl.gz").exists() for r in runs)
     models = {json.dumps(json.loads((r / "manifest.json").read_text())["model"]["model_sha256"]) for r in runs}
     assert len(models) == 1  # one model for the whole study
     assert (SHIPPED / "report" / "report.html").exists() and (SHIPPED / "report" / "episodes" / "index.html").exists()
@@ -63,7 +63,7 @@ def test_the_readme_command_rerenders_the_findings_with_no_server(copy):
     assert f"\n{RERENDER}\n" in readme()
     result = memrl_bench(shlex.split(RERENDER)[1:], cwd=copy)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stderr.count("is complete; nothing to do") + result.stdout.count("is complete; nothing to do") == 21
+    assert result.stderr.count("is complete; nothing to do") + result.stdout.count("is complete; nothing to do") == 24
     assert (copy / "results" / "critique_real" / "findings.md").read_text() == (SHIPPED / "findings.md").read_text()
 
 
@@ -112,7 +112,7 @@ def test_the_gpu_command_composes_every_job_of_the_study():
     with composing():
         presets = list(compose(["+experiment=critique_real"]).study.presets)
     jobs = study_jobs(presets, ["results_dir=runs", *overrides])
-    assert len(jobs) == 21
+    assert len(jobs) == 24
     with composing():
         for job in jobs:
             cfg = OmegaConf.to_container(compose(job), resolve=True)
