@@ -128,7 +128,7 @@ def _run_study(cfg: DictConfig, overrides: list[str]) -> None:
     study_dir = results_dir / cfg.experiment_name
     study_dir.mkdir(parents=True, exist_ok=True)
     try:
-        timing = run_study(list(cfg.study.presets), results_dir, study_dir, passed_on(overrides), int(cfg.study.workers), bool(cfg.progress), list(cfg.study.get("grids") or []))
+        timing = run_study(list(cfg.study.presets), results_dir, study_dir, passed_on(overrides), int(cfg.study.workers), bool(cfg.progress), list(cfg.study.get("grids") or []), bool(cfg.study.get("in_order")))
     except StudyError as err:
         _exit(f"error: {err}", 2)
     print(f"{timing['runs']} runs in {timing['runs_wall_s']:.0f} s, findings in {timing['findings_wall_s']:.0f} s ({timing['workers']} workers)")

@@ -93,6 +93,8 @@ KEY_ROLES: dict[str, KeyRole] = {
     "protocol.replay_every": KeyRole.EVALUATION,
     "protocol.replay_tasks": KeyRole.EVALUATION,
     "protocol.replay_seed": KeyRole.EVALUATION,
+    "protocol.transfer_from": KeyRole.PLACE,  # where the source run is read: the manifest records its identity, which a resume checks
+    "protocol.transfer_source_env": KeyRole.EVALUATION,
 }
 NOT_RESULTS = (KeyRole.PLACE, KeyRole.OPERATION)  # roles of keys that cannot change a run's results
 
@@ -283,8 +285,8 @@ class DriftSettings(Settings):
 
 
 class ProtocolConfig(Settings):
-    name: str = Field("held_out", description="held_out, runtime_learning, streaming, replay or repair.")
-    epochs: int = Field(10, ge=1, description="Training epochs over the train split.")
+    name: str = Field("held_out", description="held_out, runtime_learning, streaming, replay, repair or transfer.")
+    epochs: int = Field(10, ge=0, description="Training epochs over the train split (0 only for transfer: no training).")
     batch_size: int = Field(32, ge=1, description="Episodes played against one memory state before learn() (MemRL: 32).")
     validate_every_epoch: bool = Field(True, description="Play the validation split after each epoch, memory frozen.")
     test_at_end: bool = Field(True, description="Play every test split once after training, memory frozen.")
@@ -306,6 +308,9 @@ class ProtocolConfig(Settings):
     corrupt_share: float = Field(0.0, ge=0, le=1, description="Repair: share of the training episodes of the corrupted phase whose success learn() sees flipped.")
     corrupt_epochs: int = Field(1, ge=1, description="Repair: epochs 1..corrupt_epochs are the corrupted phase, the rest the repair phase (true rewards).")
     corrupt_seed: int = Field(0, ge=0, description="Seed choosing the corrupted episodes of each epoch.")
+    # transfer (memrl_bench/transfer.py)
+    transfer_from: str | None = Field(None, description="Transfer: the source run's folder, or a folder of runs holding exactly one source for this run (null: no transfer).")
+    transfer_source_env: dict[str, Any] = Field(default_factory=dict, description="Transfer: env settings the source run's env must have, to choose among the runs of transfer_from.")
 
     @field_validator("max_tasks")
     @classmethod
@@ -324,7 +329,13 @@ class ProtocolConfig(Settings):
 
     @model_validator(mode="after")
     def _consistent(self) -> ProtocolConfig:
-        if self.poison_epoch > self.epochs:
+        if self.transfer_from in ("", _MISSING):
+            raise ValueError("protocol.transfer_from is required for protocol=transfer: the source run's folder, or a folder of runs holding one for this run")
+        if self.transfer_from is None and (self.epochs == 0 or self.transfer_source_env):
+            raise ValueError("protocol.epochs=0 and protocol.transfer_source_env belong to the transfer protocol: set protocol.transfer_from (protocol=transfer), or epochs >= 1")
+        if self.transfer_from is not None and (self.epochs != 0 or self.runtime_learning or self.streaming or self.corrupt_share > 0 or self.poison_share > 0 or not self.test_at_end):
+            raise ValueError("protocol.transfer_from tests a source run's memory frozen, with no training here: needs protocol.epochs=0, protocol.test_at_end=true, and no runtime learning, streaming, corruption or poison")
+        if self.epochs and self.poison_epoch > self.epochs:  # 0 epochs: a transfer run, which refuses poison above
             raise ValueError(f"protocol.poison_epoch={self.poison_epoch} is after the last epoch (protocol.epochs={self.epochs}): no poison would be fed")
         if self.epoch_order_seeds is not None and len(self.epoch_order_seeds) > self.epochs:
             raise ValueError(f"protocol.epoch_order_seeds has {len(self.epoch_order_seeds)} entries for {self.epochs} epochs")
@@ -500,6 +511,7 @@ class SyntheticSettings(EnvSettings):
     ood_match: float = Field(0.5, ge=0, le=1, description="Match between an OOD type and its parent training type.")
     outcome_temperature: float = Field(0.0, ge=0, description="0: deterministic outcome per (task, injected set); > 0: resampled per episode.")
     reward_flip_share: float = Field(0.0, ge=0, le=1, description="Reward noise: share of training episodes whose success the method learns flipped (seeded; the logged success stays true).")
+    task_types: list[int] | None = Field(None, min_length=1, description="The training types this world's train, validation and in-distribution test tasks are drawn from (null: all n_types); worlds of one seed with other type sets share their types' centres (the transfer protocol).")
 
     @field_validator("tasks")
     @classmethod
@@ -515,6 +527,12 @@ class SyntheticSettings(EnvSettings):
         if bounds[0] > bounds[1]:
             raise ValueError(f"must be [low, high] with low <= high, got {bounds}")
         return bounds
+
+    @model_validator(mode="after")
+    def _types_exist(self) -> SyntheticSettings:
+        if self.task_types is not None and (len(set(self.task_types)) != len(self.task_types) or not all(0 <= t < self.n_types for t in self.task_types)):
+            raise ValueError(f"env.task_types must be distinct types in 0..{self.n_types - 1} (env.n_types={self.n_types}), got {self.task_types}")
+        return self
 
 
 class DataEnvSettings(EnvSettings):

@@ -26,6 +26,9 @@ class ProtocolViolation(InputError, RuntimeError):
     """The run broke a rule of the fair protocol; it is stopped, not reported."""
 
 
+EPISODE_TAGS = ("train", "validation", "replay", "poison")  # how an episode id starts, but a test episode's (its split)
+
+
 @dataclass(frozen=True)
 class Batch:
     """A mini-batch of the schedule: these episodes share one memory state."""

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from memrl_bench import drift, interrupts, registry, streams
+from memrl_bench import drift, interrupts, registry, streams, transfer
 from memrl_bench import metrics as metrics_lib
 from memrl_bench.actors import Actor, EnvPool, Job
 from memrl_bench.config import ActorSettings, ConfigError, ConfigMismatchError, ProtocolConfig, config_error, config_hash, validate_config, validated
@@ -35,6 +35,7 @@ from memrl_bench.llm import ChatModel
 from memrl_bench.methods.base import Experience, MemoryMethod, MethodContext, Query, fingerprint
 from memrl_bench.progress import Progress, make_progress
 from memrl_bench.protocol import (
+    EPISODE_TAGS,
     Batch,
     ProtocolViolation,
     audit_provenance,
@@ -79,6 +80,7 @@ class RunParts:
     labels: list[str]
     llm: Any
     embedder: Any
+    source: transfer.Source | None = None  # the transfer protocol's source run
 
 
 class Runner:
@@ -96,10 +98,11 @@ class Runner:
         self.transcripts = TranscriptLog(run_dir, enabled=bool(cfg.get("transcripts", True)))
 
     # ---- building ---------------------------------------------------------------
-    def _build(self, stack: contextlib.ExitStack, protocol: ProtocolConfig) -> RunParts:
+    def _build(self, stack: contextlib.ExitStack, protocol: ProtocolConfig, source: transfer.Source | None) -> RunParts:
         cfg = self.cfg
         labels = ["runtime_learning"] if protocol.runtime_learning else []
         labels += ["drift"] if protocol.drift else []
+        labels += [transfer.LABEL] if source else []
         labels += check_backbone(cfg.get("llm", {}), protocol)
         labels += streams.labels(protocol)
 
@@ -112,13 +115,17 @@ class Runner:
             roles.pop("validation", None)
         if not protocol.test_at_end:
             roles["test"] = []
+        if source is not None:  # a transfer run trains nothing here: its train split is not even loaded
+            roles["train"] = None
         tasks: dict[str, list[Task]] = {}
         role_of: dict[str, str] = {}
-        for role, splits in roles.items():
-            for split in [splits] if isinstance(splits, str) else list(splits or []):
+        for role in roles:
+            for split in _role_splits(roles, role):
                 if split in role_of:
                     raise ProtocolViolation(f"env.roles: split {split!r} plays both {role_of[split]!r} and {role!r}; the splits overlap, and held-out evaluation needs them disjoint")
                 role_of[split] = role
+                if role == "test" and split in EPISODE_TAGS and (split != "validation" or roles.get("validation")):  # Batch.episode_id names a test episode by its split
+                    raise ConfigError(f"env.roles.test: split {split!r} cannot play test: its episodes would take the ids of the {split} phase's; give test other splits")
                 if split not in env.splits():
                     raise ConfigError(f"env.roles.{role}: split {split!r} does not exist in env {env.name!r}; valid: {', '.join(env.splits())}")
                 limit = protocol.max_tasks.get(role)
@@ -126,6 +133,9 @@ class Runner:
                 if not tasks[split]:
                     raise ConfigError(f"env {env.name!r} split {split!r} (role {role}) has no tasks")
         check_disjoint(tasks)
+        if source is not None:
+            transfer.check_held_out(source, {split: tasks[split] for split in _role_splits(roles, "test")})
+            env.memories_from(source.config["env"], seed=int(source.config["env"].get("seed", 0) or 0))
 
         llm_cfg = cfg.get("llm") or {"name": "none"}
         llm = self._given_llm or stack.enter_context(registry.get("llm", llm_cfg["name"])(llm_cfg))
@@ -145,10 +155,11 @@ class Runner:
         if actor_cls.needs_llm and llm is None:
             raise ConfigError(f"env {env.name!r} is played by an LLM: set llm=local or llm=openai (llm=none only suits the synthetic env)")
         actor = actor_cls(llm, settings, transcripts=self.transcripts.enabled)
-        return RunParts(env, method, actor, protocol, roles, tasks, labels, llm, embedder)
+        return RunParts(env, method, actor, protocol, roles, tasks, labels, llm, embedder, source)
 
     def _manifest(self, parts: RunParts, config: dict, digest: str) -> dict:
         return scrub_data({
+            **({"transfer": parts.source.identity()} if parts.source else {}),
             "config": config,
             "config_hash": digest,
             "git_commit": _git_commit(),
@@ -208,9 +219,12 @@ class Runner:
             self.folder.verify_complete(_expected_episodes(protocol, existing))
             print(f"memrl-bench: {self.folder.path} is complete; nothing to do")
             return self.folder.read_metrics() or {}
+        source = transfer.load_source(written) if protocol.transfer_from else None
+        if source is not None:
+            transfer.check_unchanged(source, (existing or {}).get("transfer"))
         with contextlib.ExitStack() as stack:
             stack.callback(interrupts.close_event_loop, self.loop)
-            parts = self._build(stack, protocol)
+            parts = self._build(stack, protocol, source)
             if not existing:
                 self.folder.write_manifest(self._manifest(parts, written, digest))
                 self._write_hydra_config(written)
@@ -219,11 +233,16 @@ class Runner:
                 schedule = drift.apply(schedule, parts.protocol.drift, parts.env.drifted)
             self._play(parts, schedule)
             records = episode_records(self.folder.read_episodes(), self.folder.episodes_path)
-            audit_provenance(parts.method.items(), {r.episode_id for r in records if r.phase == "train"}, parts.roles["train"])
+            if source is not None:
+                transfer.audit(parts.method.items(), source)
+            else:
+                audit_provenance(parts.method.items(), {r.episode_id for r in records if r.phase == "train"}, parts.roles["train"])
             final = self.folder.save_snapshot("final", parts.method.snapshot)
             metrics = metrics_lib.compute(records, memory_items(final), labels=parts.labels, protocol=parts.protocol)
             if parts.protocol.drift:
                 metrics["drift"] = drift.metrics(records, parts.protocol.drift)
+            if source is not None:
+                metrics["transfer"] = transfer.metrics(records, source, memory_items(final), _role_splits(parts.roles, "test"))
             for line in metrics_lib.similarity_warnings(metrics.get("retrieval_similarity", {})):
                 print(line, file=sys.stderr)
             self.folder.write_metrics(metrics)
@@ -242,6 +261,8 @@ class Runner:
         if logged_keys != [b.key for b in schedule[: len(logged_keys)]]:
             raise CorruptRunFolderError(f"{self.folder.episodes_path} is not a prefix of this run's schedule")
         done = len(logged_keys)
+        if parts.source is not None:  # the transfer protocol: memory starts as the source left it (verified by load_source)
+            parts.method.restore(parts.source.final)
         position = self._restore(parts.method, schedule, done)
         pool = EnvPool(parts.env, size=int(self.cfg.get("llm", {}).get("max_concurrency", 1) or 1))
         progress = self._progress(sum(b.size for b in schedule), sum(b.size for b in schedule[:done]))
@@ -409,6 +430,12 @@ class Runner:
         (hydra_dir / "config.yaml").write_text(OmegaConf.to_yaml({k: v for k, v in config.items() if k != "hydra"}))
         overrides = config.get("hydra", {}).get("overrides", [])
         (hydra_dir / "overrides.yaml").write_text(OmegaConf.to_yaml(list(overrides)))
+
+
+def _role_splits(roles: dict[str, Any], role: str) -> list[str]:
+    """The splits playing `role` (a role names one split or a list of them)."""
+    splits = roles.get(role)
+    return [splits] if isinstance(splits, str) else list(splits or [])
 
 
 def _phase_ends(schedule: list[Batch], i: int) -> bool:

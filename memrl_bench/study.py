@@ -96,8 +96,9 @@ def study_jobs(presets: list[str], common: list[str], grids: list[str] | None = 
     return list({tuple(sorted(job)): job for job in jobs}.values())
 
 
-def run_study(presets: list[str], results_dir: Path, study_dir: Path, overrides: list[str], workers: int, progress: bool = False, grids: list[str] | None = None) -> dict:
-    """Every preset's jobs (on every grid) in `workers` processes, then the findings in `study_dir`; the timings."""
+def run_study(presets: list[str], results_dir: Path, study_dir: Path, overrides: list[str], workers: int, progress: bool = False, grids: list[str] | None = None, in_order: bool = False) -> dict:
+    """Every preset's jobs (on every grid) in `workers` processes, then the findings in `study_dir`; the timings.
+    `in_order`: each preset's jobs finish before the next preset's start (a later preset reads an earlier one's runs: transfer)."""
     from tqdm import tqdm
 
     from memrl_bench import sensitivity
@@ -106,12 +107,13 @@ def run_study(presets: list[str], results_dir: Path, study_dir: Path, overrides:
 
     started = time.perf_counter()
     common = [f"results_dir={results_dir}", "progress=false", *overrides]  # _SET_BY_STUDY
-    jobs = study_jobs(presets, common, grids)
-    chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
+    stages = [study_jobs([preset], common, grids) for preset in presets] if in_order else [study_jobs(presets, common, grids)]
+    jobs = [job for stage in stages for job in stage]
     # fork: the workers inherit the imported harness instead of importing it again
     with ProcessPoolExecutor(max(1, workers), mp_context=multiprocessing.get_context("fork")) as pool, tqdm(total=len(jobs), unit="run", desc="critique study", disable=not progress) as bar:
-        for done in pool.map(run_jobs, chunks):
-            bar.update(done)
+        for stage in stages:
+            for done in pool.map(run_jobs, [stage[i : i + CHUNK] for i in range(0, len(stage), CHUNK)]):
+                bar.update(done)
     runs_done = time.perf_counter()
     runs = load_runs(study_dir)
     grid = sensitivity.phase_diagrams(runs)

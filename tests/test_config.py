@@ -12,13 +12,13 @@ from tests.helpers import composed
 
 CONF = Path(CONF_DIR)
 OPTIONS = {group: sorted(p.stem for p in (CONF / group).glob("*.yaml")) for group in ("env", "method", "llm", "embedder", "actor", "protocol")}
-NEEDS = {"llm=openai": ["llm.model=m"]}  # a mandatory value the YAML leaves to the command line
+NEEDS = {"llm=openai": ["llm.model=m"], "protocol=transfer": ["protocol.transfer_from=runs/source"]}  # a mandatory value the YAML leaves to the command line
 
 
 @pytest.mark.parametrize("choice", [f"{g}={o}" for g, options in OPTIONS.items() for o in options])
 def test_every_shipped_option_passes_its_model(choice):
     protocol = validate_config(composed(choice, *NEEDS.get(choice, [])))
-    assert protocol.epochs >= 1
+    assert protocol.epochs >= 1 or protocol.transfer_from == "runs/source"
 
 
 @pytest.mark.parametrize("preset", sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")))

@@ -33,6 +33,7 @@ LAYERS = {
     "memrl_bench.metrics": RULES,
     "memrl_bench.drift": RULES,
     "memrl_bench.streams": RULES,
+    "memrl_bench.transfer": RULES,
     "memrl_bench.prompts": RULES,
     "memrl_bench.vector_index": RULES,
     "memrl_bench.envs": PARTS,

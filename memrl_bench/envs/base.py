@@ -80,6 +80,13 @@ class Env(ABC):
         """The success a method learns from for a training episode (its logged success is
         `success`, always the true one); envs that model reward noise flip some of them."""
         return success
+
+    def memories_from(self, env_config: dict[str, Any], seed: int) -> None:
+        """The memories this run uses were written in the env `env_config` (with `seed`) describes:
+        the transfer protocol's source env. An LLM env reads a memory as text and needs nothing;
+        an env that values memories by their source task (the synthetic world) looks it up there."""
+        return None
+
     def drifted(self, task: Task, drift: DriftSettings) -> Task:
         """`task` as the environment plays it after the drift protocol's change (memrl_bench/drift.py):
         the same id, a changed world that keeps it solvable."""

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from memrl_bench.actors import Actor, EnvPool, Job
-from memrl_bench.config import DriftSettings, SyntheticSettings, validated
+from memrl_bench.config import ConfigError, DriftSettings, SyntheticSettings, validated
 from memrl_bench.drift import STALE, written_before
 from memrl_bench.envs.base import Env
 from memrl_bench.types import Outcome, RetrievedItem, Task, Turn
@@ -84,8 +84,9 @@ class SyntheticEnv(Env):
         for t in range(k, k + k_ood):
             self.match[t, self.parent[t]] = self.match[self.parent[t], t] = float(c["ood_match"])
         self._tasks: dict[str, list[Task]] = {}
+        in_distribution = np.array(c["task_types"]) if c["task_types"] is not None else np.arange(k)
         for split, n in c["tasks"].items():
-            types = np.arange(k, k + k_ood) if split == "test_out_of_distribution" else np.arange(k)
+            types = np.arange(k, k + k_ood) if split == "test_out_of_distribution" else in_distribution
             self._tasks[split] = [self._make_task(split, i, int(types[i % len(types)]), rng) for i in range(int(n))]
         self._by_id = {t.id: t for tasks in self._tasks.values() for t in tasks}
         train_types = np.array([t.data["task_type"] for t in self._tasks.get("train", [])])
@@ -96,6 +97,20 @@ class SyntheticEnv(Env):
         # A lesson's quality is a pure function of its episode; memories are injected many times.
         self.lesson_quality = functools.lru_cache(maxsize=1 << 16)(self.lesson_quality)
         self._current: Task | None = None
+        self._writer: SyntheticEnv = self  # the world the memories were written in (another one under the transfer protocol)
+        self._shared_types = True  # whether the writer's type t is this world's type t
+
+    def memories_from(self, env_config: dict[str, Any], seed: int) -> None:
+        """Memories come from another synthetic world (the transfer protocol): a memory's lesson is
+        valued in the world that wrote it, and its source type matches this world's types as this
+        world's match does when both worlds draw their types alike (same seed, n_types,
+        n_ood_types, intent_dim: same centres), else as unrelated types (cross_type_match)."""
+        if env_config.get("name") != self.name:
+            raise ConfigError(f"protocol.transfer_from: the synthetic world values a memory by the synthetic world that wrote it; the source run's env is {env_config.get('name')!r}")
+        writer = SyntheticEnv({k: v for k, v in env_config.items() if k not in ("name", "roles", "seed")}, seed=seed)
+        universe = ("n_types", "n_ood_types", "intent_dim")
+        self._writer = writer
+        self._shared_types = writer.seed == self.seed and all(writer.cfg[key] == self.cfg[key] for key in universe)
 
     def _make_task(self, split: str, index: int, task_type: int, rng: np.random.Generator) -> Task:
         intent = self.centres[task_type] + self.cfg["intent_noise"] * rng.normal(size=self.centres.shape[1]) / np.sqrt(self.centres.shape[1])
@@ -149,13 +164,14 @@ class SyntheticEnv(Env):
         drift change (`drift`: a changed task's data["drift"]) flipped lessons count negated.
 
         """
-        source = self._by_id.get(item.source_task_id)
+        source = self._writer._by_id.get(item.source_task_id)
         if source is None:  # a memory this world did not write (e.g. injected poison) has no effect
             return 0.0
-        quality = self._true_quality(item)
+        quality = self._writer._true_quality(item)
         if drift is not None and self._flipped(item, source, drift):
             quality = -quality
-        return float(self.match[source.data["task_type"], task_type] * quality)
+        match = self.match[source.data["task_type"], task_type] if self._shared_types else self.cfg["cross_type_match"]
+        return float(match * quality)
 
     @staticmethod
     def _flipped(item: RetrievedItem, source: Task, drift: dict[str, Any]) -> bool:

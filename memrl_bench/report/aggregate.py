@@ -8,6 +8,7 @@ same tasks: a paired bootstrap over tasks.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass
 
@@ -192,7 +193,11 @@ def per_run_end(results: Results) -> pd.DataFrame:
     return table.join(results.runs.set_index("run")[RUN_COLUMNS[1:]]).reset_index()
 
 
-PROTOCOL_NUMBERS = ["stream_sr", "learning_gain", "stability_loss", "stream_gain_over_none", "replay_forgetting_rate", "sr_after_corruption", "sr_after_repair", "repair_gain", "error_robustness", "net_recovery"]
+PROTOCOL_NUMBERS = [
+    "stream_sr", "learning_gain", "stability_loss", "stream_gain_over_none", "replay_forgetting_rate",
+    "sr_after_corruption", "sr_after_repair", "repair_gain", "error_robustness", "net_recovery",
+    "transfer_sr", "transfer_injected_share", "transfer_gain",
+]  # fmt: skip
 
 
 def _twin_key(run, drop: tuple[str, ...]) -> str:
@@ -202,18 +207,22 @@ def _twin_key(run, drop: tuple[str, ...]) -> str:
 
 
 def protocol_numbers(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per run of the streaming, replay and repair protocols (memrl_bench.streams): its headline
-    numbers, and those paired with a twin run of the folder of the same seeds.
+    """Per run of the streaming, replay, repair and transfer protocols (memrl_bench.streams,
+    memrl_bench.transfer): its headline numbers, and those paired with a twin run of the
+    folder of the same seeds.
 
     stream_gain_over_none: the stream's SR minus that of the `none` run on the same stream
     (every setting but the method's equal): forward transfer within the env, each task
     scored with the memory of every earlier task against no memory (AgentMemoryBench's
     forward transfer gain, with the whole prefix as the memory). error_robustness and
     net_recovery: streams.against_clean with the run's clean twin (the same settings with
-    protocol.corrupt_share 0).
+    protocol.corrupt_share 0). transfer_sr: the SR on the run's first test split with the
+    source's memory; transfer_gain: it minus that of the `none` run of the same command
+    (AgentMemoryBench's transfer gain, P_transfer - P_baseline with the zero-shot agent).
     """
     rows: dict[str, dict[str, float | None]] = {}
     stream_sr: dict[str, float] = {}
+    transfer_sr: dict[str, float] = {}
     clean: dict[str, dict] = {}
     for run in runs.itertuples():
         m = run.protocol_metrics
@@ -226,6 +235,10 @@ def protocol_numbers(runs: pd.DataFrame) -> pd.DataFrame:
                 stream_sr[_twin_key(run, ("method",))] = s["success_rate"]
         if r := m.get("replay"):
             row["replay_forgetting_rate"] = r["forgetting_rate"]
+        if t := m.get("transfer"):
+            row |= {"transfer_sr": t["test_success"][t["test_split"]], "transfer_injected_share": t["test_injected_share"][t["test_split"]]}
+            if run.method == BASELINE_METHOD:
+                transfer_sr[_twin_key(run, ("method",))] = row["transfer_sr"]
         if r := m.get("repair"):
             row |= {k: r[k] for k in ("sr_after_corruption", "sr_after_repair", "repair_gain")}
             if not (run.config.get("protocol") or {}).get("corrupt_share"):
@@ -236,7 +249,54 @@ def protocol_numbers(runs: pd.DataFrame) -> pd.DataFrame:
             rows[run.run]["stream_gain_over_none"] = m["streaming"]["success_rate"] - none
         if "repair" in m and (run.config.get("protocol") or {}).get("corrupt_share") and (twin := clean.get(_twin_key(run, ("protocol.corrupt_share",)))):
             rows[run.run] |= streams.against_clean(m["repair"], twin)
+        if "transfer" in m and run.method != BASELINE_METHOD and (none := transfer_sr.get(_twin_key(run, ("method",)))) is not None:
+            rows[run.run]["transfer_gain"] = rows[run.run]["transfer_sr"] - none
     return pd.DataFrame.from_dict(rows, orient="index", columns=PROTOCOL_NUMBERS).astype("float64")
+
+
+TRANSFER_COLUMNS = ["arm", "source", "target", "n", "mean", "ci_low", "ci_high", "transfer_sr"]
+
+
+def env_labels(configs: list[dict]) -> list[str]:
+    """A short name of each env config, among these: its name, and the settings in which it
+    differs from the configs of the same env."""
+    flat = [leaves(c) for c in configs]
+    varied: dict[str, list[str]] = {}
+    for name in {str(c.get("name")) for c in configs}:
+        same = [f for c, f in zip(configs, flat) if str(c.get("name")) == name]
+        varied[name] = sorted(k for k in set().union(*same) if k not in ("name", "roles") and len({repr(f.get(k)) for f in same}) > 1)
+
+    def shown(config: dict, dotted: str) -> str:  # as written (leaves' values are canonical: 0 -> 0.0)
+        for part in dotted.split("."):
+            config = config.get(part) if isinstance(config, dict) else None
+        return json.dumps(config) if isinstance(config, (list, dict)) else str(config)
+
+    return [" ".join([str(c.get("name")), *(f"{k}={shown(c, k)}" for k in varied[str(c.get("name"))])]) for c in configs]
+
+
+def transfer_matrix(results: Results, numbers: pd.DataFrame) -> pd.DataFrame:
+    """The transfer matrix: per method arm, source env and target env, the transfer gain over
+    `none` (protocol_numbers' transfer_gain) as a mean with a 95% t-interval over the replicate
+    runs, and the mean transfer SR. Envs are named by what tells them apart here (env_labels)."""
+    runs = results.runs[results.runs["complete"]]
+    runs = runs[[bool(m.get("transfer")) and r in numbers.index and not np.isnan(numbers.loc[r, "transfer_gain"]) for r, m in zip(runs["run"], runs["protocol_metrics"])]]
+    if runs.empty:
+        return pd.DataFrame(columns=TRANSFER_COLUMNS)
+    sources = [m["transfer"]["source_env"] or {} for m in runs["protocol_metrics"]]
+    targets = [c["env"] for c in runs["config"]]
+    labels = env_labels(sources + targets)
+    frame = pd.DataFrame({
+        "arm": [results.places[v].arm for v in runs["variant"]],
+        "source": labels[: len(runs)],
+        "target": labels[len(runs) :],
+        "gain": numbers.loc[runs["run"], "transfer_gain"].to_numpy(),
+        "transfer_sr": numbers.loc[runs["run"], "transfer_sr"].to_numpy(),
+    })
+    rows = []
+    for (arm, source, target), cell in frame.groupby(["arm", "source", "target"], sort=True):
+        interval = t_interval(cell["gain"])
+        rows.append({"arm": arm, "source": source, "target": target, "n": interval.n, "mean": interval.mean, "ci_low": _nan(interval.low), "ci_high": _nan(interval.high), "transfer_sr": float(cell["transfer_sr"].mean())})
+    return pd.DataFrame(rows, columns=TRANSFER_COLUMNS)
 
 
 GAIN_COLUMNS = ["variant", "method", "baseline", "gain_mean", "gain_low", "gain_high", "tasks", "pairs", "injected_tokens", "memory_calls_per_episode"]
@@ -323,6 +383,7 @@ class Aggregates:
     per_run_end: pd.DataFrame
     end: pd.DataFrame  # per_run_end's numbers over seeds (complete runs only)
     gain_cost: pd.DataFrame  # test SR gain over `none` beside the memory's cost, per variant
+    transfer: pd.DataFrame  # the transfer matrix (transfer_matrix)
 
 
 def aggregate(results: Results) -> Aggregates:
@@ -340,4 +401,5 @@ def aggregate(results: Results) -> Aggregates:
         per_run_end=end,
         end=end_over_seeds,
         gain_cost=gain_and_cost(results, end_over_seeds),
+        transfer=transfer_matrix(results, protocol_numbers(results.runs)),
     )

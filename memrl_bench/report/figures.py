@@ -419,7 +419,7 @@ def gain_cost_figure(results: Results, agg: Aggregates, styles: Styles) -> Figur
     return Figure("gain_cost", title, _svg(fig, "gain_cost"))
 
 
-# ---- the streaming, replay and repair protocols (memrl_bench.streams) ---------------------
+# ---- the streaming, replay, repair and transfer protocols (memrl_bench.streams, memrl_bench.transfer) ----
 
 
 def _protocol_runs(results: Results, section: str, styles: Styles) -> dict[str, list[dict]]:
@@ -485,6 +485,40 @@ def repair_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
     return _protocol_figure("repair", title, _protocol_runs(results, "repair", styles), draw, "epoch", "validation SR %", styles, "no repair run (protocol=repair)")
 
 
+def transfer_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
+    """The transfer matrix as heatmaps, a panel per method: rows the env the memory was learned
+    in, columns the env it was tested in; each cell its gain over none with its interval."""
+    title = "Transfer matrix: test SR gain over none (pp) of a memory learned in one env (rows) and tested, frozen, in another (columns); ▲ / ▼: the 95% interval lies above / below 0"
+    matrix = agg.transfer
+    if matrix.empty:
+        return Figure("transfer", title, None, "no transfer run with a none twin (protocol=transfer)")
+    arms = list(dict.fromkeys(matrix["arm"]))
+    sources, targets = sorted(set(matrix["source"])), sorted(set(matrix["target"]))
+    scale = float(np.nanmax(np.abs(100 * matrix["mean"]))) or 1.0
+    fig, axes = plt.subplots(1, len(arms), figsize=(max(4.5, 1.6 * len(targets) + 2.5) * len(arms), 1.0 * len(sources) + 2.0), squeeze=False)
+    for ax, arm in zip(axes[0], arms):
+        cells = matrix[matrix["arm"] == arm].set_index(["source", "target"])
+        means = np.full((len(sources), len(targets)), np.nan)
+        for i, source in enumerate(sources):
+            for j, target in enumerate(targets):
+                if (source, target) not in cells.index:
+                    ax.text(j, i, "not run", ha="center", va="center", fontsize=7.5)
+                    continue
+                c = cells.loc[(source, target)]
+                means[i, j] = 100 * c["mean"]
+                mark = " ▲" if c["ci_low"] > 0 else " ▼" if c["ci_high"] < 0 else ""
+                spread = f"\n[{100 * c['ci_low']:+.1f}, {100 * c['ci_high']:+.1f}]" if not np.isnan(c["ci_low"]) else ""
+                ax.text(j, i, f"{100 * c['mean']:+.1f}{mark}{spread}", ha="center", va="center", fontsize=7.5, color="white" if abs(means[i, j]) > 0.6 * scale else "black")
+        ax.imshow(means, cmap="RdBu_r", vmin=-scale, vmax=scale, aspect="auto")
+        ax.set_xticks(range(len(targets)), [textwrap.fill(t, 18) for t in targets], fontsize=7.5)
+        ax.set_yticks(range(len(sources)), [textwrap.fill(t, 22) for t in sources], fontsize=7.5)
+        ax.set_xlabel("tested in (target)")
+        ax.set_ylabel("learned in (source)")
+        ax.set_title(arm, fontsize=10)
+    fig.tight_layout()
+    return Figure("transfer", title, _svg(fig, "transfer"))
+
+
 FIGURES: dict[str, Callable[[Results, Aggregates, Styles], Figure]] = {
     "axes": axes_figure,
     "sr_csr": sr_csr_figure,
@@ -498,6 +532,7 @@ FIGURES: dict[str, Callable[[Results, Aggregates, Styles], Figure]] = {
     "streaming": streaming_figure,
     "replay": replay_figure,
     "repair": repair_figure,
+    "transfer": transfer_figure,
 }
 
 

@@ -41,7 +41,7 @@ SWEEP_FILE = "multirun.yaml"
 USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "failures")
 
 
-PROTOCOL_METRICS = ("streaming", "replay", "repair")  # metrics.json sections of the streaming, replay and repair protocols (memrl_bench.streams)
+PROTOCOL_METRICS = ("streaming", "replay", "repair", "transfer")  # metrics.json sections of the streaming, replay, repair (memrl_bench.streams) and transfer (memrl_bench.transfer) protocols
 
 
 class ReportInputError(InputError, ValueError):

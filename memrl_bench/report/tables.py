@@ -245,18 +245,40 @@ PROTOCOL_COLUMNS = {
     "repair_gain": ("repair gain pp", 100, 1),
     "error_robustness": ("error robustness (vs clean twin) pp", 100, 1),
     "net_recovery": ("net recovery (vs clean twin) pp", 100, 1),
+    "transfer_sr": ("transfer: test SR with the source's memory %", 100, 1),
+    "transfer_injected_share": ("transfer: test episodes given a memory %", 100, 1),
+    "transfer_gain": ("transfer gain (vs none on the target) pp", 100, 1),
 }
 
 
 def protocol_table(results: Results, agg: Aggregates) -> Table | None:
-    """The streaming, replay and repair protocols' numbers (memrl_bench.streams; README, Protocols)."""
+    """The streaming, replay, repair and transfer protocols' numbers (memrl_bench.streams, memrl_bench.transfer; README, Protocols)."""
     if not results.runs["protocol_metrics"].map(bool).any():
         return None
     note = (
-        "Streaming, replay and repair protocols (memrl_bench/streams.py defines each number). Paired numbers need a twin run of the same "
-        "seeds in the folder: the none run on the same stream, or the same repair config with protocol.corrupt_share=0."
+        "Streaming, replay, repair and transfer protocols (memrl_bench/streams.py and transfer.py define each number). Paired numbers need a twin run "
+        "of the same seeds in the folder: the none run on the same stream or target, or the same repair config with protocol.corrupt_share=0."
     )
-    return end_table(results, agg, "protocols", "Streaming, replay and repair", PROTOCOL_COLUMNS, note)
+    return end_table(results, agg, "protocols", "Streaming, replay, repair and transfer", PROTOCOL_COLUMNS, note)
+
+
+def transfer_table(results: Results, agg: Aggregates) -> Table | None:
+    """The transfer matrix in long form: per method, source env and target env, the transfer gain over none."""
+    if agg.transfer.empty:
+        return None
+    view = pd.DataFrame({
+        "method": agg.transfer["arm"],
+        "learned in (source)": agg.transfer["source"],
+        "tested in (target)": agg.transfer["target"],
+        "transfer gain over none pp": [fmt_interval(r.mean, r.ci_low, r.ci_high, int(r.n), 100, 1) for r in agg.transfer.itertuples()],
+        "test SR with the source's memory %": [f"{100 * sr:.1f}" for sr in agg.transfer["transfer_sr"]],
+    })
+    note = (
+        "protocol=transfer (memrl_bench/transfer.py): each source run's final memory tested, frozen, on the target's first test split; the gain is "
+        "that SR minus the none run's of the same command, over the replicate runs. A source tested on its own env repeats its held-out test (the diagonal). "
+        + INTERVAL_NOTE
+    )
+    return Table("transfer", "Transfer matrix", agg.transfer, view, note)
 
 
 def poison_table(results: Results, agg: Aggregates) -> Table | None:
@@ -373,6 +395,7 @@ def all_tables(results: Results, agg: Aggregates) -> dict[str, Table]:
         poison_table(results, agg),
         drift_table(results, agg),
         protocol_table(results, agg),
+        transfer_table(results, agg),
         gain_cost_table(results, agg),
         runs_table(results),
     ]
