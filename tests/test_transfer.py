@@ -273,3 +273,33 @@ def test_envs_are_named_by_what_tells_them_apart_among_their_own_kind():
 
     configs = [{"name": "llb_db", "statement_timeout_s": 5.0}, {"name": "llb_os", "workdir": "/"}, world([0, 1]), world([1, 2]), SMALL_WORLD]
     assert env_labels(configs) == ["llb_db", "llb_os", "synthetic task_types=[0, 1]", "synthetic task_types=[1, 2]", "synthetic task_types=None"]
+
+
+def test_transfer_gain_and_the_matrix_on_hand_built_runs():
+    """transfer_gain: SR with the source's memory minus the none run's of the same command (same
+    target, source and seeds); a matrix cell: its mean with a t-interval over the replicates."""
+    import math
+
+    import pandas as pd
+
+    from memrl_bench.report.aggregate import protocol_numbers, transfer_matrix
+    from memrl_bench.report.axes import Place
+    from memrl_bench.report.load import Results
+    from memrl_bench.stats import t_interval
+
+    def row(run: str, method: str, order: int, sr: float) -> dict:
+        cfg = {"method": {"name": method}, "env": world([1, 2]), "protocol": {"transfer_from": "sources"}, "seed": 0, "task_order_seed": order}
+        block = {"test_split": "iid", "test_success": {"iid": sr, "ood": 0.0}, "test_injected_share": {"iid": 0.5, "ood": 0.0}, "source_env": world([0, 1])}
+        return {"run": run, "method": method, "variant": method, "config": cfg, "seed": 0, "task_order_seed": order, "complete": True, "protocol_metrics": {"transfer": block}}
+
+    runs = pd.DataFrame([row("m0", "memrl", 0, 0.6), row("n0", "none", 0, 0.4), row("m1", "memrl", 1, 0.5), row("n1", "none", 1, 0.4), row("m2", "memrl", 2, 0.9)])
+    numbers = protocol_numbers(runs)
+    assert numbers.loc["m0", "transfer_gain"] == pytest.approx(0.2) and numbers.loc["m1", "transfer_gain"] == pytest.approx(0.1)
+    assert math.isnan(numbers.loc["m2", "transfer_gain"]) and math.isnan(numbers.loc["n0", "transfer_gain"])  # no none twin; the baseline itself
+    assert numbers.loc["m0", "transfer_sr"] == 0.6 and numbers.loc["m0", "transfer_injected_share"] == 0.5
+    places = {m: Place(m, m, None, None, ()) for m in ("memrl", "none")}
+    results = Results(root=Path("."), runs=runs, episodes=pd.DataFrame(), items=pd.DataFrame(), rates=pd.DataFrame(), places=places)
+    [cell] = transfer_matrix(results, numbers).to_dict("records")
+    expected = t_interval([0.2, 0.1])
+    assert (cell["arm"], cell["source"], cell["target"], cell["n"]) == ("memrl", "synthetic task_types=[0, 1]", "synthetic task_types=[1, 2]", 2)
+    assert (cell["mean"], cell["ci_low"], cell["ci_high"]) == pytest.approx((0.15, expected.low, expected.high)) and cell["transfer_sr"] == pytest.approx(0.55)
