@@ -178,8 +178,10 @@ class Run:
 
     @property
     def kind(self) -> str:
-        """held_out, held_out@k (k evaluation samples), runtime_learning, streaming (single pass, replay too), order (per-epoch orders), or drift."""
+        """held_out, held_out@k (k evaluation samples), runtime_learning, streaming (single pass, replay too), order (per-epoch orders), drift, or transfer."""
         p = self.protocol
+        if p.get("transfer_from"):
+            return "transfer"
         if p.get("drift"):
             return "drift"
         if p.get("runtime_learning"):
@@ -544,7 +546,10 @@ def findings(results_dir: Path, warn: Warn | None = warn_on_stderr, runs: list[R
         return []
     worlds: dict[str, list[Run]] = defaultdict(list)
     for r in runs:
-        worlds[_key({**json.loads(r.world_key), "env": without(r.config["env"], ("outcome_temperature",))})].append(r)
+        if r.kind != "transfer":  # a transfer run tests another run's memory: the report's transfer matrix shows it
+            worlds[_key({**json.loads(r.world_key), "env": without(r.config["env"], ("outcome_temperature",))})].append(r)
+    if not worlds:
+        return []
     study = Study(max(worlds.values(), key=len))  # one world per section; the largest
     label = "SYNTHETIC (simulation, not LLM results)" if all("synthetic" in r.labels for r in study.runs) else _real_label(study.runs[0].config)
     out = [
