@@ -224,5 +224,8 @@ def test_the_report_pairs_twins_and_draws_each_protocol(tmp_path):
     recovery = 100 * (corrupted["repair"]["sr_after_repair"] - clean["repair"]["sr_after_repair"])
     view = (tmp_path / "report" / "tables" / "protocols.md").read_text()
     assert f"| {gain:.1f} (n=1) |" in view and f"| {robustness:.1f} (n=1) | {recovery:.1f} (n=1) |" in view
+    page = (tmp_path / "report" / "report.html").read_text()
     for name in ("streaming", "replay", "repair"):
         assert (tmp_path / "report" / "figures" / f"{name}.svg").read_text().count("series-") >= 1
+        assert f'<figure id="fig-{name}">' in page  # the report page shows each protocol's figure
+    assert "fig-transfer" not in page and "Figure skipped" not in page.split('id="protocols"')[1].split("</section>")[0]

@@ -236,6 +236,8 @@ def test_the_report_pairs_each_transfer_with_none_and_fills_the_matrix(tmp_path)
         assert f"| memrl | synthetic task_types=[0, 1] | synthetic task_types={shown} | {gain:.1f} (n=1) |" in matrix
     assert "none |" not in matrix  # the baseline is what the others are measured against
     assert (tmp_path / "report" / "figures" / "transfer.svg").read_text().count("<svg") == 1
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert '<figure id="fig-transfer">' in page and "learned in (source)" in page and "fig-streaming" not in page
 
 
 def test_an_llm_run_transfers_text_memory_from_llb_db_to_mmlu(tmp_path):

@@ -51,6 +51,8 @@ SECTIONS = (
     ("poisoning", "Memory poisoning", ("poisoning",)),
     ("drift", "Drift", ("drift",)),
     ("gain_cost", "Gain against cost", ("fig:gain_cost", "gain_cost")),
+    # "fig?:" a figure shown only when drawn: a folder has runs of some of these protocols, not all
+    ("protocols", "Streaming, replay, repair and transfer", ("protocols", "fig?:streaming", "fig?:replay", "fig?:repair", "fig?:transfer", "transfer")),
 )
 LIST_COLUMNS = {"split hashes"}  # "a; b" cells shown one item per line
 TEXT_COLUMNS = {"variant", "metric", "labels", "run", "status", "model", "embedder", "split hashes", "config hash", "git commit"}
@@ -162,6 +164,9 @@ def render(results: Results, tables: dict[str, Table], figures: dict[str, Figure
         for part in parts:
             if part.startswith("fig:"):
                 content.append(figure_html(figures[part.removeprefix("fig:")]))
+            elif part.startswith("fig?:"):
+                if (figure := figures[part.removeprefix("fig?:")]).svg is not None:
+                    content.append(figure_html(figure))
             elif part in tables:
                 content.append(table_html(tables[part]))
         if content:
