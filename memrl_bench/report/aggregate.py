@@ -276,8 +276,8 @@ def env_labels(configs: list[dict]) -> list[str]:
 
 def transfer_matrix(results: Results, numbers: pd.DataFrame) -> pd.DataFrame:
     """The transfer matrix: per method arm, source env and target env, the transfer gain over
-    `none` (protocol_numbers' transfer_gain) as a mean with a 95% t-interval over the replicate
-    runs, and the mean transfer SR. Envs are named by what tells them apart here (env_labels)."""
+    `none` (`numbers`: protocol_numbers' columns by run) as a mean with a 95% t-interval over
+    the replicate runs, and the mean transfer SR. Envs are named by what tells them apart here (env_labels)."""
     runs = results.runs[results.runs["complete"]]
     runs = runs[[bool(m.get("transfer")) and r in numbers.index and not np.isnan(numbers.loc[r, "transfer_gain"]) for r, m in zip(runs["run"], runs["protocol_metrics"])]]
     if runs.empty:
@@ -401,5 +401,5 @@ def aggregate(results: Results) -> Aggregates:
         per_run_end=end,
         end=end_over_seeds,
         gain_cost=gain_and_cost(results, end_over_seeds),
-        transfer=transfer_matrix(results, protocol_numbers(results.runs)),
+        transfer=transfer_matrix(results, end.set_index("run")),  # per_run_end holds protocol_numbers' columns
     )

@@ -32,6 +32,7 @@ from matplotlib.colors import to_hex, to_rgb  # noqa: E402
 from memrl_bench.report.aggregate import Aggregates, q_utility_pairs, retrieval_counts  # noqa: E402
 from memrl_bench.report.load import LEARNING_PHASES, Results  # noqa: E402
 from memrl_bench.report.tables import RATE_NAMES, variant_order  # noqa: E402
+from memrl_bench.stats import Interval, side  # noqa: E402
 
 METHOD_COLOURS = {"none": "#7f7f7f", "rag": "#1f77b4", "memrl": "#d62728", "mem0": "#2ca02c", "memp": "#ff7f0e", "expel": "#9467bd"}
 OTHER_COLOURS = ("#8c564b", "#e377c2", "#17becf", "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173")
@@ -485,6 +486,19 @@ def repair_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
     return _protocol_figure("repair", title, _protocol_runs(results, "repair", styles), draw, "epoch", "validation SR %", styles, "no repair run (protocol=repair)")
 
 
+MARKS = {1: " ▲", -1: " ▼", 0: ""}  # a heatmap cell whose 95% interval lies above / below 0 (memrl_bench.stats.side)
+
+
+def annotated_heatmap(ax, means: np.ndarray, labels: list[list[str]], scale: float, origin: str = "upper") -> None:
+    """Cells coloured by value on a scale symmetric around 0 (red above, blue below), each with
+    its label ("not run" where it has none), white text on the deepest colours."""
+    ax.imshow(means, cmap="RdBu_r", vmin=-scale, vmax=scale, origin=origin, aspect="auto")
+    for i, row in enumerate(labels):
+        for j, text in enumerate(row):
+            dark = np.isfinite(means[i, j]) and abs(means[i, j]) > 0.6 * scale
+            ax.text(j, i, text or "not run", ha="center", va="center", fontsize=7.5, color="white" if dark else "black")
+
+
 def transfer_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
     """The transfer matrix as heatmaps, a panel per method: rows the env the memory was learned
     in, columns the env it was tested in; each cell its gain over none with its interval."""
@@ -499,17 +513,16 @@ def transfer_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure
     for ax, arm in zip(axes[0], arms):
         cells = matrix[matrix["arm"] == arm].set_index(["source", "target"])
         means = np.full((len(sources), len(targets)), np.nan)
+        labels = [["" for _ in targets] for _ in sources]
         for i, source in enumerate(sources):
             for j, target in enumerate(targets):
-                if (source, target) not in cells.index:
-                    ax.text(j, i, "not run", ha="center", va="center", fontsize=7.5)
-                    continue
-                c = cells.loc[(source, target)]
-                means[i, j] = 100 * c["mean"]
-                mark = " ▲" if c["ci_low"] > 0 else " ▼" if c["ci_high"] < 0 else ""
-                spread = f"\n[{100 * c['ci_low']:+.1f}, {100 * c['ci_high']:+.1f}]" if not np.isnan(c["ci_low"]) else ""
-                ax.text(j, i, f"{100 * c['mean']:+.1f}{mark}{spread}", ha="center", va="center", fontsize=7.5, color="white" if abs(means[i, j]) > 0.6 * scale else "black")
-        ax.imshow(means, cmap="RdBu_r", vmin=-scale, vmax=scale, aspect="auto")
+                if (source, target) in cells.index:
+                    c = cells.loc[(source, target)]
+                    interval = Interval(c["mean"], None if np.isnan(c["ci_low"]) else c["ci_low"], None if np.isnan(c["ci_high"]) else c["ci_high"], int(c["n"]))
+                    spread = f"\n[{100 * interval.low:+.1f}, {100 * interval.high:+.1f}]" if interval.low is not None else ""
+                    means[i, j] = 100 * interval.mean
+                    labels[i][j] = f"{means[i, j]:+.1f}{MARKS[side(interval) or 0]}{spread}"
+        annotated_heatmap(ax, means, labels, scale)
         ax.set_xticks(range(len(targets)), [textwrap.fill(t, 18) for t in targets], fontsize=7.5)
         ax.set_yticks(range(len(sources)), [textwrap.fill(t, 22) for t in sources], fontsize=7.5)
         ax.set_xlabel("tested in (target)")

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from memrl_bench.report.figures import _svg, plt
+from memrl_bench.report.figures import MARKS, _svg, annotated_heatmap, plt
 from memrl_bench.sensitivity import MEASURES, REFERENCE_EPSILON, Diagram, PhaseDiagrams
 from memrl_bench.stats import side
-
-MARKS = {1: " ▲", -1: " ▼", 0: ""}
 
 
 def heatmap_data(d: Diagram, measure: str) -> tuple[np.ndarray, list[list[str]]]:
@@ -36,11 +34,7 @@ def diagram_svg(d: Diagram) -> str:
     for ax, (measure, name) in zip(axes[0], MEASURES.items()):
         means, labels = heatmap_data(d, measure)
         scale = float(np.nanmax(np.abs(means))) if np.isfinite(means).any() else 1.0
-        ax.imshow(means, cmap="RdBu_r", vmin=-(scale or 1.0), vmax=scale or 1.0, origin="lower", aspect="auto")
-        for i, row in enumerate(labels):
-            for j, text in enumerate(row):
-                dark = np.isfinite(means[i, j]) and abs(means[i, j]) > 0.6 * scale  # white text on the deepest colours
-                ax.text(j, i, text or "not run", ha="center", va="center", fontsize=7.5, color="white" if dark else "black")
+        annotated_heatmap(ax, means, labels, scale or 1.0, origin="lower")
         ax.set_xticks(range(len(d.xs)), [f"{v:g}" for v in d.xs])
         ax.set_yticks(range(len(d.ys)), [f"{v:g}" for v in d.ys])
         ax.set_xlabel(d.x)
