@@ -240,6 +240,10 @@ def test_the_report_pairs_each_transfer_with_none_and_fills_the_matrix(tmp_path)
     assert '<figure id="fig-transfer">' in page and "learned in (source)" in page and "fig-streaming" not in page
 
 
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.mark.skipif(not (SHARED / "llb").exists() or not (SHARED / "mmlu").exists(), reason=f"shared LLB-DB and MMLU data not at {SHARED}")
 def test_an_llm_run_transfers_text_memory_from_llb_db_to_mmlu(tmp_path):
     """Control flow on real envs (real SQLite, the real MMLU files, MiniLM keys) with a scripted
     model: rag's LLB-DB memories, learned from SQL episodes, are injected, frozen, into MMLU
@@ -254,7 +258,7 @@ def test_an_llm_run_transfers_text_memory_from_llb_db_to_mmlu(tmp_path):
         text = "\n".join(m["content"] for m in messages if m["role"] != "system")
         return "Action: COMMIT" if "columns:" in text else "Action: SQL: SELECT * FROM " + re.findall(r"Table (\w+)\(", text)[-1]
 
-    shared = Path(__file__).resolve().parents[2] / "shared" / "data"
+    shared = SHARED
     source_cfg = config(method={"name": "rag"}, embedder={"name": "minilm"}, actor={"max_steps": 3}, protocol={"epochs": 1, "batch_size": 3, "validate_every_epoch": False, "test_at_end": False, "checkpoint_interval_s": 0})
     source_cfg["env"] = {"name": "llb_db", "data_dir": str(shared / "llb"), "tasks_per_split": 3}
     run(source_cfg, tmp_path / "source", llm=ScriptedChatModel(sql))
