@@ -258,13 +258,12 @@ def test_an_llm_run_transfers_text_memory_from_llb_db_to_mmlu(tmp_path):
         text = "\n".join(m["content"] for m in messages if m["role"] != "system")
         return "Action: COMMIT" if "columns:" in text else "Action: SQL: SELECT * FROM " + re.findall(r"Table (\w+)\(", text)[-1]
 
-    shared = SHARED
     source_cfg = config(method={"name": "rag"}, embedder={"name": "minilm"}, actor={"max_steps": 3}, protocol={"epochs": 1, "batch_size": 3, "validate_every_epoch": False, "test_at_end": False, "checkpoint_interval_s": 0})
-    source_cfg["env"] = {"name": "llb_db", "data_dir": str(shared / "llb"), "tasks_per_split": 3}
+    source_cfg["env"] = {"name": "llb_db", "data_dir": str(SHARED / "llb"), "tasks_per_split": 3}
     run(source_cfg, tmp_path / "source", llm=ScriptedChatModel(sql))
     answers = ScriptedChatModel(lambda messages: "Answer: A")
     cfg = config(method={"name": "rag"}, embedder={"name": "minilm"}, protocol=TRANSFER | {"batch_size": 4, "transfer_from": str(tmp_path / "source")})
-    cfg["env"] = {"name": "mmlu", "data_dir": str(shared / "mmlu"), "subjects": ["marketing"], "tasks_per_split": 4}
+    cfg["env"] = {"name": "mmlu", "data_dir": str(SHARED / "mmlu"), "subjects": ["marketing"], "tasks_per_split": 4}
     metrics = run(cfg, tmp_path / "target", llm=answers)
     learned = {i.content for i in read_run(tmp_path / "source").items}
     prompts = ["\n".join(m["content"] for m in call.messages) for call in answers.calls]
