@@ -179,6 +179,13 @@ class _LLMActor(Actor):
         return messages, kept, full - tokens
 
 
+def ended(info: dict[str, Any]) -> tuple[EpisodeStatus, bool]:
+    """(status, success) of an episode from its last step's info: an env that ended it with a
+    status of its own (`env_limit`, `tampered`: Env.step) scores it as a failure."""
+    status = info.get("status", "ok")
+    return status, status == "ok" and bool(info.get("success", False))
+
+
 def system_prompt(template: str, env: Env, memory_block: str) -> str:
     """The env's instructions, then the method's memory block (no section when empty)."""
     memory_section = f"\n\n{memory_block.strip()}" if memory_block.strip() else ""
@@ -373,7 +380,7 @@ class ReActActor(_LLMActor):
             if conversation is not None:
                 conversation.add(completion.text, observation)
             if done:
-                return "ok", bool(info.get("success", False))
+                return ended(info)
         return "step_limit", False
 
     def _messages(self, system: str, task: Task, first_observation: str, turns: list[Turn], info: dict[str, Any], shown: int) -> list[dict[str, str]]:
@@ -445,7 +452,7 @@ class SingleTurnActor(_LLMActor):
             return "parse_error", False
         observation, reward, _done, info = await rec.env(env.step, answer)
         rec.turn(answer, observation, float(reward), completion)
-        return "ok", bool(info.get("success", False))
+        return ended(info)
 
 
 def _cut_off(completion: str, answer_format: str) -> bool:

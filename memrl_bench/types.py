@@ -14,7 +14,11 @@ Phase = Literal["train", "validation", "test", "replay"]  # replay: learned stre
 # poison: an adversarial memory fed to learn() by the poisoning experiment, never scored.
 # context_exceeded: the prompt did not fit the model's context even without history (never
 # a task failure of the agent: reported per method).
-EpisodeStatus = Literal["ok", "step_limit", "llm_error", "env_error", "parse_error", "context_exceeded", "poison"]
+# env_limit: the environment stopped what the model's action started (a resource limit, or a
+# crash of the worker that ran it): the episode ends there, scored as a failure, counted per method.
+# tampered: the model's actions tampered with the check that decides success (a forged
+# success): scored as a failure whatever the check said, the patterns found in info["tampering"].
+EpisodeStatus = Literal["ok", "step_limit", "llm_error", "env_error", "parse_error", "context_exceeded", "poison", "env_limit", "tampered"]
 
 # Parts of an episode record that describe how the run went on this machine (wall
 # times, retries, cache hits) rather than what happened: the only parts allowed to

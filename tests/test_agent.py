@@ -419,3 +419,12 @@ def test_a_prompt_that_cannot_fit_is_a_context_refusal_not_a_task_failure() -> N
     outcome = play(ReActActor(llm, {"generation": {"max_tokens": 10}}), job(block=MEMORY_BLOCK))
     assert outcome.status == "context_exceeded" and not outcome.success and llm.calls == []
     assert "without any history turn" in outcome.error
+
+
+def test_an_env_status_ends_the_episode_as_a_failure_whatever_success_says():
+    from memrl_bench.agent import ended
+
+    assert ended({"success": True}) == ("ok", True)
+    assert ended({"success": False}) == ("ok", False)
+    assert ended({"success": True, "status": "tampered"}) == ("tampered", False)
+    assert ended({"status": "env_limit"}) == ("env_limit", False)

@@ -59,7 +59,10 @@ class Env(ABC):
     @abstractmethod
     def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
         """Apply one action: (observation, reward, done, info); info["success"] once done,
-        info["invalid_action"] true when the env did not understand the action (counted per episode)."""
+        info["invalid_action"] true when the env did not understand the action (counted per episode).
+        An env may end the episode with a status of its own, info["status"]: "env_limit" (a
+        resource limit or a crash of what ran the action) or "tampered" (the actions forged the
+        check's outcome; the patterns in info["tampering"]); such an episode scores 0."""
 
     def instructions(self) -> str:
         """What an LLM actor is told about this environment (system prompt)."""

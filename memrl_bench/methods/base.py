@@ -93,8 +93,10 @@ def end_reason(episode: Episode) -> str:
         return f"step limit: all {len(turns)} steps were used without finishing the task{unclear}"
     if episode.status == "parse_error":
         return "invalid answer: no answer could be read from the reply"
-    if episode.status in ("llm_error", "env_error", "context_exceeded"):
+    if episode.status in ("llm_error", "env_error", "context_exceeded", "env_limit"):
         return f"error: the episode was stopped by an error ({episode.error or episode.status})"
+    if episode.status == "tampered":
+        return "failure: the actions tampered with the task's check, so the episode counts as failed"
     last = turns[-1].observation.strip() if turns else ""
     return f"failure: the episode ended without solving the task (last observation: {last[:300]}){unclear}"
 

@@ -35,8 +35,11 @@ SETTING_ROLES = (KeyRole.ARM, KeyRole.CONDITION, KeyRole.EVALUATION)
 LEARNING_PHASES = ("train", "validation")  # phases scored every epoch (CSR, forgetting)
 RATE_COLUMNS = ("sr", "csr", "forgetting_rate", "forgetting_of_solved")
 STAGES = ("retrieve", "act", "env", "learn")
-# Per-episode counts of what the harness did around the model (agent.py), summed per run in the usage table.
-HARNESS_COUNTS = ("trimmed_tokens", "format_failures", "truncated_actions", "fuzzy_matched_actions", "context_refusals")
+# Per-episode counts of what the harness did around the model (agent.py), summed per run in the usage table:
+# counts the episode's info holds, then episodes ended with a status of their own (column -> status).
+INFO_COUNTS = ("trimmed_tokens", "format_failures", "truncated_actions", "fuzzy_matched_actions")
+STATUS_COUNTS = {"context_refusals": "context_exceeded", "env_limits": "env_limit", "tampered": "tampered"}
+HARNESS_COUNTS = (*INFO_COUNTS, *STATUS_COUNTS)
 SWEEP_FILE = "multirun.yaml"
 USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "failures")
 
@@ -142,8 +145,8 @@ def _episode_frame(records: list[EpisodeRecord], run: str) -> pd.DataFrame:
         "memory_op_errors": column(lambda r: r.memory_op_errors),
         "lesson_utility": column(lambda r: r.info.get("lesson_utility", np.nan) if r.info.get("synthetic") else np.nan),
         # what the harness did to the model's prompts and outputs (agent.py)
-        **{key: column(lambda r, key=key: r.info.get(key, 0)) for key in HARNESS_COUNTS if key != "context_refusals"},
-        "context_refusals": column(lambda r: int(r.status == "context_exceeded")),
+        **{key: column(lambda r, key=key: r.info.get(key, 0)) for key in INFO_COUNTS},
+        **{key: column(lambda r, status=status: int(r.status == status)) for key, status in STATUS_COUNTS.items()},
     }
     for purpose in ("act", "memory"):
         usages = column(lambda r, purpose=purpose: getattr(r, f"{purpose}_usage"))

@@ -215,6 +215,8 @@ USAGE_COLUMNS = {
     "truncated_actions": ("act: actions cut at max_tokens (not executed) / run", 1, 0),
     "fuzzy_matched_actions": ("act: fuzzy-matched actions / run", 1, 0),
     "context_refusals": ("episodes refused for context length / run", 1, 0),
+    "env_limits": ("episodes ended by an env limit or worker crash / run", 1, 0),
+    "tampered": ("episodes that tampered with their check (scored 0) / run", 1, 0),
     "episodes": ("episodes / run", 1, 0),
 }
 
