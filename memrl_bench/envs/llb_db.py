@@ -287,7 +287,7 @@ class LLBDBEnv(Env):
     def _ended_by(self, limit: WorkerLimit) -> tuple[str, float, bool, dict[str, Any]]:
         """The episode ends with status env_limit: the worker crashed or hit a limit (it is gone)."""
         assert self._task is not None
-        log.warning("%s %s: %s; the episode ends (status env_limit), the next one gets a new SQL worker", self.name, self._task.id, limit)
+        log.warning("%s: %s; the episode ends with status env_limit, the next one gets a new SQL worker", self._task.id, limit)
         self._worker, self._task = None, None
         return f"The episode ended: {limit}.", 0.0, True, {"success": False, "status": "env_limit", "detail": str(limit)}
 
