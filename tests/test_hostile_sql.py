@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from memrl_bench.envs.llb_db import LLBDBEnv
-from memrl_bench.envs.sqlite_worker import SQLWorker, WorkerLimit
+from memrl_bench.envs.sqlite_worker import MAX_REPLY_BYTES, SQLWorker, WorkerLimit
 from memrl_bench.llm.cache import CachedResponse, ResponseCache
 from tests.test_env_llb_db import TABLE, TASKS, play, task
 
@@ -132,6 +132,14 @@ def test_memory_limit_of_the_worker(env: LLBDBEnv):
     assert play(env, "3", "SQL: UPDATE staff SET salary = salary + 10 WHERE team = 'red'", "COMMIT")["success"]
 
 
+def test_a_result_past_the_reply_cap_ends_the_episode_with_env_limit(env: LLBDBEnv):
+    env.reset(task(env, "2"))
+    forty_megabytes = "SELECT randomblob(10000000) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 4) SELECT x FROM c)"
+    observation, _, done, info = env.step(f"SQL: {forty_megabytes}")  # 80 MB of hex on the wire
+    assert done and info["status"] == "env_limit" and observation == f"The episode ended: the SQL worker's reply exceeded {MAX_REPLY_BYTES >> 20} MiB."
+    assert play(env, "2", "SQL: SELECT name FROM staff WHERE team = 'blue'", "COMMIT")["success"]
+
+
 def resource_maxrss() -> int:
     import resource
 
@@ -165,12 +173,16 @@ def test_a_worker_that_stops_answering_is_killed_at_the_wall_clock_limit():
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the worker gives up root only when it has it")
-def test_a_worker_started_as_root_runs_as_nobody():
+def test_a_worker_started_as_root_runs_as_nobody_with_its_limits_and_no_environment():
     worker = SQLWorker(256)
     try:
         status = Path(f"/proc/{worker.pid}/status").read_text()
         assert re.search(r"^Uid:\s+65534\s+65534\s+65534\s+65534$", status, re.MULTILINE), status
         assert re.search(r"^Groups:\s*$", status, re.MULTILINE)
+        limits = Path(f"/proc/{worker.pid}/limits").read_text()
+        for line in (r"Max address space\s+268435456\s+268435456", r"Max processes\s+0\s+0", r"Max core file size\s+0\s+0"):
+            assert re.search(line, limits), limits
+        assert Path(f"/proc/{worker.pid}/environ").read_bytes() == b""
     finally:
         worker.close()
 

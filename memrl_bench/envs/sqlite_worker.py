@@ -11,8 +11,8 @@ fresh in-memory database per episode), under:
     request's allowance, so it holds even when the statement's own timer (the progress
     handler) is not reached, and after the harness is gone;
   - wall time: the harness kills the worker when a reply is late;
-  - no privileges: started as root it drops to nobody (no files, no rlimit raising), and it
-    is its own session, so a Ctrl-C meant for the harness does not reach it; it exits when
+  - no privileges: started as root it drops to nobody (no files, no rlimit raising), it
+    cannot fork, gets no environment variables (no API keys) and is its own session, so a Ctrl-C meant for the harness does not reach it; it exits when
     the harness closes its pipe (at exit, too: no PR_SET_PDEATHSIG, which fires when the
     *thread* that started the worker ends, and workers start in the runner's thread pool).
 A worker that dies, hits a limit or sends a reply over `MAX_REPLY_BYTES` raises `WorkerLimit`
@@ -211,6 +211,7 @@ def worker_main(memory_mb: int) -> None:
     requests, replies = sys.stdin.buffer, sys.stdout.buffer
     limit = memory_mb << 20
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))  # no child could outlive the kill of the worker
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     sqlite3.connect(":memory:").execute(f"PRAGMA hard_heap_limit = {limit * 3 // 4}").close()  # process-wide: this process only
     _give_up_privileges()
@@ -251,9 +252,11 @@ class SQLWorker:
 
     def __init__(self, memory_mb: int):
         self.memory_mb = memory_mb
+        # No environment (the harness's variables, API keys among them, are none of its business);
+        # its own session (a Ctrl-C meant for the harness does not reach it).
         self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
             [sys.executable, "-I", "-S", os.path.abspath(__file__), str(memory_mb)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, cwd="/", env={},
         )  # fmt: skip
         assert self._process.stdin is not None and self._process.stdout is not None and self._process.stderr is not None
         self._in, self._out = self._process.stdin.fileno(), self._process.stdout.fileno()
