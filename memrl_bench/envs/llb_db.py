@@ -56,7 +56,7 @@ from memrl_bench import prompts
 from memrl_bench.config import DriftSettings
 from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction, tasks_per_split
 from memrl_bench.envs.gold import GoldFilter
-from memrl_bench.envs.sqlite_worker import SQLError, SQLWorker, WorkerLimit, open_database, read_table, run_sql
+from memrl_bench.envs.sqlite_worker import Row, SQLError, SQLWorker, WorkerLimit, open_database, read_table, run_sql
 from memrl_bench.types import Task
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,6 @@ _TOLERANCE = 1e-6
 _DRIFT_SUFFIX = "_v2"
 _STRING_LITERAL = re.compile(r"'(?:[^']|'')*'")
 _REFERENCE_TIMEOUT_S = 60.0  # the gold SQL's time limit (it runs once per task)
-Row = tuple[Any, ...]
 
 
 def _unfenced(text: str) -> str:

@@ -11,10 +11,11 @@ fresh in-memory database per episode), under:
     request's allowance, so it holds even when the statement's own timer (the progress
     handler) is not reached, and after the harness is gone;
   - wall time: the harness kills the worker when a reply is late;
-  - no privileges: started as root it drops to nobody (no files, no rlimit raising), it
-    cannot fork, gets no environment variables (no API keys) and is its own session, so a Ctrl-C meant for the harness does not reach it; it exits when
-    the harness closes its pipe (at exit, too: no PR_SET_PDEATHSIG, which fires when the
-    *thread* that started the worker ends, and workers start in the runner's thread pool).
+  - no privileges: started as root it drops to nobody (no files of the harness's, no raising
+    its limits); it cannot fork, gets no environment variables (no API keys), runs in its own
+    session (a Ctrl-C meant for the harness does not reach it) and exits when the harness
+    closes its pipe, at exit too (not PR_SET_PDEATHSIG: that fires when the *thread* that
+    started the worker ends, and workers start in the runner's thread pool).
 A worker that dies, hits a limit or sends a reply over `MAX_REPLY_BYTES` raises `WorkerLimit`
 naming what happened (the env ends the episode with status "env_limit"), and is not reused.
 
