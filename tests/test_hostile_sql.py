@@ -101,7 +101,7 @@ def test_pragmas_that_change_sqlite_for_the_process_are_refused(env: LLBDBEnv, t
     cache.close()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV], ids=["SIGKILL", "SIGSEGV"])
 def test_a_worker_killed_mid_statement_ends_the_episode_with_env_limit_and_the_next_episode_runs(env: LLBDBEnv, sig: signal.Signals, caplog):
     env.statement_timeout_s = 30
     env.reset(task(env, "2"))
