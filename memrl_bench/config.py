@@ -81,6 +81,7 @@ KEY_ROLES: dict[str, KeyRole] = {
     "llm.cache_mode": KeyRole.OPERATION,
     "llm.cache_path": KeyRole.OPERATION,
     "llm.threads": KeyRole.OPERATION,
+    "env.worker_memory_mb": KeyRole.OPERATION,  # LLB-DB's SQL worker: a cap ordinary SQL stays far below (as llm.timeout_s)
     "protocol.name": KeyRole.EVALUATION,
     "protocol.runtime_learning": KeyRole.EVALUATION,
     "protocol.validate_every_epoch": KeyRole.EVALUATION,
@@ -576,6 +577,7 @@ class LLBDBSettings(GoldCheckedSettings):
     max_output_chars: int = Field(4000, ge=1, description="Cut-off of one observation.")
     max_answer_rows: int = Field(10_000, ge=1, description="Rows kept from the last query for a COMMIT answer.")
     preview_rows: int = Field(5, ge=0, description="Table rows shown in the first observation.")
+    worker_memory_mb: int = Field(512, ge=64, description="Memory cap of the process that runs the SQL (envs/sqlite_worker.py).")
 
 
 class BigCodeBenchSettings(SandboxLimits):

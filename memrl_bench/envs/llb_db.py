@@ -22,7 +22,15 @@ MD5 of the table), where AVG rounds to 4 decimals and INT columns round updated 
 a right query run here would fail it. The reference is the gold SQL on the engine the agent
 uses; `reference_agreement()` counts how often it agrees with the recorded MySQL answers.
 Tasks whose gold SQL fails in SQLite (MySQL-only syntax) are excluded and listed.
-Safety: ATTACH (and so VACUUM INTO) is denied, a statement is interrupted at the time limit.
+Safety: the agent's SQL and the check of its final table run in a worker process
+(memrl_bench/envs/sqlite_worker.py) with memory, CPU-time and wall-time limits; its SQLite
+refuses what no task needs (ATTACH and so VACUUM, PRAGMA but schema introspection, virtual
+tables, fts3_tokenizer, load_extension: "not authorized"), a statement is interrupted at the
+time limit. The final table must be a real table of the main database (a view of its name is
+a wrong answer). A worker that crashes or hits a limit ends the episode with status
+"env_limit" and a line naming the task; the next episode gets a new worker. The reference
+(the task's own gold SQL, trusted as the data are) runs in the harness on a connection
+configured the same way: it runs once per task, cached, and the gold filter needs no worker.
 Drift (protocol.drift): after the change the table and every column carry the suffix
 `_v2` (a schema migration), in the schema shown, in the instruction (the table's name and
 column names with an underscore: other column names there are plain words) and in the
@@ -38,17 +46,20 @@ import ast
 import copy
 import hashlib
 import json
+import logging
 import math
 import re
 import sqlite3
-import time
 from typing import Any, ClassVar
 
 from memrl_bench import prompts
 from memrl_bench.config import DriftSettings
 from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction, tasks_per_split
 from memrl_bench.envs.gold import GoldFilter
+from memrl_bench.envs.sqlite_worker import Row, SQLError, SQLWorker, WorkerLimit, open_database, read_table, run_sql
 from memrl_bench.types import Task
+
+log = logging.getLogger(__name__)
 
 _FILES = {"train": "db_train.json", "validation": "db_val.json"}
 _FETCH = "python scripts/fetch_data.py llb"
@@ -57,50 +68,13 @@ _FENCED = re.compile(r"```[\w-]*\n?(.*?)```", re.DOTALL)
 _TOLERANCE = 1e-6
 _DRIFT_SUFFIX = "_v2"
 _STRING_LITERAL = re.compile(r"'(?:[^']|'')*'")
-Row = tuple[Any, ...]
-
-
-def _quote(identifier: str) -> str:
-    return '"' + identifier.replace('"', '""') + '"'
+_REFERENCE_TIMEOUT_S = 60.0  # the gold SQL's time limit (it runs once per task)
 
 
 def _unfenced(text: str) -> str:
     """The first fenced block of `text` if it has one, else `text`, without stray backticks."""
     blocks = _FENCED.findall(text)
     return (blocks[0] if blocks else text).strip().strip("`").strip()
-
-
-def _deny_attach(action: int, *_: Any) -> int:
-    return sqlite3.SQLITE_DENY if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH) else sqlite3.SQLITE_OK
-
-
-def build_database(table: dict[str, Any], reverse_rows: bool = False) -> sqlite3.Connection:
-    """A fresh in-memory database holding the task's table (rows in reverse order if asked)."""
-    connection = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-    columns = table["column_info_list"]
-    definitions = ", ".join(f"{_quote(c['name'])} {c['type']}" for c in columns)
-    connection.execute(f"CREATE TABLE {_quote(table['name'])} ({definitions})")
-    rows = table["row_list"][::-1] if reverse_rows else table["row_list"]
-    connection.executemany(f"INSERT INTO {_quote(table['name'])} VALUES ({', '.join('?' * len(columns))})", rows)
-    connection.set_authorizer(_deny_attach)
-    connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-    connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 10_000_000)
-    return connection
-
-
-def run_sql(connection: sqlite3.Connection, sql: str, timeout_s: float, max_rows: int) -> tuple[list[str] | None, list[Row], int]:
-    """(column names or None, up to max_rows result rows, rows changed); raises sqlite3.Error."""
-    deadline = time.monotonic() + timeout_s
-    connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
-    try:
-        cursor = connection.execute(sql)
-        columns = [d[0] for d in cursor.description] if cursor.description else None
-        rows = [tuple(r) for r in cursor.fetchmany(max_rows)] if columns is not None else []
-        return columns, rows, cursor.rowcount
-    except sqlite3.Warning as warning:  # e.g. "You can only execute one statement at a time."
-        raise sqlite3.ProgrammingError(str(warning)) from None
-    finally:
-        connection.set_progress_handler(None, 0)
 
 
 def rename_identifiers(sql: str, renamed: dict[str, str]) -> str:
@@ -111,11 +85,6 @@ def rename_identifiers(sql: str, renamed: dict[str, str]) -> str:
     literals = _STRING_LITERAL.findall(sql)
     out = [pattern.sub(lambda m: lower[m.group(1).lower()], part) for part in parts]
     return "".join(p + (literals[i] if i < len(literals) else "") for i, p in enumerate(out))
-
-
-def table_state(connection: sqlite3.Connection, name: str) -> tuple[list[str], list[Row]]:
-    cursor = connection.execute(f"SELECT * FROM {_quote(name)}")
-    return [d[0] for d in cursor.description], [tuple(r) for r in cursor.fetchall()]
 
 
 def _number(value: Any) -> float | None:
@@ -211,6 +180,7 @@ class LLBDBEnv(Env):
         self.max_output_chars = int(self.cfg.get("max_output_chars", 4000))
         self.max_answer_rows = int(self.cfg.get("max_answer_rows", 10_000))
         self.preview_rows = int(self.cfg.get("preview_rows", 5))
+        self.worker_memory_mb = int(self.cfg.get("worker_memory_mb", 512))
         folder = data_dir(self.cfg, "MEMRL_BENCH_LLB_DIR", "llb", _FETCH)
         self._all: dict[str, list[Task]] = {"train": [], "validation": [], "test": []}
         for source, file_name in _FILES.items():
@@ -223,7 +193,7 @@ class LLBDBEnv(Env):
                 self._all[task.split].append(task)
         self._references: dict[str, tuple] = {}
         self._gold = GoldFilter(self.name, None, self._all, self._gold_failure, self.tasks_per_split, bool(self.cfg.get("exclude_gold_failures", True)), workers=1, needs_sandbox=False)
-        self._connection: sqlite3.Connection | None = None
+        self._worker: SQLWorker | None = None  # started at the first reset, kept across episodes
         self._task: Task | None = None
         self._last_rows: list[Row] | None = None
 
@@ -280,9 +250,16 @@ class LLBDBEnv(Env):
         return prompts.render("llb_db_instructions", max_shown_rows=self.max_shown_rows)
 
     def reset(self, task: Task) -> tuple[str, dict[str, Any]]:
-        self.close()
-        self._connection = build_database(task.data["table"])
-        self._task, self._last_rows = task, None
+        self._task, self._last_rows = None, None
+        if self._worker is None or not self._worker.alive():
+            self.close()
+            self._worker = SQLWorker(self.worker_memory_mb)
+        try:
+            self._worker.reset(task.data["table"], self.statement_timeout_s)
+        except WorkerLimit as limit:
+            self._worker = None
+            raise RuntimeError(f"{self.name}: building the table of {task.id} failed: {limit}") from None
+        self._task = task
         table = task.data["table"]
         columns = ", ".join(f"{c['name']} {c['type']}" for c in table["column_info_list"])
         preview = "\n".join(repr(tuple(row)) for row in table["row_list"][: self.preview_rows])
@@ -292,16 +269,26 @@ class LLBDBEnv(Env):
         return observation, {"multiline_actions": True}
 
     def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
-        if self._connection is None or self._task is None:
+        if self._worker is None or self._task is None:
             raise RuntimeError(f"{self.name}: step() before reset() or after the episode ended")
         kind, content = self._parse(action)
-        if kind == "sql":
-            return self._execute(content), 0.0, False, {"multiline_actions": True}
-        if kind in ("answer", "commit"):
-            success, detail = self._check(content if kind == "answer" else None)
-            self.close()
-            return ("The answer is right." if success else "The answer is wrong."), float(success), True, {"success": success, "detail": detail}
+        try:
+            if kind == "sql":
+                return self._execute(content), 0.0, False, {"multiline_actions": True}
+            if kind in ("answer", "commit"):
+                success, detail = self._check(content if kind == "answer" else None)
+                self._task = None
+                return ("The answer is right." if success else "The answer is wrong."), float(success), True, {"success": success, "detail": detail}
+        except WorkerLimit as limit:
+            return self._ended_by(limit)
         return "Unknown action. Use `SQL: <statement>`, `ANSWER: <rows>` or `COMMIT`.", 0.0, False, {"multiline_actions": True, "invalid_action": True}
+
+    def _ended_by(self, limit: WorkerLimit) -> tuple[str, float, bool, dict[str, Any]]:
+        """The episode ends with status env_limit: the worker crashed or hit a limit (it is gone)."""
+        assert self._task is not None
+        log.warning("%s: %s; the episode ends with status env_limit, the next one gets a new SQL worker", self._task.id, limit)
+        self._worker, self._task = None, None
+        return f"The episode ended: {limit}.", 0.0, True, {"success": False, "status": "env_limit", "detail": str(limit)}
 
     @staticmethod
     def _parse(action: str) -> tuple[str, str]:
@@ -322,10 +309,10 @@ class LLBDBEnv(Env):
         return "unknown", text
 
     def _execute(self, sql: str) -> str:
-        assert self._connection is not None
+        assert self._worker is not None
         try:
-            columns, rows, changed = run_sql(self._connection, sql, self.statement_timeout_s, self.max_answer_rows + 1)
-        except sqlite3.Error as err:
+            columns, rows, changed = self._worker.run(sql, self.statement_timeout_s, self.max_answer_rows + 1)
+        except SQLError as err:
             return f"Error: {err}"
         if columns is None:
             return f"OK, {max(changed, 0)} rows changed."
@@ -342,24 +329,24 @@ class LLBDBEnv(Env):
             if task.data["kind"] == "query":
                 results = []
                 for reverse in (False, True):
-                    connection = build_database(table, reverse_rows=reverse)
-                    results.append(run_sql(connection, sql, 60.0, self.max_answer_rows)[1])
+                    connection = open_database(table, reverse_rows=reverse)
+                    results.append(run_sql(connection, sql, _REFERENCE_TIMEOUT_S, self.max_answer_rows)[1])
                     connection.close()
                 self._references[task.id] = (results[0], results[1], _top_level_order_by(sql))
             else:
-                connection = build_database(table)
-                run_sql(connection, sql, 60.0, 0)
-                self._references[task.id] = table_state(connection, table["name"])
+                connection = open_database(table)
+                run_sql(connection, sql, _REFERENCE_TIMEOUT_S, 0)
+                self._references[task.id] = read_table(connection, table["name"], _REFERENCE_TIMEOUT_S)
                 connection.close()
         return self._references[task.id]
 
     def _check(self, answer: str | None) -> tuple[bool, str]:
-        assert self._connection is not None and self._task is not None
+        assert self._worker is not None and self._task is not None
         reference = self._reference(self._task)
         if self._task.data["kind"] == "modify":
-            try:
-                columns, rows = table_state(self._connection, self._task.data["table"]["name"])
-            except sqlite3.Error as err:
+            try:  # one row more than the reference's is enough to tell a longer table
+                columns, rows = self._worker.read_table(self._task.data["table"]["name"], self.statement_timeout_s, len(reference[1]) + 1)
+            except SQLError as err:
                 return False, f"cannot read the final table: {err}"
             renamed = self._task.data.get("renamed_columns", {})
             same = columns == [renamed.get(c, c) for c in reference[0]] and rows_match(rows, reference[1], ordered=False)
@@ -396,14 +383,15 @@ class LLBDBEnv(Env):
         return {key: (value[0], value[1]) for key, value in agree.items()}
 
     def spawn(self) -> LLBDBEnv:
-        twin = copy.copy(self)  # shares the loaded tasks and references, not the episode
-        twin._connection, twin._task, twin._last_rows = None, None, None
+        twin = copy.copy(self)  # shares the loaded tasks and references, not the episode or the worker
+        twin._worker, twin._task, twin._last_rows = None, None, None
         return twin
 
     def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-        self._connection, self._task = None, None
+        """Stop the SQL worker (the next reset starts another)."""
+        if self._worker is not None:
+            self._worker.close()
+        self._worker, self._task = None, None
 
 
 ENV = LLBDBEnv
