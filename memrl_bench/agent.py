@@ -35,6 +35,7 @@ from typing import Any
 import memrl_bench.llm
 from memrl_bench import prompts
 from memrl_bench.actors import Actor, Job
+from memrl_bench.answers import read_answer
 from memrl_bench.config import ActorSettings
 from memrl_bench.envs.base import Env
 from memrl_bench.llm import ChatModel, Completion, ContextOverflowError, LLMError
@@ -398,38 +399,6 @@ class ReActActor(_LLMActor):
         return prompts.render("react_user", task=task.description, first_observation=first_observation.strip(), history=history, admissible=admissible)
 
 
-_FENCED_CODE = re.compile(r"```[^\n`]*\n(.*?)(?:```|\Z)", re.DOTALL)
-
-
-def extract_answer(completion: str, answer_format: str, letters: str = "ABCD") -> str | None:
-    """The answer the env checks, taken from a completion; None if there is none.
-
-    "letter": the first standalone choice letter after the last "Answer:" / "answer is",
-    else the first one anywhere outside lines that list the choices ("B. 1") and other than
-    the article "A" ("A field is ..."); "code": the first fenced code block, else the whole
-    text; "text": the whole text.
-    """
-    if answer_format == "letter":
-        standalone_letter = rf"(?<![A-Za-z])[{re.escape(letters)}](?![A-Za-z])"
-        marks = list(re.finditer(r"\banswer\s*(?::|is\b)", completion, re.IGNORECASE))
-        if marks:
-            after = re.search(standalone_letter, completion[marks[-1].end() :], re.IGNORECASE)
-            if after:
-                return after.group(0).upper()
-        choice_line = re.compile(rf"\s*\(?[{re.escape(letters)}][.)]\s")
-        prose = "\n".join(line for line in completion.splitlines() if not choice_line.match(line))
-        for found in re.finditer(standalone_letter, prose):
-            if not (found.group(0) == "A" and re.match(r" [a-z]", prose[found.end() :])):
-                return found.group(0)
-        return None
-    if answer_format == "code":
-        block = _FENCED_CODE.search(completion)
-        return (block.group(1) if block else completion).strip("\n")
-    if answer_format == "text":
-        return completion.strip()
-    raise ValueError(f"unknown answer_format {answer_format!r} in the env's reset info; valid: letter, code, text")
-
-
 class SingleTurnActor(_LLMActor):
     """One question, one completion, one checked answer (multiple choice, code, ...)."""
 
@@ -441,23 +410,16 @@ class SingleTurnActor(_LLMActor):
         ]
         messages, _, _ = await self._fit(lambda _: messages, 0, 0, self.generation)  # nothing to trim: fits or context_exceeded
         completion = await rec.chat(self.llm, messages, job.sample_index, self.generation)
-        answer_format = info.get("answer_format", "text")
-        answer = extract_answer(completion.text, answer_format, info.get("answer_letters", "ABCD"))
-        if answer is not None and completion.finish_reason == "length" and _cut_off(completion.text, answer_format):
-            rec.info["truncated_actions"] += 1
-            rec.turn(answer, "", 0.0, completion, format_failure="truncated")
-            return "parse_error", False
-        if answer is None:
-            rec.turn("", "", 0.0, completion, format_failure="no_action")
-            return "parse_error", False
-        observation, reward, _done, info = await rec.env(env.step, answer)
-        rec.turn(answer, observation, float(reward), completion)
+        reading = read_answer(
+            completion.text, info.get("answer_format", "text"), finished=completion.finish_reason != "length",
+            letters=info.get("answer_letters", "ABCD"), choices=info.get("answer_choices"), question=info.get("answer_question", ""),
+        )
+        rec.info["answer_rule"] = reading.rule
+        if reading.answer is None:
+            if reading.cut:
+                rec.info["truncated_actions"] += 1
+            rec.turn("", "", 0.0, completion, format_failure="truncated" if reading.cut else "no_action")
+            return ("truncated" if reading.cut else "parse_error"), False
+        observation, reward, _done, info = await rec.env(env.step, reading.answer)
+        rec.turn(reading.answer, observation, float(reward), completion)
         return ended(info)
-
-
-def _cut_off(completion: str, answer_format: str) -> bool:
-    """Whether an answer read from a completion cut at max_tokens may be cut itself: a text
-    answer always, code unless its block was closed (a choice letter is whole once written)."""
-    if answer_format == "code":
-        return not re.search(r"```[^\n`]*\n.*?```", completion, re.DOTALL)
-    return answer_format == "text"

@@ -18,7 +18,9 @@ Phase = Literal["train", "validation", "test", "replay"]  # replay: learned stre
 # crash of the worker that ran it): the episode ends there, scored as a failure, counted per method.
 # tampered: the model's actions tampered with the check that decides success (a forged
 # success): scored as a failure whatever the check said, the patterns found in info["tampering"].
-EpisodeStatus = Literal["ok", "step_limit", "llm_error", "env_error", "parse_error", "context_exceeded", "poison", "env_limit", "tampered"]
+# truncated: a single-turn completion cut at the token limit before it stated an answer
+# (memrl_bench.answers): not read from unfinished reasoning, counted per method.
+EpisodeStatus = Literal["ok", "step_limit", "llm_error", "env_error", "parse_error", "context_exceeded", "poison", "env_limit", "tampered", "truncated"]
 
 # Parts of an episode record that describe how the run went on this machine (wall
 # times, retries, cache hits) rather than what happened: the only parts allowed to

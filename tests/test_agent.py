@@ -17,7 +17,8 @@ from omegaconf import OmegaConf
 import memrl_bench.llm
 from memrl_bench import CONF_DIR, registry
 from memrl_bench.actors import EnvPool, Job
-from memrl_bench.agent import ReActActor, SingleTurnActor, extract_answer, parse_action
+from memrl_bench.agent import ReActActor, SingleTurnActor, parse_action
+from memrl_bench.answers import read_answer
 from memrl_bench.config import ActorSettings, ConfigError
 from memrl_bench.envs.base import Env
 from memrl_bench.envs.checker import check_env
@@ -246,18 +247,23 @@ def test_transcripts_are_kept_on_request() -> None:
     assert transcript[0]["messages"][0]["role"] == "system" and transcript[0]["messages"][1]["role"] == "user"
 
 
-def test_extract_answer() -> None:
-    assert extract_answer("The capital is B? No. Answer: (C)", "letter") == "C"
-    assert extract_answer("I would pick B, not C.", "letter") == "B"  # no "Answer:": first standalone letter
-    assert extract_answer("Answer: d", "letter") == "D"
-    assert extract_answer("I cannot tell.", "letter") is None
-    assert extract_answer("Answer: G", "letter", letters="ABCDEFGHIJ") == "G"
+def test_read_answer_formats() -> None:
+    def letter(text: str, **kw) -> str | None:
+        return read_answer(text, "letter", **kw).answer
+
+    assert letter("The capital is B? No. Answer: (C)") == "C"  # the final stated answer wins
+    assert letter("I would pick B, not C.") == "B"
+    assert letter("I cannot tell.") is None
+    assert letter("Answer: G", letters="ABCDEFGHIJ") == "G"
     code = "Here it is:\n```python\ndef add(a, b):\n    return a + b\n```\nand a test:\n```python\nassert add(1, 2) == 3\n```"
-    assert extract_answer(code, "code") == "def add(a, b):\n    return a + b"
-    assert extract_answer("```\nx = 1\n", "code") == "x = 1"  # unterminated block (completion cut by max_tokens)
-    assert extract_answer("x = 1", "code") == "x = 1"
+    assert read_answer(code, "code").answer == "def add(a, b):\n    return a + b"
+    assert read_answer("```\nx = 1\n", "code").answer == "x = 1"  # unterminated, but the completion ended there
+    cut = read_answer("```\nx = 1\n", "code", finished=False)
+    assert cut.answer is None and cut.cut  # cut at max_tokens inside its block
+    assert read_answer("x = 1", "code").answer == "x = 1"
+    assert read_answer("  42 ", "text").answer == "42" and read_answer("42", "text", finished=False).cut
     with pytest.raises(ValueError, match="answer_format 'essay'"):
-        extract_answer("text", "essay")
+        read_answer("text", "essay")
 
 
 def _add_passes(code: str) -> bool:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memrl_bench.agent import extract_answer, parse_action
+from memrl_bench.agent import parse_action
+from memrl_bench.answers import read_answer
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NO_ACTION = "(no action)"
@@ -28,7 +29,7 @@ def read(entry: dict) -> str:
     if entry["kind"] == "react":
         parsed = parse_action(entry["completion"], entry["multiline"])
         return parsed.action if parsed.usable else NO_ACTION
-    answer = extract_answer(entry["completion"], entry["kind"])
+    answer = read_answer(entry["completion"], entry["kind"], finished=entry.get("finish_reason") != "length").answer
     return NO_ACTION if answer is None else answer
 
 

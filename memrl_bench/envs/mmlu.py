@@ -57,7 +57,7 @@ class MMLUEnv(Env):
     def _make_task(record: dict[str, Any], split: str) -> Task:
         if record["answer"] not in LETTERS or len(record["choices"]) != len(LETTERS):
             raise ValueError(f"MMLU record {record.get('id')!r}: expected 4 choices and an answer in {LETTERS}")
-        data = {"subject": record["subject"], "choices": list(record["choices"]), "gold": record["answer"]}
+        data = {"subject": record["subject"], "question": record["question"].strip(), "choices": list(record["choices"]), "gold": record["answer"]}
         return Task(id=f"mmlu/{record['id']}", split=split, description=format_question(record["question"], record["choices"]), data=data)
 
     def splits(self) -> dict[str, str]:
@@ -76,7 +76,9 @@ class MMLUEnv(Env):
     def reset(self, task: Task) -> tuple[str, dict[str, Any]]:
         self._task = task
         subject = task.data["subject"].replace("_", " ")
-        return f"The following is a multiple choice question about {subject}.\n\n{task.description}", {"answer_format": "letter", "answer_letters": LETTERS}
+        # the options and the stem are for reading the answer (memrl_bench.answers), not for the prompt
+        info = {"answer_format": "letter", "answer_letters": LETTERS, "answer_choices": task.data["choices"], "answer_question": task.data["question"]}
+        return f"The following is a multiple choice question about {subject}.\n\n{task.description}", info
 
     def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
         if self._task is None:

@@ -38,7 +38,7 @@ STAGES = ("retrieve", "act", "env", "learn")
 # Per-episode counts of what the harness did around the model (agent.py), summed per run in the usage table:
 # counts the episode's info holds, then episodes ended with a status of their own (column -> status).
 INFO_COUNTS = ("trimmed_tokens", "format_failures", "truncated_actions", "fuzzy_matched_actions")
-STATUS_COUNTS = {"context_refusals": "context_exceeded", "env_limits": "env_limit", "tampered": "tampered"}
+STATUS_COUNTS = {"context_refusals": "context_exceeded", "env_limits": "env_limit", "tampered": "tampered", "cut_unanswered": "truncated"}
 HARNESS_COUNTS = (*INFO_COUNTS, *STATUS_COUNTS)
 SWEEP_FILE = "multirun.yaml"
 USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "failures")

@@ -217,6 +217,7 @@ USAGE_COLUMNS = {
     "context_refusals": ("episodes refused for context length / run", 1, 0),
     "env_limits": ("episodes ended by an env limit or worker crash / run", 1, 0),
     "tampered": ("episodes that tampered with their check (scored 0) / run", 1, 0),
+    "cut_unanswered": ("answers cut at max_tokens before stating one / run", 1, 0),
     "episodes": ("episodes / run", 1, 0),
 }
 
