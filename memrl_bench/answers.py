@@ -12,8 +12,8 @@ letter (multiple choice; `choices` are the options' texts in letter order):
   2. Else the one choice line: lines of the form "C. text" / "(C) text" / "**C)** text" that
      all name one letter (a restated question followed by its answer line). Lines naming two
      or more letters walk through the options: no answer.
-  3. Else the one option stated by its text: exactly one option's whole text (case, spaces
-     and punctuation ignored, at least 4 letters, not a part of the question) occurs in the
+  3. Else the one option stated by its text: exactly one option's whole text (case, spaces,
+     punctuation and plural "s" ignored, at least 4 letters, not a part of the question) occurs in the
      completion ("... is referred to as adoption." when an option is "Adoption").
   4. Else a completion that is nothing but a letter ("C", "(C).", "**C**").
   5. Else no answer.
@@ -75,8 +75,9 @@ _FENCED_CODE = re.compile(r"```[^\n`]*\n(.*?)(```|\Z)", re.DOTALL)
 
 
 def _normal(text: str) -> str:
-    """Lower case, words only: how option texts are compared."""
-    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+    """Lower case, words only, a plural's "s" dropped: how option texts are compared ("a
+    Category-killer store" states the option "Category-killer stores.")."""
+    return " ".join(word[:-1] if len(word) > 3 and word.endswith("s") else word for word in re.findall(r"[a-z0-9]+", text.lower()))
 
 
 def _letter_at(text: str, letters: str) -> str | None:

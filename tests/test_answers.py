@@ -1,0 +1,98 @@
+"""The answer-reading policy (memrl_bench/answers.py) on real completions labelled by hand.
+
+tests/fixtures/answers_corpus.jsonl holds every distinct single-turn completion of the local
+models in the shipped studies and in the answer-corpus runs (scripts/collect_answer_corpus.py),
+each labelled by reading: two readers labelled every completion independently, a third
+read the ones they disagreed on or found hard (`label_note` says so). The reader must agree
+with the labels on at least 99% of the completions as they occur (weighted by `occurrences`);
+the entries where it does not are listed with the reason (`reader_disagrees`) and checked to
+stay so, so that a change of the reader that fixes or breaks one is seen.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memrl_bench.answers import read_answer
+
+CORPUS = [json.loads(line) for line in (Path(__file__).parent / "fixtures" / "answers_corpus.jsonl").read_text().splitlines()]
+MARKETING = ["Zero price elasticity of demand.", "Infinite price elasticity of demand.", "Unit price elasticity of demand.", "Indefinite price elasticity of demand."]
+
+
+def expected(entry: dict) -> str | None:
+    """The answer the label stands for: a letter, the code the label points at, or None."""
+    label = entry["label"]
+    if entry["env"] == "bigcodebench":
+        if label == "block":
+            return entry["completion"].split("```", 2)[1].split("\n", 1)[1].strip("\n")
+        return entry["completion"].strip("\n") if label == "whole" else None
+    return None if label == "none" else label
+
+
+def read(entry: dict) -> str | None:
+    answer_format = "letter" if entry["env"] == "mmlu" else "code"
+    return read_answer(
+        entry["completion"], answer_format, finished=entry["finish_reason"] != "length", choices=entry.get("choices"), question=entry.get("question", "")
+    ).answer
+
+
+def test_the_corpus_is_real_distinct_labelled_and_covers_both_models_and_every_answer_format():
+    assert len(CORPUS) >= 400
+    assert len({(e["model"], e["task_id"], e["completion"], e["finish_reason"]) for e in CORPUS}) == len(CORPUS)
+    unlabelled = [e["id"] for e in CORPUS if e["label"] is None]
+    assert not unlabelled, f"label these completions by reading them (scripts/collect_answer_corpus.py): {unlabelled}"
+    assert {e["model"] for e in CORPUS} >= {"qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"}
+    assert {e["env"] for e in CORPUS} == {"mmlu", "bigcodebench"}  # letters and code blocks: the single-turn answer formats
+    assert any(e["finish_reason"] == "length" for e in CORPUS)
+
+
+@pytest.mark.parametrize("entry", CORPUS, ids=lambda e: e["id"])
+def test_the_reader_reads_each_completion_as_labelled(entry):
+    if entry.get("reader_disagrees"):
+        assert read(entry) != expected(entry), f"the reader now agrees with the label: drop reader_disagrees from {entry['id']}"
+        pytest.xfail(entry["reader_disagrees"])
+    assert read(entry) == expected(entry)
+
+
+def test_the_reader_agrees_with_the_labels_on_99_percent_of_completions_as_they_occur():
+    total = sum(e["occurrences"] for e in CORPUS)
+    agreeing = sum(e["occurrences"] for e in CORPUS if read(e) == expected(e))
+    assert agreeing / total >= 0.99
+
+
+def test_an_answer_line_of_the_form_letter_dot_text_counts():
+    # Qwen 0.5B, MMLU marketing test/71: restates the question, then its answer line (scored "no answer" before).
+    completion = "The term marketing refers to:\nC. a philosophy that stresses customer value and satisfaction."
+    choices = ["new product concepts and improvements.", "advertising and promotion activities.", "a philosophy that stresses customer value and satisfaction.", "planning sales campaigns."]
+    assert read_answer(completion, "letter", choices=choices).answer == "C"
+    listing = "A. new product concepts\nB. advertising\nC. a philosophy\nD. planning sales campaigns"
+    assert read_answer(listing, "letter", choices=choices).answer is None  # listing the choices answers nothing
+
+
+def test_an_answer_stated_as_an_option_text_counts():
+    # Qwen 0.5B, MMLU marketing test/40: the option's text without its letter (scored 0 before).
+    completion = "The process by which individuals accept and use new propositions is referred to as adoption."
+    choices = ["Decision.", "Adoption.", "Acquisition.", "Awareness."]
+    assert read_answer(completion, "letter", choices=choices, question="The process by which individuals accept and use new propositions is referred to as:").answer == "B"
+    both = "It is either adoption or awareness."
+    assert read_answer(both, "letter", choices=choices).answer is None  # two options named: no single answer
+
+
+def test_letters_are_matched_case_sensitively_so_the_article_a_is_no_answer():
+    # Qwen 0.5B, MMLU marketing test/88: "answer is given because ... to use a brand" was scored A before.
+    completion = "The correct answer is:\nC. Trade name\nThis answer is given because trade names are legally recognized trademarks and are exclusive rights by law to use a brand."
+    assert read_answer(completion, "letter", choices=["Brand loyalty", "Brand mark", "Trade name", "Trademark"]).answer == "C"
+    assert read_answer("The answer is to use a brand.", "letter").answer is None
+    assert read_answer("The answer is A because it fits.", "letter").answer == "A"
+
+
+def test_a_completion_cut_while_walking_through_the_options_is_not_scored():
+    # The issue's case: cut at max_tokens on its first option (scored A before).
+    cut = "To answer this, let's look at each option:\n\n**A. Zero price elasticity:** This is incorrect because"
+    reading = read_answer(cut, "letter", finished=False, choices=MARKETING)
+    assert reading.answer is None and reading.cut
+    stated = "Answer: C\n\nExplanation: a 10% rise in price and a 10% fall in quantity means the elasticity is"
+    assert read_answer(stated, "letter", finished=False, choices=MARKETING).answer == "C"  # stated before the cut
