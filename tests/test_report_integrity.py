@@ -1,9 +1,16 @@
 """The report and the findings of a folder with bad runs in it: each bad run folder is one
-warning and the rest is reported; the report folder is replaced whole or not at all."""
+warning and the rest is reported; the report folder is replaced whole or not at all.
+
+Readers trust nothing: a run marked COMPLETE is checked as the runner checks it (its log
+against its schedule, its metrics, its final snapshot against SHA256SUMS), and its whole
+manifest against the digest written with it."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -15,6 +22,8 @@ from memrl_bench.report import ReportInputError, report
 from memrl_bench.report.cli import main as report_main
 from memrl_bench.report.figures import Figure
 from memrl_bench.report.html import SECTIONS
+from memrl_bench.report.load import load
+from memrl_bench.runfolder import DIGEST
 from memrl_bench.runner import run
 from tests.helpers import config
 
@@ -40,7 +49,37 @@ def results(tmp_path_factory) -> Path:
     (bad["edited"] / "manifest.json").write_text(json.dumps(manifest))
     bad["garbled"] = shutil.copytree(good, root / "garbled-log")
     (bad["garbled"] / "episodes.jsonl").write_text("{oops\n" + (good / "episodes.jsonl").read_text())
+    # damage that used to be read as whole
+    torn = shutil.copytree(good, root / "torn-last-line")
+    (torn / "episodes.jsonl").write_bytes((good / "episodes.jsonl").read_bytes()[:-20])
+    missing = shutil.copytree(good, root / "missing-batch")
+    lines = (good / "episodes.jsonl").read_text().splitlines(keepends=True)
+    last_batch = [line for line in lines if _batch(line) == _batch(lines[-1])]
+    (missing / "episodes.jsonl").write_text("".join(lines[: -len(last_batch)]))
+    _edit_manifest(shutil.copytree(good, root / "edited-label"), lambda m: m.update(labels=[]))
+    _edit_manifest(shutil.copytree(good, root / "edited-split-hash"), lambda m: m["split_hashes"].update(train="0" * 64))
+    _edit_manifest(shutil.copytree(good, root / "unsealed-manifest"), lambda m: m.pop(DIGEST))
+    memory = shutil.copytree(good, root / "edited-memory") / "memory" / "final" / "items.jsonl"
+    items = [json.loads(line) for line in memory.read_text().splitlines()]
+    items[0]["content"] = EDITED_MEMORY
+    memory.write_text("".join(json.dumps(item) + "\n" for item in items))
+    (shutil.copytree(good, root / "non-utf8-checksums") / "memory" / "final" / "SHA256SUMS").write_bytes(b"\xff\xfe" + (good / "memory" / "final" / "SHA256SUMS").read_bytes())
     return root
+
+
+EDITED_MEMORY = "An edited memory that no episode wrote"
+
+
+def _batch(line: str) -> tuple:
+    record = json.loads(line)
+    return record["phase"], record["split"], record["epoch"], record["batch_index"]
+
+
+def _edit_manifest(folder: Path, edit) -> None:
+    """Edit manifest.json by hand, keeping its config (and so its config hash) and its format."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    edit(manifest)
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
 
 
 BAD = {
@@ -49,7 +88,57 @@ BAD = {
     "two-writers": "episode ids more than once",
     "edited-manifest": "config_hash does not match its config",
     "garbled-log": "line 1 is not valid JSON",
+    "torn-last-line": "is marked COMPLETE, but the last line of episodes.jsonl is torn",
+    "missing-batch": "is marked COMPLETE, but episodes.jsonl holds 156 episodes, its schedule 160",
+    "edited-label": "its manifest_sha256 does not match its contents",
+    "edited-split-hash": "its manifest_sha256 does not match its contents",
+    "unsealed-manifest": "has no manifest_sha256",
+    "edited-memory": "memory/final/items.jsonl does not match its checksum",
+    "non-utf8-checksums": "memory/final/SHA256SUMS is not UTF-8 text",
 }
+
+
+def _left_out_once(results: Path, folder: str) -> None:
+    """The report's loader leaves `folder` out with one line naming it and what failed, and reads the good runs."""
+    loaded = load(results)
+    assert sorted(loaded.runs["run"]) == ["seed=0", "seed=1"]
+    lines = [line for line in loaded.skipped if f"/{folder}" in line]
+    assert len(lines) == 1 and BAD[folder] in lines[0], loaded.skipped
+
+
+def test_report_refuses_a_complete_run_with_a_torn_last_line(results):
+    _left_out_once(results, "torn-last-line")
+
+
+def test_report_refuses_a_complete_run_missing_a_batch(results):
+    _left_out_once(results, "missing-batch")
+
+
+def test_edited_manifest_label_is_refused(results):
+    _left_out_once(results, "edited-label")
+
+
+def test_edited_split_hash_is_refused(results):
+    _left_out_once(results, "edited-split-hash")
+
+
+def test_a_manifest_without_its_digest_is_refused_naming_the_migration(results):
+    _left_out_once(results, "unsealed-manifest")
+    assert "scripts/seal_manifests.py" in next(line for line in load(results).skipped if "/unsealed-manifest" in line)
+
+
+def test_non_utf8_sha256sums_is_one_line(results):
+    _left_out_once(results, "non-utf8-checksums")
+
+
+def test_viewer_shows_a_snapshot_failing_its_checksum_as_damaged(results, tmp_path):
+    _left_out_once(results, "edited-memory")
+    report(results, tmp_path / "report")
+    index = (tmp_path / "report" / "episodes" / "index.html").read_text()
+    assert re.search(r'Left out \(damaged or cannot be read\): [^<]*edited-memory/memory/final/items.jsonl does not match its checksum', index)
+    for data in (tmp_path / "report" / "episodes" / "data").iterdir():  # the edited memory is shown nowhere as real
+        packed = re.search(r'"([A-Za-z0-9+/=]+)"', data.read_text()).group(1)
+        assert EDITED_MEMORY not in gzip.decompress(base64.b64decode(packed)).decode()
 
 
 def test_bad_run_folders_are_skipped_with_one_warning_each_and_the_report_goes_on(results, tmp_path, capsys):
