@@ -298,7 +298,7 @@ class RunFolder:
             problem = f"its {MANIFEST} records no {SCHEDULE_EPISODES}"
         elif len(records) != expected:
             problem = f"{EPISODES} holds {len(records)} episodes, its schedule {expected}"
-        elif metrics is None or metrics.get("episodes") != len(records):
+        elif metrics is None or _logged_by_metrics(metrics) != len(records):
             problem = f"{METRICS} is missing or counts other episodes than the log"
         if problem is not None:
             raise CorruptRunFolderError(f"{self.path} is marked {COMPLETE}, but {problem}; delete its {COMPLETE} file to resume the run")
@@ -361,6 +361,13 @@ class RunFolder:
 
     def mark_complete(self) -> None:
         write_text_atomic(self.path / COMPLETE, "complete\n")
+
+
+def _logged_by_metrics(metrics: dict) -> int | None:
+    """The log lines metrics.json accounts for: its played episodes and the memories fed to learn() unplayed (poison)."""
+    played, poison = metrics.get("episodes"), metrics.get("poison") or {}
+    unplayed = poison.get("memories", 0) if isinstance(poison, dict) else None
+    return played + unplayed if isinstance(played, int) and isinstance(unplayed, int) else None
 
 
 def run_folders(root: Path) -> list[Path]:

@@ -52,11 +52,14 @@ def test_a_folder_of_another_config_is_refused(tmp_path):
         run(config(protocol={"epochs": 1}, method={"alpha": 0.5}), tmp_path / "run")
 
 
-def test_a_complete_run_is_not_run_again(tmp_path):
-    run(config(protocol={"epochs": 1}), tmp_path / "run")
+@pytest.mark.parametrize("protocol", [{"epochs": 1}, {"epochs": 2, "poison_share": 0.25, "poison_epoch": 2}], ids=["plain", "poisoned"])
+def test_a_complete_run_is_not_run_again(tmp_path, capsys, protocol):
+    """Also a poisoning run, whose log holds memories metrics.json counts apart from its episodes."""
+    run(config(protocol=protocol), tmp_path / "run")
     before = (tmp_path / "run" / "episodes.jsonl").read_bytes()
-    run(config(protocol={"epochs": 1}), tmp_path / "run")
+    run(config(protocol=protocol), tmp_path / "run")
     assert (tmp_path / "run" / "episodes.jsonl").read_bytes() == before
+    assert "is complete; nothing to do" in capsys.readouterr().out
 
 
 CLI_ARGS = [
