@@ -44,7 +44,7 @@ ASSETS = Path(__file__).with_name("viewer_assets")
 
 
 def read_transcripts(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """The transcript records of a run by episode id ({} without the file; whole gzip members only, bad lines skipped)."""
+    """The transcript records of a run by episode id ({} without the file; whole gzip members only, damaged members and bad lines skipped with a warning)."""
     return TranscriptLog(run_dir).by_episode()
 
 
