@@ -33,7 +33,7 @@ import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from memrl_bench.config import InputError, config_hash
 
@@ -66,12 +66,25 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 def write_text_atomic(path: Path, text: str) -> None:
     """Write a file so that a crash leaves either the old file or the new one."""
-    tmp = path.with_name(path.name + ".tmp")  # one writer per folder (its lock): one name
-    with naming(tmp), open(tmp, "w") as f:
+    with replacing(path, "w", path.with_name(path.name + ".tmp")) as f:  # one writer per run folder (its lock): one name
         f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def replacing(path: Path, mode: str = "wb", tmp: Path | None = None) -> Iterator[IO[Any]]:
+    """A file that replaces `path` whole when the block ends: written under a temporary name
+    beside it (default `.<name>.tmp-<pid>`), fsync'd, then renamed, so a kill at any moment
+    leaves the old file or the new one, never a part; the temporary file is removed if the block fails."""
+    tmp = tmp or path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with naming(tmp), open(tmp, mode) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 @contextlib.contextmanager

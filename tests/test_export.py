@@ -91,3 +91,42 @@ def test_a_setting_of_mixed_types_is_written_as_text(tmp_path):
     frame = pd.DataFrame({"run": ["a", "b", "c"], "env.data_dir": [None, "/data", 3]})
     write_table(frame, tmp_path, "mixed")
     assert pd.read_parquet(tmp_path / "mixed.parquet")["env.data_dir"].fillna("absent").tolist() == ["absent", "/data", "3"]
+
+
+# The command, SIGKILLed by itself halfway through writing episodes.csv (after the Parquet file).
+KILLED_WHILE_WRITING_THE_CSV = """
+import os, signal, sys
+import pandas as pd
+from memrl_bench.export import main
+real = pd.DataFrame.to_csv
+def killed_halfway(self, target, *args, **kwargs):
+    text = real(self, None, *args, **kwargs).encode()
+    if hasattr(target, "write"):
+        target.write(text[: len(text) // 2])
+        target.flush()
+    else:
+        with open(target, "wb") as f:
+            f.write(text[: len(text) // 2])
+    os.kill(os.getpid(), signal.SIGKILL)
+pd.DataFrame.to_csv = killed_halfway
+sys.argv[0] = "memrl-bench-export"
+main()
+"""
+
+
+def test_killed_export_leaves_no_partial_file(study, tmp_path):
+    out = tmp_path / "out"
+
+    def killed() -> None:
+        done = subprocess.run([sys.executable, "-c", KILLED_WHILE_WRITING_THE_CSV, str(study), "--out", str(out)], capture_output=True, text=True)
+        assert done.returncode == -9, done.stderr
+
+    killed()
+    assert not (out / "episodes.csv").exists()  # never a shorter table under the table's name
+    assert len(pd.read_parquet(out / "episodes.parquet")) == len(_logged(study))  # the file written before the kill is whole
+    done = subprocess.run([sys.executable, "-m", "memrl_bench.export", str(study), "--out", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    whole = (out / "episodes.csv").read_bytes()
+    killed()
+    assert (out / "episodes.csv").read_bytes() == whole  # the previous export, untouched
+    assert len(pd.read_csv(out / "episodes.csv")) == len(_logged(study))
