@@ -28,7 +28,7 @@ from memrl_bench.report.cli import main as report_main
 from memrl_bench.report.figures import Figure
 from memrl_bench.report.html import SECTIONS
 from memrl_bench.report.load import load
-from memrl_bench.runfolder import DIGEST
+from memrl_bench.runfolder import DIGEST, CorruptRunFolderError, exchange
 from memrl_bench.runner import run
 from tests.helpers import config
 
@@ -134,6 +134,9 @@ def test_a_manifest_without_its_digest_is_refused_naming_the_migration(results):
 
 def test_non_utf8_sha256sums_is_one_line(results):
     _left_out_once(results, "non-utf8-checksums")
+    with pytest.raises(CorruptRunFolderError, match=r"non-utf8-checksums/memory/final/SHA256SUMS is not UTF-8 text \(byte 0\)") as refused:  # and the runner: one line (an InputError), no traceback
+        run(config(protocol={"epochs": 2}, seed=0, task_order_seed=0), results / "non-utf8-checksums")
+    assert "\n" not in str(refused.value)
 
 
 def test_viewer_shows_a_snapshot_failing_its_checksum_as_damaged(results, tmp_path):
@@ -185,6 +188,29 @@ def test_the_report_folder_is_replaced_whole_or_not_at_all(results, tmp_path, mo
         report(results, out)
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # the old report, whole
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]  # no temporary folder left
+
+
+def test_a_report_killed_while_it_swaps_the_folder_leaves_a_whole_report(results, tmp_path, monkeypatch):
+    """A kill at the swap itself: report/ is the new report, whole (before, the swap was two
+    renames, and a kill between them left no report/ at all)."""
+    names = [p.split(":", 1)[1] for _, _, parts in SECTIONS for p in parts if p.startswith(("fig:", "fig?:"))]
+    monkeypatch.setattr(report_module, "all_figures", lambda *args: {name: Figure(name, name, None, "not drawn here") for name in names})
+    out = tmp_path / "report"
+    report(results, out)
+    (out / "report.html").write_text("the previous report\n")
+
+    def killed_after(step):
+        def call(*args):
+            step(*args)
+            raise KeyboardInterrupt(f"killed after {step.__name__}")
+
+        return call
+
+    monkeypatch.setattr(report_module.os, "replace", killed_after(os.replace))  # the swap's first rename, where there is no exchange
+    monkeypatch.setattr(report_module, "exchange", killed_after(exchange))
+    with pytest.raises(KeyboardInterrupt):
+        report(results, out)
+    assert "the previous report" not in (out / "report.html").read_text() and (out / "episodes" / "compare.html").exists()
 
 
 def test_an_out_folder_holding_other_files_is_refused(results, tmp_path):
