@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import pandas as pd
 import pytest
 
 import memrl_bench
+from memrl_bench.runfolder import batch_key
 from memrl_bench.runner import run
 from tests.helpers import config
 
@@ -83,6 +85,29 @@ def test_bad_input_is_one_line_and_exit_2(study, tmp_path, case):
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert str(target) in done.stderr
+
+
+@pytest.mark.parametrize("damage", ["missing_batch", "edited_label"])
+def test_export_refuses_a_damaged_run(study, tmp_path, damage):
+    """A run marked COMPLETE that lacks its last batch, or whose manifest was edited outside its
+    config: the export stops with one line naming it, instead of writing a table without a word."""
+    target = tmp_path / "copy"
+    shutil.copytree(study, target)
+    run_dir = next(target.rglob("manifest.json")).parent
+    if damage == "missing_batch":
+        lines = (run_dir / "episodes.jsonl").read_text().splitlines(keepends=True)
+        keep = [line for line in lines if batch_key(json.loads(line)) != batch_key(json.loads(lines[-1]))]
+        (run_dir / "episodes.jsonl").write_text("".join(keep))
+        why = f"is marked COMPLETE, but episodes.jsonl holds {len(keep)} episodes, its schedule {len(lines)}"
+    else:
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+        manifest["labels"] = []
+        (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        why = "its manifest_sha256 does not match its contents"
+    done = subprocess.run([sys.executable, "-m", "memrl_bench.export", str(target), "--out", str(tmp_path / "out")], capture_output=True, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and str(run_dir) in done.stderr and why in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_setting_of_mixed_types_is_written_as_text(tmp_path):
