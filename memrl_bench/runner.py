@@ -312,7 +312,7 @@ class Runner:
             try:
                 method.restore(path)
                 position = int(json.loads((path / "position.json").read_text())["batches_done"])
-            except Exception as err:  # a snapshot without checksums (an older version) that is damaged
+            except Exception as err:  # a snapshot that matches its checksums yet cannot be restored (written by another version)
                 raise CorruptRunFolderError(f"{path} cannot be restored ({type(err).__name__}: {err}); {REBUILD_HINT}") from None
             if position > done:
                 raise CorruptRunFolderError(f"{path} is past the end of {self.folder.episodes_path} ({position} batches, the log {done}); {REBUILD_HINT}")
