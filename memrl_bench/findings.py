@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from memrl_bench import drift, metrics
+from memrl_bench import drift, interrupts, metrics
 from memrl_bench.config import NOT_RESULTS, DriftSettings, KeyRole, canonical, keys_with, without
 from memrl_bench.envs.base import Env
 from memrl_bench.llm import ESTIMATE_BYTES_PER_TOKEN
@@ -315,7 +315,8 @@ def load_runs(results_dir: Path, workers: int | None = None, warn: Warn | None =
     folders = [m.parent for m in sorted(Path(results_dir).rglob(MANIFEST))]
     workers = workers or min(4, os.cpu_count() or 1)
     if workers > 1 and len(folders) > 8:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        # forked by this thread, which waits for them here: killed with it (a SIGKILLed report left them hung)
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=interrupts.die_with_parent, initargs=(os.getpid(),)) as pool:
             loaded = list(pool.map(_load_or_why, folders, chunksize=8))
     else:
         loaded = [_load_or_why(f) for f in folders]

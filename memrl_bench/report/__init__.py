@@ -3,8 +3,8 @@
 `report(results_dir, out_dir)` loads every run folder under `results_dir` (load_for_report:
 one read per run serves the tables and the episode viewer), aggregates over seeds, and
 writes everything to `out_dir` (default: results_dir/report/). The folder is written
-whole or not at all: into a temporary folder beside it, then renamed into place, so a
-killed report never leaves new tables beside an old page.
+whole or not at all: into a temporary folder beside it, then exchanged with the old one in
+one step, so a killed report never leaves new tables beside an old page, nor no report.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from memrl_bench.report.load import ReportInputError, Results, load
 from memrl_bench.report.phase_diagrams import figures as phase_figures
 from memrl_bench.report.tables import all_tables, write_tables
 from memrl_bench.report.viewer import run_page, write_viewer
+from memrl_bench.runfolder import exchange
 
 __all__ = ["ReportInputError", "load_for_report", "report", "write_report"]
 
@@ -76,7 +77,11 @@ def write_report(results: Results, out_dir: Path | str | None = None) -> Path:
 
 
 def _replace_folder(target: Path, new: Path) -> None:
-    """Put the folder `new` in the place of `target` (two renames; the old one is removed after)."""
+    """Put the folder `new` in the place of `target`, the old one removed after: one exchange of
+    the two where the system has it (a kill never leaves no report), else two renames."""
+    if target.exists() and exchange(new, target):
+        shutil.rmtree(new, ignore_errors=True)  # now the old report
+        return
     old = target.parent / f".{target.name}.old-{os.getpid()}"
     if target.exists():
         os.replace(target, old)

@@ -44,7 +44,7 @@ ASSETS = Path(__file__).with_name("viewer_assets")
 
 
 def read_transcripts(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """The transcript records of a run by episode id ({} without the file; whole gzip members only, bad lines skipped)."""
+    """The transcript records of a run by episode id ({} without the file; whole gzip members only, damaged members and bad lines skipped with a warning)."""
     return TranscriptLog(run_dir).by_episode()
 
 
@@ -171,7 +171,8 @@ def write_viewer(results: Results, out: Path) -> list[str]:
         )
     runs_json = json.dumps(index).replace("</", "<\\/")
     table = '<table><thead><tr><th class="text">run</th><th class="text">variant</th><th>seed</th><th>episodes</th><th>success rate</th><th>transcripts</th><th>status</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>"
-    notes = "".join(f'<p class="warn">Left out (cannot be read): {html.escape(s)}</p>' for s in skipped)
+    # the runs the loader left out (damaged: a COMPLETE run failing its checks, a snapshot failing its checksum) and those no page could be made of
+    notes = "".join(f'<p class="warn">Left out (damaged or cannot be read): {html.escape(s)}</p>' for s in [*results.skipped, *skipped])
     (out / "index.html").write_text(
         _page(
             "memrl-bench episodes",
