@@ -35,6 +35,7 @@ import openai
 from memrl_bench.config import LLMConfig, cache_root, validated
 from memrl_bench.llm import CacheMissError, Completion, ContextOverflowError, LLMAuthError, LLMError, LLMOutageError, TokenCount, estimate_tokens
 from memrl_bench.llm.cache import CachedResponse, ResponseCache, cache_key, count_key
+from memrl_bench.llm.gguf import check_file
 from memrl_bench.redaction import redact_server_text, remember_secret, remember_url, scrub, strip_url_secrets, url_host
 from memrl_bench.types import Usage
 
@@ -486,7 +487,9 @@ def open_local(cfg: Mapping[str, Any]) -> Iterator[OpenAIChatModel]:
         finally:
             model.close()
         return
-    with LocalLlamaServer(models.ensure(cfg["model"]), alias=alias, **server_settings) as server:
+    model_path = models.ensure(cfg["model"])
+    check_file(model_path)  # a damaged or truncated file: one line naming it, before a server loads it
+    with LocalLlamaServer(model_path, alias=alias, **server_settings) as server:
         identity = {**server.info(), **models.checksum(cfg["model"])}
         model = make_chat_model(cfg, base_url=server.base_url, identity_extra=identity, context_size=server.ctx_size, tokenizer_url=server.address)
         try:
