@@ -254,7 +254,8 @@ def check_finite(value: Any, dotted: str = "") -> None:
 
 
 class Settings(BaseModel):
-    """A config group: unknown keys refused, types strict (no "3" for 3), numbers finite."""
+    """A config group, or a method's settings: unknown keys refused, types strict (no "3" for 3,
+    no "0.1" for 0.1), numbers finite."""
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
