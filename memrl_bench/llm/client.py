@@ -33,7 +33,7 @@ from typing import Any
 import openai
 
 from memrl_bench.config import LLMConfig, cache_root, validated
-from memrl_bench.llm import CacheMissError, Completion, ContextOverflowError, LLMAuthError, LLMError, LLMOutageError, TokenCount, estimate_tokens
+from memrl_bench.llm import CacheMissError, Completion, ContextOverflowError, LLMAuthError, LLMError, LLMOutageError, TokenCount, completion_char_cap, estimate_tokens
 from memrl_bench.llm.cache import CachedResponse, ResponseCache, cache_key, count_key
 from memrl_bench.llm.gguf import check_file
 from memrl_bench.redaction import redact_server_text, remember_secret, remember_url, scrub, strip_url_secrets, url_host
@@ -286,10 +286,10 @@ class OpenAIChatModel:
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
             usage = Usage(calls=1, prompt_tokens=hit.prompt_tokens, completion_tokens=hit.completion_tokens, cache_hits=1)
-            return Completion(hit.text, usage, cached=True, finish_reason=hit.finish_reason)
+            return Completion(hit.text, usage, cached=True, finish_reason=hit.finish_reason, dropped_chars=hit.dropped_chars)
         completion = await self._request(messages, settings)
         if self.cache is not None:
-            self.cache.put(key, CachedResponse(completion.text, completion.finish_reason, completion.usage.prompt_tokens, completion.usage.completion_tokens))
+            self.cache.put(key, CachedResponse(completion.text, completion.finish_reason, completion.usage.prompt_tokens, completion.usage.completion_tokens, completion.dropped_chars))
         return completion
 
     async def _request(self, messages: list[dict[str, str]], settings: dict[str, Any]) -> Completion:
@@ -320,6 +320,10 @@ class OpenAIChatModel:
                 if latency >= SLOW_CALL_S:
                     log.warning("memrl-bench: slow LLM call to %s: %.0f s for %d prompt + %d completion tokens (%d retries)", self.display_url, latency, prompt_tokens, completion_tokens, retries)
                 usage = Usage(calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, retries=retries, latency_s=latency)
+                cap = completion_char_cap(settings.get("max_tokens"))
+                if len(text) > cap:  # a server that ignored max_tokens: keep the start, say how much was dropped
+                    log.warning("memrl-bench: a completion from %s has %d characters; kept the first %d", self.display_url, len(text), cap)
+                    return Completion(text[:cap], usage, cached=False, finish_reason="length", dropped_chars=len(text) - cap)
                 return Completion(text, usage, cached=False, finish_reason=finish_reason)
             if "stop" in request and _refuses_stop(error):
                 # Without them the answer is longer, and the actor's parser cuts it at the same places.
