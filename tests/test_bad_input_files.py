@@ -287,3 +287,8 @@ def test_a_completion_past_the_cap_is_stored_cut_and_the_answer_read_from_what_i
     stored = sum(p.stat().st_size for p in (tmp_path / "run").rglob("*") if p.is_file())
     assert stored < 9 * 2 * MIN_COMPLETION_CHARS  # the log and the transcripts: one kept part each at most
     assert sum(p.stat().st_size for p in tmp_path.glob("llm.sqlite*")) < 9 * 2 * MIN_COMPLETION_CHARS
+
+
+def test_an_unknown_mmlu_subject_is_one_line_naming_the_valid_ones(tmp_path):
+    overrides = ("env=mmlu", f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu')}", "+env.subjects=[virology]", "method=none", "llm=openai", "llm.model=m", "llm.base_url=http://127.0.0.1:9/v1", *QUICK)
+    one_line_exit_2(*outcome_of(overrides, tmp_path / "results" / "run"), "env.subjects: unknown MMLU subject(s) virology; valid: demo")
