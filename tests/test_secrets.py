@@ -195,3 +195,19 @@ def test_a_password_holding_a_raw_slash_is_refused_without_being_printed(tmp_pat
     out = memrl_bench(f"results_dir={tmp_path / 'results'}", "env=mmlu", f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu')}", "method=none", "llm=openai", f"llm.base_url='{url}'", "llm.model=m", env=dict(os.environ))
     assert out.returncode == 2 and "llm.base_url: its host is ambiguous" in out.stderr and "Traceback" not in out.stderr, out.stderr
     assert CANARY not in out.stdout + out.stderr and not (tmp_path / "results").exists()
+
+
+def test_a_bugs_traceback_is_printed_without_url_secrets(monkeypatch, capsys):
+    """Anything the CLI does not know as an error is a bug: Python's traceback and exit 1, scrubbed."""
+    from memrl_bench import cli
+
+    def bug() -> None:
+        raise RuntimeError(f"unexpected answer from http://user:{CANARY}@127.0.0.1:8000/v1?api_key={CANARY}")
+
+    monkeypatch.setattr(cli, "app", bug)
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")  # main() sets it: restored after the test
+    with pytest.raises(SystemExit) as stop:
+        cli.main()
+    err = capsys.readouterr().err
+    assert stop.value.code == 1 and err.startswith("Traceback (most recent call last):") and "RuntimeError: unexpected answer from http://127.0.0.1:8000/v1?api_key=[redacted]" in err
+    assert CANARY not in err
