@@ -23,6 +23,7 @@ from memrl_bench.envs.gold import GoldFilter
 from memrl_bench.llm import MIN_COMPLETION_CHARS
 from memrl_bench.llm.fault_server import FaultServer
 from memrl_bench.llm.gguf import GGUFError, check_file
+from memrl_bench.models import CATALOGUE
 from memrl_bench.runner import run
 from memrl_bench.types import Task
 from tests.helpers import composed, tiny_mmlu
@@ -68,7 +69,7 @@ MODEL_INPUTS: list[tuple[str, Callable[[Path], str], str]] = [
     ("truncated_header", lambda d: _file(d / "m.gguf", gguf_bytes()[:40]), "m.gguf: the GGUF header is damaged"),
     ("a_folder", lambda d: str((d / "folder.gguf").mkdir() or d / "folder.gguf"), "folder.gguf is a folder"),
     ("missing", lambda d: str(d / "missing.gguf"), "missing.gguf does not exist"),
-    ("unknown_name", lambda d: "no-such-model", "unknown model 'no-such-model'; known: minilm-l6-int8, qwen2.5-coder-0.5b, smollm2-135m"),
+    ("unknown_name", lambda d: "no-such-model", f"unknown model 'no-such-model'; known: {', '.join(sorted(CATALOGUE))}, or a path"),
     ("string_of_2^40_bytes", lambda d: _file(d / "m.gguf", b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", 2**40) + b"k" * 64), "a length of 1099511627776 bytes at byte 32 runs past the end"),
     ("array_of_2^62_values", lambda d: _file(d / "m.gguf", b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + _string("a") + struct.pack("<IIQ", 9, 10, 2**62) + b"\0" * 64), "4611686018427387904 array values"),
     ("array_of_2^62_strings", lambda d: _file(d / "m.gguf", b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + _string("a") + struct.pack("<IIQ", 9, 8, 2**62) + b"\0" * 64), "4611686018427387904 array values"),
@@ -265,7 +266,7 @@ def test_a_damaged_multirun_yaml_is_one_line_naming_it(results, tmp_path, conten
 
 def test_pulling_an_unknown_model_is_one_line_listing_the_known_ones():
     done = command("memrl_bench.models", "pull", "no-such-model")
-    assert done.returncode == 2 and done.stderr == "error: unknown model 'no-such-model'; known: minilm-l6-int8, qwen2.5-coder-0.5b, smollm2-135m, or a path to a .gguf file\n"
+    assert done.returncode == 2 and done.stderr == f"error: unknown model 'no-such-model'; known: {', '.join(sorted(CATALOGUE))}, or a path to a .gguf file\n"
 
 
 # ---- a server answering megabytes per completion ------------------------------------------------

@@ -177,7 +177,7 @@ def test_cli_list_path_and_errors(isolated, capsys, monkeypatch):
     assert "not pulled" in capsys.readouterr().err
     assert models.main(["pull", "no-such-model"]) == 2
     err = capsys.readouterr().err
-    assert err == "error: unknown model 'no-such-model'; known: minilm-l6-int8, qwen2.5-coder-0.5b, smollm2-135m, or a path to a .gguf file\n"
+    assert err == f"error: unknown model 'no-such-model'; known: {', '.join(sorted(CATALOGUE))}, or a path to a .gguf file\n"
     assert models.main(["pull", str(isolated)]) == 2
     assert f"model file {isolated} is a folder" in capsys.readouterr().err
 
