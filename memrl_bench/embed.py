@@ -18,11 +18,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import numpy as np
 
 from memrl_bench.config import EMBEDDERS, ConfigError, InputError, validated
+from memrl_bench.redaction import url_host
 from memrl_bench.vector_index import unit_rows
 
 
@@ -156,7 +156,7 @@ class OpenAIEmbedder(Embedder):
         self.model = model
         self.batch_size = batch_size
         self._dim = dim
-        host = urlparse(str(self._client.base_url)).netloc
+        host = url_host(str(self._client.base_url))  # no user:password@ in the identity
         self._identity = {"kind": "openai", "model": model, "host": host, "normalized": True}
 
     @property

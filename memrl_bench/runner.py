@@ -45,7 +45,7 @@ from memrl_bench.protocol import (
     split_hash,
 )
 from memrl_bench.records import episode_records, memory_items
-from memrl_bench.redaction import remember_secret, remember_url, scrub_data
+from memrl_bench.redaction import remember_secret, remember_url, scrub, scrub_data
 from memrl_bench.runfolder import REBUILD_HINT, SCHEDULE_EPISODES, CorruptRunFolderError, RunFolder, batch_key, forget_new, note_new
 from memrl_bench.transcripts import TranscriptLog, transcript_record
 from memrl_bench.types import Episode, Outcome, Retrieval, Task
@@ -410,7 +410,7 @@ class Runner:
             success=bool(outcome.success),
             reward=float(outcome.reward),
             status=outcome.status,
-            error=outcome.error,
+            error=scrub(outcome.error) if outcome.error else outcome.error,  # a message may quote a URL or a key
             turns=outcome.turns,
             retrieved=retrieval.items,
             candidates=retrieval.candidates,

@@ -16,6 +16,7 @@ from pathlib import Path
 from memrl_bench import sensitivity
 from memrl_bench.findings import findings, load_runs
 from memrl_bench.findings import render_html as render_findings
+from memrl_bench.markup import markdown_text
 from memrl_bench.report.aggregate import aggregate
 from memrl_bench.report.figures import all_figures
 from memrl_bench.report.html import render, section_headings, shared_settings_line
@@ -48,6 +49,9 @@ def write_report(results: Results, out_dir: Path | str | None = None) -> Path:
     foreign = sorted(p.name for p in out.iterdir() if p.name not in REPORT_FILES) if out.is_dir() else []
     if out.exists() and (not out.is_dir() or foreign):
         raise ReportInputError(f"{out} holds files a report does not write ({', '.join(foreign[:3]) or 'it is a file'}); choose another --out")
+    above = next((p for p in out.parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        raise ReportInputError(f"{out}: {above} is a file, not a folder; choose another --out")
     agg = aggregate(results)
     tables = all_tables(results, agg)
     figures = all_figures(results, agg)
@@ -62,7 +66,7 @@ def write_report(results: Results, out_dir: Path | str | None = None) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
-        preamble = f"# memrl-bench report: {results.root}\n\n{shared_settings_line(results)}\n"
+        preamble = f"# memrl-bench report: {markdown_text(results.root)}\n\n{markdown_text(shared_settings_line(results))}\n"
         write_tables(tables, tmp, section_headings(results, tables), preamble)
         (tmp / "figures").mkdir()
         for figure in figures.values():
