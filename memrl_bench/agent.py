@@ -75,6 +75,9 @@ class _Recorder:
             self.step_act_s += time.perf_counter() - start
         self.usage.add(completion.usage)
         self.info["max_prompt_tokens"] = max(self.info.get("max_prompt_tokens", 0), completion.usage.prompt_tokens)
+        dropped = {"dropped_chars": completion.dropped_chars} if completion.dropped_chars else {}  # cut at memrl_bench.llm.completion_char_cap
+        if dropped:
+            self.info["dropped_completion_chars"] = self.info.get("dropped_completion_chars", 0) + completion.dropped_chars
         if self.keep_transcript:
             self.transcript.append(
                 {
@@ -85,6 +88,7 @@ class _Recorder:
                     "completion_tokens": completion.usage.completion_tokens,
                     "trimmed_tokens": trimmed_tokens,
                     "cache_hit": completion.cached,
+                    **dropped,
                 }
             )
         return completion

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 import warnings
 from pathlib import Path
 from typing import NoReturn
@@ -143,7 +144,11 @@ def main() -> None:
     except BaseException as err:
         outcome = _outcome(err)
         if outcome is None:
-            raise
+            if isinstance(err, SystemExit):
+                raise
+            # a bug: its traceback, as Python would print it, without secrets (a message may quote a URL)
+            print(scrub("".join(traceback.format_exception(err))), end="", file=sys.stderr)
+            sys.exit(1)
         _exit(*outcome)
 
 

@@ -21,10 +21,11 @@ from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from memrl_bench.redaction import strip_userinfo
+from memrl_bench.redaction import strip_url_secrets, url_host
 
 
 class InputError(Exception):
@@ -165,11 +166,12 @@ def run_name(overrides: Iterable[str]) -> str:
     """A run folder's name: the command's overrides that can change results ("default" without any).
 
     The method's keys come first (method=..., then method.*=...), then the env's, then the
-    other keys in sorted order; keys
-    that cannot change results (PLACE, OPERATION) and presets are left out, as
-    .hydra/overrides.yaml keeps the full list. URL userinfo (user:password@) never
-    reaches a name. Names past 200 bytes keep their start (so the method and env) and a
-    short hash of the whole, as file names are limited to 255 bytes.
+    other keys in sorted order; keys that cannot change results (PLACE, OPERATION) and
+    presets are left out, as .hydra/overrides.yaml keeps the full list. URL userinfo
+    (user:password@) and key-like query values (?api_key=...) never reach a name
+    (memrl_bench.redaction, applied to each override). Names past 200 bytes keep their
+    start (so the method and env) and a short hash of the whole, as file names are
+    limited to 255 bytes.
     """
     named = [o for o in overrides if role_of(o) not in (*NOT_RESULTS, KeyRole.PRESET)]
     first = {key: i for i, key in enumerate(_NAMED_FIRST)}
@@ -180,7 +182,7 @@ def run_name(overrides: Iterable[str]) -> str:
         return (rank, rank < len(first) and "." in key, override)
 
     named.sort(key=place)
-    name = ",".join(strip_userinfo(o) for o in named).replace("/", "_").replace("+", "") or "default"
+    name = ",".join(strip_url_secrets(o) for o in named).replace("/", "_").replace("+", "") or "default"
     if len(name.encode()) > RUN_NAME_MAX_BYTES:
         name = f"{_cut_to_bytes(name, 180)}...{hashlib.sha256(name.encode()).hexdigest()[:12]}"
     return name
@@ -227,7 +229,7 @@ def config_error(err: ValidationError, prefix: str) -> ConfigError:
         return ConfigError(message)
     dotted = f"{prefix}.{key}" if prefix else key
     shown = "input" in first and not isinstance(first["input"], dict) and not _SECRET_FIELDS.search(key)
-    got = f" (got {first['input']!r})" if shown else ""
+    got = f" (got {strip_url_secrets(repr(first['input']))})" if shown else ""
     return ConfigError(f"{dotted}: {message}{got}")
 
 
@@ -253,7 +255,8 @@ def check_finite(value: Any, dotted: str = "") -> None:
 
 
 class Settings(BaseModel):
-    """A config group: unknown keys refused, types strict (no "3" for 3), numbers finite."""
+    """A config group, or a method's settings: unknown keys refused, types strict (no "3" for 3,
+    no "0.1" for 0.1), numbers finite."""
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
@@ -371,8 +374,15 @@ _MISSING = "???"  # OmegaConf's mark of a mandatory value not given
 
 
 def _checked_url(url: str | None) -> str | None:
-    if url is not None and not re.match(r"^https?://[^/\s]+", url):
+    if url is None:
+        return url
+    if not re.match(r"^https?://[^/\s]+", url):
         raise ValueError("must be an http(s) URL such as http://127.0.0.1:8000/v1")
+    if url_host(url) != urlsplit(url).netloc.rpartition("@")[2]:  # HTTP clients take the host from before the first '/'
+        raise ValueError("its host is ambiguous: a '/' before the last '@' (a password holding '/', or a path holding '@'); percent-encode it (%2F, %40)")
+    _, colon, port = url_host(url).rpartition("]")[2].rpartition(":")  # host:port, [IPv6]:port
+    if colon and not (port.isdigit() and 1 <= int(port) <= 65535):  # not an outage: no server can listen there
+        raise ValueError(f"the port must be a number in 1-65535, got {port!r}")
     return url
 
 

@@ -11,15 +11,18 @@ import hashlib
 import json
 import os
 import sqlite3
+import sys
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import numpy as np
 
-from memrl_bench.config import EMBEDDERS, ConfigError, validated
+from memrl_bench.config import EMBEDDERS, ConfigError, InputError, validated
+from memrl_bench.redaction import url_host
 from memrl_bench.vector_index import unit_rows
 
 
@@ -153,7 +156,7 @@ class OpenAIEmbedder(Embedder):
         self.model = model
         self.batch_size = batch_size
         self._dim = dim
-        host = urlparse(str(self._client.base_url)).netloc
+        host = url_host(str(self._client.base_url))  # no user:password@ in the identity
         self._identity = {"kind": "openai", "model": model, "host": host, "normalized": True}
 
     @property
@@ -194,11 +197,24 @@ class OpenAIEmbedder(Embedder):
         return matrix
 
 
+class EmbeddingCacheError(InputError, RuntimeError):
+    """The embedding cache file cannot be used; the message names it."""
+
+
+def _vector_checksum(identity_key: str, text_hash: str, blob: bytes) -> str:
+    """The sha256 of an entry's key and vector."""
+    return hashlib.sha256(f"{identity_key}\n{text_hash}\n".encode() + blob).hexdigest()
+
+
 class CachedEmbedder(Embedder):
     """Any embedder behind an SQLite cache keyed by (embedder identity, text).
 
     A call looks every text up at once and embeds the misses in one batch. WAL mode
-    lets several runs share one cache file.
+    lets several runs share one cache file. Each entry carries the sha256 of its key and
+    vector, checked on every read: an entry that was edited or damaged (a vector of
+    another length or other bytes) is one warning naming the file and is embedded again,
+    never used; entries from before checksums are embedded again (one warning per file).
+    A file that is not a readable SQLite cache raises EmbeddingCacheError naming it.
     """
 
     _LOOKUP_CHUNK = 500  # below SQLite's bound-parameter limit
@@ -209,12 +225,30 @@ class CachedEmbedder(Embedder):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._identity_key = hashlib.sha256(json.dumps(inner.identity, sort_keys=True).encode()).hexdigest()
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS embeddings (identity TEXT NOT NULL, text_sha256 TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (identity, text_sha256))")
-        self._db.commit()
+        self._warned_unchecked = False
+        with self._named_errors():
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS embeddings (identity TEXT NOT NULL, text_sha256 TEXT NOT NULL, vector BLOB NOT NULL, checksum TEXT, PRIMARY KEY (identity, text_sha256))")
+            if "checksum" not in {row[1] for row in self._db.execute("PRAGMA table_info(embeddings)")}:  # a cache written before entries had checksums
+                try:
+                    self._db.execute("ALTER TABLE embeddings ADD COLUMN checksum TEXT")
+                except sqlite3.OperationalError as err:
+                    if "duplicate column" not in str(err):  # another process added it meanwhile
+                        raise
+            self._db.commit()
         self.hits = 0  # texts served from the cache
-        self.misses = 0  # texts that had to be embedded
+        self.misses = 0  # texts that had to be embedded (damaged entries included)
+
+    @contextmanager
+    def _named_errors(self) -> Iterator[None]:
+        """SQLite's errors (a garbled or truncated file) as one EmbeddingCacheError naming the file."""
+        try:
+            yield
+        except sqlite3.ProgrammingError:
+            raise
+        except sqlite3.DatabaseError as err:
+            raise EmbeddingCacheError(f"{self.path}: the embedding cache cannot be used ({err}); move it away to start a new one, or unset embedder.cache_path") from None
 
     @property
     def dim(self) -> int:
@@ -235,22 +269,41 @@ class CachedEmbedder(Embedder):
             self.hits += len(texts) - misses
             if missing:
                 vectors = self.inner.embed(list(missing.values()))
-                rows = [(self._identity_key, h, v.astype(np.float32).tobytes()) for h, v in zip(missing, vectors)]
-                self._db.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?)", rows)
-                self._db.commit()
+                blobs = [np.asarray(v, dtype=np.float32).tobytes() for v in vectors]
+                rows = [(self._identity_key, h, blob, _vector_checksum(self._identity_key, h, blob)) for h, blob in zip(missing, blobs)]
+                with self._named_errors():
+                    self._db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?)", rows)  # replaces a damaged entry
+                    self._db.commit()
                 found.update(zip(missing, vectors))
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        lengths = {len(found[h]) for h in hashes}
+        if len(lengths) > 1:  # entries that pass their checksums yet disagree: written so on purpose
+            raise EmbeddingCacheError(f"{self.path}: vectors of {sorted(lengths)} dimensions for one embedder; move the cache away to start a new one")
         return np.stack([found[h] for h in hashes]).astype(np.float32)
 
     def _lookup(self, hashes: list[str]) -> dict[str, np.ndarray]:
+        """The cached vectors of these text hashes that pass their checksums."""
         found: dict[str, np.ndarray] = {}
+        damaged = unchecked = 0
         for start in range(0, len(hashes), self._LOOKUP_CHUNK):
             chunk = hashes[start : start + self._LOOKUP_CHUNK]
             marks = ",".join("?" * len(chunk))
-            query = f"SELECT text_sha256, vector FROM embeddings WHERE identity = ? AND text_sha256 IN ({marks})"
-            for text_hash, blob in self._db.execute(query, [self._identity_key, *chunk]):
-                found[text_hash] = np.frombuffer(blob, dtype=np.float32)
+            query = f"SELECT text_sha256, vector, checksum FROM embeddings WHERE identity = ? AND text_sha256 IN ({marks})"
+            with self._named_errors():
+                rows = self._db.execute(query, [self._identity_key, *chunk]).fetchall()
+            for text_hash, blob, checksum in rows:
+                if checksum is None:
+                    unchecked += 1
+                elif not isinstance(blob, bytes) or not blob or len(blob) % 4 or checksum != _vector_checksum(self._identity_key, text_hash, blob):
+                    damaged += 1
+                else:
+                    found[text_hash] = np.frombuffer(blob, dtype=np.float32)
+        if damaged:
+            print(f"memrl-bench: warning: {self.path}: {damaged} cached vector(s) do not match their checksums (edited or damaged); embedding them again", file=sys.stderr)
+        if unchecked and not self._warned_unchecked:
+            self._warned_unchecked = True
+            print(f"memrl-bench: warning: {self.path}: vectors cached before entries had checksums are embedded again", file=sys.stderr)
         return found
 
     def close(self) -> None:

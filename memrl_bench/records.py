@@ -136,6 +136,8 @@ class ManifestRecord(Record):
     env: EnvRecord | None = None
     split_hashes: dict[str, str] = Field(default_factory=dict)
     split_sizes: dict[str, int] = Field(default_factory=dict)
+    schedule_episodes: int | None = None  # the whole schedule's episodes (a COMPLETE run without it is refused)
+    manifest_sha256: str | None = None  # its digest, checked by RunFolder.read_manifest
     model: dict[str, Any] | str | None = None
     embedder: dict[str, Any] | str | None = None
     started: str | None = None
@@ -179,7 +181,7 @@ class RunRecords(BaseModel):
     episodes: list[EpisodeRecord]
     metrics: MetricsRecord | None  # None until the run completes
     items: list[MemoryItemRecord]  # the final snapshot's memories ([] until the run completes)
-    complete: bool  # COMPLETE is there and so is metrics.json
+    complete: bool  # COMPLETE is there, and the folder passed RunFolder.verify_complete
 
     @property
     def played(self) -> list[EpisodeRecord]:
@@ -206,34 +208,50 @@ def memory_items(snapshot: Path | None) -> list[MemoryItemRecord]:
     path = None if snapshot is None else Path(snapshot) / "items.jsonl"
     if path is None or not path.exists():
         return []
-    with open(path) as f:
-        return [_parsed(MemoryItemRecord, json.loads(line), f"{path} line {n}") for n, line in enumerate(f, start=1) if line.strip()]
+    items = []
+    with open(path, "rb") as f:
+        for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError) as err:
+                raise CorruptRunFolderError(f"{path} line {n} is not valid JSON ({getattr(err, 'msg', err)})") from None
+            items.append(_parsed(MemoryItemRecord, data, f"{path} line {n}"))
+    return items
 
 
 def read_run(path: Path | str, require_complete: bool = False) -> RunRecords:
-    """Read one run folder; CorruptRunFolderError naming the file if it is not a readable run.
+    """Read one run folder; CorruptRunFolderError naming the file and what failed if it is not a whole, readable run.
 
-    A run without COMPLETE still reads (its episodes so far; no metrics, no final
-    memory) unless `require_complete`. A log that is empty, missing beside COMPLETE, or
-    holds an episode id twice (two writers) is refused.
+    Nothing is taken on trust: the manifest is checked against its config hash and its
+    digest (RunFolder.read_manifest), and a run marked COMPLETE as the runner checks one
+    (RunFolder.verify_complete: a whole log of its schedule's size without duplicate ids,
+    metrics.json counting it, a final snapshot matching its SHA256SUMS), so a damaged run
+    is refused, never read as whole. A run without COMPLETE still reads (its whole lines
+    so far; no final memory) unless `require_complete`. A log that is empty, missing
+    beside COMPLETE, or holds an episode id twice (two writers) is refused.
     """
     folder = RunFolder(Path(path))
     raw_manifest = folder.read_manifest()
     if raw_manifest is None:
         raise CorruptRunFolderError(f"{folder.path} has no {MANIFEST}")
     manifest = _parsed(ManifestRecord, raw_manifest, str(folder.path / MANIFEST))
-    raw_metrics = folder.read_metrics()
-    complete = folder.is_complete() and raw_metrics is not None
+    complete = folder.is_complete()
     if require_complete and not complete:
-        raise CorruptRunFolderError(f"{folder.path}: incomplete (no {COMPLETE})" if not folder.is_complete() else f"{folder.path} has no metrics.json")
-    if folder.is_complete() and not folder.episodes_path.exists():
+        raise CorruptRunFolderError(f"{folder.path}: incomplete (no {COMPLETE})")
+    if complete and not folder.episodes_path.exists():
         raise CorruptRunFolderError(f"{folder.path} is marked {COMPLETE} but has no {EPISODES}")
-    raw = folder.read_episodes()
+    log = folder.read_log()
+    raw = log[0]
     if not raw:
         raise CorruptRunFolderError(f"{folder.episodes_path}: no episodes yet")
     twice = duplicate_ids(raw)
     if twice:
         raise CorruptRunFolderError(f"{folder.episodes_path} logs {len(twice)} episode ids more than once (e.g. {twice[0]}): two processes wrote this run")
+    if complete:
+        folder.verify_complete(raw_manifest, log)
+    raw_metrics = folder.read_metrics()
     metrics = _parsed(MetricsRecord, raw_metrics, str(folder.path / "metrics.json")) if raw_metrics is not None else None
     items = memory_items(folder.snapshot_path("final")) if complete else []
     return RunRecords(path=folder.path, manifest=manifest, episodes=episode_records(raw, folder.episodes_path), metrics=metrics, items=items, complete=complete)

@@ -1,11 +1,21 @@
 """Secrets kept out of everything the harness writes or names.
 
-Three channels carry secrets: the API key (read from an environment variable), the
-userinfo of a URL (http://user:password@host/v1) and the text of a server's error
-answer (which may quote the key). `scrub` removes the first two from any text: URL
-userinfo by its form (and, once `remember_url` saw it, without a scheme too), and every
-secret value `remember_secret` was told about (API keys, URL passwords). `redact_server_text` also removes what looks like a key, for
-texts that come from a server and are logged or printed.
+Four channels carry secrets: the API key (read from an environment variable), the
+userinfo of a URL (http://user:password@host/v1), a key-like query parameter of a URL
+(http://host/v1?api_key=...) and the text of a server's error answer (which may quote
+the key). `strip_url_secrets` removes the URL forms from any text by their shape;
+`scrub` also replaces every secret value `remember_secret` / `remember_url` were told
+about (API keys, URL passwords and query keys, also percent-decoded or as Hydra escapes
+them), wherever they appear; `redact_server_text` also removes what looks like a key,
+for texts that come from a server and are logged or printed.
+
+How a URL is read: it starts at `scheme://` (Hydra writes `scheme\\://`) and ends at
+whitespace, a quote or the next `scheme://`. Its userinfo is everything up to the LAST
+`@` before the query (`?`) or fragment (`#`), so a password may hold `@ : / % , ;`.
+A query parameter is key-like when its name, split at `_` and `-`, holds one of
+CREDENTIAL_WORDS (api_key, X-Api-Key, access_token, X-Amz-Signature, ...; any case).
+A path holding `@` (http://host/v1/@me) loses the part before it: redaction errs on
+the side of removing too much.
 """
 
 from __future__ import annotations
@@ -13,11 +23,18 @@ from __future__ import annotations
 import logging
 import re
 from typing import Any
+from urllib.parse import unquote
 
 REDACTED = "[redacted]"
-# scheme://userinfo@ ; a comma or semicolon ends it, as it ends an override in a run name.
-# Hydra escapes the colon in a sweep's overrides (http\://user\:password@host).
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*\\?://)[^/\s@,;'\"]+@")
+_SCHEME = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*\\?://")
+_URL_END = re.compile(r"[\s'\"<>`]")  # a URL in a text ends here (a quote closes a quoted override)
+# the words of a query parameter's name that make its value a secret
+CREDENTIAL_WORDS = frozenset(
+    {"key", "apikey", "token", "secret", "password", "passwd", "pwd", "pass", "sig", "signature", "auth", "authorization", "credential", "credentials", "session", "jwt", "bearer"}
+)
+_QUERY_PARAM = re.compile(r"(?P<name>[^=&#?\s]+)(?P<eq>\\?=)(?P<value>[^&#]*)")
+# the characters Hydra escapes with a backslash in the overrides it writes back (a sweep's jobs)
+_HYDRA_ESCAPED = re.compile(r"([\\()\[\]{}:=,\s])")
 _KEY_LIKE = re.compile(
     r"(?i)\bBearer\s+[^\s\"',;}]+"  # an Authorization header quoted back
     r"|\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{8,}"  # OpenAI-style keys (sk-..., sk-proj-...)
@@ -29,32 +46,97 @@ _USERINFOS: set[str] = set()  # "user:password@" parts of URLs seen, removed als
 _MIN_SECRET_CHARS = 4  # shorter values would redact ordinary words
 
 
+def _is_credential(name: str) -> bool:
+    words = re.split(r"[_\-.]+", unquote(name).replace("\\", "").lower())
+    return any(word in CREDENTIAL_WORDS for word in words)
+
+
+def _url_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the part after `scheme://` of every URL in `text`."""
+    starts = [m.end() for m in _SCHEME.finditer(text)]
+    schemes = [m.start() for m in _SCHEME.finditer(text)]
+    spans = []
+    for i, start in enumerate(starts):
+        end_match = _URL_END.search(text, start)
+        end = min(end_match.start() if end_match else len(text), schemes[i + 1] if i + 1 < len(schemes) else len(text))
+        spans.append((start, max(start, end)))
+    return spans
+
+
+def _split(rest: str) -> tuple[str, str]:
+    """(userinfo with its '@', or "", the remainder) of a URL without its scheme."""
+    authority_end = min((i for i in (rest.find("?"), rest.find("#")) if i >= 0), default=len(rest))
+    at = rest.rfind("@", 0, authority_end)
+    return (rest[: at + 1], rest[at + 1 :]) if at >= 0 else ("", rest)
+
+
+def _query_secrets(rest: str) -> list[str]:
+    """The values of the key-like query parameters of a URL's remainder (after its userinfo)."""
+    query = rest.partition("?")[2].partition("#")[0]
+    return [m.group("value") for m in _QUERY_PARAM.finditer(query) if m.group("value") and _is_credential(m.group("name"))]
+
+
+def _without_query_secrets(rest: str) -> str:
+    head, mark, tail = rest.partition("?")
+    if not mark:
+        return rest
+    query, hash_mark, fragment = tail.partition("#")
+
+    def replace(match: re.Match) -> str:
+        if match.group("value") and _is_credential(match.group("name")):
+            return f"{match.group('name')}{match.group('eq')}{REDACTED}"
+        return match.group(0)
+
+    return f"{head}?{_QUERY_PARAM.sub(replace, query)}{hash_mark}{fragment}"
+
+
+def strip_url_secrets(text: str) -> str:
+    """`text` with every URL's user:password@ part removed and its key-like query values redacted."""
+    out, position = [], 0
+    for start, end in _url_spans(text):
+        _, rest = _split(text[start:end])
+        out += [text[position:start], _without_query_secrets(rest)]
+        position = end
+    return "".join(out) + text[position:]
+
+
+def url_host(url: str) -> str:
+    """host[:port] of a URL, without its userinfo (what a manifest may record of a server)."""
+    spans = _url_spans(url)
+    rest = _split(url[spans[0][0] : spans[0][1]])[1] if spans else url
+    return re.split(r"[/?#]", rest, maxsplit=1)[0]
+
+
+def _variants(value: str) -> set[str]:
+    """A secret as typed, percent-decoded, and as Hydra escapes it in the overrides it writes."""
+    plain = value.replace("\\", "") if "\\" in value else value
+    return {value, plain, unquote(plain), _HYDRA_ESCAPED.sub(r"\\\1", plain)}
+
+
 def remember_secret(value: str | None) -> None:
-    """Redact `value` from every text scrubbed from now on in this process."""
+    """Redact `value` (and its percent-decoded and Hydra-escaped forms) from every text scrubbed from now on in this process."""
     if value and len(value) >= _MIN_SECRET_CHARS:
-        _SECRETS.add(value)
+        _SECRETS.update(v for v in _variants(value) if len(v) >= _MIN_SECRET_CHARS)
 
 
-def remember_url(url: str) -> None:
-    """Remove this URL's userinfo (also as part of a bare host:port) and redact its password
-    from every text scrubbed from now on in this process."""
-    match = _USERINFO.search(url)
-    if match is None:
-        return
-    userinfo = match.group(0)[len(match.group("scheme")) :].replace("\\:", ":")
-    _USERINFOS.add(userinfo)
-    remember_secret(userinfo[:-1].partition(":")[2] or userinfo[:-1])
-
-
-def strip_userinfo(text: str) -> str:
-    """Every URL in `text` without its user:password@ part."""
-    return _USERINFO.sub(r"\g<scheme>", text)
+def remember_url(text: str) -> None:
+    """For every URL in `text`: remove its userinfo (also as part of a bare host:port) and redact
+    its password (the user, if there is no password) and key-like query values from every text
+    scrubbed from now on in this process."""
+    for start, end in _url_spans(text):
+        userinfo, rest = _split(text[start:end])
+        if userinfo:
+            _USERINFOS.update(_variants(userinfo))
+            plain = userinfo[:-1].replace("\\:", ":")
+            remember_secret(plain.partition(":")[2] or plain)
+        for value in _query_secrets(rest):
+            remember_secret(value)
 
 
 def scrub(text: str) -> str:
-    """`text` without URL userinfo and without any remembered secret."""
-    text = strip_userinfo(text)
-    for userinfo in _USERINFOS:
+    """`text` without URL userinfo, key-like URL query values and any remembered secret."""
+    text = strip_url_secrets(text)
+    for userinfo in sorted(_USERINFOS, key=len, reverse=True):
         text = text.replace(userinfo, "")
     for secret in sorted(_SECRETS, key=len, reverse=True):
         text = text.replace(secret, REDACTED)

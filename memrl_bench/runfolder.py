@@ -6,6 +6,12 @@ torn last line or an incomplete last batch is cut off, so the log is always a pr
 of the run's schedule. Memory snapshots carry the sha256 of each of their files
 (SHA256SUMS, the format `sha256sum -c` reads), verified before they are used.
 
+The manifest carries the size of the run's schedule (`schedule_episodes`) and the sha256
+of all of itself (`manifest_sha256`, over its canonical JSON), checked whenever it is read:
+a label, a split hash or a schedule edited by hand is refused, as an edited config is by
+its config hash. A folder marked COMPLETE is checked against its log, its metrics and its
+final snapshot (`verify_complete`) by the runner and by every reader alike.
+
 One writer: a run holds an exclusive lock on the folder's `.lock` file (flock) for
 its whole life; the kernel releases it when the process ends, however it ends.
 
@@ -17,17 +23,18 @@ existed before is never removed (`remove_if_created`, the one place that deletes
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from memrl_bench.config import InputError, config_hash
 
@@ -38,6 +45,11 @@ COMPLETE = "COMPLETE"
 LOCK = ".lock"
 CHECKSUMS = "SHA256SUMS"
 REBUILD_HINT = "delete the folder memory/ and re-run the same command: memory is rebuilt from the episode log"
+FINAL_REBUILD_HINT = f"delete the folder memory/ and the {COMPLETE} file, and re-run the same command: memory is rebuilt from the episode log"
+DIGEST = "manifest_sha256"  # the manifest's own digest, a field of it
+SCHEDULE_EPISODES = "schedule_episodes"  # the episodes of the run's whole schedule, recorded in its manifest
+SEAL_HINT = "if it is as its run wrote it, add the digest with `python scripts/seal_manifests.py FOLDER` (a memrl-bench checkout)"
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class CorruptRunFolderError(InputError, RuntimeError):
@@ -55,12 +67,43 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 def write_text_atomic(path: Path, text: str) -> None:
     """Write a file so that a crash leaves either the old file or the new one."""
-    tmp = path.with_name(path.name + ".tmp")  # one writer per folder (its lock): one name
-    with naming(tmp), open(tmp, "w") as f:
+    with replacing(path, "w", path.with_name(path.name + ".tmp")) as f:  # one writer per run folder (its lock): one name
         f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def replacing(path: Path, mode: str = "wb", tmp: Path | None = None) -> Iterator[IO[Any]]:
+    """A file that replaces `path` whole when the block ends: written under a temporary name
+    beside it (default `.<name>.tmp-<pid>`), fsync'd, then renamed, so a kill at any moment
+    leaves the old file or the new one, never a part; the temporary file is removed if the block fails."""
+    tmp = tmp or path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with naming(tmp), open(tmp, mode) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+RENAME_EXCHANGE, AT_FDCWD = 2, -100  # linux/fs.h, fcntl.h
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap two existing paths in one step (renameat2 with RENAME_EXCHANGE: Linux 3.15, glibc 2.28),
+    so no moment has neither; False, nothing changed, where the system or the file system cannot."""
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        return False
+    renameat2.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+    if renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(a), None, str(b))
 
 
 @contextlib.contextmanager
@@ -72,6 +115,18 @@ def naming(path: Path) -> Iterator[None]:
         if err.filename is None:
             raise OSError(err.errno, err.strerror or str(err), str(path)) from err
         raise
+
+
+def manifest_digest(manifest: dict) -> str:
+    """The sha256 of a manifest's canonical JSON (sorted keys, no spaces), its own digest field left out."""
+    body = {k: v for k, v in manifest.items() if k != DIGEST}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def sealed(manifest: dict) -> dict:
+    """The manifest as written (its values as JSON reads them back) with its digest added."""
+    body = json.loads(json.dumps({k: v for k, v in manifest.items() if k != DIGEST}, default=str))
+    return {**body, DIGEST: manifest_digest(body)}
 
 
 def batch_key(record: dict) -> tuple:
@@ -178,30 +233,35 @@ class RunFolder:
 
     # ---- manifest --------------------------------------------------------------------------
     def read_manifest(self) -> dict | None:
-        """The manifest, its config hash checked against its config (None if there is none)."""
+        """The manifest, its config hash checked against its config and its digest against the whole (None if there is none)."""
         path = self.path / MANIFEST
         if not path.exists():
             return None
         try:
-            manifest = json.loads(path.read_text())
+            manifest = json.loads(path.read_bytes())
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise CorruptRunFolderError(f"{path} is not valid JSON ({getattr(err, 'msg', err)}); it is written atomically, so it was edited or damaged") from None
         if not isinstance(manifest, dict) or not isinstance(manifest.get("config"), dict):
             raise CorruptRunFolderError(f"{path} holds no config; it is written atomically, so it was edited or damaged")
         if manifest.get("config_hash") != config_hash(manifest["config"]):
             raise CorruptRunFolderError(f"{path}: its config_hash does not match its config, so the manifest was edited by hand; the run's results cannot be attributed to that config")
+        if DIGEST not in manifest:
+            raise CorruptRunFolderError(f"{path} has no {DIGEST} (written before manifests carried a digest, or the digest was removed); {SEAL_HINT}")
+        if manifest[DIGEST] != manifest_digest(manifest):
+            raise CorruptRunFolderError(f"{path}: its {DIGEST} does not match its contents, so the manifest (labels, split hashes, schedule...) was edited by hand or damaged")
         return manifest
 
     def write_manifest(self, manifest: dict) -> None:
+        """Write the manifest with its digest (`sealed`)."""
         self.path.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(self.path / MANIFEST, manifest)
+        write_json_atomic(self.path / MANIFEST, sealed(manifest))
 
     # ---- the episode log -------------------------------------------------------------------
     def read_episodes(self) -> list[dict]:
         """Every whole line of the log (a torn last line, from a crash mid-write, is ignored)."""
-        return self._read()[0]
+        return self.read_log()[0]
 
-    def _read(self) -> tuple[list[dict], bool]:
+    def read_log(self) -> tuple[list[dict], bool]:
         """(records of the whole lines, whether a torn last line follows them)."""
         if not self.episodes_path.exists():
             return [], False
@@ -224,7 +284,7 @@ class RunFolder:
         `expected_size(key)` gives the number of episodes a batch has in the schedule
         (None: the batch is not in the schedule, an error).
         """
-        records, torn = self._read()
+        records, torn = self.read_log()
         keep: list[dict] = []
         current: list[dict] = []
         for record in records:
@@ -250,27 +310,34 @@ class RunFolder:
             f.flush()
             os.fsync(f.fileno())
 
-    def verify_complete(self, expected_episodes: int | None) -> None:
-        """Check a folder marked COMPLETE against its log; CorruptRunFolderError if they disagree."""
-        records, torn = self._read()
+    def verify_complete(self, manifest: dict | None, log: tuple[list[dict], bool] | None = None) -> None:
+        """Check a folder marked COMPLETE against its log (`log`: read_log()'s, when the caller read it),
+        the schedule size its (verified) manifest records, its metrics and its final snapshot;
+        CorruptRunFolderError if they disagree."""
+        records, torn = log if log is not None else self.read_log()
         metrics = self.read_metrics()
+        expected = (manifest or {}).get(SCHEDULE_EPISODES)
         problem = None
-        if not self.episodes_path.exists():
+        if manifest is None:
+            problem = f"it has no {MANIFEST}"
+        elif not self.episodes_path.exists():
             problem = f"it has no {EPISODES}"
         elif torn:
             problem = f"the last line of {EPISODES} is torn"
         elif duplicate_ids(records):
             problem = f"{EPISODES} logs {len(duplicate_ids(records))} episode ids more than once (two processes wrote it)"
-        elif expected_episodes is not None and len(records) != expected_episodes:
-            problem = f"{EPISODES} holds {len(records)} episodes, its schedule {expected_episodes}"
-        elif metrics is None or metrics.get("episodes") != len(records):
+        elif not isinstance(expected, int) or isinstance(expected, bool):
+            problem = f"its {MANIFEST} records no {SCHEDULE_EPISODES}"
+        elif len(records) != expected:
+            problem = f"{EPISODES} holds {len(records)} episodes, its schedule {expected}"
+        elif metrics is None or _logged_by_metrics(metrics) != len(records):
             problem = f"{METRICS} is missing or counts other episodes than the log"
         if problem is not None:
             raise CorruptRunFolderError(f"{self.path} is marked {COMPLETE}, but {problem}; delete its {COMPLETE} file to resume the run")
         final = self.snapshot_path("final")
         if final is None:
             raise CorruptRunFolderError(f"{self.path} is marked {COMPLETE}, but memory/final is missing; delete its {COMPLETE} file to resume the run")
-        self.verify_snapshot(final)
+        self.verify_snapshot(final, FINAL_REBUILD_HINT)
 
     # ---- memory snapshots ------------------------------------------------------------------
     def save_snapshot(self, name: str, write: Callable[[Path], None], meta: dict | None = None) -> Path:
@@ -299,21 +366,17 @@ class RunFolder:
                 return candidate
         return None
 
-    def verify_snapshot(self, path: Path) -> None:
+    def verify_snapshot(self, path: Path, hint: str = REBUILD_HINT) -> None:
         """Every file of a snapshot against its SHA256SUMS; CorruptRunFolderError naming the first that differs."""
         sums = path / CHECKSUMS
-        if not sums.exists():
-            print(f"memrl-bench: warning: {path} has no {CHECKSUMS} (written before memrl-bench checked snapshots); not verified", file=sys.stderr)
-            return
-        expected = {}
-        for line in sums.read_text().splitlines():
-            digest, _, name = line.partition("  ")
-            expected[name] = digest
+        if not sums.is_file():  # a sealed manifest's run writes one with every snapshot (scripts/seal_manifests.py seals no other)
+            raise CorruptRunFolderError(f"{sums} is missing: the memory snapshot was damaged or edited; {hint}")
+        expected = _read_checksums(sums, hint)
         actual = _digests(path)
         for name in sorted(set(expected) | set(actual)):
             if expected.get(name) != actual.get(name):
                 state = "is missing" if name not in actual else "is not listed in its checksums" if name not in expected else "does not match its checksum"
-                raise CorruptRunFolderError(f"{path / name} {state}: the memory snapshot was damaged or edited; {REBUILD_HINT}")
+                raise CorruptRunFolderError(f"{path / name} {state}: the memory snapshot was damaged or edited; {hint}")
 
     # ---- metrics and completion ------------------------------------------------------------
     def write_metrics(self, metrics: dict) -> None:
@@ -332,6 +395,13 @@ class RunFolder:
         write_text_atomic(self.path / COMPLETE, "complete\n")
 
 
+def _logged_by_metrics(metrics: dict) -> int | None:
+    """The log lines metrics.json accounts for: its played episodes and the memories fed to learn() unplayed (poison)."""
+    played, poison = metrics.get("episodes"), metrics.get("poison") or {}
+    unplayed = poison.get("memories", 0) if isinstance(poison, dict) else None
+    return played + unplayed if isinstance(played, int) and isinstance(unplayed, int) else None
+
+
 def run_folders(root: Path) -> list[Path]:
     """The run folders (holding manifest.json) at or under `root`, sorted; hidden folders and a run's own subfolders are not searched."""
     found = []
@@ -342,6 +412,21 @@ def run_folders(root: Path) -> list[Path]:
         else:
             dirs[:] = [d for d in dirs if not d.startswith(".")]
     return sorted(found)
+
+
+def _read_checksums(sums: Path, hint: str) -> dict[str, str]:
+    """SHA256SUMS as {file: sha256}; CorruptRunFolderError naming it if it is not that file's format."""
+    try:
+        text = sums.read_bytes().decode()
+    except UnicodeDecodeError as err:
+        raise CorruptRunFolderError(f"{sums} is not UTF-8 text (byte {err.start}): the memory snapshot was damaged or edited; {hint}") from None
+    expected = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        digest, _, name = line.partition("  ")
+        if not _SHA256.fullmatch(digest) or not name or name in expected:
+            raise CorruptRunFolderError(f"{sums} line {number} is not '<sha256>  <file>' (once per file): the memory snapshot was damaged or edited; {hint}")
+        expected[name] = digest
+    return expected
 
 
 def _digests(folder: Path) -> dict[str, str]:

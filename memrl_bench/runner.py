@@ -42,12 +42,11 @@ from memrl_bench.protocol import (
     build_schedule,
     check_backbone,
     check_disjoint,
-    schedule_size,
     split_hash,
 )
 from memrl_bench.records import episode_records, memory_items
-from memrl_bench.redaction import remember_secret, remember_url, scrub_data
-from memrl_bench.runfolder import REBUILD_HINT, CorruptRunFolderError, RunFolder, batch_key, forget_new, note_new
+from memrl_bench.redaction import remember_secret, remember_url, scrub, scrub_data
+from memrl_bench.runfolder import REBUILD_HINT, SCHEDULE_EPISODES, CorruptRunFolderError, RunFolder, batch_key, forget_new, note_new
 from memrl_bench.transcripts import TranscriptLog, transcript_record
 from memrl_bench.types import Episode, Outcome, Retrieval, Task
 from memrl_bench.vector_index import unit_rows
@@ -157,7 +156,7 @@ class Runner:
         actor = actor_cls(llm, settings, transcripts=self.transcripts.enabled)
         return RunParts(env, method, actor, protocol, roles, tasks, labels, llm, embedder, source)
 
-    def _manifest(self, parts: RunParts, config: dict, digest: str) -> dict:
+    def _manifest(self, parts: RunParts, config: dict, digest: str, schedule: list[Batch]) -> dict:
         return scrub_data({
             **({"transfer": parts.source.identity()} if parts.source else {}),
             "config": config,
@@ -169,6 +168,7 @@ class Runner:
             "env": {"name": parts.env.name, "splits": parts.env.splits(), "roles": parts.roles, "excluded": parts.env.excluded()},
             "split_hashes": {split: split_hash(t) for split, t in parts.tasks.items()},
             "split_sizes": {split: len(t) for split, t in parts.tasks.items()},
+            SCHEDULE_EPISODES: sum(b.size for b in schedule),  # what a COMPLETE log holds (RunFolder.verify_complete)
             "model": getattr(parts.llm, "identity", None),
             "embedder": getattr(parts.embedder, "identity", None) or ("env_intent" if parts.embedder is None else None),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -216,7 +216,7 @@ class Runner:
                 "refusing to mix them; use another results_dir / experiment_name or delete the folder"
             )
         if self.folder.is_complete():
-            self.folder.verify_complete(_expected_episodes(protocol, existing))
+            self.folder.verify_complete(existing)
             print(f"memrl-bench: {self.folder.path} is complete; nothing to do")
             return self.folder.read_metrics() or {}
         source = transfer.load_source(written) if protocol.transfer_from else None
@@ -225,12 +225,12 @@ class Runner:
         with contextlib.ExitStack() as stack:
             stack.callback(interrupts.close_event_loop, self.loop)
             parts = self._build(stack, protocol, source)
-            if not existing:
-                self.folder.write_manifest(self._manifest(parts, written, digest))
-                self._write_hydra_config(written)
             schedule = build_schedule(parts.protocol, parts.roles, parts.tasks, int(self.cfg.get("task_order_seed", self.cfg.get("seed", 0))))
             if parts.protocol.drift:
                 schedule = drift.apply(schedule, parts.protocol.drift, parts.env.drifted)
+            if not existing:
+                self.folder.write_manifest(self._manifest(parts, written, digest, schedule))
+                self._write_hydra_config(written)
             self._play(parts, schedule)
             records = episode_records(self.folder.read_episodes(), self.folder.episodes_path)
             if source is not None:
@@ -312,7 +312,7 @@ class Runner:
             try:
                 method.restore(path)
                 position = int(json.loads((path / "position.json").read_text())["batches_done"])
-            except Exception as err:  # a snapshot without checksums (an older version) that is damaged
+            except Exception as err:  # a snapshot that matches its checksums yet cannot be restored (written by another version)
                 raise CorruptRunFolderError(f"{path} cannot be restored ({type(err).__name__}: {err}); {REBUILD_HINT}") from None
             if position > done:
                 raise CorruptRunFolderError(f"{path} is past the end of {self.folder.episodes_path} ({position} batches, the log {done}); {REBUILD_HINT}")
@@ -410,7 +410,7 @@ class Runner:
             success=bool(outcome.success),
             reward=float(outcome.reward),
             status=outcome.status,
-            error=outcome.error,
+            error=scrub(outcome.error) if outcome.error else outcome.error,  # a message may quote a URL or a key
             turns=outcome.turns,
             retrieved=retrieval.items,
             candidates=retrieval.candidates,
@@ -444,12 +444,6 @@ def _phase_ends(schedule: list[Batch], i: int) -> bool:
     # a replay phase interrupts a stream's training, it does not end it
     after = next((schedule[j] for j in range(i + 1, len(schedule)) if not (here.phase == "train" and schedule[j].phase == "replay")), None)
     return after is None or (after.phase, after.split, after.epoch) != (here.phase, here.split, here.epoch)
-
-
-def _expected_episodes(protocol: ProtocolConfig, manifest: dict | None) -> int | None:
-    """The episodes of the whole schedule, from the manifest's roles and split sizes."""
-    roles, sizes = (manifest or {}).get("env", {}).get("roles"), (manifest or {}).get("split_sizes")
-    return schedule_size(protocol, roles, sizes) if roles and sizes else None
 
 
 def _remember_secrets(cfg: dict) -> None:

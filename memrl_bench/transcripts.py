@@ -9,6 +9,11 @@ readable prefix (a torn last member is ignored) that holds at least the logged b
 resume the file is cut back to the episodes the log holds, as the log is cut to whole
 batches; the run folder's lock makes the runner its only writer.
 
+Damage no crash makes (bytes changed in the middle of the file) costs only the members it
+hits: a reader skips a member that fails to decode or its CRC, finds the next member's
+header and reads on, keeping every whole member after it, and says what it dropped (one
+warning line); a resume then writes the salvaged records back.
+
 Messages repeat from call to call (an episode's system prompt and memory block, the growing
 history), so gzip keeps a batch small: BENCHMARKS.md, "Transcripts", gives bytes per episode.
 """
@@ -18,12 +23,38 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import sys
 import zlib
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 TRANSCRIPTS = "transcripts.jsonl.gz"
+GZIP_HEADER = b"\x1f\x8b\x08"  # a gzip member's magic and its method (deflate): where a skipped member's successor may start
+
+
+@dataclass
+class Salvage:
+    """What a reading of the file kept and dropped."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)  # JSON objects with an episode id, in file order
+    damaged_places: int = 0  # stretches of bytes skipped because no whole member decodes there
+    damaged_bytes: int = 0
+    bad_lines: int = 0  # lines of whole members that are not a JSON object with an episode id
+    torn_tail: bool = False  # the last member is cut short (a crash while it was written)
+
+    @property
+    def damaged(self) -> bool:
+        return bool(self.damaged_places or self.bad_lines)
+
+    def warning(self, path: Path, what: str) -> str:
+        parts = []
+        if self.damaged_places:
+            parts.append(f"skipped {self.damaged_bytes} damaged bytes in {self.damaged_places} place(s) where no gzip member decodes (the records in them are lost)")
+        if self.bad_lines:
+            parts.append(f"skipped {self.bad_lines} line(s) that are not a transcript record")
+        return f"memrl-bench: warning: {path}: {' and '.join(parts)}; {what} the {len(self.records)} records of the whole members around them"
 
 
 def transcript_record(episode: dict[str, Any], acting: list[dict[str, Any]], memory_calls: list[dict[str, Any]], memory_ops: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -52,54 +83,80 @@ class TranscriptLog:
             os.fsync(f.fileno())
 
     def read(self) -> list[dict[str, Any]]:
-        """Every record of the whole members (a torn last member, from a crash, is left out)."""
-        return [json.loads(line) for line in self._whole_members()[0].splitlines()]
+        """Every record of the whole members (a torn last member, from a crash, is left out;
+        damaged members and lines are skipped with one warning)."""
+        salvage = self.salvage()
+        if salvage.damaged:
+            print(salvage.warning(self.path, "read"), file=sys.stderr)
+        return salvage.records
 
     def by_episode(self) -> dict[str, dict[str, Any]]:
-        """The records by episode id, for readers that show what they can (the viewer): as
-        read(), but a line that is not a JSON object with an episode id is skipped."""
-        records = {}
-        for line in self._whole_members()[0].splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and isinstance(record.get("episode_id"), str):
-                records[record["episode_id"]] = record
-        return records
+        """The records by episode id, for readers that show what they can (the viewer)."""
+        return {r["episode_id"]: r for r in self.read()}
 
     def keep_only(self, episode_ids: Iterable[str]) -> None:
-        """Cut the file to the records of these episodes (on resume: those the log holds)."""
+        """Cut the file to the records of these episodes (on resume: those the log holds),
+        keeping every whole member around damage, with one warning saying what was dropped."""
         if not self.path.exists():
             return
         wanted = set(episode_ids)
-        text, size = self._whole_members()
-        lines = text.splitlines(keepends=True)
-        kept = [line for line in lines if json.loads(line)["episode_id"] in wanted]
-        if len(kept) == len(lines) and self.path.stat().st_size == size:
+        salvage = self.salvage()
+        kept = [r for r in salvage.records if r["episode_id"] in wanted]
+        if len(kept) == len(salvage.records) and not salvage.damaged and not salvage.torn_tail:
             return
+        if salvage.damaged:
+            print(salvage.warning(self.path, "the resume keeps"), file=sys.stderr)
         partial = self.path.with_name(self.path.name + ".tmp")
         with open(partial, "wb") as f:
             if kept:
-                f.write(gzip.compress("".join(kept).encode(), mtime=0))
+                f.write(gzip.compress("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept).encode(), mtime=0))
             f.flush()
             os.fsync(f.fileno())
         os.replace(partial, self.path)
 
-    def _whole_members(self) -> tuple[str, int]:
-        """The text of the whole members, and the bytes they take."""
+    def salvage(self) -> Salvage:
+        """Every whole member's records; where no member decodes (bad deflate data, a CRC or
+        length that does not match), the bytes up to the next gzip header are skipped and
+        reading goes on from there."""
+        out = Salvage()
         if not self.path.exists():
-            return "", 0
+            return out
         data = self.path.read_bytes()
-        texts, size = [], 0
-        while size < len(data):
+        view = memoryview(data)  # members are decoded in place, not copied out
+        start = 0
+        skipped: list[list] = []  # [start, end, whether it decodes without error to the end of the file] of each stretch skipped
+        while start < len(data):
             decoder = zlib.decompressobj(wbits=31)  # one gzip member
             try:
-                text = decoder.decompress(data[size:])
+                text, clean = decoder.decompress(view[start:]), True
             except zlib.error:
-                break
-            if not decoder.eof:  # cut short by a crash
-                break
-            texts.append(text)
-            size = len(data) - len(decoder.unused_data)
-        return b"".join(texts).decode(errors="replace"), size
+                text, clean = b"", False
+            if clean and decoder.eof:
+                self._add_lines(text, out)
+                start = len(data) - len(decoder.unused_data)
+                continue
+            following = data.find(GZIP_HEADER, start + 1)
+            end = len(data) if following < 0 else following
+            if skipped and skipped[-1][1] == start:  # a false header inside the same damage
+                skipped[-1][1] = end
+            else:
+                skipped.append([start, end, clean])
+            start = end
+        if skipped and skipped[-1][1] == len(data) and skipped[-1][2]:
+            skipped.pop()  # the last member, cut short by a crash while it was written: not damage
+            out.torn_tail = True
+        out.damaged_places, out.damaged_bytes = len(skipped), sum(end - start for start, end, _ in skipped)
+        return out
+
+    @staticmethod
+    def _add_lines(text: bytes, out: Salvage) -> None:
+        for line in text.splitlines():
+            try:
+                record = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                record = None
+            if isinstance(record, dict) and isinstance(record.get("episode_id"), str):
+                out.records.append(record)
+            else:
+                out.bad_lines += 1
+

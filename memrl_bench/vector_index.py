@@ -33,8 +33,10 @@ from typing import Literal
 
 import faiss
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from threadpoolctl import threadpool_limits
+
+from memrl_bench.config import Settings
 
 HNSW_FILE = "hnsw.faiss"
 HNSW_PARAMS_FILE = "hnsw.json"
@@ -48,10 +50,8 @@ _LEVEL_SEED = 1_000_003  # the level of the key at position p is drawn from a ge
 threadpool_limits(1)
 
 
-class IndexConfig(BaseModel):
+class IndexConfig(Settings):
     """How an item store answers nearest-key queries."""
-
-    model_config = ConfigDict(extra="forbid")
 
     kind: Literal["exact", "hnsw"] = Field("exact", description="exact: full scan, same results as a loop; hnsw: approximate graph search.")
     hnsw_m: int = Field(32, ge=2, le=256, description="HNSW: links per node (faiss M); more is more accurate, larger and slower to build.")

@@ -98,3 +98,14 @@ def composed(*overrides: str) -> dict:
     with composing():
         cfg = compose(list(overrides))
     return OmegaConf.to_container(cfg, resolve=True)
+
+
+def tiny_mmlu(folder: Path, questions: int = 2) -> Path:
+    """An MMLU data folder (dev, validation, test) of `questions` made-up questions per split, for env.data_dir."""
+    import json
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for split in ("dev", "validation", "test"):
+        records = [{"id": f"demo/{split}/{i}", "subject": "demo", "question": f"Which letter is number {i} of {split}?", "choices": ["one", "two", "three", "four"], "answer": "B"} for i in range(questions)]
+        (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return folder

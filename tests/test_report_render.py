@@ -236,3 +236,48 @@ def test_the_lorenz_figure_names_the_gini_the_memory_table_shows(sweep):
     assert set(in_figure) == {"rag", "memrl"}, in_figure  # none keeps no memory
     for variant, gini in in_figure.items():
         assert in_table[variant].startswith(gini), (variant, gini, in_table[variant])
+
+
+# ---- text the harness did not write lands inert (memrl_bench.markup) ----------------------------
+
+MARKUP_MODEL = "<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture(scope="module")
+def markup_page(tmp_path_factory) -> Path:
+    """The report of one MMLU run whose folder is named run<!--<script> and whose model is named with an <img onerror>."""
+    from memrl_bench.llm.fault_server import FaultServer
+    from tests.helpers import composed, tiny_mmlu
+
+    root = tmp_path_factory.mktemp("markup")
+    with FaultServer(reply=lambda messages: "Answer: B") as server:
+        overrides = ("env=mmlu", f"env.data_dir={tiny_mmlu(root / 'mmlu')}", "method=none", "llm=openai", f"llm.base_url={server.base_url}", f"llm.model='{MARKUP_MODEL}'")
+        run(composed(*overrides, "embedder=openai", f"embedder.base_url={server.base_url}", "embedder.model=e", "protocol.epochs=1", "progress=false"), root / "results" / "run<!--<script>")
+    return report(root / "results")
+
+
+def test_a_run_folder_named_like_markup_leaves_compare_html_whole(markup_page):
+    page = (markup_page.parent / "episodes" / "compare.html").read_text()
+    inline = re.search(r'<script type="application/json" id="runs">(.*?)</script>', page, re.S).group(1)
+    assert "<" not in inline and ">" not in inline and "&" not in inline  # no comment, tag or character reference for the HTML parser
+    assert json.loads(inline) == [{"n": 0, "run": "run<!--<script>", "variant": "none"}]
+    assert page.endswith('<div id="compare">loading…</div></main></body></html>\n')  # the page after the JSON is still there
+
+
+def test_a_model_named_like_markup_is_text_in_tables_md_and_report_html(markup_page):
+    tables = (markup_page.parent / "tables.md").read_text()
+    assert MARKUP_MODEL in json.loads(re.search(r"\| (\{[^|]*\\<img[^|]*\}) \|", tables).group(1).replace("\\", ""))["model"]
+    assert re.search(r"(?<!\\)<", tables) is None  # every < is escaped: no raw HTML for a Markdown renderer
+    assert "run\\<!--\\<script\\>" in tables
+    html_page = markup_page.read_text()
+    assert "<img" not in html_page and "&lt;img src=x onerror=alert(1)&gt;" in html_page
+
+
+def test_findings_markdown_escapes_the_model_name():
+    from memrl_bench import findings as fd
+    from memrl_bench.stats import t_interval
+
+    row = fd._row(f"memrl {MARKUP_MODEL} | x", t_interval([0.1, 0.2, 0.3]), +1, primary=True)
+    found = [fd._finding("regret", "Greedy retrieval costs SR.", "how", [row]) | {"label": f"REAL MODEL {MARKUP_MODEL} on env mmlu"}]
+    markdown = fd.render_markdown(found, Path("results<b>"))
+    assert re.search(r"(?<!\\)[<>]", markdown) is None and "\\<img src=x onerror=alert(1)\\> \\| x" in markdown

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from memrl_bench.runfolder import CorruptRunFolderError
 from memrl_bench.runner import ConfigMismatchError, run
 from memrl_bench.types import strip_measured
 from tests.helpers import config, crash_in_learn_then_resume, run_to
@@ -51,11 +52,14 @@ def test_a_folder_of_another_config_is_refused(tmp_path):
         run(config(protocol={"epochs": 1}, method={"alpha": 0.5}), tmp_path / "run")
 
 
-def test_a_complete_run_is_not_run_again(tmp_path):
-    run(config(protocol={"epochs": 1}), tmp_path / "run")
+@pytest.mark.parametrize("protocol", [{"epochs": 1}, {"epochs": 2, "poison_share": 0.25, "poison_epoch": 2}], ids=["plain", "poisoned"])
+def test_a_complete_run_is_not_run_again(tmp_path, capsys, protocol):
+    """Also a poisoning run, whose log holds memories metrics.json counts apart from its episodes."""
+    run(config(protocol=protocol), tmp_path / "run")
     before = (tmp_path / "run" / "episodes.jsonl").read_bytes()
-    run(config(protocol={"epochs": 1}), tmp_path / "run")
+    run(config(protocol=protocol), tmp_path / "run")
     assert (tmp_path / "run" / "episodes.jsonl").read_bytes() == before
+    assert "is complete; nothing to do" in capsys.readouterr().out
 
 
 CLI_ARGS = [
@@ -106,3 +110,30 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(tmp_path):
     assert final.wait(timeout=300) == 0, final.stderr.read().decode()
     assert stripped(folder) == stripped(reference)
     assert (folder / "COMPLETE").exists()
+
+
+def test_a_resume_accepts_its_own_manifest_and_refuses_an_edited_one(tmp_path, monkeypatch):
+    from memrl_bench.methods.memrl import MemRL
+
+    cfg, folder = config(protocol={"epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0}), tmp_path / "run"
+    real_learn = MemRL.learn
+    calls = {"n": 0}
+
+    def crashing_learn(self, batch):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt("simulated crash")
+        return real_learn(self, batch)
+
+    monkeypatch.setattr(MemRL, "learn", crashing_learn)
+    with pytest.raises(KeyboardInterrupt):
+        run(cfg, folder)
+    monkeypatch.setattr(MemRL, "learn", real_learn)
+    written = (folder / "manifest.json").read_text()
+    edited = json.loads(written)
+    edited["labels"] = []  # outside the config hash: only the manifest's digest tells
+    (folder / "manifest.json").write_text(json.dumps(edited, indent=1, sort_keys=True))
+    with pytest.raises(CorruptRunFolderError, match="its manifest_sha256 does not match its contents"):
+        run(cfg, folder)
+    (folder / "manifest.json").write_text(written)
+    assert run(cfg, folder)["episodes"] == json.loads(written)["schedule_episodes"]

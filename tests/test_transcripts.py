@@ -1,10 +1,17 @@
-"""transcripts.jsonl.gz: whole gzip members per batch, a readable prefix after a crash, cut back with the log on resume."""
+"""transcripts.jsonl.gz: whole gzip members per batch, a readable prefix after a crash, cut back with the log on resume;
+damage in the middle costs only the members it hits."""
 
 from __future__ import annotations
 
 import gzip
+import zlib
+from pathlib import Path
 
+import pytest
+
+from memrl_bench.runner import run
 from memrl_bench.transcripts import TranscriptLog, transcript_record
+from tests.helpers import config
 
 
 def record(episode_id: str, calls: int = 1) -> dict:
@@ -30,6 +37,7 @@ def test_a_torn_last_member_leaves_the_whole_batches_readable(tmp_path):
     data = log.path.read_bytes()
     log.path.write_bytes(data[: whole + (len(data) - whole) // 2])  # a crash inside the second write
     assert [r["episode_id"] for r in log.read()] == ["a"]
+    assert log.salvage().torn_tail and not log.salvage().damaged  # what a crash leaves is not damage: no warning
 
 
 def test_resume_cuts_the_transcripts_to_the_logged_episodes(tmp_path):
@@ -45,3 +53,72 @@ def test_episodes_without_llm_calls_and_disabled_logs_write_nothing(tmp_path):
     TranscriptLog(tmp_path, enabled=False).append([record("a")])
     TranscriptLog(tmp_path).append([transcript_record(record("b"), [], [])])
     assert not (tmp_path / "transcripts.jsonl.gz").exists()
+
+
+def members(path: Path) -> list[tuple[int, int, list[str]]]:
+    """(start, end, episode ids) of each gzip member of a whole file, decoded one by one."""
+    data, start, out = path.read_bytes(), 0, []
+    while start < len(data):
+        decoder = zlib.decompressobj(wbits=31)
+        text = decoder.decompress(data[start:])
+        end = len(data) - len(decoder.unused_data)
+        out.append((start, end, [line.split('"episode_id": "', 1)[1].split('"', 1)[0] for line in text.decode().splitlines()]))
+        start = end
+    return out
+
+
+def flip(path: Path, at: int, count: int) -> None:
+    data = bytearray(path.read_bytes())
+    for i in range(at, at + count):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_reading_keeps_every_whole_member_around_damage_and_says_so(tmp_path, capsys):
+    log = TranscriptLog(tmp_path)
+    for batch in range(5):
+        log.append([record(f"b{batch}-{i}", calls=20) for i in range(3)])
+    hit = members(log.path)[2]
+    flip(log.path, (hit[0] + hit[1]) // 2, 40)
+    assert [r["episode_id"] for r in log.read()] == [f"b{b}-{i}" for b in (0, 1, 3, 4) for i in range(3)]
+    warning = capsys.readouterr().err.strip()
+    assert warning.count("\n") == 0 and "transcripts.jsonl.gz: skipped" in warning and "damaged bytes in 1 place(s)" in warning and "12 records" in warning
+
+
+def test_resume_salvages_transcripts_after_flipped_bytes(tmp_path, monkeypatch, capsys):
+    """40 bytes flipped in the middle of a crashed run's transcripts: the resume keeps every
+    record of the members the damage missed (those after it too), drops only the members it
+    hit, says so in one line, and the run goes on to the end."""
+    from memrl_bench.methods.memrl import MemRL
+
+    cfg, folder = config(protocol={"epochs": 4, "batch_size": 4, "checkpoint_interval_s": 0}), tmp_path / "run"
+    real_learn, calls = MemRL.learn, {"n": 0}
+
+    def crashing_learn(self, batch):
+        calls["n"] += 1
+        if calls["n"] == 30:  # in epoch 3: the batch is in neither file
+            raise KeyboardInterrupt("simulated crash")
+        return real_learn(self, batch)
+
+    monkeypatch.setattr(MemRL, "learn", crashing_learn)
+    with pytest.raises(KeyboardInterrupt):
+        run(cfg, folder)
+    monkeypatch.setattr(MemRL, "learn", real_learn)
+    log = TranscriptLog(folder)
+    written = log.read()
+    by_member = members(log.path)
+    middle = log.path.stat().st_size // 2
+    flip(log.path, middle, 40)
+    hit = {i for i, (start, end, _) in enumerate(by_member) if start < middle + 40 and middle < end}
+    lost = {e for i in hit for e in by_member[i][2]}
+    after = [e for i, (start, _, ids) in enumerate(by_member) if start >= middle + 40 for e in ids]
+    assert 1 <= len(hit) <= 2 and len(after) >= 40
+    capsys.readouterr()
+    run(cfg, folder)
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "transcripts.jsonl.gz" in line]
+    assert len(warnings) == 1 and "the resume keeps the" in warnings[0], warnings
+    resumed = log.read()
+    kept = [r for r in resumed if r["episode_id"] in {w["episode_id"] for w in written}]
+    assert kept == [r for r in written if r["episode_id"] not in lost]  # every intact record, after the damage too, unchanged
+    assert not lost & {r["episode_id"] for r in resumed}
+    assert len(resumed) > len(kept)  # and the rest of the run added its own

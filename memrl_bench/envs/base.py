@@ -6,11 +6,16 @@ one YAML in conf/env/; memrl_bench.envs.checker.check_env validates a new one.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import json
 import os
+import zlib
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from memrl_bench.config import ConfigError, DriftSettings, InputError
 from memrl_bench.types import Task, Turn
@@ -18,6 +23,10 @@ from memrl_bench.types import Task, Turn
 
 class DataMissingError(InputError, FileNotFoundError):
     """Benchmark data is not where the config says; the message says how to fetch it."""
+
+
+class DataFileError(InputError, ValueError):
+    """A benchmark data file cannot be used; the message names the file and what is wrong with it."""
 
 
 class Env(ABC):
@@ -133,3 +142,70 @@ def tasks_per_split(cfg: dict[str, Any]) -> int | None:
 def hash_fraction(text: str) -> float:
     """A stable number in [0, 1) from a string, for splitting by a fixed hash."""
     return int(hashlib.sha256(text.encode()).hexdigest()[:12], 16) / float(16**12)
+
+
+class DataRecord(BaseModel):
+    """One record of a benchmark data file: the fields an env reads, by type (others are ignored).
+
+    The models only check: an env builds its tasks from the file's own values, so a valid file
+    gives the tasks it gave before."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+
+def read_data_file(path: Path, model: type[DataRecord], *, by_id: bool = False) -> Any:
+    """The data of a benchmark file, checked; DataFileError naming the file and what is wrong
+    (not a readable gzip file, not UTF-8, empty, not JSON, not an object, keys that are not
+    integers, a record lacking a field or holding a wrong type) otherwise.
+
+    .jsonl and .jsonl.gz: a list of records, one JSON object a line, each checked by `model`.
+    .json: with `by_id`, an object of records keyed by integer task ids, each checked by
+    `model`; without, one object checked by `model`.
+    """
+    raw = path.read_bytes()
+    if path.name.endswith(".gz"):
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as err:
+            raise DataFileError(f"{path} is not a readable gzip file ({err})") from None
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError as err:
+        raise DataFileError(f"{path} is not UTF-8 text (byte {err.start}: {err.reason})") from None
+    if not text.strip():
+        raise DataFileError(f"{path} is empty")
+    if path.name.endswith((".jsonl", ".jsonl.gz")):
+        records = [(f"line {n}", _json(path, line, f"line {n}")) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        data: Any = [value for _, value in records]
+    else:
+        data = _json(path, text, "")
+        if not isinstance(data, dict):
+            raise DataFileError(f"{path} must hold a JSON object{' of tasks keyed by id' if by_id else ''}, not {_kind(data)}")
+        if by_id:
+            bad = next((key for key in data if not key.strip().lstrip("-").isdigit()), None)
+            if bad is not None:
+                raise DataFileError(f"{path}: the task ids (the object's keys) must be integers, got {bad[:40]!r}")
+        records = [(f"task {key}", value) for key, value in data.items()] if by_id else [("", data)]
+    for where, value in records:
+        if not isinstance(value, dict):
+            raise DataFileError(f"{path}: {where or 'the file'} must be a JSON object, not {_kind(value)}")
+        try:
+            model.model_validate(value)
+        except ValidationError as err:
+            first = err.errors()[0]
+            field = ".".join(str(p) for p in first["loc"])
+            raise DataFileError(f"{path}: {where + ': ' if where else ''}{field}: {first['msg'].removeprefix('Value error, ')}") from None
+    return data
+
+
+def _json(path: Path, text: str, where: str) -> Any:
+    """`text` parsed as JSON; DataFileError naming the file and the place (`where`, else the line and column)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DataFileError(f"{path}: {where or f'line {err.lineno} column {err.colno}'} is not valid JSON ({err.msg})") from None
+
+
+def _kind(value: Any) -> str:
+    kinds = {list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number", type(None): "null"}
+    return kinds.get(type(value), type(value).__name__)

@@ -22,18 +22,18 @@ from __future__ import annotations
 
 import ast
 import copy
-import gzip
 import hashlib
 import importlib.metadata
-import json
 import re
 import sys
 import uuid
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import field_validator
+
 from memrl_bench import prompts
-from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction, tasks_per_split
+from memrl_bench.envs.base import DataFileError, DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file, tasks_per_split
 from memrl_bench.envs.gold import GoldFilter, gold_failure
 from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, Limits
 from memrl_bench.types import Task
@@ -55,6 +55,37 @@ if __name__ == "__main__":
         print("{marker}", flush=True)
     _memrl_sys.exit(0 if _memrl_result.wasSuccessful() else 1)
 """
+
+
+class BigCodeBenchRecord(DataRecord):
+    """One line of BigCodeBench.jsonl.gz."""
+
+    task_id: str
+    code_prompt: str
+    canonical_solution: str
+    test: str
+    entry_point: str
+    instruct_prompt: str
+    complete_prompt: str
+    libs: str  # a Python list of module names, as text
+
+    @field_validator("libs")
+    @classmethod
+    def _module_list(cls, libs: str) -> str:
+        try:
+            names = ast.literal_eval(libs)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            names = None
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValueError(f"must be a Python list of module names, got {libs[:60]!r}")
+        return libs
+
+
+class BigCodeBenchSplits(DataRecord):
+    """MemRL's split file (full_seed123.json, hard_seed42.json)."""
+
+    train_ids: list[str]
+    val_ids: list[str]
 
 
 def is_stdlib_only(libs: list[str]) -> bool:
@@ -112,12 +143,13 @@ class BigCodeBenchEnv(Env):
             if not path.exists():
                 raise DataMissingError(f"BigCodeBench file {path} is missing; fetch it with: {_FETCH}")
         digest = hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest()
-        with gzip.open(paths[0], "rt") as lines:
-            records = {r["task_id"]: r for r in map(json.loads, lines)}
-        split_file = json.loads(paths[1].read_text())
+        records = {r["task_id"]: r for r in read_data_file(paths[0], BigCodeBenchRecord)}
+        split_file = read_data_file(paths[1], BigCodeBenchSplits)
         listed: dict[str, list[Task]] = {"train": [], "validation": [], "test": []}
         for source, ids in (("train", split_file["train_ids"]), ("val", split_file["val_ids"])):
             for record_id in ids:
+                if record_id not in records:
+                    raise DataFileError(f"{paths[1]}: task {record_id!r} is not in {paths[0]}")
                 record = records[record_id]
                 libs = ast.literal_eval(record["libs"])
                 if self.subset == "stdlib" and not is_stdlib_only(libs):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -37,7 +38,7 @@ class GoldFilter:
         if key_parts is not None:
             key = hashlib.sha256("\n".join([*key_parts, *([CONTAINMENT] if needs_sandbox else [])]).encode()).hexdigest()[:16]
             self.path = cache_root() / env_name / f"gold_{key}.json"
-        self.results: dict[str, str] = json.loads(self.path.read_text()) if self.path is not None and self.path.exists() else {}
+        self.results: dict[str, str] = _read_cache(self.path, warn=True) if self.path is not None else {}
         self.env_name, self.all_tasks, self.run_gold = env_name, all_tasks, run_gold
         self.limit, self.enabled, self.workers, self.needs_sandbox = limit, enabled, workers, needs_sandbox
         self._served: dict[str, list[Task]] = {}
@@ -92,12 +93,29 @@ class GoldFilter:
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        on_disk = json.loads(self.path.read_text()) if self.path.exists() else {}
+        on_disk = _read_cache(self.path, warn=False)
         on_disk.update(self.results)  # another process may have checked other tasks meanwhile
         temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
         temporary.write_text(json.dumps(on_disk, indent=0, sort_keys=True))
         temporary.replace(self.path)
         self.results = on_disk
+
+
+def _read_cache(path: Path, warn: bool) -> dict[str, str]:
+    """The gold results kept in `path` ({} if none); a damaged file counts as none (its tasks are
+    checked again and the file rewritten), with a warning if `warn`."""
+    if not path.exists():
+        return {}
+    try:
+        results = json.loads(path.read_bytes().decode())
+        if isinstance(results, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in results.items()):
+            return results
+        problem = "not an object of task id -> reason"
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        problem = str(err)
+    if warn:
+        print(f"memrl-bench: warning: {path}: the gold check cache is damaged ({problem}); checking the gold answers again", file=sys.stderr)
+    return {}
 
 
 def gold_failure(env: Env, task: Task) -> str:

@@ -52,9 +52,11 @@ import re
 import sqlite3
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 from memrl_bench import prompts
 from memrl_bench.config import DriftSettings
-from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction, tasks_per_split
+from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file, tasks_per_split
 from memrl_bench.envs.gold import GoldFilter
 from memrl_bench.envs.sqlite_worker import Row, SQLError, SQLWorker, WorkerLimit, open_database, read_table, run_sql
 from memrl_bench.types import Task
@@ -164,6 +166,32 @@ def _mysql_table_md5(rows: list[Row]) -> str:
     return hashlib.md5(",".join(hashes).encode()).hexdigest()
 
 
+class _Column(DataRecord):
+    name: str
+    type: str
+
+
+class _Table(DataRecord):
+    name: str
+    column_info_list: list[_Column] = Field(min_length=1)
+    row_list: list[list[Any]]
+
+
+class _Answer(DataRecord):
+    sql: str = Field(pattern=r"\S")
+    direct: Any  # LLB's recorded MySQL answer (null for modifying tasks)
+    md5: str | None
+
+
+class LLBDBRecord(DataRecord):
+    """One task of an LLB DB file (db_train.json, db_val.json)."""
+
+    instruction: str
+    answer_info: _Answer
+    table_info: _Table
+    skill_list: list[str] = []
+
+
 class LLBDBEnv(Env):
     """SQL over one table; answers checked against the gold SQL run in SQLite."""
 
@@ -187,7 +215,7 @@ class LLBDBEnv(Env):
             path = folder / file_name
             if not path.exists():
                 raise DataMissingError(f"LLB DB file {path} is missing; fetch it with: {_FETCH}")
-            entries = json.loads(path.read_text())
+            entries = read_data_file(path, LLBDBRecord, by_id=True)
             for key in sorted(entries, key=int):
                 task = self._make_task(key, entries[key], source)
                 self._all[task.split].append(task)

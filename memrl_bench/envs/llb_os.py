@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import platform
 import re
 from pathlib import Path
 from typing import Any, ClassVar
 
 from memrl_bench import prompts
-from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction, tasks_per_split
+from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file, tasks_per_split
 from memrl_bench.envs.gold import GoldFilter, gold_failure
 from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, Limits, Sandbox, require_sandbox
 from memrl_bench.types import Task
@@ -46,6 +45,24 @@ def parse_action(action: str) -> tuple[str, bool, str | None]:
     if lowered.startswith("answer:"):
         return "", True, text[len("answer:") :].strip()
     return text, False, None
+
+
+class _Script(DataRecord):
+    script: str
+
+
+class _Evaluation(DataRecord):
+    evaluation_command_item: _Script
+    ground_truth_command_item: _Script
+
+
+class LLBOSRecord(DataRecord):
+    """One task of an LLB OS file (os_interaction_train.json, os_interaction_val.json)."""
+
+    instruction: str
+    initialization_command_item: _Script
+    evaluation_info: _Evaluation
+    skill_list: list[str] = []
 
 
 class LLBOSEnv(Env):
@@ -85,7 +102,7 @@ class LLBOSEnv(Env):
             if not path.exists():
                 raise DataMissingError(f"LLB OS file {path} is missing; fetch it with: {_FETCH}")
             digest.update(path.read_bytes())
-            raw[split] = json.loads(path.read_text())
+            raw[split] = read_data_file(path, LLBOSRecord, by_id=True)
         listed: dict[str, list[Task]] = {"train": [], "validation": [], "test": []}
         for source, entries in raw.items():
             for key in sorted(entries, key=int):

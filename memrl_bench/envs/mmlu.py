@@ -10,16 +10,28 @@ test = test (14042), each in file order (by subject). `subjects` keeps only some
 from __future__ import annotations
 
 import copy
-import json
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
 
 from memrl_bench import prompts
-from memrl_bench.envs.base import DataMissingError, Env, data_dir, tasks_per_split
+from memrl_bench.config import ConfigError
+from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, read_data_file, tasks_per_split
 from memrl_bench.types import Task
 
 _FETCH = "python scripts/fetch_data.py mmlu"
 _FILES = {"train": "dev.jsonl", "validation": "validation.jsonl", "test": "test.jsonl"}
 LETTERS = "ABCD"
+
+
+class MMLURecord(DataRecord):
+    """One line of an MMLU split file."""
+
+    id: str | int
+    subject: str
+    question: str
+    choices: list[str] = Field(min_length=len(LETTERS), max_length=len(LETTERS))
+    answer: Literal["A", "B", "C", "D"]
 
 
 def format_question(question: str, choices: list[str]) -> str:
@@ -43,20 +55,17 @@ class MMLUEnv(Env):
             path = folder / file_name
             if not path.exists():
                 raise DataMissingError(f"MMLU file {path} is missing; fetch it with: {_FETCH}")
-            records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-            self._all[split] = [self._make_task(r, split) for r in records]
+            self._all[split] = [self._make_task(r, split) for r in read_data_file(path, MMLURecord)]
         known = sorted({t.data["subject"] for listed in self._all.values() for t in listed})
         self.subjects: list[str] | None = self.cfg.get("subjects")
         if self.subjects is not None:
             unknown = sorted(set(self.subjects) - set(known))
             if unknown:
-                raise ValueError(f"env.subjects: unknown MMLU subject(s) {', '.join(unknown)}; valid: {', '.join(known)}")
+                raise ConfigError(f"env.subjects: unknown MMLU subject(s) {', '.join(unknown)}; valid: {', '.join(known)}")
         self._task: Task | None = None
 
     @staticmethod
     def _make_task(record: dict[str, Any], split: str) -> Task:
-        if record["answer"] not in LETTERS or len(record["choices"]) != len(LETTERS):
-            raise ValueError(f"MMLU record {record.get('id')!r}: expected 4 choices and an answer in {LETTERS}")
         data = {"subject": record["subject"], "question": record["question"].strip(), "choices": list(record["choices"]), "gold": record["answer"]}
         return Task(id=f"mmlu/{record['id']}", split=split, description=format_question(record["question"], record["choices"]), data=data)
 

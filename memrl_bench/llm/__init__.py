@@ -47,6 +47,21 @@ class Completion:
     usage: Usage = field(default_factory=Usage)
     cached: bool = False
     finish_reason: str | None = None
+    dropped_chars: int = 0  # characters of the server's answer past the cap (completion_char_cap), not kept
+
+
+MIN_COMPLETION_CHARS = 65_536
+"""The least a completion keeps (64 Ki characters). A completion longer than
+`completion_char_cap(max_tokens)` is cut there: the episode log, the transcripts and the
+response cache hold the kept part, its finish_reason becomes "length" (cut, as at
+max_tokens) and `dropped_chars` records the rest's size. A server answering 40 MB then
+cannot fill the disk, and the action is read from the kept part."""
+MAX_CHARS_PER_TOKEN = 16  # no tokenizer's token is longer in practice; a longer answer ignored max_tokens
+
+
+def completion_char_cap(max_tokens: int | None) -> int:
+    """Characters a completion of at most `max_tokens` tokens keeps (MIN_COMPLETION_CHARS at least)."""
+    return max(MIN_COMPLETION_CHARS, MAX_CHARS_PER_TOKEN * (max_tokens or 0))
 
 
 class ContextOverflowError(LLMError):

@@ -45,7 +45,8 @@ CREATE TABLE IF NOT EXISTS responses (
     prompt_tokens INTEGER NOT NULL,
     completion_tokens INTEGER NOT NULL,
     created REAL NOT NULL,
-    checksum TEXT
+    checksum TEXT,
+    dropped_chars INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS token_counts (
     key TEXT PRIMARY KEY,
@@ -65,6 +66,7 @@ class CachedResponse:
     finish_reason: str | None
     prompt_tokens: int
     completion_tokens: int
+    dropped_chars: int = 0  # of the server's answer, past the cap (memrl_bench.llm.MIN_COMPLETION_CHARS)
 
 
 def cache_key(identity: dict[str, Any], messages: list[dict[str, Any]], settings: dict[str, Any], sample_index: int) -> str:
@@ -83,6 +85,8 @@ def count_key(identity: dict[str, Any], messages: list[dict[str, Any]]) -> str:
 def entry_checksum(key: str, response: CachedResponse) -> str:
     """The sha256 of an entry's key and content."""
     material = [key, response.text, response.finish_reason, response.prompt_tokens, response.completion_tokens]
+    if response.dropped_chars:  # entries of uncut completions keep the checksums they were written with
+        material.append(response.dropped_chars)
     return hashlib.sha256(json.dumps(material, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -114,13 +118,16 @@ class ResponseCache:
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.executescript(_SCHEMA)
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
-            if mode == "read_write" and "checksum" not in columns:  # a cache written before entries had checksums
-                try:
-                    self._db.execute("ALTER TABLE responses ADD COLUMN checksum TEXT")
-                except sqlite3.OperationalError as err:
-                    if "duplicate column" not in str(err):  # another process added it meanwhile
-                        raise
+            # columns a cache written by an older version lacks: checksums, then the size of cut completions
+            for column, definition in (("checksum", "TEXT"), ("dropped_chars", "INTEGER NOT NULL DEFAULT 0")):
+                if mode == "read_write" and column not in columns:
+                    try:
+                        self._db.execute(f"ALTER TABLE responses ADD COLUMN {column} {definition}")
+                    except sqlite3.OperationalError as err:
+                        if "duplicate column" not in str(err):  # another process added it meanwhile
+                            raise
             self._checksum_column = "checksum" if "checksum" in columns or mode == "read_write" else "NULL"
+            self._dropped_column = "dropped_chars" if "dropped_chars" in columns or mode == "read_write" else "0"
 
     @contextmanager
     def _named_errors(self) -> Iterator[None]:
@@ -138,7 +145,7 @@ class ResponseCache:
         with self._lock, self._named_errors():
             try:
                 row = self._db.execute(
-                    f"SELECT text, finish_reason, prompt_tokens, completion_tokens, {self._checksum_column} FROM responses WHERE key = ?", (key,)
+                    f"SELECT text, finish_reason, prompt_tokens, completion_tokens, {self._dropped_column}, {self._checksum_column} FROM responses WHERE key = ?", (key,)
                 ).fetchone()
             except sqlite3.OperationalError as err:
                 if "no such table" in str(err):  # a read-only cache that was never written
@@ -146,9 +153,9 @@ class ResponseCache:
                 raise
         if row is None:
             return None
-        response = CachedResponse(*row[:4])
-        if row[4] != entry_checksum(key, response):
-            self._report_unchecked(key, written_before_checksums=row[4] is None)
+        response = CachedResponse(*row[:5])
+        if row[5] != entry_checksum(key, response):
+            self._report_unchecked(key, written_before_checksums=row[5] is None)
             return None
         return response
 
@@ -164,8 +171,8 @@ class ResponseCache:
             return
         with self._lock, self._named_errors():
             self._db.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (key, response.text, response.finish_reason, response.prompt_tokens, response.completion_tokens, time.time(), entry_checksum(key, response)),
+                "INSERT OR REPLACE INTO responses (key, text, finish_reason, prompt_tokens, completion_tokens, created, checksum, dropped_chars) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, response.text, response.finish_reason, response.prompt_tokens, response.completion_tokens, time.time(), entry_checksum(key, response), response.dropped_chars),
             )
 
     def get_count(self, key: str) -> int | None:

@@ -29,14 +29,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import openai
 
 from memrl_bench.config import LLMConfig, cache_root, validated
-from memrl_bench.llm import CacheMissError, Completion, ContextOverflowError, LLMAuthError, LLMError, LLMOutageError, TokenCount, estimate_tokens
+from memrl_bench.llm import CacheMissError, Completion, ContextOverflowError, LLMAuthError, LLMError, LLMOutageError, TokenCount, completion_char_cap, estimate_tokens
 from memrl_bench.llm.cache import CachedResponse, ResponseCache, cache_key, count_key
-from memrl_bench.redaction import redact_server_text, remember_secret, scrub, strip_userinfo
+from memrl_bench.llm.gguf import check_file
+from memrl_bench.redaction import redact_server_text, remember_secret, remember_url, scrub, strip_url_secrets, url_host
 from memrl_bench.types import Usage
 
 GENERATION_KEYS = ("temperature", "top_p", "seed", "max_tokens", "stop")
@@ -163,7 +163,7 @@ class OpenAIChatModel:
         if max_consecutive_failures < 1:
             raise ValueError(f"llm max_consecutive_failures must be >= 1, got {max_consecutive_failures}")
         self.base_url = base_url.rstrip("/")
-        self.display_url = strip_userinfo(self.base_url)  # for messages: no user:password@
+        self.display_url = strip_url_secrets(self.base_url)  # for messages and logs: no user:password@, no ?key=...
         self.model = model
         self.generation = {**DEFAULT_GENERATION, **self._checked_settings(generation or {})}
         self.max_concurrency = max_concurrency
@@ -175,6 +175,7 @@ class OpenAIChatModel:
         self._api_key_env = api_key_env
         self._api_key = os.environ.get(api_key_env) or NO_KEY
         remember_secret(os.environ.get(api_key_env))
+        remember_url(self.base_url)
         self._rng = random.Random(self.retry.seed)
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         self._consecutive_failures = 0
@@ -183,7 +184,7 @@ class OpenAIChatModel:
         self.identity: dict[str, Any] = {
             "model": model,
             "served_model": self._served_model(),
-            "base_url_host": urlparse(self.base_url).netloc.rpartition("@")[2],
+            "base_url_host": url_host(self.base_url),
             **dict(identity_extra or {}),
         }
 
@@ -285,10 +286,10 @@ class OpenAIChatModel:
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
             usage = Usage(calls=1, prompt_tokens=hit.prompt_tokens, completion_tokens=hit.completion_tokens, cache_hits=1)
-            return Completion(hit.text, usage, cached=True, finish_reason=hit.finish_reason)
+            return Completion(hit.text, usage, cached=True, finish_reason=hit.finish_reason, dropped_chars=hit.dropped_chars)
         completion = await self._request(messages, settings)
         if self.cache is not None:
-            self.cache.put(key, CachedResponse(completion.text, completion.finish_reason, completion.usage.prompt_tokens, completion.usage.completion_tokens))
+            self.cache.put(key, CachedResponse(completion.text, completion.finish_reason, completion.usage.prompt_tokens, completion.usage.completion_tokens, completion.dropped_chars))
         return completion
 
     async def _request(self, messages: list[dict[str, str]], settings: dict[str, Any]) -> Completion:
@@ -317,13 +318,17 @@ class OpenAIChatModel:
             if error is None:
                 self._consecutive_failures = 0
                 if latency >= SLOW_CALL_S:
-                    log.warning("memrl-bench: slow LLM call to %s: %.0f s for %d prompt + %d completion tokens (%d retries)", self.base_url, latency, prompt_tokens, completion_tokens, retries)
+                    log.warning("memrl-bench: slow LLM call to %s: %.0f s for %d prompt + %d completion tokens (%d retries)", self.display_url, latency, prompt_tokens, completion_tokens, retries)
                 usage = Usage(calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, retries=retries, latency_s=latency)
+                cap = completion_char_cap(settings.get("max_tokens"))
+                if len(text) > cap:  # a server that ignored max_tokens: keep the start, say how much was dropped
+                    log.warning("memrl-bench: a completion from %s has %d characters; kept the first %d", self.display_url, len(text), cap)
+                    return Completion(text[:cap], usage, cached=False, finish_reason="length", dropped_chars=len(text) - cap)
                 return Completion(text, usage, cached=False, finish_reason=finish_reason)
             if "stop" in request and _refuses_stop(error):
                 # Without them the answer is longer, and the actor's parser cuts it at the same places.
                 if self._sends_stop:
-                    log.warning("memrl-bench: %s does not accept stop sequences (%s); sending requests without them", self.base_url, _classify(error)[2])
+                    log.warning("memrl-bench: %s does not accept stop sequences (%s); sending requests without them", self.display_url, _classify(error)[2])
                 self._sends_stop = False
                 del request["stop"]
                 continue
@@ -336,7 +341,7 @@ class OpenAIChatModel:
                 raise self._failed(reason, retries, latency) from error
             retries += 1
             delay = min(wait_s, self.retry.max_retry_after_s) if wait_s is not None else self.retry.backoff_s(retries, self._rng)
-            log.warning("memrl-bench: LLM call to %s failed (%s); retry %d of %d in %.1f s", self.base_url, reason, retries, self.retry.max_retries, delay)
+            log.warning("memrl-bench: LLM call to %s failed (%s); retry %d of %d in %.1f s", self.display_url, reason, retries, self.retry.max_retries, delay)
             await asyncio.sleep(delay)
             latency += delay
 
@@ -486,7 +491,9 @@ def open_local(cfg: Mapping[str, Any]) -> Iterator[OpenAIChatModel]:
         finally:
             model.close()
         return
-    with LocalLlamaServer(models.ensure(cfg["model"]), alias=alias, **server_settings) as server:
+    model_path = models.ensure(cfg["model"])
+    check_file(model_path)  # a damaged or truncated file: one line naming it, before a server loads it
+    with LocalLlamaServer(model_path, alias=alias, **server_settings) as server:
         identity = {**server.info(), **models.checksum(cfg["model"])}
         model = make_chat_model(cfg, base_url=server.base_url, identity_extra=identity, context_size=server.ctx_size, tokenizer_url=server.address)
         try:

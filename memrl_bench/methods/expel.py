@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from memrl_bench import prompts
+from memrl_bench.config import Settings
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text
 from memrl_bench.methods.llm_ops import MemoryCalls, operation_list, require_llm, small_ids
 from memrl_bench.types import Episode, MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem
@@ -42,8 +43,7 @@ OPERATIONS = ("REMOVE", "AGREE", "EDIT", "ADD")  # the order they are applied in
 RuleOperation = tuple[str, str | None, str]  # op, rule id (all but ADD), rule text (EDIT, ADD)
 
 
-class ExpeLConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ExpeLConfig(Settings):
 
     max_rules: int = Field(10, ge=1, description="Rules kept; at the cap the prompt asks for REMOVE first and REMOVE counts 3.")
     k_examples: int = Field(2, ge=0, description="Most similar successful trajectories (one per task) injected as examples.")

@@ -11,17 +11,17 @@ than the whole budget leaves the block empty. Tokens are the harness's estimate
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from memrl_bench import prompts
+from memrl_bench.config import Settings
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, Query, StoreMethod
 from memrl_bench.methods.budget import fill
 from memrl_bench.methods.rag import trajectory_item
 from memrl_bench.types import Retrieval, RetrievedItem
 
 
-class FullContextConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class FullContextConfig(Settings):
     budget_tokens: int = Field(2000, ge=1, description="Most estimated tokens (UTF-8 bytes / 3) of the injected block; the newest episodes that fit are injected.")
     max_trajectory_chars: int = Field(2000, ge=0, description="Stored trajectory text is cut to this many characters.")
 

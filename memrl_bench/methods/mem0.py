@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from memrl_bench import prompts
+from memrl_bench.config import Settings
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, end_reason, trajectory_text
 from memrl_bench.methods.llm_ops import MemoryCalls, operation_list, require_llm, small_ids, text_list
 from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem
@@ -43,8 +44,7 @@ EVENTS = ("ADD", "UPDATE", "DELETE", "NONE")
 Operation = tuple[str, str | None, str]  # event, stored id (UPDATE / DELETE), text (ADD / UPDATE)
 
 
-class Mem0Config(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Mem0Config(Settings):
 
     top_k: int = Field(10, ge=1, description="Memories injected into the acting prompt, the most similar to the task.")
     s: int = Field(10, ge=1, description="Stored memories retrieved per new fact for the update decision (paper: 10; the library searches 5).")

@@ -40,18 +40,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from memrl_bench import prompts
-from memrl_bench.config import ConfigError
+from memrl_bench.config import ConfigError, Settings
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text
 from memrl_bench.methods.llm_ops import MemoryCalls, OpError, non_empty_text, require_llm, text_list
 from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
 from memrl_bench.vector_index import unit_rows
 
 
-class MemPConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class MemPConfig(Settings):
 
     build: Literal["trajectory", "script", "proceduralization"] = Field("proceduralization", description="What a memory holds: the trajectory, an LLM-distilled script, or both (paper's best).")
     retrieve: Literal["query", "avefact", "random"] = Field("query", description="Retrieval key: task embedding, LLM-extracted task keywords (needs a text embedder), or random.")

@@ -55,9 +55,10 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from memrl_bench import prompts
+from memrl_bench.config import Settings
 from memrl_bench.llm import LLMError
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, end_reason, memory_call, memory_op, trajectory_text
 from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
@@ -80,8 +81,8 @@ class PhaseA:
 QUIRK_SWITCHES = ("group_within_batch", "keep_repeated_task_members", "q_stats_after_q_min", "join_after_empty_retrieval")
 
 
-class MemRLConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+class MemRLConfig(Settings):
+    model_config = ConfigDict(populate_by_name=True)  # "lambda" in configs, lambda_ in code
 
     k_groups: int = Field(5, ge=1, description="Phase A: intent groups whose memories form the candidate pool (official memory.k_retrieve).")
     k_select: int = Field(3, ge=1, description="Memories injected into the prompt (official rl_config.topk).")

@@ -6,16 +6,16 @@ The passive semantic retrieval that MemRL calls noisy: similarity only, no utili
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from memrl_bench import prompts
+from memrl_bench.config import Settings
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, Query, StoreMethod, trajectory_text
 from memrl_bench.types import MemoryItem, Provenance, Retrieval, RetrievedItem
 from memrl_bench.vector_index import Hits, IndexConfig
 
 
-class RAGConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RAGConfig(Settings):
     top_k: int = Field(3, ge=1, description="Stored episodes injected into the prompt.")
     sim_floor: float = Field(-1.0, ge=-1.0, le=1.0, description="Minimum cosine similarity of an injected episode.")
     max_trajectory_chars: int = Field(2000, ge=0, description="Stored trajectory text is cut to this many characters.")

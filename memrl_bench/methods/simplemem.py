@@ -29,17 +29,17 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from memrl_bench import prompts
+from memrl_bench.config import Settings
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, Query, StoreMethod, end_reason, trajectory_text
 from memrl_bench.methods.budget import fill
 from memrl_bench.methods.llm_ops import MemoryCalls, require_llm
 from memrl_bench.types import Episode, MemoryItem, Provenance, Retrieval, RetrievedItem
 
 
-class SimpleMemConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class SimpleMemConfig(Settings):
     budget_tokens: int = Field(550, ge=1, description="Most estimated tokens (UTF-8 bytes / 3) of the injected block (SimpleMem reports ~550 per query).")
     top_k: int = Field(10, ge=1, description="Most relevant entries considered for the budget (SimpleMem-Cross's semantic top_k).")
     sim_floor: float = Field(-1.0, ge=-1.0, le=1.0, description="Minimum cosine similarity of a considered entry.")

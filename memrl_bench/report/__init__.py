@@ -3,8 +3,8 @@
 `report(results_dir, out_dir)` loads every run folder under `results_dir` (load_for_report:
 one read per run serves the tables and the episode viewer), aggregates over seeds, and
 writes everything to `out_dir` (default: results_dir/report/). The folder is written
-whole or not at all: into a temporary folder beside it, then renamed into place, so a
-killed report never leaves new tables beside an old page.
+whole or not at all: into a temporary folder beside it, then exchanged with the old one in
+one step, so a killed report never leaves new tables beside an old page, nor no report.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 from memrl_bench import sensitivity
 from memrl_bench.findings import findings, load_runs
 from memrl_bench.findings import render_html as render_findings
+from memrl_bench.markup import markdown_text
 from memrl_bench.report.aggregate import aggregate
 from memrl_bench.report.figures import all_figures
 from memrl_bench.report.html import render, section_headings, shared_settings_line
@@ -23,6 +24,7 @@ from memrl_bench.report.load import ReportInputError, Results, load
 from memrl_bench.report.phase_diagrams import figures as phase_figures
 from memrl_bench.report.tables import all_tables, write_tables
 from memrl_bench.report.viewer import run_page, write_viewer
+from memrl_bench.runfolder import exchange
 
 __all__ = ["ReportInputError", "load_for_report", "report", "write_report"]
 
@@ -47,6 +49,9 @@ def write_report(results: Results, out_dir: Path | str | None = None) -> Path:
     foreign = sorted(p.name for p in out.iterdir() if p.name not in REPORT_FILES) if out.is_dir() else []
     if out.exists() and (not out.is_dir() or foreign):
         raise ReportInputError(f"{out} holds files a report does not write ({', '.join(foreign[:3]) or 'it is a file'}); choose another --out")
+    above = next((p for p in out.parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        raise ReportInputError(f"{out}: {above} is a file, not a folder; choose another --out")
     agg = aggregate(results)
     tables = all_tables(results, agg)
     figures = all_figures(results, agg)
@@ -61,7 +66,7 @@ def write_report(results: Results, out_dir: Path | str | None = None) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
-        preamble = f"# memrl-bench report: {results.root}\n\n{shared_settings_line(results)}\n"
+        preamble = f"# memrl-bench report: {markdown_text(results.root)}\n\n{markdown_text(shared_settings_line(results))}\n"
         write_tables(tables, tmp, section_headings(results, tables), preamble)
         (tmp / "figures").mkdir()
         for figure in figures.values():
@@ -76,7 +81,11 @@ def write_report(results: Results, out_dir: Path | str | None = None) -> Path:
 
 
 def _replace_folder(target: Path, new: Path) -> None:
-    """Put the folder `new` in the place of `target` (two renames; the old one is removed after)."""
+    """Put the folder `new` in the place of `target`, the old one removed after: one exchange of
+    the two where the system has it (a kill never leaves no report), else two renames."""
+    if target.exists() and exchange(new, target):
+        shutil.rmtree(new, ignore_errors=True)  # now the old report
+        return
     old = target.parent / f".{target.name}.old-{os.getpid()}"
     if target.exists():
         os.replace(target, old)

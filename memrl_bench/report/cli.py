@@ -24,6 +24,11 @@ def main(argv: list[str] | None = None) -> None:
     except ReportInputError as err:
         print(f"memrl-bench-report: error: {err}", file=sys.stderr)
         sys.exit(2)
+    except OSError as err:  # a folder it cannot write (read-only, full, no permission)
+        if not err.filename:
+            raise
+        print(f"memrl-bench-report: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
+        sys.exit(2)
     print(page)
 
 

@@ -200,20 +200,25 @@ def expected_sweep_runs(sweep_dir: Path) -> list[str] | None:
     Expanded as Hydra's basic sweeper expands a sweep (memrl_bench.hydra_support) and
     named as memrl_bench.cli names run folders.
     """
+    import yaml
     from hydra.errors import HydraException
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
     from memrl_bench.hydra_support import sweep_jobs
 
+    path = sweep_dir / SWEEP_FILE
     try:
-        hydra_cfg = OmegaConf.load(sweep_dir / SWEEP_FILE).hydra
+        hydra_cfg = OmegaConf.load(path).hydra
         if not str(hydra_cfg.sweeper.get("_target_", "")).endswith("BasicSweeper"):
             return None
         params = [f"{k}={v}" for k, v in (hydra_cfg.sweeper.get("params") or {}).items()]
         return [run_name(job) for job in sweep_jobs(params + list(hydra_cfg.overrides.task))]
     except (HydraException, OmegaConfBaseException):
         return None
+    except (yaml.YAMLError, UnicodeDecodeError, OSError, AttributeError, TypeError) as err:  # damaged, or not Hydra's record
+        what = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
+        raise ReportInputError(f"{path} is not a readable record of a Hydra sweep ({type(err).__name__}: {what}); repair it, or move it away to report without listing the sweep's missing runs") from None
 
 
 def _missing_runs(root: Path, sweeps: list[Path]) -> list[str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from memrl_bench.markup import markdown_text
 from memrl_bench.report.aggregate import BASELINE_METHOD, Aggregates
 from memrl_bench.report.load import LEARNING_PHASES, Results
 
@@ -406,11 +407,9 @@ def all_tables(results: Results, agg: Aggregates) -> dict[str, Table]:
 
 
 def to_markdown(frame: pd.DataFrame) -> str:
-    def cell(x) -> str:
-        return str(x).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(cell(c) for c in frame.columns) + " |", "|" + "---|" * len(frame.columns)]
-    lines += ["| " + " | ".join(cell(x) for x in row) + " |" for row in frame.itertuples(index=False)]
+    """A Markdown table; cells hold run, model and setting names as text (memrl_bench.markup)."""
+    lines = ["| " + " | ".join(markdown_text(c) for c in frame.columns) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(markdown_text(x) for x in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join(lines)
 
 

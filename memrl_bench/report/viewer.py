@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from memrl_bench import prompts
+from memrl_bench.markup import script_json
 from memrl_bench.records import RunRecords, read_run
 from memrl_bench.report.load import Results
 from memrl_bench.runfolder import CorruptRunFolderError
@@ -44,7 +45,7 @@ ASSETS = Path(__file__).with_name("viewer_assets")
 
 
 def read_transcripts(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """The transcript records of a run by episode id ({} without the file; whole gzip members only, bad lines skipped)."""
+    """The transcript records of a run by episode id ({} without the file; whole gzip members only, damaged members and bad lines skipped with a warning)."""
     return TranscriptLog(run_dir).by_episode()
 
 
@@ -169,9 +170,10 @@ def write_viewer(results: Results, out: Path) -> list[str]:
             f'<tr><td class="text"><a href="{n}.html">{html.escape(run_row.run)}</a></td><td class="text">{html.escape(run_row.variant)}</td><td>{html.escape(str(run_row.seed))}</td>'
             f'<td>{page.episodes}</td><td>{rate:.3f}</td><td>{"yes" if page.transcripts else "no"}</td><td>{"complete" if run_row.complete else "incomplete"}</td></tr>'
         )
-    runs_json = json.dumps(index).replace("</", "<\\/")
+    runs_json = script_json(index)  # run names are folder names: any text, "<!--" and "</script" included
     table = '<table><thead><tr><th class="text">run</th><th class="text">variant</th><th>seed</th><th>episodes</th><th>success rate</th><th>transcripts</th><th>status</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>"
-    notes = "".join(f'<p class="warn">Left out (cannot be read): {html.escape(s)}</p>' for s in skipped)
+    # the runs the loader left out (damaged: a COMPLETE run failing its checks, a snapshot failing its checksum) and those no page could be made of
+    notes = "".join(f'<p class="warn">Left out (damaged or cannot be read): {html.escape(s)}</p>' for s in [*results.skipped, *skipped])
     (out / "index.html").write_text(
         _page(
             "memrl-bench episodes",
