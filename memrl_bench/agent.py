@@ -35,7 +35,7 @@ from typing import Any
 import memrl_bench.llm
 from memrl_bench import prompts
 from memrl_bench.actors import Actor, Job
-from memrl_bench.answers import read_answer
+from memrl_bench.answers import letter_schema, read_answer, read_constrained
 from memrl_bench.config import ActorSettings
 from memrl_bench.envs.base import Env
 from memrl_bench.llm import ChatModel, Completion, ContextOverflowError, LLMError
@@ -408,6 +408,8 @@ class SingleTurnActor(_LLMActor):
 
     async def _play(self, job: Job, env: Env, rec: _Recorder) -> tuple[EpisodeStatus, bool]:
         question, info = await rec.reset(env, job.task)
+        if "answer_key" in info:  # a multiple-choice key, for the report's chance and answer-letter references
+            rec.info["answer_key"] = info["answer_key"]
         messages = [
             {"role": "system", "content": system_prompt("single_turn", env, job.retrieval.prompt_block)},
             {"role": "user", "content": question},
@@ -419,6 +421,13 @@ class SingleTurnActor(_LLMActor):
             letters=info.get("answer_letters", "ABCD"), choices=info.get("answer_choices"), question=info.get("answer_question", ""),
         )
         rec.info["answer_rule"] = reading.rule
+        if self.cfg.answer_constraint == "json_schema" and info.get("answer_format") == "letter":
+            # The free completion stays in the transcript; what the reader took from it, for the report's comparison.
+            rec.info.update(free_answer=reading.answer, free_answer_rule=reading.rule)
+            messages = [*messages, {"role": "assistant", "content": completion.text}, {"role": "user", "content": prompts.load("constrained_answer").strip()}]
+            completion = await rec.chat(self.llm, messages, job.sample_index, {**self.generation, "max_tokens": 32, "response_format": letter_schema(info.get("answer_letters", "ABCD"))})
+            reading = read_constrained(completion.text, info.get("answer_letters", "ABCD"))
+            rec.info["answer_rule"] = reading.rule
         if reading.answer is None:
             if reading.cut:
                 rec.info["truncated_actions"] += 1
@@ -426,4 +435,5 @@ class SingleTurnActor(_LLMActor):
             return ("truncated" if reading.cut else "parse_error"), False
         observation, reward, _done, info = await rec.env(env.step, reading.answer)
         rec.turn(reading.answer, observation, float(reward), completion)
+        rec.info["answer"] = reading.answer
         return ended(info)

@@ -23,12 +23,19 @@ letter (multiple choice; `choices` are the options' texts in letter order):
 code: the first fenced code block, else the whole text. A cut completion counts only if
   its code block was closed before the cut.
 text: the whole text, stripped. A cut completion has no answer (its end is missing).
+
+Constrained answers (`actor.answer_constraint=json_schema`, letters only): after the free
+completion, the model is asked for its final letter once more, in a reply held to the JSON
+schema `letter_schema` by the server (OpenAI structured outputs; llama.cpp and vLLM turn the
+schema into a grammar), so that no reading decides the answer; `read_constrained` takes it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 FORMATS = ("letter", "code", "text")
 MIN_OPTION_TEXT_LETTERS = 4  # shorter option texts ("Yes", "1") occur in prose by chance
@@ -154,3 +161,18 @@ def _read_letter(completion: str, finished: bool, letters: str, choices: list[st
     if bare is not None:
         return Reading(bare.group(1), "bare_letter")
     return Reading(None, "several options named by their text" if options else "no answer stated")
+
+
+def letter_schema(letters: str) -> dict[str, Any]:
+    """The `response_format` of a constrained answer: {"answer": one of the letters}."""
+    schema = {"type": "object", "properties": {"answer": {"type": "string", "enum": list(letters)}}, "required": ["answer"], "additionalProperties": False}
+    return {"type": "json_schema", "json_schema": {"name": "answer", "strict": True, "schema": schema}}
+
+
+def read_constrained(completion: str, letters: str) -> Reading:
+    """The letter of a reply held to `letter_schema`; no answer if the server did not hold it."""
+    try:
+        answer = json.loads(completion)["answer"]
+    except (ValueError, TypeError, KeyError):
+        return Reading(None, "constrained reply is not the schema's JSON")
+    return Reading(answer, "constrained") if isinstance(answer, str) and answer in letters else Reading(None, "constrained reply is no choice letter")

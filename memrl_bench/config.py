@@ -367,6 +367,7 @@ class GenerationSettings(Settings):
     seed: int | None = Field(None, description="The server's sampling seed.")
     max_tokens: int | None = Field(None, ge=1, description="Most tokens per completion.")
     stop: str | list[str] | None = Field(None, description="Stop sequences.")
+    response_format: dict[str, Any] | None = Field(None, description="Structured output (OpenAI's response_format: a JSON schema), sent as given.")
 
 
 _ENV_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -484,6 +485,9 @@ class ActorSettings(Settings):
     memrl_official: str | None = Field(None, description="prompt=memrl_alfworld: the official MemRL repository (null: $MEMRL_OFFICIAL_DIR, then ../shared/reference/memrl_official).")
     stop_sequences: list[str] | None = Field(["\nObservation:"], description="ReAct: sent as `stop` with every call, so that a model starting to write the env's reply ends its action (generation.stop overrides them; null: none).")
     generation: GenerationSettings = Field(default_factory=GenerationSettings, description="Overrides of the llm group's generation settings.")
+    answer_constraint: Literal["none", "json_schema"] = Field(
+        "none", description="Single-turn multiple choice: json_schema asks, after the free completion, for the final letter in a reply the server holds to a JSON schema (memrl_bench.answers), so that no reading decides it."
+    )
 
 
 # ---- environments ---------------------------------------------------------------------

@@ -96,3 +96,75 @@ def test_a_completion_cut_while_walking_through_the_options_is_not_scored():
     assert reading.answer is None and reading.cut
     stated = "Answer: C\n\nExplanation: a 10% rise in price and a 10% fall in quantity means the elasticity is"
     assert read_answer(stated, "letter", finished=False, choices=MARKETING).answer == "C"  # stated before the cut
+
+
+def _mmlu_run(tmp_path: Path, replies, **actor) -> tuple[list[dict], object]:
+    from memrl_bench.records import read_run
+    from memrl_bench.runner import run
+    from tests.helpers import tiny_mmlu
+    from tests.scripted_llm import ScriptedChatModel
+
+    llm = ScriptedChatModel(replies)
+    cfg = {
+        "env": {"name": "mmlu", "data_dir": str(tiny_mmlu(tmp_path / "mmlu", questions=4)), "roles": {"train": "train", "validation": None, "test": ["test"]}},
+        "method": {"name": "none"}, "llm": {"name": "none"}, "embedder": {"name": "minilm"},
+        "protocol": {"epochs": 1, "batch_size": 4, "checkpoint_interval_s": 0}, "actor": actor, "seed": 0, "task_order_seed": 0, "progress": False,
+    }
+    run(cfg, tmp_path / "run", llm=llm)
+    return [e.model_dump() for e in read_run(tmp_path / "run").episodes], llm
+
+
+def test_constrained_answers_score_the_schema_reply_and_keep_the_free_reading(tmp_path):
+    # Every free completion walks through two options (no answer a reader can take); the
+    # constrained reply then names B, the key of every tiny question.
+    def reply(messages):
+        return '{"answer": "B"}' if messages[-1]["content"].startswith("What is your final answer?") else "A. one: maybe.\nB. two: maybe."
+
+    episodes, llm = _mmlu_run(tmp_path, reply, answer_constraint="json_schema")
+    assert episodes and all(e["success"] and e["info"]["answer"] == "B" and e["info"]["free_answer"] is None for e in episodes)
+    constrained = [c for c in llm.calls if "response_format" in c.overrides]
+    assert len(constrained) == len(episodes)
+    assert constrained[0].overrides["response_format"]["json_schema"]["schema"]["properties"]["answer"]["enum"] == ["A", "B", "C", "D"]
+    assert constrained[0].messages[-2] == {"role": "assistant", "content": "A. one: maybe.\nB. two: maybe."}
+
+
+def test_without_a_constraint_the_reader_decides_and_a_reply_out_of_schema_is_no_answer(tmp_path):
+    episodes, llm = _mmlu_run(tmp_path / "free", ["A. one: maybe.\nB. two: maybe."] * 8)
+    assert all(e["status"] == "parse_error" and not e["success"] for e in episodes)
+    assert not any("response_format" in c.overrides for c in llm.calls)
+    from memrl_bench.answers import read_constrained
+
+    assert read_constrained('{"answer": "E"}', "ABCD").answer is None
+    assert read_constrained("B", "ABCD").answer is None  # the server did not hold the schema: no reading decides
+    assert read_constrained('{"answer": "C"}', "ABCD").answer == "C"
+
+
+def test_the_report_shows_the_key_letters_best_constant_letter_and_answered_letters(tmp_path):
+    from memrl_bench.report.load import load
+    from memrl_bench.report.tables import choice_table
+
+    _mmlu_run(tmp_path, ["Answer: A"] * 8)  # key B everywhere: SR 0, every answer A
+    table = choice_table(load(tmp_path))
+    reference, row = table.view.iloc[0], table.view.iloc[1]
+    assert reference["variant"].startswith("key letters (test, 4 questions)")
+    assert reference["SR %"] == "best constant letter B: 100.0" and reference["B %"] == "100.0"
+    assert row["SR %"] == "0.0" and row["A %"] == "100.0" and row["no answer %"] == "0.0"
+
+
+@pytest.mark.slow
+@pytest.mark.llm
+def test_a_real_local_server_holds_the_constrained_answer_to_the_schema(tmp_path):
+    """llama.cpp turns the JSON schema into a grammar: with SmolLM2, which seldom writes an
+    "Answer: X" line, every constrained reply is a choice letter and no episode is unanswered."""
+    from memrl_bench.records import read_run
+    from memrl_bench.runner import run
+    from tests.helpers import composed, tiny_mmlu
+
+    cfg = composed(
+        "env=mmlu", f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu', questions=3)}", "method=none", "llm=local", "llm.threads=1", "llm.max_tokens=48",
+        f"llm.cache_path={tmp_path / 'cache.sqlite'}", "embedder=minilm", "+actor.answer_constraint=json_schema", "protocol.epochs=1", "protocol.batch_size=3",
+        "protocol.validate_every_epoch=false", "progress=false",
+    )
+    run(cfg, tmp_path / "run")
+    episodes = read_run(tmp_path / "run").episodes
+    assert episodes and all(e.status == "ok" and e.info["answer"] in "ABCD" and e.info["answer_rule"] == "constrained" for e in episodes)

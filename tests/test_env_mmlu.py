@@ -36,7 +36,7 @@ def test_gold_passes_wrong_fails(data: Path):
             assert gold_failure(env, task) == ""
     task = env.tasks("test")[1]
     prompt, info = env.reset(task)
-    assert info == {"answer_format": "letter", "answer_letters": "ABCD", "answer_choices": ["w", "x", "y", "z"], "answer_question": "Q1 about virology?"}
+    assert info == {"answer_format": "letter", "answer_letters": "ABCD", "answer_choices": ["w", "x", "y", "z"], "answer_question": "Q1 about virology?", "answer_key": task.data["gold"]}
     assert "about virology" in prompt and "B. x" in prompt and task.data["gold"] == "B"
     assert env.step(" (b) ")[3]["success"]
     for wrong in ("A", "look", "B is right", ""):

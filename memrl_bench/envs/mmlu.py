@@ -85,8 +85,9 @@ class MMLUEnv(Env):
     def reset(self, task: Task) -> tuple[str, dict[str, Any]]:
         self._task = task
         subject = task.data["subject"].replace("_", " ")
-        # the options and the stem are for reading the answer (memrl_bench.answers), not for the prompt
-        info = {"answer_format": "letter", "answer_letters": LETTERS, "answer_choices": task.data["choices"], "answer_question": task.data["question"]}
+        # For the harness, never shown to the model: the options and the stem to read the answer
+        # with (memrl_bench.answers), the key for the report's chance references.
+        info = {"answer_format": "letter", "answer_letters": LETTERS, "answer_choices": task.data["choices"], "answer_question": task.data["question"], "answer_key": task.data["gold"]}
         return f"The following is a multiple choice question about {subject}.\n\n{task.description}", info
 
     def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:

@@ -39,7 +39,7 @@ from memrl_bench.llm.gguf import check_file
 from memrl_bench.redaction import redact_server_text, remember_secret, remember_url, scrub, strip_url_secrets, url_host
 from memrl_bench.types import Usage
 
-GENERATION_KEYS = ("temperature", "top_p", "seed", "max_tokens", "stop")
+GENERATION_KEYS = ("temperature", "top_p", "seed", "max_tokens", "stop", "response_format")
 DEFAULT_GENERATION: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "seed": 0, "max_tokens": 256, "stop": None}
 # Status codes worth another try: timeout, conflict, too early, rate limit, server errors.
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})

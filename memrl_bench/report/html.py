@@ -44,7 +44,7 @@ summary { cursor: pointer; font-weight: 600; }
 SECTIONS = (
     ("axes", "Along the study's axes", ("fig:axes",)),
     ("learning", "Success over epochs", ("fig:sr_csr", "sr_csr_train", "sr_csr_validation")),
-    ("test", "Test success per split", ("fig:test_sr", "test_sr")),
+    ("test", "Test success per split", ("fig:test_sr", "test_sr", "choice_letters")),
     ("forgetting", "Forgetting", ("fig:forgetting", "forgetting_train", "forgetting_validation")),
     ("cost", "Latency and cost", ("fig:latency", "latency", "usage")),
     ("memory", "Memory growth and use", ("memory", "fig:memory_growth", "fig:retrieval", "fig:q_utility")),

@@ -136,6 +136,10 @@ def _episode_frame(records: list[EpisodeRecord], run: str) -> pd.DataFrame:
         "success": column(lambda r: r.success),
         "reward": column(lambda r: r.reward),
         "status": column(lambda r: r.status),
+        # multiple choice (memrl_bench.answers): the key, the answer scored, the free reading's when answers were constrained
+        "answer_key": column(lambda r: r.info.get("answer_key")),
+        "answer": column(lambda r: r.info.get("answer")),
+        "free_answer": column(lambda r: r.info.get("free_answer", r.info.get("answer"))),
         "injected_chars": column(lambda r: r.injected_chars),
         "candidates": column(lambda r: r.candidates),
         "retrieved_ids": column(lambda r: [x.item_id for x in r.retrieved]),

@@ -363,6 +363,45 @@ def gain_cost_table(results: Results, agg: Aggregates) -> Table | None:
     return Table("gain_cost", "Gain against cost", agg.gain_cost.assign(labels=agg.gain_cost["variant"].map(labels)), pd.DataFrame(rows), note)
 
 
+def choice_table(results: Results) -> Table | None:
+    """Multiple choice: each variant's answered letters beside its SR, and the scored slice's
+    key letters with the SR of the best constant letter (chance is not 1/4 on an uneven slice)."""
+    episodes = results.episodes[results.episodes["answer_key"].notna() & (results.episodes["phase"] != "poison")]
+    if episodes.empty:
+        return None
+    letters = sorted(set(episodes["answer_key"]) | set(episodes["answer"].dropna()))
+    labels = variant_labels(results.runs)
+    variant_of = results.runs.set_index("run")["variant"]
+    rows, references = [], {}
+    for variant in variant_order(results):
+        of_variant = episodes[episodes["run"].map(variant_of) == variant]
+        scored = of_variant[of_variant["phase"] == "test"] if (of_variant["phase"] == "test").any() else of_variant
+        if scored.empty:
+            continue
+        phase = "test" if (scored["phase"] == "test").all() else "train (runtime learning)"
+        keys = scored.drop_duplicates("task_id").set_index("task_id")["answer_key"]
+        slice_name = f"{phase}, {len(keys)} questions"
+        if slice_name not in references:
+            shares = keys.value_counts(normalize=True)
+            best = shares.idxmax()
+            references[slice_name] = {"variant": f"key letters ({slice_name})", "episodes": len(keys), "SR %": f"best constant letter {best}: {100 * shares[best]:.1f}"}
+            references[slice_name].update({f"{letter} %": fmt_number(100 * shares.get(letter, 0.0)) for letter in letters})
+        answered = scored["answer"].fillna("none").value_counts(normalize=True)
+        row = {"variant": variant, "episodes": len(scored), "SR %": fmt_number(100 * scored["success"].mean())}
+        row.update({f"{letter} %": fmt_number(100 * answered.get(letter, 0.0)) for letter in letters})
+        row["no answer %"] = fmt_number(100 * answered.get("none", 0.0))
+        if (scored["free_answer"] != scored["answer"]).any():
+            row["SR of the free reading %"] = fmt_number(100 * (scored["free_answer"] == scored["answer_key"]).mean())
+        rows.append(row)
+    view = pd.DataFrame([*references.values(), *rows]).fillna("")
+    note = (
+        "Multiple choice. Key letters: how the scored questions' right letters are spread, and the SR a model answering one letter to every question would get "
+        "(the chance reference; 25% only when the letters are even). Each variant: the letters it answered, over its scored episodes (test; train under runtime learning), pooled over seeds."
+        + synthetic_suffix(list(labels), labels)
+    )
+    return Table("choice_letters", "Answer letters against the key (multiple choice)", view, view, note)
+
+
 def runs_table(results: Results) -> Table:
     runs = results.runs
     view = pd.DataFrame(
@@ -393,6 +432,7 @@ def all_tables(results: Results, agg: Aggregates) -> dict[str, Table]:
     usage_note = "LLM usage summed over each run's episodes (all phases), then averaged over seeds: acting (act_usage) and memory management (memory_usage)."
     tables = learning_tables(results, agg) + [
         split_sr_table(results, agg),
+        choice_table(results),
         latency_table(results, agg),
         end_table(results, agg, "memory", "Memory at the end", MEMORY_COLUMNS, memory_note),
         end_table(results, agg, "usage", "Tokens and LLM calls", USAGE_COLUMNS, usage_note),
