@@ -14,8 +14,8 @@ fresh session keyring and a seccomp filter (compiled by libseccomp) that refuses
 namespaces, mounts, the kernel keyring, ptrace, module loading, bpf and their like; /proc/keys
 and other host-wide /proc files are empty. Memory and live processes are capped by a cgroup
 (v2 when delegated, else v1), or failing that by RLIMIT_AS per process; one tmpfs holds
-every write, /dev/shm included. /etc/shadow and /etc/gshadow are the container's own: the
-host's with every password hash replaced by `*`.
+every write, /dev/shm included. /etc/shadow and /etc/gshadow (and their backups) are the
+container's own: the host's with every password hash replaced by `*`.
 
 `Sandbox.check` runs a task's check with trusted tools: the host's system folders (/usr, /bin,
 /lib ...) are laid over the episode's, read only, in a mount namespace of the check's own, and
@@ -106,8 +106,9 @@ def _harness_folders() -> tuple[str, ...]:
 DEFAULT_HIDDEN_PATHS = ("/root", "/home", "/tmp", "/var/tmp", "/work", "/mnt", "/media") + _harness_folders()
 # Folders the sandbox runs from (its shell, tools and libraries, /etc, /proc, /dev): a hidden path may not be or hold one.
 _NEEDED_FOLDERS = ("/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/proc", "/dev")
-# The host's password files: the container gets copies whose password hashes are replaced (_PREPARE_UPPER).
-_PASSWORD_FILES = ("/etc/shadow", "/etc/gshadow")
+# The host's password files and their backups: the container gets copies whose password hashes are
+# replaced (_PREPARE_UPPER); pam_pwhistory's old hashes (opasswd) an empty copy.
+_PASSWORD_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/security/opasswd")
 # The container's first process holds this descriptor on the tmpfs of the overlay's layers, so that a
 # check can read the upper layer; commands cannot follow it (pid 1 keeps capabilities they lack).
 _LAYERS_FD = 3
@@ -460,7 +461,8 @@ def _teardown(state: dict[str, Any]) -> None:
 #   from /home to /var still works). A folder inside another hidden one is skipped: making it would
 #   show its name.
 # - the container's own password files: the host's with every password hash replaced by `*` (a
-#   locked one by `!*`), so that useradd and chpasswd work inside and no host hash can be read.
+#   locked one by `!*`), so that useradd and chpasswd work inside and no host hash can be read
+#   (their backups too; pam_pwhistory's list of old hashes is empty).
 _PREPARE_UPPER = """
 import os, sys
 upper, split = sys.argv[1], sys.argv.index("--")
@@ -490,7 +492,7 @@ for path in password_files:
         continue
     info = os.stat(path)
     with open(path) as host:
-        text = "\\n".join(masked(line) for line in host.read().split("\\n"))
+        text = "" if path.endswith("opasswd") else "\\n".join(masked(line) for line in host.read().split("\\n"))
     make_folders(path, 0)
     fd = os.open(upper + path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.write(fd, text.encode())

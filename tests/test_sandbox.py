@@ -375,19 +375,20 @@ def test_sandbox_shadow_file_is_its_own(tmp_path):
     program = f"""
 import subprocess, sys
 sys.path.insert(0, {str(REPO)!r})
-subprocess.run(["mount", "--bind", {str(fake)!r}, "/etc/shadow"], check=True)
+for target in ("/etc/shadow", "/etc/shadow-"):  # the file and the backup the shadow tools keep
+    subprocess.run(["mount", "--bind", {str(fake)!r}, target], check=True)
 from memrl_bench.sandbox import Limits, Sandbox
 with Sandbox(Limits(timeout_s=20)) as sandbox:
-    print(sandbox.run("grep ^memrl /etc/shadow; stat -c '%U:%G %a' /etc/shadow /etc/gshadow").output)
+    print(sandbox.run("grep -h ^memrl /etc/shadow /etc/shadow-; stat -c '%U:%G %a' /etc/shadow /etc/gshadow").output)
     print(sandbox.run("useradd memrlnew && echo memrlnew:secret | chpasswd && grep -c '^memrlnew:[$]' /etc/shadow && passwd -S memrlnew").output)
 """
     inside = subprocess.run(["unshare", "--mount", "--propagation", "private", sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
     assert inside.returncode == 0, inside.stderr
     lines = inside.stdout.splitlines()
-    assert lines[:2] == ["memrlcanary:*:20000:0:99999:7:::", "memrllocked:!*:20000::::::"], inside.stdout  # the hash is not readable inside
+    assert lines[:4] == ["memrlcanary:*:20000:0:99999:7:::", "memrllocked:!*:20000::::::"] * 2, inside.stdout  # no hash is readable inside
     host_owner = subprocess.run(["stat", "-c", "%U:%G %a", "/etc/shadow", "/etc/gshadow"], capture_output=True, text=True).stdout.splitlines()
-    assert lines[2:4] == host_owner  # the copy keeps the host file's owner and mode
-    assert hashed not in inside.stdout and lines[5] == "1" and lines[6].startswith("memrlnew P")  # useradd and chpasswd work on the copy
+    assert lines[4:6] == host_owner  # the copy keeps the host file's owner and mode
+    assert hashed not in inside.stdout and lines[7] == "1" and lines[8].startswith("memrlnew P")  # useradd and chpasswd work on the copy
     assert "memrlnew" not in Path("/etc/shadow").read_text()
 
 
