@@ -943,7 +943,7 @@ class CodeRunner:
     user nobody inside. "process": a bare subprocess with RLIMIT_AS / RLIMIT_NPROC and a
     killed process group, for users without root: it does not isolate the network or the
     filesystem (see RELIABILITY.md). In both, the program's environment is its own (PATH, HOME,
-    LANG, TMPDIR, Python's settings), and the harness's own (its API keys) stays out of reach: in
+    LANG, Python's settings), and the harness's own (its API keys) stays out of reach: in
     process mode the harness becomes non-dumpable (its /proc/<pid>/environ is then root's only)
     and a root harness runs the program without capabilities.
     """
@@ -1013,7 +1013,7 @@ class CodeRunner:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                env={"HOME": folder, "TMPDIR": folder, "LANG": "C.UTF-8", **self.env},
+                env={"HOME": folder, "LANG": "C.UTF-8", **self.env},
                 pass_fds=pass_fds,
             )
             try:
