@@ -505,7 +505,7 @@ for path in password_files:
 @dataclass(frozen=True)
 class _SyscallFilter:
     program: str  # the BPF program (hex), as the kernel takes it
-    calls: dict[str, int]  # the numbers of the calls _ENTER makes without a libc wrapper, on this architecture
+    calls: str  # the numbers of keyctl, open_tree and move_mount on this architecture, as _ENTER takes them
 
 
 @lru_cache(maxsize=1)
@@ -528,7 +528,7 @@ def _syscall_filter() -> _SyscallFilter:
         rules.export_bpf(compiled)
         compiled.seek(0)
         program = compiled.read()
-    calls = {name: seccomp.resolve_syscall(seccomp.Arch.NATIVE, name) for name in ("keyctl", "open_tree", "move_mount")}
+    calls = ",".join(str(seccomp.resolve_syscall(seccomp.Arch.NATIVE, name)) for name in ("keyctl", "open_tree", "move_mount"))
     return _SyscallFilter(program.hex(), calls)
 
 
@@ -645,11 +645,11 @@ def _check_rules() -> dict[str, Any]:
 # overlay) the host's folder alone; the loader's cache is the host's, its preload list empty; a
 # top-level link (/bin -> usr/bin) the episode replaced by a folder shows the host's folder again.
 # Which view was built is written to the check's descriptor.
-# argv: container pid, filter (hex), call numbers (JSON), the check's settings (JSON, null for a
-# command), the command's argv.
+# argv: container pid, filter (hex), the numbers of keyctl, open_tree and move_mount, the check's
+# settings (JSON; "-" for a command), the command's argv.
 _ENTER = r"""
-import ctypes, json, os, sys
-pid, program, calls, check, argv = sys.argv[1], bytes.fromhex(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4]), sys.argv[5:]
+import ctypes, os, sys
+pid, program, calls, check, argv = sys.argv[1], bytes.fromhex(sys.argv[2]), dict(zip(("keyctl", "open_tree", "move_mount"), map(int, sys.argv[3].split(",")))), sys.argv[4], sys.argv[5:]
 libc = ctypes.CDLL(None, use_errno=True)
 libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
@@ -680,7 +680,7 @@ def trusted_view(clones, rules):
             require(libc.mount(None, path.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None), f"mount -o remount,bind,ro {path}")
     return view
 namespace = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY)
-if check is None:
+if check == "-":
     root, cwd = (os.open(f"/proc/{pid}/{entry}", os.O_RDONLY) for entry in ("root", "cwd"))
     require(libc.setns(namespace, CLONE_NEWNS), "setns(CLONE_NEWNS)")
     os.fchdir(root)
@@ -689,6 +689,8 @@ if check is None:
     for fd in (root, cwd):
         os.close(fd)
 else:
+    import json  # only here: a command starts faster without it
+    check = json.loads(check)
     rules, out = check["rules"], check["fd"]
     clones = []
     for path in rules["trusted"]:
@@ -887,7 +889,7 @@ class Sandbox:
         capabilities = ",".join("+" + c for c in _KEPT_CAPABILITIES.split(","))
         syscalls = _syscall_filter()
         argv = [tools["nsenter"], "-t", str(self._init_pid), "-u", "-i", "-n", "-p", "--"]  # the mount namespace last, in _ENTER
-        argv += [_PYTHON, "-I", "-S", "-c", _ENTER, str(self._init_pid), syscalls.program, json.dumps(syscalls.calls), json.dumps(check)]
+        argv += [_PYTHON, "-I", "-S", "-c", _ENTER, str(self._init_pid), syscalls.program, syscalls.calls, json.dumps(check) if check is not None else "-"]
         argv += [tools["setpriv"], f"--bounding-set=-all,{capabilities}", "--"]
         argv += [tools["prlimit"], "--core=0", f"--nproc={self.limits.max_processes}"]
         if "memory" not in cgroup.limited:
