@@ -568,11 +568,13 @@ class GoldCheckedSettings(DataEnvSettings):
 
 
 class SandboxLimits(GoldCheckedSettings):
+    """Limits of the sandbox (memrl_bench/sandbox.py); below these minimums it cannot run a shell and its tools."""
+
     gold_workers: int = Field(2, ge=1, description="Parallel sandboxes when checking gold answers.")
     max_output_chars: int = Field(4000, ge=1, description="Output kept per command or program.")
-    memory_mb: int = Field(1024, ge=1, description="Memory cap.")
-    max_processes: int = Field(256, ge=1, description="Live process cap.")
-    disk_mb: int = Field(512, ge=1, description="Size of the tmpfs holding what an episode writes.")
+    memory_mb: int = Field(1024, ge=64, description="Memory cap (at least 64 MiB: a shell, the check's tools and Python).")
+    max_processes: int = Field(256, ge=8, description="Live process cap (at least 8: the container's own processes and a command's pipeline).")
+    disk_mb: int = Field(512, ge=16, description="Size of the tmpfs holding what an episode writes (at least 16 MiB).")
 
 
 class TextWorldExpressSettings(EnvSettings):
@@ -603,7 +605,7 @@ class LLBDBSettings(GoldCheckedSettings):
 
 
 class BigCodeBenchSettings(SandboxLimits):
-    memory_mb: int = Field(2048, ge=1, description="Memory cap of one test program.")
+    memory_mb: int = Field(2048, ge=64, description="Memory cap of one test program (at least 64 MiB).")
     subset: Literal["stdlib", "hard", "full"] = Field("stdlib", description="Which tasks.")
     prompt: Literal["instruct", "complete"] = Field("instruct", description="A description (MemRL's choice) or a signature with docstring.")
     isolation: Literal["sandbox", "process"] = Field("sandbox", description="A container per program, or a bare subprocess.")
