@@ -68,6 +68,6 @@ def test_a_run_whose_model_forges_successes_scores_them_zero_and_counts_the_tamp
         assert episode.success is (number == 3), (episode.task_id, episode.status)
         assert episode.status == ("tampered" if number in TAMPERED else "ok"), (episode.task_id, episode.status)
         if number in TAMPERED:
-            assert TAMPERED[number] in episode.turns[-1].observation
+            assert TAMPERED[number] in episode.turns[-1].observation and TAMPERED[number] in episode.info["tampering"]
     counted = load(folder).episodes.groupby("run")["tampered"].sum()
     assert counted.tolist() == [sum(n in TAMPERED for n in numbers)]  # what the report's usage table counts for this run
