@@ -184,10 +184,13 @@ class _LLMActor(Actor):
         return messages, kept, full - tokens
 
 
-def ended(info: dict[str, Any]) -> tuple[EpisodeStatus, bool]:
+def ended(info: dict[str, Any], episode_info: dict[str, Any] | None = None) -> tuple[EpisodeStatus, bool]:
     """(status, success) of an episode from its last step's info: an env that ended it with a
-    status of its own (`env_limit`, `tampered`: Env.step) scores it as a failure."""
+    status of its own (`env_limit`, `tampered`: Env.step) scores it as a failure. The tampering
+    patterns found go into `episode_info` (the episode record's)."""
     status = info.get("status", "ok")
+    if episode_info is not None and info.get("tampering"):
+        episode_info["tampering"] = list(info["tampering"])
     return status, status == "ok" and bool(info.get("success", False))
 
 
@@ -385,7 +388,7 @@ class ReActActor(_LLMActor):
             if conversation is not None:
                 conversation.add(completion.text, observation)
             if done:
-                return ended(info)
+                return ended(info, rec.info)
         return "step_limit", False
 
     def _messages(self, system: str, task: Task, first_observation: str, turns: list[Turn], info: dict[str, Any], shown: int) -> list[dict[str, str]]:
@@ -436,4 +439,4 @@ class SingleTurnActor(_LLMActor):
         observation, reward, _done, info = await rec.env(env.step, reading.answer)
         rec.turn(reading.answer, observation, float(reward), completion)
         rec.info["answer"] = reading.answer
-        return ended(info)
+        return ended(info, rec.info)

@@ -90,6 +90,7 @@ KEY_ROLES: dict[str, KeyRole] = {
     "protocol.eval_samples": KeyRole.EVALUATION,
     "protocol.epoch_order_seeds": KeyRole.EVALUATION,
     "protocol.max_tasks": KeyRole.EVALUATION,
+    "protocol.skip_tasks": KeyRole.EVALUATION,
     "protocol.streaming": KeyRole.EVALUATION,
     "protocol.stream_windows": KeyRole.EVALUATION,
     "protocol.replay_every": KeyRole.EVALUATION,
@@ -299,6 +300,9 @@ class ProtocolConfig(Settings):
     allow_finetuned: bool = Field(False, description="Run a backbone declared fine-tuned on this env's data (then labelled).")
     checkpoint_interval_s: float = Field(30.0, ge=0, description="Seconds between memory checkpoints (resume replays learn() after the last one).")
     max_tasks: dict[Literal["train", "validation", "test"], int | None] = Field(default_factory=dict, description="Per role: use only the first N tasks (N >= 1; null: all).")
+    skip_tasks: dict[Literal["train", "validation", "test"], int] = Field(
+        default_factory=dict, description="Per role: leave out the first N tasks of each split, before max_tasks (a pilot on tasks a study that takes the first ones never sees)."
+    )
     epoch_order_seeds: list[int] | None = Field(None, description="Per-epoch task-order seeds, overriding task_order_seed (order counterfactuals).")
     poison_share: float = Field(0.0, ge=0, le=1, description="Adversarial memories fed to learn() at the start of poison_epoch, as a share of the train split.")
     poison_epoch: int = Field(1, ge=1, description="The training epoch whose start receives the poison batch.")
@@ -315,6 +319,14 @@ class ProtocolConfig(Settings):
     # transfer (memrl_bench/transfer.py)
     transfer_from: str | None = Field(None, description="Transfer: the source run's folder, or a folder of runs holding exactly one source for this run (null: no transfer).")
     transfer_source_env: dict[str, Any] = Field(default_factory=dict, description="Transfer: env settings the source run's env must have, to choose among the runs of transfer_from.")
+
+    @field_validator("skip_tasks")
+    @classmethod
+    def _skips(cls, skips: dict[str, int]) -> dict[str, int]:
+        for role, skip in skips.items():
+            if skip < 0:
+                raise ValueError(f"{role} must be >= 0, got {skip}")
+        return skips
 
     @field_validator("max_tasks")
     @classmethod
@@ -560,11 +572,13 @@ class GoldCheckedSettings(DataEnvSettings):
 
 
 class SandboxLimits(GoldCheckedSettings):
+    """Limits of the sandbox (memrl_bench/sandbox.py); below these minimums it cannot run a shell and its tools."""
+
     gold_workers: int = Field(2, ge=1, description="Parallel sandboxes when checking gold answers.")
     max_output_chars: int = Field(4000, ge=1, description="Output kept per command or program.")
-    memory_mb: int = Field(1024, ge=1, description="Memory cap.")
-    max_processes: int = Field(256, ge=1, description="Live process cap.")
-    disk_mb: int = Field(512, ge=1, description="Size of the tmpfs holding what an episode writes.")
+    memory_mb: int = Field(1024, ge=64, description="Memory cap (at least 64 MiB: a shell, the check's tools and Python).")
+    max_processes: int = Field(256, ge=8, description="Live process cap (at least 8: the container's own processes and a command's pipeline).")
+    disk_mb: int = Field(512, ge=16, description="Size of the tmpfs holding what an episode writes (at least 16 MiB).")
 
 
 class TextWorldExpressSettings(EnvSettings):
@@ -595,7 +609,7 @@ class LLBDBSettings(GoldCheckedSettings):
 
 
 class BigCodeBenchSettings(SandboxLimits):
-    memory_mb: int = Field(2048, ge=1, description="Memory cap of one test program.")
+    memory_mb: int = Field(2048, ge=64, description="Memory cap of one test program (at least 64 MiB).")
     subset: Literal["stdlib", "hard", "full"] = Field("stdlib", description="Which tasks.")
     prompt: Literal["instruct", "complete"] = Field("instruct", description="A description (MemRL's choice) or a signature with docstring.")
     isolation: Literal["sandbox", "process"] = Field("sandbox", description="A container per program, or a bare subprocess.")

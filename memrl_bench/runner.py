@@ -127,8 +127,8 @@ class Runner:
                     raise ConfigError(f"env.roles.test: split {split!r} cannot play test: its episodes would take the ids of the {split} phase's; give test other splits")
                 if split not in env.splits():
                     raise ConfigError(f"env.roles.{role}: split {split!r} does not exist in env {env.name!r}; valid: {', '.join(env.splits())}")
-                limit = protocol.max_tasks.get(role)
-                tasks[split] = env.tasks(split)[:limit] if limit else env.tasks(split)
+                skip, limit = protocol.skip_tasks.get(role, 0), protocol.max_tasks.get(role)
+                tasks[split] = env.tasks(split)[skip:][:limit] if limit else env.tasks(split)[skip:]
                 if not tasks[split]:
                     raise ConfigError(f"env {env.name!r} split {split!r} (role {role}) has no tasks")
         check_disjoint(tasks)

@@ -14,7 +14,14 @@ fresh session keyring and a seccomp filter (compiled by libseccomp) that refuses
 namespaces, mounts, the kernel keyring, ptrace, module loading, bpf and their like; /proc/keys
 and other host-wide /proc files are empty. Memory and live processes are capped by a cgroup
 (v2 when delegated, else v1), or failing that by RLIMIT_AS per process; one tmpfs holds
-every write, /dev/shm included.
+every write, /dev/shm included. /etc/shadow and /etc/gshadow (and their backups) are the
+container's own: the host's with every password hash replaced by `*`.
+
+`Sandbox.check` runs a task's check with trusted tools: the host's system folders (/usr, /bin,
+/lib ...) are laid over the episode's, read only, in a mount namespace of the check's own, and
+the episode's changes to system files (files of the host modified, replaced or deleted, commands
+shadowed, libraries added, the loader's configuration) are listed from the overlay's upper layer
+before anything the episode wrote runs.
 
 A command ends when every process holding its output has exited, as with `docker exec`
 (so `cmd &` that keeps writing is waited for). At the time limit every such process and
@@ -22,7 +29,13 @@ the command's process tree are killed. A process that lets go of the output (a d
 keeps running until the container is closed, which kills its whole pid namespace.
 
 `CodeRunner` runs one Python program: in a fresh Sandbox (root), or in a bare subprocess
-for users without root, which contains much less (see RELIABILITY.md "Containment").
+for users without root, which contains much less (see RELIABILITY.md "Containment"); either
+way the program gets a minimal environment and cannot read the harness's (`/proc/<ppid>/environ`).
+A trusted launcher may run the program instead of python (`CodeRunner.run(launcher=...)`),
+with a secret line on its standard input that the program never sees.
+
+Settings that would switch the sandbox off (a hidden path that is `/` or holds the folders the
+sandbox runs from, a relative or missing working directory) raise `SandboxSettingError`.
 
 Whatever needs root or kernel features fails with `SandboxUnavailable`, whose message
 names the failing call, never with a crash of the harness.
@@ -30,12 +43,16 @@ names the failing call, never with a crash of the harness.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import errno
+import json
 import os
 import select
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -87,6 +104,14 @@ def _harness_folders() -> tuple[str, ...]:
 # Host folders shown empty inside: homes, scratch space, and the harness with its data, so
 # that generated code reads neither gold answers nor other runs.
 DEFAULT_HIDDEN_PATHS = ("/root", "/home", "/tmp", "/var/tmp", "/work", "/mnt", "/media") + _harness_folders()
+# Folders the sandbox runs from (its shell, tools and libraries, /etc, /proc, /dev): a hidden path may not be or hold one.
+_NEEDED_FOLDERS = ("/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/proc", "/dev")
+# The host's password files and their backups: the container gets copies whose password hashes are
+# replaced (_PREPARE_UPPER); pam_pwhistory's old hashes (opasswd) an empty copy.
+_PASSWORD_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/security/opasswd")
+# The container's first process holds this descriptor on the tmpfs of the overlay's layers, so that a
+# check can read the upper layer; commands cannot follow it (pid 1 keeps capabilities they lack).
+_LAYERS_FD = 3
 
 
 class SandboxUnavailable(RuntimeError):
@@ -95,6 +120,41 @@ class SandboxUnavailable(RuntimeError):
 
 class SandboxError(RuntimeError):
     """A running sandbox broke (its container died)."""
+
+
+class SandboxSettingError(ValueError):
+    """A setting would switch the sandbox off or keep it from starting; the message names the value
+    (an env turns it into a ConfigError naming its key)."""
+
+
+def check_hidden_paths(paths: tuple[str, ...]) -> None:
+    """Refuse a hidden path that is relative, is `/`, or is or holds a folder the sandbox runs from.
+
+    Hiding works by showing a folder empty: `/` would hide nothing at all (every other path lies
+    inside it and is skipped), and hiding /usr or /etc would leave no shell to run.
+    """
+    for path in paths:
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise SandboxSettingError(f"hidden path {path!r} is not an absolute path")
+        real = os.path.realpath(path)
+        if real == "/":
+            raise SandboxSettingError(f"hidden path {path!r} is the whole filesystem: nothing would be hidden")
+        for needed in _NEEDED_FOLDERS:
+            target = os.path.realpath(needed)
+            if os.path.isdir(needed) and (target == real or target.startswith(real + "/")):
+                raise SandboxSettingError(f"hidden path {path!r} would hide {needed}, which the sandbox runs from")
+
+
+def check_workdir(workdir: str, hidden_paths: tuple[str, ...]) -> None:
+    """Refuse a working directory that is relative, missing on this machine, or inside a hidden folder (shown empty)."""
+    if not isinstance(workdir, str) or not workdir.startswith("/"):
+        raise SandboxSettingError(f"working directory {workdir!r} is not an absolute path")
+    if not os.path.isdir(workdir):
+        raise SandboxSettingError(f"working directory {workdir!r} does not exist on this machine (the sandbox shows the host's folders)")
+    real = os.path.realpath(workdir)
+    for hidden in hidden_paths:
+        if real.startswith(os.path.realpath(hidden) + "/"):
+            raise SandboxSettingError(f"working directory {workdir!r} lies inside the hidden folder {hidden}, shown empty in the sandbox")
 
 
 @dataclass(frozen=True)
@@ -115,10 +175,25 @@ class CommandResult:
     timed_out: bool = False
     dropped_bytes: int = 0  # output beyond the limit, not kept
     seconds: float = 0.0
+    reported: bytes = b""  # what a CodeRunner launcher wrote on its report descriptor (CodeRunner.run)
 
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
+
+
+@dataclass
+class CheckResult:
+    """A task's check run by `Sandbox.check`, and what the episode changed among the system files."""
+
+    result: CommandResult
+    # tampering pattern -> the first paths found (at most 5 each): changed_system_file, deleted_system_file,
+    # replaced_system_folder, shadowed_system_command, added_system_library, python_startup_hook, changed_loader_config
+    system_changes: dict[str, list[str]]
+    # how the host's system folders were laid over the episode's: "overlay" (the episode's new files stay
+    # visible) or "bind" (where overlays cannot stack: the host's folders alone); "" if that failed (the
+    # check then fails, exit 125)
+    trusted_view: str
 
 
 def _live_processes() -> dict[int, int]:
@@ -380,17 +455,21 @@ def _teardown(state: dict[str, Any]) -> None:
     state.clear()
 
 
-# Creates the hidden folders in the overlay's upper layer, opaque: empty inside, yet on the
-# same filesystem as the rest (a hard link from /home to /var still works). A folder inside
-# another hidden one is skipped: making it would show its name.
-_MAKE_OPAQUE = """
+# Prepares the overlay's upper layer before it is mounted (argv: the upper layer, the password
+# files, "--", the hidden folders):
+# - the hidden folders, opaque: empty inside, yet on the same filesystem as the rest (a hard link
+#   from /home to /var still works). A folder inside another hidden one is skipped: making it would
+#   show its name.
+# - the container's own password files: the host's with every password hash replaced by `*` (a
+#   locked one by `!*`), so that useradd and chpasswd work inside and no host hash can be read
+#   (their backups too; pam_pwhistory's list of old hashes is empty).
+_PREPARE_UPPER = """
 import os, sys
-upper, paths = sys.argv[1], sys.argv[2:]
-for path in paths:
-    if not os.path.isdir(path) or any(path.startswith(other.rstrip("/") + "/") for other in paths):
-        continue
+upper, split = sys.argv[1], sys.argv.index("--")
+password_files, paths = sys.argv[2:split], sys.argv[split + 1:]
+def make_folders(path, itself):  # the folders down to `path` (itself included if itself == 1), with the lower layer's owner and mode
     parts = path.strip("/").split("/")
-    for depth in range(1, len(parts) + 1):
+    for depth in range(1, len(parts) + itself):
         lower = "/" + "/".join(parts[:depth])
         made = upper + lower
         if not os.path.isdir(made):
@@ -398,14 +477,35 @@ for path in paths:
             info = os.stat(lower)
             os.chown(made, info.st_uid, info.st_gid)
             os.chmod(made, info.st_mode & 0o7777)
+for path in paths:
+    if not os.path.isdir(path) or any(path.startswith(other.rstrip("/") + "/") for other in paths):
+        continue
+    make_folders(path, 1)
     os.setxattr(upper + path, "trusted.overlay.opaque", b"y")
+def masked(line):
+    fields = line.split(":")
+    if len(fields) > 1 and fields[1].strip("!*"):
+        fields[1] = ("!" if fields[1].startswith("!") else "") + "*"
+    return ":".join(fields)
+for path in password_files:
+    if not os.path.isfile(path) or any(path.startswith(hidden.rstrip("/") + "/") for hidden in paths):
+        continue
+    info = os.stat(path)
+    with open(path) as host:
+        text = "" if path.endswith("opasswd") else "\\n".join(masked(line) for line in host.read().split("\\n"))
+    make_folders(path, 0)
+    fd = os.open(upper + path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, text.encode())
+    os.fchown(fd, info.st_uid, info.st_gid)
+    os.fchmod(fd, info.st_mode & 0o7777)
+    os.close(fd)
 """
 
 
 @dataclass(frozen=True)
 class _SyscallFilter:
     program: str  # the BPF program (hex), as the kernel takes it
-    keyctl: int  # the number of keyctl() on this architecture
+    calls: str  # the numbers of keyctl, open_tree and move_mount on this architecture, as _ENTER takes them
 
 
 @lru_cache(maxsize=1)
@@ -428,35 +528,188 @@ def _syscall_filter() -> _SyscallFilter:
         rules.export_bpf(compiled)
         compiled.seek(0)
         program = compiled.read()
-    return _SyscallFilter(program.hex(), seccomp.resolve_syscall(seccomp.Arch.NATIVE, "keyctl"))
+    calls = ",".join(str(seccomp.resolve_syscall(seccomp.Arch.NATIVE, name)) for name in ("keyctl", "open_tree", "move_mount"))
+    return _SyscallFilter(program.hex(), calls)
+
+
+# System files, as `Sandbox.check` sees them. Changes to them (found in the overlay's upper layer)
+# are the tampering patterns of CheckResult.system_changes; the trusted ones are laid over the
+# episode's for the check.
+_SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/alternatives")
+_LOADER_CONFIG = ("/etc/ld.so.preload", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
+# where tasks install their own tools (LLB's gold writes /usr/local/bin): new and changed files
+# there are no tampering, unless they shadow a system command or start Python code
+_LOCAL = ("/usr/local",)
+_LIBRARY_FOLDERS = ("/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32", "/usr/libexec", "/lib", "/lib32", "/lib64", "/libx32")
+
+
+# The PATH of a check: system folders first, so that no file the episode adds elsewhere replaces a system command.
+_CHECK_PATH = "/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/sbin:/usr/local/bin"
+
+
+def _inside(path: str, folders: list[str] | tuple[str, ...]) -> bool:
+    return any(path == folder or path.startswith(folder + "/") for folder in folders)
+
+
+def _opaque(entry: str) -> bool:
+    """A folder the episode deleted and made again: the host's content is gone from it."""
+    try:
+        return os.getxattr(entry, "trusted.overlay.opaque", follow_symlinks=False) == b"y"
+    except OSError:
+        return False
+
+
+def _system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
+    """Tampering pattern -> the paths of what the episode changed among the system files, read from the
+    overlay's upper layer (`upper`): each entry there is something the episode wrote, at the path where
+    the host's file (the lower layer, seen here at that same path) would be."""
+    rules = _check_rules()
+    found: dict[str, list[str]] = {}
+    commands: set[str] = set()
+
+    def lower_commands() -> set[str]:
+        if not commands:
+            for folder in rules["path"]:
+                with contextlib.suppress(OSError):
+                    commands.update(os.listdir(folder))
+        return commands
+
+    def visit(path: str) -> None:
+        if path in hidden:  # shown empty on purpose (an extra hidden path under /usr)
+            return
+        entry, kinds = upper + path, []
+        try:
+            info = os.lstat(entry)
+        except OSError:  # deleted while scanned
+            return
+        try:
+            lower: os.stat_result | None = os.lstat(path)
+        except OSError:
+            lower = None
+        name = path.rsplit("/", 1)[1]
+        if _inside(path, rules["loader"]):
+            kinds.append("changed_loader_config")
+        if stat.S_ISCHR(info.st_mode) and info.st_rdev == 0:  # a whiteout: the host's file was deleted
+            kinds.append("deleted_system_file")
+        elif stat.S_ISDIR(info.st_mode):
+            if lower is not None and (not stat.S_ISDIR(lower.st_mode) or (info.st_mode, info.st_uid, info.st_gid) != (lower.st_mode, lower.st_uid, lower.st_gid)):
+                kinds.append("changed_system_file")
+            elif lower is not None and _opaque(entry):
+                kinds.append("replaced_system_folder")
+            with contextlib.suppress(OSError):
+                for child in sorted(os.listdir(entry)):
+                    visit(f"{path}/{child}")
+        elif lower is not None:
+            kinds.append("changed_system_file")
+        else:
+            if _inside(path, rules["libraries"]):
+                kinds.append("added_system_library")
+            if path.rsplit("/", 1)[0] in rules["path"] and name in lower_commands():
+                kinds.append("shadowed_system_command")
+        if not stat.S_ISDIR(info.st_mode) and (name.endswith(".pth") or name in ("sitecustomize.py", "usercustomize.py")):
+            kinds.append("python_startup_hook")
+        local = _inside(path, rules["local"])
+        for kind in kinds:
+            if not local or kind in ("shadowed_system_command", "python_startup_hook"):
+                found.setdefault(kind, []).append(path)
+
+    for root in rules["roots"]:
+        if os.path.lexists(upper + root):
+            visit(root)
+    return found
+
+
+@lru_cache(maxsize=1)
+def _check_rules() -> dict[str, Any]:
+    """What `_system_changes` scans and the check step of _ENTER lays over the episode's files, from this machine's filesystem."""
+    roots = [path for path in _SYSTEM_ROOTS if os.path.lexists(path)]
+    return {
+        "roots": roots + list(_LOADER_CONFIG),
+        "local": list(_LOCAL),
+        "loader": list(_LOADER_CONFIG),
+        "libraries": list(_LIBRARY_FOLDERS),
+        "path": _PATH.split(":"),
+        # the host's own folders (merged-/usr hosts: /usr only) and the loader's cache, laid over the episode's
+        "trusted": [path for path in (*roots, "/etc/ld.so.cache") if os.path.exists(path) and not os.path.islink(path)],
+        "masked": ["/etc/ld.so.preload"],  # no preloaded library in a check
+        "links": [[path, os.readlink(path)] for path in roots if os.path.islink(path)],  # /bin -> usr/bin
+    }
 
 
 # The last step into the container before the command (run by the host's Python, so that it
 # needs no file inside): join the container's mount namespace and root, take a fresh session
 # keyring (the host's is not inherited), then no_new_privs and the seccomp filter, then exec.
-# argv: container pid, filter (hex), keyctl number, the command's argv.
-_ENTER = """
+# For a check (`Sandbox.check`): in a mount namespace of the check's own, lay the host's system
+# folders over the episode's, read only: an overlay with the host's folder above the episode's
+# (whose new files stay visible), or where overlays cannot stack (a host whose root is itself an
+# overlay) the host's folder alone; the loader's cache is the host's, its preload list empty; a
+# top-level link (/bin -> usr/bin) the episode replaced by a folder shows the host's folder again.
+# Which view was built is written to the check's descriptor.
+# argv: container pid, filter (hex), the numbers of keyctl, open_tree and move_mount, the check's
+# settings (JSON; "-" for a command), the command's argv.
+_ENTER = r"""
 import ctypes, os, sys
-pid, program, keyctl, argv = sys.argv[1], bytes.fromhex(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+pid, program, calls, check, argv = sys.argv[1], bytes.fromhex(sys.argv[2]), dict(zip(("keyctl", "open_tree", "move_mount"), map(int, sys.argv[3].split(",")))), sys.argv[4], sys.argv[5:]
 libc = ctypes.CDLL(None, use_errno=True)
 libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-def check(result, call):
+libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+MS_RDONLY, MS_REMOUNT, MS_BIND, CLONE_NEWNS = 1, 32, 4096, 0x00020000
+def require(result, call):
     if result < 0:
         print(f"sandbox: failing call: {call}: {os.strerror(ctypes.get_errno())}", file=sys.stderr)
         sys.exit(125)
-namespace, root, cwd = (os.open(f"/proc/{pid}/{entry}", os.O_RDONLY) for entry in ("ns/mnt", "root", "cwd"))
-check(libc.setns(namespace, 0x00020000), "setns(CLONE_NEWNS)")
-os.fchdir(root)
-os.chroot(".")
-os.fchdir(cwd)
-for fd in (namespace, root, cwd):
-    os.close(fd)
-check(libc.syscall(keyctl, 1, None), "keyctl(KEYCTL_JOIN_SESSION_KEYRING)")
-check(libc.prctl(38, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+def trusted_view(clones, rules):
+    view = "overlay"
+    for path, fd in clones:
+        source = f"/proc/self/fd/{fd}"
+        if not os.path.exists(path):
+            continue
+        if os.path.isdir(source):
+            if libc.mount(b"memrl-trusted", path.encode(), b"overlay", MS_RDONLY, f"lowerdir={source}:{path}".encode()) == 0:
+                continue
+            view = "bind"
+        require(libc.syscall(calls["move_mount"], fd, b"", -100, path.encode(), 4), f"move_mount({path})")  # MOVE_MOUNT_F_EMPTY_PATH
+        require(libc.mount(None, path.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None), f"mount -o remount,bind,ro {path}")
+    for path in rules["masked"]:
+        if os.path.lexists(path):
+            require(libc.mount(b"/dev/null", path.encode(), None, MS_BIND, None), f"mount --bind /dev/null {path}")
+    for path, target in rules["links"]:  # a link the episode replaced by a folder shows the host's folder again
+        if not os.path.islink(path) and os.path.isdir(path):
+            source = os.path.join("/", target).encode()
+            require(libc.mount(source, path.encode(), None, MS_BIND, None), f"mount --bind /{target} {path}")
+            require(libc.mount(None, path.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None), f"mount -o remount,bind,ro {path}")
+    return view
+namespace = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY)
+if check == "-":
+    root, cwd = (os.open(f"/proc/{pid}/{entry}", os.O_RDONLY) for entry in ("root", "cwd"))
+    require(libc.setns(namespace, CLONE_NEWNS), "setns(CLONE_NEWNS)")
+    os.fchdir(root)
+    os.chroot(".")
+    os.fchdir(cwd)
+    for fd in (root, cwd):
+        os.close(fd)
+else:
+    import json  # only here: a command starts faster without it
+    check = json.loads(check)
+    rules, out = check["rules"], check["fd"]
+    clones = []
+    for path in rules["trusted"]:
+        fd = libc.syscall(calls["open_tree"], -100, path.encode(), 1)  # OPEN_TREE_CLONE: a detached copy of the host's folder
+        require(fd, f"open_tree({path})")
+        clones.append((path, fd))
+    require(libc.setns(namespace, CLONE_NEWNS), "setns(CLONE_NEWNS)")
+    require(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")  # the check's own copy of the container's mounts
+    os.write(out, trusted_view(clones, rules).encode())
+    for fd in [out] + [fd for _, fd in clones]:
+        os.close(fd)
+    os.chdir(check["workdir"])
+os.close(namespace)
+require(libc.syscall(calls["keyctl"], 1, None), "keyctl(KEYCTL_JOIN_SESSION_KEYRING)")
+require(libc.prctl(38, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
 class Program(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
 loaded = Program(len(program) // 8, program)
-check(libc.prctl(22, 2, ctypes.addressof(loaded), 0, 0), "prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER)")
+require(libc.prctl(22, 2, ctypes.addressof(loaded), 0, 0), "prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER)")
 os.execv(argv[0], argv)
 """
 
@@ -475,6 +728,8 @@ class Sandbox:
         readonly_binds: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
     ):
+        check_hidden_paths(hidden_paths)
+        check_workdir(workdir, hidden_paths)
         self.limits = limits
         self.workdir = workdir  # the cwd of every command
         self.hidden_paths = hidden_paths  # host folders shown empty inside
@@ -551,8 +806,9 @@ class Sandbox:
             'run() { "$@" || { echo "failing call: $*"; exit 1; }; }',
             'B=$1; R=$B/root',
             f'run mount -t tmpfs -o size={disk_bytes},mode=0755 memrl-sandbox "$B"',
+            f'exec {_LAYERS_FD}<"$B"',  # held by the container's first process: a check reads the upper layer through it
             'run mkdir "$B/upper" "$B/work" "$R"',
-            f'run {shlex.quote(_PYTHON)} -c {shlex.quote(_MAKE_OPAQUE)} "$B/upper" {quoted}',
+            f'run {shlex.quote(_PYTHON)} -c {shlex.quote(_PREPARE_UPPER)} "$B/upper" {" ".join(_PASSWORD_FILES)} -- {quoted}',
             'run mount -t overlay overlay -o "lowerdir=/,upperdir=$B/upper,workdir=$B/work" "$R"',
             'run mount -t proc -o nosuid,nodev,noexec proc "$R/proc"',
             f'for entry in {" ".join(_READONLY_PROC)}; do if [ -e "$R/proc/$entry" ]; then run mount --bind "$R/proc/$entry" "$R/proc/$entry"; run mount -o remount,bind,ro "$R/proc/$entry"; fi; done',
@@ -597,8 +853,35 @@ class Sandbox:
             log += chunk
         return None
 
-    def run(self, command: str, timeout_s: float | None = None, stdin: bytes | None = None, env: dict[str, str] | None = None) -> CommandResult:
-        """Run `command` with bash as root inside the container (see the module docstring for when it ends)."""
+    def run(self, command: str, timeout_s: float | None = None, stdin: bytes | None = None, env: dict[str, str] | None = None, pass_fds: tuple[int, ...] = ()) -> CommandResult:
+        """Run `command` with bash as root inside the container (see the module docstring for when it ends);
+        `pass_fds`: descriptors of this process the command inherits, under the same numbers."""
+        return self._run(command, timeout_s, stdin, env, None, pass_fds)
+
+    def check(self, command: str, timeout_s: float | None = None) -> CheckResult:
+        """Run a task's check as `run` does, but with trusted tools: the host's system folders laid over the
+        episode's, read only, in a mount namespace of the check's own, system folders first on PATH; and
+        list what the episode changed among the system files (CheckResult.system_changes), before the
+        check runs and after (a process the episode left running may change them meanwhile)."""
+        if not self.running:
+            raise SandboxError("the sandbox is not running (never started, closed, or its container died)")
+        upper = f"/proc/{self._init_pid}/fd/{_LAYERS_FD}/upper"
+        if not os.path.isdir(upper):
+            raise SandboxError(f"the sandbox's upper layer is not readable at {upper}")
+        changes = _system_changes(upper, self.hidden_paths)
+        read, write = os.pipe()
+        settings = {"fd": write, "workdir": self.workdir, "rules": _check_rules()}
+        with os.fdopen(read, "rb") as channel:
+            try:
+                result = self._run(command, timeout_s, None, {"PATH": _CHECK_PATH}, settings, (write,))
+            finally:
+                os.close(write)
+            view = channel.read().decode(errors="replace")
+        for kind, paths in _system_changes(upper, self.hidden_paths).items():
+            changes[kind] = list(dict.fromkeys(changes.get(kind, []) + paths))
+        return CheckResult(result, {kind: paths[:5] for kind, paths in changes.items()}, view)
+
+    def _run(self, command: str, timeout_s: float | None, stdin: bytes | None, env: dict[str, str] | None, check: dict[str, Any] | None, pass_fds: tuple[int, ...]) -> CommandResult:
         if not self.running:
             raise SandboxError("the sandbox is not running (never started, closed, or its container died)")
         cgroup: _Cgroup = self._state["cgroup"]
@@ -606,7 +889,7 @@ class Sandbox:
         capabilities = ",".join("+" + c for c in _KEPT_CAPABILITIES.split(","))
         syscalls = _syscall_filter()
         argv = [tools["nsenter"], "-t", str(self._init_pid), "-u", "-i", "-n", "-p", "--"]  # the mount namespace last, in _ENTER
-        argv += [_PYTHON, "-I", "-S", "-c", _ENTER, str(self._init_pid), syscalls.program, str(syscalls.keyctl)]
+        argv += [_PYTHON, "-I", "-S", "-c", _ENTER, str(self._init_pid), syscalls.program, syscalls.calls, json.dumps(check) if check is not None else "-"]
         argv += [tools["setpriv"], f"--bounding-set=-all,{capabilities}", "--"]
         argv += [tools["prlimit"], "--core=0", f"--nproc={self.limits.max_processes}"]
         if "memory" not in cgroup.limited:
@@ -619,6 +902,7 @@ class Sandbox:
             stderr=subprocess.STDOUT,
             start_new_session=True,
             env={**self.env, **(env or {})},
+            pass_fds=pass_fds,
         )
         result = _collect(proc, stdin, self.limits.timeout_s if timeout_s is None else timeout_s, self.limits.output_bytes)
         if not self.running:
@@ -660,7 +944,10 @@ class CodeRunner:
     isolation "sandbox": a fresh Sandbox per program (needs root), the program running as
     user nobody inside. "process": a bare subprocess with RLIMIT_AS / RLIMIT_NPROC and a
     killed process group, for users without root: it does not isolate the network or the
-    filesystem (see RELIABILITY.md).
+    filesystem (see RELIABILITY.md). In both, the program's environment is its own (PATH, HOME,
+    LANG, Python's settings), and the harness's own (its API keys) stays out of reach: in
+    process mode the harness becomes non-dumpable (its /proc/<pid>/environ is then root's only)
+    and a root harness runs the program without capabilities.
     """
 
     ISOLATIONS = ("sandbox", "process")
@@ -677,28 +964,74 @@ class CodeRunner:
         path = f"{os.path.dirname(self.python)}:{_PATH}"
         self.env = {"PATH": path, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"}
 
-    def run(self, source: str) -> CommandResult:
+    def run(self, source: str, launcher: str | None = None, secret: str = "") -> CommandResult:
+        """Run `source` as program.py in a folder of its own.
+
+        With `launcher`, `python -c <launcher>` runs in that folder instead of `python program.py`
+        (a trusted runner that imports the program). Its standard input is one line, "<fd> <secret>":
+        `fd` a descriptor it inherits to report on (what it writes there is CommandResult.reported,
+        apart from the output and its cut), `secret` a text that no argv, environment or file the
+        program can read holds.
+        """
+        if launcher is None:
+            return self._run(source, [self.python, "program.py"], None, ())
+        if "\n" in secret:
+            raise ValueError("a launcher's secret is one line")
+        read, write = os.pipe()
+        with os.fdopen(read, "rb") as channel:
+            try:
+                result = self._run(source, [self.python, "-c", launcher], f"{write} {secret}\n".encode(), (write,))
+            finally:
+                os.close(write)
+            os.set_blocking(read, False)  # what was written is there; a process the run left behind may still hold the pipe
+            with contextlib.suppress(BlockingIOError):
+                result.reported = channel.read() or b""
+        return result
+
+    def _run(self, source: str, python: list[str], stdin: bytes | None, pass_fds: tuple[int, ...]) -> CommandResult:
         if self.isolation == "sandbox":
             with Sandbox(self.limits, workdir="/tmp", hidden_paths=self.hidden_paths, readonly_binds=_python_binds(self.hidden_paths), env={**self.env, "HOME": "/tmp"}) as sandbox:
                 # The program runs as user nobody in a folder of its own (tests of permission errors
                 # expect a user without root's rights); the run ends with the program: whatever it
-                # left running is killed (kill -1 spares this bash and pid 1).
+                # left running is killed (kill -1 spares this bash and pid 1). A launcher's input line
+                # travels as the first line of this bash's input, in a variable, then on the launcher's.
+                feed = 'printf "%s\\n" "$line" | ' if stdin is not None else ""
                 command = (
-                    'folder=$(mktemp -d /tmp/run.XXXXXX) && cat > "$folder/program.py" && chown -R 65534:65534 "$folder" && cd "$folder" || exit 125\n'
-                    f"setpriv --reuid=65534 --regid=65534 --clear-groups -- {shlex.quote(self.python)} program.py; status=$?\n"
+                    'IFS= read -r line; folder=$(mktemp -d /tmp/run.XXXXXX) && cat > "$folder/program.py" && chown -R 65534:65534 "$folder" && cd "$folder" || exit 125\n'
+                    f"{feed}setpriv --reuid=65534 --regid=65534 --clear-groups -- {shlex.join(python)}; status=$?\n"
                     "kill -9 -1 2>/dev/null; exit $status"
                 )
-                return sandbox.run(command, stdin=source.encode())
+                return sandbox.run(command, stdin=(stdin or b"\n") + source.encode(), pass_fds=pass_fds)
+        _undumpable()
         with tempfile.TemporaryDirectory(prefix="memrl-code-") as folder:
             Path(folder, "program.py").write_text(source)
-            prlimit = _tools("prlimit")["prlimit"]
-            argv = [prlimit, "--core=0", f"--as={self.limits.memory_bytes}", f"--nproc={self.limits.max_processes}", "--", self.python, "program.py"]
-            proc = subprocess.Popen(argv, cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env={"HOME": folder, "LANG": "C.UTF-8", **self.env})
+            argv = [_tools("prlimit")["prlimit"], "--core=0", f"--as={self.limits.memory_bytes}", f"--nproc={self.limits.max_processes}", "--", *python]
+            if os.geteuid() == 0:  # root without capabilities: no reading of other processes (the harness's environ), no DAC override
+                argv = [_tools("setpriv")["setpriv"], "--bounding-set=-all", "--no-new-privs", "--", *argv]
+            proc = subprocess.Popen(
+                argv,
+                cwd=folder,
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={"HOME": folder, "LANG": "C.UTF-8", **self.env},
+                pass_fds=pass_fds,
+            )
             try:
-                return _collect(proc, None, self.limits.timeout_s, self.limits.output_bytes)
+                return _collect(proc, stdin, self.limits.timeout_s, self.limits.output_bytes)
             finally:
                 _kill_command(proc, None)
 
 
+@lru_cache(maxsize=1)
+def _undumpable() -> None:
+    """Make this process non-dumpable for good: its /proc/<pid>/environ (API keys) and memory are then
+    readable by root only, not by programs it runs as its own user (they lack CAP_SYS_PTRACE)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+        raise SandboxUnavailable(f"prctl(PR_SET_DUMPABLE, 0) failed: {os.strerror(ctypes.get_errno())}")
+
+
 # What code inside a Sandbox may do, in short; a change makes gold results checked in the sandbox stale.
-CONTAINMENT = "namespaces, overlay, capabilities, cgroup; seccomp filter, fresh session keyring, /dev/shm in the disk tmpfs"
+CONTAINMENT = "namespaces, overlay, capabilities, cgroup; seccomp filter, fresh session keyring, /dev/shm in the disk tmpfs; own shadow files, checks with the host's system folders"

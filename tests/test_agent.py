@@ -434,3 +434,6 @@ def test_an_env_status_ends_the_episode_as_a_failure_whatever_success_says():
     assert ended({"success": False}) == ("ok", False)
     assert ended({"success": True, "status": "tampered"}) == ("tampered", False)
     assert ended({"status": "env_limit"}) == ("env_limit", False)
+    episode_info: dict = {}
+    assert ended({"success": True, "status": "tampered", "tampering": ["tests_run_mismatch"]}, episode_info) == ("tampered", False)
+    assert episode_info == {"tampering": ["tests_run_mismatch"]}

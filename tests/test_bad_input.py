@@ -81,6 +81,7 @@ CONFIG_INPUTS = [
     (("+protocol.max_tasks.train=0",), "protocol.max_tasks: train must be null (all tasks) or >= 1, got 0"),
     (("+protocol.max_tasks.train=-1",), "protocol.max_tasks: train must be null (all tasks) or >= 1, got -1"),
     (("+protocol.max_tasks.tests=3",), "protocol.max_tasks.tests"),
+    (("+protocol.skip_tasks.train=-2",), "protocol.skip_tasks: train must be >= 0, got -2"),
     (("protocol.poison_epoch=3",), "protocol.poison_epoch=3 is after the last epoch (protocol.epochs=2)"),
     (("protocol.epoch_order_seeds=[1,2,3]",), "protocol.epoch_order_seeds has 3 entries for 2 epochs"),
     (("protocol=streaming",), "protocol.streaming=true is a single pass: set protocol.epochs=1 (got 2)"),

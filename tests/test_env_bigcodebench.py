@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from memrl_bench.envs.base import DataMissingError, hash_fraction
-from memrl_bench.envs.bigcodebench import BigCodeBenchEnv, is_stdlib_only, solution_code
+from memrl_bench.envs.bigcodebench import BigCodeBenchEnv, is_stdlib_only, judge, solution_code, tampering_patterns, written_test_count
 from memrl_bench.envs.checker import check_env
 from memrl_bench.envs.gold import gold_failure
 from memrl_bench.sandbox import unavailable_reason
 
 REASON = unavailable_reason()
 needs_sandbox = pytest.mark.skipif(REASON is not None, reason=f"sandbox unavailable here: {REASON}")
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "bigcodebench"
+SHARED = Path(os.environ.get("MEMRL_BENCH_BIGCODEBENCH_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data" / "bigcodebench")
 
 TEST_ADD = """import unittest
 class TestCases(unittest.TestCase):
@@ -128,3 +129,110 @@ def test_real_stdlib_tasks(tmp_path: Path, monkeypatch):
     assert gold_failure(env, real) == ""
     env.reset(real)
     assert not env.step("    pass\n")[3]["success"]
+
+
+# ---- checks a solution cannot forge --------------------------------------------------------
+
+WRONG = "def task_func(a, b):\n    return 0\n"
+ISOLATIONS = [pytest.param("sandbox", marks=needs_sandbox), "process"]
+
+
+@pytest.fixture(params=ISOLATIONS)
+def isolated(request, data: Path, tmp_path: Path, monkeypatch) -> BigCodeBenchEnv:
+    """The env with each isolation: the checks are the runner's and hold in both."""
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    return BigCodeBenchEnv({"data_dir": str(data), "timeout_s": 20, "isolation": request.param, "exclude_gold_failures": False})
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_bigcodebench_program_cannot_read_the_success_marker(data: Path, tmp_path: Path, monkeypatch, isolation):
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    tag = "0123456789abcdef" * 2
+    monkeypatch.setattr("memrl_bench.envs.bigcodebench.secrets.token_hex", lambda n: tag)  # the tag this step will use, known to the test
+    env = BigCodeBenchEnv({"data_dir": str(data), "timeout_s": 20, "isolation": isolation, "exclude_gold_failures": False})
+    looker = WRONG + """
+import os, sys
+seen = open(__file__).read() + open(sys.argv[0]).read() + open("/proc/self/cmdline", "rb").read().decode(errors="replace")
+seen += open("/proc/self/environ", "rb").read().decode(errors="replace") + repr(sys.argv) + repr(dict(os.environ))
+for name in os.listdir("."):
+    seen += open(name, errors="replace").read()
+print("SEEN", len(seen), "tag" if "0123456789abcdef" * 2 in seen else "no tag", flush=True)
+sys.exit(0)
+"""
+    observation, info = answer(env, "BigCodeBench/0", looker)
+    assert "SEEN" in info["detail"] and "no tag" in info["detail"], info  # it ran, read everything it could, and found no tag
+    assert not info["success"] and tag not in observation
+    echo = WRONG + "import sys\nprint(sys.stdin.read(), flush=True)\n"  # what it is given on its input: nothing
+    assert not answer(env, "BigCodeBench/0", echo)[1]["success"]
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "import unittest\nunittest.TestResult.wasSuccessful = lambda self: True\n" + WRONG,
+        # the same, out of the syntax's sight: found when the run checks what it relies on
+        "b = __import__('built' + 'ins')\nu = b.__import__('unit' + 'test')\nb.setattr(b.getattr(u, 'Test' + 'Result'), 'was' + 'Successful', lambda self: True)\n" + WRONG,
+    ],
+    ids=["plain", "obfuscated"],
+)
+def test_bigcodebench_patched_wasSuccessful_is_flagged_and_scores_zero(isolated: BigCodeBenchEnv, completion: str):
+    observation, info = answer(isolated, "BigCodeBench/0", completion)
+    assert info["success"] is False and info["status"] == "tampered" and "patches_unittest" in info["tampering"], info
+    assert "tampered" in observation
+    correct = completion.replace("return 0", "return a + b")  # even a right answer scores 0 when it patches the test machinery
+    _, info = answer(isolated, "BigCodeBench/0", correct)
+    assert info["success"] is False and "patches_unittest" in info["tampering"]
+
+
+def test_bigcodebench_fewer_tests_run_than_written_is_flagged(isolated: BigCodeBenchEnv):
+    # Every test class made after this keeps only the test it passes: a clean run of 1 test of the 2 written.
+    dropper = "def task_func(a, b):\n    return a + b if a > 0 else 0\n" + (
+        "u = __import__('unit' + 'test').TestCase\n"
+        "made = u.__dict__['__init_' + 'subclass__'].__func__\n"
+        "def keep_one(cls, **kwargs):\n"
+        "    made(cls, **kwargs)\n"
+        "    for name in sorted(n for n in vars(cls) if n.startswith('test'))[:-1]:\n"
+        "        delattr(cls, name)\n"
+        "setattr(u, '__init_' + 'subclass__', classmethod(keep_one))\n"
+    )
+    _, info = answer(isolated, "BigCodeBench/0", dropper)
+    assert info["success"] is False and "tests_run_mismatch" in info["tampering"], info
+    assert written_test_count(TEST_ADD) == 2 and judge(b"t result " + json.dumps({"started": 1, "good": 1, "bad": 0, "error": None}).encode(), 0, "t", 2) == (False, {"tests_run_mismatch"}, "1 tests ran, 2 are written")
+
+
+@pytest.mark.parametrize(
+    "completion, pattern",
+    [
+        ("import os\n" + WRONG.replace("return 0", "os._exit(0)"), "exit_before_report"),  # exits 0 in the middle of the suite
+        (WRONG + "import gc\nfound = [o for o in gc.get_objects() if isinstance(o, str) and len(o) == 32]\n", "scans_memory"),
+        (WRONG + "import sys\nf = getattr(sys, '_get' + 'frame')(1)\n", "inspects_frames"),  # seen by the runner's audit hook
+        (WRONG + "import inspect\nstack = inspect.stack()\n", "inspects_frames"),
+        (WRONG + "import os\nprint(os.listdir('/proc/self/fd'))\n", "reads_process_files"),
+        (WRONG + "import builtins\nbuiltins.isinstance = lambda *a: True\n", "patches_builtins_or_exit"),
+        (WRONG + "def other():\n    return 5\n" + "task_func.__code__ = other.__code__\n", "replaces_function_code"),
+    ],
+    ids=["os._exit(0)", "gc.get_objects", "sys._getframe", "inspect.stack", "/proc/self/fd", "builtins", "__code__"],
+)
+def test_bigcodebench_tampering_patterns_are_flagged(isolated: BigCodeBenchEnv, completion: str, pattern: str):
+    _, info = answer(isolated, "BigCodeBench/0", completion)
+    assert info["success"] is False and info["status"] == "tampered" and pattern in info["tampering"], info
+
+
+def test_bigcodebench_honest_answers_are_not_flagged(isolated: BigCodeBenchEnv):
+    right = answer(isolated, "BigCodeBench/0", "def task_func(a, b):\n    return a + b\n")[1]
+    wrong = answer(isolated, "BigCodeBench/0", WRONG)[1]
+    crash = answer(isolated, "BigCodeBench/0", "def task_func(a, b):\n    raise ValueError('no')\n")[1]
+    broken = answer(isolated, "BigCodeBench/0", "def task_func(a, b:\n")[1]  # a syntax error
+    assert right["success"] and not wrong["success"] and not crash["success"] and not broken["success"]
+    assert not any("status" in info for info in (right, wrong, crash, broken)), (right, wrong, crash, broken)
+    assert "SyntaxError" in broken["detail"]
+
+
+def test_no_gold_solution_shows_a_tampering_pattern():
+    if not SHARED.exists():
+        pytest.skip(f"shared BigCodeBench data not at {SHARED}")
+    with gzip.open(SHARED / "BigCodeBench.jsonl.gz", "rt") as lines:
+        records = [json.loads(line) for line in lines]
+    flagged = {r["task_id"]: tampering_patterns(r["code_prompt"] + r["canonical_solution"]) for r in records}
+    assert {k: v for k, v in flagged.items() if v} == {}
+    assert all(written_test_count(r["test"]) >= 1 for r in records)

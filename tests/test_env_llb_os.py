@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import uuid
 from pathlib import Path
@@ -13,11 +14,12 @@ from memrl_bench.envs.base import DataMissingError, hash_fraction
 from memrl_bench.envs.checker import check_env
 from memrl_bench.envs.gold import gold_failure
 from memrl_bench.envs.llb_os import LLBOSEnv, parse_action
-from memrl_bench.sandbox import unavailable_reason
+from memrl_bench.sandbox import Limits, Sandbox, unavailable_reason
+from memrl_bench.types import Task
 
 REASON = unavailable_reason()
 needs_sandbox = pytest.mark.skipif(REASON is not None, reason=f"sandbox unavailable here: {REASON}")
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "llb"
+SHARED = Path(os.environ.get("MEMRL_BENCH_LLB_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data" / "llb")
 USER = f"u{uuid.uuid4().hex[:10]}"  # a user name the host surely lacks
 
 
@@ -146,3 +148,83 @@ def test_real_tasks_gold_passes(tmp_path: Path, monkeypatch):
         assert gold_failure(env, task) == ""
         env.reset(task)
         assert env.step("finish")[3]["success"] is False
+
+
+# ---- checks the episode cannot forge ---------------------------------------------------------
+
+
+def play(env: LLBOSEnv, task: Task, *actions: str) -> dict:
+    """The info of `finish` after `actions`."""
+    env.reset(task)
+    for action in actions:
+        env.step(action)
+    _, reward, done, info = env.step("finish")
+    assert done and reward == float(info["success"])
+    return info
+
+
+def own_task(evaluation: str) -> Task:
+    return Task(id="llb_os/own", split="train", description="", data={"initialization": "", "evaluation": evaluation, "gold": ["true", "finish"], "skills": []})
+
+
+@needs_sandbox
+def test_llb_os_check_runs_with_host_tools_after_bash_is_replaced(env: LLBOSEnv):
+    task = next(t for t in env._all["train"] if t.id == "llb_os/1")  # check: [ $(stat -c %a /data/a.txt) = 600 ]; the file is 644
+    info = play(env, task, "rm -f /usr/bin/bash && cp /usr/bin/true /usr/bin/bash")  # every bash started now exits 0
+    assert info["success"] is False and info["status"] == "tampered" and info["tampering"] == ["changed_system_file"], info
+    assert "exit 1" in info["detail"] and "/usr/bin/bash" in info["detail"]  # the host's bash ran the check, and it failed
+    with Sandbox(Limits(timeout_s=20)) as sandbox:
+        sandbox.run("rm -f /usr/bin/bash; cp /usr/bin/true /usr/bin/bash; printf '#!/bin/sh\\necho made by the episode\\n' > /usr/bin/user_check; chmod +x /usr/bin/user_check; echo /nonexistent.so > /etc/ld.so.preload")
+        episode = sandbox.run('echo "bash $BASH_VERSION"')
+        check = sandbox.check('echo "bash $BASH_VERSION"; /usr/bin/user_check; wc -c < /etc/ld.so.preload')
+    assert episode.ok and "bash" not in episode.output  # the episode's bash is `true` (the preload only warns)
+    assert check.result.ok and check.result.output.splitlines() == [f"bash {bash_version()}", "made by the episode", "0"], check.result.output
+    assert check.trusted_view == "overlay" and set(check.system_changes) == {"changed_system_file", "changed_loader_config"}
+
+
+def bash_version() -> str:
+    return subprocess.run(["bash", "-c", "echo $BASH_VERSION"], capture_output=True, text=True).stdout.strip()
+
+
+def some_folder_of(parent: str) -> str:
+    return next(str(p) for p in sorted(Path(parent).iterdir()) if p.is_dir() and not p.is_symlink() and any(p.iterdir()))
+
+
+TAMPERING = [
+    ("rm /usr/bin/grep", "deleted_system_file"),
+    ("cp /usr/bin/true /usr/bin/stat", "changed_system_file"),
+    ("chmod 777 /usr/bin", "changed_system_file"),
+    ("printf '#!/bin/sh\\necho 600\\n' > /usr/sbin/stat && chmod +x /usr/sbin/stat", "shadowed_system_command"),  # /usr/sbin comes before /usr/bin on PATH
+    ("printf '#!/bin/sh\\necho 600\\n' > /usr/local/bin/stat && chmod +x /usr/local/bin/stat", "shadowed_system_command"),
+    ("echo x > /usr/lib/libmemrl-evil.so.1", "added_system_library"),
+    ("echo /usr/lib/libmemrl-evil.so.1 > /etc/ld.so.preload", "changed_loader_config"),
+    ("mkdir -p /usr/local/lib/python3/dist-packages && echo 'import os' > /usr/local/lib/python3/dist-packages/memrl.pth", "python_startup_hook"),
+    ("FOLDER", "replaced_system_folder"),
+]
+
+
+@needs_sandbox
+@pytest.mark.parametrize("tampering, pattern", TAMPERING, ids=[p for _, p in TAMPERING][:-1] + ["replaced_system_folder"])
+def test_llb_os_replaced_system_binary_is_flagged(env: LLBOSEnv, tampering: str, pattern: str):
+    if tampering == "FOLDER":
+        folder = some_folder_of("/usr/share")
+        tampering = f"rm -rf {folder} && mkdir {folder}"
+    task = next(t for t in env._all["train"] if t.id == "llb_os/1")
+    info = play(env, task, task.data["gold"][0], tampering)  # the task is solved, and a system file changed
+    assert info["success"] is False and info["status"] == "tampered" and pattern in info["tampering"], info
+
+
+@needs_sandbox
+def test_llb_os_tools_a_task_adds_are_no_tampering(env: LLBOSEnv):
+    made = "printf '#!/bin/sh\\nexit 0\\n' > {0} && chmod +x {0}"
+    actions = [made.format("/usr/bin/user_check"), made.format("/usr/local/bin/sleeper.sh"), "mkdir -p /usr/local/scripts && touch /usr/local/scripts/run.sh", "useradd -m checked && echo 'checked:pw' | chpasswd"]
+    info = play(env, own_task("/usr/bin/user_check && /usr/local/bin/sleeper.sh && grep -q '^checked:\\$' /etc/shadow"), *actions)
+    assert info["success"] is True and "status" not in info, info
+
+
+@needs_sandbox
+def test_llb_os_a_command_shadowed_while_the_check_runs_is_flagged(env: LLBOSEnv):
+    # A process the episode left running waits for the check, then puts a fake `stat` before the real one on PATH.
+    daemon = "nohup sh -c 'while ! pgrep -f memrl-check-mark[e]r >/dev/null; do sleep 0.02; done; printf \"#!/bin/sh\\necho 600\\n\" > /usr/sbin/stat; chmod +x /usr/sbin/stat' >/dev/null 2>&1 &"
+    info = play(env, own_task(": memrl-check-marker; sleep 1; [ $(stat -c %a /etc) = 600 ]"), daemon)
+    assert info["success"] is False and info["status"] == "tampered" and info["tampering"] == ["shadowed_system_command"], info

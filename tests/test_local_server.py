@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import openai
 import pytest
 
 from memrl_bench.llm.client import open_local
-from memrl_bench.llm.local_server import LocalLlamaServer, LocalServerError, available_cores
+from memrl_bench.llm.local_server import LocalLlamaServer, LocalServerError, available_cores, busy_cores_now, cpu_settings
 
 HELLO = [{"role": "user", "content": "Name one colour."}]
 
@@ -131,12 +134,29 @@ def test_missing_model_file_and_bad_settings(tmp_path):
         LocalLlamaServer(model_file, threads=0).start()
 
 
-def test_threads_default_to_the_usable_cores_but_one(tmp_path):
+def test_threads_default_to_the_cores_other_processes_leave_idle(tmp_path):
     model_file = tmp_path / "m.gguf"
     model_file.write_bytes(b"x")
-    assert available_cores() == len(os.sched_getaffinity(0))
-    assert LocalLlamaServer(model_file).threads == max(1, available_cores() - 1)
+    cores = available_cores()
+    assert cores == len(os.sched_getaffinity(0))
+    assert cpu_settings(busy_cores=0.0) == {"threads": cores, "batch_threads": cores, "poll": 0}
+    assert cpu_settings(busy_cores=0.6)["threads"] == max(1, cores - 1)  # a core 3/5 busy is not free
+    assert cpu_settings(busy_cores=0.2)["threads"] == cores
+    assert cpu_settings(busy_cores=cores + 3.0)["threads"] == 1
+    server = LocalLlamaServer(model_file)
+    assert 1 <= server.threads == server.batch_threads <= cores and server.poll == 0
     assert LocalLlamaServer(model_file, threads=1).threads == 1
+
+
+def test_a_busy_core_is_seen_by_the_sampler():
+    """Another process spinning on a core: the sample sees about one busy core (more with other jobs)."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        assert busy_cores_now(0.5) >= 0.7
+    finally:
+        spinner.kill()
+        spinner.wait()
 
 
 @pytest.mark.llm
@@ -144,7 +164,7 @@ def test_the_local_server_gets_one_slot_per_request_in_flight():
     cfg = {"name": "local", "model": "smollm2-135m", "max_tokens": 4, "cache_mode": "off", "ctx_size": 256, "max_concurrency": 3, "parallel": None, "threads": None}
     with open_local(cfg) as model:
         assert model is not None
-        assert (model.identity["parallel"], model.identity["threads"]) == (3, max(1, available_cores() - 1))
+        assert model.identity["parallel"] == 3 and 1 <= model.identity["threads"] <= available_cores()
     with open_local({**cfg, "parallel": 1, "threads": 1}) as model:
         assert model is not None and (model.identity["parallel"], model.identity["threads"]) == (1, 1)
 

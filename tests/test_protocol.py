@@ -24,6 +24,19 @@ def test_overlapping_roles_in_a_run_are_refused(tmp_path):
         run(cfg, tmp_path / "run")
 
 
+def test_skip_tasks_leaves_out_the_first_tasks_of_a_role_before_max_tasks(tmp_path):
+    """A pilot on tasks a study that takes the first ones never sees: train tasks 30.. of 40."""
+    from memrl_bench.records import read_run
+
+    cfg = config(method={"name": "none"}, protocol={"epochs": 1, "skip_tasks": {"train": 30}, "max_tasks": {"train": 5}, "validate_every_epoch": False, "test_at_end": False})
+    run(cfg, tmp_path / "pilot")
+    study = config(method={"name": "none"}, protocol={"epochs": 1, "max_tasks": {"train": 30}, "validate_every_epoch": False, "test_at_end": False})
+    run(study, tmp_path / "study")
+    pilot_tasks = {e.task_id for e in read_run(tmp_path / "pilot").episodes}
+    study_tasks = {e.task_id for e in read_run(tmp_path / "study").episodes}
+    assert len(pilot_tasks) == 5 and len(study_tasks) == 30 and not pilot_tasks & study_tasks
+
+
 class MutatingMethod(NoMemory):
     """Changes its memory whenever it retrieves, also in evaluation: must fail the run."""
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from memrl_bench.envs.gold import GoldFilter
-from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, CommandResult, Limits, Sandbox, SandboxUnavailable, unavailable_reason
+from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, CommandResult, Limits, Sandbox, SandboxSettingError, SandboxUnavailable, unavailable_reason
 from memrl_bench.types import Task
 
 REASON = unavailable_reason()
@@ -361,3 +361,75 @@ def test_gold_filter_checks_each_task_once(tmp_path, monkeypatch):
     assert len(off.tasks("train")) == 6 and off.excluded() == {}
     with pytest.raises(KeyError, match="unknown split 'dev' of demo; valid: train"):
         off.tasks("dev")
+
+
+@needs_sandbox
+def test_sandbox_shadow_file_is_its_own(tmp_path):
+    # The host's shadow file as this test's own mount namespace shows it: a user with a real hash.
+    hashed = "$6$canarysalt$" + uuid.uuid4().hex
+    fake = tmp_path / "shadow"
+    fake.write_text(Path("/etc/shadow").read_text() + f"memrlcanary:{hashed}:20000:0:99999:7:::\nmemrllocked:!{hashed}:20000::::::\n")
+    host = os.stat("/etc/shadow")
+    os.chown(fake, host.st_uid, host.st_gid)
+    os.chmod(fake, host.st_mode & 0o7777)
+    program = f"""
+import subprocess, sys
+sys.path.insert(0, {str(REPO)!r})
+for target in ("/etc/shadow", "/etc/shadow-"):  # the file and the backup the shadow tools keep
+    subprocess.run(["mount", "--bind", {str(fake)!r}, target], check=True)
+from memrl_bench.sandbox import Limits, Sandbox
+with Sandbox(Limits(timeout_s=20)) as sandbox:
+    print(sandbox.run("grep -h ^memrl /etc/shadow /etc/shadow-; stat -c '%U:%G %a' /etc/shadow /etc/gshadow").output)
+    print(sandbox.run("useradd memrlnew && echo memrlnew:secret | chpasswd && grep -c '^memrlnew:[$]' /etc/shadow && passwd -S memrlnew").output)
+"""
+    inside = subprocess.run(["unshare", "--mount", "--propagation", "private", sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert inside.returncode == 0, inside.stderr
+    lines = inside.stdout.splitlines()
+    assert lines[:4] == ["memrlcanary:*:20000:0:99999:7:::", "memrllocked:!*:20000::::::"] * 2, inside.stdout  # no hash is readable inside
+    host_owner = subprocess.run(["stat", "-c", "%U:%G %a", "/etc/shadow", "/etc/gshadow"], capture_output=True, text=True).stdout.splitlines()
+    assert lines[4:6] == host_owner  # the copy keeps the host file's owner and mode
+    assert hashed not in inside.stdout and lines[7] == "1" and lines[8].startswith("memrlnew P")  # useradd and chpasswd work on the copy
+    assert "memrlnew" not in Path("/etc/shadow").read_text()
+
+
+PEEK = """
+import glob, os
+print("ran as", os.getuid())
+found = []
+for path in [f"/proc/{os.getppid()}/environ", *glob.glob("/proc/[0-9]*/environ")]:
+    try:
+        if CANARY.encode() in open(path, "rb").read():
+            found.append(path)
+    except OSError:
+        pass
+found += [f"environ:{k}" for k, v in os.environ.items() if CANARY in v]
+print("found", sorted(set(found)))
+"""
+
+
+@pytest.mark.parametrize("isolation, user", [pytest.param("sandbox", "root", marks=needs_sandbox), ("process", "root"), ("process", "nobody")])
+def test_process_mode_program_sees_no_harness_secret(isolation, user):
+    canary = f"sk-canary-{uuid.uuid4().hex}"
+    python = sys.executable if user == "root" else shutil.which("python3", path="/usr/bin:/bin")  # a harness run by a user without root
+    if user == "nobody" and (python is None or shutil.which("setpriv") is None or os.geteuid() != 0):
+        pytest.skip("needs root, setpriv and a system /usr/bin/python3 to run a harness as user nobody")
+    harness = f"""
+import sys
+sys.path.insert(0, {str(REPO)!r})
+from memrl_bench.sandbox import CodeRunner, Limits
+print(CodeRunner(Limits(timeout_s=30), isolation={isolation!r}).run({PEEK!r}.replace("CANARY", {repr(repr(canary))})).output)
+"""
+    command = [python, "-c", harness] if user == "root" else ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", harness]
+    out = subprocess.run(command, capture_output=True, text=True, cwd="/", timeout=120, env={**os.environ, "OPENAI_API_KEY": canary})
+    assert out.returncode == 0, out.stderr
+    assert "ran as" in out.stdout and "found []" in out.stdout, out.stdout
+
+
+def test_hidden_root_is_refused_by_the_sandbox():
+    for hidden, refusal in [("/", "the whole filesystem"), ("//", "the whole filesystem"), ("/usr/..", "the whole filesystem"), ("/usr", "would hide /usr/bin"), ("/etc", "would hide /etc"), ("/lib", "would hide /(usr/)?lib"), ("tmp", "not an absolute path")]:
+        with pytest.raises(SandboxSettingError, match=refusal):
+            Sandbox(hidden_paths=(*DEFAULT_HIDDEN_PATHS, hidden))
+    with pytest.raises(SandboxSettingError, match="not an absolute path"):
+        Sandbox(workdir="root")
+    with pytest.raises(SandboxSettingError, match="lies inside the hidden folder /root"):
+        Sandbox(workdir=str(next(p for p in Path("/root").iterdir() if p.is_dir()))) if any(p.is_dir() for p in Path("/root").iterdir()) else Sandbox(workdir="/root/x")

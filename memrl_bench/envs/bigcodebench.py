@@ -3,9 +3,14 @@
 Single turn. The prompt is the task's instruct prompt (config `prompt: complete` for the
 docstring-completion form); the answer is code. The solution run is the completion when it
 defines the entry point (`def task_func(`), else the task's code_prompt followed by the
-completion (a function body). The program is the solution, then the task's tests, then a
-runner that prints a fresh random marker only after the whole suite passed: success needs
-exit code 0 and that marker, so code that exits early with status 0 does not pass.
+completion (a function body). The program is the solution, then the task's tests: no marker,
+no runner. A trusted runner (envs/bigcodebench_runner.py, given to Python with -c) imports it
+and reports over a line tagged with a fresh secret that only the runner was given; success
+needs that report, every test run ending well, and as many tests run as this module counts in
+the task's test code. A solution shares the process with the tests, so tampering is also looked
+for (the patterns of `tampering_patterns` in the completion; replaced test machinery, memory
+scans, frame inspection, an exit before the report, fewer tests run, in the run): such an
+episode ends with status "tampered" and scores 0.
 It runs in `memrl_bench.sandbox.CodeRunner`: by default a fresh sandbox per program (time
 limit, memory and process caps, no network, own folder, nothing written to the host).
 
@@ -24,9 +29,11 @@ import ast
 import copy
 import hashlib
 import importlib.metadata
+import json
 import re
+import secrets
 import sys
-import uuid
+import warnings
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -43,18 +50,7 @@ _DATA_FILE = "BigCodeBench.jsonl.gz"
 _SPLIT_FILES = {"full": "full_seed123.json", "stdlib": "full_seed123.json", "hard": "hard_seed42.json"}
 SUBSETS = tuple(_SPLIT_FILES)
 PROMPTS = ("instruct", "complete")
-_RUNNER = """
-
-if __name__ == "__main__":
-    import sys as _memrl_sys
-    import unittest as _memrl_unittest
-
-    _memrl_suite = _memrl_unittest.defaultTestLoader.loadTestsFromTestCase(TestCases)
-    _memrl_result = _memrl_unittest.TextTestRunner(stream=_memrl_sys.stdout, verbosity=1).run(_memrl_suite)
-    if _memrl_result.wasSuccessful():
-        print("{marker}", flush=True)
-    _memrl_sys.exit(0 if _memrl_result.wasSuccessful() else 1)
-"""
+_RUNNER = Path(__file__).with_name("bigcodebench_runner.py").read_text()
 
 
 class BigCodeBenchRecord(DataRecord):
@@ -99,6 +95,156 @@ def solution_code(completion: str, code_prompt: str, entry_point: str) -> str:
     return code_prompt + completion
 
 
+def _syntax(code: str) -> ast.Module | None:
+    """The code's syntax tree (None if it does not parse), without the compiler's warnings about its escapes."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ast.parse(code)
+        except (SyntaxError, ValueError):
+            return None
+
+
+def written_test_count(test_code: str) -> int:
+    """The test methods unittest's loader finds in the task's TestCases (its own and those of base
+    classes the test code defines), counted here from the code's syntax, outside the program's reach."""
+    tree = _syntax(test_code)
+    if tree is None:
+        return 0
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+
+    def names(class_name: str, seen: frozenset[str]) -> set[str]:
+        node = classes.get(class_name)
+        if node is None or class_name in seen:
+            return set()
+        found = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test")}
+        for base in node.bases:
+            if isinstance(base, ast.Name):
+                found |= names(base.id, seen | {class_name})
+        return found
+
+    return len(names("TestCases", frozenset()))
+
+
+# What a solution has no business touching, by the tampering pattern it shows (`tampering_patterns`).
+_UNITTEST_NAME = re.compile(r"^(unittest|(Base)?Test(Case|Result|Suite|Loader|Program)|TextTest(Result|Runner)|defaultTestLoader)$")
+_RESULT_ATTRIBUTES = frozenset({"wasSuccessful", "addSuccess", "addFailure", "addError", "addSkip", "addSubTest", "addExpectedFailure", "addUnexpectedSuccess", "startTest", "stopTest", "testsRun", "_callTestMethod", "failureException"})
+_EXITS = frozenset({("sys", "exit"), ("os", "_exit"), ("os", "write")})
+_FRAME_ATTRIBUTES = frozenset({"f_back", "f_locals", "f_globals", "tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+_CALLS = {
+    "inspects_frames": frozenset({("sys", "_getframe"), ("sys", "_current_frames"), ("sys", "settrace"), ("sys", "setprofile"), ("threading", "settrace"), ("inspect", "stack"), ("inspect", "trace"), ("inspect", "currentframe"), ("inspect", "getouterframes"), ("inspect", "getinnerframes")}),
+    "scans_memory": frozenset({("gc", "get_objects"), ("gc", "get_referrers"), ("gc", "get_referents"), ("ctypes", "string_at"), ("ctypes", "wstring_at")}),
+}
+_PROCESS_FILES = re.compile(r"/proc/(self|thread-self|\d+|\{\})/(fd|mem|environ|maps)|/dev/fd/")
+
+
+def _chain(node: ast.AST) -> list[str]:
+    """The names along an attribute chain, outermost first: `unittest.TestResult.wasSuccessful` ->
+    [unittest, TestResult, wasSuccessful]; a call or subscript on the way is looked through."""
+    names: list[str] = []
+    while True:
+        if isinstance(node, ast.Attribute):
+            names.append(node.attr)
+            node = node.value
+        elif isinstance(node, (ast.Subscript, ast.Call)):
+            node = node.value if isinstance(node, ast.Subscript) else node.func
+        else:
+            if isinstance(node, ast.Name):
+                names.append(node.id)
+            return names[::-1]
+
+
+def _patched(chain: list[str]) -> set[str]:
+    """The patterns of assigning to (or deleting, or patching) what `chain` names."""
+    found = set()
+    if any(_UNITTEST_NAME.match(name) for name in chain) or (chain and chain[-1] in _RESULT_ATTRIBUTES):
+        found.add("patches_unittest")
+    if (chain and chain[0] in ("builtins", "__builtins__")) or tuple(chain[-2:]) in _EXITS:
+        found.add("patches_builtins_or_exit")
+    if chain and chain[-1] == "__code__":
+        found.add("replaces_function_code")
+    return found
+
+
+def tampering_patterns(code: str) -> set[str]:
+    """Ways of forging a test run that a solution's code shows (checked on the solution, not the tests):
+    patching unittest (wasSuccessful, TestResult, TestCase ...), the builtins or the exits; reading
+    frames (sys._getframe, inspect.stack, f_back ...) or scanning memory (gc.get_objects, ctypes.string_at)
+    to reach the runner; reading /proc/<pid>/fd, mem, environ; replacing a function's code."""
+    tree = _syntax(code)
+    if tree is None:
+        return set()  # it does not run at all
+    imported = {alias.asname or alias.name: (node.module.split(".")[0], alias.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module for alias in node.names}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for target in (t for each in targets for t in ast.walk(each)):
+                if isinstance(target, (ast.Attribute, ast.Subscript)):
+                    chain = _chain(target)
+                    if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
+                        chain = [*chain, target.slice.value]  # sys.modules["unittest"], __builtins__["print"]
+                    found |= _patched(chain)
+        elif isinstance(node, ast.Call):
+            chain = _chain(node.func)
+            named = tuple(chain[-2:]) if len(chain) > 1 else imported.get(chain[0], ()) if chain else ()
+            found |= {pattern for pattern, calls in _CALLS.items() if named in calls}
+            strings = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if chain[-1:] in (["setattr"], ["delattr"]) and node.args:
+                found |= _patched(_chain(node.args[0]) + strings[:1])
+            if "patch" in chain:  # mock.patch("unittest.TestResult.wasSuccessful"), patch.object(unittest.TestCase, "run")
+                found |= _patched([part for text in strings for part in text.split(".")] + (_chain(node.args[0]) if node.args else []))
+            if chain[-1:] == ["__subclasses__"] and any(_UNITTEST_NAME.match(name) for name in chain):
+                found.add("patches_unittest")
+        elif isinstance(node, ast.Attribute) and node.attr in _FRAME_ATTRIBUTES:
+            found.add("inspects_frames")
+        elif isinstance(node, ast.Attribute) and node.attr == "from_address":
+            found.add("scans_memory")
+        elif isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            text = node.value if isinstance(node, ast.Constant) else "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+            if isinstance(text, str) and _PROCESS_FILES.search(text):
+                found.add("reads_process_files")
+    return found
+
+
+def judge(reported: bytes, exit_code: int | None, tag: str, expected: int) -> tuple[bool, set[str], str]:
+    """(passed, tampering patterns, what went wrong) from what the trusted runner reported under `tag`.
+
+    Passed: the report is there, no error, every test started ended well, as many started as the
+    harness counted (`expected`, at least 1), and the program exited 0 right after. Tampering: what
+    the runner saw (replaced test machinery, memory scans, frame inspection), fewer or more tests
+    run than written, an exit with status 0 and no report."""
+    tampering: set[str] = set()
+    outcome = None
+    for line in reported.decode(errors="replace").splitlines():
+        head, _, payload = line.partition(" ")
+        kind, _, payload = payload.partition(" ")
+        if head != tag:
+            continue  # the program may write there too, but it does not know the tag
+        if kind == "tampering":
+            tampering.add(payload.strip())
+        elif kind == "result":
+            try:
+                outcome = json.loads(payload)
+            except ValueError:
+                continue
+    if outcome is None:
+        if exit_code == 0:
+            tampering.add("exit_before_report")
+        return False, tampering, "the program ended before its tests were run to the end"
+    tampering |= set(outcome.get("replaced", {})) | set(outcome.get("tampering", []))
+    started, good, bad = outcome.get("started", 0), outcome.get("good", 0), outcome.get("bad", 0)
+    clean = outcome.get("error") is None and bad == 0 and good == started
+    if clean and started != expected:
+        tampering.add("tests_run_mismatch")
+    if outcome.get("error") is not None:
+        return False, tampering, outcome["error"]
+    if not clean:
+        return False, tampering, f"{bad} of {started} tests failed"
+    passed = started == expected >= 1 and exit_code == 0
+    return passed, tampering, "" if passed else f"{started} tests ran, {expected} are written"
+
+
 def _packages_fingerprint() -> str:
     names = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
     return hashlib.sha256("\n".join(names).encode()).hexdigest()
@@ -132,7 +278,7 @@ class BigCodeBenchEnv(Env):
         folder = data_dir(self.cfg, "MEMRL_BENCH_BIGCODEBENCH_DIR", "bigcodebench", _FETCH)
         self.runner = CodeRunner(limits, self.isolation, DEFAULT_HIDDEN_PATHS + (str(folder),))  # the tests must stay unreadable
         self._all, data_hash = self._load(folder)
-        key = ["bigcodebench v1", data_hash, sys.version, repr(limits), self.isolation, _packages_fingerprint()]
+        key = ["bigcodebench v1", hashlib.sha256(_RUNNER.encode()).hexdigest(), data_hash, sys.version, repr(limits), self.isolation, _packages_fingerprint()]
         enabled, workers = bool(self.cfg.get("exclude_gold_failures", True)), int(self.cfg.get("gold_workers", 2))
         self._gold = GoldFilter(self.name, key, self._all, self._gold_failure, self.tasks_per_split, enabled, workers, needs_sandbox=self.isolation == "sandbox")
         self._task: Task | None = None
@@ -193,15 +339,23 @@ class BigCodeBenchEnv(Env):
         if self._task is None:
             raise RuntimeError(f"{self.name}: step() before reset() or after the episode ended")
         task, self._task = self._task, None
-        marker = uuid.uuid4().hex
-        program = solution_code(action, task.data["code_prompt"], task.data["entry_point"]) + "\n\n" + task.data["test"] + _RUNNER.format(marker=marker)
-        result = self.runner.run(program)
-        success = result.exit_code == 0 and marker in result.output
-        report = result.output.replace(marker, "").strip()
+        solution = solution_code(action, task.data["code_prompt"], task.data["entry_point"])
+        tag = secrets.token_hex(16)
+        result = self.runner.run(solution + "\n\n" + task.data["test"], launcher=_RUNNER, secret=tag)
+        passed, tampering, problem = judge(result.reported, result.exit_code, tag, written_test_count(task.data["test"]))
+        tampering |= tampering_patterns(solution)
+        report = result.output.strip()
         if result.timed_out:
             report = f"killed after the {self.runner.limits.timeout_s:g} s time limit\n{report}"
-        observation = "All tests pass." if success else f"The tests fail:\n{report[-1500:]}"
-        return observation, float(success), True, {"success": success, "detail": report[-300:], "seconds": round(result.seconds, 2)}
+        elif not report:  # the program printed nothing: say what the runner saw
+            report = problem
+        info: dict[str, Any] = {"success": passed and not tampering, "detail": report[-300:], "seconds": round(result.seconds, 2)}
+        if tampering:
+            info.update(status="tampered", tampering=sorted(tampering))
+            observation = f"The answer tampered with its tests ({', '.join(sorted(tampering))}); it scores 0."
+        else:
+            observation = "All tests pass." if passed else f"The tests fail:\n{report[-1500:]}"
+        return observation, float(info["success"]), True, info
 
     def spawn(self) -> BigCodeBenchEnv:
         twin = copy.copy(self)  # shares the loaded tasks and the gold cache, not the episode

@@ -5,7 +5,11 @@ through a copy-on-write overlay, no network) and runs the task's initialization 
 Each action is a bash command (several lines allowed), run as root in a new bash: files,
 users and permissions carry over between commands, the working directory and shell
 variables do not (as with LLB's `docker exec` per command). `finish` or `commit` ends the
-episode, and so does `answer: <text>`. Success: the task's evaluation script exits 0.
+episode, and so does `answer: <text>`. Success: the task's evaluation script exits 0, run by
+`Sandbox.check` with the host's system tools (what the episode did to /usr, /bin, /lib ... cannot
+change what the check runs), and the episode changed no system file: an episode that modified,
+replaced or deleted one, shadowed a system command, added a library or changed the loader's
+configuration ends with status "tampered" (the patterns in info["tampering"]) and scores 0.
 
 All 500 tasks check the final state (files, users, permissions, file contents) with
 that script; none compares an answer string, so an `answer:` text is recorded in the
@@ -18,13 +22,15 @@ import copy
 import hashlib
 import platform
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
 from memrl_bench import prompts
+from memrl_bench.config import ConfigError
 from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file, tasks_per_split
 from memrl_bench.envs.gold import GoldFilter, gold_failure
-from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, Limits, Sandbox, require_sandbox
+from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, Limits, Sandbox, SandboxSettingError, check_hidden_paths, check_workdir, require_sandbox
 from memrl_bench.types import Task
 
 _FILES = {"train": "os_interaction_train.json", "validation": "os_interaction_val.json"}
@@ -84,9 +90,13 @@ class LLBOSEnv(Env):
             max_processes=int(self.cfg.get("max_processes", 256)),
             disk_bytes=int(self.cfg.get("disk_mb", 512)) << 20,
         )
+        extra = tuple(self.cfg.get("extra_hidden_paths") or ())
+        _refuse("extra_hidden_paths", check_hidden_paths, extra)
+        _refuse("workdir", check_workdir, self.workdir, DEFAULT_HIDDEN_PATHS + extra)
         folder = data_dir(self.cfg, "MEMRL_BENCH_LLB_DIR", "llb", _FETCH)
+        _refuse("data_dir", check_hidden_paths, (str(folder),))
         # the task data (with its checks) stays unreadable inside, wherever it lives
-        self.hidden_paths = DEFAULT_HIDDEN_PATHS + (str(folder),) + tuple(self.cfg.get("extra_hidden_paths") or ())
+        self.hidden_paths = DEFAULT_HIDDEN_PATHS + (str(folder),) + extra
         self._all, data_hash = self._load(folder)
         key = ["llb_os v1", data_hash, self.workdir, repr(self.hidden_paths), repr(self.limits), platform.release(), _os_release()]
         self._gold = GoldFilter(self.name, key, self._all, self._gold_failure, self.tasks_per_split, bool(self.cfg.get("exclude_gold_failures", True)), int(self.cfg.get("gold_workers", 2)))
@@ -146,11 +156,15 @@ class LLBOSEnv(Env):
             raise RuntimeError(f"{self.name}: step() before reset() or after the episode ended")
         command, ends, answer = parse_action(action)
         if ends:
-            result = self._sandbox.run(self._task.data["evaluation"])
+            check = self._sandbox.check(self._task.data["evaluation"])
             self.close()
-            success = result.ok
-            info = {"success": success, "answer": answer, "detail": f"evaluation script: exit {result.exit_code}, timed out: {result.timed_out}, output: {result.output[-300:].strip()!r}"}
-            return ("The task is solved." if success else "The task is not solved."), float(success), True, info
+            result, changes = check.result, check.system_changes
+            info: dict[str, Any] = {"success": result.ok and not changes, "answer": answer, "detail": f"evaluation script: exit {result.exit_code}, timed out: {result.timed_out}, output: {result.output[-300:].strip()!r}"}
+            if changes:
+                changed = "; ".join(f"{pattern}: {', '.join(paths)}" for pattern, paths in sorted(changes.items()))
+                info.update(status="tampered", tampering=sorted(changes), detail=f"{info['detail']}; system files changed ({changed})"[-600:])
+                return f"The task is not solved: the episode changed system files ({', '.join(sorted(changes))}).", 0.0, True, info
+            return ("The task is solved." if info["success"] else "The task is not solved."), float(info["success"]), True, info
         if not command:
             return "Empty command: give a bash command, or `finish` when the task is done.", 0.0, False, {"multiline_actions": True}
         result = self._sandbox.run(command)
@@ -184,6 +198,14 @@ class LLBOSEnv(Env):
 
     def _gold_failure(self, task: Task) -> str:
         return gold_failure(self.spawn(), task)
+
+
+def _refuse(key: str, check: Callable[..., None], *values: Any) -> None:
+    """Raise ConfigError naming env.<key> when `check(*values)` refuses a sandbox setting."""
+    try:
+        check(*values)
+    except SandboxSettingError as err:
+        raise ConfigError(f"env.{key}: {err}") from err
 
 
 def _os_release() -> str:

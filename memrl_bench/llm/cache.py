@@ -35,7 +35,7 @@ CACHE_MODES: tuple[str, ...] = get_args(CacheMode)
 # Identity fields that change between runs of the same model without changing its answers:
 # a local server's port, its threads, and its context (sized from the memory of the machine;
 # a prompt that fits is answered the same, and one that does not is never cached).
-VOLATILE_IDENTITY_KEYS = ("base_url_host", "threads", "ctx_size")
+VOLATILE_IDENTITY_KEYS = ("base_url_host", "threads", "batch_threads", "poll", "ctx_size")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (

@@ -42,7 +42,9 @@ params.port = 0
 params.n_parallel = cfg["parallel"]
 params.n_ctx = cfg["ctx_size"] * cfg["parallel"]
 params.cpuparams.n_threads = cfg["threads"]
-params.cpuparams_batch.n_threads = cfg["threads"]
+params.cpuparams_batch.n_threads = cfg["batch_threads"]
+params.cpuparams.poll = cfg["poll"]
+params.cpuparams_batch.poll = cfg["poll"]
 params.n_threads_http = cfg["parallel"] + 2
 # Prefix reuse (llama.cpp's defaults, set here so that they stay on): a request goes to the idle
 # slot whose cached prompt shares the longest prefix with it and keeps that KV cache, so a ReAct
@@ -74,17 +76,20 @@ class LocalLlamaServer:
         *,
         alias: str | None = None,
         threads: int | None = None,
+        batch_threads: int | None = None,
+        poll: int | None = None,
         ctx_size: int | None = None,
         parallel: int = 1,
         embedding: bool = False,
         startup_timeout_s: float = 120.0,
     ):
         """
-        threads: CPU threads for generation and prompt processing; None: the cores this
-            process may use but one, which is left to the harness (envs, embedder, client):
-            llama.cpp's threads wait for each other, so one that loses its core stalls the
-            rest (on 2 cores shared with other jobs, 1 thread generated 15-20 tokens/s and 2
-            threads 7-8; BENCHMARKS.md, "Local server").
+        threads: CPU threads for generation and prompt processing; None: `cpu_settings()`, the
+            cores other processes leave idle at start (llama.cpp's threads wait for each other,
+            so one that loses its core stalls the rest).
+        batch_threads: CPU threads for prompt processing (prefill); None: `threads`.
+        poll: how long llama.cpp's idle threads spin before they sleep (0-100; 50 is llama.cpp's
+            default); None: POLL (0).
         ctx_size: context (prompt + completion tokens) of each request.
         parallel: requests decoded together (llama.cpp slots); the KV cache holds
             ctx_size * parallel tokens. Match it to the client's requests in flight.
@@ -92,7 +97,10 @@ class LocalLlamaServer:
         """
         self.model_path = Path(model_path).expanduser()
         self.alias = alias or self.model_path.stem
-        self.threads = threads if threads is not None else max(1, available_cores() - 1)
+        chosen = cpu_settings() if threads is None else {"threads": threads, "batch_threads": threads, "poll": POLL}
+        self.threads = chosen["threads"]
+        self.batch_threads = batch_threads if batch_threads is not None else chosen["batch_threads"]
+        self.poll = poll if poll is not None else chosen["poll"]
         self.parallel = parallel
         self.ctx_size = ctx_size
         self.embedding = embedding
@@ -123,7 +131,7 @@ class LocalLlamaServer:
             raise LocalServerError("the local LLM server needs the xllamacpp package: pip install 'memrl-bench[local]'")
         if not self.model_path.is_file():
             raise FileNotFoundError(f"GGUF model file {self.model_path} does not exist")
-        for name, value in (("threads", self.threads), ("ctx_size", self.ctx_size), ("parallel", self.parallel)):
+        for name, value in (("threads", self.threads), ("batch_threads", self.batch_threads), ("ctx_size", self.ctx_size), ("parallel", self.parallel)):
             if value is not None and value < 1:
                 raise ValueError(f"local server {name} must be >= 1, got {value}")
         if self.ctx_size is None:
@@ -135,6 +143,8 @@ class LocalLlamaServer:
             "model_path": str(self.model_path),
             "alias": self.alias,
             "threads": self.threads,
+            "batch_threads": self.batch_threads,
+            "poll": self.poll,
             "ctx_size": self.ctx_size,
             "parallel": self.parallel,
             "embedding": self.embedding,
@@ -191,7 +201,7 @@ class LocalLlamaServer:
 
     def info(self) -> dict[str, Any]:
         """What a run manifest records about the server."""
-        return {**server_identity(self.model_path.name, self.parallel), "threads": self.threads, "ctx_size": self.ctx_size}
+        return {**server_identity(self.model_path.name, self.parallel), "threads": self.threads, "batch_threads": self.batch_threads, "poll": self.poll, "ctx_size": self.ctx_size}
 
 
 def server_identity(model_file: str, parallel: int) -> dict[str, Any]:
@@ -229,6 +239,43 @@ def available_memory() -> int:
     except OSError:
         pass
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+BUSY_SAMPLE_S = 0.5  # how long the cores' load is sampled before a server starts
+POLL = 0  # llama.cpp's idle threads sleep rather than spin: a spinning thread takes a core another job needs
+
+
+def cpu_settings(busy_cores: float | None = None) -> dict[str, int]:
+    """The server's CPU settings when the config gives none: as many threads as cores that other
+    processes leave idle (sampled over BUSY_SAMPLE_S), at least one, for generation and prefill
+    alike (with several slots llama.cpp decodes them as one batch, on its prefill threads).
+    Measured on 2 cores with Qwen2.5-Coder-1.5B (BENCHMARKS.md, "Local server: CPU settings"):
+    quiet, 2 threads give 2x the tokens/s of 1; with one core busy elsewhere, 2 threads wait for
+    the busy core and give 0.6x of 1."""
+    cores = available_cores()
+    busy = busy_cores_now() if busy_cores is None else busy_cores
+    threads = max(1, min(cores, int(cores - busy + 0.25)))  # a core counts as free when under 3/4 busy
+    return {"threads": threads, "batch_threads": threads, "poll": POLL}
+
+
+def busy_cores_now(sample_s: float = BUSY_SAMPLE_S) -> float:
+    """Cores' worth of CPU time used by every process but this one over `sample_s` (Linux /proc/stat;
+    elsewhere 0: every core counts as free)."""
+
+    def used() -> tuple[float, float]:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        own = os.times()
+        return (sum(fields) - idle) / os.sysconf("SC_CLK_TCK"), own.user + own.system
+
+    try:
+        (busy_before, own_before), started = used(), time.monotonic()
+        time.sleep(sample_s)
+        (busy_after, own_after), elapsed = used(), time.monotonic() - started
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return max(0.0, (busy_after - busy_before - (own_after - own_before)) / elapsed)
 
 
 def available_cores() -> int:

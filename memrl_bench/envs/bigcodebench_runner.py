@@ -1,0 +1,191 @@
+"""The trusted runner of a BigCodeBench program: the only code that decides whether its tests passed.
+
+It is not imported by the harness: its source is given to the sandbox's Python as `python -c`
+(`CodeRunner.run(launcher=...)`), in the folder where program.py (the solution, then the task's
+tests) was written, and it runs as that program's `__main__`. The program file holds no marker
+and no runner, so nothing it can read says what success looks like. Before the program is
+imported the runner:
+
+- reads the number of its report descriptor (a pipe to the harness, apart from the output) and
+  its tag from its standard input (the one line the harness sends; the tag is in no argv,
+  environment or file), then puts /dev/null there;
+- keeps its own references to what it calls;
+- notes what the run relies on (every attribute of unittest's modules and classes, the builtins,
+  sys.exit, os._exit, os.write, its own result class) to check afterwards that none was replaced;
+- installs an audit hook that reports tampering at once, before the call goes on: scanning the
+  heap (gc.get_objects / get_referrers / get_referents, ctypes.string_at, /proc/*/mem), taking
+  the runner's own frames (sys._getframe, inspect.stack), replacing the code of a function of
+  unittest, of the runner or of the tests.
+
+Then it imports program.py as `__main__`, loads TestCases and runs the suite with a result class
+of its own that counts every test's outcome (wasSuccessful() is never asked), and writes one
+line `<tag> result <json>` on the report descriptor (tests started, ended well, ended badly;
+what was replaced; the tampering seen). Tampering is written there as `<tag> tampering <pattern>`
+when it happens. The
+harness (memrl_bench/envs/bigcodebench.py) compares the count with the test methods it counted
+in the task's test code itself, and decides.
+"""
+
+
+def _memrl_runner() -> None:
+    import builtins
+    import json
+    import os
+    import sys
+    import traceback
+    import types
+    import unittest
+    import unittest.case
+    import unittest.loader
+    import unittest.result
+    import unittest.runner
+    import unittest.signals
+    import unittest.suite
+    import unittest.util
+    from importlib.machinery import SourceFileLoader
+
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = os.read(0, 256)
+        if not chunk:
+            break
+        line += chunk
+    descriptor, tag = line.split()  # the report descriptor, the tag
+    channel, write, leave = int(descriptor), os.write, os._exit  # the program may replace os.write and os._exit
+    os.set_inheritable(channel, False)  # the program's own processes do not get it
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+
+    def report(kind: bytes, payload: str) -> None:
+        line = b"%s %s %s\n" % (tag, kind, payload.encode())
+        while line:
+            line = line[write(channel, line) :]
+
+    watched: dict[tuple[str, str], tuple[object, str, object]] = {}
+
+    def watch(pattern: str, label: str, namespace, keys=None) -> None:
+        for key in list(namespace) if keys is None else keys:
+            watched[(pattern, f"{label}.{key}")] = (namespace, key, namespace[key])
+
+    for module in (unittest, unittest.case, unittest.loader, unittest.result, unittest.runner, unittest.signals, unittest.suite, unittest.util):
+        watch("patches_unittest", module.__name__, vars(module))
+        for value in list(vars(module).values()):
+            if isinstance(value, type) and value.__module__.startswith("unittest"):
+                watch("patches_unittest", f"{value.__module__}.{value.__qualname__}", value.__dict__)
+    watch("patches_builtins_or_exit", "builtins", vars(builtins))
+    watch("patches_builtins_or_exit", "sys", vars(sys), ("exit",))
+    watch("patches_builtins_or_exit", "os", vars(os), ("_exit", "write"))
+
+    class Recorder(unittest.runner.TextTestResult):
+        """Counts every test's outcome itself; prints as TextTestRunner always did."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.started = self.good = self.bad = 0
+
+        def startTest(self, test):
+            self.started += 1
+            super().startTest(test)
+
+        def addSuccess(self, test):
+            self.good += 1
+            super().addSuccess(test)
+
+        def addSkip(self, test, reason):
+            self.good += 1
+            super().addSkip(test, reason)
+
+        def addExpectedFailure(self, test, err):
+            self.good += 1
+            super().addExpectedFailure(test, err)
+
+        def addFailure(self, test, err):
+            self.bad += 1
+            super().addFailure(test, err)
+
+        def addError(self, test, err):  # also a class or module fixture that failed
+            self.bad += 1
+            super().addError(test, err)
+
+        def addUnexpectedSuccess(self, test):
+            self.bad += 1
+            super().addUnexpectedSuccess(test)
+
+        def addSubTest(self, test, subtest, err):
+            if err is not None:
+                self.bad += 1
+            super().addSubTest(test, subtest, err)
+
+    watch("patches_the_runner", "Recorder", Recorder.__dict__)
+    load, text_runner, stdout, stderr = unittest.defaultTestLoader.loadTestsFromTestCase, unittest.runner.TextTestRunner, sys.stdout, sys.stderr
+
+    frames, armed, seen = set(), [False], set()  # the runner's own frames; their ids stay valid while they run
+    frame = sys._getframe()
+    while frame is not None:
+        frames.add(id(frame))
+        frame = frame.f_back
+    del frame
+
+    def flag(pattern: str) -> None:
+        if pattern not in seen:
+            seen.add(pattern)
+            report(b"tampering", pattern)
+
+    def relied_on(function) -> bool:  # unittest's code, the runner's, the tests' (the stdlib changes other code: types.coroutine)
+        module, name = getattr(function, "__module__", "") or "", getattr(function, "__qualname__", "") or ""
+        return module.startswith("unittest") or name.startswith(("_memrl_runner.", "TestCases."))
+
+    def audit(event: str, args: tuple) -> None:
+        if not armed[0]:
+            return
+        if event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes.string_at", "ctypes.wstring_at"):
+            flag("scans_memory")
+        elif event == "sys._current_frames" or (event in ("sys._getframe", "object.__getattr__") and args and id(args[0]) in frames):
+            flag("inspects_frames")
+        elif event == "object.__setattr__" and len(args) > 1 and args[1] == "__code__" and relied_on(args[0]):
+            flag("replaces_function_code")
+        elif event == "open" and args and isinstance(args[0], (str, bytes)):
+            path = os.fsdecode(args[0])
+            if path.startswith("/proc/") and path.endswith("/mem"):
+                flag("scans_memory")
+
+    sys.addaudithook(audit)  # for good: an audit hook cannot be removed
+
+    # program.py as python would run it: its __main__ module, its folder first on sys.path
+    path = os.path.abspath("program.py")
+    with open(path, "rb") as program:
+        source = program.read()
+    main = types.ModuleType("__main__")
+    main.__file__, main.__builtins__, main.__loader__ = path, builtins, SourceFileLoader("__main__", path)
+    sys.modules["__main__"], sys.argv[:], sys.path[0] = main, ["program.py"], os.path.dirname(path)
+    result, failure = None, None
+    armed[0] = True
+    try:
+        exec(compile(source, path, "exec"), vars(main))
+        cases = vars(main)["TestCases"]
+        watch("patches_the_tests", "TestCases", cases.__dict__, [key for key, value in vars(cases).items() if callable(value)])
+        result = text_runner(stream=sys.stdout, verbosity=1, resultclass=Recorder).run(load(cases))
+    except BaseException as error:  # the program's own failure: an exception or SystemExit on import, a suite that broke
+        failure = error
+    armed[0] = False
+    for stream in (stdout, stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: S110 - a closed stream has nothing left to flush
+            pass
+    if failure is not None and not isinstance(failure, SystemExit):
+        traceback.print_exception(type(failure), failure, failure.__traceback__.tb_next, file=stderr)  # without the runner's frame
+        stderr.flush()
+    replaced: dict[str, list[str]] = {}
+    for (pattern, label), (namespace, key, value) in watched.items():
+        if namespace.get(key, watched) is not value:
+            replaced.setdefault(pattern, []).append(label)
+    counts = {name: getattr(result, name, 0) for name in ("started", "good", "bad")}
+    error = f"{type(failure).__name__}: {failure}"[:300] if failure is not None else None
+    report(b"result", json.dumps({**counts, "error": error, "replaced": {k: v[:3] for k, v in replaced.items()}, "tampering": sorted(seen)}))
+    leave(0 if error is None and counts["bad"] == 0 and counts["good"] == counts["started"] else 1)
+
+
+if __name__ == "__main__":
+    _memrl_runner()
