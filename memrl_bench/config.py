@@ -17,7 +17,9 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -33,6 +35,18 @@ class InputError(Exception):
 
     Every error of that kind, in whichever module it arises, derives from this class.
     """
+
+
+@contextmanager
+def sqlite_errors_as(error: type[InputError], path: Path, what: str, remedy: str) -> Iterator[None]:
+    """SQLite's errors on the file `path` (garbled, truncated, a full disk) as one `error` naming it;
+    misuse of the connection (ProgrammingError) stays a bug."""
+    try:
+        yield
+    except sqlite3.ProgrammingError:
+        raise
+    except sqlite3.DatabaseError as err:
+        raise error(f"{path}: {what} cannot be used ({err}); move it away to start a new one, or {remedy}") from None
 
 
 class ConfigError(InputError, ValueError):

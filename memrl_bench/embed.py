@@ -14,14 +14,13 @@ import sqlite3
 import sys
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from memrl_bench.config import EMBEDDERS, ConfigError, InputError, validated
+from memrl_bench.config import EMBEDDERS, ConfigError, InputError, sqlite_errors_as, validated
 from memrl_bench.redaction import url_host
 from memrl_bench.vector_index import unit_rows
 
@@ -240,15 +239,8 @@ class CachedEmbedder(Embedder):
         self.hits = 0  # texts served from the cache
         self.misses = 0  # texts that had to be embedded (damaged entries included)
 
-    @contextmanager
-    def _named_errors(self) -> Iterator[None]:
-        """SQLite's errors (a garbled or truncated file) as one EmbeddingCacheError naming the file."""
-        try:
-            yield
-        except sqlite3.ProgrammingError:
-            raise
-        except sqlite3.DatabaseError as err:
-            raise EmbeddingCacheError(f"{self.path}: the embedding cache cannot be used ({err}); move it away to start a new one, or unset embedder.cache_path") from None
+    def _named_errors(self) -> AbstractContextManager[None]:
+        return sqlite_errors_as(EmbeddingCacheError, self.path, "the embedding cache", "unset embedder.cache_path")
 
     @property
     def dim(self) -> int:

@@ -50,25 +50,29 @@ def run_to(tmp: Path, name: str, cfg: dict) -> tuple[dict, Path]:
     return run(cfg, folder), folder
 
 
-def crash_in_learn_then_resume(monkeypatch, cfg: dict, folder: Path, crash_points: Iterable[int]) -> None:
-    """Run `cfg` into `folder` once per crash point, MemRL.learn raising KeyboardInterrupt on its
-    n-th call of that attempt (replays of learn() on resume count), then once more to the end."""
+def crash_in_learn(monkeypatch, cfg: dict, folder: Path, crash_at: int) -> None:
+    """Run `cfg` into `folder` with MemRL.learn raising KeyboardInterrupt on its `crash_at`-th
+    call (replays of learn() on resume count); learn is the real one again afterwards."""
     from memrl_bench.methods.memrl import MemRL
 
-    real_learn = MemRL.learn
-    for crash_at in crash_points:
-        calls = {"n": 0}
+    real_learn, calls = MemRL.learn, {"n": 0}
 
-        def crashing_learn(self, batch, _at=crash_at, _calls=calls):
-            _calls["n"] += 1
-            if _calls["n"] == _at:
-                raise KeyboardInterrupt("simulated crash")
-            return real_learn(self, batch)
+    def crashing_learn(self, batch):
+        calls["n"] += 1
+        if calls["n"] == crash_at:
+            raise KeyboardInterrupt("simulated crash")
+        return real_learn(self, batch)
 
-        monkeypatch.setattr(MemRL, "learn", crashing_learn)
-        with pytest.raises(KeyboardInterrupt):
-            run(cfg, folder)
+    monkeypatch.setattr(MemRL, "learn", crashing_learn)
+    with pytest.raises(KeyboardInterrupt):
+        run(cfg, folder)
     monkeypatch.setattr(MemRL, "learn", real_learn)
+
+
+def crash_in_learn_then_resume(monkeypatch, cfg: dict, folder: Path, crash_points: Iterable[int]) -> None:
+    """Run `cfg` into `folder` once per crash point (crash_in_learn), then once more to the end."""
+    for crash_at in crash_points:
+        crash_in_learn(monkeypatch, cfg, folder, crash_at)
     run(cfg, folder)
 
 

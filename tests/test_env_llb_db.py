@@ -33,6 +33,8 @@ TASKS = {
     "3": entry("Give everyone in red a raise of 10.", "UPDATE staff SET salary = salary + 10 WHERE team = 'red';"),
     "4": entry("MySQL-only syntax that SQLite rejects.", "UPDATE staff s JOIN (SELECT 1) x SET s.salary = 0;"),
     "5": entry("The two best paid, ties in any order.", "SELECT name, salary FROM staff ORDER BY salary DESC LIMIT 3;"),
+    "6": entry("Three names, starting from the 3rd row.", "SELECT name FROM staff LIMIT 3 OFFSET 2;"),
+    "7": entry("Any two names.", "SELECT name FROM staff LIMIT 2;"),
 }
 
 
@@ -83,6 +85,14 @@ def test_answers_by_rows(env: LLBDBEnv):
     assert play(env, "3", "SQL: UPDATE staff SET salary = salary + 10 WHERE team = 'red'", "ANSWER: done")["success"]
 
 
+def test_offset_without_order_by_is_checked_against_the_stored_order(env: LLBDBEnv):
+    """The audit's one disagreement (scripts/audit_llb_db.py on the LLB-DB pilot): a query that
+    forgot the OFFSET matched the gold run on the reversed copy and was scored right."""
+    assert play(env, "6", "SQL: SELECT name FROM staff LIMIT 3 OFFSET 2", "COMMIT")["success"]
+    assert not play(env, "6", "SQL: SELECT name FROM staff LIMIT 3", "COMMIT")["success"]  # Ann, Bob, Cid: the gold's rows on the reversed copy
+    assert play(env, "7", 'ANSWER: [["Eve"], ["Dee"]]')["success"]  # LIMIT alone: either stored order still counts
+
+
 def test_parse_rows_and_match():
     assert parse_rows('[["a", 1], ["b", 2]]', 2) == [("a", 1), ("b", 2)]
     assert parse_rows("('a', 1), ('b', 2)", 2) == [("a", 1), ("b", 2)]
@@ -119,7 +129,7 @@ def test_sql_cannot_touch_files_or_run_forever(env: LLBDBEnv, tmp_path: Path):
 
 
 def test_exclusion_splits_and_check_env(env: LLBDBEnv):
-    assert [t.id for t in env.tasks("train")] == ["llb_db/1", "llb_db/2", "llb_db/3", "llb_db/5"]
+    assert [t.id for t in env.tasks("train")] == ["llb_db/1", "llb_db/2", "llb_db/3", "llb_db/5", "llb_db/6", "llb_db/7"]
     assert list(env.excluded()) == ["llb_db/4"] and "gold SQL fails in SQLite" in env.excluded()["llb_db/4"]  # the tasks checked so far
     validation, test = {t.id for t in env.tasks("validation")}, {t.id for t in env.tasks("test")}
     assert validation and test and not validation & test and len(validation | test) == 30

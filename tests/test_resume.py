@@ -14,7 +14,7 @@ import pytest
 from memrl_bench.runfolder import CorruptRunFolderError
 from memrl_bench.runner import ConfigMismatchError, run
 from memrl_bench.types import strip_measured
-from tests.helpers import config, crash_in_learn_then_resume, run_to
+from tests.helpers import config, crash_in_learn, crash_in_learn_then_resume, run_to
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -113,22 +113,8 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(tmp_path):
 
 
 def test_a_resume_accepts_its_own_manifest_and_refuses_an_edited_one(tmp_path, monkeypatch):
-    from memrl_bench.methods.memrl import MemRL
-
     cfg, folder = config(protocol={"epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0}), tmp_path / "run"
-    real_learn = MemRL.learn
-    calls = {"n": 0}
-
-    def crashing_learn(self, batch):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt("simulated crash")
-        return real_learn(self, batch)
-
-    monkeypatch.setattr(MemRL, "learn", crashing_learn)
-    with pytest.raises(KeyboardInterrupt):
-        run(cfg, folder)
-    monkeypatch.setattr(MemRL, "learn", real_learn)
+    crash_in_learn(monkeypatch, cfg, folder, 3)
     written = (folder / "manifest.json").read_text()
     edited = json.loads(written)
     edited["labels"] = []  # outside the config hash: only the manifest's digest tells

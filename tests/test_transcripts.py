@@ -7,11 +7,9 @@ import gzip
 import zlib
 from pathlib import Path
 
-import pytest
-
 from memrl_bench.runner import run
 from memrl_bench.transcripts import TranscriptLog, transcript_record
-from tests.helpers import config
+from tests.helpers import config, crash_in_learn
 
 
 def record(episode_id: str, calls: int = 1) -> dict:
@@ -89,21 +87,8 @@ def test_resume_salvages_transcripts_after_flipped_bytes(tmp_path, monkeypatch, 
     """40 bytes flipped in the middle of a crashed run's transcripts: the resume keeps every
     record of the members the damage missed (those after it too), drops only the members it
     hit, says so in one line, and the run goes on to the end."""
-    from memrl_bench.methods.memrl import MemRL
-
     cfg, folder = config(protocol={"epochs": 4, "batch_size": 4, "checkpoint_interval_s": 0}), tmp_path / "run"
-    real_learn, calls = MemRL.learn, {"n": 0}
-
-    def crashing_learn(self, batch):
-        calls["n"] += 1
-        if calls["n"] == 30:  # in epoch 3: the batch is in neither file
-            raise KeyboardInterrupt("simulated crash")
-        return real_learn(self, batch)
-
-    monkeypatch.setattr(MemRL, "learn", crashing_learn)
-    with pytest.raises(KeyboardInterrupt):
-        run(cfg, folder)
-    monkeypatch.setattr(MemRL, "learn", real_learn)
+    crash_in_learn(monkeypatch, cfg, folder, 30)  # in epoch 3: the batch is in neither file
     log = TranscriptLog(folder)
     written = log.read()
     by_member = members(log.path)

@@ -14,7 +14,10 @@ Checking:
   SQL has a top-level ORDER BY; numbers within 1e-6 (relative or absolute); strings that
   read as numbers compare as numbers. The gold SQL also runs on a copy with the rows
   inserted in reverse order, and matching either result is right, so answers that hinge on
-  unspecified tie order (LIMIT without ORDER BY, ties in ORDER BY) are not failed.
+  unspecified tie order (LIMIT without ORDER BY, ties in ORDER BY) are not failed; except
+  when the gold SQL skips rows (OFFSET) with no top-level ORDER BY: such a question names
+  positions in the table's stored order ("10 entries starting from the 6th"), and on the
+  reversed copy a query without the OFFSET would match (found by scripts/audit_llb_db.py).
   Modifying tasks (INSERT / UPDATE / DELETE): with COMMIT or ANSWER, the final table
   (column names, rows as a multiset) must equal the table after the gold SQL on a fresh copy.
 Why not LLB's own check: LLB compares with answers recorded on MySQL (the `direct` rows; an
@@ -147,14 +150,23 @@ def parse_rows(text: str, width: int) -> list[Row]:
     return [tuple(value)] if value else []
 
 
-def _top_level_order_by(sql: str) -> bool:
+def _top_level(sql: str) -> str:
+    """`sql` without its parenthesised parts (subqueries), innermost first."""
     flat = sql
-    while True:  # drop parenthesised parts (subqueries), innermost first
+    while True:
         shorter = re.sub(r"\([^()]*\)", " ", flat)
         if shorter == flat:
-            break
+            return flat
         flat = shorter
-    return re.search(r"\border\s+by\b", flat, re.IGNORECASE) is not None
+
+
+def _top_level_order_by(sql: str) -> bool:
+    return re.search(r"\border\s+by\b", _top_level(sql), re.IGNORECASE) is not None
+
+
+def _top_level_offset(sql: str) -> bool:
+    """OFFSET n, or MySQL's LIMIT n, m."""
+    return re.search(r"\boffset\b|\blimit\s+\d+\s*,", _top_level(sql), re.IGNORECASE) is not None
 
 
 def _mysql_table_md5(rows: list[Row]) -> str:
@@ -351,7 +363,7 @@ class LLBDBEnv(Env):
         return text if len(text) <= self.max_output_chars else text[: self.max_output_chars] + "\n... (output cut)"
 
     def _reference(self, task: Task) -> tuple:
-        """Query: (rows, rows on the reversed copy, ordered). Modify: (columns, rows after the gold SQL)."""
+        """Query: (rows, rows on the reversed copy or None, ordered). Modify: (columns, rows after the gold SQL)."""
         if task.id not in self._references:
             sql, table = task.data["gold_sql"], task.data.get("original_table", task.data["table"])
             if task.data["kind"] == "query":
@@ -360,7 +372,9 @@ class LLBDBEnv(Env):
                     connection = open_database(table, reverse_rows=reverse)
                     results.append(run_sql(connection, sql, _REFERENCE_TIMEOUT_S, self.max_answer_rows)[1])
                     connection.close()
-                self._references[task.id] = (results[0], results[1], _top_level_order_by(sql))
+                ordered = _top_level_order_by(sql)
+                positional = _top_level_offset(sql) and not ordered  # the question names stored positions (module doc)
+                self._references[task.id] = (results[0], None if positional else results[1], ordered)
             else:
                 connection = open_database(table)
                 run_sql(connection, sql, _REFERENCE_TIMEOUT_S, 0)
@@ -387,7 +401,7 @@ class LLBDBEnv(Env):
             rows, source = self._last_rows, "rows of the last query"
         else:
             return False, "COMMIT without an answer or any query that returned rows"
-        right = rows_match(rows, gold, ordered) or rows_match(rows, gold_reversed, ordered)
+        right = rows_match(rows, gold, ordered) or (gold_reversed is not None and rows_match(rows, gold_reversed, ordered))
         return right, f"{source} compared with the gold SQL's rows ({'in order' if ordered else 'as a multiset'})"
 
     def reference_agreement(self) -> dict[str, tuple[int, int]]:

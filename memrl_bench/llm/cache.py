@@ -21,13 +21,12 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from memrl_bench.config import InputError
+from memrl_bench.config import InputError, sqlite_errors_as
 
 CacheMode = Literal["read_write", "read_only", "off"]
 CACHE_MODES: tuple[str, ...] = get_args(CacheMode)
@@ -129,15 +128,8 @@ class ResponseCache:
             self._checksum_column = "checksum" if "checksum" in columns or mode == "read_write" else "NULL"
             self._dropped_column = "dropped_chars" if "dropped_chars" in columns or mode == "read_write" else "0"
 
-    @contextmanager
-    def _named_errors(self) -> Iterator[None]:
-        """SQLite's errors (a garbled or truncated file, a full disk) as one CacheError naming the file."""
-        try:
-            yield
-        except sqlite3.ProgrammingError:
-            raise
-        except sqlite3.DatabaseError as err:
-            raise CacheError(f"{self.path}: the LLM response cache cannot be used ({err}); move it away to start a new one, or set llm.cache_mode=off") from None
+    def _named_errors(self) -> AbstractContextManager[None]:
+        return sqlite_errors_as(CacheError, self.path, "the LLM response cache", "set llm.cache_mode=off")
 
     def get(self, key: str) -> CachedResponse | None:
         if self._db is None:
