@@ -45,6 +45,10 @@ def sqlite_errors_as(error: type[InputError], path: Path, what: str, remedy: str
         yield
     except sqlite3.ProgrammingError:
         raise
+    except sqlite3.OperationalError as err:
+        if "locked" in str(err) or "busy" in str(err):  # a whole file another process holds, not a damaged one
+            raise error(f"{path}: {what} is held by another process ({err}); wait for it to finish, or {remedy}") from None
+        raise error(f"{path}: {what} cannot be used ({err}); move it away to start a new one, or {remedy}") from None
     except sqlite3.DatabaseError as err:
         raise error(f"{path}: {what} cannot be used ({err}); move it away to start a new one, or {remedy}") from None
 
