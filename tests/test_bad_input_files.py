@@ -200,7 +200,11 @@ def test_the_shipped_data_files_pass_their_checks():
     assert sizes["mmlu/test.jsonl"] == 14042 and sizes["llb/db_train.json"] == 361 and sizes["bigcodebench/BigCodeBench.jsonl.gz"] == 1140
 
 
-@pytest.mark.parametrize("content", [b'{"llb_os/1": ', b"\xff\xfe garbage", b'["llb_os/1"]', b'{"llb_os/1": 3}'], ids=["truncated", "not_utf8", "a_list", "not_reasons"])
+@pytest.mark.parametrize(
+    "content",
+    [b'{"llb_os/1": ', b"\xff\xfe garbage", b'["llb_os/1"]', b'{"llb_os/1": 3}', b'{"llb_os/1": ' + b"1" * 5000 + b"}", b"[" * 100_000 + b"]" * 100_000],
+    ids=["truncated", "not_utf8", "a_list", "not_reasons", "number_of_5000_digits", "nested_100000_deep"],
+)
 def test_a_damaged_gold_cache_is_a_warning_and_the_gold_is_checked_again(tmp_path, monkeypatch, capsys, content):
     monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
     tasks = {"train": [Task(id=f"llb_os/{i}", split="train", description="d") for i in range(3)]}
@@ -262,6 +266,82 @@ def test_a_damaged_multirun_yaml_is_one_line_naming_it(results, tmp_path, conten
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
     assert f"{copy / 'default' / 'multirun.yaml'} is not a readable record of a Hydra sweep ({message}" in done.stderr
     assert sorted(copy.rglob("*")) == before  # no report folder left
+
+
+# ---- run folders: JSON Python cannot hold, files that are not regular files -------------------
+
+
+HUGE_NUMBER = "1" + "0" * 5000  # past Python's 4,300 digits for int(): json.loads raises ValueError
+DEEP_ARRAY = "[" * 100_000 + "]" * 100_000  # past the interpreter's stack: json.loads raises RecursionError
+
+
+def _first_field(text: str, value: str) -> str:
+    return text.replace("{", '{"z": ' + value + ", ", 1)
+
+
+def _episode_line(line: int, value: str) -> Callable[[Path], None]:
+    def damage(run: Path) -> None:
+        lines = (run / "episodes.jsonl").read_text().splitlines(keepends=True)
+        lines[line] = _first_field(lines[line], value)
+        (run / "episodes.jsonl").write_text("".join(lines))
+
+    return damage
+
+
+def _json_file(name: str, value: str) -> Callable[[Path], None]:
+    return lambda run: (run / name).write_text(_first_field((run / name).read_text(), value))
+
+
+def _fifo(name: str) -> Callable[[Path], None]:
+    def damage(run: Path) -> None:
+        import os
+
+        (run / name).unlink()
+        os.mkfifo(run / name)
+
+    return damage
+
+
+UNREADABLE_RUN_FILES = [
+    ("manifest_number_of_5000_digits", _json_file("manifest.json", HUGE_NUMBER), "manifest.json is not valid JSON (a value Python cannot hold (Exceeds the limit (4300 digits)"),
+    ("manifest_nested_100000_deep", _json_file("manifest.json", DEEP_ARRAY), "manifest.json is not valid JSON (arrays or objects nested too deeply to read)"),
+    ("episodes_number_in_line_11", _episode_line(10, HUGE_NUMBER), "episodes.jsonl line 11 is not valid JSON (a value Python cannot hold"),
+    ("episodes_nested_in_last_line", _episode_line(-1, DEEP_ARRAY), "is not valid JSON (arrays or objects nested too deeply to read)"),
+    ("metrics_number_of_5000_digits", _json_file("metrics.json", HUGE_NUMBER), "metrics.json is not valid JSON (a value Python cannot hold"),
+    ("metrics_nested_100000_deep", _json_file("metrics.json", DEEP_ARRAY), "metrics.json is not valid JSON (arrays or objects nested too deeply to read)"),
+    ("manifest_is_a_fifo", _fifo("manifest.json"), "manifest.json is not a regular file"),
+    ("episodes_is_a_fifo", _fifo("episodes.jsonl"), "episodes.jsonl is not a regular file"),
+    ("metrics_is_a_fifo", _fifo("metrics.json"), "metrics.json is not a regular file"),
+]
+
+
+@pytest.mark.parametrize("damage, message", [(d, m) for _, d, m in UNREADABLE_RUN_FILES], ids=[name for name, _, _ in UNREADABLE_RUN_FILES])
+def test_an_unreadable_run_file_stops_the_export_with_one_line_naming_it(results, tmp_path, damage, message):
+    """JSON that fails with ValueError or RecursionError rather than JSONDecodeError (damage2.py,
+    resume6.py), and a FIFO in place of a file (bad11.sh; it hung the readers): one line naming
+    the file, exit 2, no traceback, within the timeout."""
+    import shutil
+
+    from memrl_bench.runfolder import run_folders
+
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    damage(run_folders(copy)[0])
+    done = subprocess.run([sys.executable, "-m", "memrl_bench.export", str(copy), "--out", str(tmp_path / "export")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    one_line_exit_2(done.stderr.strip(), done.returncode, message)
+    assert done.stderr.count("\n") == 1 and not (tmp_path / "export").exists()
+
+
+def test_a_fifo_manifest_leaves_the_run_out_of_the_report_with_one_line(results, tmp_path):
+    import shutil
+
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    from memrl_bench.runfolder import run_folders
+
+    _fifo("manifest.json")(run_folders(copy)[0])
+    done = subprocess.run([sys.executable, "-m", "memrl_bench.report", str(copy), "--out", str(tmp_path / "report")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in done.stderr and "manifest.json is not a regular file" in done.stderr, done.stderr
 
 
 def test_pulling_an_unknown_model_is_one_line_listing_the_known_ones():
