@@ -250,10 +250,33 @@ def test_a_report_out_below_a_file_is_one_line(results, out, message):
     assert sorted(results.rglob("*")) == before
 
 
+def _sweep(params: dict[str, str], task: str = "[]") -> bytes:
+    lines = "".join(f"      {key}: {value}\n" for key, value in params.items())
+    return f"hydra:\n  sweeper:\n    _target_: hydra._internal.core_plugins.basic_sweeper.BasicSweeper\n    params:\n{lines}  overrides:\n    task: {task}\n".encode()
+
+
+def _alias_bomb() -> bytes:
+    """Ten lines whose aliases expand to 9^10 strings (a billion laughs)."""
+    text, previous = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n', "a"
+    for name in "bcdefghij":
+        text += f"{name}: &{name} [{', '.join([f'*{previous}'] * 9)}]\n"
+        previous = name
+    return text.encode() + _sweep({"seed": "1"}, task="*j")
+
+
+HOSTILE_SWEEPS = [  # mr11.sh: each ran out of memory, hung or overflowed the stack
+    ("range_of_10_8_seeds", _sweep({"seed": "range(0,100000000)"}), "SweepTooLargeError: seed=range(0,100000000): more than 10000 values"),
+    ("product_of_10_8_jobs", _sweep({key: "0,1,2,3,4,5,6,7,8,9" for key in "abcdefgh"}), "SweepTooLargeError: 10 x 10 x 10 x 10 x 10 x 10 x 10 x 10 jobs, more than 10000"),
+    ("alias_bomb", _alias_bomb(), "YAMLTooLargeError: more than 100000 nodes once its aliases are expanded"),
+    ("nested_20000_deep", b"hydra: " + b"[" * 20000 + b"]" * 20000 + b"\n", "YAMLTooLargeError: nested more than 64 deep"),
+    ("larger_than_1_mib", b"hydra: {sweeper: {}}\n" + b"# padding\n" * 110_000, "YAMLTooLargeError: larger than 1048576 bytes"),
+]
+
+
 @pytest.mark.parametrize(
     "content, message",
-    [(b"hydra: {sweeper: [1, 2\n", "ParserError: while parsing a flow sequence"), (b"\xff\xfe", "UnicodeDecodeError"), (b"hydra: 5\n", "AttributeError")],
-    ids=["yaml_syntax", "not_utf8", "not_hydras"],
+    [(b"hydra: {sweeper: [1, 2\n", "ParserError: while parsing a flow sequence"), (b"\xff\xfe", "UnicodeDecodeError"), (b"hydra: 5\n", "AttributeError")] + [(c, m) for _, c, m in HOSTILE_SWEEPS],
+    ids=["yaml_syntax", "not_utf8", "not_hydras"] + [name for name, _, _ in HOSTILE_SWEEPS],
 )
 def test_a_damaged_multirun_yaml_is_one_line_naming_it(results, tmp_path, content, message):
     import shutil
