@@ -82,7 +82,7 @@ def parse_json(data: bytes | str) -> Any:
     except RecursionError:
         raise UnreadableJSONError("arrays or objects nested too deeply to read") from None
     except ValueError as err:  # int(): "Exceeds the limit (4300 digits) for integer string conversion..."
-        raise UnreadableJSONError(f"a value Python cannot hold ({str(err).split(':')[0]})") from None
+        raise UnreadableJSONError(str(err).split(":")[0]) from None
 
 
 def open_regular(path: Path) -> IO[bytes]:

@@ -326,11 +326,11 @@ def _fifo(name: str) -> Callable[[Path], None]:
 
 
 UNREADABLE_RUN_FILES = [
-    ("manifest_number_of_5000_digits", _json_file("manifest.json", HUGE_NUMBER), "manifest.json is not valid JSON (a value Python cannot hold (Exceeds the limit (4300 digits)"),
+    ("manifest_number_of_5000_digits", _json_file("manifest.json", HUGE_NUMBER), "manifest.json is not valid JSON (Exceeds the limit (4300 digits) for integer string conversion)"),
     ("manifest_nested_100000_deep", _json_file("manifest.json", DEEP_ARRAY), "manifest.json is not valid JSON (arrays or objects nested too deeply to read)"),
-    ("episodes_number_in_line_11", _episode_line(10, HUGE_NUMBER), "episodes.jsonl line 11 is not valid JSON (a value Python cannot hold"),
+    ("episodes_number_in_line_11", _episode_line(10, HUGE_NUMBER), "episodes.jsonl line 11 is not valid JSON (Exceeds the limit (4300 digits)"),
     ("episodes_nested_in_last_line", _episode_line(-1, DEEP_ARRAY), "is not valid JSON (arrays or objects nested too deeply to read)"),
-    ("metrics_number_of_5000_digits", _json_file("metrics.json", HUGE_NUMBER), "metrics.json is not valid JSON (a value Python cannot hold"),
+    ("metrics_number_of_5000_digits", _json_file("metrics.json", HUGE_NUMBER), "metrics.json is not valid JSON (Exceeds the limit (4300 digits)"),
     ("metrics_nested_100000_deep", _json_file("metrics.json", DEEP_ARRAY), "metrics.json is not valid JSON (arrays or objects nested too deeply to read)"),
     ("manifest_is_a_fifo", _fifo("manifest.json"), "manifest.json is not a regular file"),
     ("episodes_is_a_fifo", _fifo("episodes.jsonl"), "episodes.jsonl is not a regular file"),
