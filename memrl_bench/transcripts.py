@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrl_bench.runfolder import UnreadableJSONError, parse_json, read_regular
+from memrl_bench.runfolder import CorruptRunFolderError, UnreadableJSONError, parse_json, read_regular
 
 TRANSCRIPTS = "transcripts.jsonl.gz"
 GZIP_HEADER = b"\x1f\x8b\x08"  # a gzip member's magic and its method (deflate): where a skipped member's successor may start
@@ -95,8 +95,13 @@ class TranscriptLog:
 
     def read(self) -> list[dict[str, Any]]:
         """Every record of the whole members (a torn last member, from a crash, is left out;
-        damaged members and lines are skipped with one warning)."""
-        salvage = self.salvage()
+        damaged members and lines are skipped with one warning; a file that is not a regular file
+        is never read: one warning, no records)."""
+        try:
+            salvage = self.salvage()
+        except CorruptRunFolderError as err:
+            print(f"memrl-bench: warning: {err}; read without its transcripts", file=sys.stderr)
+            return []
         if salvage.damaged:
             print(salvage.warning(self.path, "read", len(salvage.records)), file=sys.stderr)
         return salvage.records

@@ -170,3 +170,14 @@ def test_transcript_lines_python_cannot_hold_are_skipped_with_the_warning(tmp_pa
     assert [r["episode_id"] for r in log.read()] == ["a", "b"]
     warning = capsys.readouterr().err.strip()
     assert warning.count("\n") == 0 and "skipped 2 line(s) that are not a transcript record" in warning
+
+
+def test_a_transcripts_fifo_is_never_read_and_reads_as_no_records_with_a_warning(tmp_path, capsys):
+    """A FIFO in place of transcripts.jsonl.gz hung the report's viewer; now it is one warning."""
+    import os
+
+    log = TranscriptLog(tmp_path)
+    os.mkfifo(log.path)
+    assert log.read() == []
+    warning = capsys.readouterr().err.strip()
+    assert warning.count("\n") == 0 and "transcripts.jsonl.gz is not a regular file" in warning
