@@ -44,6 +44,9 @@ _KEY_LIKE = re.compile(
 _SECRETS: set[str] = set()  # values replaced by REDACTED
 _USERINFOS: set[str] = set()  # "user:password@" parts of URLs seen, removed also where no scheme precedes them (a netloc)
 _MIN_SECRET_CHARS = 4  # shorter values would redact ordinary words
+# A server's error text is logged and stored in each failed episode: a 40 MB body must not be.
+SERVER_TEXT_CHARS = 2_000
+_CUT_MARGIN_CHARS = 1_000  # redacted past the cut: longer than any key
 
 
 def _is_credential(name: str) -> bool:
@@ -155,13 +158,31 @@ def scrub_data(value: Any) -> Any:
 
 
 def redact_server_text(text: str) -> str:
-    """A server's text (an error answer) fit to log: scrubbed, and anything key-like removed."""
+    """A server's text (an error answer) fit to log: scrubbed, anything key-like removed, and
+    cut to SERVER_TEXT_CHARS characters, saying how many were dropped."""
 
     def replace(match: re.Match) -> str:
         sep = match.group("sep")
         return match.group(0)[: match.start("sep") - match.start() + len(sep)] + REDACTED if sep else REDACTED
 
-    return _KEY_LIKE.sub(replace, scrub(text))
+    # Redacted with a margin past the cut, so a secret straddling the cut is removed whole.
+    redacted = _KEY_LIKE.sub(replace, scrub(text[: SERVER_TEXT_CHARS + _CUT_MARGIN_CHARS]))
+    if len(text) <= SERVER_TEXT_CHARS and len(redacted) <= SERVER_TEXT_CHARS:
+        return redacted
+    return f"{redacted[:SERVER_TEXT_CHARS]}... [cut at {SERVER_TEXT_CHARS:,} characters of {len(text):,}]"
+
+
+def redact_url_value(url: str) -> str:
+    """A URL that may be malformed (a config value that failed its check), fit to show: everything
+    between `scheme://` and the LAST '@' anywhere in it is hidden (a password may hold '?', '#' or
+    a space, which end the userinfo for strip_url_secrets), and key-like query values redacted."""
+    scheme = _SCHEME.match(url)
+    if scheme is None:
+        return scrub(url)
+    head, rest = url[: scheme.end()], url[scheme.end() :]
+    if "@" in rest:
+        rest = f"{REDACTED}@{rest.rpartition('@')[2]}"
+    return scrub(head + _without_query_secrets(rest))
 
 
 class ScrubFilter(logging.Filter):
