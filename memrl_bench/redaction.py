@@ -174,12 +174,10 @@ def redact_server_text(text: str) -> str:
 
 def redact_url_value(url: str) -> str:
     """A URL that may be malformed (a config value that failed its check), fit to show: everything
-    between `scheme://` and the LAST '@' anywhere in it is hidden (a password may hold '?', '#' or
+    between `scheme://` (or the start) and the LAST '@' anywhere in it is hidden (a password may hold '?', '#' or
     a space, which end the userinfo for strip_url_secrets), and key-like query values redacted."""
     scheme = _SCHEME.match(url)
-    if scheme is None:
-        return scrub(url)
-    head, rest = url[: scheme.end()], url[scheme.end() :]
+    head, rest = (url[: scheme.end()], url[scheme.end() :]) if scheme else ("", url)
     if "@" in rest:
         rest = f"{REDACTED}@{rest.rpartition('@')[2]}"
     return scrub(head + _without_query_secrets(rest))
