@@ -178,9 +178,10 @@ def redact_url_value(url: str) -> str:
     a space, which end the userinfo for strip_url_secrets), and key-like query values redacted."""
     scheme = _SCHEME.match(url)
     head, rest = (url[: scheme.end()], url[scheme.end() :]) if scheme else ("", url)
+    hidden = ""
     if "@" in rest:
-        rest = f"{REDACTED}@{rest.rpartition('@')[2]}"
-    return scrub(head + _without_query_secrets(rest))
+        hidden, rest = f"{REDACTED}@", rest.rpartition("@")[2]
+    return head + hidden + scrub(_without_query_secrets(rest))
 
 
 class ScrubFilter(logging.Filter):

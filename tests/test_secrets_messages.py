@@ -43,7 +43,7 @@ def test_a_malformed_url_is_refused_without_echoing_its_password(group: str, url
     model, values = (LLMConfig, {"name": "openai", "model": "m"}) if group == "llm" else (EMBEDDERS["openai"], {"name": "openai", "model": "e"})
     with pytest.raises(ConfigError, match=f"^{group}.base_url: ") as refused:
         validated(model, {**values, "base_url": url}, group)
-    assert CANARY not in str(refused.value), refused.value
+    assert CANARY not in str(refused.value) and "[redacted]@127.0.0.1:" in str(refused.value), refused.value
 
 
 def test_a_malformed_url_on_the_command_line_is_one_line_without_its_password(tmp_path):
