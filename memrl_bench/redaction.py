@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from typing import Any
 from urllib.parse import unquote
 
@@ -190,3 +191,39 @@ class ScrubFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.msg, record.args = scrub(record.getMessage()), None
         return True
+
+
+def _masked(arg: str) -> str:
+    """`arg` with every URL's userinfo and key-like query values replaced by as many '*': up to
+    the LAST '@' of the whole argument (a malformed password may hold '?', '#' or a space)."""
+    out = list(arg)
+    for start, _ in _url_spans(arg):
+        host = arg.rfind("@", start) + 1  # 0: no userinfo
+        out[start:host] = "*" * max(0, host - start)
+        query = arg.find("?", max(start, host))
+        for match in _QUERY_PARAM.finditer(arg, query + 1) if query >= 0 else ():
+            if match.group("value") and _is_credential(match.group("name")):
+                out[match.start("value") : match.end("value")] = "*" * len(match.group("value"))
+    return "".join(out)
+
+
+def hide_url_secrets_from_command_line() -> bool:
+    """Overwrite, in this process's own argv memory, the URL secrets of its arguments (sys.argv
+    keeps them): /proc/<pid>/cmdline is readable by every process of the machine, the programs
+    a CodeRunner runs in process mode included. False, with a warning, where the kernel refuses."""
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            fields = stat.read().rpartition(b")")[2].split()
+        arg_start, arg_end = int(fields[45]), int(fields[46])  # fields 48 and 49 of proc(5)
+        with open("/proc/self/mem", "r+b", buffering=0) as memory:
+            memory.seek(arg_start)
+            raw = memory.read(arg_end - arg_start)
+            # latin-1: one character per byte, so the masked text has the same length in bytes
+            masked = b"\0".join(_masked(arg.decode("latin-1")).encode("latin-1") for arg in raw.split(b"\0"))
+            if masked != raw:
+                memory.seek(arg_start)
+                memory.write(masked)
+    except (OSError, ValueError, IndexError) as err:
+        print(f"memrl-bench: warning: cannot hide URL passwords and keys of the command line from other processes ({type(err).__name__}: {err}); programs run in process mode can read them", file=sys.stderr)
+        return False
+    return True

@@ -86,3 +86,44 @@ def test_a_bug_inside_a_job_prints_no_override_as_typed(tmp_path, monkeypatch, c
     captured = capsys.readouterr()
     assert stop.value.code == 1 and "RuntimeError: a bug" in captured.err and "Error executing job" not in captured.err
     assert CANARY not in captured.out + captured.err
+
+
+def test_url_secrets_on_the_command_line_are_not_in_the_harness_proc_cmdline(tmp_path):
+    """Red team B10: a program run in process mode read llm.base_url=http://u:PASSWORD@... from
+    /proc/<ppid>/cmdline (readable by every process). The server reads the harness's cmdline
+    while the run is under way, as such a program would."""
+    from tests.helpers import tiny_mmlu
+
+    seen: list[bytes] = []
+    harness: list[int] = []
+
+    def reply(messages: list) -> str:
+        with open(f"/proc/{harness[0]}/cmdline", "rb") as cmdline:
+            seen.append(cmdline.read())
+        return "Answer: B"
+
+    with FaultServer(reply=reply) as server, FaultServer() as embedder:
+        host = server.base_url.removeprefix("http://").removesuffix("/v1")
+        args = [
+            f"results_dir={tmp_path / 'results'}", "env=mmlu", f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu')}", "method=none", "llm=openai", "llm.model=m",
+            f"llm.base_url='http://u:{CANARY}@{host}/v1'", "embedder=openai", "embedder.model=e", f"embedder.base_url={embedder.base_url}",
+            f"embedder.cache_path={tmp_path / 'embed.sqlite'}", "llm.cache_mode=off", "progress=false", "protocol.epochs=1",
+        ]
+        process = subprocess.Popen([sys.executable, "-m", "memrl_bench", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "OPENAI_API_KEY": "k"})
+        harness.append(process.pid)
+        out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err[-2000:]
+    assert seen and all(CANARY.encode() not in cmdline and f"{host}/v1".encode() in cmdline for cmdline in seen), seen[:1]
+    assert CANARY not in out + err
+
+
+def test_every_url_secret_form_is_masked_in_the_process_own_cmdline():
+    """The same, for key-like query values and malformed passwords: what /proc/self/cmdline shows
+    after hide_url_secrets_from_command_line, while sys.argv keeps the values for Hydra."""
+    args = [f"llm.base_url=http://u:{CANARY}@h:1/v1", f"embedder.base_url='http://h:1/v1?api_key={CANARY}&n=1'", f"x='http://u:a?{CANARY}@h:1/v1'", f"y='http://u:a {CANARY}@h:1/v1'", "llm.model=mé"]
+    code = "import sys; from memrl_bench.redaction import hide_url_secrets_from_command_line as hide; assert hide(); print(repr(sys.argv[1:])); sys.stdout.flush(); sys.stdout.buffer.write(open('/proc/self/cmdline', 'rb').read())"
+    out = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    argv, cmdline = out.stdout.split(b"\n", 1)
+    assert argv.decode() == repr(args) and CANARY.encode() not in cmdline
+    assert cmdline.split(b"\0")[-6:-2] == [b"llm.base_url=http://" + b"*" * 15 + b"h:1/v1", b"embedder.base_url='http://h:1/v1?api_key=" + b"*" * 12 + b"&n=1'", b"x='http://" + b"*" * 17 + b"h:1/v1'", b"y='http://" + b"*" * 17 + b"h:1/v1'"]
