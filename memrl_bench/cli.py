@@ -27,7 +27,7 @@ from memrl_bench import CONF_DIR
 from memrl_bench.config import InputError
 from memrl_bench.hydra_support import register_resolvers
 from memrl_bench.llm import LLMOutageError
-from memrl_bench.redaction import redact_server_text, scrub
+from memrl_bench.redaction import hide_url_secrets_from_command_line, redact_server_text, scrub
 from memrl_bench.runfolder import MANIFEST, is_disk_full, write_text_atomic
 from memrl_bench.runner import run
 from memrl_bench.summary import print_summary
@@ -92,8 +92,31 @@ def _exit(line: str, code: int) -> NoReturn:
 register_resolvers()
 
 
+def _stop(err: BaseException, run_dir: Path | None = None) -> NoReturn:
+    """Exit on `err`: its one line and code, or for a bug its scrubbed traceback and exit 1.
+
+    Inside a job this must exit here: an error reaching Hydra makes it print "Error executing
+    job with overrides: [...]", every override as typed (URL passwords, ?key= values), unscrubbed.
+    """
+    outcome = _outcome(err, run_dir)
+    if outcome is not None:
+        _exit(*outcome)
+    if isinstance(err, SystemExit):
+        raise err
+    # a bug: its traceback, as Python would print it, without secrets (a message may quote a URL)
+    print(scrub("".join(traceback.format_exception(err))), end="", file=sys.stderr)
+    sys.exit(1)
+
+
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base=None)
 def app(cfg: DictConfig) -> None:
+    try:
+        _job(cfg)
+    except BaseException as err:
+        _stop(err)
+
+
+def _job(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
     if cfg.get("study"):
         _run_study(cfg, list(hydra_cfg.overrides.task))
@@ -106,10 +129,7 @@ def app(cfg: DictConfig) -> None:
     try:
         metrics = run(resolved, run_dir)
     except BaseException as err:
-        outcome = _outcome(err, run_dir)
-        if outcome is None:
-            raise
-        _exit(*outcome)
+        _stop(err, run_dir)
     print_summary(run_dir.name, metrics, run_dir)
 
 
@@ -139,17 +159,11 @@ def _run_study(cfg: DictConfig, overrides: list[str]) -> None:
 def main() -> None:
     # Hydra then raises its errors (and the app's) here instead of printing them itself.
     os.environ["HYDRA_FULL_ERROR"] = "1"
+    hide_url_secrets_from_command_line()  # Hydra reads sys.argv, a copy
     try:
         app()
     except BaseException as err:
-        outcome = _outcome(err)
-        if outcome is None:
-            if isinstance(err, SystemExit):
-                raise
-            # a bug: its traceback, as Python would print it, without secrets (a message may quote a URL)
-            print(scrub("".join(traceback.format_exception(err))), end="", file=sys.stderr)
-            sys.exit(1)
-        _exit(*outcome)
+        _stop(err)
 
 
 if __name__ == "__main__":

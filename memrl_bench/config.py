@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from memrl_bench.redaction import strip_url_secrets, url_host
+from memrl_bench.redaction import redact_url_value, strip_url_secrets, url_host
 
 
 class InputError(Exception):
@@ -45,6 +45,10 @@ def sqlite_errors_as(error: type[InputError], path: Path, what: str, remedy: str
         yield
     except sqlite3.ProgrammingError:
         raise
+    except sqlite3.OperationalError as err:
+        if "locked" in str(err) or "busy" in str(err):  # a whole file another process holds, not a damaged one
+            raise error(f"{path}: {what} is held by another process ({err}); wait for it to finish, or {remedy}") from None
+        raise error(f"{path}: {what} cannot be used ({err}); move it away to start a new one, or {remedy}") from None
     except sqlite3.DatabaseError as err:
         raise error(f"{path}: {what} cannot be used ({err}); move it away to start a new one, or {remedy}") from None
 
@@ -235,6 +239,13 @@ def results_folder(results_dir: Any, experiment_name: Any) -> Path:
 _SECRET_FIELDS = re.compile(r"api_key")  # their wrong values may be the key itself: never echoed
 
 
+def _shown_value(key: str, value: Any) -> str:
+    """A wrong value as an error message shows it: a URL key's without anything before its last '@'."""
+    if key.endswith("url") and isinstance(value, str):
+        return repr(redact_url_value(value))
+    return strip_url_secrets(repr(value))
+
+
 def config_error(err: ValidationError, prefix: str) -> ConfigError:
     """One line naming the key and the value, from a pydantic error."""
     first = err.errors()[0]
@@ -244,7 +255,7 @@ def config_error(err: ValidationError, prefix: str) -> ConfigError:
         return ConfigError(message)
     dotted = f"{prefix}.{key}" if prefix else key
     shown = "input" in first and not isinstance(first["input"], dict) and not _SECRET_FIELDS.search(key)
-    got = f" (got {strip_url_secrets(repr(first['input']))})" if shown else ""
+    got = f" (got {_shown_value(key, first['input'])})" if shown else ""
     return ConfigError(f"{dotted}: {message}{got}")
 
 
@@ -409,7 +420,9 @@ def _checked_url(url: str | None) -> str | None:
         raise ValueError("its host is ambiguous: a '/' before the last '@' (a password holding '/', or a path holding '@'); percent-encode it (%2F, %40)")
     _, colon, port = url_host(url).rpartition("]")[2].rpartition(":")  # host:port, [IPv6]:port
     if colon and not (port.isdigit() and 1 <= int(port) <= 65535):  # not an outage: no server can listen there
-        raise ValueError(f"the port must be a number in 1-65535, got {port!r}")
+        # never the port itself: after a password holding '?', '#' or a space, it is part of the password
+        hint = " (a password holding '?', '#' or a space ends the host early: percent-encode it)" if "@" in url else ""
+        raise ValueError(f"the port must be a number in 1-65535{hint}")
     return url
 
 

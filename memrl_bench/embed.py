@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from memrl_bench.config import EMBEDDERS, ConfigError, InputError, sqlite_errors_as, validated
-from memrl_bench.redaction import url_host
+from memrl_bench.redaction import redact_server_text, strip_url_secrets, url_host
 from memrl_bench.vector_index import unit_rows
 
 
@@ -175,9 +175,12 @@ class OpenAIEmbedder(Embedder):
 
         try:
             response = self._client.embeddings.create(model=self.model, input=texts)
-        except (openai.APIConnectionError, openai.InternalServerError, openai.RateLimitError) as err:
-            # The openai package has already retried: the run stops here and resumes later.
-            raise LLMOutageError(f"the embeddings server at {self._client.base_url} failed: {err}") from err
+        except (openai.APIConnectionError, openai.APIStatusError) as err:
+            if getattr(err, "status_code", None) in (401, 403):
+                raise  # a refused key: the CLI's one line naming the variable
+            # The openai package has already retried: the run stops here and resumes later
+            # (a 404 too: a wrong base_url or a server without embeddings, fixed before a re-run).
+            raise LLMOutageError(f"the embeddings server at {strip_url_secrets(str(self._client.base_url))} failed: {redact_server_text(str(err))}") from err
         rows = sorted(response.data, key=lambda d: d.index)
         if len(rows) != len(texts):
             raise RuntimeError(f"embeddings endpoint returned {len(rows)} vectors for {len(texts)} texts")

@@ -12,6 +12,7 @@ Hydra upgrade that changes them fails there, loudly, and nowhere else.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +26,7 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 
 from memrl_bench import CONF_DIR
-from memrl_bench.config import results_folder, run_name
+from memrl_bench.config import InputError, results_folder, run_name
 from memrl_bench.runfolder import note_new
 
 
@@ -84,17 +85,29 @@ def fixed(overrides: list[str]) -> list[str]:
     return [o.input_line for o in parsed(overrides) if not o.is_sweep_override()]
 
 
+MAX_SWEEP_JOBS = 10_000  # far past any study; what a sweep expands to is bounded before it is built (a range of 10^8 seeds)
+
+
+class SweepTooLargeError(InputError, ValueError):
+    """A sweep of more jobs than MAX_SWEEP_JOBS."""
+
+
 def sweep_jobs(arguments: list[str]) -> list[list[str]]:
     """Every job's overrides for `arguments` (the sweeper's params first, then the command's),
     as Hydra's basic sweeper expands them: a later value of a key replaces an earlier one
-    in its place, and jobs are the product of the swept values in order."""
+    in its place, and jobs are the product of the swept values in order; SweepTooLargeError
+    past MAX_SWEEP_JOBS jobs, counted before any list of that size is made."""
     by_key: dict[str, list[str]] = {}
     for override in parsed(arguments):
         key = override.get_key_element()
         if not override.is_sweep_override():
             by_key[key] = [f"{key}={override.get_value_element_as_str()}"]
         elif override.is_discrete_sweep():
+            if override.is_range_sweep() and sum(1 for _ in itertools.islice(override.value().range(), MAX_SWEEP_JOBS + 1)) > MAX_SWEEP_JOBS:
+                raise SweepTooLargeError(f"{override.input_line}: more than {MAX_SWEEP_JOBS} values")  # before Hydra lists it (shuffle does)
             by_key[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
         else:
             raise HydraException(f"{override.input_line}: range and interval sweeps are not supported by the basic sweeper")
+    if math.prod(len(values) for values in by_key.values()) > MAX_SWEEP_JOBS:
+        raise SweepTooLargeError(f"{' x '.join(str(len(v)) for v in by_key.values() if len(v) > 1)} jobs, more than {MAX_SWEEP_JOBS}")
     return [list(job) for job in itertools.product(*by_key.values())]

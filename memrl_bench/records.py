@@ -10,13 +10,12 @@ older logs imply. tests/test_records.py checks these models against the writers.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from memrl_bench.runfolder import COMPLETE, EPISODES, MANIFEST, CorruptRunFolderError, RunFolder, duplicate_ids
+from memrl_bench.runfolder import COMPLETE, EPISODES, MANIFEST, CorruptRunFolderError, RunFolder, UnreadableJSONError, duplicate_ids, open_regular, parse_json
 
 
 class Record(BaseModel):
@@ -209,14 +208,14 @@ def memory_items(snapshot: Path | None) -> list[MemoryItemRecord]:
     if path is None or not path.exists():
         return []
     items = []
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         for n, line in enumerate(f, start=1):
             if not line.strip():
                 continue
             try:
-                data = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError) as err:
-                raise CorruptRunFolderError(f"{path} line {n} is not valid JSON ({getattr(err, 'msg', err)})") from None
+                data = parse_json(line)
+            except UnreadableJSONError as err:
+                raise CorruptRunFolderError(f"{path} line {n} is not valid JSON ({err})") from None
             items.append(_parsed(MemoryItemRecord, data, f"{path} line {n}"))
     return items
 

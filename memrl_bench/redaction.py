@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from typing import Any
 from urllib.parse import unquote
 
@@ -44,6 +45,9 @@ _KEY_LIKE = re.compile(
 _SECRETS: set[str] = set()  # values replaced by REDACTED
 _USERINFOS: set[str] = set()  # "user:password@" parts of URLs seen, removed also where no scheme precedes them (a netloc)
 _MIN_SECRET_CHARS = 4  # shorter values would redact ordinary words
+# A server's error text is logged and stored in each failed episode: a 40 MB body must not be.
+SERVER_TEXT_CHARS = 2_000
+_CUT_MARGIN_CHARS = 1_000  # redacted past the cut: longer than any key
 
 
 def _is_credential(name: str) -> bool:
@@ -155,13 +159,30 @@ def scrub_data(value: Any) -> Any:
 
 
 def redact_server_text(text: str) -> str:
-    """A server's text (an error answer) fit to log: scrubbed, and anything key-like removed."""
+    """A server's text (an error answer) fit to log: scrubbed, anything key-like removed, and
+    cut to SERVER_TEXT_CHARS characters, saying how many were dropped."""
 
     def replace(match: re.Match) -> str:
         sep = match.group("sep")
         return match.group(0)[: match.start("sep") - match.start() + len(sep)] + REDACTED if sep else REDACTED
 
-    return _KEY_LIKE.sub(replace, scrub(text))
+    # Redacted with a margin past the cut, so a secret straddling the cut is removed whole.
+    redacted = _KEY_LIKE.sub(replace, scrub(text[: SERVER_TEXT_CHARS + _CUT_MARGIN_CHARS]))
+    if len(text) <= SERVER_TEXT_CHARS and len(redacted) <= SERVER_TEXT_CHARS:
+        return redacted
+    return f"{redacted[:SERVER_TEXT_CHARS]}... [cut at {SERVER_TEXT_CHARS:,} characters of {len(text):,}]"
+
+
+def redact_url_value(url: str) -> str:
+    """A URL that may be malformed (a config value that failed its check), fit to show: everything
+    between `scheme://` (or the start) and the LAST '@' anywhere in it is hidden (a password may hold '?', '#' or
+    a space, which end the userinfo for strip_url_secrets), and key-like query values redacted."""
+    scheme = _SCHEME.match(url)
+    head, rest = (url[: scheme.end()], url[scheme.end() :]) if scheme else ("", url)
+    hidden = ""
+    if "@" in rest:
+        hidden, rest = f"{REDACTED}@", rest.rpartition("@")[2]
+    return head + hidden + scrub(_without_query_secrets(rest))
 
 
 class ScrubFilter(logging.Filter):
@@ -170,3 +191,39 @@ class ScrubFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.msg, record.args = scrub(record.getMessage()), None
         return True
+
+
+def _masked(arg: str) -> str:
+    """`arg` with every URL's userinfo and key-like query values replaced by as many '*': up to
+    the LAST '@' of the whole argument (a malformed password may hold '?', '#' or a space)."""
+    out = list(arg)
+    for start, _ in _url_spans(arg):
+        host = arg.rfind("@", start) + 1  # 0: no userinfo
+        out[start:host] = "*" * max(0, host - start)
+        query = arg.find("?", max(start, host))
+        for match in _QUERY_PARAM.finditer(arg, query + 1) if query >= 0 else ():
+            if match.group("value") and _is_credential(match.group("name")):
+                out[match.start("value") : match.end("value")] = "*" * len(match.group("value"))
+    return "".join(out)
+
+
+def hide_url_secrets_from_command_line() -> bool:
+    """Overwrite, in this process's own argv memory, the URL secrets of its arguments (sys.argv
+    keeps them): /proc/<pid>/cmdline is readable by every process of the machine, the programs
+    a CodeRunner runs in process mode included. False, with a warning, where the kernel refuses."""
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            fields = stat.read().rpartition(b")")[2].split()
+        arg_start, arg_end = int(fields[45]), int(fields[46])  # fields 48 and 49 of proc(5)
+        with open("/proc/self/mem", "r+b", buffering=0) as memory:
+            memory.seek(arg_start)
+            raw = memory.read(arg_end - arg_start)
+            # latin-1: one character per byte, so the masked text has the same length in bytes
+            masked = b"\0".join(_masked(arg.decode("latin-1")).encode("latin-1") for arg in raw.split(b"\0"))
+            if masked != raw:
+                memory.seek(arg_start)
+                memory.write(masked)
+    except (OSError, ValueError, IndexError) as err:
+        print(f"memrl-bench: warning: cannot hide URL passwords and keys of the command line from other processes ({type(err).__name__}: {err}); programs run in process mode can read them", file=sys.stderr)
+        return False
+    return True

@@ -31,6 +31,7 @@ import json
 import os
 import re
 import shutil
+import stat
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -58,6 +59,49 @@ class CorruptRunFolderError(InputError, RuntimeError):
 
 class RunFolderBusyError(InputError, RuntimeError):
     """Another process holds the run folder's lock."""
+
+
+class UnreadableJSONError(ValueError):
+    """Bytes that are not one JSON value Python can hold; its message is the reason, in a few words."""
+
+
+def parse_json(data: bytes | str) -> Any:
+    """JSON from a file that may be damaged or hostile; every way it fails is one UnreadableJSONError.
+
+    Beyond malformed JSON and bytes that are not UTF-8, json.loads fails with a ValueError on a
+    number of more digits than Python converts (4,300) and with a RecursionError on arrays or
+    objects nested deeper than the interpreter's stack: each reader reports all of these as it
+    reports malformed JSON, never as a traceback.
+    """
+    try:
+        return json.loads(data)
+    except json.JSONDecodeError as err:
+        raise UnreadableJSONError(f"{err.msg}: line {err.lineno} column {err.colno}") from None
+    except UnicodeDecodeError as err:
+        raise UnreadableJSONError(f"not UTF-8 text at byte {err.start}") from None
+    except RecursionError:
+        raise UnreadableJSONError("arrays or objects nested too deeply to read") from None
+    except ValueError as err:  # int(): "Exceeds the limit (4300 digits) for integer string conversion..."
+        raise UnreadableJSONError(str(err).split(":")[0]) from None
+
+
+def open_regular(path: Path) -> IO[bytes]:
+    """`path` opened for reading in binary if it is a regular file; CorruptRunFolderError if it is
+    something else (a FIFO or a device would block or never end a read, so it is never read).
+    Symbolic links are followed; FileNotFoundError as open() raises it."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise CorruptRunFolderError(f"{path} is not a regular file (a FIFO, a device, a folder...); a run writes only regular files, so it was put there by hand")
+    f = open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb")  # O_NONBLOCK: a FIFO swapped in since the stat cannot block the open
+    if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        f.close()
+        raise CorruptRunFolderError(f"{path} is not a regular file (a FIFO, a device, a folder...); a run writes only regular files, so it was put there by hand")
+    return f
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of `path`, a regular file (`open_regular`)."""
+    with open_regular(path) as f:
+        return f.read()
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -238,9 +282,9 @@ class RunFolder:
         if not path.exists():
             return None
         try:
-            manifest = json.loads(path.read_bytes())
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise CorruptRunFolderError(f"{path} is not valid JSON ({getattr(err, 'msg', err)}); it is written atomically, so it was edited or damaged") from None
+            manifest = parse_json(read_regular(path))
+        except UnreadableJSONError as err:
+            raise CorruptRunFolderError(f"{path} is not valid JSON ({err}); it is written atomically, so it was edited or damaged") from None
         if not isinstance(manifest, dict) or not isinstance(manifest.get("config"), dict):
             raise CorruptRunFolderError(f"{path} holds no config; it is written atomically, so it was edited or damaged")
         if manifest.get("config_hash") != config_hash(manifest["config"]):
@@ -266,15 +310,15 @@ class RunFolder:
         if not self.episodes_path.exists():
             return [], False
         records = []
-        with open(self.episodes_path, "rb") as f:
+        with open_regular(self.episodes_path) as f:
             for number, raw in enumerate(f, start=1):
                 if not raw.endswith(b"\n"):
                     return records, True
                 try:
-                    records.append(json.loads(raw))
-                except (json.JSONDecodeError, UnicodeDecodeError) as err:
+                    records.append(parse_json(raw))
+                except UnreadableJSONError as err:
                     raise CorruptRunFolderError(
-                        f"{self.episodes_path} line {number} is not valid JSON ({getattr(err, 'msg', err)}); only a torn last line comes from a crash, so this folder was edited or damaged"
+                        f"{self.episodes_path} line {number} is not valid JSON ({err}); only a torn last line comes from a crash, so this folder was edited or damaged"
                     ) from None
         return records, False
 
@@ -387,9 +431,9 @@ class RunFolder:
         if not path.exists():
             return None
         try:
-            return json.loads(path.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise CorruptRunFolderError(f"{path} is not valid JSON ({getattr(err, 'msg', err)}); it is written atomically, so it was edited or damaged") from None
+            return parse_json(read_regular(path))
+        except UnreadableJSONError as err:
+            raise CorruptRunFolderError(f"{path} is not valid JSON ({err}); it is written atomically, so it was edited or damaged") from None
 
     def mark_complete(self) -> None:
         write_text_atomic(self.path / COMPLETE, "complete\n")
@@ -417,7 +461,7 @@ def run_folders(root: Path) -> list[Path]:
 def _read_checksums(sums: Path, hint: str) -> dict[str, str]:
     """SHA256SUMS as {file: sha256}; CorruptRunFolderError naming it if it is not that file's format."""
     try:
-        text = sums.read_bytes().decode()
+        text = read_regular(sums).decode()
     except UnicodeDecodeError as err:
         raise CorruptRunFolderError(f"{sums} is not UTF-8 text (byte {err.start}): the memory snapshot was damaged or edited; {hint}") from None
     expected = {}

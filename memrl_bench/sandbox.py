@@ -46,6 +46,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import glob
 import json
 import os
 import select
@@ -459,7 +460,7 @@ def _teardown(state: dict[str, Any]) -> None:
 # files, "--", the hidden folders):
 # - the hidden folders, opaque: empty inside, yet on the same filesystem as the rest (a hard link
 #   from /home to /var still works). A folder inside another hidden one is skipped: making it would
-#   show its name.
+#   show its name. A hidden file (an SSH host key) is an empty one with the host's owner and mode.
 # - the container's own password files: the host's with every password hash replaced by `*` (a
 #   locked one by `!*`), so that useradd and chpasswd work inside and no host hash can be read
 #   (their backups too; pam_pwhistory's list of old hashes is empty).
@@ -477,28 +478,32 @@ def make_folders(path, itself):  # the folders down to `path` (itself included i
             info = os.stat(lower)
             os.chown(made, info.st_uid, info.st_gid)
             os.chmod(made, info.st_mode & 0o7777)
-for path in paths:
-    if not os.path.isdir(path) or any(path.startswith(other.rstrip("/") + "/") for other in paths):
-        continue
-    make_folders(path, 1)
-    os.setxattr(upper + path, "trusted.overlay.opaque", b"y")
-def masked(line):
-    fields = line.split(":")
-    if len(fields) > 1 and fields[1].strip("!*"):
-        fields[1] = ("!" if fields[1].startswith("!") else "") + "*"
-    return ":".join(fields)
-for path in password_files:
-    if not os.path.isfile(path) or any(path.startswith(hidden.rstrip("/") + "/") for hidden in paths):
-        continue
+def empty_copy(path, text):  # `path` in the upper layer: `text`, with the host file's owner and mode
     info = os.stat(path)
-    with open(path) as host:
-        text = "" if path.endswith("opasswd") else "\\n".join(masked(line) for line in host.read().split("\\n"))
     make_folders(path, 0)
     fd = os.open(upper + path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.write(fd, text.encode())
     os.fchown(fd, info.st_uid, info.st_gid)
     os.fchmod(fd, info.st_mode & 0o7777)
     os.close(fd)
+for path in paths:
+    if any(path.startswith(other.rstrip("/") + "/") for other in paths):
+        continue
+    if os.path.isdir(path):
+        make_folders(path, 1)
+        os.setxattr(upper + path, "trusted.overlay.opaque", b"y")
+    elif os.path.exists(path):
+        empty_copy(path, "")
+def masked(line):
+    fields = line.split(":")
+    if len(fields) > 1 and fields[1].strip("!*"):
+        fields[1] = ("!" if fields[1].startswith("!") else "") + "*"
+    return ":".join(fields)
+for path in password_files:
+    if not os.path.isfile(path) or path in paths or any(path.startswith(hidden.rstrip("/") + "/") for hidden in paths):
+        continue
+    with open(path) as host:
+        empty_copy(path, "" if path.endswith("opasswd") else "\\n".join(masked(line) for line in host.read().split("\\n")))
 """
 
 
@@ -545,6 +550,15 @@ _LIBRARY_FOLDERS = ("/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32", "/usr
 
 # The PATH of a check: system folders first, so that no file the episode adds elsewhere replaces a system command.
 _CHECK_PATH = "/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/sbin:/usr/local/bin"
+# A check's environment: its Python starts no user site-packages (usercustomize.py, .pth files) and puts
+# neither the working folder nor a script's folder first on sys.path (a json.py there would shadow json).
+_CHECK_ENV = {"PATH": _CHECK_PATH, "PYTHONNOUSERSITE": "1", "PYTHONSAFEPATH": "1"}
+# Python start-up files in the users' site-packages (which a command run as a user, sudo's reset environment, would start).
+_USER_SITES = ("/root/.local/lib/python*/site-packages", "/home/*/.local/lib/python*/site-packages")
+
+
+def _is_startup_hook(name: str) -> bool:
+    return name.endswith(".pth") or name in ("sitecustomize.py", "usercustomize.py")
 
 
 def _inside(path: str, folders: list[str] | tuple[str, ...]) -> bool:
@@ -606,7 +620,7 @@ def _system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]
                 kinds.append("added_system_library")
             if path.rsplit("/", 1)[0] in rules["path"] and name in lower_commands():
                 kinds.append("shadowed_system_command")
-        if not stat.S_ISDIR(info.st_mode) and (name.endswith(".pth") or name in ("sitecustomize.py", "usercustomize.py")):
+        if not stat.S_ISDIR(info.st_mode) and _is_startup_hook(name):
             kinds.append("python_startup_hook")
         local = _inside(path, rules["local"])
         for kind in kinds:
@@ -616,6 +630,10 @@ def _system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]
     for root in rules["roots"]:
         if os.path.lexists(upper + root):
             visit(root)
+    for pattern in _USER_SITES:
+        for entry in sorted(glob.glob(f"{upper}{pattern}/*")):
+            if _is_startup_hook(os.path.basename(entry)) and not os.path.isdir(entry):
+                found.setdefault("python_startup_hook", []).append(entry[len(upper) :])
     return found
 
 
@@ -873,7 +891,7 @@ class Sandbox:
         settings = {"fd": write, "workdir": self.workdir, "rules": _check_rules()}
         with os.fdopen(read, "rb") as channel:
             try:
-                result = self._run(command, timeout_s, None, {"PATH": _CHECK_PATH}, settings, (write,))
+                result = self._run(command, timeout_s, None, _CHECK_ENV, settings, (write,))
             finally:
                 os.close(write)
             view = channel.read().decode(errors="replace")

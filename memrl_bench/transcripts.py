@@ -7,7 +7,9 @@ such as MemRL's Q updates). Each batch is appended as one whole gzip member,
 written and fsynced before the batch's lines reach episodes.jsonl, so a crash leaves a
 readable prefix (a torn last member is ignored) that holds at least the logged batches. On
 resume the file is cut back to the episodes the log holds, as the log is cut to whole
-batches; the run folder's lock makes the runner its only writer.
+batches; the run folder's lock makes the runner its only writer. A torn last member that
+holds episodes the log already has was cut after the fact (no crash does that): the resume
+keeps the whole lines that still decode from it and says so.
 
 Damage no crash makes (bytes changed in the middle of the file) costs only the members it
 hits: a reader skips a member that fails to decode or its CRC, finds the next member's
@@ -30,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memrl_bench.runfolder import CorruptRunFolderError, UnreadableJSONError, parse_json, read_regular
+
 TRANSCRIPTS = "transcripts.jsonl.gz"
 GZIP_HEADER = b"\x1f\x8b\x08"  # a gzip member's magic and its method (deflate): where a skipped member's successor may start
 
@@ -43,18 +47,25 @@ class Salvage:
     damaged_bytes: int = 0
     bad_lines: int = 0  # lines of whole members that are not a JSON object with an episode id
     torn_tail: bool = False  # the last member is cut short (a crash while it was written)
+    torn_records: list[dict[str, Any]] = field(default_factory=list)  # the whole lines that decode from that cut member
 
     @property
     def damaged(self) -> bool:
         return bool(self.damaged_places or self.bad_lines)
 
-    def warning(self, path: Path, what: str) -> str:
+    def warning(self, path: Path, what: str, kept: int, logged_tail: int = 0) -> str:
+        """One line: what was skipped, and that `what` the `kept` records around it; `logged_tail`:
+        the records kept from a cut last member whose episodes the log holds."""
         parts = []
         if self.damaged_places:
             parts.append(f"skipped {self.damaged_bytes} damaged bytes in {self.damaged_places} place(s) where no gzip member decodes (the records in them are lost)")
         if self.bad_lines:
             parts.append(f"skipped {self.bad_lines} line(s) that are not a transcript record")
-        return f"memrl-bench: warning: {path}: {' and '.join(parts)}; {what} the {len(self.records)} records of the whole members around them"
+        if logged_tail:
+            parts.append(
+                f"its last gzip member is cut short though the log holds its episodes (damage: a crash cuts only a batch not yet logged), so the records after its first {logged_tail} whole line(s) are lost"
+            )
+        return f"memrl-bench: warning: {path}: {' and '.join(parts)}; {what} the {kept} records that decode"
 
 
 def transcript_record(episode: dict[str, Any], acting: list[dict[str, Any]], memory_calls: list[dict[str, Any]], memory_ops: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -84,10 +95,15 @@ class TranscriptLog:
 
     def read(self) -> list[dict[str, Any]]:
         """Every record of the whole members (a torn last member, from a crash, is left out;
-        damaged members and lines are skipped with one warning)."""
-        salvage = self.salvage()
+        damaged members and lines are skipped with one warning; a file that is not a regular file
+        is never read: one warning, no records)."""
+        try:
+            salvage = self.salvage()
+        except CorruptRunFolderError as err:
+            print(f"memrl-bench: warning: {err}; read without its transcripts", file=sys.stderr)
+            return []
         if salvage.damaged:
-            print(salvage.warning(self.path, "read"), file=sys.stderr)
+            print(salvage.warning(self.path, "read", len(salvage.records)), file=sys.stderr)
         return salvage.records
 
     def by_episode(self) -> dict[str, dict[str, Any]]:
@@ -104,8 +120,10 @@ class TranscriptLog:
         kept = [r for r in salvage.records if r["episode_id"] in wanted]
         if len(kept) == len(salvage.records) and not salvage.damaged and not salvage.torn_tail:
             return
-        if salvage.damaged:
-            print(salvage.warning(self.path, "the resume keeps"), file=sys.stderr)
+        logged_tail = [r for r in salvage.torn_records if r["episode_id"] in wanted]
+        kept += logged_tail
+        if salvage.damaged or logged_tail:
+            print(salvage.warning(self.path, "the resume keeps", len(kept), len(logged_tail)), file=sys.stderr)
         partial = self.path.with_name(self.path.name + ".tmp")
         with open(partial, "wb") as f:
             if kept:
@@ -121,10 +139,10 @@ class TranscriptLog:
         out = Salvage()
         if not self.path.exists():
             return out
-        data = self.path.read_bytes()
+        data = read_regular(self.path)
         view = memoryview(data)  # members are decoded in place, not copied out
         start = 0
-        skipped: list[list] = []  # [start, end, whether it decodes without error to the end of the file] of each stretch skipped
+        skipped: list[list] = []  # [start, end, whether it decodes without error to the end of the file, what it decodes to] of each stretch skipped
         while start < len(data):
             decoder = zlib.decompressobj(wbits=31)  # one gzip member
             try:
@@ -140,20 +158,23 @@ class TranscriptLog:
             if skipped and skipped[-1][1] == start:  # a false header inside the same damage
                 skipped[-1][1] = end
             else:
-                skipped.append([start, end, clean])
+                skipped.append([start, end, clean, text])
             start = end
         if skipped and skipped[-1][1] == len(data) and skipped[-1][2]:
-            skipped.pop()  # the last member, cut short by a crash while it was written: not damage
+            # the last member, cut short: by a crash while it was written (not damage), unless the log holds its episodes (keep_only)
             out.torn_tail = True
-        out.damaged_places, out.damaged_bytes = len(skipped), sum(end - start for start, end, _ in skipped)
+            torn, text = Salvage(), skipped.pop()[3]
+            self._add_lines(text[: text.rfind(b"\n") + 1], torn)  # its whole lines, up to the one the cut went through
+            out.torn_records = torn.records
+        out.damaged_places, out.damaged_bytes = len(skipped), sum(stretch[1] - stretch[0] for stretch in skipped)
         return out
 
     @staticmethod
     def _add_lines(text: bytes, out: Salvage) -> None:
         for line in text.splitlines():
             try:
-                record = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
+                record = parse_json(line)
+            except UnreadableJSONError:
                 record = None
             if isinstance(record, dict) and isinstance(record.get("episode_id"), str):
                 out.records.append(record)

@@ -73,8 +73,8 @@ CONFIG_INPUTS = [
     (("llm=local", "llm.temperature=banana"), "llm.temperature: Input should be a valid number (got 'banana')"),
     (("llm=local", "llm.max_retries=-3"), "llm.max_retries: Input should be greater than or equal to 0"),
     (("llm=openai", "llm.model=m", "llm.base_url=localhost:8000"), "llm.base_url: must be an http(s) URL"),
-    (("llm=openai", "llm.model=m", "llm.base_url=http://127.0.0.1:99999/v1"), "llm.base_url: the port must be a number in 1-65535, got '99999'"),  # not exit 3 (a server down)
-    (("embedder=openai", "embedder.base_url=http://127.0.0.1:0/v1"), "embedder.base_url: the port must be a number in 1-65535, got '0'"),
+    (("llm=openai", "llm.model=m", "llm.base_url=http://127.0.0.1:99999/v1"), "llm.base_url: the port must be a number in 1-65535 (got 'http://127.0.0.1:99999/v1')"),  # not exit 3 (a server down)
+    (("embedder=openai", "embedder.base_url=http://127.0.0.1:0/v1"), "embedder.base_url: the port must be a number in 1-65535 (got 'http://127.0.0.1:0/v1')"),
     (("llm=openai", "llm.model=m", "llm.base_url='http://user:pa/ss@127.0.0.1:8000/v1'"), "llm.base_url: its host is ambiguous"),
     (("method.epsilon='0.1'",), "method.epsilon: Input should be a valid number (got '0.1')"),
     (("method=rag", "method.top_k='3'"), "method.top_k: Input should be a valid integer (got '3')"),

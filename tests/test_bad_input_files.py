@@ -148,7 +148,9 @@ DATA_INPUTS = [
     ("mmlu", tiny_mmlu, "dev.jsonl", b'{"id": "d/0", "subject": "s", "question": "q", "choices": ["a", "b", "c", "d"]}\n', "dev.jsonl: line 1: answer: Field required"),
     ("mmlu", tiny_mmlu, "test.jsonl", b'{"id": "t/0", "subject": "s", "question": "q", "choices": ["a", "b"], "answer": "B"}\n', "test.jsonl: line 1: choices: List should have at least 4 items"),
     ("mmlu", tiny_mmlu, "validation.jsonl", b'{"id": "v/0"\n', "validation.jsonl: line 1 is not valid JSON"),
+    ("mmlu", tiny_mmlu, "validation.jsonl", b'{"id": ' + b"1" * 5000 + b"}\n", "validation.jsonl: line 1 is not valid JSON (Exceeds the limit (4300 digits)"),
     ("llb_db", llb_data, "db_train.json", NOT_UTF8, "db_train.json is not UTF-8 text"),
+    ("llb_db", llb_data, "db_val.json", b"[" * 100_000 + b"]" * 100_000, "db_val.json: the file is not valid JSON (arrays or objects nested too deeply to read)"),
     ("llb_db", llb_data, "db_train.json", json.dumps([LLB_DB_TASK]).encode(), "db_train.json must hold a JSON object of tasks keyed by id, not a list"),
     ("llb_db", llb_data, "db_val.json", json.dumps({"first": LLB_DB_TASK}).encode(), "db_val.json: the task ids (the object's keys) must be integers, got 'first'"),
     ("llb_db", llb_data, "db_train.json", b"  \n", "db_train.json is empty"),
@@ -200,7 +202,11 @@ def test_the_shipped_data_files_pass_their_checks():
     assert sizes["mmlu/test.jsonl"] == 14042 and sizes["llb/db_train.json"] == 361 and sizes["bigcodebench/BigCodeBench.jsonl.gz"] == 1140
 
 
-@pytest.mark.parametrize("content", [b'{"llb_os/1": ', b"\xff\xfe garbage", b'["llb_os/1"]', b'{"llb_os/1": 3}'], ids=["truncated", "not_utf8", "a_list", "not_reasons"])
+@pytest.mark.parametrize(
+    "content",
+    [b'{"llb_os/1": ', b"\xff\xfe garbage", b'["llb_os/1"]', b'{"llb_os/1": 3}', b'{"llb_os/1": ' + b"1" * 5000 + b"}", b"[" * 100_000 + b"]" * 100_000],
+    ids=["truncated", "not_utf8", "a_list", "not_reasons", "number_of_5000_digits", "nested_100000_deep"],
+)
 def test_a_damaged_gold_cache_is_a_warning_and_the_gold_is_checked_again(tmp_path, monkeypatch, capsys, content):
     monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
     tasks = {"train": [Task(id=f"llb_os/{i}", split="train", description="d") for i in range(3)]}
@@ -246,10 +252,33 @@ def test_a_report_out_below_a_file_is_one_line(results, out, message):
     assert sorted(results.rglob("*")) == before
 
 
+def _sweep(params: dict[str, str], task: str = "[]") -> bytes:
+    lines = "".join(f"      {key}: {value}\n" for key, value in params.items())
+    return f"hydra:\n  sweeper:\n    _target_: hydra._internal.core_plugins.basic_sweeper.BasicSweeper\n    params:\n{lines}  overrides:\n    task: {task}\n".encode()
+
+
+def _alias_bomb() -> bytes:
+    """Ten lines whose aliases expand to 9^10 strings (a billion laughs)."""
+    text, previous = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n', "a"
+    for name in "bcdefghij":
+        text += f"{name}: &{name} [{', '.join([f'*{previous}'] * 9)}]\n"
+        previous = name
+    return text.encode() + _sweep({"seed": "1"}, task="*j")
+
+
+HOSTILE_SWEEPS = [  # mr11.sh: each ran out of memory, hung or overflowed the stack
+    ("range_of_10_8_seeds", _sweep({"seed": "range(0,100000000)"}), "SweepTooLargeError: seed=range(0,100000000): more than 10000 values"),
+    ("product_of_10_8_jobs", _sweep({key: "0,1,2,3,4,5,6,7,8,9" for key in "abcdefgh"}), "SweepTooLargeError: 10 x 10 x 10 x 10 x 10 x 10 x 10 x 10 jobs, more than 10000"),
+    ("alias_bomb", _alias_bomb(), "YAMLTooLargeError: more than 100000 nodes once its aliases are expanded"),
+    ("nested_20000_deep", b"hydra: " + b"[" * 20000 + b"]" * 20000 + b"\n", "YAMLTooLargeError: nested more than 64 deep"),
+    ("larger_than_1_mib", b"hydra: {sweeper: {}}\n" + b"# padding\n" * 110_000, "YAMLTooLargeError: larger than 1048576 bytes"),
+]
+
+
 @pytest.mark.parametrize(
     "content, message",
-    [(b"hydra: {sweeper: [1, 2\n", "ParserError: while parsing a flow sequence"), (b"\xff\xfe", "UnicodeDecodeError"), (b"hydra: 5\n", "AttributeError")],
-    ids=["yaml_syntax", "not_utf8", "not_hydras"],
+    [(b"hydra: {sweeper: [1, 2\n", "ParserError: while parsing a flow sequence"), (b"\xff\xfe", "UnicodeDecodeError"), (b"hydra: 5\n", "AttributeError")] + [(c, m) for _, c, m in HOSTILE_SWEEPS],
+    ids=["yaml_syntax", "not_utf8", "not_hydras"] + [name for name, _, _ in HOSTILE_SWEEPS],
 )
 def test_a_damaged_multirun_yaml_is_one_line_naming_it(results, tmp_path, content, message):
     import shutil
@@ -262,6 +291,82 @@ def test_a_damaged_multirun_yaml_is_one_line_naming_it(results, tmp_path, conten
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
     assert f"{copy / 'default' / 'multirun.yaml'} is not a readable record of a Hydra sweep ({message}" in done.stderr
     assert sorted(copy.rglob("*")) == before  # no report folder left
+
+
+# ---- run folders: JSON Python cannot hold, files that are not regular files -------------------
+
+
+HUGE_NUMBER = "1" + "0" * 5000  # past Python's 4,300 digits for int(): json.loads raises ValueError
+DEEP_ARRAY = "[" * 100_000 + "]" * 100_000  # past the interpreter's stack: json.loads raises RecursionError
+
+
+def _first_field(text: str, value: str) -> str:
+    return text.replace("{", '{"z": ' + value + ", ", 1)
+
+
+def _episode_line(line: int, value: str) -> Callable[[Path], None]:
+    def damage(run: Path) -> None:
+        lines = (run / "episodes.jsonl").read_text().splitlines(keepends=True)
+        lines[line] = _first_field(lines[line], value)
+        (run / "episodes.jsonl").write_text("".join(lines))
+
+    return damage
+
+
+def _json_file(name: str, value: str) -> Callable[[Path], None]:
+    return lambda run: (run / name).write_text(_first_field((run / name).read_text(), value))
+
+
+def _fifo(name: str) -> Callable[[Path], None]:
+    def damage(run: Path) -> None:
+        import os
+
+        (run / name).unlink()
+        os.mkfifo(run / name)
+
+    return damage
+
+
+UNREADABLE_RUN_FILES = [
+    ("manifest_number_of_5000_digits", _json_file("manifest.json", HUGE_NUMBER), "manifest.json is not valid JSON (Exceeds the limit (4300 digits) for integer string conversion)"),
+    ("manifest_nested_100000_deep", _json_file("manifest.json", DEEP_ARRAY), "manifest.json is not valid JSON (arrays or objects nested too deeply to read)"),
+    ("episodes_number_in_line_11", _episode_line(10, HUGE_NUMBER), "episodes.jsonl line 11 is not valid JSON (Exceeds the limit (4300 digits)"),
+    ("episodes_nested_in_last_line", _episode_line(-1, DEEP_ARRAY), "is not valid JSON (arrays or objects nested too deeply to read)"),
+    ("metrics_number_of_5000_digits", _json_file("metrics.json", HUGE_NUMBER), "metrics.json is not valid JSON (Exceeds the limit (4300 digits)"),
+    ("metrics_nested_100000_deep", _json_file("metrics.json", DEEP_ARRAY), "metrics.json is not valid JSON (arrays or objects nested too deeply to read)"),
+    ("manifest_is_a_fifo", _fifo("manifest.json"), "manifest.json is not a regular file"),
+    ("episodes_is_a_fifo", _fifo("episodes.jsonl"), "episodes.jsonl is not a regular file"),
+    ("metrics_is_a_fifo", _fifo("metrics.json"), "metrics.json is not a regular file"),
+]
+
+
+@pytest.mark.parametrize("damage, message", [(d, m) for _, d, m in UNREADABLE_RUN_FILES], ids=[name for name, _, _ in UNREADABLE_RUN_FILES])
+def test_an_unreadable_run_file_stops_the_export_with_one_line_naming_it(results, tmp_path, damage, message):
+    """JSON that fails with ValueError or RecursionError rather than JSONDecodeError (damage2.py,
+    resume6.py), and a FIFO in place of a file (bad11.sh; it hung the readers): one line naming
+    the file, exit 2, no traceback, within the timeout."""
+    import shutil
+
+    from memrl_bench.runfolder import run_folders
+
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    damage(run_folders(copy)[0])
+    done = subprocess.run([sys.executable, "-m", "memrl_bench.export", str(copy), "--out", str(tmp_path / "export")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    one_line_exit_2(done.stderr.strip(), done.returncode, message)
+    assert done.stderr.count("\n") == 1 and not (tmp_path / "export").exists()
+
+
+def test_a_fifo_manifest_leaves_the_run_out_of_the_report_with_one_line(results, tmp_path):
+    import shutil
+
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    from memrl_bench.runfolder import run_folders
+
+    _fifo("manifest.json")(run_folders(copy)[0])
+    done = subprocess.run([sys.executable, "-m", "memrl_bench.report", str(copy), "--out", str(tmp_path / "report")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in done.stderr and "manifest.json is not a regular file" in done.stderr, done.stderr
 
 
 def test_pulling_an_unknown_model_is_one_line_listing_the_known_ones():

@@ -93,6 +93,18 @@ def test_offset_without_order_by_is_checked_against_the_stored_order(env: LLBDBE
     assert play(env, "7", 'ANSWER: [["Eve"], ["Dee"]]')["success"]  # LIMIT alone: either stored order still counts
 
 
+@pytest.mark.parametrize(
+    "answer",
+    ["[" * 100_000 + "]" * 100_000, "[" * 5_000 + "]" * 5_000, "[" * 900 + "1" + "]" * 900, "[[" + "9" * 400 + "], [1]]", "[[-" + "9" * 400 + "], [1]]", '[[{"a": [1]}]]'],
+    ids=["100k_deep", "5k_deep", "900_deep", "int_past_float", "negative_int_past_float", "dict_cell"],
+)
+def test_a_hostile_answer_text_is_a_wrong_answer_not_an_error(env: LLBDBEnv, answer: str):
+    """Red team B16: 100,000 brackets raised RecursionError and 400 digits OverflowError out of
+    env.step, so the episode lost its action (status env_error, no turns)."""
+    info = play(env, "2", f"ANSWER: {answer}")
+    assert info["success"] is False and "status" not in info and info["detail"].startswith("ANSWER rows compared")
+
+
 def test_parse_rows_and_match():
     assert parse_rows('[["a", 1], ["b", 2]]', 2) == [("a", 1), ("b", 2)]
     assert parse_rows("('a', 1), ('b', 2)", 2) == [("a", 1), ("b", 2)]

@@ -182,6 +182,24 @@ def test_llb_os_check_runs_with_host_tools_after_bash_is_replaced(env: LLBOSEnv)
     assert check.trusted_view == "overlay" and set(check.system_changes) == {"changed_system_file", "changed_loader_config"}
 
 
+@needs_sandbox
+def test_check_python_starts_no_user_site_and_no_module_of_the_working_folder():
+    # Each writes Python code that exits 0 at start-up; the check's one-liner must still run and exit 1.
+    setups = {
+        "usercustomize": "d=$(python3 -c 'import site;print(site.getusersitepackages())'); mkdir -p $d; printf 'import os\\nos._exit(0)\\n' > $d/usercustomize.py",
+        "pth": "d=$(python3 -c 'import site;print(site.getusersitepackages())'); mkdir -p $d; printf 'import os; os._exit(0)\\n' > $d/zz.pth",
+        "json.py in the working folder": "printf 'import os\\nos._exit(0)\\n' > json.py",
+    }
+    for name, setup in setups.items():
+        with Sandbox(Limits(timeout_s=20)) as sandbox:
+            assert sandbox.run(setup).ok
+            check = sandbox.check("python3 -c 'import json, sys; sys.exit(1)'")
+        assert check.result.exit_code == 1, (name, check.result.output)
+        hooks = check.system_changes.get("python_startup_hook", [])
+        assert ("json" in name) == (hooks == []), (name, check.system_changes)  # a user site's start-up file is flagged too
+        assert all(hook.startswith("/root/.local/lib/python3") for hook in hooks), hooks
+
+
 def bash_version() -> str:
     return subprocess.run(["bash", "-c", "echo $BASH_VERSION"], capture_output=True, text=True).stdout.strip()
 

@@ -226,3 +226,19 @@ def test_read_only_local_replays_from_the_cache_with_no_server_and_names_a_miss(
         with pytest.raises(CacheMissError, match="token count"):
             asyncio.run(replay.count_tokens([{"role": "user", "content": "hello"}]))
     assert server.chat_requests() == 1
+
+
+def test_a_cache_another_process_holds_is_not_called_damaged(tmp_path):
+    """A whole cache file locked by another writer: the error says so and does not advise moving it away."""
+    path = tmp_path / "cache.sqlite"
+    ResponseCache(path).close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(CacheError) as error:
+            cache = ResponseCache(path, busy_timeout_s=0.1)
+            cache.put("k", CachedResponse("text", "stop", 1, 1))
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert "is held by another process" in str(error.value) and "move it away" not in str(error.value)

@@ -281,3 +281,10 @@ def test_findings_markdown_escapes_the_model_name():
     found = [fd._finding("regret", "Greedy retrieval costs SR.", "how", [row]) | {"label": f"REAL MODEL {MARKUP_MODEL} on env mmlu"}]
     markdown = fd.render_markdown(found, Path("results<b>"))
     assert re.search(r"(?<!\\)[<>]", markdown) is None and "\\<img src=x onerror=alert(1)\\> \\| x" in markdown
+
+
+def test_a_name_written_as_a_markdown_link_is_no_link():
+    from memrl_bench.markup import markdown_text
+
+    assert markdown_text("[l](javascript:alert(2))") == "[l\\](javascript:alert(2))"  # "\]" closes no link text
+    assert markdown_text("0.058 [-0.007, 0.123] (n=3)") == "0.058 [-0.007, 0.123] (n=3)"  # intervals read as before

@@ -325,6 +325,23 @@ def test_code_runner_hides_the_folders_it_is_given():
     assert hidden.output.strip() == "[]", hidden.output
 
 
+@needs_sandbox
+def test_hidden_files_are_shown_empty_like_hidden_folders():
+    # A hidden path may be a file (an SSH host key) as well as a folder: the file is there, empty, with its mode.
+    data = Path("/var/lib") / f"memrl-test-{uuid.uuid4().hex}"  # outside every default hidden path
+    (data / "folder").mkdir(parents=True)
+    try:
+        (data / "folder" / "gold.txt").write_text("the answer")
+        (data / "host_key").write_text("PRIVATE KEY")
+        (data / "host_key").chmod(0o600)
+        hidden = (str(data / "folder"), str(data / "host_key"), "/etc/shadow")
+        with Sandbox(Limits(timeout_s=20), hidden_paths=DEFAULT_HIDDEN_PATHS + hidden) as sandbox:
+            result = sandbox.run(f"cd {data} && ls folder; stat -c '%a %s' host_key; cat host_key; wc -c < /etc/shadow")
+    finally:
+        shutil.rmtree(data)
+    assert result.ok and result.output.splitlines() == ["600 0", "0"], result.output
+
+
 def test_code_runner_process_mode_limits_time_and_memory():
     marker = str(700000 + uuid.uuid4().int % 99999)
     runner = CodeRunner(Limits(timeout_s=2, memory_bytes=512 << 20), isolation="process")

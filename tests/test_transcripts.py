@@ -107,3 +107,77 @@ def test_resume_salvages_transcripts_after_flipped_bytes(tmp_path, monkeypatch, 
     assert kept == [r for r in written if r["episode_id"] not in lost]  # every intact record, after the damage too, unchanged
     assert not lost & {r["episode_id"] for r in resumed}
     assert len(resumed) > len(kept)  # and the rest of the run added its own
+
+
+def test_resume_keeps_the_decodable_records_of_a_cut_last_member_the_log_holds(tmp_path, capsys):
+    """A last member cut short although the log holds its episodes is damage, not a crash (a
+    batch's member is fsynced before its log lines): the resume keeps the whole lines that still
+    decode from it and says so in one line. Before, they were deleted with no word."""
+    log = TranscriptLog(tmp_path)
+    log.append([record("a"), record("b")])
+    log.append([record(f"c{i}", calls=3) for i in range(8)])
+    start, end, _ = members(log.path)[-1]
+    data = log.path.read_bytes()
+    log.path.write_bytes(data[: start + (end - start) * 9 // 10])
+    torn = log.salvage()
+    assert torn.torn_tail and not torn.damaged and 1 <= len(torn.torn_records) < 8
+    decodable = ["a", "b"] + [r["episode_id"] for r in torn.torn_records]
+    log.keep_only(["a", "b"] + [f"c{i}" for i in range(8)])
+    assert [r["episode_id"] for r in log.read()] == decodable
+    warning = capsys.readouterr().err.strip()
+    assert warning.count("\n") == 0 and "last gzip member is cut short though the log holds its episodes" in warning and f"keeps the {len(decodable)} records" in warning, warning
+
+
+def test_resume_drops_a_cut_last_member_the_log_does_not_hold_without_a_word(tmp_path, capsys):
+    """What a crash leaves (the member of a batch not yet logged, cut mid-write) is cut away silently."""
+    log = TranscriptLog(tmp_path)
+    log.append([record("a")])
+    log.append([record(f"c{i}", calls=3) for i in range(8)])
+    start, end, _ = members(log.path)[-1]
+    log.path.write_bytes(log.path.read_bytes()[: start + (end - start) * 9 // 10])
+    log.keep_only(["a"])
+    assert [r["episode_id"] for r in log.read()] == ["a"] and not log.salvage().torn_tail
+    assert capsys.readouterr().err == ""
+
+
+def test_resume_of_a_run_keeps_the_records_of_its_cut_last_member(tmp_path, monkeypatch, capsys):
+    """torn7 in a whole run: a crashed run whose last member (its episodes logged) is cut at 9/10:
+    the resume keeps every record that decodes, warns once, and runs to the end."""
+    cfg, folder = config(protocol={"epochs": 2, "batch_size": 4, "checkpoint_interval_s": 0}), tmp_path / "run"
+    crash_in_learn(monkeypatch, cfg, folder, 12)
+    log = TranscriptLog(folder)
+    start, end, _ = members(log.path)[-1]
+    log.path.write_bytes(log.path.read_bytes()[: start + (end - start) * 9 // 10])
+    decodable = log.salvage()
+    assert decodable.torn_tail and decodable.torn_records
+    capsys.readouterr()
+    run(cfg, folder)
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "transcripts.jsonl.gz" in line]
+    assert len(warnings) == 1 and "cut short though the log holds its episodes" in warnings[0], warnings
+    resumed = {r["episode_id"]: r for r in log.read()}
+    assert all(resumed.get(r["episode_id"]) == r for r in decodable.records + decodable.torn_records)
+
+
+def test_transcript_lines_python_cannot_hold_are_skipped_with_the_warning(tmp_path, capsys):
+    """A line with a number of 5,000 digits (ValueError) or arrays nested 100,000 deep (RecursionError)
+    is a bad line like malformed JSON: the report reads on, with one warning, no traceback."""
+    log = TranscriptLog(tmp_path)
+    log.append([record("a")])
+    lines = b'{"episode_id": "x", "n": 1' + b"0" * 5000 + b'}\n' + b'{"episode_id": "y", "z": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+    with open(log.path, "ab") as f:
+        f.write(gzip.compress(lines, mtime=0))
+    log.append([record("b")])
+    assert [r["episode_id"] for r in log.read()] == ["a", "b"]
+    warning = capsys.readouterr().err.strip()
+    assert warning.count("\n") == 0 and "skipped 2 line(s) that are not a transcript record" in warning
+
+
+def test_a_transcripts_fifo_is_never_read_and_reads_as_no_records_with_a_warning(tmp_path, capsys):
+    """A FIFO in place of transcripts.jsonl.gz hung the report's viewer; now it is one warning."""
+    import os
+
+    log = TranscriptLog(tmp_path)
+    os.mkfifo(log.path)
+    assert log.read() == []
+    warning = capsys.readouterr().err.strip()
+    assert warning.count("\n") == 0 and "transcripts.jsonl.gz is not a regular file" in warning

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 import os
 import zlib
 from abc import ABC, abstractmethod
@@ -18,6 +17,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from memrl_bench.config import ConfigError, DriftSettings, InputError
+from memrl_bench.runfolder import UnreadableJSONError, parse_json
 from memrl_bench.types import Task, Turn
 
 
@@ -199,11 +199,11 @@ def read_data_file(path: Path, model: type[DataRecord], *, by_id: bool = False) 
 
 
 def _json(path: Path, text: str, where: str) -> Any:
-    """`text` parsed as JSON; DataFileError naming the file and the place (`where`, else the line and column)."""
+    """`text` parsed as JSON (runfolder.parse_json: whatever fails is malformed JSON); DataFileError naming the file and the place."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
-        raise DataFileError(f"{path}: {where or f'line {err.lineno} column {err.colno}'} is not valid JSON ({err.msg})") from None
+        return parse_json(text)
+    except UnreadableJSONError as err:
+        raise DataFileError(f"{path}: {where or 'the file'} is not valid JSON ({err})") from None
 
 
 def _kind(value: Any) -> str:

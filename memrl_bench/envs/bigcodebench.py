@@ -130,6 +130,7 @@ def written_test_count(test_code: str) -> int:
 _UNITTEST_NAME = re.compile(r"^(unittest|(Base)?Test(Case|Result|Suite|Loader|Program)|TextTest(Result|Runner)|defaultTestLoader)$")
 _RESULT_ATTRIBUTES = frozenset({"wasSuccessful", "addSuccess", "addFailure", "addError", "addSkip", "addSubTest", "addExpectedFailure", "addUnexpectedSuccess", "startTest", "stopTest", "testsRun", "_callTestMethod", "failureException"})
 _EXITS = frozenset({("sys", "exit"), ("os", "_exit"), ("os", "write")})
+_MODULE_TABLE_WRITES = frozenset({"update", "__setitem__", "setdefault", "pop", "popitem", "clear", "__delitem__"})
 _FRAME_ATTRIBUTES = frozenset({"f_back", "f_locals", "f_globals", "tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 _CALLS = {
     "inspects_frames": frozenset({("sys", "_getframe"), ("sys", "_current_frames"), ("sys", "settrace"), ("sys", "setprofile"), ("threading", "settrace"), ("inspect", "stack"), ("inspect", "trace"), ("inspect", "currentframe"), ("inspect", "getouterframes"), ("inspect", "getinnerframes")}),
@@ -163,6 +164,8 @@ def _patched(chain: list[str]) -> set[str]:
         found.add("patches_builtins_or_exit")
     if chain and chain[-1] == "__code__":
         found.add("replaces_function_code")
+    if chain[:2] == ["sys", "modules"] and len(chain) > 2:  # sys.modules["unittest"] = fake: the tests would import it
+        found.add("writes_sys_modules")
     return found
 
 
@@ -194,6 +197,8 @@ def tampering_patterns(code: str) -> set[str]:
                 found |= _patched(_chain(node.args[0]) + strings[:1])
             if "patch" in chain:  # mock.patch("unittest.TestResult.wasSuccessful"), patch.object(unittest.TestCase, "run")
                 found |= _patched([part for text in strings for part in text.split(".")] + (_chain(node.args[0]) if node.args else []))
+            if chain[:2] == ["sys", "modules"] and chain[-1] in _MODULE_TABLE_WRITES:
+                found.add("writes_sys_modules")
             if chain[-1:] == ["__subclasses__"] and any(_UNITTEST_NAME.match(name) for name in chain):
                 found.add("patches_unittest")
         elif isinstance(node, ast.Attribute) and node.attr in _FRAME_ATTRIBUTES:
@@ -339,9 +344,11 @@ class BigCodeBenchEnv(Env):
         if self._task is None:
             raise RuntimeError(f"{self.name}: step() before reset() or after the episode ended")
         task, self._task = self._task, None
-        solution = solution_code(action, task.data["code_prompt"], task.data["entry_point"])
+        # Python reads a lone \r as a line end too: made \n here, so the runner knows where the test code starts.
+        solution = solution_code(action, task.data["code_prompt"], task.data["entry_point"]).replace("\r\n", "\n").replace("\r", "\n")
         tag = secrets.token_hex(16)
-        result = self.runner.run(solution + "\n\n" + task.data["test"], launcher=_RUNNER, secret=tag)
+        first_test_line = solution.count("\n") + 3
+        result = self.runner.run(solution + "\n\n" + task.data["test"], launcher=_RUNNER, secret=f"{tag} {first_test_line}")
         passed, tampering, problem = judge(result.reported, result.exit_code, tag, written_test_count(task.data["test"]))
         tampering |= tampering_patterns(solution)
         report = result.output.strip()

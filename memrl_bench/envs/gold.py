@@ -18,6 +18,7 @@ from pathlib import Path
 
 from memrl_bench.config import cache_root
 from memrl_bench.envs.base import Env
+from memrl_bench.runfolder import UnreadableJSONError, parse_json
 from memrl_bench.sandbox import CONTAINMENT, SandboxUnavailable, require_sandbox
 from memrl_bench.types import Task
 
@@ -107,11 +108,11 @@ def _read_cache(path: Path, warn: bool) -> dict[str, str]:
     if not path.exists():
         return {}
     try:
-        results = json.loads(path.read_bytes().decode())
+        results = parse_json(path.read_bytes())
         if isinstance(results, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in results.items()):
             return results
         problem = "not an object of task id -> reason"
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (OSError, UnreadableJSONError) as err:
         problem = str(err)
     if warn:
         print(f"memrl-bench: warning: {path}: the gold check cache is damaged ({problem}); checking the gold answers again", file=sys.stderr)

@@ -95,11 +95,9 @@ def rename_identifiers(sql: str, renamed: dict[str, str]) -> str:
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
     try:
-        return float(str(value).strip())
-    except ValueError:
+        return float(value) if isinstance(value, (int, float)) else float(str(value).strip())
+    except (ValueError, OverflowError):  # an int past a float's range (10**400) compares as text
         return None
 
 
@@ -130,17 +128,32 @@ def rows_match(agent: list[Row], gold: list[Row], ordered: bool, tolerance: floa
     return all(len(a) == len(g) and all(_cells_equal(x, y, tolerance) for x, y in zip(a, g)) for a, g in zip(agent, gold))
 
 
+_UNREADABLE = object()
+_CELL_TYPES = (str, int, float, bool, type(None))
+
+
+def _literal(text: str) -> Any:
+    """The JSON or Python literal `text` holds, as rows or a row of cells (a cell nested deeper
+    is no SQL value, and a model's 100,000 brackets must not reach Python's recursion limit
+    later), or _UNREADABLE."""
+    for parse in (json.loads, ast.literal_eval):
+        try:
+            value = parse(text)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+        rows = value if isinstance(value, (list, tuple)) else [value]
+        cells = [cell for row in rows for cell in (row if isinstance(row, (list, tuple)) else [row])]
+        return value if all(isinstance(cell, _CELL_TYPES) for cell in cells) else _UNREADABLE
+    return _UNREADABLE
+
+
 def parse_rows(text: str, width: int) -> list[Row]:
     """Rows from an ANSWER text; `width` (the gold's column count) decides what a flat list means."""
     text = text.strip()
-    try:
-        value: Any = json.loads(text)
-    except ValueError:
-        try:
-            value = ast.literal_eval(text)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            parts = [p.strip().strip("'\"") for p in text.split(",")]
-            value = [parts] if text else []
+    value = _literal(text)
+    if value is _UNREADABLE:
+        parts = [p.strip().strip("'\"") for p in text.split(",")]
+        value = [parts] if text else []
     if not isinstance(value, (list, tuple)):
         return [(value,)]
     if all(isinstance(item, (list, tuple)) for item in value) and value:

@@ -28,9 +28,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import openai
+from pydantic import BaseModel, Field, StrictStr, ValidationError
 
 from memrl_bench.config import LLMConfig, cache_root, validated
 from memrl_bench.llm import CacheMissError, Completion, ContextOverflowError, LLMAuthError, LLMError, LLMOutageError, TokenCount, completion_char_cap, estimate_tokens
@@ -400,21 +401,45 @@ class CacheReplayModel(OpenAIChatModel):
         raise self._missing("a completion")
 
 
+# No context holds a billion tokens: a larger count is a server's nonsense (and overflows SQLite's INTEGER).
+MAX_TOKEN_COUNT = 10**9
+_TokenCount = Annotated[int, Field(ge=0, le=MAX_TOKEN_COUNT)]
+
+
+class _Message(BaseModel):
+    content: StrictStr | None = None
+
+
+class _Choice(BaseModel):
+    message: _Message
+    finish_reason: StrictStr | None = None
+
+
+class _TokenUsage(BaseModel):
+    prompt_tokens: _TokenCount | None = None
+    completion_tokens: _TokenCount | None = None
+
+
+class _ChatAnswer(BaseModel):
+    """What the harness reads of a chat completion; anything else in the body is ignored."""
+
+    choices: list[_Choice] = Field(min_length=1)
+    usage: _TokenUsage | None = None
+
+
 def read_completion(body: bytes) -> tuple[str, str | None, int, int]:
     """(text, finish_reason, prompt tokens, completion tokens) of a chat completion's JSON
-    body, as openai's ChatCompletion would give them; an empty content is ""."""
-    answer = json.loads(body)
+    body, as openai's ChatCompletion would give them; an empty content is "". A body whose
+    content is not text or whose token counts are not whole numbers in 0..MAX_TOKEN_COUNT is
+    an unreadable answer (retried like one), never taken in."""
     try:
-        choice = answer["choices"][0]
-        usage = answer.get("usage") or {}
-        return (
-            choice["message"].get("content") or "",
-            choice.get("finish_reason"),
-            int(usage.get("prompt_tokens") or 0),
-            int(usage.get("completion_tokens") or 0),
-        )
-    except (TypeError, KeyError, IndexError, AttributeError, ValueError) as err:
-        raise _InvalidResponse(f"no completion in the answer: {body[:200]!r}") from err
+        answer = _ChatAnswer.model_validate_json(body)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the body"
+        raise _InvalidResponse(f"no completion in the answer ({where}: {first['msg']}): {body[:200]!r}") from None
+    choice, usage = answer.choices[0], answer.usage or _TokenUsage()
+    return choice.message.content or "", choice.finish_reason, usage.prompt_tokens or 0, usage.completion_tokens or 0
 
 
 _RETRY_KEYS = ("max_retries", "timeout_s", "backoff_base_s", "backoff_max_s", "max_retry_after_s")

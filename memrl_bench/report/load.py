@@ -26,7 +26,7 @@ from memrl_bench import drift, metrics
 from memrl_bench.config import InputError, KeyRole, override_key, role_of, run_name
 from memrl_bench.records import EpisodeRecord, RunRecords, read_run
 from memrl_bench.report.axes import Place, condition_key, places
-from memrl_bench.runfolder import COMPLETE, MANIFEST, CorruptRunFolderError
+from memrl_bench.runfolder import COMPLETE, MANIFEST, CorruptRunFolderError, open_regular
 
 # Overrides that are a run's settings (the report's variants): the method's settings, the
 # conditions and the kind of evaluation (memrl_bench.config.KEY_ROLES); the method itself
@@ -204,25 +204,71 @@ def expected_sweep_runs(sweep_dir: Path) -> list[str] | None:
     Expanded as Hydra's basic sweeper expands a sweep (memrl_bench.hydra_support) and
     named as memrl_bench.cli names run folders.
     """
+    import io
+
     import yaml
     from hydra.errors import HydraException
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from memrl_bench.hydra_support import sweep_jobs
+    from memrl_bench.hydra_support import SweepTooLargeError, sweep_jobs
 
     path = sweep_dir / SWEEP_FILE
     try:
-        hydra_cfg = OmegaConf.load(path).hydra
+        hydra_cfg = OmegaConf.load(io.StringIO(_bounded_yaml(path))).hydra
         if not str(hydra_cfg.sweeper.get("_target_", "")).endswith("BasicSweeper"):
             return None
         params = [f"{k}={v}" for k, v in (hydra_cfg.sweeper.get("params") or {}).items()]
         return [run_name(job) for job in sweep_jobs(params + list(hydra_cfg.overrides.task))]
     except (HydraException, OmegaConfBaseException):
         return None
-    except (yaml.YAMLError, UnicodeDecodeError, OSError, AttributeError, TypeError) as err:  # damaged, or not Hydra's record
+    except (yaml.YAMLError, UnicodeDecodeError, OSError, AttributeError, TypeError, CorruptRunFolderError, YAMLTooLargeError, SweepTooLargeError) as err:  # damaged, hostile, or not Hydra's record
         what = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
         raise ReportInputError(f"{path} is not a readable record of a Hydra sweep ({type(err).__name__}: {what}); repair it, or move it away to report without listing the sweep's missing runs") from None
+
+
+MAX_SWEEP_FILE_BYTES = 1 << 20  # Hydra's multirun.yaml is a few KB
+MAX_YAML_NODES = 100_000  # nodes once aliases are expanded: Hydra's record has hundreds, and writes no alias
+MAX_YAML_DEPTH = 64
+
+
+class YAMLTooLargeError(ValueError):
+    """YAML past the bounds above: a file, an expansion of its aliases or a nesting no sweep record has."""
+
+
+def _bounded_yaml(path: Path) -> str:
+    """The text of a regular file of YAML within the bounds above, checked on the parser's events
+    (no node is built, no recursion) before OmegaConf builds it: an alias bomb of a few lines
+    expands to billions of nodes, and deep nesting exhausts the stack of yaml's composer."""
+    import yaml
+
+    with open_regular(path) as f:
+        data = f.read(MAX_SWEEP_FILE_BYTES + 1)
+    if len(data) > MAX_SWEEP_FILE_BYTES:
+        raise YAMLTooLargeError(f"larger than {MAX_SWEEP_FILE_BYTES} bytes")
+    text = data.decode()
+    sizes: dict[str, int] = {}  # nodes each anchor stands for
+    open_nodes = [[None, 0]]  # [anchor, nodes so far] of each open collection; the first is the whole stream
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            open_nodes.append([event.anchor, 1])
+            if len(open_nodes) > MAX_YAML_DEPTH:
+                raise YAMLTooLargeError(f"nested more than {MAX_YAML_DEPTH} deep (line {event.start_mark.line + 1})")
+            continue
+        if isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            anchor, nodes = open_nodes.pop()
+        elif isinstance(event, yaml.ScalarEvent):
+            anchor, nodes = event.anchor, 1
+        elif isinstance(event, yaml.AliasEvent):
+            anchor, nodes = None, sizes.get(event.anchor, 1)
+        else:
+            continue
+        if anchor is not None:
+            sizes[anchor] = nodes
+        open_nodes[-1][1] += nodes
+        if open_nodes[-1][1] > MAX_YAML_NODES:
+            raise YAMLTooLargeError(f"more than {MAX_YAML_NODES} nodes once its aliases are expanded (line {event.start_mark.line + 1})")
+    return text
 
 
 def _missing_runs(root: Path, sweeps: list[Path]) -> list[str]:
