@@ -390,7 +390,7 @@ def choice_table(results: Results) -> Table | None:
         row = {"variant": variant, "episodes": len(scored), "SR %": fmt_number(100 * scored["success"].mean())}
         row.update({f"{letter} %": fmt_number(100 * answered.get(letter, 0.0)) for letter in letters})
         row["no answer %"] = fmt_number(100 * answered.get("none", 0.0))
-        if (scored["free_answer"] != scored["answer"]).any():
+        if (scored["free_answer"].fillna("none") != scored["answer"].fillna("none")).any():  # only where a constrained answer differs
             row["SR of the free reading %"] = fmt_number(100 * (scored["free_answer"] == scored["answer_key"]).mean())
         rows.append(row)
     view = pd.DataFrame([*references.values(), *rows]).fillna("")
