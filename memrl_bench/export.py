@@ -183,6 +183,9 @@ def main(argv: list[str] | None = None) -> None:
     except (ExportInputError, OSError) as err:  # OSError: the output cannot be written
         print(f"memrl-bench-export: error: {err}", file=sys.stderr)
         sys.exit(2)
+    except KeyboardInterrupt:  # a file being written is left whole or not at all (runfolder.replacing)
+        print("memrl-bench-export: interrupted", file=sys.stderr)
+        sys.exit(130)
     for path in written:
         print(path)
 

@@ -155,3 +155,18 @@ def test_killed_export_leaves_no_partial_file(study, tmp_path):
     killed()
     assert (out / "episodes.csv").read_bytes() == whole  # the previous export, untouched
     assert len(pd.read_csv(out / "episodes.csv")) == len(_logged(study))
+
+
+@pytest.mark.parametrize("command", ["memrl_bench.export", "memrl_bench.report.cli"])
+def test_ctrl_c_during_export_or_report_is_one_line_and_exit_130(tmp_path, monkeypatch, capsys, command):
+    import importlib
+
+    module = importlib.import_module(command)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "read_runs" if command.endswith("export") else "load_for_report", interrupted)
+    with pytest.raises(SystemExit) as stop:
+        module.main([str(tmp_path)])
+    assert stop.value.code == 130 and capsys.readouterr().err.strip() in ("memrl-bench-export: interrupted", "memrl-bench-report: interrupted")

@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> None:
     except ReportInputError as err:
         print(f"memrl-bench-report: error: {err}", file=sys.stderr)
         sys.exit(2)
+    except KeyboardInterrupt:  # the report folder is swapped in one step: the previous one stays whole
+        print("memrl-bench-report: interrupted", file=sys.stderr)
+        sys.exit(130)
     except OSError as err:  # a folder it cannot write (read-only, full, no permission)
         if not err.filename:
             raise
