@@ -26,6 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from memrl_bench.envs.mmlu import read_questions
 from memrl_bench.records import read_run
 from memrl_bench.runfolder import run_folders
 
@@ -33,21 +34,12 @@ OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "answers_corp
 SINGLE_TURN = {"mmlu": "letter", "bigcodebench": "code"}
 
 
-def _mmlu_records(data_dir: Path) -> dict[str, dict[str, Any]]:
-    records = {}
-    for name in ("dev.jsonl", "validation.jsonl", "test.jsonl"):
-        for line in (data_dir / name).read_text().splitlines():
-            record = json.loads(line)
-            records[f"mmlu/{record['id']}"] = record
-    return records
-
-
 def _model_name(manifest_model: dict[str, Any]) -> str:
     return str(manifest_model.get("model", "?")).split("/")[-1].removesuffix(".gguf")
 
 
 def collect(roots: list[Path], mmlu_dir: Path) -> list[dict[str, Any]]:
-    mmlu = _mmlu_records(mmlu_dir)
+    mmlu = read_questions(mmlu_dir)
     counts: Counter[tuple] = Counter()
     first: dict[tuple, dict[str, Any]] = {}
     for root in roots:

@@ -20,17 +20,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from memrl_bench.answers import read_answer
+from memrl_bench.envs.mmlu import read_questions
 from memrl_bench.records import read_run
 from memrl_bench.runfolder import run_folders
-
-
-def mmlu_records(data_dir: Path) -> dict[str, dict]:
-    records = {}
-    for name in ("dev.jsonl", "validation.jsonl", "test.jsonl"):
-        for line in (data_dir / name).read_text().splitlines():
-            record = json.loads(line)
-            records[f"mmlu/{record['id']}"] = record
-    return records
 
 
 def regrade(folder: Path, mmlu: dict[str, dict]) -> tuple[list[dict], list[dict]]:
@@ -56,7 +48,7 @@ def main() -> None:
     parser.add_argument("--mmlu-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data" / "mmlu")
     parser.add_argument("--changes", action="store_true", help="print every completion read differently")
     args = parser.parse_args()
-    mmlu = mmlu_records(args.mmlu_dir)
+    mmlu = read_questions(args.mmlu_dir)
     by_method: dict[tuple[str, str], list[dict]] = defaultdict(list)
     all_changes = []
     print("| run | phase | episodes | SR then | SR now | answers read differently |")

@@ -10,6 +10,7 @@ test = test (14042), each in file order (by subject). `subjects` keeps only some
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -32,6 +33,11 @@ class MMLURecord(DataRecord):
     question: str
     choices: list[str] = Field(min_length=len(LETTERS), max_length=len(LETTERS))
     answer: Literal["A", "B", "C", "D"]
+
+
+def read_questions(folder: Path) -> dict[str, dict[str, Any]]:
+    """Every question of the MMLU files in `folder` by task id (mmlu/<id>): question, choices, answer, subject."""
+    return {f"mmlu/{record['id']}": record for file_name in _FILES.values() for record in read_data_file(folder / file_name, MMLURecord)}
 
 
 def format_question(question: str, choices: list[str]) -> str:
