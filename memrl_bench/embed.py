@@ -147,11 +147,14 @@ class OpenAIEmbedder(Embedder):
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", batch_size: int = 64, dim: int | None = None, timeout_s: float = 60.0):
         import openai
 
+        from memrl_bench.llm.http import body_cap, capped_client
+
         if not model:
             raise ValueError("embedder.model is required for the openai embedder")
         # Local servers take any key; a hosted API fails on its own with a clear message.
         api_key = os.environ.get(api_key_env) or "none"
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s)
+        # an answer's body is read under a cap in bytes and time: a hostile server cannot exhaust memory
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, http_client=capped_client(body_cap(), timeout_s))
         self.model = model
         self.batch_size = batch_size
         self._dim = dim

@@ -8,15 +8,20 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import sqlite3
 import threading
+import zlib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import httpx2 as httpx
 import pytest
 
-from memrl_bench.llm import LLMError
+from memrl_bench.embed import OpenAIEmbedder
+from memrl_bench.llm import LLMError, LLMOutageError
+from memrl_bench.llm import http as llm_http
 from memrl_bench.llm.cache import ResponseCache
 from memrl_bench.llm.client import MAX_TOKEN_COUNT, OpenAIChatModel, RetryPolicy, _classify, _InvalidResponse, read_completion
 from memrl_bench.llm.fault_server import Fault, FaultServer
@@ -113,10 +118,11 @@ def test_a_hostile_completion_then_a_good_one_is_a_retried_success(raw_server):
     assert (completion.text, completion.usage.prompt_tokens, completion.usage.retries) == ("Action: COMMIT", 5, 1)
 
 
-def test_a_40_mb_error_answer_is_kept_to_its_first_characters_in_the_error_and_the_log(caplog):
-    """Before: the whole 40 MB text in every episode's error field and every retry's log line."""
+def test_a_10_mb_error_answer_is_kept_to_its_first_characters_in_the_error_and_the_log(caplog):
+    """Before: the whole text in every episode's error field and every retry's log line (a body
+    past the cap of memrl_bench.llm.http is not read at all: see the tests below)."""
     with FaultServer() as server:
-        server.script(*[Fault.http_error(500, message="E" * 40_000_000)] * 2)
+        server.script(*[Fault.http_error(500, message="E" * 10_000_000)] * 2)
         model = OpenAIChatModel(server.base_url, "m", retry=ONE_RETRY)
         with caplog.at_level(logging.WARNING), pytest.raises(LLMError) as raised:
             asyncio.run(model.chat(HELLO))
@@ -124,3 +130,104 @@ def test_a_40_mb_error_answer_is_kept_to_its_first_characters_in_the_error_and_t
     assert cut in str(raised.value) and len(str(raised.value)) < SERVER_TEXT_CHARS + 300
     retries = [r.getMessage() for r in caplog.records if "retry 1 of 1" in r.getMessage()]
     assert len(retries) == 1 and cut in retries[0] and len(retries[0]) < SERVER_TEXT_CHARS + 300
+
+
+SMALL_CAP = 1 << 20  # the tests' body cap: 1 MiB instead of MIN_BODY_BYTES
+
+
+@pytest.fixture
+def hostile_body_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, list[str]]]:
+    """A server answering every POST (chat and embeddings) in the mode of `modes[0]`: "endless_500"
+    (a chunked body of 64 MiB, 64 times the cap; the red team's never ended), "gzip_500" (a gzip body
+    expanding to 64 MiB), "big_200" (a completion of 4 MiB)."""
+    monkeypatch.setattr(llm_http, "MIN_BODY_BYTES", SMALL_CAP)
+    modes: list[str] = []
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    bomb = b"".join(packer.compress(b"E" * (1 << 20)) for _ in range(64)) + packer.flush()
+    seen_encodings: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _chunked(self, status: int, chunks: Iterator[bytes]) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                for chunk in chunks:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.write(b"0\r\n\r\n")
+            except OSError:  # the client hung up past its cap: what the cap is for
+                self.close_connection = True
+
+        def do_GET(self) -> None:
+            body = json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            seen_encodings.append(self.headers.get("Accept-Encoding", ""))
+            mode = modes[0]
+            if mode == "endless_500":
+                self._chunked(500, (b"E" * 65536 for _ in range(1024)))
+            elif mode == "gzip_500":
+                self.send_response(500)
+                self.send_header("Content-Encoding", "gzip")
+                self.send_header("Content-Length", str(len(bomb)))
+                self.end_headers()
+                self.wfile.write(bomb)
+            elif mode == "big_200":
+                self._chunked(200, iter([completion_body("A" * (4 << 20))]))
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", modes
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen_encodings and set(seen_encodings) == {"identity"}  # every request asked for an uncompressed answer
+
+
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [
+        ("endless_500", "ResponseTooLarge: the server's HTTP 500 answer passed 1,048,576 bytes"),
+        ("gzip_500", "ResponseTooLarge: the server answered HTTP 500 with a gzip-compressed body"),
+        ("big_200", "ResponseTooLarge: the server's HTTP 200 answer passed 1,048,576 bytes"),
+    ],
+)
+def test_a_chat_answer_past_the_body_cap_is_a_failed_call_not_read_whole(hostile_body_server, mode: str, reason: str):
+    """Before (red team round 2, B11/B12): an endless chunked 500 or a gzip bomb grew the harness to 23 GB, killed by the kernel."""
+    url, modes = hostile_body_server
+    modes.append(mode)
+    model = OpenAIChatModel(url, "m", retry=ONE_RETRY)
+    with pytest.raises(LLMError, match=f"failed after 1 retries: connection error: {re.escape(reason)}") as raised:
+        asyncio.run(model.chat(HELLO))
+    assert raised.value.usage.failures == 1
+
+
+def test_a_body_still_arriving_past_the_deadline_is_a_timeout():
+    """The chat's wait_for bounds its calls; this bounds the sync clients' (/models, embeddings): httpx's timeout is per read."""
+    with FaultServer() as server:
+        client = llm_http.capped_client(SMALL_CAP, deadline_s=0.0)
+        with pytest.raises(httpx.ReadTimeout, match="still arriving after 0 s"):
+            client.get(f"{server.base_url}/models")
+
+
+@pytest.mark.parametrize("mode", ["endless_500", "gzip_500"])
+def test_an_embeddings_answer_past_the_body_cap_stops_the_run_as_an_outage(hostile_body_server, mode: str):
+    url, modes = hostile_body_server
+    modes.append(mode)
+    embedder = OpenAIEmbedder("e", base_url=url, timeout_s=5.0)
+    with pytest.raises(LLMOutageError, match="the embeddings server at .* failed: Connection error"):
+        embedder.embed(["hello"])

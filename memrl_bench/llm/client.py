@@ -37,6 +37,7 @@ from memrl_bench.config import LLMConfig, cache_root, validated
 from memrl_bench.llm import CacheMissError, Completion, ContextOverflowError, LLMAuthError, LLMError, LLMOutageError, TokenCount, completion_char_cap, estimate_tokens
 from memrl_bench.llm.cache import CachedResponse, ResponseCache, cache_key, count_key
 from memrl_bench.llm.gguf import check_file
+from memrl_bench.llm.http import body_cap, capped_async_client, capped_client
 from memrl_bench.redaction import redact_server_text, remember_secret, remember_url, scrub, strip_url_secrets, url_host
 from memrl_bench.types import Usage
 
@@ -178,6 +179,8 @@ class OpenAIChatModel:
         remember_secret(os.environ.get(api_key_env))
         remember_url(self.base_url)
         self._rng = random.Random(self.retry.seed)
+        # every answer's body is read under this many bytes (a per-call max_tokens past ~87k tokens would need more)
+        self._body_cap = body_cap(completion_char_cap(self.generation.get("max_tokens")))
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         self._consecutive_failures = 0
         self._outage: str | None = None
@@ -201,7 +204,8 @@ class OpenAIChatModel:
 
     def _served_model(self) -> str | None:
         """The model id the server reports; one clear error if it cannot be reached."""
-        client = openai.OpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=min(self.retry.timeout_s, 30.0))
+        timeout_s = min(self.retry.timeout_s, 30.0)
+        client = openai.OpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=timeout_s, http_client=capped_client(self._body_cap, timeout_s))
         try:
             ids = [m.id for m in client.models.list()]
         except openai.APIStatusError as err:
@@ -239,7 +243,7 @@ class OpenAIChatModel:
         if state is None:
             # openai's default HTTP client closes itself on garbage collection by scheduling
             # a task on whatever loop runs then, which fails for a pool of a closed loop.
-            http_client = openai.DefaultAsyncHttpxClient()
+            http_client = capped_async_client(self._body_cap, self.retry.timeout_s)
             client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.retry.timeout_s, http_client=http_client)
             state = self._loops[loop] = _LoopState(client, asyncio.Semaphore(self.max_concurrency))
         return state
