@@ -127,6 +127,7 @@ URL_SHAPES = [
     ("query_header_name", "http://{h}/v1?X-Api-Key={c}"),
     ("query_token_and_fragment", "http://{h}/v1?a=1&access_token={c}#top"),
     ("query_signature", "http://{h}/v1?sig={c}"),
+    ("query_oauth_code", "http://{h}/v1?code={c}"),  # an OAuth authorization code (red team round 2)
     ("userinfo_and_query", "http://user:{c}@{h}/v1?token={c}"),
 ]
 HOST = "127.0.0.1:8000"
