@@ -27,7 +27,7 @@ from memrl_bench import CONF_DIR
 from memrl_bench.config import InputError
 from memrl_bench.hydra_support import register_resolvers
 from memrl_bench.llm import LLMOutageError
-from memrl_bench.redaction import hide_url_secrets_from_command_line, redact_server_text, scrub
+from memrl_bench.redaction import ScrubbedStream, hide_url_secrets_from_command_line, redact_server_text, remember_command_line, scrub
 from memrl_bench.runfolder import MANIFEST, is_disk_full, write_text_atomic
 from memrl_bench.runner import run
 from memrl_bench.summary import print_summary
@@ -160,6 +160,8 @@ def main() -> None:
     # Hydra then raises its errors (and the app's) here instead of printing them itself.
     os.environ["HYDRA_FULL_ERROR"] = "1"
     hide_url_secrets_from_command_line()  # Hydra reads sys.argv, a copy
+    remember_command_line(sys.argv[1:])
+    sys.stderr = ScrubbedStream(sys.stderr)  # argparse and Hydra print what they refuse, quoting it
     try:
         app()
     except BaseException as err:

@@ -193,18 +193,63 @@ class ScrubFilter(logging.Filter):
         return True
 
 
-def _masked(arg: str) -> str:
-    """`arg` with every URL's userinfo and key-like query values replaced by as many '*': up to
-    the LAST '@' of the whole argument (a malformed password may hold '?', '#' or a space)."""
-    out = list(arg)
+def _argument_secret_spans(arg: str) -> list[tuple[int, int]]:
+    """(start, end) of every URL userinfo (with its '@') and key-like query value in a command-line
+    argument: the userinfo runs up to the LAST '@' of the whole argument (a malformed password
+    may hold '?', '#', a quote or a space, which end it for strip_url_secrets)."""
+    spans = []
     for start, _ in _url_spans(arg):
         host = arg.rfind("@", start) + 1  # 0: no userinfo
-        out[start:host] = "*" * max(0, host - start)
+        if host > start:
+            spans.append((start, host))
         query = arg.find("?", max(start, host))
         for match in _QUERY_PARAM.finditer(arg, query + 1) if query >= 0 else ():
             if match.group("value") and _is_credential(match.group("name")):
-                out[match.start("value") : match.end("value")] = "*" * len(match.group("value"))
+                spans.append((match.start("value"), match.end("value")))
+    return spans
+
+
+def _masked(arg: str) -> str:
+    """`arg` with every URL's userinfo and key-like query values replaced by as many '*'."""
+    out = list(arg)
+    for start, end in _argument_secret_spans(arg):
+        out[start:end] = "*" * (end - start)
     return "".join(out)
+
+
+_INTERPOLATION = re.compile(r"\$\{([^}]*)\}")
+
+
+def remember_command_line(argv: list[str]) -> None:
+    """Redact from every text scrubbed from now on the URL passwords (the user, if there is none)
+    and key-like query values of the command line's arguments, also where Hydra or argparse quote
+    an argument they refuse (a password holding '#' or a quote: Hydra's lexer error; one holding
+    `${name}`: "Interpolation key 'name' not found")."""
+    for arg in argv:
+        for start, end in _argument_secret_spans(arg):
+            value = arg[start:end]
+            if value.endswith("@"):
+                plain = value[:-1].replace("\\:", ":")
+                value = plain.partition(":")[2] or plain
+                _USERINFOS.update(_variants(arg[start:end]))
+            remember_secret(value)
+            for name in _INTERPOLATION.findall(value):
+                remember_secret(name)
+
+
+class ScrubbedStream:
+    """A text stream (the CLI's stderr) whose every write is scrubbed: argparse and Hydra print
+    their errors themselves, quoting the arguments they refuse."""
+
+    def __init__(self, inner: Any):
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        self._inner.write(scrub(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 def hide_url_secrets_from_command_line() -> bool:

@@ -127,3 +127,34 @@ def test_every_url_secret_form_is_masked_in_the_process_own_cmdline():
     argv, cmdline = out.stdout.split(b"\n", 1)
     assert argv.decode() == repr(args) and CANARY.encode() not in cmdline
     assert cmdline.split(b"\0")[-6:-2] == [b"llm.base_url=http://" + b"*" * 15 + b"h:1/v1", b"embedder.base_url='http://h:1/v1?api_key=" + b"*" * 12 + b"&n=1'", b"x='http://" + b"*" * 17 + b"h:1/v1'", b"y='http://" + b"*" * 17 + b"h:1/v1'"]
+
+
+# Arguments argparse or Hydra refuse before the job runs, printing them as typed (red team round 2, B8).
+REFUSED_BEFORE_THE_JOB = {
+    "hash_in_pass": ("llm=openai", "llm.model=m", f"llm.base_url=http://u:a#{CANARY}@127.0.0.1:9/v1"),  # Hydra's LexerNoViableAltException
+    "quote_in_pass": ("llm=openai", "llm.model=m", f"llm.base_url=http://u:a'{CANARY}@127.0.0.1:9/v1"),
+    "double_quote_in_pass": ("llm=openai", "llm.model=m", f'llm.base_url=http://u:a"{CANARY}@127.0.0.1:9/v1'),
+    "interpolation_in_pass": ("llm=openai", "llm.model=m", f"llm.base_url=http://u:${{{CANARY}}}@127.0.0.1:9/v1"),  # "Interpolation key '...' not found"
+    "unknown_option": ("llm.model=m", "--bogus", f"llm.base_url=http://u:{CANARY}@127.0.0.1:9/v1"),  # argparse's "unrecognized arguments: ..."
+}
+
+
+@pytest.mark.parametrize("args", REFUSED_BEFORE_THE_JOB.values(), ids=REFUSED_BEFORE_THE_JOB.keys())
+def test_an_argument_refused_before_the_job_is_printed_without_its_password(tmp_path, args: tuple[str, ...]):
+    out = memrl_bench(f"results_dir={tmp_path / 'results'}", *args)
+    assert out.returncode == 2 and out.stderr.strip(), out.stderr
+    assert CANARY not in out.stdout + out.stderr, out.stderr
+
+
+def test_a_scrubbed_stream_redacts_what_the_command_line_holds():
+    import io
+
+    from memrl_bench.redaction import REDACTED, ScrubbedStream, remember_command_line
+
+    remember_command_line([f"llm.base_url=http://u:a#{CANARY}1@h/v1", f"x=http://u:${{{CANARY}2}}@h/v1", f"y='http://h/v1?code={CANARY}3'"])
+    sink = io.StringIO()
+    stream = ScrubbedStream(sink)
+    stream.write(f"Lexer error: llm.base_url=http://u:a#{CANARY}1@h/v1 ^\n")
+    stream.write(f"Interpolation key '{CANARY}2' not found\n")
+    stream.write(f"unrecognized arguments: y='http://h/v1?code={CANARY}3'\n")
+    assert CANARY not in sink.getvalue() and sink.getvalue().count(REDACTED) >= 2, sink.getvalue()
