@@ -418,11 +418,13 @@ def _checked_url(url: str | None) -> str | None:
         raise ValueError("must be an http(s) URL such as http://127.0.0.1:8000/v1")
     if url_host(url) != urlsplit(url).netloc.rpartition("@")[2]:  # HTTP clients take the host from before the first '/'
         raise ValueError("its host is ambiguous: a '/' before the last '@' (a password holding '/', or a path holding '@'); percent-encode it (%2F, %40)")
-    _, colon, port = url_host(url).rpartition("]")[2].rpartition(":")  # host:port, [IPv6]:port
+    _, colon, port = url_host(url).rpartition("]")[2].partition(":")  # host:port, [IPv6]:port; host:9:9 has port "9:9"
     if colon and not (port.isdigit() and 1 <= int(port) <= 65535):  # not an outage: no server can listen there
         # never the port itself: after a password holding '?', '#' or a space, it is part of the password
         hint = " (a password holding '?', '#' or a space ends the host early: percent-encode it)" if "@" in url else ""
         raise ValueError(f"the port must be a number in 1-65535{hint}")
+    if re.search(r"[\x00-\x1f\x7f]", url):  # the HTTP client refuses it (httpx InvalidURL) at the first request
+        raise ValueError("holds a control character (a newline, a tab, ...); percent-encode it")
     return url
 
 

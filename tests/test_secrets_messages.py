@@ -34,6 +34,8 @@ MALFORMED = {
     "bad_port_with_pass": f"http://u:{CANARY}@127.0.0.1:80009/v1",
     "no_scheme_with_pass": f"u:{CANARY}@127.0.0.1:8000/v1",
     "bad_scheme_with_pass": f"ftp://u:{CANARY}@127.0.0.1:8000/v1",
+    "two_ports_with_pass": f"http://u:{CANARY}@127.0.0.1:9:9/v1",  # round 2: httpx's InvalidURL traceback, exit 1
+    "control_char_with_pass": f"http://u:{CANARY}@127.0.0.1:8000/v\x01",
 }
 
 
@@ -48,6 +50,13 @@ def test_a_malformed_url_is_refused_without_echoing_its_password(group: str, url
 
 def test_a_malformed_url_on_the_command_line_is_one_line_without_its_password(tmp_path):
     out = memrl_bench(f"results_dir={tmp_path / 'results'}", "llm=openai", "llm.model=m", f"llm.base_url='http://u:a?{CANARY}@127.0.0.1:8000/v1'")
+    assert out.returncode == 2 and out.stderr.startswith("memrl-bench: error: llm.base_url: the port must be a number") and len(out.stderr.splitlines()) == 1, out.stderr
+    assert CANARY not in out.stdout + out.stderr and not (tmp_path / "results").exists()
+
+
+def test_a_url_with_two_ports_on_the_command_line_is_one_line_naming_the_key(tmp_path):
+    """Before (red team round 2): httpx's InvalidURL traceback, exit 1."""
+    out = memrl_bench(f"results_dir={tmp_path / 'results'}", "llm=openai", "llm.model=m", f"llm.base_url='http://u:{CANARY}@127.0.0.1:9:9/v1'")
     assert out.returncode == 2 and out.stderr.startswith("memrl-bench: error: llm.base_url: the port must be a number") and len(out.stderr.splitlines()) == 1, out.stderr
     assert CANARY not in out.stdout + out.stderr and not (tmp_path / "results").exists()
 
