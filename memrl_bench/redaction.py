@@ -194,7 +194,7 @@ class ScrubFilter(logging.Filter):
 
 
 def _argument_secret_spans(arg: str) -> list[tuple[int, int]]:
-    """(start, end) of every URL userinfo (with its '@') and key-like query value in a command-line
+    """(start, end) of every URL userinfo (with its '@') and key-like parameter value in a command-line
     argument: the userinfo runs up to the LAST '@' of the whole argument (a malformed password
     may hold '?', '#', a quote or a space, which end it for strip_url_secrets)."""
     spans = []
@@ -202,7 +202,8 @@ def _argument_secret_spans(arg: str) -> list[tuple[int, int]]:
         host = arg.rfind("@", start) + 1  # 0: no userinfo
         if host > start:
             spans.append((start, host))
-        query = arg.find("?", max(start, host))
+        # parameters start at '?', also at '#' or ';' (a fragment or path parameters: Hydra's lexer quotes them)
+        query = min((i for i in (arg.find(mark, max(start, host)) for mark in "?#;") if i >= 0), default=-1)
         for match in _QUERY_PARAM.finditer(arg, query + 1) if query >= 0 else ():
             if match.group("value") and _is_credential(match.group("name")):
                 spans.append((match.start("value"), match.end("value")))

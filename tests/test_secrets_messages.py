@@ -144,6 +144,8 @@ REFUSED_BEFORE_THE_JOB = {
     "quote_in_pass": ("llm=openai", "llm.model=m", f"llm.base_url=http://u:a'{CANARY}@127.0.0.1:9/v1"),
     "double_quote_in_pass": ("llm=openai", "llm.model=m", f'llm.base_url=http://u:a"{CANARY}@127.0.0.1:9/v1'),
     "interpolation_in_pass": ("llm=openai", "llm.model=m", f"llm.base_url=http://u:${{{CANARY}}}@127.0.0.1:9/v1"),  # "Interpolation key '...' not found"
+    "fragment_key": ("llm=openai", "llm.model=m", f"llm.base_url=http://127.0.0.1:9/v1#key={CANARY}"),
+    "semicolon_key": ("llm=openai", "llm.model=m", f"llm.base_url=http://127.0.0.1:9/v1;key={CANARY}"),
     "unknown_option": ("llm.model=m", "--bogus", f"llm.base_url=http://u:{CANARY}@127.0.0.1:9/v1"),  # argparse's "unrecognized arguments: ..."
 }
 
