@@ -35,6 +35,7 @@ from typing import Any
 from memrl_bench.runfolder import CorruptRunFolderError, UnreadableJSONError, parse_json, read_regular
 
 TRANSCRIPTS = "transcripts.jsonl.gz"
+MAX_TRANSCRIPTS_BYTES = 2 << 30  # read whole to salvage around damage: far past a run's (BENCHMARKS.md, "Transcripts"), short of exhausting memory
 GZIP_HEADER = b"\x1f\x8b\x08"  # a gzip member's magic and its method (deflate): where a skipped member's successor may start
 
 
@@ -139,7 +140,7 @@ class TranscriptLog:
         out = Salvage()
         if not self.path.exists():
             return out
-        data = read_regular(self.path)
+        data = read_regular(self.path, MAX_TRANSCRIPTS_BYTES)
         view = memoryview(data)  # members are decoded in place, not copied out
         start = 0
         skipped: list[list] = []  # [start, end, whether it decodes without error to the end of the file, what it decodes to] of each stretch skipped
