@@ -200,7 +200,8 @@ def sealed(manifest: dict) -> dict:
 
 
 def batch_key(record: dict) -> tuple:
-    return (record["phase"], record["split"], record["epoch"], record["batch_index"])
+    """(phase, split, epoch, batch_index) of a log or transcript record; None where a damaged one lacks a field."""
+    return (record.get("phase"), record.get("split"), record.get("epoch"), record.get("batch_index"))
 
 
 def duplicate_ids(records: list[dict]) -> list[str]:
