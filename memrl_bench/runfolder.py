@@ -53,7 +53,7 @@ SCHEDULE_EPISODES = "schedule_episodes"  # the episodes of the run's whole sched
 SEAL_HINT = "if it is as its run wrote it, add the digest with `python scripts/seal_manifests.py FOLDER` (a memrl-bench checkout)"
 # What a reader accepts of each kind of file, so a huge or sparse file is one error line, not a MemoryError.
 MAX_SMALL_FILE_BYTES = 16 << 20  # manifest.json, metrics.json, SHA256SUMS, the gold cache: a run writes kilobytes
-MAX_LINE_BYTES = 16 << 20  # one line of episodes.jsonl or items.jsonl: a run writes kilobytes
+MAX_LINE_BYTES = 64 << 20  # one line of episodes.jsonl or items.jsonl: kilobytes as a rule; max_steps turns of capped completions (64 Ki chars at least) at most
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 

@@ -386,7 +386,7 @@ UNREADABLE_RUN_FILES = [
     ("episodes_is_a_fifo", _fifo("episodes.jsonl"), "episodes.jsonl is not a regular file"),
     ("metrics_is_a_fifo", _fifo("metrics.json"), "metrics.json is not a regular file"),
     ("manifest_of_20_gb", _sparse("manifest.json"), "manifest.json is larger than 16777216 bytes (21474836480 bytes)"),
-    ("episodes_of_20_gb", _sparse("episodes.jsonl"), "episodes.jsonl line 41 is longer than 16777216 bytes"),
+    ("episodes_of_20_gb", _sparse("episodes.jsonl"), "episodes.jsonl line 41 is longer than 67108864 bytes"),
     ("metrics_of_20_gb", _sparse("metrics.json"), "metrics.json is larger than 16777216 bytes (21474836480 bytes)"),
     ("checksums_of_20_gb", _sparse("memory/final/SHA256SUMS"), "SHA256SUMS is larger than 16777216 bytes (21474836480 bytes)"),
 ]
@@ -450,3 +450,16 @@ def test_a_completion_past_the_cap_is_stored_cut_and_the_answer_read_from_what_i
 def test_an_unknown_mmlu_subject_is_one_line_naming_the_valid_ones(tmp_path):
     overrides = ("env=mmlu", f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu')}", "+env.subjects=[virology]", "method=none", "llm=openai", "llm.model=m", "llm.base_url=http://127.0.0.1:9/v1", *QUICK)
     one_line_exit_2(*outcome_of(overrides, tmp_path / "results" / "run"), "env.subjects: unknown MMLU subject(s) virology; valid: demo")
+
+
+def test_a_memory_items_line_past_the_cap_is_one_error_naming_it(tmp_path):
+    """items.jsonl of a final snapshot, 20 GB sparse: read line by line up to MAX_LINE_BYTES, never whole."""
+    import os
+
+    from memrl_bench.records import memory_items
+    from memrl_bench.runfolder import FileTooLargeError
+
+    (tmp_path / "items.jsonl").write_bytes(b"")
+    os.truncate(tmp_path / "items.jsonl", 20 << 30)
+    with pytest.raises(FileTooLargeError, match=r"items\.jsonl line 1 is longer than 67108864 bytes"):
+        memory_items(tmp_path)

@@ -212,3 +212,15 @@ def test_a_transcripts_fifo_is_never_read_and_reads_as_no_records_with_a_warning
     assert log.read() == []
     warning = capsys.readouterr().err.strip()
     assert warning.count("\n") == 0 and "transcripts.jsonl.gz is not a regular file" in warning
+
+
+def test_a_transcripts_file_past_its_cap_is_never_read_and_reads_as_no_records_with_a_warning(tmp_path, capsys):
+    """A 20 GB sparse transcripts.jsonl.gz was read whole (MemoryError): refused on its size before a byte is read."""
+    import os
+
+    log = TranscriptLog(tmp_path)
+    log.append([record("a")])
+    os.truncate(log.path, 20 << 30)
+    assert log.read() == []
+    warning = capsys.readouterr().err.strip()
+    assert warning.count("\n") == 0 and f"{log.path} is larger than 2147483648 bytes (21474836480 bytes)" in warning, warning
