@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from memrl_bench.runfolder import COMPLETE, EPISODES, MANIFEST, CorruptRunFolderError, RunFolder, UnreadableJSONError, duplicate_ids, open_regular, parse_json
+from memrl_bench.runfolder import COMPLETE, EPISODES, MANIFEST, CorruptRunFolderError, RunFolder, UnreadableJSONError, duplicate_ids, parse_json, regular_lines
 
 
 class Record(BaseModel):
@@ -208,15 +208,14 @@ def memory_items(snapshot: Path | None) -> list[MemoryItemRecord]:
     if path is None or not path.exists():
         return []
     items = []
-    with open_regular(path) as f:
-        for n, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                data = parse_json(line)
-            except UnreadableJSONError as err:
-                raise CorruptRunFolderError(f"{path} line {n} is not valid JSON ({err})") from None
-            items.append(_parsed(MemoryItemRecord, data, f"{path} line {n}"))
+    for n, line in regular_lines(path):
+        if not line.strip():
+            continue
+        try:
+            data = parse_json(line)
+        except UnreadableJSONError as err:
+            raise CorruptRunFolderError(f"{path} line {n} is not valid JSON ({err})") from None
+        items.append(_parsed(MemoryItemRecord, data, f"{path} line {n}"))
     return items
 
 

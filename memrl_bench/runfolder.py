@@ -27,6 +27,7 @@ import ctypes
 import errno
 import fcntl
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -50,11 +51,18 @@ FINAL_REBUILD_HINT = f"delete the folder memory/ and the {COMPLETE} file, and re
 DIGEST = "manifest_sha256"  # the manifest's own digest, a field of it
 SCHEDULE_EPISODES = "schedule_episodes"  # the episodes of the run's whole schedule, recorded in its manifest
 SEAL_HINT = "if it is as its run wrote it, add the digest with `python scripts/seal_manifests.py FOLDER` (a memrl-bench checkout)"
+# What a reader accepts of each kind of file, so a huge or sparse file is one error line, not a MemoryError.
+MAX_SMALL_FILE_BYTES = 16 << 20  # manifest.json, metrics.json, SHA256SUMS, the gold cache: a run writes kilobytes
+MAX_LINE_BYTES = 64 << 20  # one line of episodes.jsonl or items.jsonl: kilobytes as a rule; max_steps turns of capped completions (64 Ki chars at least) at most
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class CorruptRunFolderError(InputError, RuntimeError):
     """A run folder's files are damaged in a way no crash of the harness produces."""
+
+
+class FileTooLargeError(CorruptRunFolderError):
+    """A file, or a line of one, past the size its kind of file is read up to (MAX_SMALL_FILE_BYTES, MAX_LINE_BYTES...)."""
 
 
 class RunFolderBusyError(InputError, RuntimeError):
@@ -98,10 +106,28 @@ def open_regular(path: Path) -> IO[bytes]:
     return f
 
 
-def read_regular(path: Path) -> bytes:
-    """The bytes of `path`, a regular file (`open_regular`)."""
+def read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of `path`, a regular file (`open_regular`) of at most `limit` bytes; FileTooLargeError
+    if it is larger (a sparse file of gigabytes is refused before a byte is read, never loaded whole)."""
     with open_regular(path) as f:
-        return f.read()
+        size = os.fstat(f.fileno()).st_size
+        data = f.read(limit + 1) if size <= limit else b""
+    if size > limit or len(data) > limit:  # the second: it grew since the fstat
+        raise FileTooLargeError(f"{path} is larger than {limit} bytes ({max(size, len(data))} bytes); a run writes far less, so it was put there by hand or damaged")
+    return data
+
+
+def regular_lines(path: Path, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes]]:
+    """(line number, line with its newline) of a regular file (`open_regular`), read one line at a time,
+    never the whole file; FileTooLargeError naming the line if one is longer than `limit` bytes."""
+    with open_regular(path) as f:
+        for number in itertools.count(1):
+            raw = f.readline(limit + 1)
+            if not raw:
+                return
+            if len(raw) > limit:
+                raise FileTooLargeError(f"{path} line {number} is longer than {limit} bytes; a run writes far shorter lines, so it was put there by hand or damaged")
+            yield number, raw
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -174,7 +200,8 @@ def sealed(manifest: dict) -> dict:
 
 
 def batch_key(record: dict) -> tuple:
-    return (record["phase"], record["split"], record["epoch"], record["batch_index"])
+    """(phase, split, epoch, batch_index) of a log or transcript record; None where a damaged one lacks a field."""
+    return (record.get("phase"), record.get("split"), record.get("epoch"), record.get("batch_index"))
 
 
 def duplicate_ids(records: list[dict]) -> list[str]:
@@ -282,7 +309,7 @@ class RunFolder:
         if not path.exists():
             return None
         try:
-            manifest = parse_json(read_regular(path))
+            manifest = parse_json(read_regular(path, MAX_SMALL_FILE_BYTES))
         except UnreadableJSONError as err:
             raise CorruptRunFolderError(f"{path} is not valid JSON ({err}); it is written atomically, so it was edited or damaged") from None
         if not isinstance(manifest, dict) or not isinstance(manifest.get("config"), dict):
@@ -310,16 +337,15 @@ class RunFolder:
         if not self.episodes_path.exists():
             return [], False
         records = []
-        with open_regular(self.episodes_path) as f:
-            for number, raw in enumerate(f, start=1):
-                if not raw.endswith(b"\n"):
-                    return records, True
-                try:
-                    records.append(parse_json(raw))
-                except UnreadableJSONError as err:
-                    raise CorruptRunFolderError(
-                        f"{self.episodes_path} line {number} is not valid JSON ({err}); only a torn last line comes from a crash, so this folder was edited or damaged"
-                    ) from None
+        for number, raw in regular_lines(self.episodes_path):
+            if not raw.endswith(b"\n"):
+                return records, True
+            try:
+                records.append(parse_json(raw))
+            except UnreadableJSONError as err:
+                raise CorruptRunFolderError(
+                    f"{self.episodes_path} line {number} is not valid JSON ({err}); only a torn last line comes from a crash, so this folder was edited or damaged"
+                ) from None
         return records, False
 
     def truncate_to_batches(self, expected_size: Callable[[tuple], int | None]) -> list[dict]:
@@ -431,7 +457,7 @@ class RunFolder:
         if not path.exists():
             return None
         try:
-            return parse_json(read_regular(path))
+            return parse_json(read_regular(path, MAX_SMALL_FILE_BYTES))
         except UnreadableJSONError as err:
             raise CorruptRunFolderError(f"{path} is not valid JSON ({err}); it is written atomically, so it was edited or damaged") from None
 
@@ -461,7 +487,7 @@ def run_folders(root: Path) -> list[Path]:
 def _read_checksums(sums: Path, hint: str) -> dict[str, str]:
     """SHA256SUMS as {file: sha256}; CorruptRunFolderError naming it if it is not that file's format."""
     try:
-        text = read_regular(sums).decode()
+        text = read_regular(sums, MAX_SMALL_FILE_BYTES).decode()
     except UnicodeDecodeError as err:
         raise CorruptRunFolderError(f"{sums} is not UTF-8 text (byte {err.start}): the memory snapshot was damaged or edited; {hint}") from None
     expected = {}

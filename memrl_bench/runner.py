@@ -253,7 +253,7 @@ class Runner:
     def _play(self, parts: RunParts, schedule: list[Batch]) -> None:
         sizes = {b.key: b.size for b in schedule}
         logged = self.folder.truncate_to_batches(sizes.get)
-        self.transcripts.keep_only(r["episode_id"] for r in logged)
+        self.transcripts.keep_only(logged)
         by_batch: dict[tuple, list[dict]] = {}
         for record in logged:
             by_batch.setdefault(batch_key(record), []).append(record)

@@ -9,7 +9,9 @@ readable prefix (a torn last member is ignored) that holds at least the logged b
 resume the file is cut back to the episodes the log holds, as the log is cut to whole
 batches; the run folder's lock makes the runner its only writer. A torn last member that
 holds episodes the log already has was cut after the fact (no crash does that): the resume
-keeps the whole lines that still decode from it and says so.
+keeps the whole lines that still decode from it and says so; when none decodes (a cut in its
+first bytes), it says so if the log holds batches after the last whole member in a phase
+whose batches write transcripts (`_logged_batches_after`).
 
 Damage no crash makes (bytes changed in the middle of the file) costs only the members it
 hits: a reader skips a member that fails to decode or its CRC, finds the next member's
@@ -27,14 +29,14 @@ import json
 import os
 import sys
 import zlib
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrl_bench.runfolder import CorruptRunFolderError, UnreadableJSONError, parse_json, read_regular
+from memrl_bench.runfolder import CorruptRunFolderError, UnreadableJSONError, batch_key, parse_json, read_regular
 
 TRANSCRIPTS = "transcripts.jsonl.gz"
+MAX_TRANSCRIPTS_BYTES = 2 << 30  # read whole to salvage around damage: far past a run's (BENCHMARKS.md, "Transcripts"), short of exhausting memory
 GZIP_HEADER = b"\x1f\x8b\x08"  # a gzip member's magic and its method (deflate): where a skipped member's successor may start
 
 
@@ -53,9 +55,10 @@ class Salvage:
     def damaged(self) -> bool:
         return bool(self.damaged_places or self.bad_lines)
 
-    def warning(self, path: Path, what: str, kept: int, logged_tail: int = 0) -> str:
+    def warning(self, path: Path, what: str, kept: int, logged_tail: int = 0, lost_batches: int = 0) -> str:
         """One line: what was skipped, and that `what` the `kept` records around it; `logged_tail`:
-        the records kept from a cut last member whose episodes the log holds."""
+        the records kept from a cut last member whose episodes the log holds; `lost_batches`: the
+        logged batches a cut last member of which no whole line decodes may have held."""
         parts = []
         if self.damaged_places:
             parts.append(f"skipped {self.damaged_bytes} damaged bytes in {self.damaged_places} place(s) where no gzip member decodes (the records in them are lost)")
@@ -64,6 +67,11 @@ class Salvage:
         if logged_tail:
             parts.append(
                 f"its last gzip member is cut short though the log holds its episodes (damage: a crash cuts only a batch not yet logged), so the records after its first {logged_tail} whole line(s) are lost"
+            )
+        if lost_batches:
+            parts.append(
+                f"its last gzip member is cut short before its first whole line, though the log holds {lost_batches} batch(es) after the last whole member"
+                " in a phase that writes transcripts (damage: a crash cuts only a batch not yet logged), so their records are lost; their episodes are in the log"
             )
         return f"memrl-bench: warning: {path}: {' and '.join(parts)}; {what} the {kept} records that decode"
 
@@ -110,20 +118,21 @@ class TranscriptLog:
         """The records by episode id, for readers that show what they can (the viewer)."""
         return {r["episode_id"]: r for r in self.read()}
 
-    def keep_only(self, episode_ids: Iterable[str]) -> None:
-        """Cut the file to the records of these episodes (on resume: those the log holds),
-        keeping every whole member around damage, with one warning saying what was dropped."""
+    def keep_only(self, logged: list[dict[str, Any]]) -> None:
+        """Cut the file to the records of the episodes the log holds (`logged`: its records, in its
+        order), keeping every whole member around damage, with one warning saying what was dropped."""
         if not self.path.exists():
             return
-        wanted = set(episode_ids)
+        wanted = {r["episode_id"] for r in logged}
         salvage = self.salvage()
         kept = [r for r in salvage.records if r["episode_id"] in wanted]
         if len(kept) == len(salvage.records) and not salvage.damaged and not salvage.torn_tail:
             return
         logged_tail = [r for r in salvage.torn_records if r["episode_id"] in wanted]
+        lost_batches = 0 if logged_tail or not salvage.torn_tail else _logged_batches_after(salvage.records, logged)
         kept += logged_tail
-        if salvage.damaged or logged_tail:
-            print(salvage.warning(self.path, "the resume keeps", len(kept), len(logged_tail)), file=sys.stderr)
+        if salvage.damaged or logged_tail or lost_batches:
+            print(salvage.warning(self.path, "the resume keeps", len(kept), len(logged_tail), lost_batches), file=sys.stderr)
         partial = self.path.with_name(self.path.name + ".tmp")
         with open(partial, "wb") as f:
             if kept:
@@ -139,7 +148,7 @@ class TranscriptLog:
         out = Salvage()
         if not self.path.exists():
             return out
-        data = read_regular(self.path)
+        data = read_regular(self.path, MAX_TRANSCRIPTS_BYTES)
         view = memoryview(data)  # members are decoded in place, not copied out
         start = 0
         skipped: list[list] = []  # [start, end, whether it decodes without error to the end of the file, what it decodes to] of each stretch skipped
@@ -181,3 +190,20 @@ class TranscriptLog:
             else:
                 out.bad_lines += 1
 
+
+
+def _logged_batches_after(records: list[dict[str, Any]], logged: list[dict[str, Any]]) -> int:
+    """The logged batches after the last whole member's batch, in a phase some whole member has records of.
+
+    A cut last member of which no line decodes names no episode; but a crash cuts only the member
+    of a batch not yet logged, and a phase's batches write transcripts alike (acting calls, or
+    learn()'s operations in training), so such batches mean the cut member was one of them. With no
+    whole member, nothing tells which phases write transcripts: 0."""
+    if not records:
+        return 0
+    phases = {r.get("phase") for r in records}
+    batches = list(dict.fromkeys(batch_key(r) for r in logged))
+    last = batch_key(records[-1])
+    if last not in batches:
+        return 0
+    return sum(1 for key in batches[batches.index(last) + 1 :] if key[0] in phases)

@@ -227,6 +227,43 @@ def test_a_damaged_gold_cache_is_a_warning_and_the_gold_is_checked_again(tmp_pat
     assert json.loads(path.read_text()) == {"llb_os/0": "", "llb_os/1": "gold fails", "llb_os/2": ""}  # rewritten whole
 
 
+def _gold_cache_fifo(path: Path) -> None:
+    import os
+
+    os.mkfifo(path)
+
+
+def _gold_cache_sparse(path: Path) -> None:
+    import os
+
+    path.write_bytes(b"")
+    os.truncate(path, 20 << 30)
+
+
+@pytest.mark.parametrize(
+    "replace, problem",
+    [
+        (_gold_cache_fifo, "is not a regular file"),
+        (lambda path: path.symlink_to("/dev/zero"), "is not a regular file"),
+        (_gold_cache_sparse, "is larger than 16777216 bytes"),
+    ],
+    ids=["fifo", "symlink_to_dev_zero", "sparse_20_gb"],
+)
+def test_a_gold_cache_that_is_no_regular_file_or_too_large_is_a_warning_and_the_gold_is_checked_again(tmp_path, monkeypatch, capsys, replace, problem):
+    """gold14.py: a FIFO blocked the read forever, /dev/zero read without end (MemoryError)."""
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    tasks = {"train": [Task(id=f"llb_os/{i}", split="train", description="d") for i in range(2)]}
+    GoldFilter("llb_os", ["key"], tasks, lambda task: "", needs_sandbox=False).tasks("train")  # writes the cache
+    path = next((tmp_path / "cache" / "llb_os").glob("gold_*.json"))
+    path.unlink()
+    replace(path)
+    checked: list[str] = []
+    GoldFilter("llb_os", ["key"], tasks, lambda task: checked.append(task.id) or "", needs_sandbox=False).tasks("train")
+    err = capsys.readouterr().err
+    assert checked == ["llb_os/0", "llb_os/1"] and err.count("\n") == 1 and f"memrl-bench: warning: {path}: the gold check cache is damaged" in err and problem in err, err
+    assert path.is_file() and not path.is_symlink() and json.loads(path.read_text()) == {"llb_os/0": "", "llb_os/1": ""}  # replaced by a cache
+
+
 # ---- the commands: the report and the models ---------------------------------------------------
 
 
@@ -327,6 +364,17 @@ def _fifo(name: str) -> Callable[[Path], None]:
     return damage
 
 
+def _sparse(name: str) -> Callable[[Path], None]:
+    """`name` made a sparse file of 20 GB (its bytes, then zero bytes without a newline): a reader that read it whole ran out of memory (fifo15.sh)."""
+
+    def damage(run: Path) -> None:
+        import os
+
+        os.truncate(run / name, 20 << 30)
+
+    return damage
+
+
 UNREADABLE_RUN_FILES = [
     ("manifest_number_of_5000_digits", _json_file("manifest.json", HUGE_NUMBER), "manifest.json is not valid JSON (Exceeds the limit (4300 digits) for integer string conversion)"),
     ("manifest_nested_100000_deep", _json_file("manifest.json", DEEP_ARRAY), "manifest.json is not valid JSON (arrays or objects nested too deeply to read)"),
@@ -337,6 +385,10 @@ UNREADABLE_RUN_FILES = [
     ("manifest_is_a_fifo", _fifo("manifest.json"), "manifest.json is not a regular file"),
     ("episodes_is_a_fifo", _fifo("episodes.jsonl"), "episodes.jsonl is not a regular file"),
     ("metrics_is_a_fifo", _fifo("metrics.json"), "metrics.json is not a regular file"),
+    ("manifest_of_20_gb", _sparse("manifest.json"), "manifest.json is larger than 16777216 bytes (21474836480 bytes)"),
+    ("episodes_of_20_gb", _sparse("episodes.jsonl"), "episodes.jsonl line 41 is longer than 67108864 bytes"),
+    ("metrics_of_20_gb", _sparse("metrics.json"), "metrics.json is larger than 16777216 bytes (21474836480 bytes)"),
+    ("checksums_of_20_gb", _sparse("memory/final/SHA256SUMS"), "SHA256SUMS is larger than 16777216 bytes (21474836480 bytes)"),
 ]
 
 
@@ -398,3 +450,16 @@ def test_a_completion_past_the_cap_is_stored_cut_and_the_answer_read_from_what_i
 def test_an_unknown_mmlu_subject_is_one_line_naming_the_valid_ones(tmp_path):
     overrides = ("env=mmlu", f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu')}", "+env.subjects=[virology]", "method=none", "llm=openai", "llm.model=m", "llm.base_url=http://127.0.0.1:9/v1", *QUICK)
     one_line_exit_2(*outcome_of(overrides, tmp_path / "results" / "run"), "env.subjects: unknown MMLU subject(s) virology; valid: demo")
+
+
+def test_a_memory_items_line_past_the_cap_is_one_error_naming_it(tmp_path):
+    """items.jsonl of a final snapshot, 20 GB sparse: read line by line up to MAX_LINE_BYTES, never whole."""
+    import os
+
+    from memrl_bench.records import memory_items
+    from memrl_bench.runfolder import FileTooLargeError
+
+    (tmp_path / "items.jsonl").write_bytes(b"")
+    os.truncate(tmp_path / "items.jsonl", 20 << 30)
+    with pytest.raises(FileTooLargeError, match=r"items\.jsonl line 1 is longer than 67108864 bytes"):
+        memory_items(tmp_path)

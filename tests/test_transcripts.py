@@ -12,8 +12,8 @@ from memrl_bench.transcripts import TranscriptLog, transcript_record
 from tests.helpers import config, crash_in_learn
 
 
-def record(episode_id: str, calls: int = 1) -> dict:
-    episode = {"episode_id": episode_id, "task_id": "t", "phase": "train", "split": "train", "epoch": 1, "batch_index": 0, "sample_index": 0}
+def record(episode_id: str, calls: int = 1, batch: int = 0, phase: str = "train") -> dict:
+    episode = {"episode_id": episode_id, "task_id": "t", "phase": phase, "split": phase, "epoch": 1, "batch_index": batch, "sample_index": 0}
     acting = [{"messages": [{"role": "user", "content": f"prompt {episode_id} {i}"}], "completion": "Action: look"} for i in range(calls)]
     return transcript_record(episode, acting, [])
 
@@ -42,7 +42,7 @@ def test_resume_cuts_the_transcripts_to_the_logged_episodes(tmp_path):
     log = TranscriptLog(tmp_path)
     log.append([record("a"), record("b")])
     log.append([record("c")])  # a batch whose episodes never reached episodes.jsonl
-    log.keep_only(["a", "b"])
+    log.keep_only([record("a"), record("b")])
     log.append([record("c")])  # played again
     assert [r["episode_id"] for r in log.read()] == ["a", "b", "c"]
 
@@ -122,7 +122,7 @@ def test_resume_keeps_the_decodable_records_of_a_cut_last_member_the_log_holds(t
     torn = log.salvage()
     assert torn.torn_tail and not torn.damaged and 1 <= len(torn.torn_records) < 8
     decodable = ["a", "b"] + [r["episode_id"] for r in torn.torn_records]
-    log.keep_only(["a", "b"] + [f"c{i}" for i in range(8)])
+    log.keep_only([record(i) for i in ["a", "b"] + [f"c{i}" for i in range(8)]])
     assert [r["episode_id"] for r in log.read()] == decodable
     warning = capsys.readouterr().err.strip()
     assert warning.count("\n") == 0 and "last gzip member is cut short though the log holds its episodes" in warning and f"keeps the {len(decodable)} records" in warning, warning
@@ -135,9 +135,40 @@ def test_resume_drops_a_cut_last_member_the_log_does_not_hold_without_a_word(tmp
     log.append([record(f"c{i}", calls=3) for i in range(8)])
     start, end, _ = members(log.path)[-1]
     log.path.write_bytes(log.path.read_bytes()[: start + (end - start) * 9 // 10])
-    log.keep_only(["a"])
+    log.keep_only([record("a")])
     assert [r["episode_id"] for r in log.read()] == ["a"] and not log.salvage().torn_tail
     assert capsys.readouterr().err == ""
+
+
+def test_resume_says_a_last_member_cut_in_its_first_bytes_lost_logged_batches(tmp_path, capsys):
+    """torn7v.py 5 / 12: a last member cut before any line decodes names no episode, so the resume
+    dropped it without a word although the log holds its batch. The log holding a batch after the
+    last whole member, in a phase that writes transcripts, tells damage from a crash: one warning."""
+    for cut in (5, 12):
+        (tmp_path / str(cut)).mkdir()
+        log = TranscriptLog(tmp_path / str(cut))
+        log.append([record("a", batch=0), record("b", batch=0)])
+        log.append([record(f"c{i}", calls=3, batch=1) for i in range(8)])
+        start, _, _ = members(log.path)[-1]
+        log.path.write_bytes(log.path.read_bytes()[: start + cut])
+        assert log.salvage().torn_tail and not log.salvage().torn_records
+        log.keep_only([record("a", batch=0), record("b", batch=0), record("v", phase="validation")] + [record(f"c{i}", batch=1) for i in range(8)])
+        assert [r["episode_id"] for r in log.read()] == ["a", "b"]
+        warning = capsys.readouterr().err.strip()
+        assert warning.count("\n") == 0 and "cut short before its first whole line, though the log holds 1 batch(es) after the last whole member" in warning, warning
+        assert "keeps the 2 records" in warning
+
+
+def test_resume_drops_a_member_a_crash_cut_in_its_first_bytes_without_a_word(tmp_path, capsys):
+    """The crash case beside it: the log holds after the last whole member only batches of a phase
+    that writes no transcripts (a validation batch without LLM calls); the cut member is the unlogged next one."""
+    log = TranscriptLog(tmp_path)
+    log.append([record("a", batch=0)])
+    log.append([record("c", calls=3, batch=1)])
+    start, _, _ = members(log.path)[-1]
+    log.path.write_bytes(log.path.read_bytes()[: start + 5])
+    log.keep_only([record("a", batch=0), record("v", phase="validation")])
+    assert [r["episode_id"] for r in log.read()] == ["a"] and capsys.readouterr().err == ""
 
 
 def test_resume_of_a_run_keeps_the_records_of_its_cut_last_member(tmp_path, monkeypatch, capsys):
@@ -181,3 +212,15 @@ def test_a_transcripts_fifo_is_never_read_and_reads_as_no_records_with_a_warning
     assert log.read() == []
     warning = capsys.readouterr().err.strip()
     assert warning.count("\n") == 0 and "transcripts.jsonl.gz is not a regular file" in warning
+
+
+def test_a_transcripts_file_past_its_cap_is_never_read_and_reads_as_no_records_with_a_warning(tmp_path, capsys):
+    """A 20 GB sparse transcripts.jsonl.gz was read whole (MemoryError): refused on its size before a byte is read."""
+    import os
+
+    log = TranscriptLog(tmp_path)
+    log.append([record("a")])
+    os.truncate(log.path, 20 << 30)
+    assert log.read() == []
+    warning = capsys.readouterr().err.strip()
+    assert warning.count("\n") == 0 and f"{log.path} is larger than 2147483648 bytes (21474836480 bytes)" in warning, warning

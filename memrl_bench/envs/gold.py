@@ -18,7 +18,7 @@ from pathlib import Path
 
 from memrl_bench.config import cache_root
 from memrl_bench.envs.base import Env
-from memrl_bench.runfolder import UnreadableJSONError, parse_json
+from memrl_bench.runfolder import MAX_SMALL_FILE_BYTES, CorruptRunFolderError, UnreadableJSONError, parse_json, read_regular
 from memrl_bench.sandbox import CONTAINMENT, SandboxUnavailable, require_sandbox
 from memrl_bench.types import Task
 
@@ -104,15 +104,16 @@ class GoldFilter:
 
 def _read_cache(path: Path, warn: bool) -> dict[str, str]:
     """The gold results kept in `path` ({} if none); a damaged file counts as none (its tasks are
-    checked again and the file rewritten), with a warning if `warn`."""
+    checked again and the file rewritten), with a warning if `warn`, and so does one that is not a
+    regular file (a FIFO would block the read, /dev/zero never end it) or is larger than a cache gets."""
     if not path.exists():
         return {}
     try:
-        results = parse_json(path.read_bytes())
+        results = parse_json(read_regular(path, MAX_SMALL_FILE_BYTES))
         if isinstance(results, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in results.items()):
             return results
         problem = "not an object of task id -> reason"
-    except (OSError, UnreadableJSONError) as err:
+    except (OSError, UnreadableJSONError, CorruptRunFolderError) as err:
         problem = str(err)
     if warn:
         print(f"memrl-bench: warning: {path}: the gold check cache is damaged ({problem}); checking the gold answers again", file=sys.stderr)
