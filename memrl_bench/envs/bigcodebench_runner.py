@@ -113,7 +113,7 @@ def _memrl_runner() -> None:
                 except Exception:  # noqa: S112 - a library that does not import here: the tests will say so
                     continue
                 watch("patches_a_library", name, vars(helper), [key for key, value in vars(helper).items() if callable(value) and not isinstance(value, type)])
-            watch("patches_a_library", package, vars(importlib.import_module(package)))  # numpy.allclose, pandas.DataFrame.equals' module ...
+            watch("patches_a_library", package, vars(importlib.import_module(package)))  # numpy.allclose ...: any name replaced, by whatever callable
     watch("patches_builtins_or_exit", "builtins", vars(builtins))
     watch("patches_builtins_or_exit", "sys", vars(sys), ("exit",))
     watch("patches_builtins_or_exit", "os", vars(os), ("_exit", "write"))
