@@ -984,7 +984,7 @@ class CodeRunner:
             raise ValueError(f"unknown isolation {isolation!r}; valid: {', '.join(self.ISOLATIONS)}")
         self.limits = limits
         self.isolation = isolation
-        self.hidden_paths = hidden_paths  # host folders shown empty to the program (sandbox isolation only)
+        self.hidden_paths = normal_hidden_paths(hidden_paths)  # host folders shown empty to the program (sandbox isolation only)
         # The harness's interpreter with its packages: a virtualenv's python finds them through its own
         # path, so it is not resolved to the base interpreter. `python` / `python3` on PATH are it too.
         self.python = os.path.abspath(sys.executable)

@@ -356,6 +356,7 @@ def test_hidden_paths_in_any_spelling_hide_their_folder():
     finally:
         shutil.rmtree(data)
     assert seen == dict.fromkeys(seen, ""), seen
+    assert CodeRunner(Limits(timeout_s=5), hidden_paths=(*DEFAULT_HIDDEN_PATHS, f"/{data}/.")).hidden_paths[-1] == str(data)  # its Python's binds compare the same form
 
 
 def test_code_runner_process_mode_limits_time_and_memory():
