@@ -128,6 +128,12 @@ class SandboxSettingError(ValueError):
     (an env turns it into a ConfigError naming its key)."""
 
 
+def normal_hidden_paths(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """The hidden paths in one form: `/opt/`, `/var/lib/x/.` and `//opt` would otherwise hide nothing (checked first)."""
+    check_hidden_paths(paths)
+    return tuple("/" + os.path.normpath(path).lstrip("/") for path in paths)
+
+
 def check_hidden_paths(paths: tuple[str, ...]) -> None:
     """Refuse a hidden path that is relative, is `/`, or is or holds a folder the sandbox runs from.
 
@@ -542,6 +548,8 @@ def _syscall_filter() -> _SyscallFilter:
 # episode's for the check.
 _SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/alternatives")
 _LOADER_CONFIG = ("/etc/ld.so.preload", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
+# Debian's Python configuration: /usr/lib/python3.X/sitecustomize.py links into /etc/python3.X, so a file there runs at every start.
+_PYTHON_CONFIG = "/etc/python3*"
 # where tasks install their own tools (LLB's gold writes /usr/local/bin): new and changed files
 # there are no tampering, unless they shadow a system command or start Python code
 _LOCAL = ("/usr/local",)
@@ -627,7 +635,8 @@ def _system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]
             if not local or kind in ("shadowed_system_command", "python_startup_hook"):
                 found.setdefault(kind, []).append(path)
 
-    for root in rules["roots"]:
+    made = [entry[len(upper) :] for entry in sorted(glob.glob(upper + _PYTHON_CONFIG))]  # also the ones the episode made
+    for root in dict.fromkeys([*rules["roots"], *made]):
         if os.path.lexists(upper + root):
             visit(root)
     for pattern in _USER_SITES:
@@ -640,7 +649,7 @@ def _system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]
 @lru_cache(maxsize=1)
 def _check_rules() -> dict[str, Any]:
     """What `_system_changes` scans and the check step of _ENTER lays over the episode's files, from this machine's filesystem."""
-    roots = [path for path in _SYSTEM_ROOTS if os.path.lexists(path)]
+    roots = [path for path in _SYSTEM_ROOTS if os.path.lexists(path)] + sorted(glob.glob(_PYTHON_CONFIG))
     return {
         "roots": roots + list(_LOADER_CONFIG),
         "local": list(_LOCAL),
@@ -746,7 +755,7 @@ class Sandbox:
         readonly_binds: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
     ):
-        check_hidden_paths(hidden_paths)
+        hidden_paths = normal_hidden_paths(hidden_paths)
         check_workdir(workdir, hidden_paths)
         self.limits = limits
         self.workdir = workdir  # the cwd of every command
@@ -975,7 +984,7 @@ class CodeRunner:
             raise ValueError(f"unknown isolation {isolation!r}; valid: {', '.join(self.ISOLATIONS)}")
         self.limits = limits
         self.isolation = isolation
-        self.hidden_paths = hidden_paths  # host folders shown empty to the program (sandbox isolation only)
+        self.hidden_paths = normal_hidden_paths(hidden_paths)  # host folders shown empty to the program (sandbox isolation only)
         # The harness's interpreter with its packages: a virtualenv's python finds them through its own
         # path, so it is not resolved to the base interpreter. `python` / `python3` on PATH are it too.
         self.python = os.path.abspath(sys.executable)

@@ -217,12 +217,14 @@ TAMPERING = [
     ("echo x > /usr/lib/libmemrl-evil.so.1", "added_system_library"),
     ("echo /usr/lib/libmemrl-evil.so.1 > /etc/ld.so.preload", "changed_loader_config"),
     ("mkdir -p /usr/local/lib/python3/dist-packages && echo 'import os' > /usr/local/lib/python3/dist-packages/memrl.pth", "python_startup_hook"),
+    # Debian's /usr/lib/python3.X/sitecustomize.py links to /etc/python3.X/sitecustomize.py: a file there runs in every check's Python
+    ("d=/etc/python3.$(python3 -c 'import sys; print(sys.version_info[1])') && mkdir -p $d && echo 'import os; os._exit(0)' > $d/sitecustomize.py", "python_startup_hook"),
     ("FOLDER", "replaced_system_folder"),
 ]
 
 
 @needs_sandbox
-@pytest.mark.parametrize("tampering, pattern", TAMPERING, ids=[p for _, p in TAMPERING][:-1] + ["replaced_system_folder"])
+@pytest.mark.parametrize("tampering, pattern", TAMPERING, ids=[p for _, p in TAMPERING][:-2] + ["etc_python_sitecustomize", "replaced_system_folder"])
 def test_llb_os_replaced_system_binary_is_flagged(env: LLBOSEnv, tampering: str, pattern: str):
     if tampering == "FOLDER":
         folder = some_folder_of("/usr/share")

@@ -342,6 +342,23 @@ def test_hidden_files_are_shown_empty_like_hidden_folders():
     assert result.ok and result.output.splitlines() == ["600 0", "0"], result.output
 
 
+@needs_sandbox
+def test_hidden_paths_in_any_spelling_hide_their_folder():
+    # A trailing `/` or `/.`, doubled slashes: one folder, hidden the same (red team, round 2: `/opt/` hid nothing).
+    data = Path("/var/lib") / f"memrl-test-{uuid.uuid4().hex}"  # outside every default hidden path
+    data.mkdir()
+    seen = {}
+    try:
+        (data / "gold.txt").write_text("the answer")
+        for spelling in (f"{data}/", f"{data}/.", f"/{data}//", f"{data}/../{data.name}"):
+            with Sandbox(Limits(timeout_s=20), hidden_paths=(*DEFAULT_HIDDEN_PATHS, spelling)) as sandbox:
+                seen[spelling] = sandbox.run(f"ls -A {data}").output.strip()
+    finally:
+        shutil.rmtree(data)
+    assert seen == dict.fromkeys(seen, ""), seen
+    assert CodeRunner(Limits(timeout_s=5), hidden_paths=(*DEFAULT_HIDDEN_PATHS, f"/{data}/.")).hidden_paths[-1] == str(data)  # its Python's binds compare the same form
+
+
 def test_code_runner_process_mode_limits_time_and_memory():
     marker = str(700000 + uuid.uuid4().int % 99999)
     runner = CodeRunner(Limits(timeout_s=2, memory_bytes=512 << 20), isolation="process")
