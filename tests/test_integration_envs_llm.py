@@ -37,7 +37,7 @@ def test_memrl_with_the_local_model_on_each_env(tmp_path, env):
     log = episodes(tmp_path / env)
     assert (tmp_path / env / "COMPLETE").exists()
     assert {e["phase"] for e in log} >= {"train", "test"}
-    assert all(e["status"] in ("ok", "step_limit", "parse_error") for e in log), [e["error"] for e in log]
+    assert all(e["status"] in ("ok", "step_limit", "parse_error", "truncated") for e in log), [(e["status"], e["error"]) for e in log]  # truncated: cut at 48 tokens before an answer
     assert all(e["act_usage"]["completion_tokens"] > 0 for e in log)
     assert metrics["memory_final"]["items"] == sum(1 for e in log if e["phase"] == "train")
 
