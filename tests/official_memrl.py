@@ -11,12 +11,14 @@ were submitted (batch order). Unstubbed, as_completed hands finished updates ove
 set order, so for a memory injected into several episodes of one batch the Q cache
 that retrieval reads keeps an arbitrary one of its successive values, while the stored
 Q (which the next update reads) has them all: the official code's completion-order
-nondeterminism.
+nondeterminism. `OfficialMemRL(..., submission_order=False)` leaves it unstubbed
+(scripts/measure_q_cache_order.py measures it).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import types
 import uuid
@@ -31,7 +33,8 @@ import yaml
 
 from memrl_bench.methods.base import MethodContext
 
-OFFICIAL_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "memrl_official"
+# $MEMRL_OFFICIAL_DIR first, as for actor.prompt=memrl_alfworld (a worktree has no ../shared of its own).
+OFFICIAL_DIR = Path(os.environ.get("MEMRL_OFFICIAL_DIR") or Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "memrl_official")
 # Official config file per memrl_bench preset (conf/memrl_preset/<env>.yaml).
 CONFIG_FILES = {"alfworld": "rl_alf_config.yaml", "bigcodebench": "rl_bcb_config.yaml", "llb_os": "rl_llb_config.yaml", "llb_db": "rl_llb_config.yaml", "mmlu": "rl_hle_config.yaml"}
 
@@ -39,7 +42,7 @@ CONFIG_FILES = {"alfworld": "rl_alf_config.yaml", "bigcodebench": "rl_bcb_config
 def require_official() -> Path:
     """The reference folder, or a skip naming what is missing."""
     if not (OFFICIAL_DIR / "memrl" / "service" / "memory_service.py").is_file():
-        pytest.skip(f"official MemRL code not found at {OFFICIAL_DIR} (../shared/reference/memrl_official)")
+        pytest.skip(f"official MemRL code not found at {OFFICIAL_DIR} (../shared/reference/memrl_official or $MEMRL_OFFICIAL_DIR)")
     return OFFICIAL_DIR
 
 
@@ -201,10 +204,11 @@ class OfficialMemRL:
     """MemoryService with a preset's official settings, driven as the official ALFWorld runner drives it.
 
     Memories are named by memrl_bench's ids on the way out; `vectors` maps every task
-    text to its key (the embedder).
+    text to its key (the embedder). `submission_order=False` runs update_values with the
+    real as_completed (the official completion-order nondeterminism).
     """
 
-    def __init__(self, preset: str, ctx: MethodContext, user_id: str) -> None:
+    def __init__(self, preset: str, ctx: MethodContext, user_id: str, submission_order: bool = True) -> None:
         memory_service, config = official_modules()
         self.module = memory_service
         cfg = official_yaml(preset)
@@ -216,6 +220,7 @@ class OfficialMemRL:
         self.k_retrieve = int(cfg["memory"]["k_retrieve"])
         self.vectors: dict[str, list[float]] = {}
         self.random = _ReplayedRandom(ctx)
+        self.submission_order = submission_order
         self.service = memory_service.MemoryService(
             mos_config_path="stub",
             llm_provider=_Writer(),
@@ -274,7 +279,9 @@ class OfficialMemRL:
         update_values, then add_memories, with the ALFWorld runner's arguments."""
         successes = [success for _, _, success, _, _ in episodes]
         used = [[self.theirs[i] for i in injected] for _, _, _, injected, _ in episodes]
-        saved, self.module.as_completed = self.module.as_completed, _in_submission_order
+        saved = self.module.as_completed
+        if self.submission_order:
+            self.module.as_completed = _in_submission_order
         try:
             self.service.update_values(successes, used)
         finally:

@@ -383,3 +383,26 @@ def test_a_synthetic_run_retrieves_what_the_official_code_retrieves(tmp_path, mo
     with capsys.disabled():
         print(f"\n[memrl vs official, synthetic runs] 3 task orders x 3 epochs x 400 tasks, batches of 32: {seen.retrievals} retrievals"
               f" ({seen.selections} selections) identical, groups and Q identical after all {seen.groups} batches; {100 * near_pairs[0]:.1f}% of task pairs at cosine >= 0.9")
+
+
+# ---- the completion order of update_values (issue 28) ------------------------------------
+def test_the_q_cache_quirk_needs_repeated_updates_and_submission_order_repairs_it():
+    """scripts/measure_q_cache_order.py's loop, small: in submission order (memrl_bench's model)
+    the Q cache equals the stored Q after every update_values and a repeat is identical; with
+    the real as_completed, memories are updated more than once in a batch (so the cache can
+    go stale: whether it does depends on thread scheduling, not asserted), only those go
+    stale, and a run can select differently only where a stale cache changed a selection."""
+    require_official()
+    from scripts.measure_q_cache_order import make_world, play
+
+    world = make_world(0, epochs=3)
+    first, second = play(world, submission_order=True), play(world, submission_order=True)
+    assert sum(first.repeated) > 0 and max(first.repeated) >= 5
+    assert not any(first.stale) and not any(second.stale)
+    assert (first.selected, first.final_q) == (second.selected, second.final_q)
+    official = play(world, submission_order=False)
+    assert sum(official.repeated) > 0
+    assert official.stale_once == 0  # a memory updated once has one value: never stale
+    assert official.selected == first.selected or official.changed_by_cache > 0
+    if not any(official.stale):
+        assert (official.selected, official.final_q) == (first.selected, first.final_q)
