@@ -297,6 +297,58 @@ def test_bigcodebench_forged_test_runs_out_of_the_syntax_sight_are_flagged(isola
     assert info["success"] is False and info["status"] == "tampered" and patterns <= set(info["tampering"]), info
 
 
+# C reached through ctypes (issue 26, fourth round): a frame from PyEval_GetFrame, a C signal handler raised through libc,
+# memory written under a function of unittest (its code pointer swapped for a test that does nothing: every test passes).
+C_FRAME = WRONG + "import ctypes\nget = ctypes.pythonapi.PyEval_GetFrame\nget.restype = ctypes.py_object\ndef walk(frame):" + HANDED_WALK + "walk(get())\n"
+C_SIGNAL = WRONG + "import ctypes, signal\nlibc = ctypes.CDLL(None)\nget = ctypes.pythonapi.PyEval_GetFrame\nget.restype = ctypes.py_object\ndef walk(frame):" + HANDED_WALK + (
+    "def h(signum):\n    walk(get())\nkeep = ctypes.CFUNCTYPE(None, ctypes.c_int)(h)\nlibc.signal(signal.SIGUSR1, keep)\ngetattr(libc, 'raise')(signal.SIGUSR1)\n"
+)
+CODE_SWAP = WRONG + "import ctypes, unittest\nskip = eval(compile('lambda self, method: None', 'x', 'eval'))\nf = getattr(unittest.TestCase, '_callTest' + 'Method')\ncode = skip.__code__\n"
+C_CAST = CODE_SWAP + "ctypes.cast(id(f) + 48, ctypes.POINTER(ctypes.c_void_p))[0] = id(code)\n"  # func_code: 48 bytes into a function (3.11)
+C_MEMMOVE = CODE_SWAP + "ctypes.memmove(id(f) + 48, ctypes.byref(ctypes.c_void_p(id(code))), 8)\n"
+C_FROM_ADDRESS = CODE_SWAP + "getattr(ctypes.c_void_p, 'from_' + 'address')(id(f) + 48).value = id(code)\n"
+C_CALLS = [C_FRAME, C_SIGNAL, C_CAST, C_MEMMOVE, C_FROM_ADDRESS]
+C_IDS = ["pythonapi.PyEval_GetFrame", "CDLL(None).signal and raise", "cast writing memory", "memmove writing memory", "from_address writing memory"]
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        *C_CALLS,
+        C_FRAME.replace("import ctypes\n", "ctypes = __import__('importlib').import_module('ct' + 'ypes')\n"),
+        C_FRAME.replace("import ctypes\n", "ctypes = __import__('ct' + 'ypes')\n"),
+    ],
+    ids=[*C_IDS, "importlib.import_module", "__import__"],
+)
+def test_bigcodebench_c_calls_through_ctypes_are_flagged(isolated: BigCodeBenchEnv, completion: str):
+    # A task whose libraries are all standard and do not include ctypes: ctypes is not loaded while the program runs.
+    _, info = answer(isolated, "BigCodeBench/0", completion)
+    assert info["success"] is False and info["status"] == "tampered" and "calls_c_directly" in info["tampering"], info
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_bigcodebench_a_task_whose_libraries_include_ctypes_may_open_a_library(tmp_path: Path, monkeypatch, isolation: str):
+    # BigCodeBench/562, 563, 565 load a library with ctypes.CDLL: opening one is allowed there, looking a symbol up is not.
+    folder = tmp_path / "bigcodebench"
+    folder.mkdir()
+    with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
+        out.write(json.dumps(record(30, ["ctypes", "math"], canonical="    return a + b\n")) + "\n")
+    (folder / "full_seed123.json").write_text(json.dumps({"seed": 1, "train_ids": ["BigCodeBench/30"], "val_ids": []}))
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    env = BigCodeBenchEnv({"data_dir": str(folder), "timeout_s": 20, "isolation": isolation, "exclude_gold_failures": False})
+    opened = answer(env, "BigCodeBench/30", "import ctypes\ndef task_func(a, b):\n    ctypes.CDLL(None)\n    return a + b\n")[1]
+    assert opened["success"] and "status" not in opened, opened
+    _, info = answer(env, "BigCodeBench/30", C_FRAME)
+    assert info["success"] is False and "calls_c_directly" in info["tampering"], info
+
+
+def test_bigcodebench_a_library_that_needs_ctypes_fails_to_import_without_a_flag(isolated: BigCodeBenchEnv):
+    numpy = answer(isolated, "BigCodeBench/0", "def task_func(a, b):\n    import numpy\n    return int(numpy.add(a, b))\n")[1]
+    assert numpy["success"] and "status" not in numpy, numpy  # numpy imports without ctypes
+    pandas = answer(isolated, "BigCodeBench/0", "def task_func(a, b):\n    import pandas\n    return a + b\n")[1]  # pandas needs it
+    assert pandas["success"] is False and "status" not in pandas and "ctypes is not loaded" in pandas["detail"], pandas
+
+
 TEST_NUMPY = """import unittest
 import numpy as np
 class TestCases(unittest.TestCase):
@@ -340,6 +392,18 @@ def test_bigcodebench_patched_library_assert_helper_is_flagged(numpy_env: BigCod
     assert right["success"] and "status" not in right, right
     _, info = answer(numpy_env, "BigCodeBench/20", WRONG_NUMPY + patch)
     assert info["success"] is False and info["status"] == "tampered" and "patches_a_library" in info["tampering"], info
+
+
+@pytest.mark.parametrize(
+    "completion, pattern",
+    [(C_FRAME, "calls_c_directly"), (C_SIGNAL, "calls_c_directly"), (C_FROM_ADDRESS, "calls_c_directly"), (C_CAST, "replaces_function_code"), (C_MEMMOVE, "replaces_function_code")],
+    ids=C_IDS[:2] + C_IDS[4:] + C_IDS[2:4],
+)
+def test_bigcodebench_c_calls_are_flagged_where_ctypes_is_loaded(numpy_env: BigCodeBenchEnv, completion: str, pattern: str):
+    # numpy's tests: numpy loads ctypes. Symbol lookups, a library opened, an address read are flagged; a memory write
+    # (no audit event) is found when it leaves a function of unittest with another code.
+    _, info = answer(numpy_env, "BigCodeBench/20", completion)
+    assert info["success"] is False and info["status"] == "tampered" and pattern in info["tampering"], info
 
 
 @pytest.mark.parametrize(

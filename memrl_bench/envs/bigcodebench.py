@@ -348,7 +348,8 @@ class BigCodeBenchEnv(Env):
         solution = solution_code(action, task.data["code_prompt"], task.data["entry_point"]).replace("\r\n", "\n").replace("\r", "\n")
         tag = secrets.token_hex(16)
         first_test_line = solution.count("\n") + 3
-        result = self.runner.run(solution + "\n\n" + task.data["test"], launcher=_RUNNER, secret=f"{tag} {first_test_line}")
+        libs = ",".join("".join(lib.split()) for lib in task.data["libs"]) or "-"  # the runner lets ctypes load only for tasks whose libraries may need it
+        result = self.runner.run(solution + "\n\n" + task.data["test"], launcher=_RUNNER, secret=f"{tag} {first_test_line} {libs}")
         passed, tampering, problem = judge(result.reported, result.exit_code, tag, written_test_count(task.data["test"]))
         tampering |= tampering_patterns(solution)
         report = result.output.strip()

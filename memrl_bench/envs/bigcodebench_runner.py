@@ -51,6 +51,7 @@ def _memrl_runner() -> None:
     import os
     import signal
     import sys
+    import sysconfig
     import traceback
     import types
     import unittest
@@ -72,8 +73,11 @@ def _memrl_runner() -> None:
         if not chunk:
             break
         line += chunk
-    descriptor, tag, first = line.split()  # the report descriptor, the tag, the program's first line of test code
+    descriptor, tag, first, libs = line.split()  # the report descriptor, the tag, the program's first line of test code, the task's libraries
     first_test_line = int(first)
+    libraries = {name for name in libs.decode().split(",") if name and name != "-"}
+    # ctypes writes memory and calls C with no audit event (memmove, cast, a Union, a foreign function): it is loaded only where the task's libraries may need it.
+    c_allowed = "ctypes" in libraries or any(name.split(".")[0] not in sys.stdlib_module_names for name in libraries)
     channel, write, leave = int(descriptor), os.write, os._exit  # the program may replace os.write and os._exit
     os.set_inheritable(channel, False)  # the program's own processes do not get it
     null = os.open(os.devnull, os.O_RDONLY)
@@ -86,10 +90,15 @@ def _memrl_runner() -> None:
             line = line[write(channel, line) :]
 
     watched: dict[tuple[str, str], tuple[object, str, object]] = {}
+    codes: dict[int, tuple[types.FunctionType, types.CodeType]] = {}  # the code of each watched function: memory written under it (ctypes) changes it unseen
 
     def watch(pattern: str, label: str, namespace, keys=None) -> None:
         for key in list(namespace) if keys is None else keys:
-            watched[(pattern, f"{label}.{key}")] = (namespace, key, namespace[key])
+            value = namespace[key]
+            watched[(pattern, f"{label}.{key}")] = (namespace, key, value)
+            function = value.__func__ if type(value) in (staticmethod, classmethod) else value
+            if type(function) is types.FunctionType:
+                codes[id(function)] = (function, function.__code__)
 
     for module in (unittest, unittest.case, unittest.loader, unittest.result, unittest.runner, unittest.signals, unittest.suite, unittest.util):
         watch("patches_unittest", module.__name__, vars(module))
@@ -191,6 +200,42 @@ def _memrl_runner() -> None:
         return module.startswith("unittest") or name.startswith(("_memrl_runner.", "TestCases."))
 
     inside = [False]
+    folders = sysconfig.get_paths()
+    library_folders = tuple({os.path.join(folder, "") for key in ("stdlib", "platstdlib", "purelib", "platlib") for folder in (folders[key], os.path.realpath(folders[key]))})
+    import_machinery = {"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>", importlib.__file__, importlib.util.__file__}
+    ctypes_folder = os.path.join(os.path.dirname(os.__file__), "ctypes", "")
+    never_loaded = {"_testcapi", "_testinternalcapi", "_testbuffer", "_testimportmultiple", "_testmultiphase", "_testsinglephase", "_testclinic", "_ctypes_test", "_xxsubinterpreters", "_xxtestfuzz", "xxlimited", "xxlimited_35"}
+    c_events = {"ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.cdata", "ctypes.addressof", "ctypes.PyObj_FromPtr", "ctypes.call_function"}
+
+    def exact(text: str) -> str:
+        """A str of the program's as a plain str: none of its class's methods runs (the hook runs no code of the program's)."""
+        return text if type(text) is str else "".join((text,))
+
+    def asked_by_a_library() -> bool:
+        """The code behind the event, past the import machinery and ctypes itself, is a library's (the stdlib's, site-packages')."""
+        frame = getframe(2)  # 0 this function, 1 the hook, 2 the code that raised the event
+        while frame is not None:
+            name = exact(frame.f_code.co_filename)
+            if name in import_machinery or str.startswith(name, ctypes_folder):
+                frame = frame.f_back
+                continue
+            return str.startswith(name, library_folders) or str.startswith(name, "<frozen ")
+        return True
+
+    def refused_import(args: tuple) -> tuple[str, bool] | None:
+        """Why a module may not be loaded while the program runs, and whether that is tampering whoever asked: ctypes where the
+        task's libraries do not need it, CPython's test modules, an extension module from outside the libraries' folders or under
+        a built-in module's name (libpython's own _signal: a fresh one)."""
+        name = exact(args[0]) if args and issubclass(type(args[0]), str) else ""
+        origin = exact(args[1]) if len(args) > 1 and issubclass(type(args[1]), str) else None
+        last = name.rpartition(".")[2]
+        if last in never_loaded:
+            return f"{name}: CPython's test modules are not loaded here", False
+        if not c_allowed and (name == "ctypes" or str.startswith(name, "ctypes.") or last == "_ctypes"):
+            return f"{name}: ctypes is not loaded for a task whose libraries are all standard and do not include it", False
+        if origin is not None and (last in sys.builtin_module_names or not str.startswith(os.path.realpath(origin), library_folders)):
+            return f"{name}: an extension module is loaded only from the libraries' folders, never as a built-in module", True
+        return None
 
     def called_by_the_solution() -> bool:
         """The code that raised the event, or what called it (inspect.currentframe, traceback.walk_tb), is the solution's."""
@@ -204,7 +249,24 @@ def _memrl_runner() -> None:
     def audit(event: str, args: tuple) -> None:
         if not armed[0] or inside[0]:
             return
-        if event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes.string_at", "ctypes.wstring_at"):
+        if event == "import":
+            inside[0], refusal = True, None
+            try:
+                refusal = refused_import(args)
+                if refusal is not None and (refusal[1] or not asked_by_a_library()):
+                    flag("calls_c_directly")  # a library's attempt (pandas imports ctypes) just fails
+            finally:
+                inside[0] = False
+            if refusal is not None:
+                raise ImportError(refusal[0])
+        elif event in c_events and not (event == "ctypes.dlopen" and "ctypes" in libraries):
+            inside[0] = True
+            try:
+                if not asked_by_a_library():
+                    flag("calls_c_directly")
+            finally:
+                inside[0] = False
+        elif event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes.string_at", "ctypes.wstring_at"):
             flag("scans_memory")
         elif event in ("sys.settrace", "sys.setprofile"):  # the callback is handed every frame (threading.settrace too, as a thread starts)
             flag("inspects_frames")
@@ -311,6 +373,9 @@ def _memrl_runner() -> None:
     for (pattern, label), (namespace, key, value) in watched.items():
         if namespace.get(key, watched) is not value:
             replaced.setdefault(pattern, []).append(label)
+    for function, code in codes.values():
+        if function.__code__ is not code:
+            replaced.setdefault("replaces_function_code", []).append(exact(function.__qualname__))
     counts = {name: getattr(result, name, 0) for name in ("started", "good", "bad")}
     error = f"{type(failure).__name__}: {failure}"[:300] if failure is not None else None
     report(b"result", json.dumps({**counts, "error": error, "replaced": {k: v[:3] for k, v in replaced.items()}, "tampering": sorted(seen)}))
