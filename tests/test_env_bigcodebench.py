@@ -349,6 +349,33 @@ def test_bigcodebench_a_library_that_needs_ctypes_fails_to_import_without_a_flag
     assert pandas["success"] is False and "status" not in pandas and "ctypes is not loaded" in pandas["detail"], pandas
 
 
+# A signal handler installed around the runner's guard of signal.signal (fourth round): through a fresh _signal module
+# (multi-phase: its own signal(), the same handlers table), or through the original read from the guard's closure.
+SIGNAL_HANDLER = "def h(signum, frame):" + HANDED_WALK
+FRESH_SIGNAL = WRONG + "import importlib.util, importlib.machinery, signal\nfresh = importlib.util.module_from_spec(importlib.machinery.BuiltinImporter.find_spec('_sig' + 'nal'))\n" + SIGNAL_HANDLER
+FRESH_SIGNAL += "getattr(fresh, 'sig' + 'nal')(signal.SIGUSR1, h)\nsignal.raise_signal(signal.SIGUSR1)\n"
+CREATE_BUILTIN = WRONG + "import _imp, importlib.machinery, os, signal\nfresh = _imp.create_builtin(importlib.machinery.BuiltinImporter.find_spec('_sig' + 'nal'))\n" + SIGNAL_HANDLER
+CREATE_BUILTIN += "getattr(fresh, 'sig' + 'nal')(signal.SIGUSR1, h)\nos.kill(os.getpid(), signal.SIGUSR1)\n"
+GUARD_CLOSURE = WRONG + "import signal\ncells = [c.cell_contents for c in signal.signal.__closure__ or ()]\n"
+GUARD_CLOSURE += "real = [c for c in cells if type(c).__name__ == 'builtin_function_or_method' and c.__name__ == 'sig' + 'nal'][0]\n" + SIGNAL_HANDLER
+GUARD_CLOSURE += "real(signal.SIGUSR1, h)\nsignal.raise_signal(signal.SIGUSR1)\n"
+
+
+@pytest.mark.parametrize("completion", [FRESH_SIGNAL, CREATE_BUILTIN, GUARD_CLOSURE], ids=["importlib module_from_spec", "_imp.create_builtin", "the guard's closure"])
+def test_bigcodebench_a_signal_handler_installed_around_the_guard_does_not_pass(isolated: BigCodeBenchEnv, completion: str):
+    _, info = answer(isolated, "BigCodeBench/0", completion)
+    assert info["success"] is False, info
+    if completion is not GUARD_CLOSURE:  # the guard holds no closure: nothing to read, the program fails
+        assert info["status"] == "tampered" and {"recreates_a_builtin_module", "inspects_frames"} <= set(info["tampering"]), info
+
+
+def test_bigcodebench_sig_ign_and_sig_dfl_are_still_set(isolated: BigCodeBenchEnv):
+    honest = "import os, signal\nsignal.signal(signal.SIGUSR2, signal.SIG_IGN)\nos.kill(os.getpid(), signal.SIGUSR2)\n"
+    honest += "assert signal.getsignal(signal.SIGUSR2) == signal.SIG_IGN\nsignal.signal(signal.SIGUSR2, signal.SIG_DFL)\ndef task_func(a, b):\n    return a + b\n"
+    _, info = answer(isolated, "BigCodeBench/0", honest)
+    assert info["success"] and "status" not in info, info
+
+
 TEST_NUMPY = """import unittest
 import numpy as np
 class TestCases(unittest.TestCase):

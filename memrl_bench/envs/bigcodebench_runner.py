@@ -43,6 +43,7 @@ in the task's test code itself, and decides.
 
 
 def _memrl_runner() -> None:
+    import _imp
     import _signal
     import builtins
     import importlib
@@ -247,9 +248,23 @@ def _memrl_runner() -> None:
             inside[0] = False
 
     def audit(event: str, args: tuple) -> None:
-        if not armed[0] or inside[0]:
+        if inside[0]:
             return
-        if event == "import":
+        if event == "memrl.signal" and len(args) == 2:  # from the guard that replaced signal.signal: only the hook holds the original
+            signalnum, handler = args
+            if callable(handler):  # a handler is handed the frame the signal came in: flagged, never installed
+                if armed[0]:
+                    flag("inspects_frames")
+            elif type(signalnum) in (int, signal.Signals) and type(handler) in (int, signal.Handlers):
+                install_handler(int(signalnum), int(handler))  # SIG_DFL, SIG_IGN
+            else:
+                raise TypeError("signal handler must be signal.SIG_IGN, signal.SIG_DFL, or a callable object")
+            return
+        if not armed[0]:
+            return
+        if event == "memrl.create_builtin":  # a fresh module of a built-in (a _signal whose signal() is the original)
+            flag("recreates_a_builtin_module")
+        elif event == "import":
             inside[0], refusal = True, None
             try:
                 refusal = refused_import(args)
@@ -281,22 +296,37 @@ def _memrl_runner() -> None:
             if path.startswith("/proc/") and path.endswith("/mem"):
                 flag("scans_memory")
 
-    sys.addaudithook(audit)  # for good: an audit hook cannot be removed
-
-    # A signal handler is handed the frame the signal came in, and signal.signal raises no audit event: installing one is flagged.
+    # A signal handler is handed the frame the signal came in, and signal.signal raises no audit event. Its replacement
+    # holds nothing (no closure, no original): it asks the audit hook, which installs SIG_DFL or SIG_IGN and flags a handler.
     install_handler, handler_of, signals = _signal.signal, _signal.getsignal, sorted(signal.valid_signals())
     handlers = {number: handler_of(number) for number in signals}
 
-    def guarded_signal(signalnum, handler):
-        if armed[0] and callable(handler):
-            flag("inspects_frames")
-        return install_handler(signalnum, handler)
+    def guarded_signal(signalnum, handler, _audit=sys.audit, _getsignal=signal.getsignal):
+        previous = _getsignal(signalnum)
+        _audit("memrl.signal", signalnum, handler)
+        return previous
 
-    _signal.signal = signal.signal = guarded_signal  # signal.signal calls _signal.signal; its __wrapped__ was the builtin
+    # A fresh _signal (multi-phase: a new module, its own signal(), the same handlers table) would install past the guard:
+    # every built-in module is made now, and _imp.create_builtin (what importlib makes one with) hands back the one made.
+    for name in sys.builtin_module_names:
+        if name not in modules:
+            importlib.import_module(name)
+    made = {name: modules[name] for name in sys.builtin_module_names}
+
+    def create_builtin(spec, _audit=sys.audit, _made=made):
+        _audit("memrl.create_builtin")
+        module = _made.get(getattr(spec, "name", None))
+        if module is None:
+            raise ImportError(f"no built-in module named {getattr(spec, 'name', None)}")
+        return module
+
+    _signal.signal = signal.signal = guarded_signal
+    _imp.create_builtin = create_builtin
+    sys.addaudithook(audit)  # for good: an audit hook cannot be removed
 
     def check_the_signals() -> None:
-        """No signal handler but the ones there before the program (one installed past guarded_signal: a fresh _signal)."""
-        if any(handler_of(number) is not handlers[number] for number in signals):
+        """No signal handler but the ones there before the program (one installed past guarded_signal); SIG_DFL, SIG_IGN may be set."""
+        if any(callable(handler_of(number)) and handler_of(number) is not handlers[number] for number in signals):
             flag("inspects_frames")
 
     # Only type() and the real __dict__ descriptors below: an attribute read could run the program's code (a property, __getattr__).
