@@ -61,6 +61,7 @@ task's test code itself, and decides.
 def _memrl_runner() -> None:
     import _imp
     import _signal
+    import _thread
     import builtins
     import importlib
     import importlib.util
@@ -196,7 +197,7 @@ def _memrl_runner() -> None:
         module, name = exact(getattr(function, "__module__", "")) or "", exact(getattr(function, "__qualname__", "")) or ""
         return str.startswith(module, "unittest") or str.startswith(name, ("_memrl_runner.", "TestCases."))
 
-    inside = [False]
+    inside, thread = set(), _thread.get_ident  # the threads running the hook: a thread's own events there are the runner's (another thread's are not)
     folders = sysconfig.get_paths()
     library_folders = tuple({os.path.join(folder, "") for key in ("stdlib", "platstdlib", "purelib", "platlib") for folder in (folders[key], os.path.realpath(folders[key]))})
     stdlib = os.path.dirname(os.__file__)
@@ -212,7 +213,7 @@ def _memrl_runner() -> None:
     frame_attributes = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")
     memory_folder = re.compile(r"/proc(/\d+(/task(/\d+)?)?)?")  # a folder to open mem from (dir_fd)
     watched_events = {"import", "open", "compile", "code.__new__", "sys._getframe", "object.__getattr__", "object.__setattr__", "sys.settrace", "sys.setprofile", "sys._current_frames", "sys._current_exceptions"}
-    watched_events |= {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes.string_at", "ctypes.wstring_at", "os.rename", "os.link", "os.symlink", "memrl.create_builtin"} | c_events
+    watched_events |= {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes.string_at", "ctypes.wstring_at", "os.rename", "os.link", "os.symlink", "memrl.create_builtin", "memrl.signal"} | c_events
 
     def a_library(code) -> bool:
         name = exact(code.co_filename)
@@ -333,7 +334,10 @@ def _memrl_runner() -> None:
         return None, None
 
     def audit(event: str, args: tuple) -> None:
-        if inside[0]:
+        if event not in watched_events:
+            return
+        me = thread()
+        if me in inside:
             return
         if event == "memrl.signal" and len(args) == 2:  # from the guard that replaced signal.signal: only the hook holds the original
             signalnum, handler = args
@@ -345,15 +349,15 @@ def _memrl_runner() -> None:
             else:
                 raise TypeError("signal handler must be signal.SIG_IGN, signal.SIG_DFL, or a callable object")
             return
-        if not armed[0] or event not in watched_events:
+        if not armed[0]:
             return
-        inside[0] = True  # the events raised below (getframe, f_code, realpath) are the runner's own; no code of the program's runs here
+        inside.add(me)  # the events raised below (getframe, f_code, realpath) are the runner's own; no code of the program's runs here
         try:
             pattern, error = look(event, args, getframe(1))
             if pattern is not None:
                 flag(pattern)
         finally:
-            inside[0] = False
+            inside.discard(me)
         if error is not None:
             raise error
 
