@@ -211,9 +211,11 @@ def _memrl_runner() -> None:
     returners |= {(traceback_file, name) for name in ("walk_stack", "walk_tb", "_walk_tb_with_full_positions")}
     returners |= {(os.path.join(stdlib, "logging", "__init__.py"), "<lambda>"), (os.path.join(stdlib, "asyncio", "base_tasks.py"), "_task_get_stack")}
     frame_attributes = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")
+    bootstrap_external = modules["_frozen_importlib_external"]
+    get_code, compile_bytecode = bootstrap_external.SourceLoader.get_code.__code__, bootstrap_external._compile_bytecode.__code__
     memory_folder = re.compile(r"/proc(/\d+(/task(/\d+)?)?)?")  # a folder to open mem from (dir_fd)
     watched_events = {"import", "open", "compile", "code.__new__", "sys._getframe", "object.__getattr__", "object.__setattr__", "sys.settrace", "sys.setprofile", "sys._current_frames", "sys._current_exceptions"}
-    watched_events |= {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes.string_at", "ctypes.wstring_at", "os.rename", "os.link", "os.symlink", "memrl.create_builtin", "memrl.signal"} | c_events
+    watched_events |= {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes.string_at", "ctypes.wstring_at", "os.rename", "os.link", "os.symlink", "memrl.create_builtin", "memrl.signal", "memrl.fix_co_filename", "marshal.loads", "marshal.load"} | c_events
 
     def a_library(code) -> bool:
         name = exact(code.co_filename)
@@ -285,9 +287,21 @@ def _memrl_runner() -> None:
             return True
         return basename(target) == "mem" and not (isfile(real) and not str.startswith(real, "/proc/"))
 
-    def writes_a_library(target) -> bool:  # a file of the libraries' folders written (code that would pass for theirs); compiled code in __pycache__ is not
+    def compiling_a_source(frame) -> bool:
+        """importlib's SourceLoader.get_code is at work above `frame` (within a few calls): it compiles a source file it read."""
+        for _ in range(8):
+            if frame is None:
+                return False
+            if frame.f_code is get_code:
+                return True
+            frame = frame.f_back
+        return False
+
+    def writes_a_library(target, raising) -> bool:
+        """A file of the libraries' folders written: code there would pass for theirs. importlib caching what it compiled
+        from a source (a .pyc in __pycache__) is not."""
         real = realpath(target)
-        return str.startswith(real, library_folders) and "/__pycache__/" not in real
+        return str.startswith(real, library_folders) and not ("/__pycache__/" in real and compiling_a_source(raising))
 
     def look(event: str, args: tuple, raising) -> tuple[str | None, Exception | None]:
         """The tampering pattern the event shows, and the error that stops it (or None). `raising`: the frame that raised it."""
@@ -300,6 +314,13 @@ def _memrl_runner() -> None:
             return (None if (event == "ctypes.dlopen" and "ctypes" in libraries) or asked_by_a_library(raising) else "calls_c_directly"), None
         if event == "memrl.create_builtin":  # a fresh module of a built-in (a _signal whose signal() is the original)
             return "recreates_a_builtin_module", None
+        if event == "memrl.fix_co_filename":  # gives code another file name: only importlib, for a source file it compiled
+            caller = raising.f_back
+            if caller is not None and caller.f_code is compile_bytecode and compiling_a_source(caller):
+                return None, None
+            return "disguises_code", PermissionError("_imp._fix_co_filename is importlib's")
+        if event in ("marshal.loads", "marshal.load"):  # code objects from bytes: their file name is whatever the bytes say
+            return (None if raising.f_code in runner_codes or a_library(raising.f_code) else "disguises_code"), None
         if event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes.string_at", "ctypes.wstring_at"):
             return "scans_memory", None
         if event in ("sys.settrace", "sys.setprofile", "sys._current_frames", "sys._current_exceptions"):
@@ -323,14 +344,14 @@ def _memrl_runner() -> None:
             target, mode = os.fsdecode(exact(args[0])), args[1] if len(args) > 1 else None
             flags = args[2] if len(args) > 2 and type(args[2]) is int else 0
             writing = (type(mode) is str and any(letter in mode for letter in "wax+")) or (mode is None and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND))
-            if writing and writes_a_library(target):  # refused too: in process isolation the libraries' folders are the host's
+            if writing and writes_a_library(target, raising):  # refused too: in process isolation the libraries' folders are the host's
                 return "writes_a_library", PermissionError(f"{target}: the libraries' folders are not written here")
             return ("scans_memory" if opens_memory(target) else None), None
         if event in ("os.rename", "os.link", "os.symlink") and len(args) > 1 and issubclass(type(args[1]), (str, bytes)):  # args: source, destination
             if event == "os.symlink" and issubclass(type(args[0]), (str, bytes)) and str.startswith(realpath(os.fsdecode(exact(args[0]))), "/proc/"):
                 return "scans_memory", None
             target = os.fsdecode(exact(args[1]))
-            return ("writes_a_library", PermissionError(f"{target}: the libraries' folders are not written here")) if writes_a_library(target) else (None, None)
+            return ("writes_a_library", PermissionError(f"{target}: the libraries' folders are not written here")) if writes_a_library(target, raising) else (None, None)
         return None, None
 
     def audit(event: str, args: tuple) -> None:
@@ -438,8 +459,13 @@ def _memrl_runner() -> None:
             raise ImportError(f"no built-in module named {getattr(spec, 'name', None)}")
         return module
 
+    def fix_co_filename(code, path, _audit=sys.audit, _fix=_imp._fix_co_filename):
+        _audit("memrl.fix_co_filename")
+        _fix(code, path)
+
     _signal.signal = signal.signal = guarded_signal
-    _imp.create_builtin = create_builtin
+    _imp.create_builtin, _imp._fix_co_filename = create_builtin, fix_co_filename
+    protected.add(id(fix_co_filename))
     sys.addaudithook(audit)  # for good: an audit hook cannot be removed
 
     def check_the_signals() -> None:
