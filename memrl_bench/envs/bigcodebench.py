@@ -9,8 +9,9 @@ and reports over a line tagged with a fresh secret that only the runner was give
 needs that report, every test run ending well, and as many tests run as this module counts in
 the task's test code. A solution shares the process with the tests, so tampering is also looked
 for (the patterns of `tampering_patterns` in the completion; replaced test machinery, memory
-scans, frame inspection, an exit before the report, fewer tests run, in the run): such an
-episode ends with status "tampered" and scores 0.
+scans, frame inspection, C reached through ctypes, an exit before the report, fewer tests run,
+in the run): such an episode ends with status "tampered" and scores 0. The runner is given the
+task's libraries: ctypes is not loaded at all for a task whose libraries are all standard.
 It runs in `memrl_bench.sandbox.CodeRunner`: by default a fresh sandbox per program (time
 limit, memory and process caps, no network, own folder, nothing written to the host).
 
@@ -348,7 +349,8 @@ class BigCodeBenchEnv(Env):
         solution = solution_code(action, task.data["code_prompt"], task.data["entry_point"]).replace("\r\n", "\n").replace("\r", "\n")
         tag = secrets.token_hex(16)
         first_test_line = solution.count("\n") + 3
-        result = self.runner.run(solution + "\n\n" + task.data["test"], launcher=_RUNNER, secret=f"{tag} {first_test_line}")
+        libs = ",".join("".join(lib.split()) for lib in task.data["libs"]) or "-"  # the runner lets ctypes load only for tasks whose libraries may need it
+        result = self.runner.run(solution + "\n\n" + task.data["test"], launcher=_RUNNER, secret=f"{tag} {first_test_line} {libs}")
         passed, tampering, problem = judge(result.reported, result.exit_code, tag, written_test_count(task.data["test"]))
         tampering |= tampering_patterns(solution)
         report = result.output.strip()

@@ -7,50 +7,71 @@ and no runner, so nothing it can read says what success looks like. Before the p
 imported the runner:
 
 - reads the number of its report descriptor (a pipe to the harness, apart from the output),
-  its tag and the program's first line of test code from its standard input (the one line the
-  harness sends; the tag is in no argv, environment or file), then puts /dev/null there;
+  its tag, the program's first line of test code and the task's libraries from its standard
+  input (the one line the harness sends; the tag is in no argv, environment or file, and in no
+  frame's locals: only in the defaults of its report function), then puts /dev/null there;
 - keeps its own references to what it calls;
-- notes what the run relies on (every attribute of unittest's modules and classes, the builtins,
-  sys.exit, os._exit, os.write, its own result class; numpy's and pandas' top-level names and
-  the functions of numpy.testing and pandas.testing and of what their asserts call, imported
-  first when the tests name numpy or pandas) to check afterwards that none was replaced, and
-  unittest's modules in sys.modules, and the signal handlers;
+- notes what the run relies on (every attribute of unittest's modules and classes and the code
+  of their functions, the builtins, sys.exit, os._exit, os.write, its own result class; numpy's
+  and pandas' top-level names and the functions of numpy.testing and pandas.testing and of what
+  their asserts call, imported first when the tests name numpy or pandas) to check afterwards
+  that none was replaced, and unittest's modules in sys.modules, and the signal handlers;
 - installs an audit hook that reports tampering at once, before the call goes on: scanning the
-  heap (gc.get_objects / get_referrers / get_referents, ctypes.string_at, /proc/*/mem), taking
-  the runner's own frames (sys._getframe, inspect.stack) or any frame from the solution's code
-  (a traceback's tb_frame, a generator's gi_frame: f_back leads to the runner's; a trace or
-  profile function, handed every frame), replacing the code of a function of unittest, of the
-  runner or of the tests;
-- replaces signal.signal by one that flags a handler (handed the current frame) installed by
-  the program, and checks after the import and the suite that no handler changed.
+  heap (gc.get_objects / get_referrers / get_referents, ctypes.string_at, /proc/<pid>/mem, also
+  through a link or a descriptor of its folder), a frame taken by code that is neither a
+  library's nor the runner's (sys._getframe, a traceback's tb_frame, a generator's gi_frame:
+  f_back leads to the runner's), or handed to such code by a library function (inspect.stack,
+  inspect.trace, traceback.walk_tb ...), a trace or profile function (handed every frame),
+  replacing the code of a function of unittest, of the runner or of the tests, code compiled
+  under the name of a library's file or of program.py, a file written into the libraries'
+  folders (refused), reading the defaults of the runner's functions (refused), C called through
+  ctypes (below);
+- lets ctypes (which writes memory and calls C with no audit event) load only for a task whose
+  libraries include it or a third-party library: otherwise the import is refused, and flagged
+  when the program asked for it; where ctypes is there, a symbol looked up, a library opened
+  (but in a task whose libraries include ctypes), an address read by the program is flagged;
+  CPython's test modules and extension modules from outside the libraries' folders are refused;
+- replaces signal.signal by a function holding nothing: it asks the audit hook, which sets
+  SIG_DFL or SIG_IGN and flags a handler (handed the frame the signal came in) without
+  installing it; makes every built-in module and has _imp.create_builtin hand back the one made
+  (a fresh _signal would have the original signal()); checks after the import and the suite
+  that no handler was installed.
 
 Before the suite and after it, it checks that unittest's modules in sys.modules are still the
 ones it imported (a fake unittest would hand the tests a TestCase that runs nothing), that the
 test classes hold nothing of the solution's code and no replacement of TestCase's machinery
-(run, _callTestMethod, __init_subclass__ ...) but the tests' own; as each test starts, that its
-method is the function the test code defined; after the suite, that no module but the program's
-holds a function of the solution's code (a library's function replaced). "The solution's code":
-compiled from program.py above the first line of test code.
+(run, _callTestMethod, __init_subclass__ ...) but the tests' own; after the suite, that each
+test's method, as the test started, was the function the test code defined, and that no module
+but the program's holds a function of the solution's code (a library's function replaced).
+"The solution's code": compiled from program.py above the first line of test code.
 
 Then it imports program.py as `__main__`, loads TestCases and runs the suite with a result class
-of its own that counts every test's outcome (wasSuccessful() is never asked; a skip is not good), and writes one
-line `<tag> result <json>` on the report descriptor (tests started, ended well, ended badly;
-what was replaced; the tampering seen). Tampering is written there as `<tag> tampering <pattern>`
-when it happens. The
-harness (memrl_bench/envs/bigcodebench.py) compares the count with the test methods it counted
-in the task's test code itself, and decides.
+of its own that counts every test's outcome (wasSuccessful() is never asked; a skip or an
+expected failure is not good; a start or a success counts only when unittest's TestCase.run
+reports it) into a list its methods hold as defaults (the class is within the program's reach),
+and writes one line `<tag> result <json>` on the report descriptor (tests started, ended well,
+ended badly; what was replaced; the tampering seen). Tampering is written there as `<tag>
+tampering <pattern>` when it happens. The hook stays on to the end: the runner's last steps
+(the program's exception shown) may run the program's code. The harness
+(memrl_bench/envs/bigcodebench.py) compares the count with the test methods it counted in the
+task's test code itself, and decides.
 """
 
 
 def _memrl_runner() -> None:
+    import _imp
     import _signal
+    import _thread
     import builtins
     import importlib
     import importlib.util
+    import io
     import json
     import os
+    import re
     import signal
     import sys
+    import sysconfig
     import traceback
     import types
     import unittest
@@ -66,30 +87,45 @@ def _memrl_runner() -> None:
     import unittest.util
     from importlib.machinery import SourceFileLoader
 
-    line = b""
-    while not line.endswith(b"\n"):
-        chunk = os.read(0, 256)
-        if not chunk:
-            break
-        line += chunk
-    descriptor, tag, first = line.split()  # the report descriptor, the tag, the program's first line of test code
-    first_test_line = int(first)
-    channel, write, leave = int(descriptor), os.write, os._exit  # the program may replace os.write and os._exit
-    os.set_inheritable(channel, False)  # the program's own processes do not get it
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
+    def read_the_harness_line():
+        """The harness's one line: the report descriptor, the tag, the program's first line of test code, the task's libraries.
+        The tag goes into the defaults of `report` (read only through an audited attribute) and into no frame that outlives
+        this one: a traceback summary made with capture_locals shows the repr of every frame's locals."""
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = os.read(0, 256)
+            if not chunk:
+                break
+            line += chunk
+        descriptor, tag, first, libs = line.split()
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
 
-    def report(kind: bytes, payload: str) -> None:
-        line = b"%s %s %s\n" % (tag, kind, payload.encode())
-        while line:
-            line = line[write(channel, line) :]
+        def report(kind: bytes, payload: str, _tag=tag, _channel=int(descriptor), _write=os.write) -> None:  # the program may replace os.write
+            line = b"%s %s %s\n" % (_tag, kind, payload.encode())
+            while line:
+                line = line[_write(_channel, line) :]
+
+        os.set_inheritable(int(descriptor), False)  # the program's own processes do not get it
+        return report, int(first), libs.decode()
+
+    report, first_test_line, libs = read_the_harness_line()
+    leave = os._exit  # the program may replace os._exit
+    libraries = {name for name in libs.split(",") if name and name != "-"}
+    # ctypes writes memory and calls C with no audit event (memmove, cast, a Union, a foreign function): it is loaded only where the task's libraries may need it.
+    c_allowed = "ctypes" in libraries or any(name.split(".")[0] not in sys.stdlib_module_names for name in libraries)
 
     watched: dict[tuple[str, str], tuple[object, str, object]] = {}
+    codes: dict[int, tuple[types.FunctionType, types.CodeType]] = {}  # the code of each watched function: memory written under it (ctypes) changes it unseen
 
     def watch(pattern: str, label: str, namespace, keys=None) -> None:
         for key in list(namespace) if keys is None else keys:
-            watched[(pattern, f"{label}.{key}")] = (namespace, key, namespace[key])
+            value = namespace[key]
+            watched[(pattern, f"{label}.{key}")] = (namespace, key, value)
+            function = value.__func__ if type(value) in (staticmethod, classmethod) else value
+            if type(function) is types.FunctionType:
+                codes[id(function)] = (function, function.__code__)
 
     for module in (unittest, unittest.case, unittest.loader, unittest.result, unittest.runner, unittest.signals, unittest.suite, unittest.util):
         watch("patches_unittest", module.__name__, vars(module))
@@ -118,50 +154,7 @@ def _memrl_runner() -> None:
     watch("patches_builtins_or_exit", "sys", vars(sys), ("exit",))
     watch("patches_builtins_or_exit", "os", vars(os), ("_exit", "write"))
 
-    class Recorder(unittest.runner.TextTestResult):
-        """Counts every test's outcome itself; prints as TextTestRunner always did."""
-
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.started = self.good = self.bad = 0
-
-        def startTest(self, test):
-            self.started += 1
-            if not from_the_tests(getattr(getattr(test, getattr(test, "_testMethodName", ""), None), "__func__", None)):
-                flag("replaces_a_test")
-            super().startTest(test)
-
-        def addSuccess(self, test):
-            self.good += 1
-            super().addSuccess(test)
-
-        def addSkip(self, test, reason):  # no task's tests skip (gold check): a skip comes from the code under test (SkipTest)
-            self.bad += 1
-            super().addSkip(test, reason)
-
-        def addExpectedFailure(self, test, err):
-            self.good += 1
-            super().addExpectedFailure(test, err)
-
-        def addFailure(self, test, err):
-            self.bad += 1
-            super().addFailure(test, err)
-
-        def addError(self, test, err):  # also a class or module fixture that failed
-            self.bad += 1
-            super().addError(test, err)
-
-        def addUnexpectedSuccess(self, test):
-            self.bad += 1
-            super().addUnexpectedSuccess(test)
-
-        def addSubTest(self, test, subtest, err):
-            if err is not None:
-                self.bad += 1
-            super().addSubTest(test, subtest, err)
-
-    watch("patches_the_runner", "Recorder", Recorder.__dict__)
-    getframe = sys._getframe
+    getframe, realpath, isfile, basename, open_file = sys._getframe, os.path.realpath, os.path.isfile, os.path.basename, io.open
     load, text_runner, stdout, stderr = unittest.defaultTestLoader.loadTestsFromTestCase, unittest.runner.TextTestRunner, sys.stdout, sys.stderr
 
     frames, armed, seen = set(), [False], set()  # the runner's own frames; their ids stay valid while they run
@@ -169,7 +162,13 @@ def _memrl_runner() -> None:
     while frame is not None:
         frames.add(id(frame))
         frame = frame.f_back
-    del frame
+    runner_codes: set[types.CodeType] = set()  # the code of this function and of every function defined in it
+    todo = [sys._getframe().f_code]
+    while todo:
+        code = todo.pop()
+        runner_codes.add(code)
+        todo.extend(constant for constant in code.co_consts if type(constant) is types.CodeType)
+    del frame, todo, code
 
     def flag(pattern: str) -> None:
         if pattern not in seen:
@@ -186,55 +185,292 @@ def _memrl_runner() -> None:
             function = getattr(function, "__wrapped__", None)
         return type(function) is types.FunctionType and function.__code__.co_filename == path and function.__code__.co_firstlineno >= first_test_line
 
+    def exact(text):
+        """A str of the program's as a plain str: no method of its class runs (the hook runs no code of the program's)."""
+        if type(text) is str or type(text) is bytes:
+            return text
+        if issubclass(type(text), str):
+            return "".join((text,))
+        return b"".join((text,)) if issubclass(type(text), bytes) else None
+
     def relied_on(function) -> bool:  # unittest's code, the runner's, the tests' (the stdlib changes other code: types.coroutine)
-        module, name = getattr(function, "__module__", "") or "", getattr(function, "__qualname__", "") or ""
-        return module.startswith("unittest") or name.startswith(("_memrl_runner.", "TestCases."))
+        module, name = exact(getattr(function, "__module__", "")) or "", exact(getattr(function, "__qualname__", "")) or ""
+        return str.startswith(module, "unittest") or str.startswith(name, ("_memrl_runner.", "TestCases."))
 
-    inside = [False]
+    inside, thread = set(), _thread.get_ident  # the threads running the hook: a thread's own events there are the runner's (another thread's are not)
+    folders = sysconfig.get_paths()
+    library_folders = tuple({os.path.join(folder, "") for key in ("stdlib", "platstdlib", "purelib", "platlib") for folder in (folders[key], os.path.realpath(folders[key]))})
+    stdlib = os.path.dirname(os.__file__)
+    import_machinery = {"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>", importlib.__file__, importlib.util.__file__}
+    ctypes_folder = os.path.join(stdlib, "ctypes", "")
+    never_loaded = {"_testcapi", "_testinternalcapi", "_testbuffer", "_testimportmultiple", "_testmultiphase", "_testsinglephase", "_testclinic", "_ctypes_test", "_xxsubinterpreters", "_xxtestfuzz", "xxlimited", "xxlimited_35"}
+    c_events = {"ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.cdata", "ctypes.addressof", "ctypes.PyObj_FromPtr", "ctypes.call_function"}
+    # The library functions that hand a frame to their caller (the others that take one keep it: namedtuple, logging's findCaller).
+    inspect_file, traceback_file = os.path.join(stdlib, "inspect.py"), os.path.join(stdlib, "traceback.py")
+    returners = {(inspect_file, name) for name in ("currentframe", "stack", "trace", "getinnerframes", "getouterframes")}
+    returners |= {(traceback_file, name) for name in ("walk_stack", "walk_tb", "_walk_tb_with_full_positions")}
+    returners |= {(os.path.join(stdlib, "logging", "__init__.py"), "<lambda>"), (os.path.join(stdlib, "asyncio", "base_tasks.py"), "_task_get_stack")}
+    frame_attributes = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")
+    bootstrap_external = modules["_frozen_importlib_external"]
+    get_code, compile_bytecode = bootstrap_external.SourceLoader.get_code.__code__, bootstrap_external._compile_bytecode.__code__
+    memory_folder = re.compile(r"/proc(/\d+(/task(/\d+)?)?)?")  # a folder to open mem from (dir_fd)
+    watched_events = {"import", "open", "compile", "code.__new__", "sys._getframe", "object.__getattr__", "object.__setattr__", "sys.settrace", "sys.setprofile", "sys._current_frames", "sys._current_exceptions"}
+    watched_events |= {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes.string_at", "ctypes.wstring_at", "os.rename", "os.link", "os.symlink", "memrl.create_builtin", "memrl.signal", "memrl.fix_co_filename", "marshal.loads", "marshal.load"} | c_events
 
-    def called_by_the_solution() -> bool:
-        """The code that raised the event, or what called it (inspect.currentframe, traceback.walk_tb), is the solution's."""
-        inside[0] = True  # the events raised here (getframe, f_code) are the runner's own
+    def a_library(code) -> bool:
+        name = exact(code.co_filename)
+        return str.startswith(name, library_folders) or str.startswith(name, "<frozen ")
+
+    def asked_by_a_library(frame) -> bool:
+        """The code behind the event (from the frame that raised it), past the import machinery and ctypes itself, is a
+        library's (the stdlib's, site-packages') or the runner's."""
+        while frame is not None:
+            name = exact(frame.f_code.co_filename)
+            if name in import_machinery or str.startswith(name, ctypes_folder):
+                frame = frame.f_back
+                continue
+            return frame.f_code in runner_codes or a_library(frame.f_code)
+        return True
+
+    def handed_out(frame) -> bool:
+        """The frame just taken goes to code that is neither a library's nor the runner's: the code that took it (`frame`), or,
+        when that is a library function handing frames to its caller (inspect.stack, traceback.walk_tb ...), the code that
+        called it. Code compiled from a string or another file counts as the program's: f_back leads from any frame to the runner's."""
+        while frame is not None:
+            code = frame.f_code
+            if code in runner_codes:
+                return False
+            if (exact(code.co_filename), exact(code.co_qualname)) not in returners:
+                return not a_library(code)
+            frame = frame.f_back
+        return False
+
+    def refused_import(args: tuple) -> tuple[str, bool] | None:
+        """Why a module may not be loaded while the program runs, and whether that is tampering whoever asked: ctypes where the
+        task's libraries do not need it, CPython's test modules, an extension module from outside the libraries' folders or under
+        a built-in module's name (libpython's own _signal: a fresh one)."""
+        name = exact(args[0]) if args and issubclass(type(args[0]), str) else ""
+        origin = exact(args[1]) if len(args) > 1 and issubclass(type(args[1]), str) else None
+        last = name.rpartition(".")[2]
+        if last in never_loaded:
+            return f"{name}: CPython's test modules are not loaded here", False
+        if not c_allowed and (name == "ctypes" or str.startswith(name, "ctypes.") or last == "_ctypes"):
+            return f"{name}: ctypes is not loaded for a task whose libraries are all standard and do not include it", False
+        if origin is not None and (last in sys.builtin_module_names or not str.startswith(realpath(origin), library_folders)):
+            return f"{name}: an extension module is loaded only from the libraries' folders, never as a built-in module", True
+        return None
+
+    def claimed(filename) -> str | None:
+        """The file name, if it is program.py's or a library file's: code under that name passes for theirs."""
+        filename = exact(filename)
+        if type(filename) is bytes:
+            filename = os.fsdecode(filename)
+        return filename if type(filename) is str and (filename == path or str.startswith(realpath(filename), library_folders)) else None
+
+    def disguised(source, filename) -> bool:
+        """Code compiled under the name of a library's file or of program.py from another text."""
+        filename = claimed(filename)
+        if filename is None:
+            return False
+        source = exact(source)
         try:
-            frame = getframe(2)  # 0 this function, 1 the hook, 2 the code that raised the event
-            return from_the_solution(frame.f_code) or (frame.f_back is not None and from_the_solution(frame.f_back.f_code))
-        finally:
-            inside[0] = False
+            with open_file(filename, "rb") as file:
+                text = file.read()
+        except OSError:
+            return True
+        return not (text == source or (type(source) is str and text == source.encode()))
+
+    def opens_memory(target) -> bool:
+        """A path to the process's memory: /proc/<pid>/mem, through a link, or a folder of /proc it can be opened from."""
+        real = realpath(target)
+        if memory_folder.fullmatch(real) or (str.startswith(real, "/proc/") and str.endswith(real, "/mem")):
+            return True
+        return basename(target) == "mem" and not (isfile(real) and not str.startswith(real, "/proc/"))
+
+    def compiling_a_source(frame) -> bool:
+        """importlib's SourceLoader.get_code is at work above `frame` (within a few calls): it compiles a source file it read."""
+        for _ in range(8):
+            if frame is None:
+                return False
+            if frame.f_code is get_code:
+                return True
+            frame = frame.f_back
+        return False
+
+    def writes_a_library(target, raising) -> bool:
+        """A file of the libraries' folders written: code there would pass for theirs. importlib caching what it compiled
+        from a source (a .pyc in __pycache__) is not."""
+        real = realpath(target)
+        return str.startswith(real, library_folders) and not ("/__pycache__/" in real and compiling_a_source(raising))
+
+    def look(event: str, args: tuple, raising) -> tuple[str | None, Exception | None]:
+        """The tampering pattern the event shows, and the error that stops it (or None). `raising`: the frame that raised it."""
+        if event == "import":
+            refusal = refused_import(args)
+            if refusal is None:
+                return None, None
+            return ("calls_c_directly" if refusal[1] or not asked_by_a_library(raising) else None), ImportError(refusal[0])  # a library's attempt (pandas) just fails
+        if event in c_events:
+            return (None if (event == "ctypes.dlopen" and "ctypes" in libraries) or asked_by_a_library(raising) else "calls_c_directly"), None
+        if event == "memrl.create_builtin":  # a fresh module of a built-in (a _signal whose signal() is the original)
+            return "recreates_a_builtin_module", None
+        if event == "memrl.fix_co_filename":  # gives code another file name: only importlib, for a source file it compiled
+            caller = raising.f_back
+            if caller is not None and caller.f_code is compile_bytecode and compiling_a_source(caller):
+                return None, None
+            return "disguises_code", PermissionError("_imp._fix_co_filename is importlib's")
+        if event in ("marshal.loads", "marshal.load"):  # code objects from bytes: their file name is whatever the bytes say
+            return (None if raising.f_code in runner_codes or a_library(raising.f_code) else "disguises_code"), None
+        if event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes.string_at", "ctypes.wstring_at"):
+            return "scans_memory", None
+        if event in ("sys.settrace", "sys.setprofile", "sys._current_frames", "sys._current_exceptions"):
+            return "inspects_frames", None  # a trace or profile callback is handed every frame (threading.settrace too, as a thread starts)
+        if event == "object.__getattr__" or event == "object.__setattr__":
+            target, name = (args[0], exact(args[1])) if len(args) > 1 else (None, None)
+            if id(target) in protected and name in ("__defaults__", "__kwdefaults__", "__code__") and raising.f_code not in runner_codes:  # what the result class and report hold
+                return "reaches_the_runner", PermissionError(f"{name} of the runner's functions")
+            if event == "object.__setattr__":
+                return ("replaces_function_code" if name == "__code__" and relied_on(target) else None), None
+            if name not in frame_attributes and id(target) not in frames:
+                return None, None
+        if event == "sys._getframe" or event == "object.__getattr__":  # a frame: f_back (not audited) leads to the runner's
+            runners = args and id(args[0]) in frames and raising.f_code not in runner_codes
+            return ("inspects_frames" if runners or handed_out(raising) else None), None
+        if event == "compile" and len(args) > 1:  # args: the source (text, bytes or a syntax tree) and the file name
+            return ("disguises_code" if disguised(args[0], args[1]) and not asked_by_a_library(raising) else None), None
+        if event == "code.__new__" and len(args) > 1:  # code.replace, types.CodeType: args[1] is the file name
+            return ("disguises_code" if claimed(args[1]) is not None and not asked_by_a_library(raising) else None), None
+        if event == "open" and args and issubclass(type(args[0]), (str, bytes)):
+            target, mode = os.fsdecode(exact(args[0])), args[1] if len(args) > 1 else None
+            flags = args[2] if len(args) > 2 and type(args[2]) is int else 0
+            writing = (type(mode) is str and any(letter in mode for letter in "wax+")) or (mode is None and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND))
+            if writing and writes_a_library(target, raising):  # refused too: in process isolation the libraries' folders are the host's
+                return "writes_a_library", PermissionError(f"{target}: the libraries' folders are not written here")
+            return ("scans_memory" if opens_memory(target) else None), None
+        if event in ("os.rename", "os.link", "os.symlink") and len(args) > 1 and issubclass(type(args[1]), (str, bytes)):  # args: source, destination
+            if event == "os.symlink" and issubclass(type(args[0]), (str, bytes)) and str.startswith(realpath(os.fsdecode(exact(args[0]))), "/proc/"):
+                return "scans_memory", None
+            target = os.fsdecode(exact(args[1]))
+            return ("writes_a_library", PermissionError(f"{target}: the libraries' folders are not written here")) if writes_a_library(target, raising) else (None, None)
+        return None, None
 
     def audit(event: str, args: tuple) -> None:
-        if not armed[0] or inside[0]:
+        if event not in watched_events:
             return
-        if event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes.string_at", "ctypes.wstring_at"):
-            flag("scans_memory")
-        elif event in ("sys.settrace", "sys.setprofile"):  # the callback is handed every frame (threading.settrace too, as a thread starts)
-            flag("inspects_frames")
-        elif event == "sys._current_frames" or (event in ("sys._getframe", "object.__getattr__") and args and id(args[0]) in frames):
-            flag("inspects_frames")
-        elif (event == "sys._getframe" or (event == "object.__getattr__" and len(args) > 1 and args[1] in ("tb_frame", "gi_frame", "cr_frame", "ag_frame"))) and called_by_the_solution():
-            flag("inspects_frames")  # the solution itself takes a frame, from which f_back (not audited) leads to the runner's
-        elif event == "object.__setattr__" and len(args) > 1 and args[1] == "__code__" and relied_on(args[0]):
-            flag("replaces_function_code")
-        elif event == "open" and args and isinstance(args[0], (str, bytes)):
-            path = os.fsdecode(args[0])
-            if path.startswith("/proc/") and path.endswith("/mem"):
-                flag("scans_memory")
+        me = thread()
+        if me in inside:
+            return
+        if event == "memrl.signal" and len(args) == 2:  # from the guard that replaced signal.signal: only the hook holds the original
+            signalnum, handler = args
+            if callable(handler):  # a handler is handed the frame the signal came in: flagged, never installed
+                if armed[0]:
+                    flag("inspects_frames")
+            elif type(signalnum) in (int, signal.Signals) and type(handler) in (int, signal.Handlers):
+                install_handler(int(signalnum), int(handler))  # SIG_DFL, SIG_IGN
+            else:
+                raise TypeError("signal handler must be signal.SIG_IGN, signal.SIG_DFL, or a callable object")
+            return
+        if not armed[0]:
+            return
+        inside.add(me)  # the events raised below (getframe, f_code, realpath) are the runner's own; no code of the program's runs here
+        try:
+            pattern, error = look(event, args, getframe(1))
+            if pattern is not None:
+                flag(pattern)
+        finally:
+            inside.discard(me)
+        if error is not None:
+            raise error
 
-    sys.addaudithook(audit)  # for good: an audit hook cannot be removed
+    # The result class counts into a list held by its methods' defaults (reading or replacing __defaults__ is audited), not
+    # into attributes: the class is within the program's reach (TextTestResult.__subclasses__()), its instance in a frame's.
+    # startTest and addSuccess count only when called by unittest's TestCase.run (not by a replaced unittest function).
+    counts, test_methods, run_code = [0, 0, 0], [], real_case.run.__code__  # tests started, ended well, ended badly
 
-    # A signal handler is handed the frame the signal came in, and signal.signal raises no audit event: installing one is flagged.
+    def called_by_the_run() -> bool:
+        if getframe(2).f_code is not run_code:  # 0 this function, 1 the result's method, 2 its caller
+            flag("forges_a_result")
+        return True
+
+    base = unittest.runner.TextTestResult
+
+    class Recorder(base):
+        """Counts every test's outcome itself; prints as TextTestRunner always did. No test is skipped or expected to fail
+        in any task (gold check): such an outcome comes from the code under test (SkipTest, a replaced unittest function)."""
+
+        def startTest(self, test, _base=base.startTest, _counts=counts, _methods=test_methods, _check=called_by_the_run):
+            _counts[0] += _check()
+            _methods.append(getattr(getattr(test, getattr(test, "_testMethodName", ""), None), "__func__", None))
+            _base(self, test)
+
+        def addSuccess(self, test, _base=base.addSuccess, _counts=counts, _check=called_by_the_run):
+            _counts[1] += _check()
+            _base(self, test)
+
+        def addSkip(self, test, reason, _base=base.addSkip, _counts=counts):
+            _counts[2] += 1
+            _base(self, test, reason)
+
+        def addExpectedFailure(self, test, err, _base=base.addExpectedFailure, _counts=counts):
+            _counts[2] += 1
+            _base(self, test, err)
+
+        def addFailure(self, test, err, _base=base.addFailure, _counts=counts):
+            _counts[2] += 1
+            _base(self, test, err)
+
+        def addError(self, test, err, _base=base.addError, _counts=counts):  # also a class or module fixture that failed
+            _counts[2] += 1
+            _base(self, test, err)
+
+        def addUnexpectedSuccess(self, test, _base=base.addUnexpectedSuccess, _counts=counts):
+            _counts[2] += 1
+            _base(self, test)
+
+        def addSubTest(self, test, subtest, err, _base=base.addSubTest, _counts=counts):
+            if err is not None:
+                _counts[2] += 1
+            _base(self, test, subtest, err)
+
+    watch("patches_the_runner", "Recorder", Recorder.__dict__)
+    protected = {id(value) for value in vars(Recorder).values() if type(value) is types.FunctionType} | {id(report)}
+
+    # A signal handler is handed the frame the signal came in, and signal.signal raises no audit event. Its replacement
+    # holds nothing (no closure, no original): it asks the audit hook, which installs SIG_DFL or SIG_IGN and flags a handler.
     install_handler, handler_of, signals = _signal.signal, _signal.getsignal, sorted(signal.valid_signals())
     handlers = {number: handler_of(number) for number in signals}
 
-    def guarded_signal(signalnum, handler):
-        if armed[0] and callable(handler):
-            flag("inspects_frames")
-        return install_handler(signalnum, handler)
+    def guarded_signal(signalnum, handler, _audit=sys.audit, _getsignal=signal.getsignal):
+        previous = _getsignal(signalnum)
+        _audit("memrl.signal", signalnum, handler)
+        return previous
 
-    _signal.signal = signal.signal = guarded_signal  # signal.signal calls _signal.signal; its __wrapped__ was the builtin
+    # A fresh _signal (multi-phase: a new module, its own signal(), the same handlers table) would install past the guard:
+    # every built-in module is made now, and _imp.create_builtin (what importlib makes one with) hands back the one made.
+    for name in sys.builtin_module_names:
+        if name not in modules:
+            importlib.import_module(name)
+    made = {name: modules[name] for name in sys.builtin_module_names}
+
+    def create_builtin(spec, _audit=sys.audit, _made=made):
+        _audit("memrl.create_builtin")
+        module = _made.get(getattr(spec, "name", None))
+        if module is None:
+            raise ImportError(f"no built-in module named {getattr(spec, 'name', None)}")
+        return module
+
+    def fix_co_filename(code, path, _audit=sys.audit, _fix=_imp._fix_co_filename):
+        _audit("memrl.fix_co_filename")
+        _fix(code, path)
+
+    _signal.signal = signal.signal = guarded_signal
+    _imp.create_builtin, _imp._fix_co_filename = create_builtin, fix_co_filename
+    protected.add(id(fix_co_filename))
+    sys.addaudithook(audit)  # for good: an audit hook cannot be removed
 
     def check_the_signals() -> None:
-        """No signal handler but the ones there before the program (one installed past guarded_signal: a fresh _signal)."""
-        if any(handler_of(number) is not handlers[number] for number in signals):
+        """No signal handler but the ones there before the program (one installed past guarded_signal); SIG_DFL, SIG_IGN may be set."""
+        if any(callable(handler_of(number)) and handler_of(number) is not handlers[number] for number in signals):
             flag("inspects_frames")
 
     # Only type() and the real __dict__ descriptors below: an attribute read could run the program's code (a property, __getattr__).
@@ -281,8 +517,8 @@ def _memrl_runner() -> None:
     main = types.ModuleType("__main__")
     main.__file__, main.__builtins__, main.__loader__ = path, builtins, SourceFileLoader("__main__", path)
     sys.modules["__main__"], sys.argv[:], sys.path[0] = main, ["program.py"], os.path.dirname(path)
-    result, failure, cases = None, None, None
-    armed[0] = True
+    failure, cases, error = None, None, None
+    armed[0] = True  # to the end: what runs after the suite (a replaced stream's flush, an exception's __str__) may be the program's
     try:
         exec(compile(source, path, "exec"), vars(main))
         check_the_modules()
@@ -290,31 +526,39 @@ def _memrl_runner() -> None:
         cases = vars(main)["TestCases"]
         check_the_tests(cases)
         watch("patches_the_tests", "TestCases", cases.__dict__, [key for key, value in vars(cases).items() if callable(value)])
-        result = text_runner(stream=sys.stdout, verbosity=1, resultclass=Recorder).run(load(cases))
-    except BaseException as error:  # the program's own failure: an exception or SystemExit on import, a suite that broke
-        failure = error
+        text_runner(stream=sys.stdout, verbosity=1, resultclass=Recorder).run(load(cases))
+    except BaseException as exception:  # the program's own failure: an exception or SystemExit on import, a suite that broke
+        failure = exception
     check_the_modules()
     check_the_signals()
     if cases is not None:
         check_the_tests(cases)
     check_the_libraries()
-    armed[0] = False
+    if any(not from_the_tests(method) for method in test_methods):  # each test's method as it started
+        flag("replaces_a_test")
     for stream in (stdout, stderr):
         try:
-            stream.flush()
+            type(stream).flush(stream)  # not an attribute of the stream: the program may have set one
         except Exception:  # noqa: S110 - a closed stream has nothing left to flush
             pass
-    if failure is not None and not isinstance(failure, SystemExit):
-        traceback.print_exception(type(failure), failure, failure.__traceback__.tb_next, file=stderr)  # without the runner's frame
-        stderr.flush()
+    if failure is not None:
+        try:
+            error = f"{type(failure).__name__}: {failure}"[:300]
+            if not issubclass(type(failure), SystemExit):
+                traceback.print_exception(type(failure), failure, failure.__traceback__.tb_next, file=stderr)  # without the runner's frame
+                type(stderr).flush(stderr)
+        except BaseException:  # an exception whose __str__ fails
+            error = error or "the program's exception could not be shown"
     replaced: dict[str, list[str]] = {}
     for (pattern, label), (namespace, key, value) in watched.items():
         if namespace.get(key, watched) is not value:
             replaced.setdefault(pattern, []).append(label)
-    counts = {name: getattr(result, name, 0) for name in ("started", "good", "bad")}
-    error = f"{type(failure).__name__}: {failure}"[:300] if failure is not None else None
-    report(b"result", json.dumps({**counts, "error": error, "replaced": {k: v[:3] for k, v in replaced.items()}, "tampering": sorted(seen)}))
-    leave(0 if error is None and counts["bad"] == 0 and counts["good"] == counts["started"] else 1)
+    for function, code in codes.values():
+        if function.__code__ is not code:
+            replaced.setdefault("replaces_function_code", []).append(exact(function.__qualname__))
+    started, good, bad = counts
+    report(b"result", json.dumps({"started": started, "good": good, "bad": bad, "error": error, "replaced": {k: v[:3] for k, v in replaced.items()}, "tampering": sorted(seen)}))
+    leave(0 if error is None and bad == 0 and good == started else 1)
 
 
 if __name__ == "__main__":
