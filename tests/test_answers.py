@@ -1,12 +1,14 @@
 """The answer-reading policy (memrl_bench/answers.py) on real completions labelled by hand.
 
-tests/fixtures/answers_corpus.jsonl holds every distinct completion of results/critique_real as
-first shipped (Qwen2.5-Coder-0.5B on MMLU marketing; scripts/collect_answer_corpus.py),
-each labelled by reading: two readers labelled every completion independently, a third
-read the ones they disagreed on or found hard (`label_note` says so). The reader must agree
-with the labels on at least 99% of the completions as they occur (weighted by `occurrences`);
-the entries where it does not are listed with the reason (`reader_disagrees`) and checked to
-stay so, so that a change of the reader that fixes or breaks one is seen.
+tests/fixtures/answers_corpus.jsonl holds every distinct completion of results/critique_real (as
+first shipped and as re-shipped; Qwen2.5-Coder-0.5B on MMLU marketing) and of Qwen2.5-Coder-1.5B
+on 40 MMLU marketing questions and 33 BigCodeBench tasks (scripts/collect_answer_corpus.py;
+BENCHMARKS.md, "Answer corpus"), each labelled by reading: two readers labelled every MMLU
+completion independently, a third read the ones they disagreed on or found hard (`label_note`
+says so); one reader labelled the code completions. The reader must agree with the labels on at least 99% of the completions as they occur
+(weighted by `occurrences`); the entries where it does not are listed with the reason
+(`reader_disagrees`) and checked to stay so, so that a change of the reader that fixes or breaks
+one is seen.
 """
 
 from __future__ import annotations
@@ -40,14 +42,13 @@ def read(entry: dict) -> str | None:
 
 
 def test_the_corpus_is_real_distinct_and_labelled():
-    # Issue 27 asks for both Qwen sizes and code blocks too; so far the corpus holds Qwen 0.5B's
-    # MMLU letters (BENCHMARKS.md, "Answer corpus"), which is what this asserts.
+    # Both Qwen sizes of the catalogue, letters and code blocks (issue 27).
     assert len(CORPUS) >= 400
     assert len({(e["model"], e["task_id"], e["completion"], e["finish_reason"]) for e in CORPUS}) == len(CORPUS)
     unlabelled = [e["id"] for e in CORPUS if e["label"] is None]
     assert not unlabelled, f"label these completions by reading them (scripts/collect_answer_corpus.py): {unlabelled}"
-    assert {e["model"] for e in CORPUS} == {"qwen2.5-coder-0.5b"} and {e["env"] for e in CORPUS} == {"mmlu"}
-    assert any(e["finish_reason"] == "length" for e in CORPUS)
+    assert {(e["model"], e["env"]) for e in CORPUS} == {("qwen2.5-coder-0.5b", "mmlu"), ("qwen2.5-coder-1.5b", "mmlu"), ("qwen2.5-coder-1.5b", "bigcodebench")}
+    assert {e["model"] for e in CORPUS if e["finish_reason"] == "length" and e["env"] == "mmlu"} == {"qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"}
 
 
 @pytest.mark.parametrize("entry", CORPUS, ids=lambda e: e["id"])
