@@ -389,7 +389,12 @@ class ReActActor(_LLMActor):
                 conversation.add(completion.text, observation)
             if done:
                 return ended(info, rec.info)
-        return "step_limit", False
+        verdict = await rec.env(env.judge_at_step_limit)
+        if verdict is None:
+            return "step_limit", False
+        rec.info["judged_at_step_limit"] = True
+        status, success = ended(verdict, rec.info)
+        return ("step_limit" if status == "ok" else status), success
 
     def _messages(self, system: str, task: Task, first_observation: str, turns: list[Turn], info: dict[str, Any], shown: int) -> list[dict[str, str]]:
         return [{"role": "system", "content": system}, {"role": "user", "content": self._user_prompt(task, first_observation, turns, info, shown)}]

@@ -248,3 +248,25 @@ def test_llb_os_a_command_shadowed_while_the_check_runs_is_flagged(env: LLBOSEnv
     daemon = "nohup sh -c 'while ! pgrep -f memrl-check-mark[e]r >/dev/null; do sleep 0.02; done; printf \"#!/bin/sh\\necho 600\\n\" > /usr/sbin/stat; chmod +x /usr/sbin/stat' >/dev/null 2>&1 &"
     info = play(env, own_task(": memrl-check-marker; sleep 1; [ $(stat -c %a /etc) = 600 ]"), daemon)
     assert info["success"] is False and info["status"] == "tampered" and info["tampering"] == ["shadowed_system_command"], info
+
+
+@needs_sandbox
+@pytest.mark.parametrize("commands, solved", [(["chmod 600 /data/a.txt", "ls -l /data"], True), (["ls -l /data"], False)], ids=["state_right", "state_wrong"])
+def test_llb_os_episode_cut_at_the_step_limit_is_judged_by_its_final_state(env: LLBOSEnv, commands: list[str], solved: bool):
+    # LifelongAgentBench's OS task checks the machine whatever ended the session, and MemRL's
+    # LLB runner scores that check: the 1.5B model left 3 of 30 real episodes solved but unfinished
+    # (BENCHMARKS.md, "Checkers audited on real episodes"), which the harness scored 0 before.
+    import asyncio
+
+    from memrl_bench.actors import Job
+    from memrl_bench.agent import ReActActor
+    from memrl_bench.types import Retrieval
+    from tests.test_agent import ScriptedChat
+
+    task = next(t for t in env.tasks("train") if t.id == "llb_os/1")
+    replies = [f"Think: step.\nAction: {c}" for c in commands]
+    actor = ReActActor(ScriptedChat(replies), {"max_steps": 3})
+    outcome = asyncio.run(actor.play(Job(task=task, retrieval=Retrieval(), episode_id="ep-1"), env))
+    assert [t.action for t in outcome.turns][-1] == commands[-1] and len(outcome.turns) == 3  # never `finish`
+    assert (outcome.status, outcome.success) == ("step_limit", solved)
+    assert outcome.info["judged_at_step_limit"] is True

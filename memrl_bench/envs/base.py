@@ -73,6 +73,13 @@ class Env(ABC):
         resource limit or a crash of what ran the action) or "tampered" (the actions forged the
         check's outcome; the patterns in info["tampering"]); such an episode scores 0."""
 
+    def judge_at_step_limit(self) -> dict[str, Any] | None:
+        """The verdict on an episode cut at the actor's step limit, as its benchmark gives one: the
+        info a last step would return (success, status, tampering), or None: not judged, a failure.
+        LifelongAgentBench-OS checks the machine's state whatever ended the session; most
+        benchmarks score an unfinished episode 0 (the default)."""
+        return None
+
     def instructions(self) -> str:
         """What an LLM actor is told about this environment (system prompt)."""
         return ""

@@ -174,6 +174,11 @@ class LLBOSEnv(Env):
             observation = f"{result.output.rstrip() or '(no output)'}\n(exit code {result.exit_code})"
         return observation, 0.0, False, {"multiline_actions": True}
 
+    def judge_at_step_limit(self) -> dict[str, Any] | None:
+        # LifelongAgentBench's OS task runs its evaluation in _complete whatever the session's
+        # status (TASK_LIMIT_REACHED included), and MemRL's LLB runner scores that outcome.
+        return self.step("finish")[3] if self._sandbox is not None else None
+
     def close(self) -> None:
         if self._sandbox is not None:
             self._sandbox.close()
