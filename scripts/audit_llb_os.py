@@ -24,10 +24,14 @@ differs" when not the same: a command whose outcome depends on time or chance). 
 episode is "agree" (the logged success equals the audit's), or listed with both verdicts, the
 commands and the check's output. Episodes that ended at the step limit are counted apart (the
 harness scores them 0); their state is checked too and counted ("would pass"), since
-LifelongAgentBench evaluates the container at its round limit as well. With --gold, each task
-of the episodes is played with its ground-truth script instead: each must pass.
+LifelongAgentBench evaluates the container at its round limit as well (`Task.complete` calls
+`_complete`, whatever the session's status). With --env-at-limit, those episodes are also played
+through the env itself (`LLBOSEnv`, the logged actions, then `finish`) to get the env's checker's
+verdict on the same final state, compared with the route's like a logged one: the env is only the
+object audited there, never part of the route. With --gold, each task of the episodes is played
+with its ground-truth script instead: each must pass.
 
-    python scripts/audit_llb_os.py RUN_FOLDER [RUN_FOLDER ...] [--data ../shared/data/llb] [--gold]
+    python scripts/audit_llb_os.py RUN_FOLDER [RUN_FOLDER ...] [--data ../shared/data/llb] [--env-at-limit] [--gold]
 """
 
 from __future__ import annotations
@@ -119,6 +123,22 @@ def executed(episode: dict[str, Any]) -> tuple[list[str], list[int | None], bool
     return commands, exits, ended
 
 
+def env_verdict(env: Any, episode: dict[str, Any]) -> tuple[bool, str]:
+    """The env's own checker on the episode's final state: its logged actions played through `env`, then `finish`."""
+    task = next(t for t in env.tasks(episode["split"]) if t.id == episode["task_id"])
+    try:
+        env.reset(task)
+        for turn in episode["turns"]:
+            if not turn.get("format_failure"):
+                _, _, done, info = env.step(turn["action"])
+                if done:
+                    return bool(info.get("success")), str(info.get("detail", ""))
+        _, _, _, info = env.step("finish")
+        return bool(info.get("success")), str(info.get("detail", ""))
+    finally:
+        env.close()
+
+
 def episodes_of(runs: list[Path]) -> list[tuple[str, dict[str, Any]]]:
     return [(run.name, json.loads(line)) for run in runs for line in (run / "episodes.jsonl").read_text().splitlines() if line.strip()]
 
@@ -128,7 +148,13 @@ def main() -> int:
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--data", type=Path, default=default_data())
     parser.add_argument("--gold", action="store_true", help="play the ground-truth script of the episodes' tasks instead")
+    parser.add_argument("--env-at-limit", action="store_true", help="compare with the env's checker on episodes that ended at the step limit")
     args = parser.parse_args()
+    env = None
+    if args.env_at_limit:
+        from memrl_bench.envs.llb_os import LLBOSEnv  # the object audited, for its verdict only
+
+        env = LLBOSEnv({"data_dir": str(args.data)})
     tasks = load_tasks(args.data)
     hidden = DEFAULT_HIDDEN_PATHS + (str(args.data.resolve()),)
     counts: Counter[str] = Counter()
@@ -159,6 +185,16 @@ def main() -> int:
             counts["step limit, would pass"] += result["verdict"]
             if ended:
                 print(f"NOTE {run_name} {episode['episode_id']}: status step_limit but the actions end the episode")
+            if env is not None:
+                verdict, detail = env_verdict(env, episode)
+                counts["step limit, env's checker agrees" if verdict == result["verdict"] else "step limit, env's checker disagrees"] += 1
+                if verdict != result["verdict"]:
+                    print(f"DISAGREE AT THE LIMIT {run_name} {episode['episode_id']} {episode['task_id']}: env's checker {verdict} ({detail[-200:]!r}), audit {result['verdict']}")
+                    print(f"    check: {result['check']}")
+                    for turn in episode["turns"]:
+                        print(f"    {turn['action']!r}" + (f"  [not run: {turn['format_failure']}]" if turn.get("format_failure") else ""))
+            if result["verdict"]:
+                print(f"WOULD PASS AT THE LIMIT {run_name} {episode['episode_id']} {episode['task_id']}: {result['check']}")
             continue
         counts["judged"] += 1
         if not ended:

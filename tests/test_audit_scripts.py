@@ -75,3 +75,24 @@ def test_llb_os_audit_passes_the_ground_truth_scripts_and_fails_doing_nothing():
         task = tasks[task_id]
         assert llb_os.play(task, [task["evaluation_info"]["ground_truth_command_item"]["script"]], hidden)["verdict"], task_id
         assert not llb_os.play(task, [], hidden)["verdict"], task_id
+
+
+@needs_sandbox
+@pytest.mark.skipif(not (LLB / "os_interaction_val.json").exists(), reason=f"shared LLB data not at {LLB}")
+def test_llb_os_state_left_at_the_step_limit_passes_both_the_route_and_the_env():
+    """Real episode validation-e01-00008 of the issue-27 audit run (Qwen2.5-Coder-1.5B, task llb_os/49): the model
+    changed the shell, then wandered until the step limit without `finish`. The harness logged 0 (status
+    step_limit); LifelongAgentBench evaluates the container at its round limit, and both the route and the env's
+    checker pass this state."""
+    from memrl_bench.envs.llb_os import LLBOSEnv
+
+    actions = [
+        "chsh -s /bin/bash testuser",
+        'printf "Original shell: /bin/bash\\nNew shell: /bin/bash\\n" > /changelog.txt; chmod 644 /changelog.txt; exit 0',
+        "Add the original shell path to the log file using `printf` and `echo`.",
+    ]
+    episode = {"task_id": "llb_os/49", "split": "validation", "turns": [{"action": a, "observation": ""} for a in actions]}
+    tasks = llb_os.load_tasks(LLB)
+    assert llb_os.play(tasks["llb_os/49"], actions, DEFAULT_HIDDEN_PATHS + (str(LLB.resolve()),))["verdict"]
+    env = LLBOSEnv({"data_dir": str(LLB), "exclude_gold_failures": False})
+    assert llb_os.env_verdict(env, episode)[0]
