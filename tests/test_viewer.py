@@ -194,6 +194,10 @@ def test_two_runs_side_by_side_on_the_same_task_and_epoch(synthetic, browser):
     rows = browser.find_elements(By.CSS_SELECTOR, "#pairs tbody tr")
     assert len(rows) == len(_logged(synthetic / "method=memrl")) == len(_logged(synthetic / "method=rag"))  # the same schedule
     rows[-1].find_element(By.TAG_NAME, "a").click()
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    # the page draws the pair after the click's navigation: wait for it (it failed once under load)
+    WebDriverWait(browser, 20).until(lambda b: len(b.find_elements(By.CSS_SELECTOR, ".columns .episode")) >= 2)
     blocks = browser.find_elements(By.CSS_SELECTOR, ".columns .episode")
     assert len(blocks) == 2
     ids = [block.get_attribute("data-episode") for block in blocks]
