@@ -155,11 +155,36 @@ def test_twx_route_passes_gold_and_fails_wrong_actions(twx_simulator, config, sp
             assert "differs" in audit_episode(twx_simulator, wrong, config)[1][0]
 
 
+def test_twx_route_and_env_agree_on_gold_played_through_the_env(twx_simulator):
+    """The env's own episodes of gold (won) and of gold without its last action (not won):
+    the route rebuilds the same game (every observation) and gives the env's verdict."""
+    from memrl_bench.envs.textworld_express import ENV
+    from scripts.audit_twx import audit_episode
+
+    env = ENV({**AUDIT_TWX_CONFIG, "tasks_per_split": 6})
+    try:
+        for task in env.tasks("validation"):
+            gold = env.gold_actions(task)
+            for actions in (gold, gold[:-1]):
+                env.reset(task)
+                turns, success = [], False
+                for action in actions:
+                    observation, _, done, info = env.step(action)
+                    turns.append({"action": action, "observation": observation})
+                    success = info["success"]
+                    if done:
+                        break
+                assert audit_episode(twx_simulator, {"task_id": task.id, "turns": turns}, AUDIT_TWX_CONFIG) == (success, [])
+                assert success == (actions is gold)
+    finally:
+        env.close()
+
+
 # ---- ALFWorld (scripts/audit_alfworld.py) -----------------------------------------------------
 
 # One game per task type (tests/test_env_alfworld.py's fixtures). For pick_two_obj_and_place the
 # handcoded expert does not win in this route's game within 60 steps (its ties go another way
-# than in the env's), so its gold is the 38 actions it played in memrl_bench's env (expert=true).
+# than in the env's), so its gold is what the expert plays in memrl_bench's env (expert=true).
 ALFWORLD_EXPERT_GAMES = (
     "alfworld/valid_unseen/pick_and_place_simple-Mug-None-Desk-308/trial_T20190909_203041_433487",
     "alfworld/valid_seen/look_at_obj_in_light-CD-None-DeskLamp-302/trial_T20190907_154618_526741",
@@ -168,13 +193,28 @@ ALFWORLD_EXPERT_GAMES = (
     "alfworld/valid_seen/pick_cool_then_place_in_recep-Apple-None-CounterTop-14/trial_T20190909_044933_815840",
 )
 ALFWORLD_PICK_TWO = "alfworld/valid_unseen/pick_two_obj_and_place-CD-None-Safe-308/trial_T20190907_051013_060265"
-ALFWORLD_PICK_TWO_PLAN = [
-    "look", "go to shelf 1", "go to shelf 2", "go to shelf 3", "go to shelf 4", "go to shelf 5", "go to shelf 6", "go to safe 1", "open safe 1",
-    "close safe 1", "go to garbagecan 1", "go to drawer 1", "open drawer 1", "close drawer 1", "go to drawer 2", "look", "go to shelf 2",
-    "go to drawer 3", "go to drawer 4", "open drawer 4", "take cd 3 from drawer 4", "close drawer 4", "go to safe 1", "open safe 1",
-    "move cd 3 to safe 1", "go to drawer 4", "look", "go to desk 1", "take cd 1 from desk 1", "look", "go to safe 1", "look", "go to drawer 6",
-    "open drawer 6", "close drawer 6", "go to safe 1", "look", "move cd 1 to safe 1",
-]
+
+
+def _env_expert_episode(data, task_id: str, tmp_path) -> tuple[list[dict], bool]:
+    """The turns (action, observation) and success of the handcoded expert played in memrl_bench's env."""
+    from memrl_bench.envs.alfworld import ENV
+    from memrl_bench.types import Task
+
+    _, folder, game = task_id.split("/", 2)
+    env = ENV({"data_dir": str(data), "cache_dir": str(tmp_path), "expert": True})
+    try:
+        _, info = env.reset(Task(task_id, "test", "", data={"source": f"{folder}/{game}", "game": game, "task_type": game.split("-")[0]}))
+        turns, success = [], False
+        for _ in range(60):
+            action = info["expert_plan"][0]
+            observation, _, done, info = env.step(action)
+            turns.append({"action": action, "observation": observation})
+            success = info["success"]
+            if done:
+                break
+    finally:
+        env.close()
+    return turns, success
 
 
 @pytest.fixture(scope="module")
@@ -190,18 +230,21 @@ def alfworld_data():
 
 
 @pytest.mark.slow
-def test_alfworld_route_passes_expert_plans_and_fails_wrong_ones(alfworld_data):
+def test_alfworld_route_passes_expert_plans_and_fails_wrong_ones(alfworld_data, tmp_path):
     from scripts.audit_alfworld import audit_episode, expert_plan, game_folder, replay
 
     plans = {task_id: expert_plan(game_folder(alfworld_data, task_id), seed=f"0/{task_id}") for task_id in ALFWORLD_EXPERT_GAMES}
-    plans[ALFWORLD_PICK_TWO] = ALFWORLD_PICK_TWO_PLAN
+    # The env's own episode: the route rebuilds its game (every observation) and its verdict.
+    turns, success = _env_expert_episode(alfworld_data, ALFWORLD_PICK_TWO, tmp_path)
+    assert success and audit_episode({"task_id": ALFWORLD_PICK_TWO, "turns": turns}, alfworld_data) == (True, [])
+    plans[ALFWORLD_PICK_TWO] = [turn["action"] for turn in turns]
     for task_id, plan in plans.items():
         source = game_folder(alfworld_data, task_id)
         won = replay(source, plan)
         assert won.won and won.won_at == len(plan) - 1, f"the expert's plan of {task_id} did not win in the audit's game: {plan}"
         assert not replay(source, plan[:-1]).won
-        if task_id == ALFWORLD_PICK_TWO:  # one of the two CDs only, then wrong and invalid moves
-            assert not replay(source, [*plan[:25], "go to drawer 6", "move cd 1 to drawer 6", "take safe 1"]).won
+        if task_id == ALFWORLD_PICK_TWO:  # one of the two CDs only, then invalid moves
+            assert not replay(source, [*plan[:25], "go to drawer 6", "move cd 1 to safe 1", "take safe 1"]).won
             continue
         turns = _turns(plan, won.observations)
         turns.insert(1, {"action": "Thought only", "observation": "(format notice)", "format_failure": "no_action"})
