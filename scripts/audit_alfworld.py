@@ -16,7 +16,12 @@ too (a game won that the env did not stop would be a false negative); episodes c
 are counted apart. Every replayed observation is compared with the logged one: a difference means
 the replay is not the game the model played, and is listed as such.
 
-    python scripts/audit_alfworld.py RUN_FOLDER [RUN_FOLDER ...] [--data ../shared/data/alfworld]
+With --gold, each audited game is also played by alfworld's handcoded expert in the route's game
+(at most 60 steps, its ties seeded by the task id) and its actions replayed afresh: the count of
+games won shows the route can see a win there (the expert is no oracle: BENCHMARKS.md "ALFWorld
+expert").
+
+    python scripts/audit_alfworld.py RUN_FOLDER [RUN_FOLDER ...] [--data ../shared/data/alfworld] [--gold]
 """
 
 from __future__ import annotations
@@ -143,6 +148,12 @@ def audit_episode(episode: dict[str, Any], data: Path) -> tuple[bool, list[str]]
     return result.won, notes
 
 
+def gold_won(task_id: str, data: Path) -> bool:
+    """Whether alfworld's handcoded expert, played in this route's game, wins it (replayed afresh)."""
+    source = game_folder(data, task_id)
+    return replay(source, expert_plan(source, seed=f"0/{task_id}")).won
+
+
 def episodes_of(run: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines() if line.strip()]
 
@@ -150,10 +161,12 @@ def episodes_of(run: Path) -> list[dict[str, Any]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("--gold", action="store_true", help="also play each audited task's gold in the route's game (it must win)")
     parser.add_argument("--data", type=Path, default=None, help="the ALFWorld data folder (holding json_2.1.1)")
     args = parser.parse_args()
     data = (args.data or default_data()).resolve()
     counts: Counter[str] = Counter()
+    gold_seen: set[str] = set()
     for run in args.runs:
         for episode in episodes_of(run):
             counts["episodes"] += 1
@@ -169,6 +182,12 @@ def main() -> int:
             counts["replay notes"] += bool(notes)
             agree = verdict == logged
             counts["agree" if agree else "disagree"] += 1
+            if args.gold and episode["task_id"] not in gold_seen:
+                gold_seen.add(episode["task_id"])
+                won = gold_won(episode["task_id"], data)
+                counts["gold won"] += won
+                if not won:
+                    print(f"GOLD NOT WON {episode['task_id']}")
             if not agree or notes:
                 print(f"{'DISAGREE' if not agree else 'NOTE'} {run.name} {episode['episode_id']} {episode['task_id']} ({episode['status']}): logged {logged}, audit {verdict}")
                 for note in notes:
@@ -176,10 +195,11 @@ def main() -> int:
                 for action, _ in executed_actions(episode):
                     print(f"    > {action}")
     print(json.dumps(dict(sorted(counts.items()))))
-    print("| episodes | ended at the step limit (judged too) | cut | judged | agree | disagree |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    gold = f" {counts['gold won']}/{len(gold_seen)} |" if args.gold else ""
+    print("| episodes | ended at the step limit (judged too) | cut | judged | agree | disagree |" + (" gold won |" if args.gold else ""))
+    print("|---:|---:|---:|---:|---:|---:|" + ("---:|" if args.gold else ""))
     cut = sum(v for k, v in counts.items() if k.startswith("cut"))
-    print(f"| {counts['episodes']} | {counts['ended at the step limit']} | {cut} | {counts['judged']} | {counts['agree']} | {counts['disagree']} |")
+    print(f"| {counts['episodes']} | {counts['ended at the step limit']} | {cut} | {counts['judged']} | {counts['agree']} | {counts['disagree']} |" + gold)
     return 0
 
 

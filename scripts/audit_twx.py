@@ -16,7 +16,10 @@ too (a game won that the env did not stop would be a false negative); episodes c
 are counted apart. An observation that differs from the logged one means the replay is not the
 game the model played, and is listed as such.
 
-    python scripts/audit_twx.py RUN_FOLDER [RUN_FOLDER ...]
+With --gold, each audited task's gold action sequence (the package's getGoldActionSequence) is
+also replayed afresh: the count of tasks won shows the route can see a win there.
+
+    python scripts/audit_twx.py RUN_FOLDER [RUN_FOLDER ...] [--gold]
 """
 
 from __future__ import annotations
@@ -129,6 +132,12 @@ def audit_episode(simulator: Simulator, episode: dict[str, Any], env_config: dic
     return result.success, notes
 
 
+def gold_won(simulator: Simulator, task_id: str, env_config: dict[str, Any]) -> bool:
+    """Whether the package's gold action sequence of the task, replayed afresh, wins it."""
+    game = game_of(task_id, env_config)
+    return simulator.replay(game, simulator.gold(game)).success
+
+
 def episodes_of(run: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines() if line.strip()]
 
@@ -136,8 +145,10 @@ def episodes_of(run: Path) -> list[dict[str, Any]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("--gold", action="store_true", help="also play each audited task's gold in the route's game (it must win)")
     args = parser.parse_args()
     counts: Counter[str] = Counter()
+    gold_seen: set[str] = set()
     simulator = Simulator()
     try:
         for run in args.runs:
@@ -156,6 +167,12 @@ def main() -> int:
                 counts["replay notes"] += bool(notes)
                 agree = verdict == logged
                 counts["agree" if agree else "disagree"] += 1
+                if args.gold and episode["task_id"] not in gold_seen:
+                    gold_seen.add(episode["task_id"])
+                    won = gold_won(simulator, episode["task_id"], env_config)
+                    counts["gold won"] += won
+                    if not won:
+                        print(f"GOLD NOT WON {episode['task_id']}")
                 if not agree or notes:
                     print(f"{'DISAGREE' if not agree else 'NOTE'} {run.name} {episode['episode_id']} {episode['task_id']} ({episode['status']}): logged {logged}, audit {verdict}")
                     for note in notes:
@@ -165,10 +182,11 @@ def main() -> int:
     finally:
         simulator.close()
     print(json.dumps(dict(sorted(counts.items()))))
-    print("| episodes | ended at the step limit (judged too) | cut | judged | agree | disagree |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    gold = f" {counts['gold won']}/{len(gold_seen)} |" if args.gold else ""
+    print("| episodes | ended at the step limit (judged too) | cut | judged | agree | disagree |" + (" gold won |" if args.gold else ""))
+    print("|---:|---:|---:|---:|---:|---:|" + ("---:|" if args.gold else ""))
     cut = sum(v for k, v in counts.items() if k.startswith("cut"))
-    print(f"| {counts['episodes']} | {counts['ended at the step limit']} | {cut} | {counts['judged']} | {counts['agree']} | {counts['disagree']} |")
+    print(f"| {counts['episodes']} | {counts['ended at the step limit']} | {cut} | {counts['judged']} | {counts['agree']} | {counts['disagree']} |" + gold)
     return 0
 
 

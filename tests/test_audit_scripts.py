@@ -161,7 +161,7 @@ def test_twx_route_and_env_agree_on_gold_played_through_the_env(twx_simulator):
     from memrl_bench.envs.textworld_express import ENV
     from scripts.audit_twx import audit_episode
 
-    env = ENV({**AUDIT_TWX_CONFIG, "tasks_per_split": 6})
+    env = ENV({**AUDIT_TWX_CONFIG, "tasks_per_split": 30})  # the 30 tasks audited
     try:
         for task in env.tasks("validation"):
             gold = env.gold_actions(task)
