@@ -175,6 +175,8 @@ def main() -> int:
                 continue
             counts["ended at the step limit"] += episode["status"] == "step_limit"
             counts["judged"] += 1
+            counts["actions executed"] += len(executed_actions(episode))
+            counts["format failures (not executed)"] += len(episode["turns"]) - len(executed_actions(episode))
             verdict, notes = audit_episode(episode, data)
             logged = bool(episode["success"])
             counts["logged success"] += logged
