@@ -84,7 +84,7 @@ def test_llb_os_state_left_at_the_step_limit_passes_both_the_route_and_the_env()
     """Real episode validation-e01-00008 of the issue-27 audit run (Qwen2.5-Coder-1.5B, task llb_os/49): the model
     changed the shell, then wandered until the step limit without `finish`. The harness logged 0 (status
     step_limit); LifelongAgentBench evaluates the container at its round limit, and both the route and the env's
-    checker pass this state."""
+    checker pass this state (the env now judges an episode cut at the step limit so: Env.judge_at_step_limit)."""
     from memrl_bench.envs.llb_os import LLBOSEnv
 
     actions = [
