@@ -37,6 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from scripts.audit_table import summary  # noqa: E402 (run as a script or imported by the tests)
+
 JUDGED_STATUSES = ("ok", "step_limit")
 WELCOME = "-= Welcome to TextWorld, ALFRED! =-"
 
@@ -197,11 +201,7 @@ def main() -> int:
                 for action, _ in executed_actions(episode):
                     print(f"    > {action}")
     print(json.dumps(dict(sorted(counts.items()))))
-    gold = f" {counts['gold won']}/{len(gold_seen)} |" if args.gold else ""
-    print("| episodes | ended at the step limit (judged too) | cut | judged | agree | disagree |" + (" gold won |" if args.gold else ""))
-    print("|---:|---:|---:|---:|---:|---:|" + ("---:|" if args.gold else ""))
-    cut = sum(v for k, v in counts.items() if k.startswith("cut"))
-    print(f"| {counts['episodes']} | {counts['ended at the step limit']} | {cut} | {counts['judged']} | {counts['agree']} | {counts['disagree']} |" + gold)
+    print(summary(counts, len(gold_seen) if args.gold else None))
     return 0
 
 

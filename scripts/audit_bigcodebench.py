@@ -53,11 +53,8 @@ _NOBODY = 65534
 
 
 def default_data() -> Path:
-    here = Path(__file__).resolve().parents[1]
-    for root in (here.parent, Path("/work")):
-        if (root / "shared" / "data" / "bigcodebench").is_dir():
-            return root / "shared" / "data" / "bigcodebench"
-    return here.parent / "shared" / "data" / "bigcodebench"
+    """$MEMRL_BENCH_BIGCODEBENCH_DIR (as for the env), else ../shared/data/bigcodebench beside the repository."""
+    return Path(os.environ.get("MEMRL_BENCH_BIGCODEBENCH_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data" / "bigcodebench")
 
 
 def load_tasks(data: Path) -> dict[str, dict[str, Any]]:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from collections import Counter
@@ -57,11 +58,8 @@ _LOGGED_EXIT = re.compile(r"\(exit code (-?\d+)\)\s*$")
 
 
 def default_data() -> Path:
-    here = Path(__file__).resolve().parents[1]
-    for root in (here.parent, Path("/work")):
-        if (root / "shared" / "data" / "llb").is_dir():
-            return root / "shared" / "data" / "llb"
-    return here.parent / "shared" / "data" / "llb"
+    """$MEMRL_BENCH_LLB_DIR (as for the env), else ../shared/data/llb beside the repository."""
+    return Path(os.environ.get("MEMRL_BENCH_LLB_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data" / "llb")
 
 
 def load_tasks(data: Path) -> dict[str, dict[str, Any]]:
