@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts.audit_table import summary  # noqa: E402 (run as a script or imported by the tests)
+from scripts.audit_common import summary, tally  # noqa: E402 (run as a script or imported by the tests)
 
 JUDGED_STATUSES = ("ok", "step_limit")
 WELCOME = "-= Welcome to TextWorld, ALFRED! =-"
@@ -173,14 +173,8 @@ def main() -> int:
     gold_seen: set[str] = set()
     for run in args.runs:
         for episode in episodes_of(run):
-            counts["episodes"] += 1
-            if episode["status"] not in JUDGED_STATUSES:
-                counts[f"cut ({episode['status']})"] += 1
+            if not tally(counts, episode, JUDGED_STATUSES, len(executed_actions(episode))):
                 continue
-            counts["ended at the step limit"] += episode["status"] == "step_limit"
-            counts["judged"] += 1
-            counts["actions executed"] += len(executed_actions(episode))
-            counts["format failures (not executed)"] += len(episode["turns"]) - len(executed_actions(episode))
             verdict, notes = audit_episode(episode, data)
             logged = bool(episode["success"])
             counts["logged success"] += logged

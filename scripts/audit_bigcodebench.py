@@ -44,6 +44,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, Limits, Sandbox  # noqa: E402 (containment only)
+from scripts.audit_common import episodes_of  # noqa: E402
 
 TIMEOUT_S = 60.0
 JUDGED = ("ok", "tampered")
@@ -113,10 +114,6 @@ def audit(episode: dict[str, Any], task: dict[str, Any], hidden: tuple[str, ...]
     if code.strip() != turn["action"].strip():  # the env was handed other code: how the route judges that code
         out["env_code_verdict"], out["env_code_detail"] = run_tests(solution(turn["action"], task) + "\n\n" + task["test"], hidden)
     return out
-
-
-def episodes_of(runs: list[Path]) -> list[tuple[str, dict[str, Any]]]:
-    return [(run.name, json.loads(line)) for run in runs for line in (run / "episodes.jsonl").read_text().splitlines() if line.strip()]
 
 
 def main() -> int:

@@ -48,6 +48,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, Limits, Sandbox  # noqa: E402 (containment only)
+from scripts.audit_common import episodes_of  # noqa: E402
 
 # The env's defaults (conf/env/llb_os.yaml): 20 s a command, 1 GiB, 256 processes, a 512 MiB disk.
 LIMITS = Limits(timeout_s=20.0, output_bytes=4000, memory_bytes=1024 << 20, max_processes=256, disk_bytes=512 << 20)
@@ -135,10 +136,6 @@ def env_verdict(env: Any, episode: dict[str, Any]) -> tuple[bool, str]:
         return bool(info.get("success")), str(info.get("detail", ""))
     finally:
         env.close()
-
-
-def episodes_of(runs: list[Path]) -> list[tuple[str, dict[str, Any]]]:
-    return [(run.name, json.loads(line)) for run in runs for line in (run / "episodes.jsonl").read_text().splitlines() if line.strip()]
 
 
 def main() -> int:

@@ -35,7 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts.audit_table import summary  # noqa: E402 (run as a script or imported by the tests)
+from scripts.audit_common import summary, tally  # noqa: E402 (run as a script or imported by the tests)
 
 JUDGED_STATUSES = ("ok", "step_limit")
 FOLD_OF_SPLIT = {"train": "train", "validation": "dev", "test": "test"}  # the package's fold names
@@ -158,14 +158,8 @@ def main() -> int:
         for run in args.runs:
             env_config = json.loads((run / "manifest.json").read_text())["config"]["env"]
             for episode in episodes_of(run):
-                counts["episodes"] += 1
-                if episode["status"] not in JUDGED_STATUSES:
-                    counts[f"cut ({episode['status']})"] += 1
+                if not tally(counts, episode, JUDGED_STATUSES, len(executed_actions(episode))):
                     continue
-                counts["ended at the step limit"] += episode["status"] == "step_limit"
-                counts["judged"] += 1
-                counts["actions executed"] += len(executed_actions(episode))
-                counts["format failures (not executed)"] += len(episode["turns"]) - len(executed_actions(episode))
                 verdict, notes = audit_episode(simulator, episode, env_config)
                 logged = bool(episode["success"])
                 counts["logged success"] += logged
