@@ -102,14 +102,12 @@ KEY_ROLES: dict[str, KeyRole] = {
     "llm.threads": KeyRole.OPERATION,
     "env.worker_memory_mb": KeyRole.OPERATION,  # LLB-DB's SQL worker: a cap ordinary SQL stays far below (as llm.timeout_s)
     "protocol.name": KeyRole.EVALUATION,
-    "protocol.runtime_learning": KeyRole.EVALUATION,
     "protocol.validate_every_epoch": KeyRole.EVALUATION,
     "protocol.test_at_end": KeyRole.EVALUATION,
     "protocol.eval_samples": KeyRole.EVALUATION,
     "protocol.epoch_order_seeds": KeyRole.EVALUATION,
     "protocol.max_tasks": KeyRole.EVALUATION,
     "protocol.skip_tasks": KeyRole.EVALUATION,
-    "protocol.streaming": KeyRole.EVALUATION,
     "protocol.stream_windows": KeyRole.EVALUATION,
     "protocol.replay_every": KeyRole.EVALUATION,
     "protocol.replay_tasks": KeyRole.EVALUATION,
@@ -167,6 +165,32 @@ def canonical(value: Any) -> Any:
 def config_hash(cfg: dict) -> str:
     """The sha256 of everything in `cfg` that can change a run's results (the keys whose role is not in NOT_RESULTS)."""
     return hashlib.sha256(json.dumps(without(cfg, keys_with(*NOT_RESULTS)), sort_keys=True).encode()).hexdigest()
+
+
+def upgrade(config: dict) -> dict:
+    """A run's config as this version writes it, from a folder an older version wrote.
+
+    Until each protocol had its own settings model (issue 29) every protocol YAML listed the
+    keys of all of them; those that only switched behaviour on are retired: `runtime_learning`
+    and `streaming` (now the protocol's name) and `poison_share` / `poison_epoch` outside
+    protocol=poison (0 there: no poison). What they switched on becomes the protocol's name, so
+    an old run is read, resumed and grouped as the run this version would write."""
+    old = config.get("protocol")
+    if not isinstance(old, dict) or not {"runtime_learning", "streaming", "poison_share"} & set(old):
+        return config
+    protocol = dict(old)
+    name = protocol.get("name", "held_out")
+    if protocol.pop("runtime_learning", False) and name == "held_out":
+        name = "runtime_learning"
+    if protocol.pop("streaming", False) and name not in ("streaming", "replay"):
+        name = "replay" if protocol.get("replay_every") else "streaming"
+    if name != "poison" and "poison_share" in protocol:
+        if protocol["poison_share"]:
+            name = "poison" if name == "held_out" else name  # poison beside another protocol stays, and its model refuses it
+        else:
+            protocol.pop("poison_share")
+            protocol.pop("poison_epoch", None)
+    return {**config, "protocol": {**protocol, "name": name} if "name" in old or name != "held_out" else protocol}
 
 
 NAME_MAX_BYTES = 255  # a file name's limit on Linux and macOS file systems
@@ -300,99 +324,6 @@ class RunSettings(Settings):
     @model_validator(mode="after")
     def _folder(self) -> RunSettings:
         results_folder(self.results_dir, self.experiment_name)
-        return self
-
-
-class DriftSettings(Settings):
-    """protocol.drift: the environment changes under the agent at the start of one training epoch (memrl_bench/drift.py)."""
-
-    epoch: int = Field(3, ge=2, description="The training epoch at whose start the environment changes; it and everything after (validation, test) play the changed world.")
-    seed: int = Field(0, ge=0, description="Which task types flip (synthetic).")
-    flip_share: float = Field(0.5, ge=0, le=1, description="synthetic: the share of task types whose lessons written before the change flip (helpful <-> harmful).")
-    game_params: dict[str, int | float | bool | str] | None = Field(None, description="textworld_express: the simulator properties after the change (null: the env's own variant of the game).")
-    window: int = Field(10, ge=1, description="Training episodes per window of the drift metrics.")
-    tolerance: float = Field(0.05, ge=0, le=1, description="Recovered: a window's SR within this of the SR of the window before the change.")
-
-
-class ProtocolConfig(Settings):
-    name: str = Field("held_out", description="held_out, runtime_learning, streaming, replay, repair or transfer.")
-    epochs: int = Field(10, ge=0, description="Training epochs over the train split (0 only for transfer: no training).")
-    batch_size: int = Field(32, ge=1, description="Episodes played against one memory state before learn() (MemRL: 32).")
-    validate_every_epoch: bool = Field(True, description="Play the validation split after each epoch, memory frozen.")
-    test_at_end: bool = Field(True, description="Play every test split once after training, memory frozen.")
-    eval_samples: int = Field(1, ge=1, description="Samples per evaluation task, for pass@k.")
-    runtime_learning: bool = Field(False, description="Score the training episodes themselves (learn on the scored tasks).")
-    allow_finetuned: bool = Field(False, description="Run a backbone declared fine-tuned on this env's data (then labelled).")
-    checkpoint_interval_s: float = Field(30.0, ge=0, description="Seconds between memory checkpoints (resume replays learn() after the last one).")
-    max_tasks: dict[Literal["train", "validation", "test"], int | None] = Field(default_factory=dict, description="Per role: use only the first N tasks (N >= 1; null: all).")
-    skip_tasks: dict[Literal["train", "validation", "test"], int] = Field(
-        default_factory=dict, description="Per role: leave out the first N tasks of each split, before max_tasks (a pilot on tasks a study that takes the first ones never sees)."
-    )
-    epoch_order_seeds: list[int] | None = Field(None, description="Per-epoch task-order seeds, overriding task_order_seed (order counterfactuals).")
-    poison_share: float = Field(0.0, ge=0, le=1, description="Adversarial memories fed to learn() at the start of poison_epoch, as a share of the train split.")
-    poison_epoch: int = Field(1, ge=1, description="The training epoch whose start receives the poison batch.")
-    drift: DriftSettings | None = Field(None, description="The drift protocol (conf/protocol/drift.yaml): null, no change.")
-    # streaming, replay and repair (memrl_bench/streams.py)
-    streaming: bool = Field(False, description="Single pass over the train split: each task attempted once, scored, then learned from; needs epochs=1.")
-    stream_windows: int = Field(4, ge=2, description="Equal windows the stream is cut into for learning gain and stability loss.")
-    replay_every: int = Field(0, ge=0, description="Replay: after every m learned stream tasks, re-test replay_tasks of them with memory frozen (0: off).")
-    replay_tasks: int = Field(0, ge=0, description="Replay: n tasks sampled (replay_seed) from those already learned, re-tested at each replay point.")
-    replay_seed: int = Field(0, ge=0, description="Seed of the replay samples.")
-    corrupt_share: float = Field(0.0, ge=0, le=1, description="Repair: share of the training episodes of the corrupted phase whose success learn() sees flipped.")
-    corrupt_epochs: int = Field(1, ge=1, description="Repair: epochs 1..corrupt_epochs are the corrupted phase, the rest the repair phase (true rewards).")
-    corrupt_seed: int = Field(0, ge=0, description="Seed choosing the corrupted episodes of each epoch.")
-    # transfer (memrl_bench/transfer.py)
-    transfer_from: str | None = Field(None, description="Transfer: the source run's folder, or a folder of runs holding exactly one source for this run (null: no transfer).")
-    transfer_source_env: dict[str, Any] = Field(default_factory=dict, description="Transfer: env settings the source run's env must have, to choose among the runs of transfer_from.")
-
-    @field_validator("skip_tasks")
-    @classmethod
-    def _skips(cls, skips: dict[str, int]) -> dict[str, int]:
-        for role, skip in skips.items():
-            if skip < 0:
-                raise ValueError(f"{role} must be >= 0, got {skip}")
-        return skips
-
-    @field_validator("max_tasks")
-    @classmethod
-    def _positive_limits(cls, limits: dict[str, int | None]) -> dict[str, int | None]:
-        for role, limit in limits.items():
-            if limit is not None and limit < 1:
-                raise ValueError(f"{role} must be null (all tasks) or >= 1, got {limit}")
-        return limits
-
-    @field_validator("epoch_order_seeds")
-    @classmethod
-    def _seeds(cls, seeds: list[int] | None) -> list[int] | None:
-        if seeds is not None and any(s < 0 for s in seeds):
-            raise ValueError(f"seeds must be >= 0, got {seeds}")
-        return seeds
-
-    @model_validator(mode="after")
-    def _consistent(self) -> ProtocolConfig:
-        if self.transfer_from in ("", _MISSING):
-            raise ValueError("protocol.transfer_from is required for protocol=transfer: the source run's folder, or a folder of runs holding one for this run")
-        if self.transfer_from is None and (self.epochs == 0 or self.transfer_source_env):
-            raise ValueError("protocol.epochs=0 and protocol.transfer_source_env belong to the transfer protocol: set protocol.transfer_from (protocol=transfer), or epochs >= 1")
-        if self.transfer_from is not None and (self.epochs != 0 or self.runtime_learning or self.streaming or self.corrupt_share > 0 or self.poison_share > 0 or not self.test_at_end):
-            raise ValueError("protocol.transfer_from tests a source run's memory frozen, with no training here: needs protocol.epochs=0, protocol.test_at_end=true, and no runtime learning, streaming, corruption or poison")
-        if self.epochs and self.poison_epoch > self.epochs:  # 0 epochs: a transfer run, which refuses poison above
-            raise ValueError(f"protocol.poison_epoch={self.poison_epoch} is after the last epoch (protocol.epochs={self.epochs}): no poison would be fed")
-        if self.epoch_order_seeds is not None and len(self.epoch_order_seeds) > self.epochs:
-            raise ValueError(f"protocol.epoch_order_seeds has {len(self.epoch_order_seeds)} entries for {self.epochs} epochs")
-        if self.drift is not None and self.drift.epoch > self.epochs:
-            raise ValueError(f"protocol.drift.epoch={self.drift.epoch} is after the last epoch (protocol.epochs={self.epochs}): the environment would never change")
-        if self.streaming and self.epochs != 1:
-            raise ValueError(f"protocol.streaming=true is a single pass: set protocol.epochs=1 (got {self.epochs})")
-        if (self.replay_every > 0) != (self.replay_tasks > 0) or (self.replay_every and not self.streaming):
-            raise ValueError("protocol.replay_every and protocol.replay_tasks go together (both > 0) and need protocol.streaming=true")
-        if self.corrupt_share > 0 and (self.corrupt_epochs >= self.epochs or not self.validate_every_epoch):
-            raise ValueError(
-                f"protocol.corrupt_share>0 needs a repair phase and held-out SR after each phase: protocol.corrupt_epochs ({self.corrupt_epochs}) "
-                f"< protocol.epochs ({self.epochs}) and protocol.validate_every_epoch=true"
-            )
-        if self.runtime_learning and (self.validate_every_epoch or self.test_at_end):
-            raise ValueError("protocol.runtime_learning=true scores the training episodes; set protocol.validate_every_epoch=false and protocol.test_at_end=false")
         return self
 
 
@@ -663,11 +594,11 @@ ENVS: dict[str, type[EnvSettings]] = {
 _GROUPS = ("env", "method", "llm", "embedder", "protocol", "actor")
 
 
-def validate_config(cfg: dict) -> ProtocolConfig:
-    """Check every group of a run's config by type and range; return the protocol settings.
+def validate_config(cfg: dict) -> None:
+    """Check every group of a run's config by type and range.
 
-    Method settings are checked by the method's own model when it is built. An env
-    this module has no model for (a plugin) checks its settings itself.
+    Method and protocol settings are checked by their own models when the runner builds
+    them. An env this module has no model for (a plugin) checks its settings itself.
     """
     unknown = sorted(set(cfg) - set(TOP_LEVEL_KEYS))
     if unknown:
@@ -687,5 +618,6 @@ def validate_config(cfg: dict) -> ProtocolConfig:
         raise ConfigError(f"embedder.name: unknown embedder {name!r}; valid: {', '.join(EMBEDDERS)}")
     validated(EMBEDDERS[name], embedder, "embedder")
     validated(ActorSettings, cfg.get("actor") or {}, "actor")
-    return validated(ProtocolConfig, cfg.get("protocol") or {}, "protocol")
+    if not isinstance(cfg.get("protocol") or {}, dict):
+        raise ConfigError(f"protocol: must be a mapping of settings (got {cfg['protocol']!r})")
 

@@ -25,7 +25,7 @@ test tasks a ±0.10 interval needs at the spread measured).
 Three claims come from the drift study (`+experiment=drift_study`: protocol=drift, the
 runs of kind "drift", which the other claims leave out): stale memories are kept, MemRL
 adapts to drift faster than rag / mem0, and prompt-based memory gives more gain per
-injected token than MemRL (memrl_bench/drift.py defines the drift measures).
+injected token than MemRL (memrl_bench/protocols/drift.py defines the drift measures).
 
 `findings(results_dir)` reads every complete run folder below `results_dir` with the
 typed run reader (memrl_bench.records: manifest, episodes, metrics, final memory) and
@@ -50,11 +50,13 @@ from typing import Any
 
 import numpy as np
 
-from memrl_bench import drift, interrupts, metrics
-from memrl_bench.config import NOT_RESULTS, DriftSettings, KeyRole, canonical, keys_with, without
+from memrl_bench import interrupts, metrics, registry
+from memrl_bench.config import NOT_RESULTS, KeyRole, canonical, keys_with, without
 from memrl_bench.envs.base import Env
 from memrl_bench.llm import ESTIMATE_BYTES_PER_TOKEN
 from memrl_bench.markup import markdown_text
+from memrl_bench.protocols import drift
+from memrl_bench.protocols.drift import DriftSettings
 from memrl_bench.records import EpisodeRecord, ManifestRecord, RunRecords, read_run
 from memrl_bench.runfolder import MANIFEST, CorruptRunFolderError
 from memrl_bench.stats import NOT_MEASURED, Interval, n_for_half_width, side, t_interval, variance_ratio, verdict
@@ -179,19 +181,9 @@ class Run:
 
     @property
     def kind(self) -> str:
-        """held_out, held_out@k (k evaluation samples), runtime_learning, streaming (single pass, replay too), order (per-epoch orders), drift, or transfer."""
-        p = self.protocol
-        if p.get("transfer_from"):
-            return "transfer"
-        if p.get("drift"):
-            return "drift"
-        if p.get("runtime_learning"):
-            return "runtime_learning"
-        if p.get("streaming"):
-            return "streaming"
-        if p.get("epoch_order_seeds"):
-            return "order"
-        return f"held_out@{p['eval_samples']}" if p.get("eval_samples", 1) > 1 else "held_out"
+        """What its protocol calls it (Protocol.kind): held_out, held_out@k (k evaluation samples), order (per-epoch
+        orders), runtime_learning, streaming, replay, repair, poison, drift, transfer, or a plugin's; an unknown protocol is an error."""
+        return registry.get("protocol", self.protocol.get("name", "held_out")).kind(self.protocol)
 
     @property
     def world_key(self) -> str:
@@ -635,7 +627,7 @@ def _drift_adaptation(study: Study) -> dict:
     return _finding(
         "drift_adaptation",
         "MemRL adapts to drift faster than rag / mem0.",
-        "Training SR over every episode after the change minus the SR of the training epoch before it (what the change cost, net of each method's level), with the SR after the change, its expected value, the SR dip and the tasks until the SR is back within protocol.drift.tolerance of the window before the change (memrl_bench/drift.py); memrl ε=0 minus rag and minus mem0 (where run), paired on the task order. Verdict on memrl ε=0 - rag of the SR change, outcome temperature 0.",
+        "Training SR over every episode after the change minus the SR of the training epoch before it (what the change cost, net of each method's level), with the SR after the change, its expected value, the SR dip and the tasks until the SR is back within protocol.drift.tolerance of the window before the change (memrl_bench/protocols/drift.py); memrl ε=0 minus rag and minus mem0 (where run), paired on the task order. Verdict on memrl ε=0 - rag of the SR change, outcome temperature 0.",
         rows,
     )
 

@@ -23,8 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from memrl_bench import streams
-from memrl_bench.config import ProtocolConfig
 from memrl_bench.records import EpisodeRecord, MemoryItemRecord
 from memrl_bench.types import RetrievedItem
 
@@ -233,7 +231,7 @@ def synthetic_q_utility(records: list[EpisodeRecord], items: list[MemoryItemReco
     return {"spearman_q_true_utility": spearman(list(q), list(u)), "n_memories": len(pairs)}
 
 
-def compute(records: list[EpisodeRecord], items: list[MemoryItemRecord] | None = None, labels: list[str] | None = None, protocol: ProtocolConfig | None = None) -> dict[str, Any]:
+def compute(records: list[EpisodeRecord], items: list[MemoryItemRecord] | None = None, labels: list[str] | None = None) -> dict[str, Any]:
     """Every metric of one run, from its log and its final memory's items (and the
     streaming, replay and repair protocols' metrics, memrl_bench.streams, given its protocol)."""
     items = items or []
@@ -268,8 +266,6 @@ def compute(records: list[EpisodeRecord], items: list[MemoryItemRecord] | None =
     if any(r.info.get("synthetic") for r in records):
         out["synthetic"] = synthetic_q_utility(records, items)
     out["path_dependence"] = path_dependence(records, items)
-    if protocol is not None:
-        out |= streams.protocol_metrics(records, protocol)
     return out
 
 

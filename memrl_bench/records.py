@@ -13,8 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from memrl_bench.config import upgrade
 from memrl_bench.runfolder import COMPLETE, EPISODES, MANIFEST, CorruptRunFolderError, RunFolder, UnreadableJSONError, duplicate_ids, parse_json, regular_lines
 
 
@@ -141,6 +142,12 @@ class ManifestRecord(Record):
     embedder: dict[str, Any] | str | None = None
     started: str | None = None
 
+    @field_validator("config")
+    @classmethod
+    def _as_written_now(cls, config: dict[str, Any]) -> dict[str, Any]:
+        """An older version's config read as this version writes it (config.upgrade); the file keeps what was written."""
+        return upgrade(config)
+
     @model_validator(mode="after")
     def _names_its_method(self) -> ManifestRecord:
         if not isinstance(self.config.get("method"), dict) or not self.config["method"].get("name"):
@@ -167,7 +174,7 @@ class MetricsRecord(Record):
     memory_final: dict[str, Any] = Field(default_factory=dict)
     poison: dict[str, Any] | None = None
     synthetic: dict[str, Any] | None = None
-    drift: dict[str, Any] | None = None  # the drift protocol's block (memrl_bench.drift)
+    drift: dict[str, Any] | None = None  # the drift protocol's block (memrl_bench/protocols/drift.py)
 
 
 class RunRecords(BaseModel):

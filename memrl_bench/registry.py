@@ -1,11 +1,12 @@
-"""Every pluggable part of a run, found by kind and name: methods, envs, actors, embedders, LLM kinds.
+"""Every pluggable part of a run, found by kind and name: methods, envs, protocols, actors, embedders, LLM kinds.
 
 `get(kind, name)` imports the module holding the part only when asked for, so an
 environment's heavy dependencies (Java, alfworld) load only for runs that use it, and
 an unknown name is one error listing the valid ones. The runner names no part.
 
 A method is the module `memrl_bench/methods/<name>.py` assigning `METHOD` (its class);
-an environment is `memrl_bench/envs/<name>.py` assigning `ENV`. A module of those
+an environment is `memrl_bench/envs/<name>.py` assigning `ENV`; a protocol is
+`memrl_bench/protocols/<name>.py` assigning `PROTOCOL`. A module of those
 packages that assigns no such name (base.py, llm_ops.py, gold.py, ...) is a helper,
 not an entry: adding a method or an env is adding its file. Actors, embedders and LLM
 kinds are few and live beside the code they share, so they are named in PARTS below.
@@ -25,6 +26,7 @@ from memrl_bench.config import InputError
 _PACKAGES = {
     "method": ("memrl_bench.methods", "METHOD"),
     "env": ("memrl_bench.envs", "ENV"),
+    "protocol": ("memrl_bench.protocols", "PROTOCOL"),
 }
 # Kinds named here: name -> "module:attribute".
 PARTS: dict[str, dict[str, str]] = {

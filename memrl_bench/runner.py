@@ -1,6 +1,6 @@
 """One run, as data flows: config -> env, method, actor, guard -> batches -> episodes.jsonl.
 
-The schedule (memrl_bench.protocol) fixes every batch in advance, so the episode log
+The schedule (the run's protocol, memrl_bench/protocols) fixes every batch in advance, so the episode log
 is always a prefix of it and a re-run of the same command resumes: complete batches
 are skipped, learn() is replayed from the log after the last memory checkpoint, and
 the rest is played.
@@ -25,25 +25,17 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from memrl_bench import drift, interrupts, registry, streams, transfer
+from memrl_bench import interrupts, protocols, registry
 from memrl_bench import metrics as metrics_lib
 from memrl_bench.actors import Actor, EnvPool, Job
-from memrl_bench.config import ActorSettings, ConfigError, ConfigMismatchError, ProtocolConfig, config_error, config_hash, validate_config, validated
+from memrl_bench.config import ActorSettings, ConfigError, ConfigMismatchError, config_error, config_hash, upgrade, validate_config, validated
 from memrl_bench.embed import Embedder, make_embedder
-from memrl_bench.envs.base import Env
+from memrl_bench.envs.base import Env, NoisyRewards
 from memrl_bench.llm import ChatModel
 from memrl_bench.methods.base import Experience, MemoryMethod, MethodContext, Query, fingerprint
 from memrl_bench.progress import Progress, make_progress
-from memrl_bench.protocol import (
-    EPISODE_TAGS,
-    Batch,
-    ProtocolViolation,
-    audit_provenance,
-    build_schedule,
-    check_backbone,
-    check_disjoint,
-    split_hash,
-)
+from memrl_bench.protocols import EPISODE_TAGS, FLIPPED, Batch, Protocol, ProtocolViolation, role_splits, split_hash
+from memrl_bench.protocols.base import check_backbone, check_disjoint
 from memrl_bench.records import episode_records, memory_items
 from memrl_bench.redaction import remember_secret, remember_url, scrub, scrub_data
 from memrl_bench.runfolder import REBUILD_HINT, SCHEDULE_EPISODES, CorruptRunFolderError, RunFolder, batch_key, forget_new, note_new
@@ -73,13 +65,12 @@ class RunParts:
     env: Env
     method: MemoryMethod
     actor: Actor
-    protocol: ProtocolConfig
+    protocol: Protocol
     roles: dict[str, Any]
     tasks: dict[str, list[Task]]
     labels: list[str]
     llm: Any
     embedder: Any
-    source: transfer.Source | None = None  # the transfer protocol's source run
 
 
 class Runner:
@@ -97,29 +88,19 @@ class Runner:
         self.transcripts = TranscriptLog(run_dir, enabled=bool(cfg.get("transcripts", True)))
 
     # ---- building ---------------------------------------------------------------
-    def _build(self, stack: contextlib.ExitStack, protocol: ProtocolConfig, source: transfer.Source | None) -> RunParts:
+    def _build(self, stack: contextlib.ExitStack, protocol: Protocol) -> RunParts:
         cfg = self.cfg
-        labels = ["runtime_learning"] if protocol.runtime_learning else []
-        labels += ["drift"] if protocol.drift else []
-        labels += [transfer.LABEL] if source else []
-        labels += check_backbone(cfg.get("llm", {}), protocol)
-        labels += streams.labels(protocol)
+        labels = protocol.run_labels() + check_backbone(cfg.get("llm", {}), protocol.settings)
 
         env_cfg = {k: v for k, v in cfg["env"].items() if k not in ("name", "roles")}
         env = registry.get("env", cfg["env"]["name"])(env_cfg, seed=int(cfg["env"].get("seed", 0) or 0))
         stack.callback(env.close)
         labels += list(env.labels)
-        roles = dict(cfg["env"].get("roles") or env.default_roles)
-        if not protocol.validate_every_epoch:
-            roles.pop("validation", None)
-        if not protocol.test_at_end:
-            roles["test"] = []
-        if source is not None:  # a transfer run trains nothing here: its train split is not even loaded
-            roles["train"] = None
+        roles = protocol.roles(dict(cfg["env"].get("roles") or env.default_roles))
         tasks: dict[str, list[Task]] = {}
         role_of: dict[str, str] = {}
         for role in roles:
-            for split in _role_splits(roles, role):
+            for split in role_splits(roles, role):
                 if split in role_of:
                     raise ProtocolViolation(f"env.roles: split {split!r} plays both {role_of[split]!r} and {role!r}; the splits overlap, and held-out evaluation needs them disjoint")
                 role_of[split] = role
@@ -127,14 +108,12 @@ class Runner:
                     raise ConfigError(f"env.roles.test: split {split!r} cannot play test: its episodes would take the ids of the {split} phase's; give test other splits")
                 if split not in env.splits():
                     raise ConfigError(f"env.roles.{role}: split {split!r} does not exist in env {env.name!r}; valid: {', '.join(env.splits())}")
-                skip, limit = protocol.skip_tasks.get(role, 0), protocol.max_tasks.get(role)
+                skip, limit = protocol.settings.skip_tasks.get(role, 0), protocol.settings.max_tasks.get(role)
                 tasks[split] = env.tasks(split)[skip:][:limit] if limit else env.tasks(split)[skip:]
                 if not tasks[split]:
                     raise ConfigError(f"env {env.name!r} split {split!r} (role {role}) has no tasks")
         check_disjoint(tasks)
-        if source is not None:
-            transfer.check_held_out(source, {split: tasks[split] for split in _role_splits(roles, "test")})
-            env.memories_from(source.config["env"], seed=int(source.config["env"].get("seed", 0) or 0))
+        protocol.check_tasks(env, tasks, roles)
 
         llm_cfg = cfg.get("llm") or {"name": "none"}
         llm = self._given_llm or stack.enter_context(registry.get("llm", llm_cfg["name"])(llm_cfg))
@@ -154,11 +133,11 @@ class Runner:
         if actor_cls.needs_llm and llm is None:
             raise ConfigError(f"env {env.name!r} is played by an LLM: set llm=local or llm=openai (llm=none only suits the synthetic env)")
         actor = actor_cls(llm, settings, transcripts=self.transcripts.enabled)
-        return RunParts(env, method, actor, protocol, roles, tasks, labels, llm, embedder, source)
+        return RunParts(env, method, actor, protocol, roles, tasks, labels, llm, embedder)
 
     def _manifest(self, parts: RunParts, config: dict, digest: str, schedule: list[Batch]) -> dict:
         return scrub_data({
-            **({"transfer": parts.source.identity()} if parts.source else {}),
+            **parts.protocol.manifest(),
             "config": config,
             "config_hash": digest,
             "git_commit": _git_commit(),
@@ -205,12 +184,13 @@ class Runner:
             forget_new(self.folder.path)
 
     def _run(self) -> dict:
-        protocol = validate_config(self.cfg)
+        validate_config(self.cfg)
+        protocol = protocols.build(self.cfg.get("protocol") or {})
         _remember_secrets(self.cfg)
         written = scrub_data(self.cfg)  # what the folder records, and what its hash is of
         digest = config_hash(written)
         existing = self.folder.read_manifest()
-        if existing and existing.get("config_hash") != digest:
+        if existing and digest not in (existing.get("config_hash"), config_hash(upgrade(existing.get("config") or {}))):
             raise ConfigMismatchError(
                 f"{self.folder.path} holds a run with config hash {existing.get('config_hash', '?')[:12]}, this command's is {digest[:12]}: "
                 "refusing to mix them; use another results_dir / experiment_name or delete the folder"
@@ -219,30 +199,20 @@ class Runner:
             self.folder.verify_complete(existing)
             print(f"memrl-bench: {self.folder.path} is complete; nothing to do")
             return self.folder.read_metrics() or {}
-        source = transfer.load_source(written) if protocol.transfer_from else None
-        if source is not None:
-            transfer.check_unchanged(source, (existing or {}).get("transfer"))
+        protocol.start(written, existing)
         with contextlib.ExitStack() as stack:
             stack.callback(interrupts.close_event_loop, self.loop)
-            parts = self._build(stack, protocol, source)
-            schedule = build_schedule(parts.protocol, parts.roles, parts.tasks, int(self.cfg.get("task_order_seed", self.cfg.get("seed", 0))))
-            if parts.protocol.drift:
-                schedule = drift.apply(schedule, parts.protocol.drift, parts.env.drifted)
+            parts = self._build(stack, protocol)
+            schedule = protocol.schedule(parts.roles, parts.tasks, int(self.cfg.get("task_order_seed", self.cfg.get("seed", 0))), parts.env)
             if not existing:
                 self.folder.write_manifest(self._manifest(parts, written, digest, schedule))
                 self._write_hydra_config(written)
             self._play(parts, schedule)
             records = episode_records(self.folder.read_episodes(), self.folder.episodes_path)
-            if source is not None:
-                transfer.audit(parts.method.items(), source)
-            else:
-                audit_provenance(parts.method.items(), {r.episode_id for r in records if r.phase == "train"}, parts.roles["train"])
+            protocol.audit(parts.method.items(), {r.episode_id for r in records if r.phase == "train"}, parts.roles)
             final = self.folder.save_snapshot("final", parts.method.snapshot)
-            metrics = metrics_lib.compute(records, memory_items(final), labels=parts.labels, protocol=parts.protocol)
-            if parts.protocol.drift:
-                metrics["drift"] = drift.metrics(records, parts.protocol.drift)
-            if source is not None:
-                metrics["transfer"] = transfer.metrics(records, source, memory_items(final), _role_splits(parts.roles, "test"))
+            items = memory_items(final)
+            metrics = metrics_lib.compute(records, items, labels=parts.labels) | protocol.metrics(records, items, parts.roles)
             for line in metrics_lib.similarity_warnings(metrics.get("retrieval_similarity", {})):
                 print(line, file=sys.stderr)
             self.folder.write_metrics(metrics)
@@ -261,8 +231,9 @@ class Runner:
         if logged_keys != [b.key for b in schedule[: len(logged_keys)]]:
             raise CorruptRunFolderError(f"{self.folder.episodes_path} is not a prefix of this run's schedule")
         done = len(logged_keys)
-        if parts.source is not None:  # the transfer protocol: memory starts as the source left it (verified by load_source)
-            parts.method.restore(parts.source.final)
+        initial = parts.protocol.initial_memory()
+        if initial is not None:  # the transfer protocol: memory starts as the source left it (verified when it started)
+            parts.method.restore(initial)
         position = self._restore(parts.method, schedule, done)
         pool = EnvPool(parts.env, size=int(self.cfg.get("llm", {}).get("max_concurrency", 1) or 1))
         progress = self._progress(sum(b.size for b in schedule), sum(b.size for b in schedule[:done]))
@@ -290,7 +261,7 @@ class Runner:
             progress.update(records)
             if epoch_ends:  # before the checkpoint: a checkpoint past an epoch's end means its snapshot exists
                 self.folder.save_snapshot(f"epoch_{batch.epoch}", parts.method.snapshot)
-            if is_train and (epoch_ends or time.monotonic() - last_checkpoint >= parts.protocol.checkpoint_interval_s):
+            if is_train and (epoch_ends or time.monotonic() - last_checkpoint >= parts.protocol.settings.checkpoint_interval_s):
                 self.folder.save_snapshot("checkpoint", parts.method.snapshot, {"batches_done": i + 1})
                 last_checkpoint = time.monotonic()
             if not is_train and _phase_ends(schedule, i):
@@ -331,27 +302,17 @@ class Runner:
         return make_progress(total, initial, self.folder.path.name, enabled=bool(self.cfg.get("progress", True)))
 
     def _experiences(self, episodes: list[Episode], tasks: list[Task], parts: RunParts, retrievals: list[Retrieval] | None = None) -> list[Experience]:
-        """What learn() sees: each episode (its success flipped where the repair protocol corrupts it
-        or the env's reward noise flips it) with its task, the task's key (keys are cached) and, when it was just played, its retrieval."""
+        """What learn() sees: each episode (its success as the protocol's learning signal gives it, e.g. flipped
+        where the repair protocol corrupts it, then through the env's reward noise) with its task, the task's key
+        (keys are cached) and, when it was just played, its retrieval. The log keeps the true success."""
         keys = self.keys_for(tasks, parts.embedder)
-        learned = [e if e.status == "poison" else streams.as_learned(e, parts.env.learned_success) for e in episodes]
+        learned = [e if e.status == "poison" else _as_learned(e, parts) for e in episodes]
         return [Experience(e, t, k, r) for e, t, k, r in zip(learned, tasks, keys, retrievals or [None] * len(episodes))]
-
-    def _poison_batch(self, parts: RunParts, batch: Batch) -> list[Episode]:
-        """Adversarial memories: logged as training input with status "poison", never scored."""
-        return [
-            Episode(
-                episode_id=batch.episode_id(i, 0), task_id=task.id, split=batch.split, phase="train", epoch=batch.epoch,
-                batch_index=batch.index, order_index=i, success=True, reward=0.0, status="poison", turns=parts.env.poison_turns(task),
-                info={"poison": True},
-            )
-            for i, task in enumerate(batch.tasks)
-        ]
 
     def _play_batch(self, parts: RunParts, batch: Batch, pool: EnvPool) -> list[dict]:
         started = time.time()
         if batch.poison:
-            episodes = self._poison_batch(parts, batch)
+            episodes = parts.protocol.unplayed_episodes(batch, parts.env)
             result = parts.method.learn(self._experiences(episodes, list(batch.tasks), parts))
             records = self._finish(parts, episodes, started)
             self.transcripts.append([transcript_record(r, [], result.calls_by_episode.get(r["episode_id"], []), result.ops_by_episode.get(r["episode_id"], [])) for r in records])
@@ -372,7 +333,7 @@ class Runner:
         memory_calls = {e.episode_id: list(r.memory_calls) for e, r in zip(episodes, retrievals)}
         for e in episodes:
             if e.task_id in batch.flipped:  # logged with its true success; learn() sees it flipped
-                e.info[streams.FLIPPED] = True
+                e.info[FLIPPED] = True
         memory_ops: dict[str, list[dict]] = {}
         if batch.phase == "train":
             t0 = time.perf_counter()
@@ -432,10 +393,13 @@ class Runner:
         (hydra_dir / "overrides.yaml").write_text(OmegaConf.to_yaml(list(overrides)))
 
 
-def _role_splits(roles: dict[str, Any], role: str) -> list[str]:
-    """The splits playing `role` (a role names one split or a list of them)."""
-    splits = roles.get(role)
-    return [splits] if isinstance(splits, str) else list(splits or [])
+def _as_learned(episode: Episode, parts: RunParts) -> Episode:
+    """The episode as learn() sees it: a copy with reward 1.0 / 0.0 when its learned success
+    differs from the logged one, else the episode itself."""
+    success = parts.protocol.learning_signal(episode)
+    if isinstance(parts.env, NoisyRewards):
+        success = parts.env.learned_success(episode.episode_id, success)
+    return episode if success == episode.success else dataclasses.replace(episode, success=success, reward=float(success))
 
 
 def _phase_ends(schedule: list[Batch], i: int) -> bool:

@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from memrl_bench.actors import Actor, EnvPool, Job
-from memrl_bench.protocol import Batch, ProtocolConfig
+from memrl_bench.protocols import Batch
+from memrl_bench.protocols.held_out import HeldOut
 from memrl_bench.runner import Runner, RunParts
 from memrl_bench.types import Outcome, Task, Turn
 from scripts.bench_retrieval import Bank, load_memrl
@@ -52,7 +53,7 @@ def measure(memories: int, index: dict, batch_size: int, batches: int, log_dir: 
     tasks = [Task(f"bench/task/{i:06d}", "train", f"bench task {i}", intent=tuple(map(float, k))) for i, k in enumerate(keys)]
     with tempfile.TemporaryDirectory(dir=log_dir) as run_dir:
         runner = Runner({"seed": 0, "llm": {"max_concurrency": 1}}, Path(run_dir))
-        parts = RunParts(env=None, method=method, actor=InstantActor(0), protocol=ProtocolConfig(), roles={"train": "train"}, tasks={"train": tasks}, labels=[], llm=None, embedder=None)
+        parts = RunParts(env=None, method=method, actor=InstantActor(0), protocol=HeldOut(HeldOut.Settings()), roles={"train": "train"}, tasks={"train": tasks}, labels=[], llm=None, embedder=None)
         pool = EnvPool(None, 1)
         runner.keys_for(tasks, None)  # the runner caches every task's key once per run
         per_step: list[float] = []

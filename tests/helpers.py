@@ -76,6 +76,20 @@ def crash_in_learn_then_resume(monkeypatch, cfg: dict, folder: Path, crash_point
     run(cfg, folder)
 
 
+def protocol(settings: dict):
+    """The protocol `settings["name"]` names (held_out if none), built with its settings checked."""
+    from memrl_bench import registry
+    from memrl_bench.config import validated
+
+    cls = registry.get("protocol", settings.get("name", "held_out"))
+    return cls(validated(cls.Settings, settings, "protocol"))
+
+
+def build_schedule(settings: dict, roles: dict, tasks: dict, task_order_seed: int, env=None) -> list:
+    """The schedule of the protocol `settings` describe (tests of schedules, without a run)."""
+    return protocol(settings).schedule(roles, tasks, task_order_seed, env)
+
+
 def record(task: str, epoch: int, success: bool, phase: str = "train", **extra) -> EpisodeRecord:
     """A minimal episode record as the runner writes it, read back."""
     ep = Episode(

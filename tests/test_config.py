@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memrl_bench import CONF_DIR
+from memrl_bench import CONF_DIR, protocols
 from memrl_bench.config import ENVS, KEY_ROLES, NOT_RESULTS, ConfigError, KeyRole, config_hash, results_folder, role_of, run_name, validate_config
 from tests.helpers import composed
 
@@ -17,13 +17,18 @@ NEEDS = {"llm=openai": ["llm.model=m"], "protocol=transfer": ["protocol.transfer
 
 @pytest.mark.parametrize("choice", [f"{g}={o}" for g, options in OPTIONS.items() for o in options])
 def test_every_shipped_option_passes_its_model(choice):
-    protocol = validate_config(composed(choice, *NEEDS.get(choice, [])))
+    cfg = composed(choice, *NEEDS.get(choice, []))
+    validate_config(cfg)
+    protocol = protocols.build(cfg["protocol"]).settings
     assert protocol.epochs >= 1 or protocol.transfer_from == "runs/source"
 
 
 @pytest.mark.parametrize("preset", sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")))
 def test_every_shipped_experiment_passes(preset):
-    validate_config({k: v for k, v in composed(f"+experiment={preset}").items() if k != "study"})
+    cfg = {k: v for k, v in composed(f"+experiment={preset}").items() if k != "study"}
+    validate_config(cfg)
+    if cfg["protocol"].get("transfer_from") != "???":  # transfer_target's source is given at run time
+        protocols.build(cfg["protocol"])
 
 
 def test_every_shipped_env_has_a_model():

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from helpers import SMALL_WORLD, config, record, run_to
 
-from memrl_bench import drift
-from memrl_bench.config import ConfigError, DriftSettings, ProtocolConfig, validated
+from memrl_bench.config import ConfigError
 from memrl_bench.envs.synthetic import SyntheticEnv
-from memrl_bench.protocol import build_schedule
+from memrl_bench.protocols import drift
+from memrl_bench.protocols.drift import DriftSettings
 from memrl_bench.records import read_run
 from memrl_bench.types import RetrievedItem
+from tests.helpers import build_schedule, protocol
 
 LLB_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "llb"
 
@@ -67,10 +68,9 @@ def test_a_log_without_ground_truth_has_no_stale_numbers():
 
 def test_batches_from_the_change_on_play_the_changed_tasks():
     env = SyntheticEnv({k: v for k, v in SMALL_WORLD.items() if k != "name"})
-    protocol = validated(ProtocolConfig, {"epochs": 3, "batch_size": 8, "drift": {"epoch": 2}}, "protocol")
     tasks = {s: env.tasks(s) for s in ("train", "validation", "test_in_distribution")}
     roles = {"train": "train", "validation": "validation", "test": ["test_in_distribution"]}
-    schedule = drift.apply(build_schedule(protocol, roles, tasks, 0), protocol.drift, env.drifted)
+    schedule = build_schedule({"name": "drift", "epochs": 3, "batch_size": 8, "drift": {"epoch": 2}}, roles, tasks, 0, env)
     for batch in schedule:
         changed = ["drift" in t.data for t in batch.tasks]
         assert all(changed) if batch.epoch >= 2 else not any(changed), batch.key
@@ -79,13 +79,13 @@ def test_batches_from_the_change_on_play_the_changed_tasks():
 
 def test_a_change_after_the_last_epoch_and_an_env_without_drift_are_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"protocol.drift.epoch=4 is after the last epoch"):
-        validated(ProtocolConfig, {"epochs": 3, "drift": {"epoch": 4}}, "protocol")
+        protocol({"name": "drift", "epochs": 3, "drift": {"epoch": 4}})
     with pytest.raises(ConfigError, match=r"protocol.drift.epoch: Input should be greater than or equal to 2"):
-        validated(ProtocolConfig, {"epochs": 3, "drift": {"epoch": 1}}, "protocol")
+        protocol({"name": "drift", "epochs": 3, "drift": {"epoch": 1}})
     from memrl_bench.envs.mmlu import MMLUEnv
 
     with pytest.raises(ConfigError, match="env 'mmlu' has no drift"):
-        MMLUEnv.drifted(object.__new__(MMLUEnv), None, DriftSettings())  # type: ignore[arg-type]
+        build_schedule({"name": "drift", "epochs": 3}, {"train": "train"}, {"train": []}, 0, object.__new__(MMLUEnv))
 
 
 # ---- the synthetic world's ground truth ---------------------------------------------------
@@ -125,7 +125,7 @@ def test_stale_is_written_before_the_change_for_a_flipped_type_and_the_outcome_f
 
 
 def test_a_synthetic_drift_run_logs_stale_per_injection_and_its_drift_block(tmp_path):
-    cfg = config(method={"name": "rag"}, protocol={"epochs": 3, "batch_size": 8, "checkpoint_interval_s": 0, "drift": {"epoch": 2, "window": 8}})
+    cfg = config(method={"name": "rag"}, protocol={"name": "drift", "epochs": 3, "batch_size": 8, "checkpoint_interval_s": 0, "drift": {"epoch": 2, "window": 8}})
     metrics, folder = run_to(tmp_path, "rag", cfg)
     run = read_run(folder)
     env = SyntheticEnv({k: v for k, v in SMALL_WORLD.items() if k != "name"})
@@ -217,7 +217,7 @@ def test_an_llb_db_drift_run_plays_the_renamed_schema_and_injects_the_old_one(tm
         method={"name": "rag"},
         embedder={"name": "minilm"},
         actor={"max_steps": 3},
-        protocol={"epochs": 2, "batch_size": 3, "checkpoint_interval_s": 0, "validate_every_epoch": False, "drift": {"epoch": 2, "window": 3}},
+        protocol={"name": "drift", "epochs": 2, "batch_size": 3, "checkpoint_interval_s": 0, "validate_every_epoch": False, "drift": {"epoch": 2, "window": 3}},
     )
     cfg["env"] = env_cfg
     metrics = run(cfg, tmp_path / "llb", llm=ScriptedChatModel(reply))

@@ -84,7 +84,7 @@ def test_game_params_change_the_game_and_the_ids():
 
 
 def test_drift_changes_the_layout_and_keeps_every_task_winnable(env):
-    from memrl_bench.config import DriftSettings
+    from memrl_bench.protocols.drift import DriftSettings
 
     changed_any = False
     for task in env.tasks("train"):
@@ -97,7 +97,8 @@ def test_drift_changes_the_layout_and_keeps_every_task_winnable(env):
 
 
 def test_a_drift_that_changes_nothing_or_has_no_default_is_refused(env):
-    from memrl_bench.config import ConfigError, DriftSettings
+    from memrl_bench.config import ConfigError
+    from memrl_bench.protocols.drift import DriftSettings
 
     task = env.tasks("train")[0]
     with pytest.raises(ConfigError, match="protocol.drift.game_params"):

@@ -17,7 +17,7 @@ from memrl_bench.stats import INCONCLUSIVE, NOT_MEASURED, NOT_SUPPORTED, SUPPORT
 
 
 def run(order: int, seed: int = 0, method: dict | None = None, kind: str = "held_out", epoch_order_seeds: list[int] | None = None, **data) -> Run:
-    protocol = {"name": kind, "epochs": 3, "runtime_learning": kind == "runtime_learning", "eval_samples": 1, "epoch_order_seeds": epoch_order_seeds}
+    protocol = {"name": kind, "epochs": 3, "eval_samples": 1, "epoch_order_seeds": epoch_order_seeds}
     config = {"env": {"name": "synthetic", "outcome_temperature": 0.0}, "method": method or {"name": "memrl", "epsilon": 0.0}, "protocol": protocol, "seed": seed, "task_order_seed": order}
     return Run(Path(f"run-{order}-{seed}"), config, ["synthetic"], **data)
 
@@ -161,9 +161,9 @@ def tiny(method: dict, order: int, seed: int = 0, temperature: float = 0.0, **pr
     cfg = copy.deepcopy(TINY)
     cfg["method"] = method
     cfg["env"]["outcome_temperature"] = temperature
-    cfg["protocol"].update(protocol)
-    if protocol.get("runtime_learning"):
+    if protocol.pop("runtime_learning", False):
         cfg["protocol"].update(name="runtime_learning", test_at_end=False)
+    cfg["protocol"].update(protocol)
     cfg.update(seed=seed, task_order_seed=order)
     return cfg
 
@@ -215,7 +215,7 @@ def test_a_tiny_drift_study_yields_the_three_drift_findings(tmp_path):
     from memrl_bench.runner import run as run_one
 
     methods = [{"name": "none"}, {"name": "rag"}, {"name": "memrl"}, {"name": "simplemem", "write_with_llm": False}]
-    protocol = {"epochs": 3, "batch_size": 10, "checkpoint_interval_s": 0, "validate_every_epoch": False, "drift": {"epoch": 2, "window": 10}}
+    protocol = {"name": "drift", "epochs": 3, "batch_size": 10, "checkpoint_interval_s": 0, "validate_every_epoch": False, "drift": {"epoch": 2, "window": 10}}
     for method in methods:
         for order in (0, 1, 2):
             run_one(config(method=method, protocol=protocol, task_order_seed=order), tmp_path / "drift" / f"{method['name']}-{order}")

@@ -308,7 +308,7 @@ def test_a_runs_transcripts_replay_to_its_final_q_values(tmp_path):
     from memrl_bench.transcripts import TranscriptLog
     from tests.helpers import config, run_to
 
-    _, folder = run_to(tmp_path, "run", config(protocol={"epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0, "poison_share": 0.25, "poison_epoch": 2}))
+    _, folder = run_to(tmp_path, "run", config(protocol={"name": "poison", "epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0, "poison_share": 0.25, "poison_epoch": 2}))
     run, records = read_run(folder), TranscriptLog(folder).read()
     train = [e for e in run.episodes if e.phase == "train"]
     assert any(not e.played for e in train)

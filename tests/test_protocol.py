@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 
 from memrl_bench.methods.none import NoMemory
-from memrl_bench.protocol import ProtocolConfig, ProtocolViolation, audit_provenance, build_schedule, check_disjoint
+from memrl_bench.protocols.base import ProtocolViolation, check_disjoint
 from memrl_bench.runner import ConfigError, run
 from memrl_bench.types import MemoryItem, Provenance, Task
-from tests.helpers import config
+from tests.helpers import build_schedule, config, protocol
 
 
 def test_overlapping_splits_are_refused():
@@ -64,15 +64,16 @@ def test_a_method_that_mutates_memory_in_evaluation_fails_the_run(tmp_path, monk
 def test_audit_rejects_memory_from_evaluation():
     good = MemoryItem("m1", "x", Provenance("t1", "train", "train", 1, "train-e01-00000-s0", True))
     bad = MemoryItem("m2", "y", Provenance("t9", "validation", "validation", 1, "validation-e01-00000-s0", True))
-    audit_provenance([good], {"train-e01-00000-s0"}, "train")
+    audit = protocol({}).audit
+    audit([good], {"train-e01-00000-s0"}, {"train": "train"})
     with pytest.raises(ProtocolViolation, match="m2"):
-        audit_provenance([good, bad], {"train-e01-00000-s0"}, "train")
+        audit([good, bad], {"train-e01-00000-s0"}, {"train": "train"})
 
 
 def test_audit_rejects_an_item_from_no_logged_episode():
     ghost = MemoryItem("m3", "z", Provenance("t1", "train", "train", 1, "train-e01-99999-s0", True))
     with pytest.raises(ProtocolViolation, match="m3"):
-        audit_provenance([ghost], {"train-e01-00000-s0"}, "train")
+        protocol({}).audit([ghost], {"train-e01-00000-s0"}, {"train": "train"})
 
 
 def test_finetuned_backbone_refused_without_flag_and_labelled_with_it(tmp_path):
@@ -84,7 +85,7 @@ def test_finetuned_backbone_refused_without_flag_and_labelled_with_it(tmp_path):
 
 
 def test_runtime_learning_is_labelled_and_scores_training_tasks(tmp_path):
-    cfg = config(protocol={"epochs": 2, "runtime_learning": True, "validate_every_epoch": False, "test_at_end": False})
+    cfg = config(protocol={"name": "runtime_learning", "epochs": 2, "validate_every_epoch": False, "test_at_end": False})
     metrics = run(cfg, tmp_path / "rl")
     assert "runtime_learning" in metrics["labels"] and "synthetic" in metrics["labels"]
     assert set(metrics["success_rate"]) == {"train"}
@@ -92,13 +93,13 @@ def test_runtime_learning_is_labelled_and_scores_training_tasks(tmp_path):
 
 def test_runtime_learning_with_held_out_phases_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="runtime_learning"):
-        run(config(protocol={"runtime_learning": True}), tmp_path / "x")
+        run(config(protocol={"name": "runtime_learning"}), tmp_path / "x")
 
 
 def test_schedule_orders_epochs_by_the_task_order_seed_only():
     tasks = {s: [Task(f"{s}{i}", s, "") for i in range(10)] for s in ("train", "validation", "t")}
     roles = {"train": "train", "validation": "validation", "test": ["t"]}
-    cfg = ProtocolConfig(epochs=2, batch_size=4)
+    cfg = {"epochs": 2, "batch_size": 4}
     a = build_schedule(cfg, roles, tasks, task_order_seed=1)
     b = build_schedule(cfg, roles, tasks, task_order_seed=2)
     phases = [(x.phase, x.epoch) for x in a]
@@ -112,14 +113,14 @@ def test_schedule_orders_epochs_by_the_task_order_seed_only():
 def test_epoch_order_seeds_change_only_their_epoch():
     tasks = {"train": [Task(f"t{i}", "train", "") for i in range(10)]}
     roles = {"train": "train"}
-    base = build_schedule(ProtocolConfig(epochs=3, batch_size=10, epoch_order_seeds=[0, 0, 0]), roles, tasks, 0)
-    moved = build_schedule(ProtocolConfig(epochs=3, batch_size=10, epoch_order_seeds=[7, 0, 0]), roles, tasks, 0)
+    base = build_schedule({"epochs": 3, "batch_size": 10, "epoch_order_seeds": [0, 0, 0]}, roles, tasks, 0)
+    moved = build_schedule({"epochs": 3, "batch_size": 10, "epoch_order_seeds": [7, 0, 0]}, roles, tasks, 0)
     assert base[0].tasks != moved[0].tasks and base[1:] == moved[1:]
 
 
 def test_poisoning_feeds_adversarial_memories_that_are_logged_but_not_scored(tmp_path):
     clean = run(config(protocol={"epochs": 3}), tmp_path / "clean")
-    poisoned = run(config(protocol={"epochs": 3, "poison_share": 0.5, "poison_epoch": 2}), tmp_path / "poisoned")
+    poisoned = run(config(protocol={"name": "poison", "epochs": 3, "poison_share": 0.5, "poison_epoch": 2}), tmp_path / "poisoned")
     log = [__import__("json").loads(x) for x in (tmp_path / "poisoned" / "episodes.jsonl").read_text().splitlines()]
     poison = [r for r in log if r["status"] == "poison"]
     assert len(poison) == 20 and all(r["epoch"] == 2 and r["episode_id"].startswith("poison-") for r in poison)
@@ -143,12 +144,12 @@ def test_the_alfworld_preset_is_memrls_alfworld_config():
 def test_the_report_shows_poisoning_and_keeps_poison_out_of_the_rates(tmp_path):
     from memrl_bench.report import report
 
-    run(config(protocol={"epochs": 2}), tmp_path / "runs" / "protocol.poison_share=0.0")
-    poisoned = run(config(protocol={"epochs": 2, "poison_share": 0.5, "poison_epoch": 2}), tmp_path / "runs" / "protocol.poison_share=0.5")
+    run(config(protocol={"name": "poison", "epochs": 2, "poison_share": 0.0, "poison_epoch": 2}), tmp_path / "runs" / "protocol.poison_share=0.0")
+    poisoned = run(config(protocol={"name": "poison", "epochs": 2, "poison_share": 0.5, "poison_epoch": 2}), tmp_path / "runs" / "protocol.poison_share=0.5")
     report(tmp_path / "runs", tmp_path / "report")
     table = (tmp_path / "report" / "tables" / "poisoning.md").read_text()
     share = 100 * poisoned["poison"]["share_of_retrievals"]
-    assert f"| memrl \\| protocol.poison_epoch=2, protocol.poison_share=0.5 | 20 (n=1) | {share:.1f} (n=1) |" in table
+    assert f"| memrl \\| protocol.poison_share=0.5 | 20 (n=1) | {share:.1f} (n=1) |" in table
     rates = (tmp_path / "report" / "tables" / "sr_csr_train.md").read_text()
     sr = poisoned["success_rate"]["train"]  # metrics.json leaves poison out; so must the report
-    assert f"| memrl \\| protocol.poison_epoch=2, protocol.poison_share=0.5 | SR | {100 * sr[1]:.1f} (n=1) | {100 * sr[2]:.1f} (n=1) |" in rates
+    assert f"| memrl \\| protocol.poison_share=0.5 | SR | {100 * sr[1]:.1f} (n=1) | {100 * sr[2]:.1f} (n=1) |" in rates

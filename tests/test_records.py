@@ -59,7 +59,7 @@ def test_sealing_a_manifest_written_before_digests_adds_only_what_the_runner_wri
     from memrl_bench.runfolder import DIGEST, SCHEDULE_EPISODES
 
     root = Path(__file__).resolve().parents[1]
-    _, folder = run_to(tmp_path, "run", config(protocol={"epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0, "poison_share": 0.25, "poison_epoch": 2}))
+    _, folder = run_to(tmp_path, "run", config(protocol={"name": "poison", "epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0, "poison_share": 0.25, "poison_epoch": 2}))
     written = (folder / "manifest.json").read_bytes()
     old = {k: v for k, v in json.loads(written).items() if k not in (DIGEST, SCHEDULE_EPISODES)}
     (folder / "manifest.json").write_text(json.dumps(old, indent=1, sort_keys=True))

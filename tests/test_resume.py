@@ -26,7 +26,7 @@ def stripped(folder: Path) -> list[dict]:
 @pytest.mark.parametrize("checkpoint_interval_s", [0.0, 1e9])  # a checkpoint every batch; or only at epoch ends (learn replayed)
 @pytest.mark.parametrize("drift", [None, {"epoch": 2}])  # the drift protocol replays the changed tasks
 def test_crash_inside_a_batch_then_resume_equals_uninterrupted(tmp_path, monkeypatch, checkpoint_interval_s, drift):
-    cfg = config(protocol={"checkpoint_interval_s": checkpoint_interval_s, **({"drift": drift} if drift else {})})
+    cfg = config(protocol={"checkpoint_interval_s": checkpoint_interval_s, **({"name": "drift", "drift": drift} if drift else {})})
     _, reference = run_to(tmp_path, "reference", cfg)
     crash_in_learn_then_resume(monkeypatch, cfg, tmp_path / "resumed", (2, 5, 4))  # learn() calls counted per attempt, replays included
     assert stripped(tmp_path / "resumed") == stripped(reference)
@@ -52,7 +52,7 @@ def test_a_folder_of_another_config_is_refused(tmp_path):
         run(config(protocol={"epochs": 1}, method={"alpha": 0.5}), tmp_path / "run")
 
 
-@pytest.mark.parametrize("protocol", [{"epochs": 1}, {"epochs": 2, "poison_share": 0.25, "poison_epoch": 2}], ids=["plain", "poisoned"])
+@pytest.mark.parametrize("protocol", [{"epochs": 1}, {"name": "poison", "epochs": 2, "poison_share": 0.25, "poison_epoch": 2}], ids=["plain", "poisoned"])
 def test_a_complete_run_is_not_run_again(tmp_path, capsys, protocol):
     """Also a poisoning run, whose log holds memories metrics.json counts apart from its episodes."""
     run(config(protocol=protocol), tmp_path / "run")

@@ -1,20 +1,22 @@
-"""The streaming, replay and repair protocols (memrl_bench/streams.py): their schedules, the
+"""The streaming, replay and repair protocols (memrl_bench/protocols: streaming.py, replay.py, repair.py): their schedules, the
 repair protocol's corrupted learning signal, and each metric pinned on a hand-built log."""
 
 import json
 
 import pytest
 
-from memrl_bench import registry, streams
-from memrl_bench.config import ProtocolConfig
+from memrl_bench import registry
 from memrl_bench.methods.none import NoMemory
-from memrl_bench.protocol import build_schedule, epoch_order
+from memrl_bench.protocols import FLIPPED, epoch_order
+from memrl_bench.protocols.repair import against_clean, repair_metrics
+from memrl_bench.protocols.replay import replay_metrics
+from memrl_bench.protocols.streaming import stream_metrics
 from memrl_bench.runner import run
 from memrl_bench.types import Episode, Task
-from tests.helpers import config, crash_in_learn_then_resume, record
+from tests.helpers import build_schedule, config, crash_in_learn_then_resume, protocol, record
 
 # a checkpoint only at epoch ends: with one task per batch, one after every batch is most of a stream's time
-STREAM = {"name": "streaming", "epochs": 1, "batch_size": 1, "validate_every_epoch": False, "test_at_end": False, "streaming": True, "checkpoint_interval_s": 1e9}
+STREAM = {"name": "streaming", "epochs": 1, "batch_size": 1, "validate_every_epoch": False, "test_at_end": False, "checkpoint_interval_s": 1e9}
 REPLAY = {**STREAM, "name": "replay", "replay_every": 10, "replay_tasks": 4}
 REPAIR = {"name": "repair", "epochs": 3, "corrupt_share": 0.25, "corrupt_epochs": 2}
 
@@ -32,16 +34,16 @@ def log(path) -> list[dict]:
 
 def test_a_stream_is_one_pass_in_the_seeded_order_one_task_per_memory_state():
     train = tasks(12)
-    schedule = build_schedule(ProtocolConfig(**STREAM), {"train": "train"}, {"train": train}, task_order_seed=3)
+    schedule = build_schedule(STREAM, {"train": "train"}, {"train": train}, task_order_seed=3)
     assert [b.tasks for b in schedule] == [(t,) for t in epoch_order(train, 3, 1, None)]
     assert {b.phase for b in schedule} == {"train"}
-    other = build_schedule(ProtocolConfig(**STREAM), {"train": "train"}, {"train": train}, task_order_seed=4)
+    other = build_schedule(STREAM, {"train": "train"}, {"train": train}, task_order_seed=4)
     assert [b.tasks for b in other] != [b.tasks for b in schedule]  # the order is the seed's
 
 
 def test_replay_retests_a_sample_of_the_learned_tasks_after_every_m():
     train = tasks(25)
-    schedule = build_schedule(ProtocolConfig(**REPLAY), {"train": "train"}, {"train": train}, task_order_seed=0)
+    schedule = build_schedule(REPLAY, {"train": "train"}, {"train": train}, task_order_seed=0)
     learned: list[str] = []
     retested: dict[int, list[str]] = {}
     for batch in schedule:
@@ -58,7 +60,7 @@ def test_replay_retests_a_sample_of_the_learned_tasks_after_every_m():
 
 
 def test_a_replay_point_inside_a_batch_comes_after_it_and_samples_the_first_m():
-    schedule = build_schedule(ProtocolConfig(**REPLAY | {"batch_size": 4}), {"train": "train"}, {"train": tasks(12)}, task_order_seed=0)
+    schedule = build_schedule(REPLAY | {"batch_size": 4}, {"train": "train"}, {"train": tasks(12)}, task_order_seed=0)
     phases = [(b.phase, len(b.tasks)) for b in schedule]
     assert phases == [("train", 4), ("train", 4), ("train", 4), ("replay", 4)]  # the 10th task is learned in the third batch
     learned = [t.id for b in schedule[:3] for t in b.tasks]
@@ -67,12 +69,12 @@ def test_a_replay_point_inside_a_batch_comes_after_it_and_samples_the_first_m():
 
 def test_the_corrupted_share_is_seeded_and_only_in_the_corrupted_epochs():
     train = tasks(40)
-    schedule = build_schedule(ProtocolConfig(**REPAIR), {"train": "train"}, {"train": train}, task_order_seed=0)
+    schedule = build_schedule(REPAIR, {"train": "train"}, {"train": train}, task_order_seed=0)
     flipped = {e: set().union(*(b.flipped for b in schedule if b.phase == "train" and b.epoch == e)) for e in (1, 2, 3)}
     assert len(flipped[1]) == len(flipped[2]) == 10 and flipped[3] == set() and flipped[1] != flipped[2]
-    again = build_schedule(ProtocolConfig(**REPAIR), {"train": "train"}, {"train": train}, task_order_seed=5)
+    again = build_schedule(REPAIR, {"train": "train"}, {"train": train}, task_order_seed=5)
     assert {t for b in again if b.epoch == 1 for t in b.flipped} == flipped[1]  # the corrupt seed's, not the order's
-    other = build_schedule(ProtocolConfig(**REPAIR, corrupt_seed=1), {"train": "train"}, {"train": train}, task_order_seed=0)
+    other = build_schedule(REPAIR | {"corrupt_seed": 1}, {"train": "train"}, {"train": train}, task_order_seed=0)
     assert {t for b in other if b.epoch == 1 for t in b.flipped} != flipped[1]
 
 
@@ -99,7 +101,7 @@ def test_reward_corruption_touches_only_the_learning_signal(tmp_path, monkeypatc
     Recording.seen = {}
     corrupted = run(config(method={"name": "recording"}, protocol=REPAIR), tmp_path / "corrupted")
     train = {r["episode_id"]: r for r in log(tmp_path / "corrupted") if r["phase"] == "train"}
-    flipped = {i for i, r in train.items() if r["info"].get(streams.FLIPPED)}
+    flipped = {i for i, r in train.items() if r["info"].get(FLIPPED)}
     assert len(flipped) == 20 and all(train[i]["epoch"] <= 2 for i in flipped)  # 25% of 40, in epochs 1 and 2
     # the log keeps the true success: the same as the clean run's, episode by episode
     assert {i: r["success"] for i, r in train.items()} == {r["episode_id"]: r["success"] for r in log(tmp_path / "clean") if r["phase"] == "train"}
@@ -112,12 +114,12 @@ def test_reward_corruption_touches_only_the_learning_signal(tmp_path, monkeypatc
 
 
 def test_learn_replayed_from_the_log_after_a_resume_sees_the_same_flip():
-    logged = Episode("train-e01-00000-s0", "t", "train", "train", 1, 0, 0, success=True, reward=1.0, status="ok", info={streams.FLIPPED: True})
+    logged = Episode("train-e01-00000-s0", "t", "train", "train", 1, 0, 0, success=True, reward=1.0, status="ok", info={FLIPPED: True})
     replayed = Episode.from_dict(logged.to_dict())
-    assert streams.as_learned(replayed).success is False and streams.as_learned(replayed).reward == 0.0
-    assert replayed.success is True  # the copy is flipped, not the logged episode
+    repair = protocol(REPAIR)
+    assert repair.learning_signal(replayed) is False and replayed.success is True  # learn() is told it failed; the log keeps the truth
     clean = Episode("train-e01-00001-s0", "u", "train", "train", 1, 0, 1, success=False, reward=0.0, status="ok")
-    assert streams.as_learned(clean) is clean
+    assert repair.learning_signal(clean) is False and protocol({}).learning_signal(replayed) is True
 
 
 # ---- runs on the synthetic env ------------------------------------------------------
@@ -145,7 +147,7 @@ def test_a_run_interrupted_then_resumed_equals_uninterrupted(tmp_path, monkeypat
 
 
 def test_a_method_that_learns_during_a_replay_fails_the_run(tmp_path, monkeypatch):
-    from memrl_bench.protocol import ProtocolViolation
+    from memrl_bench.protocols import ProtocolViolation
     from tests.test_protocol import MutatingMethod
 
     real_get = registry.get
@@ -163,17 +165,17 @@ def stream_log(successes: list[bool]) -> list:
 
 def test_stream_metrics_on_a_hand_built_stream():
     # windows of 2: [0,0] [1,0] [1,1] [0,1] -> 0, .5, 1, .5
-    m = streams.stream_metrics(stream_log([False, False, True, False, True, True, False, True]), windows=4)
+    m = stream_metrics(stream_log([False, False, True, False, True, True, False, True]), windows=4)
     assert m["window_success"] == [0.0, 0.5, 1.0, 0.5]
     assert m["learning_gain"] == 0.5 and m["stability_loss"] == 0.5 and m["success_rate"] == 0.5
     assert m["running_success"] == [0.0, 0.0, 1 / 3, 0.25, 0.4, 0.5, 3 / 7, 0.5]
-    rising = streams.stream_metrics(stream_log([False, False, True, True]), windows=2)
+    rising = stream_metrics(stream_log([False, False, True, True]), windows=2)
     assert (rising["learning_gain"], rising["stability_loss"]) == (1.0, 0.0)
 
 
 def test_stream_metrics_follow_the_stream_order_not_the_log_order():
     shuffled = list(reversed(stream_log([False, True, True, True])))
-    assert streams.stream_metrics(shuffled, windows=2)["window_success"] == [0.5, 1.0]
+    assert stream_metrics(shuffled, windows=2)["window_success"] == [0.5, 1.0]
 
 
 def test_replay_metrics_on_a_hand_built_log():
@@ -185,7 +187,7 @@ def test_replay_metrics_on_a_hand_built_log():
         record("t1", 2, False, phase="replay"),
         record("t3", 2, True, phase="replay"),
     ]
-    m = streams.replay_metrics(stream + replays, replay_every=2)
+    m = replay_metrics(stream + replays, replay_every=2)
     assert m["points"][1] == {"after_tasks": 2, "retested": 2, "success_rate": 0.5, "forgotten": 1.0}
     assert m["points"][2] == {"after_tasks": 4, "retested": 3, "success_rate": 2 / 3, "forgotten": 1 / 3}
     # per task solved first: t0 failed 1 of 2 re-tests, t1 1 of 1, t3 0 of 1 -> mean(.5, 1, 0)
@@ -196,13 +198,13 @@ def test_repair_metrics_and_the_pairing_with_a_clean_run():
     def validation(epoch: int, solved: int) -> list:
         return [record(f"v{i}", epoch, i < solved, phase="validation") for i in range(4)]
 
-    train = [record("t0", 1, True, info={streams.FLIPPED: True}), record("t1", 1, False), record("t0", 3, True)]
-    corrupted = streams.repair_metrics(train + validation(1, 1) + validation(2, 1) + validation(3, 3), corrupt_epochs=2)
+    train = [record("t0", 1, True, info={FLIPPED: True}), record("t1", 1, False), record("t0", 3, True)]
+    corrupted = repair_metrics(train + validation(1, 1) + validation(2, 1) + validation(3, 3), corrupt_epochs=2)
     assert corrupted["validation_success"] == {1: 0.25, 2: 0.25, 3: 0.75}
     assert (corrupted["sr_after_corruption"], corrupted["sr_after_repair"], corrupted["repair_gain"]) == (0.25, 0.75, 0.5)
     assert corrupted["flipped"] == 1 and corrupted["flipped_share_of_corrupted_phase"] == 0.5
-    clean = streams.repair_metrics(validation(1, 2) + validation(2, 3) + validation(3, 4), corrupt_epochs=2)
-    assert streams.against_clean(corrupted, clean) == {"error_robustness": -0.5, "net_recovery": -0.25}
+    clean = repair_metrics(validation(1, 2) + validation(2, 3) + validation(3, 4), corrupt_epochs=2)
+    assert against_clean(corrupted, clean) == {"error_robustness": -0.5, "net_recovery": -0.25}
 
 
 # ---- the report ------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The transfer protocol (memrl_bench/transfer.py): a source run's final memory tested, frozen, in
+"""The transfer protocol (memrl_bench/protocols/transfer.py): a source run's final memory tested, frozen, in
 another env; its guards, the synthetic world's ground truth for memories it did not write, the
 metrics pinned on a hand-built log, and the report's pairing with `none` and its matrix."""
 
@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memrl_bench import transfer
 from memrl_bench.config import ConfigError, ConfigMismatchError
 from memrl_bench.envs.synthetic import SyntheticEnv
-from memrl_bench.protocol import ProtocolViolation
+from memrl_bench.protocols import ProtocolViolation, transfer
 from memrl_bench.runner import run
 from memrl_bench.types import RetrievedItem, strip_measured
 from tests.helpers import SMALL_WORLD, config, record
@@ -200,8 +199,8 @@ def test_the_transfer_block_on_a_hand_built_log(tmp_path):
 
 @pytest.mark.parametrize("protocol, message", [
     ({"name": "transfer", "epochs": 2, "transfer_from": "x"}, "needs protocol.epochs=0"),
-    ({"epochs": 0}, "belong to the transfer protocol"),
-    ({"transfer_source_env": {"task_types": [0]}}, "belong to the transfer protocol"),
+    ({"epochs": 0}, "protocol.epochs=0 trains nothing: only protocol=transfer"),
+    ({"transfer_source_env": {"task_types": [0]}}, "protocol.transfer_source_env: not a setting of protocol=held_out; it belongs to protocol=transfer"),
 ])  # fmt: skip
 def test_transfer_settings_out_of_place_are_refused(tmp_path, protocol, message):
     with pytest.raises(ConfigError, match=message):

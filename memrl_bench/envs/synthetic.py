@@ -23,7 +23,7 @@ wrong, the logged success and the lesson the episode actually wrote stay true. L
 are a fixed function of (world seed, source episode id, its success), so nothing
 here needs state, and a resumed run sees the same world.
 
-Drift (protocol.drift, memrl_bench/drift.py): after the change, the lessons written
+Drift (protocol=drift, memrl_bench/protocols/drift.py): after the change, the lessons written
 before it about a flipped type (a seeded share `drift.flip_share` of the training types)
 have the opposite effect, q -> -q (helpful <-> harmful); lessons written after the
 change are the new world's and keep their sign. A memory is STALE when it was written
@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 
 from memrl_bench.actors import Actor, EnvPool, Job
-from memrl_bench.config import ConfigError, DriftSettings, SyntheticSettings, validated
-from memrl_bench.drift import STALE, written_before
+from memrl_bench.config import ConfigError, SyntheticSettings, validated
 from memrl_bench.envs.base import Env
+from memrl_bench.protocols.drift import STALE, DriftSettings, written_before
 from memrl_bench.types import Outcome, RetrievedItem, Task, Turn
 
 _STANDARD_NORMAL = NormalDist()

@@ -18,8 +18,9 @@ import subprocess
 from typing import Any, ClassVar
 
 from memrl_bench import prompts
-from memrl_bench.config import ConfigError, DriftSettings
+from memrl_bench.config import ConfigError
 from memrl_bench.envs.base import Env
+from memrl_bench.protocols.drift import DriftSettings
 from memrl_bench.types import Task
 
 GAMES = ("cookingworld", "twc", "coin", "mapreader", "arithmetic", "sorting", "simonsays", "peckingorder")

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from memrl_bench import drift, streams
 from memrl_bench import metrics as metrics_lib
 from memrl_bench.llm import ESTIMATE_BYTES_PER_TOKEN
+from memrl_bench.protocols import drift
+from memrl_bench.protocols.repair import against_clean
 from memrl_bench.report.axes import BASELINE_METHOD, leaves
 from memrl_bench.report.load import HARNESS_COUNTS, LEARNING_PHASES, RATE_COLUMNS, STAGES, USAGE_KEYS, Results
 from memrl_bench.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean, t_interval
@@ -207,15 +208,15 @@ def _twin_key(run, drop: tuple[str, ...]) -> str:
 
 
 def protocol_numbers(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per run of the streaming, replay, repair and transfer protocols (memrl_bench.streams,
-    memrl_bench.transfer): its headline numbers, and those paired with a twin run of the
+    """Per run of the streaming, replay, repair and transfer protocols (memrl_bench/protocols):
+    its headline numbers, and those paired with a twin run of the
     folder of the same seeds.
 
     stream_gain_over_none: the stream's SR minus that of the `none` run on the same stream
     (every setting but the method's equal): forward transfer within the env, each task
     scored with the memory of every earlier task against no memory (AgentMemoryBench's
     forward transfer gain, with the whole prefix as the memory). error_robustness and
-    net_recovery: streams.against_clean with the run's clean twin (the same settings with
+    net_recovery: repair.against_clean with the run's clean twin (the same settings with
     protocol.corrupt_share 0). transfer_sr: the SR on the run's first test split with the
     source's memory; transfer_gain: it minus that of the `none` run of the same command
     (AgentMemoryBench's transfer gain, P_transfer - P_baseline with the zero-shot agent).
@@ -248,7 +249,7 @@ def protocol_numbers(runs: pd.DataFrame) -> pd.DataFrame:
         if "streaming" in m and run.method != BASELINE_METHOD and (none := stream_sr.get(_twin_key(run, ("method",)))) is not None:
             rows[run.run]["stream_gain_over_none"] = m["streaming"]["success_rate"] - none
         if "repair" in m and (run.config.get("protocol") or {}).get("corrupt_share") and (twin := clean.get(_twin_key(run, ("protocol.corrupt_share",)))):
-            rows[run.run] |= streams.against_clean(m["repair"], twin)
+            rows[run.run] |= against_clean(m["repair"], twin)
         if "transfer" in m and run.method != BASELINE_METHOD and (none := transfer_sr.get(_twin_key(run, ("method",)))) is not None:
             rows[run.run]["transfer_gain"] = rows[run.run]["transfer_sr"] - none
     return pd.DataFrame.from_dict(rows, orient="index", columns=PROTOCOL_NUMBERS).astype("float64")

@@ -12,6 +12,7 @@ axes by memrl_bench.report.axes.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable
@@ -22,8 +23,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memrl_bench import drift, metrics
+from memrl_bench import metrics, registry
 from memrl_bench.config import InputError, KeyRole, override_key, role_of, run_name
+from memrl_bench.protocols import drift
 from memrl_bench.records import EpisodeRecord, RunRecords, read_run
 from memrl_bench.report.axes import Place, condition_key, places
 from memrl_bench.runfolder import COMPLETE, MANIFEST, CorruptRunFolderError, open_regular
@@ -44,7 +46,13 @@ SWEEP_FILE = "multirun.yaml"
 USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "failures")
 
 
-PROTOCOL_METRICS = ("streaming", "replay", "repair", "transfer")  # metrics.json sections of the streaming, replay, repair (memrl_bench.streams) and transfer (memrl_bench.transfer) protocols
+
+
+@functools.cache
+def protocol_blocks() -> tuple[str, ...]:
+    """metrics.json's blocks that protocols write (Protocol.metrics_keys) but drift's, which has its own table."""
+    keys = (k for name in registry.names("protocol") for k in registry.get("protocol", name).metrics_keys)
+    return tuple(dict.fromkeys(k for k in keys if k != "drift"))
 
 
 class ReportInputError(InputError, ValueError):
@@ -113,7 +121,7 @@ def _run_row(run: RunRecords, name: str) -> dict:
         "poison_retrieval_share": (run.metrics.poison or {}).get("share_of_retrievals") if run.metrics is not None else None,
         **{f"drift_{key}": (run.metrics.drift or {}).get(key) if run.metrics is not None else None for key in drift.REPORTED},
         "episodes": len(played),
-        "protocol_metrics": {k: getattr(run.metrics, k, None) for k in PROTOCOL_METRICS if getattr(run.metrics, k, None)} if run.metrics is not None else {},
+        "protocol_metrics": {k: getattr(run.metrics, k, None) for k in protocol_blocks() if getattr(run.metrics, k, None)} if run.metrics is not None else {},
     }
 
 

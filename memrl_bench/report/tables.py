@@ -256,11 +256,11 @@ PROTOCOL_COLUMNS = {
 
 
 def protocol_table(results: Results, agg: Aggregates) -> Table | None:
-    """The streaming, replay, repair and transfer protocols' numbers (memrl_bench.streams, memrl_bench.transfer; README, Protocols)."""
+    """The streaming, replay, repair and transfer protocols' numbers (memrl_bench/protocols; README, Protocols)."""
     if not results.runs["protocol_metrics"].map(bool).any():
         return None
     note = (
-        "Streaming, replay, repair and transfer protocols (memrl_bench/streams.py and transfer.py define each number). Paired numbers need a twin run "
+        "Streaming, replay, repair and transfer protocols (memrl_bench/protocols/streaming.py, replay.py, repair.py and transfer.py define each number). Paired numbers need a twin run "
         "of the same seeds in the folder: the none run on the same stream or target, or the same repair config with protocol.corrupt_share=0."
     )
     return end_table(results, agg, "protocols", "Streaming, replay, repair and transfer", PROTOCOL_COLUMNS, note)
@@ -278,7 +278,7 @@ def transfer_table(results: Results, agg: Aggregates) -> Table | None:
         "test SR with the source's memory %": [f"{100 * sr:.1f}" for sr in agg.transfer["transfer_sr"]],
     })
     note = (
-        "protocol=transfer (memrl_bench/transfer.py): each source run's final memory tested, frozen, on the target's first test split; the gain is "
+        "protocol=transfer (memrl_bench/protocols/transfer.py): each source run's final memory tested, frozen, on the target's first test split; the gain is "
         "that SR minus the none run's of the same command, over the replicate runs. A source tested on its own env repeats its held-out test (the diagonal). "
         + INTERVAL_NOTE
     )
@@ -307,10 +307,10 @@ DRIFT_COLUMNS = {
 
 
 def drift_table(results: Results, agg: Aggregates) -> Table | None:
-    """The drift protocol's numbers (metrics.json's drift block, memrl_bench/drift.py), per variant."""
+    """The drift protocol's numbers (metrics.json's drift block, memrl_bench/protocols/drift.py), per variant."""
     if results.runs["drift_post_sr"].isna().all():
         return None
-    note = "The environment changes at the start of protocol.drift.epoch (memrl_bench/drift.py defines each number); tasks until recovery averages the runs that recovered (– when none did); stale: synthetic ground truth."
+    note = "The environment changes at the start of protocol.drift.epoch (memrl_bench/protocols/drift.py defines each number); tasks until recovery averages the runs that recovered (– when none did); stale: synthetic ground truth."
     return end_table(results, agg, "drift", "Drift", DRIFT_COLUMNS, note)
 
 

@@ -23,15 +23,38 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, runtime_checkable
+from typing import Protocol as Capability
+
+from pydantic import Field, model_validator
 
 from memrl_bench.config import ConfigError, ConfigMismatchError, canonical
-from memrl_bench.protocol import ProtocolViolation
+from memrl_bench.protocols.base import Protocol, ProtocolSettings, ProtocolViolation, role_splits
 from memrl_bench.records import EpisodeRecord, MemoryItemRecord, RunRecords, read_run
 from memrl_bench.runfolder import CHECKSUMS, CorruptRunFolderError, RunFolder, run_folders
 from memrl_bench.types import MemoryItem, Task
 
-LABEL = "transfer"
+_MISSING = "???"  # OmegaConf's mark of a mandatory value not given
+
+
+class TransferSettings(ProtocolSettings):
+    transfer_from: str | None = Field(None, description="The source run's folder, or a folder of runs holding exactly one source for this run.")
+    transfer_source_env: dict[str, Any] = Field(default_factory=dict, description="Env settings the source run's env must have, to choose among the runs of transfer_from.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TransferSettings:  # replaces the base rule: a transfer run has 0 epochs
+        if self.transfer_from in (None, "", _MISSING):
+            raise ValueError("protocol.transfer_from is required for protocol=transfer: the source run's folder, or a folder of runs holding one for this run")
+        if self.epochs != 0 or not self.test_at_end:
+            raise ValueError("protocol=transfer tests a source run's memory frozen, with no training here: needs protocol.epochs=0 and protocol.test_at_end=true")
+        return self
+
+
+@runtime_checkable
+class ReadsSourceMemories(Capability):
+    """An env that values memories by their source task (the synthetic world): it is told the source run's env."""
+
+    def memories_from(self, env_config: dict[str, Any], seed: int) -> None: ...
 
 
 class TransferViolation(ConfigError):
@@ -189,3 +212,38 @@ def metrics(records: list[EpisodeRecord], source: Source, items: list[MemoryItem
         "test_success": {s: share([r.success for r in test if r.split == s]) for s in splits},
         "test_injected_share": {s: share([bool(r.retrieved) for r in test if r.split == s]) for s in splits},
     }
+
+
+class Transfer(Protocol):
+    Settings = TransferSettings
+    labels = ("transfer",)
+    metrics_keys = ("transfer",)
+    settings: TransferSettings
+    source: Source
+
+    def start(self, config: dict[str, Any], recorded: dict[str, Any] | None) -> None:
+        self.source = load_source(config)
+        check_unchanged(self.source, (recorded or {}).get("transfer"))
+
+    def manifest(self) -> dict[str, Any]:
+        return {"transfer": self.source.identity()}
+
+    def roles(self, roles: dict[str, Any]) -> dict[str, Any]:
+        return {**super().roles(roles), "train": None}  # it trains nothing here: its train split is not even loaded
+
+    def check_tasks(self, env: Any, tasks: dict[str, list[Task]], roles: dict[str, Any]) -> None:
+        check_held_out(self.source, {split: tasks[split] for split in role_splits(roles, "test")})
+        if isinstance(env, ReadsSourceMemories):
+            env.memories_from(self.source.config["env"], seed=int(self.source.config["env"].get("seed", 0) or 0))
+
+    def initial_memory(self) -> Path | None:
+        return self.source.final
+
+    def audit(self, items: list[MemoryItem], train_episode_ids: set[str], roles: dict[str, Any]) -> None:
+        audit(items, self.source)
+
+    def metrics(self, records: list[EpisodeRecord], items: list[MemoryItemRecord], roles: dict[str, Any]) -> dict[str, Any]:
+        return {"transfer": metrics(records, self.source, items, role_splits(roles, "test"))}
+
+
+PROTOCOL = Transfer

@@ -1,5 +1,5 @@
 """The drift protocol: the environment changes under the agent, and memory written before
-is partly wrong afterwards (protocol.drift, conf/protocol/drift.yaml).
+is partly wrong afterwards (protocol=drift, conf/protocol/drift.yaml).
 
 The change comes at the start of training epoch `drift.epoch`: every batch of that epoch
 and after (training, validation, the test at the end) plays each task as the env's
@@ -35,18 +35,49 @@ it start at the change (a last window shorter than `window` is left out).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any
+from typing import Any, runtime_checkable
+from typing import Protocol as Capability
 
 import numpy as np
+from pydantic import Field, model_validator
 
-from memrl_bench.config import DriftSettings
-from memrl_bench.protocol import Batch
-from memrl_bench.records import EpisodeRecord
+from memrl_bench.config import ConfigError, Settings
+from memrl_bench.protocols.base import Batch, Protocol, ProtocolSettings
+from memrl_bench.records import EpisodeRecord, MemoryItemRecord
 from memrl_bench.types import Task
 
 STALE = "stale"  # episode info key: one bool per retrieved memory, whether it is stale (synthetic)
 REPORTED = ("sr_dip", "tasks_until_recovery", "sr_change", "post_sr", "stale_share", "last_stale_episode")  # the report's drift table
+
+
+class DriftSettings(Settings):
+    """protocol.drift: the environment changes under the agent at the start of one training epoch."""
+
+    epoch: int = Field(3, ge=2, description="The training epoch at whose start the environment changes; it and everything after (validation, test) play the changed world.")
+    seed: int = Field(0, ge=0, description="Which task types flip (synthetic).")
+    flip_share: float = Field(0.5, ge=0, le=1, description="synthetic: the share of task types whose lessons written before the change flip (helpful <-> harmful).")
+    game_params: dict[str, int | float | bool | str] | None = Field(None, description="textworld_express: the simulator properties after the change (null: the env's own variant of the game).")
+    window: int = Field(10, ge=1, description="Training episodes per window of the drift metrics.")
+    tolerance: float = Field(0.05, ge=0, le=1, description="Recovered: a window's SR within this of the SR of the window before the change.")
+
+
+class DriftingSettings(ProtocolSettings):
+    drift: DriftSettings = Field(default_factory=DriftSettings, description="The change (conf/protocol/drift.yaml).")
+
+    @model_validator(mode="after")
+    def _changes_in_training(self) -> DriftingSettings:
+        if self.drift.epoch > self.epochs:
+            raise ValueError(f"protocol.drift.epoch={self.drift.epoch} is after the last epoch (protocol.epochs={self.epochs}): the environment would never change")
+        return self
+
+
+@runtime_checkable
+class Drifts(Capability):
+    """An env with a changed world (synthetic, llb_db, textworld_express)."""
+
+    def drifted(self, task: Task, drift: DriftSettings) -> Task:
+        """`task` as the env plays it after the change: the same id, a changed world that keeps it solvable."""
+        ...
 
 
 def after_change(batch: Batch, drift: DriftSettings) -> bool:
@@ -54,13 +85,13 @@ def after_change(batch: Batch, drift: DriftSettings) -> bool:
     return batch.epoch >= drift.epoch
 
 
-def apply(schedule: list[Batch], drift: DriftSettings, drifted: Callable[[Task, DriftSettings], Task]) -> list[Batch]:
+def apply(schedule: list[Batch], drift: DriftSettings, env: Drifts) -> list[Batch]:
     """The schedule with each batch after the change playing the changed version of its tasks."""
     changed: dict[str, Task] = {}
 
     def version(task: Task) -> Task:
         if task.id not in changed:
-            changed[task.id] = drifted(task, drift)
+            changed[task.id] = env.drifted(task, drift)
         return changed[task.id]
 
     return [dataclasses.replace(b, tasks=tuple(version(t) for t in b.tasks)) if after_change(b, drift) else b for b in schedule]
@@ -125,3 +156,21 @@ def metrics(records: list[EpisodeRecord], drift: DriftSettings) -> dict[str, Any
         out["last_stale_episode"] = stale_at[-1] if stale_at else None
         out["test_stale_share"] = _share(_stale_counts([r for r in records if r.phase == "test"]))
     return out
+
+
+class Drift(Protocol):
+    Settings = DriftingSettings
+    labels = ("drift",)
+    metrics_keys = ("drift",)
+    settings: DriftingSettings
+
+    def schedule(self, roles: dict[str, Any], tasks: dict[str, list[Task]], task_order_seed: int, env: Any) -> list[Batch]:
+        if not isinstance(env, Drifts):
+            raise ConfigError(f"protocol=drift: env {env.name!r} has no drift (synthetic, llb_db and textworld_express do); use protocol=held_out")
+        return apply(super().schedule(roles, tasks, task_order_seed, env), self.settings.drift, env)
+
+    def metrics(self, records: list[EpisodeRecord], items: list[MemoryItemRecord], roles: dict[str, Any]) -> dict[str, Any]:
+        return {"drift": metrics(records, self.settings.drift)}
+
+
+PROTOCOL = Drift
