@@ -1,7 +1,7 @@
 """The statistics of every comparison the harness reports: intervals, a paired bootstrap,
 variance ratios, and the one rule that turns an interval into a verdict.
 
-Used by the report (memrl_bench/report/) and the findings (memrl_bench/findings.py)
+Used by the report (memrl_bench/report/) and the findings (memrl_bench/findings/)
 alike, so a number and its interval mean the same in both. Few replicates: Student t,
 not a normal z; one replicate: a mean without an interval.
 """

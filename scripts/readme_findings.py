@@ -17,12 +17,12 @@ import sys
 from pathlib import Path
 
 from memrl_bench import sensitivity
-from memrl_bench.findings import comparison_table, findings, load_runs
+from memrl_bench.findings import Finding, comparison_table, findings, load_runs
 
 START, END = "<!-- findings-table:start -->", "<!-- findings-table:end -->"
 
 
-def study_findings(study_dir: Path) -> list[dict]:
+def study_findings(study_dir: Path) -> list[Finding]:
     """The findings as `memrl-bench +experiment=<study>` computes them (memrl_bench.study.run_study)."""
     runs = load_runs(study_dir)
     grid = sensitivity.phase_diagrams(runs)
@@ -45,7 +45,7 @@ def main() -> int:
     for spec in args.study:
         title, _, folder = spec.rpartition("=")
         found = study_findings(Path(folder))
-        columns.append((title or (found[0]["label"] if found else folder), found))
+        columns.append((title or (found[0].section.label if found else folder), found))
     table = comparison_table(columns)
     args.readme.write_text(replace_block(args.readme.read_text(), table))
     print(table)

@@ -11,6 +11,8 @@ import pytest
 from memrl_bench import CONF_DIR
 from memrl_bench import findings as fd
 from memrl_bench.findings import Run
+from memrl_bench.findings.across_runs import order_counterfactual, order_spread, retrieval_agreement, retrieval_overlap
+from memrl_bench.findings.runs import arm_order
 from memrl_bench.stats import INCONCLUSIVE, NOT_MEASURED, NOT_SUPPORTED, SUPPORTED
 
 # ---- cross-run measures on hand-built runs ---------------------------------------------
@@ -32,7 +34,7 @@ def test_paired_averages_method_seeds_within_a_task_order():
 
 def test_order_spread_is_per_method_seed():
     runs = [run(o, s, measures={"x": v}) for s, values in ((0, [0.1, 0.3, 0.5]), (1, [0.2, 0.2, 0.2])) for o, v in enumerate(values)]
-    spread = fd.order_spread(runs, "x")
+    spread = order_spread(runs, "x")
     assert spread["std"] == pytest.approx((0.2 + 0.0) / 2)
     assert spread["range"] == pytest.approx((0.4 + 0.0) / 2)
     assert spread["orders"] == 3
@@ -41,12 +43,12 @@ def test_order_spread_is_per_method_seed():
 def test_retrieval_agreement_and_overlap():
     same = {"e1": ("a", "b"), "e2": ("c",)}
     runs = [run(0, 0, train_choices=same), run(0, 1, train_choices={"e1": ("a", "b"), "e2": ("d",)}), run(1, 0, train_choices=same), run(1, 1, train_choices=same)]
-    assert fd.retrieval_agreement(runs) == {0: 0.5, 1: 1.0}
+    assert retrieval_agreement(runs) == {0: 0.5, 1: 1.0}
     # Test retrievals, by source task: order 0 vs order 1 share T1 of {T1, T2} for task q.
     x = [run(0, 0, test_sources={"q": frozenset({"T1", "T2"})}), run(1, 0, test_sources={"q": frozenset({"T1"})})]
-    assert fd.retrieval_overlap(x) == {0: 0.5, 1: 0.5}
+    assert retrieval_overlap(x) == {0: 0.5, 1: 0.5}
     nothing = [run(0, 0, test_sources={"q": frozenset()}), run(1, 0, test_sources={"q": frozenset()})]
-    assert fd.retrieval_overlap(nothing) == {}  # a method that injects nothing has no overlap to measure
+    assert retrieval_overlap(nothing) == {}  # a method that injects nothing has no overlap to measure
 
 
 def test_order_counterfactual_pairs_each_run_with_its_reference():
@@ -54,7 +56,7 @@ def test_order_counterfactual_pairs_each_run_with_its_reference():
     ref = run(0, measures={"test_expected_sr": 0.5, "final_sr": 0.5}, top_sources=frozenset({"A", "B"}), **common)
     first = run(0, epoch_order_seeds=[7], measures={"test_expected_sr": 0.8, "final_sr": 0.4}, top_sources=frozenset({"C", "D"}), test_sources={"q": frozenset({"T3"})})
     second = run(0, epoch_order_seeds=[0, 7], measures={"test_expected_sr": 0.45, "final_sr": 0.5}, top_sources=frozenset({"A", "C"}), **common)
-    out = fd.order_counterfactual([ref, first, second])
+    out = order_counterfactual([ref, first, second])
     assert out["test_expected_sr"] == {1: {7: pytest.approx(0.3)}, 2: {7: pytest.approx(0.05)}}
     assert out["bank"] == {1: {7: 1.0}, 2: {7: pytest.approx(1 - 1 / 3)}}
     assert out["retrieval"] == {1: {7: 1.0}, 2: {7: 0.0}}
@@ -69,13 +71,13 @@ def test_cross_run_means_do_not_depend_on_the_hash_seed():
     program = """
 import random
 from tests.test_findings import run
-from memrl_bench import findings as fd
+from memrl_bench.findings.across_runs import order_counterfactual, retrieval_overlap
 rng = random.Random(0)
 def sources():
     return {f"task-{i}": frozenset(f"T{rng.randrange(9)}" for _ in range(rng.randrange(1, 5))) for i in range(60)}
 a, b = sources(), sources()
-print(repr(fd.retrieval_overlap([run(0, 0, test_sources=a), run(1, 0, test_sources=b)])))
-print(repr(fd.order_counterfactual([run(0, test_sources=a), run(0, epoch_order_seeds=[7], test_sources=b)])["retrieval"]))
+print(repr(retrieval_overlap([run(0, 0, test_sources=a), run(1, 0, test_sources=b)])))
+print(repr(order_counterfactual([run(0, test_sources=a), run(0, epoch_order_seeds=[7], test_sources=b)])["retrieval"]))
 """
     root = Path(__file__).resolve().parent.parent
     outputs = {subprocess.run([sys.executable, "-c", program], cwd=root, env={"PYTHONHASHSEED": str(seed), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, check=True).stdout for seed in range(1, 6)}
@@ -101,23 +103,25 @@ def test_arm_labels():
 def test_arms_sort_greedy_zero_first_then_by_selection_rule_and_value_as_numbers():
     methods = [{"name": "rag"}, {"name": "memrl", "selection": "softmax", "softmax_temperature": 1.0}, {"name": "memrl", "epsilon": 0.2}, {"name": "memrl", "selection": "softmax", "softmax_temperature": 0.1}]
     methods += [{"name": "memrl", "epsilon": 0.05}, {"name": "none"}, {"name": "memrl", "epsilon": 0.0}, {"name": "memrl", "epsilon": 0.1}]
-    labels = [fd.arm_label(m) for m in sorted(methods, key=fd._arm_order)]
+    labels = [fd.arm_label(m) for m in sorted(methods, key=arm_order)]
     assert labels == ["memrl ε=0", "memrl ε=0.05", "memrl ε=0.1", "memrl ε=0.2", "memrl softmax T=0.1", "memrl softmax T=1", "none", "rag"]
 
 
 def test_measured_claims_come_first_and_each_unmeasured_one_names_its_presets():
     from memrl_bench.stats import t_interval
 
-    measured = fd._finding("regret", "Greedy retrieval costs SR.", "how", [fd._row("memrl ε=0 - memrl ε=0.1", t_interval([0.19, 0.2, 0.21]), +1, primary=True), fd._row("other", t_interval([-0.21, -0.2, -0.19]), +1)])
-    unmeasured = fd._finding("epoch1_counterfactual", "The order of epoch 1 decides.", "how", [])
-    found = [unmeasured | {"label": "SYNTHETIC"}, measured]
+    rows = (fd.row("memrl ε=0 - memrl ε=0.1", t_interval([0.19, 0.2, 0.21]), +1, primary=True), fd.row("other", t_interval([-0.21, -0.2, -0.19]), +1))
+    measured = fd.Finding(fd.claim_by_id("regret"), rows, fd.SYNTHETIC)
+    unmeasured = fd.Finding(fd.claim_by_id("epoch1_counterfactual"), (), fd.SYNTHETIC)
+    regret, order = measured.claim.text, unmeasured.claim.text
+    found = [unmeasured, measured]
     page = fd.render_html(found, Path("results"))
     assert page.count('<section id="findings">') == 1 and page.count("<h2>") == 1
-    assert page.index("Greedy retrieval costs SR.") < page.index("Not measured by the runs in this folder") < page.index("The order of epoch 1 decides.")
-    assert "+experiment=critique_order" in page[page.index("The order of epoch 1 decides."):]
-    assert measured["verdict"] == SUPPORTED and "interval below 0" in page  # the other row says where it lies, not a verdict
+    assert page.index(regret) < page.index("Not measured by the runs in this folder") < page.index(order)
+    assert "+experiment=critique_order" in page[page.index(order):]
+    assert measured.verdict == SUPPORTED and "interval below 0" in page  # the other row says where it lies, not a verdict
     markdown = fd.render_markdown(found, Path("results"))
-    assert markdown.count("**Verdict:") == 1 and "- The order of epoch 1 decides. — needs the runs of the preset critique_order" in markdown
+    assert markdown.count("**Verdict:") == 1 and f"- {order} — needs the runs of the preset critique_order" in markdown
 
 
 # ---- presets ----------------------------------------------------------------------------
@@ -186,16 +190,16 @@ def test_tiny_study_end_to_end_yields_every_finding(tmp_path):
     for i, cfg in enumerate(tiny_study()):
         run_one(cfg, tmp_path / "study" / f"run-{i:03d}")
     found = fd.findings(tmp_path)
-    assert [f["id"] for f in found] == ["determinism", "epoch1_lock_in", "epoch1_counterfactual", "never_tested", "good_amplified", "bad_locked_in", "regret", "order_dependence", "memory_helps", "runtime_learning", "weak_baselines", "drift_stale_kept", "drift_adaptation", "drift_gain_per_token"]
+    assert [f.id for f in found] == ["determinism", "epoch1_lock_in", "epoch1_counterfactual", "never_tested", "good_amplified", "bad_locked_in", "regret", "order_dependence", "memory_helps", "runtime_learning", "weak_baselines", "drift_stale_kept", "drift_adaptation", "drift_gain_per_token"]
     for f in found[:11]:
-        assert f["label"] == "SYNTHETIC (simulation, not LLM results)"
-        assert f["verdict"] in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE), f["id"]
-        assert any(r.get("primary") for r in f["rows"]), f["id"]
-        assert all(r["mean"] is not None for r in f["rows"]), (f["id"], [r["label"] for r in f["rows"] if r["mean"] is None])
-    by_id = {f["id"]: f for f in found}
+        assert f.section.label == "SYNTHETIC (simulation, not LLM results)" and f.section.synthetic
+        assert f.verdict in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE), f.id
+        assert any(r.primary for r in f.rows), f.id
+        assert all(r.mean is not None for r in f.rows), (f.id, [r.label for r in f.rows if r.mean is None])
+    by_id = {f.id: f for f in found}
     # epsilon = 0 with temperature-0 outcomes: the method seed changes no retrieval at all.
-    assert by_id["determinism"]["verdict"] == SUPPORTED
-    labels = " | ".join(r["label"] for f in found for r in f["rows"])
+    assert by_id["determinism"].verdict == SUPPORTED
+    labels = " | ".join(r.label for f in found for r in f.rows)
     for expected in ("memrl ε=0.1", "memrl softmax T=0.3", "epoch 1 - epoch 2", "test pass@3", "pass@3 (CSR over 3 epochs", "gap - none gap", "memrl ε=0 - none, outcome T=0: held-out test success, paired on the test task", "interval needs at this spread"):
         assert expected in labels
     markdown = fd.render_markdown(found, tmp_path)
@@ -204,8 +208,8 @@ def test_tiny_study_end_to_end_yields_every_finding(tmp_path):
     page = fd.render_html(found, tmp_path)
     assert page.startswith('<section id="findings">') and page.count("<table>") == 11 and page.count('<section id="findings">') == 1
     for f in found[:11]:  # one rule: the headline is the deciding row's verdict, and no other row carries one
-        assert [r["verdict"] for r in f["rows"] if "verdict" in r] == [f["verdict"]], f["id"]
-    assert [f["verdict"] for f in found[11:]] == [NOT_MEASURED] * 3  # no drift runs here
+        assert [r.verdict for r in f.rows if r.verdict is not None] == [f.verdict], f.id
+    assert [f.verdict for f in found[11:]] == [NOT_MEASURED] * 3  # no drift runs here
     assert "memrl-bench +experiment=drift_study" in markdown
 
 
@@ -219,17 +223,17 @@ def test_a_tiny_drift_study_yields_the_three_drift_findings(tmp_path):
     for method in methods:
         for order in (0, 1, 2):
             run_one(config(method=method, protocol=protocol, task_order_seed=order), tmp_path / "drift" / f"{method['name']}-{order}")
-    found = {f["id"]: f for f in fd.findings(tmp_path)}
-    assert all(found[k]["verdict"] == NOT_MEASURED for k in ("determinism", "never_tested", "bad_locked_in"))  # drift runs are their own kind
+    found = {f.id: f for f in fd.findings(tmp_path)}
+    assert all(found[k].verdict == NOT_MEASURED for k in ("determinism", "never_tested", "bad_locked_in"))  # drift runs are their own kind
     for key in ("drift_stale_kept", "drift_adaptation", "drift_gain_per_token"):
         f = found[key]
-        assert f["verdict"] in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE), key
-        assert [r["verdict"] for r in f["rows"] if "verdict" in r] == [f["verdict"]], key
-        assert all(r["n"] == 3 for r in f["rows"] if r.get("primary")), key
-    labels = " | ".join(r["label"] for f in found.values() for r in f["rows"])
+        assert f.verdict in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE), key
+        assert [r.verdict for r in f.rows if r.verdict is not None] == [f.verdict], key
+        assert all(r.n == 3 for r in f.rows if r.primary), key
+    labels = " | ".join(r.label for f in found.values() for r in f.rows)
     for expected in ("rag, outcome T=0: stale share of injections, last window after the change", "memrl ε=0 - rag, outcome T=0: SR after the change - SR of the epoch before it", "simplemem - memrl ε=0, outcome T=0: gain per 1k injected tokens"):
         assert expected in labels
-    assert not any(r["label"].startswith("none,") for r in found["drift_stale_kept"]["rows"])  # injects nothing: no share
+    assert not any(r.label.startswith("none,") for r in found["drift_stale_kept"].rows)  # injects nothing: no share
 
 
 @pytest.mark.slow
@@ -317,9 +321,7 @@ def test_a_comparison_on_new_tasks_pairs_each_test_task_over_the_orders(tmp_path
     """task_differences: per test task, the arm's success averaged over its runs minus none's;
     tasks only one arm played are left out."""
     def run(order: int, outcomes: dict[str, float]) -> fd.Run:
-        r = fd.Run(tmp_path, {"method": {"name": "x"}, "task_order_seed": order, "env": {}}, [])
-        r.test_outcomes = outcomes
-        return r
+        return fd.Run(tmp_path, {"method": {"name": "x"}, "task_order_seed": order, "env": {}}, [], test_outcomes=outcomes)
 
     memory = [run(0, {"a": 1, "b": 0, "c": 1}), run(1, {"a": 1, "b": 1, "c": 0})]
     none = [run(0, {"a": 0, "b": 0, "d": 1}), run(1, {"a": 1, "b": 0, "d": 1})]

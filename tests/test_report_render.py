@@ -277,8 +277,8 @@ def test_findings_markdown_escapes_the_model_name():
     from memrl_bench import findings as fd
     from memrl_bench.stats import t_interval
 
-    row = fd._row(f"memrl {MARKUP_MODEL} | x", t_interval([0.1, 0.2, 0.3]), +1, primary=True)
-    found = [fd._finding("regret", "Greedy retrieval costs SR.", "how", [row]) | {"label": f"REAL MODEL {MARKUP_MODEL} on env mmlu"}]
+    row = fd.row(f"memrl {MARKUP_MODEL} | x", t_interval([0.1, 0.2, 0.3]), +1, primary=True)
+    found = [fd.Finding(fd.claim_by_id("regret"), (row,), fd.Section(f"REAL MODEL {MARKUP_MODEL} on env mmlu", synthetic=False))]
     markdown = fd.render_markdown(found, Path("results<b>"))
     assert re.search(r"(?<!\\)[<>]", markdown) is None and "\\<img src=x onerror=alert(1)\\> \\| x" in markdown
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from memrl_bench import findings as fd
+from memrl_bench.stats import NOT_MEASURED
 from memrl_bench.types import strip_measured
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,8 +56,8 @@ def test_the_shipped_study_is_whole():
     assert len(models) == 1  # one model for the whole study
     assert (SHIPPED / "report" / "report.html").exists() and (SHIPPED / "report" / "episodes" / "index.html").exists()
     # every claim a real env can measure is measured (none left "not measured" by a missing measure)
-    measured = {f["id"] for f in fd.findings(SHIPPED, warn=None) if f["verdict"] != fd.NOT_MEASURED}
-    assert measured == set(fd.REAL_MEASURED_BY)
+    measured = {f.id for f in fd.findings(SHIPPED, warn=None) if f.verdict != NOT_MEASURED}
+    assert measured == {c.id for c in fd.claims() if c.real_measured_by}
 
 
 def test_the_readme_command_rerenders_the_findings_with_no_server(copy):
@@ -84,7 +85,7 @@ def test_the_readme_findings_table_holds_the_shipped_studys_numbers():
     """The real-model column of README's findings table is what the shipped runs give
     (scripts/readme_findings.py wrote it)."""
     found = fd.findings(SHIPPED, warn=None)
-    expected = fd.comparison_table([(found[0]["label"], found)]).splitlines()[2:]
+    expected = fd.comparison_table([(found[0].section.label, found)]).splitlines()[2:]
     block = readme().split("<!-- findings-table:start -->\n", 1)[1].split("<!-- findings-table:end -->", 1)[0]
     rows = [line for line in block.splitlines() if line.startswith("| ") and not line.startswith("| claim")]
     assert len(rows) == len(expected)

@@ -312,12 +312,13 @@ def test_transfer_gain_and_the_matrix_on_hand_built_runs():
 def test_the_findings_leave_transfer_runs_to_the_matrix(tmp_path):
     """A transfer run is not a held-out run of its target world: the critique's claims never pool it."""
     from memrl_bench import findings as fd
+    from memrl_bench.stats import NOT_MEASURED
 
     for method in ("memrl", "none"):
         source_run(tmp_path, method, method)
         run(transfer_cfg(tmp_path / "sources", method, [1, 2]), tmp_path / "targets" / method)
     assert [r.kind for r in fd.load_runs(tmp_path / "targets")] == ["transfer", "transfer"]
     assert fd.findings(tmp_path / "targets", warn=None) == []
-    helps = next(f for f in fd.findings(tmp_path, warn=None) if f["id"] == "memory_helps")
-    by_order = next(r for r in helps["rows"] if "paired on the task order" in r["label"])
-    assert helps["verdict"] != fd.NOT_MEASURED and by_order["n"] == 1  # the source pair only, not the transfer runs
+    helps = next(f for f in fd.findings(tmp_path, warn=None) if f.id == "memory_helps")
+    by_order = next(r for r in helps.rows if "paired on the task order" in r.label)
+    assert helps.verdict != NOT_MEASURED and by_order.n == 1  # the source pair only, not the transfer runs

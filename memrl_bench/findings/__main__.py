@@ -1,0 +1,29 @@
+"""`python -m memrl_bench.findings RESULTS_DIR [--html FILE]`: print the findings section as Markdown."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from memrl_bench.findings.render import render_html, render_markdown
+from memrl_bench.findings.section import findings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Findings on the critique's claims, from the run folders below RESULTS_DIR.")
+    parser.add_argument("results_dir", type=Path)
+    parser.add_argument("--html", type=Path, help="also write the HTML section here")
+    args = parser.parse_args()
+    try:
+        found = findings(args.results_dir)
+    except FileNotFoundError as err:
+        print(f"memrl-bench: error: {err}", file=sys.stderr)
+        sys.exit(2)
+    print(render_markdown(found, args.results_dir))
+    if args.html:
+        args.html.write_text(render_html(found, args.results_dir))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""The measures of one run the claims compare, computed from its typed records (memrl_bench.records).
+
+Every run gets its SRs, the injection spread and the epoch-1 lock-in; a drift run the drift
+block's numbers (memrl_bench/protocols/drift.py); a synthetic run those that need the simulation's ground
+truth (which memories are good or harmful, their true utility, an oracle's regret).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from memrl_bench import metrics
+from memrl_bench.envs.base import Env
+from memrl_bench.llm import ESTIMATE_BYTES_PER_TOKEN
+from memrl_bench.protocols import drift
+from memrl_bench.protocols.drift import DriftSettings
+from memrl_bench.records import EpisodeRecord, ManifestRecord, RunRecords
+
+
+@lru_cache(maxsize=16)
+def _env(env_json: str) -> Any:
+    from memrl_bench import registry
+
+    cfg = json.loads(env_json)
+    return registry.get("env", cfg["name"])({k: v for k, v in cfg.items() if k not in ("name", "roles")}, seed=int(cfg.get("seed", 0) or 0))
+
+
+def test_split(manifest: ManifestRecord) -> str | None:
+    """The split a claim's "test SR" is measured on: the first that plays the test role in the
+    run (synthetic: test_in_distribution; an env whose roles were reassigned: whichever split
+    plays test); a manifest without its env's roles: the harness's default roles'."""
+    test = (manifest.env.roles if manifest.env and manifest.env.roles else Env.default_roles).get("test")
+    listed = [test] if isinstance(test, str) else list(test or [])
+    return listed[0] if listed else None
+
+
+def _mean_p(records: list[EpisodeRecord], phase: str | None) -> float | None:
+    """Mean P(success) the env reported (synthetic: the expected SR, free of outcome draws)."""
+    chosen = [r for r in records if r.phase_name == phase and "p_success" in r.info]
+    if not chosen:
+        return None
+    last = max(r.epoch for r in chosen)
+    return float(np.mean([r.info["p_success"] for r in chosen if r.epoch == last]))
+
+
+def last_epoch_outcomes(records: list[EpisodeRecord], phase: str | None) -> dict[str, float]:
+    """Task id -> its success in the last epoch of `phase`, averaged over its samples."""
+    chosen = [r for r in records if r.phase_name == phase and r.played]
+    if not chosen:
+        return {}
+    last = max(r.epoch for r in chosen)
+    by_task: dict[str, list[float]] = defaultdict(list)
+    for r in chosen:
+        if r.epoch == last:
+            by_task[r.task_id].append(float(r.success))
+    return {task: float(np.mean(v)) for task, v in sorted(by_task.items())}
+
+
+def _last(by_epoch: dict[int, float] | None) -> float | None:
+    """The value of the last epoch."""
+    return by_epoch[max(by_epoch)] if by_epoch else None
+
+
+def run_measures(read: RunRecords, kind: str) -> dict[str, float | None]:
+    """The measures of one complete run of evaluation kind `kind` (findings.runs.Run.kind)."""
+    records, items, stored, config = read.episodes, read.items, read.metrics, read.manifest.config
+    assert stored is not None  # read complete
+    sr = stored.success_rate
+    test = test_split(read.manifest)
+    out: dict[str, float | None] = {
+        "final_sr": _last(sr.get("train")),
+        "csr": _last(metrics.cumulative_success_rates(records, "train")),
+        "test_sr": _last(sr.get(test)),
+        "test_expected_sr": _mean_p(records, test),
+        "final_expected_sr": _mean_p(records, "train"),
+    }
+    for name, value in stored.pass_at_k.items():
+        if name.startswith(f"{test}@"):
+            out["test_pass_at_k"] = value
+    # A memory is tested when a training episode injects it (only then does its Q change), so
+    # the claim counts training injections, not the any-phase share of metrics.json.
+    spread = metrics.injection_spread(records, items, ("train",))
+    out["never_retrieved"], out["gini"] = spread["never_retrieved"], spread["gini"]
+    lock = metrics.epoch1_lock_in(records, items)
+    out["lock_in"], out["lock_in_bank"] = lock["share"], lock["bank_share"]
+    out["lock_in_excess"] = lock["share"] - lock["bank_share"] if lock["share"] is not None else None
+    if kind == "drift":
+        out |= _drift_measures(records, DriftSettings(**config.get("protocol", {})["drift"]))
+    if "synthetic" in read.manifest.labels:
+        good = metrics.good_memories_never_retrieved(records, items)
+        harmful = metrics.harmful_in_last_epoch(records, items)
+        out["good_never_retrieved"], out["good_injection_share"] = good["never_retrieved"], good["injection_share"]
+        out["harmful_retrieval_share"], out["harmful_retrieved_share"], out["harmful_bank_share"] = harmful["retrieval_share"], harmful["retrieved_share"], harmful["bank_share"]
+        out["early_amplification"] = metrics.early_amplification(records, items)
+        out["spearman_q_utility"] = (stored.synthetic or {}).get("spearman_q_true_utility")
+        method = config["method"]
+        k = int(method.get("k_select") or method.get("top_k") or 3)
+        regret = metrics.oracle_regret(records, _env(json.dumps(config["env"], sort_keys=True)), k)
+        out["regret_mean"], out["regret_last_epoch"] = regret["mean"], _last(regret["by_epoch"])
+    return out
+
+
+def _drift_measures(records: list[EpisodeRecord], setting: DriftSettings) -> dict[str, float | None]:
+    """The drift block's numbers (memrl_bench/protocols/drift.py) and the injected tokens per test prompt (as the report's gain against cost counts them)."""
+    block = drift.metrics(records, setting)
+    by_window = block.get("stale_share_by_window") or [None]
+    test = [r for r in records if r.phase == "test"]
+    recovery = block["tasks_until_recovery"]
+    return {
+        "drift_dip": block["sr_dip"],
+        "drift_recovery": recovery,
+        "drift_never_recovered": float(recovery is None) if block["sr_dip"] is not None else None,
+        "drift_post_sr": block["post_sr"],
+        "drift_sr_change": block["sr_change"],
+        "drift_post_expected_sr": block["post_expected_sr"],
+        "drift_stale_share": block.get("stale_share"),
+        "drift_stale_last_window": by_window[-1],
+        "drift_last_stale_episode": block.get("last_stale_episode"),
+        "injected_tokens_test": float(np.mean([-(-r.injected_chars // ESTIMATE_BYTES_PER_TOKEN) for r in test])) if test else None,
+    }
