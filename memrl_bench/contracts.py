@@ -84,7 +84,7 @@ def settings_of(kind: str, name: str, pairs: list[str]) -> dict[str, Any]:
         except MissingConfigException:
             pass  # no conf/<kind>/<name>.yaml: the part's defaults and the pairs
         except (HydraException, OmegaConfBaseException) as err:
-            raise InputError("; ".join(line.strip() for line in str(err).splitlines() if line.strip())) from None
+            raise InputError(" ".join(line.strip() for line in str(err).splitlines() if line.strip())) from None
     return _pairs(pairs)
 
 
