@@ -25,7 +25,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from memrl_bench import CONF_DIR
 from memrl_bench.config import InputError
-from memrl_bench.hydra_support import register_resolvers
+from memrl_bench.hydra_support import add_installed_configs, register_resolvers
 from memrl_bench.llm import LLMOutageError
 from memrl_bench.redaction import ScrubbedStream, hide_url_secrets_from_command_line, redact_server_text, remember_command_line, scrub
 from memrl_bench.runfolder import MANIFEST, is_disk_full, write_text_atomic
@@ -90,6 +90,7 @@ def _exit(line: str, code: int) -> NoReturn:
 
 
 register_resolvers()
+add_installed_configs()
 
 
 def _stop(err: BaseException, run_dir: Path | None = None) -> NoReturn:

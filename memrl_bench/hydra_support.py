@@ -1,6 +1,6 @@
 """What the harness takes from Hydra besides `@hydra.main`: the resolvers conf/config.yaml
-names its folders with, composing conf/ from code, and a sweep's jobs as Hydra's basic
-sweeper expands them.
+names its folders with, the config folders of installed packages on the search path,
+composing conf/ from code, and a sweep's jobs as Hydra's basic sweeper expands them.
 
 The only module that reaches below Hydra's documented API (it swaps the global Hydra
 state aside so that compose runs inside the running app, and it repeats the basic
@@ -20,12 +20,15 @@ from typing import Any
 
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
+from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.plugins import Plugins
 from hydra.errors import HydraException
+from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import OmegaConf
 
-from memrl_bench import CONF_DIR
+from memrl_bench import CONF_DIR, registry
 from memrl_bench.config import InputError, results_folder, run_name
 from memrl_bench.runfolder import note_new
 
@@ -56,11 +59,29 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver(name, resolver, replace=True)
 
 
+class InstalledConfigs(SearchPathPlugin):
+    """Hydra's search path extended by the config folders of installed packages (the entry points
+    of memrl_bench.registry.CONF_GROUP), after memrl-bench's own conf/: `method=my_method` then
+    finds my_pkg/conf/method/my_method.yaml once my_pkg is installed."""
+
+    def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
+        for package in registry.config_packages():
+            search_path.append(provider="memrl-bench plugin", path=f"pkg://{package}")
+
+
+def add_installed_configs() -> None:
+    """Register InstalledConfigs with Hydra (before it composes). Registered by hand, not found in the
+    hydra_plugins namespace package: Hydra's scan of that package misses the modules of an editable
+    install (setuptools >= 64, hydra issue 2359), which is how this project is installed for work on it."""
+    Plugins.instance().register(InstalledConfigs)
+
+
 @contextmanager
 def composing() -> Iterator[None]:
     """Hydra's compose API on conf/, also inside the running `memrl-bench` app (whose global
     Hydra is set aside meanwhile: compose refuses to start while one is initialised)."""
     register_resolvers()
+    add_installed_configs()
     state = GlobalHydra.instance()
     outer, state.hydra = state.hydra, None
     try:

@@ -127,3 +127,15 @@ def tiny_mmlu(folder: Path, questions: int = 2) -> Path:
         records = [{"id": f"demo/{split}/{i}", "subject": "demo", "question": f"Which letter is number {i} of {split}?", "choices": ["one", "two", "three", "four"], "answer": "B"} for i in range(questions)]
         (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     return folder
+
+
+def install_distribution(site: Path, name: str, entry_points: dict[str, dict[str, str]], files: dict[str, str]) -> None:
+    """A distribution as pip installs one into `site` (its modules and a dist-info with its entry
+    points: {group: {name: "module:attribute"}}), for tests that put `site` on sys.path."""
+    info = site / f"{name.replace('-', '_')}-1.0.dist-info"  # as wheels name it: the name ends at the first '-'
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("".join(f"[{group}]\n" + "".join(f"{n} = {v}\n" for n, v in points.items()) for group, points in entry_points.items()))
+    for path, text in files.items():
+        (site / path).parent.mkdir(parents=True, exist_ok=True)
+        (site / path).write_text(text)

@@ -4,9 +4,8 @@ a tiny deterministic text embedder, hand-built experiences, and a method context
 from __future__ import annotations
 
 import asyncio
-import hashlib
+import dataclasses
 import json
-import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -15,8 +14,10 @@ from memrl_bench import prompts
 from memrl_bench.embed import Embedder
 from memrl_bench.llm import Completion
 from memrl_bench.methods.base import Experience, MemoryMethod, MethodContext, Query
+from memrl_bench.methods.checker import experience as checked_experience
+from memrl_bench.methods.checker import word_vectors
 from memrl_bench.runner import run
-from memrl_bench.types import Episode, RetrievedItem, Task, Turn, Usage
+from memrl_bench.types import RetrievedItem, Task, Usage
 
 Reply = str | BaseException
 
@@ -50,14 +51,7 @@ def usage_of(messages: list[dict[str, str]], reply: str) -> Usage:
     return Usage(calls=1, prompt_tokens=sum(len(m["content"].split()) for m in messages), completion_tokens=len(reply.split()))
 
 
-def embed(texts: list[str]) -> np.ndarray:
-    """Bag of words hashed into 64 dimensions, unit norm."""
-    out = np.zeros((len(texts), 64), dtype=np.float32)
-    for row, text in enumerate(texts):
-        for word in re.findall(r"[a-z]+", text.lower()):
-            out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return out / np.where(norms > 0, norms, 1.0)
+embed = word_vectors  # bag of words hashed into 64 dimensions, unit norm: the contract check's embedder
 
 
 def is_prompt(prompt: str, template: str) -> bool:
@@ -70,21 +64,10 @@ def context(model: ScriptedModel | None, loop: asyncio.AbstractEventLoop, text_e
 
 
 def experience(n: int, task: str, success: bool, *, task_id: str | None = None, retrieved: Sequence[RetrievedItem] = (), key: np.ndarray | None = None) -> Experience:
-    episode = Episode(
-        episode_id=f"train-e01-{n:05d}-s0",
-        task_id=task_id or f"task-{n}",
-        split="train",
-        phase="train",
-        epoch=1,
-        batch_index=0,
-        order_index=n,
-        success=success,
-        reward=float(success),
-        status="ok",
-        turns=[Turn("look", f"You are in a room. {task}"), Turn("take key", "Taken." if success else "There is no key here.")],
-        retrieved=list(retrieved),
-    )
-    return Experience(episode, Task(episode.task_id, "train", task), embed([task])[0] if key is None else key)
+    """The contract check's training episode n (two turns), with another task id, retrieved items or key if given."""
+    exp = checked_experience(n, task, success)
+    episode = dataclasses.replace(exp.episode, task_id=task_id or exp.episode.task_id, retrieved=list(retrieved))
+    return Experience(episode, Task(episode.task_id, "train", task), exp.key if key is None else key)
 
 
 def query(task: str, episode_id: str = "validation-e01-00000-s0", key: np.ndarray | None = None) -> Query:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper  # only here: the reference the adapter must match
 
+from memrl_bench.config import InputError
 from memrl_bench.hydra_support import compose, composing, fixed, parsed, sweep_jobs
+from tests.helpers import install_distribution
 
 SWEEPS = [
     ["method=none,rag,memrl", "seed=0,1,2"],
@@ -30,3 +32,16 @@ def test_compose_runs_inside_a_running_app_and_reads_the_sweep():
             inner = compose(["method=rag"])
         assert outer.hydra.sweeper.params == {"method": "none,rag,memrl", "seed": "0,1,2"}
     assert inner.method.name == "rag" and "hydra" not in inner
+
+
+def test_installed_packages_add_their_config_folders_after_the_harnesss_own(tmp_path, monkeypatch):
+    files = {"plugin_search/__init__.py": "", "plugin_search/conf/__init__.py": "", "plugin_search/conf/method/mine.yaml": "name: mine\nk: 4\n", "plugin_search/conf/method/rag.yaml": "name: not_rag\n"}
+    install_distribution(tmp_path, "plugin-search", {"memrl_bench.conf": {"plugin_search": "plugin_search.conf"}}, files)
+    monkeypatch.syspath_prepend(tmp_path)
+    with composing():
+        assert compose(["method=mine"]).method == {"name": "mine", "k": 4}
+        assert compose(["method=rag"]).method.name == "rag"  # memrl-bench's conf/ is searched first
+    install_distribution(tmp_path / "other", "plugin-gone", {"memrl_bench.conf": {"gone": "plugin_gone.conf"}}, {})
+    monkeypatch.syspath_prepend(tmp_path / "other")
+    with pytest.raises(InputError, match="no package named 'plugin_gone.conf'"), composing():
+        compose([])

@@ -54,6 +54,7 @@ LAYERS = {
     "memrl_bench.report": FRONT,
     "memrl_bench.summary": FRONT,
     "memrl_bench.hydra_support": FRONT,
+    "memrl_bench.contracts": FRONT,
 }
 
 
