@@ -135,6 +135,9 @@ class Protocol:
     Settings: ClassVar[type[ProtocolSettings]] = ProtocolSettings
     labels: ClassVar[tuple[str, ...]] = ()  # carried by every output of its runs
     metrics_keys: ClassVar[tuple[str, ...]] = ()  # the metrics.json blocks `metrics` writes
+    # The report's protocols table: number -> (column title, scale, digits); `report_numbers` gives a run's
+    # own numbers, the report adds those paired with a twin run (memrl_bench/report/aggregate.py).
+    report_columns: ClassVar[dict[str, tuple[str, float, int]]] = {}
 
     def __init__(self, settings: ProtocolSettings):
         self.settings = settings
@@ -221,6 +224,11 @@ class Protocol:
 
     def metrics(self, records: list[EpisodeRecord], items: list[MemoryItemRecord], roles: dict[str, Any]) -> dict[str, Any]:
         """metrics.json's blocks of this protocol (`metrics_keys`), from the log and the final memory."""
+        return {}
+
+    @classmethod
+    def report_numbers(cls, blocks: dict[str, Any]) -> dict[str, float | None]:
+        """A run's own numbers of `report_columns`, from its metrics blocks."""
         return {}
 
 

@@ -91,7 +91,18 @@ def against_clean(corrupted: dict[str, Any], clean: dict[str, Any]) -> dict[str,
 class Repair(Protocol):
     Settings = RepairSettings
     metrics_keys = ("repair",)
+    report_columns = {
+        "sr_after_corruption": ("held-out SR after the corrupted phase %", 100, 1),
+        "sr_after_repair": ("held-out SR after repair %", 100, 1),
+        "repair_gain": ("repair gain pp", 100, 1),
+        "error_robustness": ("error robustness (vs clean twin) pp", 100, 1),
+        "net_recovery": ("net recovery (vs clean twin) pp", 100, 1),
+    }
     settings: RepairSettings
+
+    @classmethod
+    def report_numbers(cls, blocks: dict[str, Any]) -> dict[str, float | None]:
+        return {k: blocks["repair"][k] for k in ("sr_after_corruption", "sr_after_repair", "repair_gain")}
 
     def run_labels(self) -> list[str]:
         return ["corrupted_rewards"] if self.settings.corrupt_share > 0 else []

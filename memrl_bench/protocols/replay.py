@@ -65,7 +65,12 @@ class Replay(Streaming):
     Settings = ReplaySettings
     labels = ("streaming", "replay")
     metrics_keys = ("streaming", "replay")
+    report_columns = {**Streaming.report_columns, "replay_forgetting_rate": ("replay forgetting rate %", 100, 1)}
     settings: ReplaySettings
+
+    @classmethod
+    def report_numbers(cls, blocks: dict[str, Any]) -> dict[str, float | None]:
+        return {**super().report_numbers(blocks), "replay_forgetting_rate": blocks["replay"]["forgetting_rate"]}
 
     def epoch_batches(self, order: list[Task], split: str, epoch: int) -> list[Batch]:
         """The stream's batches with a replay phase after the batch in which every

@@ -61,7 +61,18 @@ class Streaming(Protocol):
     Settings = StreamingSettings
     labels = ("streaming",)
     metrics_keys = ("streaming",)
+    report_columns = {
+        "stream_sr": ("stream SR %", 100, 1),
+        "learning_gain": ("learning gain (last - first window) pp", 100, 1),
+        "stability_loss": ("stability loss pp", 100, 1),
+        "stream_gain_over_none": ("stream SR - none's on the same stream pp", 100, 1),
+    }
     settings: StreamingSettings
+
+    @classmethod
+    def report_numbers(cls, blocks: dict[str, Any]) -> dict[str, float | None]:
+        s = blocks["streaming"]
+        return {"stream_sr": s["success_rate"], "learning_gain": s["learning_gain"], "stability_loss": s["stability_loss"]}
 
     def metrics(self, records: list[EpisodeRecord], items: list[MemoryItemRecord], roles: dict[str, Any]) -> dict[str, Any]:
         return {"streaming": stream_metrics(records, self.settings.stream_windows)}

@@ -218,7 +218,17 @@ class Transfer(Protocol):
     Settings = TransferSettings
     labels = ("transfer",)
     metrics_keys = ("transfer",)
+    report_columns = {
+        "transfer_sr": ("transfer: test SR with the source's memory %", 100, 1),
+        "transfer_injected_share": ("transfer: test episodes given a memory %", 100, 1),
+        "transfer_gain": ("transfer gain (vs none on the target) pp", 100, 1),
+    }
     settings: TransferSettings
+
+    @classmethod
+    def report_numbers(cls, blocks: dict[str, Any]) -> dict[str, float | None]:
+        t = blocks["transfer"]
+        return {"transfer_sr": t["test_success"][t["test_split"]], "transfer_injected_share": t["test_injected_share"][t["test_split"]]}
     source: Source
 
     def start(self, config: dict[str, Any], recorded: dict[str, Any] | None) -> None:

@@ -20,7 +20,7 @@ from memrl_bench.llm import ESTIMATE_BYTES_PER_TOKEN
 from memrl_bench.protocols import drift
 from memrl_bench.protocols.repair import against_clean
 from memrl_bench.report.axes import BASELINE_METHOD, leaves
-from memrl_bench.report.load import HARNESS_COUNTS, LEARNING_PHASES, RATE_COLUMNS, STAGES, USAGE_KEYS, Results
+from memrl_bench.report.load import HARNESS_COUNTS, LEARNING_PHASES, RATE_COLUMNS, STAGES, USAGE_KEYS, Results, protocol_of
 from memrl_bench.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean, t_interval
 
 RUN_COLUMNS = ["run", "method", "variant", "seed", "labels", "complete"]  # identify a run in per-run tables
@@ -194,11 +194,10 @@ def per_run_end(results: Results) -> pd.DataFrame:
     return table.join(results.runs.set_index("run")[RUN_COLUMNS[1:]]).reset_index()
 
 
-PROTOCOL_NUMBERS = [
-    "stream_sr", "learning_gain", "stability_loss", "stream_gain_over_none", "replay_forgetting_rate",
-    "sr_after_corruption", "sr_after_repair", "repair_gain", "error_robustness", "net_recovery",
-    "transfer_sr", "transfer_injected_share", "transfer_gain",
-]  # fmt: skip
+def protocol_columns(runs: pd.DataFrame) -> dict[str, tuple[str, float, int]]:
+    """The protocols table's columns (Protocol.report_columns) of the protocols of these runs, by protocol name."""
+    classes = {(c.get("protocol") or {}).get("name", "held_out"): protocol_of(c) for c in runs["config"]}
+    return {k: v for _, cls in sorted(classes.items()) for k, v in cls.report_columns.items()}
 
 
 def _twin_key(run, drop: tuple[str, ...]) -> str:
@@ -208,9 +207,8 @@ def _twin_key(run, drop: tuple[str, ...]) -> str:
 
 
 def protocol_numbers(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per run of the streaming, replay, repair and transfer protocols (memrl_bench/protocols):
-    its headline numbers, and those paired with a twin run of the
-    folder of the same seeds.
+    """Per run of a protocol with report columns (memrl_bench/protocols): its own numbers
+    (Protocol.report_numbers), and those paired with a twin run of the folder of the same seeds.
 
     stream_gain_over_none: the stream's SR minus that of the `none` run on the same stream
     (every setting but the method's equal): forward transfer within the env, each task
@@ -229,19 +227,13 @@ def protocol_numbers(runs: pd.DataFrame) -> pd.DataFrame:
         m = run.protocol_metrics
         if not m:
             continue
-        row = rows.setdefault(run.run, {})
-        if s := m.get("streaming"):
-            row |= {"stream_sr": s["success_rate"], "learning_gain": s["learning_gain"], "stability_loss": s["stability_loss"]}
-            if run.method == BASELINE_METHOD:
-                stream_sr[_twin_key(run, ("method",))] = s["success_rate"]
-        if r := m.get("replay"):
-            row["replay_forgetting_rate"] = r["forgetting_rate"]
-        if t := m.get("transfer"):
-            row |= {"transfer_sr": t["test_success"][t["test_split"]], "transfer_injected_share": t["test_injected_share"][t["test_split"]]}
-            if run.method == BASELINE_METHOD:
-                transfer_sr[_twin_key(run, ("method",))] = row["transfer_sr"]
+        row = rows.setdefault(run.run, {}) | protocol_of(run.config).report_numbers(m)
+        rows[run.run] = row
+        if (s := m.get("streaming")) and run.method == BASELINE_METHOD:
+            stream_sr[_twin_key(run, ("method",))] = s["success_rate"]
+        if m.get("transfer") and run.method == BASELINE_METHOD:
+            transfer_sr[_twin_key(run, ("method",))] = row["transfer_sr"]
         if r := m.get("repair"):
-            row |= {k: r[k] for k in ("sr_after_corruption", "sr_after_repair", "repair_gain")}
             if not (run.config.get("protocol") or {}).get("corrupt_share"):
                 clean[_twin_key(run, ("protocol.corrupt_share",))] = r
     for run in runs.itertuples():
@@ -252,7 +244,7 @@ def protocol_numbers(runs: pd.DataFrame) -> pd.DataFrame:
             rows[run.run] |= against_clean(m["repair"], twin)
         if "transfer" in m and run.method != BASELINE_METHOD and (none := transfer_sr.get(_twin_key(run, ("method",)))) is not None:
             rows[run.run]["transfer_gain"] = rows[run.run]["transfer_sr"] - none
-    return pd.DataFrame.from_dict(rows, orient="index", columns=PROTOCOL_NUMBERS).astype("float64")
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(protocol_columns(runs))).astype("float64")
 
 
 TRANSFER_COLUMNS = ["arm", "source", "target", "n", "mean", "ci_low", "ci_high", "transfer_sr"]

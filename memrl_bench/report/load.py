@@ -12,7 +12,6 @@ axes by memrl_bench.report.axes.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 from collections.abc import Callable
@@ -48,11 +47,9 @@ USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "fail
 
 
 
-@functools.cache
-def protocol_blocks() -> tuple[str, ...]:
-    """metrics.json's blocks that protocols write (Protocol.metrics_keys) but drift's, which has its own table."""
-    keys = (k for name in registry.names("protocol") for k in registry.get("protocol", name).metrics_keys)
-    return tuple(dict.fromkeys(k for k in keys if k != "drift"))
+def protocol_of(config: dict[str, Any]) -> Any:
+    """The protocol class a run's config names (memrl_bench/protocols, or a plugin's)."""
+    return registry.get("protocol", (config.get("protocol") or {}).get("name", "held_out"))
 
 
 class ReportInputError(InputError, ValueError):
@@ -121,7 +118,7 @@ def _run_row(run: RunRecords, name: str) -> dict:
         "poison_retrieval_share": (run.metrics.poison or {}).get("share_of_retrievals") if run.metrics is not None else None,
         **{f"drift_{key}": (run.metrics.drift or {}).get(key) if run.metrics is not None else None for key in drift.REPORTED},
         "episodes": len(played),
-        "protocol_metrics": {k: getattr(run.metrics, k, None) for k in protocol_blocks() if getattr(run.metrics, k, None)} if run.metrics is not None else {},
+        "protocol_metrics": {k: getattr(run.metrics, k, None) for k in protocol_of(manifest.config).metrics_keys if k != "drift" and getattr(run.metrics, k, None)} if run.metrics is not None else {},
     }
 
 

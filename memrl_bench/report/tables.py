@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from memrl_bench.markup import markdown_text
-from memrl_bench.report.aggregate import BASELINE_METHOD, Aggregates
+from memrl_bench.report.aggregate import BASELINE_METHOD, Aggregates, protocol_columns
 from memrl_bench.report.load import LEARNING_PHASES, Results
 
 INTERVAL_NOTE = "± is the half-width of the 95% Student-t interval over seeds; (n=1): a single seed, no interval."
@@ -238,23 +238,6 @@ def end_table(results: Results, agg: Aggregates, name: str, title: str, columns:
     return Table(name, title, data, _end_view(agg, order, labels, columns), note + " " + INTERVAL_NOTE)
 
 
-PROTOCOL_COLUMNS = {
-    "stream_sr": ("stream SR %", 100, 1),
-    "learning_gain": ("learning gain (last - first window) pp", 100, 1),
-    "stability_loss": ("stability loss pp", 100, 1),
-    "stream_gain_over_none": ("stream SR - none's on the same stream pp", 100, 1),
-    "replay_forgetting_rate": ("replay forgetting rate %", 100, 1),
-    "sr_after_corruption": ("held-out SR after the corrupted phase %", 100, 1),
-    "sr_after_repair": ("held-out SR after repair %", 100, 1),
-    "repair_gain": ("repair gain pp", 100, 1),
-    "error_robustness": ("error robustness (vs clean twin) pp", 100, 1),
-    "net_recovery": ("net recovery (vs clean twin) pp", 100, 1),
-    "transfer_sr": ("transfer: test SR with the source's memory %", 100, 1),
-    "transfer_injected_share": ("transfer: test episodes given a memory %", 100, 1),
-    "transfer_gain": ("transfer gain (vs none on the target) pp", 100, 1),
-}
-
-
 def protocol_table(results: Results, agg: Aggregates) -> Table | None:
     """The streaming, replay, repair and transfer protocols' numbers (memrl_bench/protocols; README, Protocols)."""
     if not results.runs["protocol_metrics"].map(bool).any():
@@ -263,7 +246,7 @@ def protocol_table(results: Results, agg: Aggregates) -> Table | None:
         "Streaming, replay, repair and transfer protocols (memrl_bench/protocols/streaming.py, replay.py, repair.py and transfer.py define each number). Paired numbers need a twin run "
         "of the same seeds in the folder: the none run on the same stream or target, or the same repair config with protocol.corrupt_share=0."
     )
-    return end_table(results, agg, "protocols", "Streaming, replay, repair and transfer", PROTOCOL_COLUMNS, note)
+    return end_table(results, agg, "protocols", "Streaming, replay, repair and transfer", protocol_columns(results.runs), note)
 
 
 def transfer_table(results: Results, agg: Aggregates) -> Table | None:
