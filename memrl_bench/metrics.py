@@ -232,8 +232,8 @@ def synthetic_q_utility(records: list[EpisodeRecord], items: list[MemoryItemReco
 
 
 def compute(records: list[EpisodeRecord], items: list[MemoryItemRecord] | None = None, labels: list[str] | None = None) -> dict[str, Any]:
-    """Every metric of one run, from its log and its final memory's items (and the
-    streaming, replay and repair protocols' metrics, memrl_bench.streams, given its protocol)."""
+    """Every metric of one run that any protocol has, from its log and its final memory's items
+    (a protocol's own blocks come from Protocol.metrics)."""
     items = items or []
     spread = injection_spread(records, items)
     poison = [r for r in records if not r.played]

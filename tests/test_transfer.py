@@ -292,7 +292,7 @@ def test_transfer_gain_and_the_matrix_on_hand_built_runs():
     from memrl_bench.stats import t_interval
 
     def row(run: str, method: str, order: int, sr: float) -> dict:
-        cfg = {"method": {"name": method}, "env": world([1, 2]), "protocol": {"transfer_from": "sources"}, "seed": 0, "task_order_seed": order}
+        cfg = {"method": {"name": method}, "env": world([1, 2]), "protocol": {"name": "transfer", "transfer_from": "sources"}, "seed": 0, "task_order_seed": order}
         block = {"test_split": "iid", "test_success": {"iid": sr, "ood": 0.0}, "test_injected_share": {"iid": 0.5, "ood": 0.0}, "source_env": world([0, 1])}
         return {"run": run, "method": method, "variant": method, "config": cfg, "seed": 0, "task_order_seed": order, "complete": True, "protocol_metrics": {"transfer": block}}
 

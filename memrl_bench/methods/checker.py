@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from memrl_bench.config import config_error
 from memrl_bench.methods.base import Experience, MemoryMethod, MethodContext, Query, fingerprint
-from memrl_bench.protocol import ProtocolViolation, audit_provenance
+from memrl_bench.protocols.base import Protocol, ProtocolSettings, ProtocolViolation
 from memrl_bench.types import Episode, MemoryStats, Retrieval, Task, Turn
 
 TASKS = ("open the red door", "take the blue key", "put the apple in the fridge", "heat the soup", "open the blue door", "take the red key")
@@ -191,7 +191,7 @@ def check_items(build: Build, scratch: Path) -> None:
     method.learn(learned)
     items = method.items()
     try:
-        audit_provenance(items, {e.episode.episode_id for e in learned}, "train")
+        Protocol(ProtocolSettings()).audit(items, {e.episode.episode_id for e in learned}, {"train": "train"})  # the held-out audit
     except ProtocolViolation as err:
         raise ItemsError(f"{method.name}: {err}") from None
     except AttributeError:

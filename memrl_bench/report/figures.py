@@ -420,7 +420,7 @@ def gain_cost_figure(results: Results, agg: Aggregates, styles: Styles) -> Figur
     return Figure("gain_cost", title, _svg(fig, "gain_cost"))
 
 
-# ---- the streaming, replay, repair and transfer protocols (memrl_bench.streams, memrl_bench.transfer) ----
+# ---- the streaming, replay, repair and transfer protocols (memrl_bench/protocols) ----
 
 
 def _protocol_runs(results: Results, section: str, styles: Styles) -> dict[str, list[dict]]:
