@@ -26,10 +26,12 @@ that kind is looked up: which part runs must not depend on what else is installe
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
 import pkgutil
+import sys
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
@@ -95,6 +97,7 @@ def _assigns(module: str, attribute: str) -> bool:
     return any(isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attribute for t in node.targets) for node in tree.body)
 
 
+@functools.cache  # the package's own files do not change while it runs; a lookup per run read must not parse them again
 def _built_in(kind: str) -> dict[str, Entry]:
     if kind in PARTS:
         return {name: Entry(target, f"built in ({target})") for name, target in PARTS[kind].items()}
@@ -106,6 +109,12 @@ def _built_in(kind: str) -> dict[str, Entry]:
 
 def installed(group: str) -> list[tuple[str, Entry]]:
     """(name, entry) for every entry point of `group` in the installed distributions."""
+    return _installed(group, tuple(sys.path))
+
+
+@functools.lru_cache(maxsize=64)
+def _installed(group: str, path: tuple[str, ...]) -> list[tuple[str, Entry]]:
+    """installed(group) for this sys.path (distributions are found on it: another path, another answer)."""
     found = []
     for point in importlib.metadata.entry_points(group=group):
         dist = f"{point.dist.name} {point.dist.version}" if point.dist is not None else "an unnamed distribution"
@@ -115,7 +124,7 @@ def installed(group: str) -> list[tuple[str, Entry]]:
 
 def _entries(kind: str) -> dict[str, Entry]:
     """name -> entry for every built-in and installed part of `kind`."""
-    entries = _built_in(kind)
+    entries = dict(_built_in(kind))
     for name, entry in installed(entry_point_group(kind)):
         if name in entries:
             raise NameClashError(f"{kind} {name!r} is registered twice: {entries[name].source} and {entry.source}; rename one of them")

@@ -38,9 +38,11 @@ def main() -> int:
     parser.add_argument("old", type=Path)
     parser.add_argument("new", type=Path)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("command", nargs=argparse.REMAINDER)
-    args = parser.parse_args()
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    args, command = parser.parse_args(argv[:split]), argv[split + 1 :]
+    if not command:
+        parser.error("give the command after --")
     times: dict[str, list[float]] = {"old": [], "new": []}
     for i in range(args.repeat):
         for label in (("old", "new") if i % 2 == 0 else ("new", "old")):
