@@ -1,5 +1,5 @@
 """Metrics, computed from episodes.jsonl (and, for memory-state metrics, the final snapshot),
-read as typed records (memrl_bench.records).
+read back as the records of memrl_bench/schema.py.
 
 Definitions (MemRL v2 where it defines them):
 - SR: share of successful episodes of a phase (split) and epoch.
