@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from memrl_bench.config import ActorSettings, validated
 from memrl_bench.envs.base import Env
 from memrl_bench.llm import ChatModel
-from memrl_bench.types import Outcome, Retrieval, Task
+from memrl_bench.schema import Outcome, Retrieval, Task
 
 
 @dataclass

@@ -41,7 +41,7 @@ from memrl_bench.envs.base import Env
 from memrl_bench.llm import ChatModel, Completion, ContextOverflowError, LLMError
 from memrl_bench.matching import match_action
 from memrl_bench.memrl_alfworld import MemRLAlfworldPrompt
-from memrl_bench.types import EpisodeStatus, Outcome, Task, Turn, Usage
+from memrl_bench.schema import EpisodeStatus, Outcome, Task, Turn, Usage
 
 
 class _EnvFailure(Exception):

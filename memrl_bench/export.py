@@ -24,8 +24,9 @@ from typing import Any
 import pandas as pd
 
 from memrl_bench.config import NOT_RESULTS, InputError, KeyRole, role_of
-from memrl_bench.records import EpisodeRecord, RunRecords, read_run
+from memrl_bench.records import RunRecords, read_run
 from memrl_bench.runfolder import MANIFEST, CorruptRunFolderError, replacing, run_folders
+from memrl_bench.schema import Episode
 
 USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "retries", "failures", "latency_s")
 ALWAYS = ("method", "env", "seed", "task_order_seed")  # settings every table shows, varied or not
@@ -82,7 +83,7 @@ def run_settings(runs: list[tuple[str, RunRecords]]) -> dict[str, dict[str, Any]
     return settings
 
 
-def _episode_row(e: EpisodeRecord) -> dict[str, Any]:
+def _episode_row(e: Episode) -> dict[str, Any]:
     row = {
         "episode_id": e.episode_id,
         "task_id": e.task_id,
@@ -130,7 +131,7 @@ def episodes_frame(runs: list[tuple[str, RunRecords]]) -> pd.DataFrame:
 def retrievals_frame(runs: list[tuple[str, RunRecords]]) -> pd.DataFrame:
     """One row per retrieved memory of every episode, in rank order (rank 0 first)."""
     rows = [
-        {"run": name, "episode_id": e.episode_id, "task_id": e.task_id, "phase": e.phase, "split": e.split, "epoch": e.epoch, "success": e.success, "rank": rank, **r.model_dump()}
+        {"run": name, "episode_id": e.episode_id, "task_id": e.task_id, "phase": e.phase, "split": e.split, "epoch": e.epoch, "success": e.success, "rank": rank, **r.to_dict()}
         for name, run in runs
         for e in run.episodes
         for rank, r in enumerate(e.retrieved)

@@ -24,7 +24,7 @@ from typing import Any
 
 from memrl_bench import prompts
 from memrl_bench.envs.base import DataMissingError
-from memrl_bench.types import Task
+from memrl_bench.schema import Task
 
 EXAMPLES_FILE = "configs/alfworld/alfworld_examples.json"
 PROMPTS_FILE = "memrl/agent/prompts.py"

@@ -1,5 +1,5 @@
 """Metrics, computed from episodes.jsonl (and, for memory-state metrics, the final snapshot),
-read as typed records (memrl_bench.records).
+read back as the records of memrl_bench/schema.py.
 
 Definitions (MemRL v2 where it defines them):
 - SR: share of successful episodes of a phase (split) and epoch.
@@ -23,11 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from memrl_bench.records import EpisodeRecord, MemoryItemRecord
-from memrl_bench.types import RetrievedItem
+from memrl_bench.schema import Episode, MemoryItem, RetrievedItem
 
 
-def success_rates(records: Iterable[EpisodeRecord]) -> dict[str, dict[int, float]]:
+def success_rates(records: Iterable[Episode]) -> dict[str, dict[int, float]]:
     """SR per phase (test phases by split) and epoch."""
     totals: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     for r in records:
@@ -37,7 +36,7 @@ def success_rates(records: Iterable[EpisodeRecord]) -> dict[str, dict[int, float
     return {phase: {epoch: s / n for epoch, (s, n) in sorted(by_epoch.items())} for phase, by_epoch in totals.items()}
 
 
-def _solved_by_epoch(records: Iterable[EpisodeRecord], phase: str) -> dict[int, dict[str, bool]]:
+def _solved_by_epoch(records: Iterable[Episode], phase: str) -> dict[int, dict[str, bool]]:
     """epoch -> task -> solved (any sample) in that epoch, for one phase."""
     solved: dict[int, dict[str, bool]] = defaultdict(dict)
     for r in records:
@@ -46,7 +45,7 @@ def _solved_by_epoch(records: Iterable[EpisodeRecord], phase: str) -> dict[int, 
     return dict(sorted(solved.items()))
 
 
-def cumulative_success_rates(records: list[EpisodeRecord], phase: str = "train") -> dict[int, float]:
+def cumulative_success_rates(records: list[Episode], phase: str = "train") -> dict[int, float]:
     """CSR_E: share of the phase's tasks solved in at least one epoch <= E."""
     by_epoch = _solved_by_epoch(records, phase)
     all_tasks = {t for tasks in by_epoch.values() for t in tasks}
@@ -58,7 +57,7 @@ def cumulative_success_rates(records: list[EpisodeRecord], phase: str = "train")
     return out
 
 
-def forgetting_rates(records: list[EpisodeRecord], phase: str = "train") -> dict[str, dict[int, float | None]]:
+def forgetting_rates(records: list[Episode], phase: str = "train") -> dict[str, dict[int, float | None]]:
     """Both forgetting rates per epoch e >= 2: None where the denominator is 0, and where
     nothing was solved at e-1 (nothing could be forgotten: undefined, not 0)."""
     by_epoch = _solved_by_epoch(records, phase)
@@ -76,7 +75,7 @@ def forgetting_rates(records: list[EpisodeRecord], phase: str = "train") -> dict
     return {"forgetting_rate": fr_fail, "forgetting_of_solved": fr_solved}
 
 
-def pass_at_k(records: list[EpisodeRecord]) -> dict[str, float]:
+def pass_at_k(records: list[Episode]) -> dict[str, float]:
     """Per evaluation phase with several samples per task: share of tasks with any success."""
     out = {}
     last_epoch: dict[str, int] = {}
@@ -93,7 +92,7 @@ def pass_at_k(records: list[EpisodeRecord]) -> dict[str, float]:
     return out
 
 
-def latency_percentiles(records: list[EpisodeRecord]) -> dict[str, dict[str, float]]:
+def latency_percentiles(records: list[Episode]) -> dict[str, dict[str, float]]:
     """p50 / p95 seconds per stage over episodes: 'act' leaves out the episodes whose every
     call was a cache hit, 'act_with_cache_hits' keeps them."""
     stages: dict[str, list[float]] = defaultdict(list)
@@ -104,7 +103,7 @@ def latency_percentiles(records: list[EpisodeRecord]) -> dict[str, dict[str, flo
     return _percentiles(stages)
 
 
-def step_latency_percentiles(records: list[EpisodeRecord]) -> dict[str, dict[str, float]]:
+def step_latency_percentiles(records: list[Episode]) -> dict[str, dict[str, float]]:
     """p50 / p95 seconds of one step (LLM thinking, env step) over every recorded turn;
     'act' leaves out the turns answered from the cache, 'act_with_cache_hits' keeps them."""
     stages: dict[str, list[float]] = defaultdict(list)
@@ -127,7 +126,7 @@ def _percentiles(stages: dict[str, list[float]]) -> dict[str, dict[str, float]]:
     return {stage: {"p50": float(np.percentile(v, 50)), "p95": float(np.percentile(v, 95)), "n": len(v)} for stage, v in sorted(stages.items())}
 
 
-def memory_growth(records: list[EpisodeRecord]) -> dict[int, dict[str, float]]:
+def memory_growth(records: list[Episode]) -> dict[int, dict[str, float]]:
     """Memory size after the last training batch of each epoch, and mean injected characters."""
     out: dict[int, dict[str, float]] = {}
     injected: dict[int, list[int]] = defaultdict(list)
@@ -140,13 +139,13 @@ def memory_growth(records: list[EpisodeRecord]) -> dict[int, dict[str, float]]:
     return dict(sorted(out.items()))
 
 
-def usage_totals(records: list[EpisodeRecord]) -> dict[str, dict[str, float]]:
+def usage_totals(records: list[Episode]) -> dict[str, dict[str, float]]:
     """LLM calls and tokens spent on acting and on memory management."""
     out = {}
     for purpose in ("act_usage", "memory_usage"):
         total: Counter = Counter()
         for r in records:
-            total.update(getattr(r, purpose).model_dump())
+            total.update(getattr(r, purpose).to_dict())
         out[purpose.removesuffix("_usage")] = dict(total)
     out["memory"]["op_errors"] = sum(r.memory_op_errors for r in records)
     return out
@@ -161,7 +160,7 @@ def gini(counts: Iterable[float]) -> float:
     return float((2 * np.arange(1, n + 1) - n - 1) @ x / (n * x.sum()))
 
 
-def retrieval_counts(records: list[EpisodeRecord], item_ids: Iterable[str], phases: tuple[str, ...] | None = None) -> dict[str, int]:
+def retrieval_counts(records: list[Episode], item_ids: Iterable[str], phases: tuple[str, ...] | None = None) -> dict[str, int]:
     """How often each stored item was injected, in the given phases (None: all of them)."""
     counts = {i: 0 for i in item_ids}
     for r in records:
@@ -172,7 +171,7 @@ def retrieval_counts(records: list[EpisodeRecord], item_ids: Iterable[str], phas
     return counts
 
 
-def injection_spread(records: list[EpisodeRecord], items: list[MemoryItemRecord], phases: tuple[str, ...] | None = None) -> dict[str, float | None]:
+def injection_spread(records: list[Episode], items: list[MemoryItem], phases: tuple[str, ...] | None = None) -> dict[str, float | None]:
     """Over the final memories: the share never injected in `phases` (None: any phase) and the Gini of their injection counts."""
     counts = retrieval_counts(records, [i.id for i in items], phases)
     if not counts:
@@ -186,7 +185,7 @@ SIMILARITY_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 THRESHOLD_WARNING_SHARE = 0.9
 
 
-def retrieval_similarity(records: list[EpisodeRecord]) -> dict[str, dict[str, Any]]:
+def retrieval_similarity(records: list[Episode]) -> dict[str, dict[str, Any]]:
     """Per phase (test: per split), from each episode's info.retrieval (MemRL): the quantiles
     of the query's best similarity to any stored key, and the share below the threshold
     (no memory retrieved for that reason). Episodes retrieved against an empty memory are left out."""
@@ -221,7 +220,7 @@ def spearman(x: list[float], y: list[float]) -> float | None:
     return float(spearmanr(x, y).statistic)
 
 
-def synthetic_q_utility(records: list[EpisodeRecord], items: list[MemoryItemRecord]) -> dict[str, Any]:
+def synthetic_q_utility(records: list[Episode], items: list[MemoryItem]) -> dict[str, Any]:
     """Synthetic env: Spearman(final Q, true utility) over stored memories."""
     utility = {r.episode_id: r.info["lesson_utility"] for r in records if r.info.get("synthetic")}
     pairs = [(i.fields["q_value"], utility[i.provenance.episode_id]) for i in items if "q_value" in i.fields and i.provenance.episode_id in utility]
@@ -231,7 +230,7 @@ def synthetic_q_utility(records: list[EpisodeRecord], items: list[MemoryItemReco
     return {"spearman_q_true_utility": spearman(list(q), list(u)), "n_memories": len(pairs)}
 
 
-def compute(records: list[EpisodeRecord], items: list[MemoryItemRecord] | None = None, labels: list[str] | None = None) -> dict[str, Any]:
+def compute(records: list[Episode], items: list[MemoryItem] | None = None, labels: list[str] | None = None) -> dict[str, Any]:
     """Every metric of one run that any protocol has, from its log and its final memory's items
     (a protocol's own blocks come from Protocol.metrics)."""
     items = items or []
@@ -275,23 +274,23 @@ def compute(records: list[EpisodeRecord], items: list[MemoryItemRecord] | None =
 # so every measure below comes from the log and a memory snapshot, without a re-run.
 
 
-def played_train(records: list[EpisodeRecord]) -> list[EpisodeRecord]:
+def played_train(records: list[Episode]) -> list[Episode]:
     """Training episodes that were played (not memories fed in unplayed, e.g. poison)."""
     return [r for r in records if r.phase == "train" and r.played]
 
 
-def _batch_positions(records: list[EpisodeRecord]) -> dict[str, int]:
+def _batch_positions(records: list[Episode]) -> dict[str, int]:
     """Training episode id -> ordinal of its batch in the log: learn() saw the batches in this order."""
     batches: dict[tuple, int] = {}
     return {r.episode_id: batches.setdefault((r.epoch, r.batch_index), len(batches)) for r in records if r.phase == "train"}
 
 
-def _source_info(records: list[EpisodeRecord]) -> dict[str, dict]:
+def _source_info(records: list[Episode]) -> dict[str, dict]:
     """Training episode id -> its info (the synthetic env's ground truth about its lesson)."""
     return {r.episode_id: r.info for r in records if r.phase == "train"}
 
 
-def epoch1_lock_in(records: list[EpisodeRecord], items: list[MemoryItemRecord]) -> dict[str, float | None]:
+def epoch1_lock_in(records: list[Episode], items: list[MemoryItem]) -> dict[str, float | None]:
     """How much training epochs >= 2 reuse the memories epoch 1 wrote.
 
     share: injections of epoch-1 memories / all injections, over the training episodes of
@@ -318,7 +317,7 @@ def epoch1_lock_in(records: list[EpisodeRecord], items: list[MemoryItemRecord]) 
     return {"share": hits / injections, "bank_share": float(np.mean(bank_shares)), "injections": injections}
 
 
-def good_memories_never_retrieved(records: list[EpisodeRecord], items: list[MemoryItemRecord]) -> dict[str, float | None]:
+def good_memories_never_retrieved(records: list[Episode], items: list[MemoryItem]) -> dict[str, float | None]:
     """Synthetic env: are the most useful memories found?
 
     Good memories are the stored ones in the top quartile of true utility (the source
@@ -343,7 +342,7 @@ def good_memories_never_retrieved(records: list[EpisodeRecord], items: list[Memo
     }
 
 
-def harmful_in_last_epoch(records: list[EpisodeRecord], items: list[MemoryItemRecord]) -> dict[str, float | None]:
+def harmful_in_last_epoch(records: list[Episode], items: list[MemoryItem]) -> dict[str, float | None]:
     """Synthetic env: does the last training epoch still inject harmful memories?
 
     Harmful memories are those whose source episode has info.lesson_harmful. Over the
@@ -368,7 +367,7 @@ def harmful_in_last_epoch(records: list[EpisodeRecord], items: list[MemoryItemRe
     }
 
 
-def early_amplification(records: list[EpisodeRecord], items: list[MemoryItemRecord]) -> float | None:
+def early_amplification(records: list[Episode], items: list[MemoryItem]) -> float | None:
     """Synthetic env: Spearman, over the memories written in epoch 1, of true utility
     against injections in epochs >= 2. Positive: good early memories are reused more
     and bad ones less; near 0: what epoch 1 wrote is reused regardless of its value."""
@@ -378,7 +377,7 @@ def early_amplification(records: list[EpisodeRecord], items: list[MemoryItemReco
     return spearman([info[i.provenance.episode_id]["lesson_utility"] for i in early], [later[i.id] for i in early])
 
 
-def oracle_regret(records: list[EpisodeRecord], env: Any, k: int) -> dict[str, Any]:
+def oracle_regret(records: list[Episode], env: Any, k: int) -> dict[str, Any]:
     """Synthetic env: per training episode, P(success | oracle's memories) - P(success | injected).
 
     The oracle knows every memory's true effect (env.item_effect) on the episode's task.
@@ -403,7 +402,7 @@ def oracle_regret(records: list[EpisodeRecord], env: Any, k: int) -> dict[str, A
         stored = int(np.searchsorted(written_at, position[r.episode_id], side="left"))
         gains = effect[:stored, types.index(task.data["task_type"])]
         best = [i for i in np.argsort(-gains, kind="stable")[:k] if gains[i] > 0]
-        injected = [RetrievedItem(**u.model_dump()) for u in r.retrieved]
+        injected = r.retrieved
         regret_by_epoch[r.epoch].append(env.p_success(task, [bank[i] for i in best]) - env.p_success(task, injected))
     every = [x for values in regret_by_epoch.values() for x in values]
     return {
@@ -414,7 +413,7 @@ def oracle_regret(records: list[EpisodeRecord], env: Any, k: int) -> dict[str, A
     }
 
 
-def retrieved_sources(records: list[EpisodeRecord], phase: str) -> dict[str, frozenset[str]]:
+def retrieved_sources(records: list[Episode], phase: str) -> dict[str, frozenset[str]]:
     """Task id -> source task ids of the memories injected for it in the last epoch of
     `phase` (train, validation, or a test split's name), over all its samples."""
     chosen = [r for r in records if r.phase_name == phase and r.played]
@@ -428,7 +427,7 @@ def retrieved_sources(records: list[EpisodeRecord], phase: str) -> dict[str, fro
     return {t: frozenset(s) for t, s in out.items()}
 
 
-def top_memory_sources(records: list[EpisodeRecord], items: list[MemoryItemRecord], n: int) -> frozenset[str]:
+def top_memory_sources(records: list[Episode], items: list[MemoryItem], n: int) -> frozenset[str]:
     """Source task ids of the n most valued memories: by Q where the method keeps one
     (memrl's q_value), else by training injections; ties go to the earlier-stored item."""
     counts = retrieval_counts(records, [i.id for i in items], ("train",))
@@ -442,7 +441,7 @@ def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
     return len(a & b) / len(a | b) if a | b else 1.0
 
 
-def path_dependence(records: list[EpisodeRecord], items: list[MemoryItemRecord]) -> dict[str, Any]:
+def path_dependence(records: list[Episode], items: list[MemoryItem]) -> dict[str, Any]:
     """The per-run path-dependence measures that need no environment (see each function)."""
     out: dict[str, Any] = {"epoch1_lock_in": epoch1_lock_in(records, items)}
     if any(r.info.get("synthetic") for r in records):

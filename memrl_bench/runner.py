@@ -39,8 +39,8 @@ from memrl_bench.protocols.base import check_backbone, check_disjoint
 from memrl_bench.records import episode_records, memory_items
 from memrl_bench.redaction import remember_secret, remember_url, scrub, scrub_data
 from memrl_bench.runfolder import REBUILD_HINT, SCHEDULE_EPISODES, CorruptRunFolderError, RunFolder, batch_key, forget_new, note_new
+from memrl_bench.schema import Episode, ManifestRecord, MetricsRecord, Outcome, Retrieval, Task
 from memrl_bench.transcripts import TranscriptLog, transcript_record
-from memrl_bench.types import Episode, Outcome, Retrieval, Task
 from memrl_bench.vector_index import unit_rows
 
 
@@ -136,8 +136,10 @@ class Runner:
         return RunParts(env, method, actor, protocol, roles, tasks, labels, llm, embedder)
 
     def _manifest(self, parts: RunParts, config: dict, digest: str, schedule: list[Batch]) -> dict:
-        return scrub_data({
-            **parts.protocol.manifest(),
+        """manifest.json's content, checked against its schema (ManifestRecord; the protocol's entries its own)."""
+        own = parts.protocol.manifest()
+        return ManifestRecord.checked(scrub_data({
+            **own,
             "config": config,
             "config_hash": digest,
             "git_commit": _git_commit(),
@@ -151,7 +153,7 @@ class Runner:
             "model": getattr(parts.llm, "identity", None),
             "embedder": getattr(parts.embedder, "identity", None) or ("env_intent" if parts.embedder is None else None),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        })
+        }), own=tuple(own))
 
     # ---- keys ---------------------------------------------------------------------
     def keys_for(self, tasks: list[Task], embedder: Any) -> np.ndarray:
@@ -215,7 +217,7 @@ class Runner:
             metrics = metrics_lib.compute(records, items, labels=parts.labels) | protocol.metrics(records, items, parts.roles)
             for line in metrics_lib.similarity_warnings(metrics.get("retrieval_similarity", {})):
                 print(line, file=sys.stderr)
-            self.folder.write_metrics(metrics)
+            self.folder.write_metrics(MetricsRecord.checked(metrics, own=protocol.metrics_keys))
             interrupts.raise_if_interrupted()
             self.folder.mark_complete()
             return metrics

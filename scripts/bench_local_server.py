@@ -46,7 +46,7 @@ from memrl_bench.envs.base import Env
 from memrl_bench.envs.llb_db import LLBDBEnv
 from memrl_bench.llm.client import OpenAIChatModel, RetryPolicy
 from memrl_bench.llm.local_server import LocalLlamaServer
-from memrl_bench.types import Retrieval, Task
+from memrl_bench.schema import Retrieval, Task
 
 RESULT = "columns: ('count',)\n(3,)"
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from memrl_bench import registry
 from memrl_bench.methods.base import Experience, MethodContext
-from memrl_bench.types import Episode, Task, Turn
+from memrl_bench.schema import Episode, Task, Turn
 from scripts.bench_retrieval import REPO, rss_bytes
 
 EPOCHS = 5

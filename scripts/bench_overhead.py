@@ -26,7 +26,7 @@ from memrl_bench.actors import Actor, EnvPool, Job
 from memrl_bench.protocols import Batch
 from memrl_bench.protocols.held_out import HeldOut
 from memrl_bench.runner import Runner, RunParts
-from memrl_bench.types import Outcome, Task, Turn
+from memrl_bench.schema import Outcome, Task, Turn
 from scripts.bench_retrieval import Bank, load_memrl
 
 

@@ -32,7 +32,7 @@ from memrl_bench import CONF_DIR, models, registry
 from memrl_bench.actors import Job
 from memrl_bench.llm.client import OpenAIChatModel, RetryPolicy
 from memrl_bench.llm.local_server import LocalLlamaServer
-from memrl_bench.types import Retrieval
+from memrl_bench.schema import Retrieval
 
 ENVS = ("llb_db", "llb_os", "textworld_express", "alfworld", "mmlu", "bigcodebench")
 SINGLE_TURN = {"mmlu": "letter", "bigcodebench": "code"}  # env -> the answer format its actor extracts

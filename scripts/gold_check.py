@@ -30,7 +30,7 @@ from memrl_bench import (
 )
 from memrl_bench.envs.base import Env  # noqa: E402
 from memrl_bench.envs.gold import gold_failure  # noqa: E402
-from memrl_bench.types import Task  # noqa: E402
+from memrl_bench.schema import Task  # noqa: E402
 
 ENVS = ("llb_os", "llb_db", "bigcodebench", "mmlu")
 

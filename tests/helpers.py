@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memrl_bench.records import EpisodeRecord
 from memrl_bench.runner import run
-from memrl_bench.types import Episode
+from memrl_bench.schema import Episode
 
 SMALL_WORLD = {
     "name": "synthetic",
@@ -90,7 +89,7 @@ def build_schedule(settings: dict, roles: dict, tasks: dict, task_order_seed: in
     return protocol(settings).schedule(roles, tasks, task_order_seed, env)
 
 
-def record(task: str, epoch: int, success: bool, phase: str = "train", **extra) -> EpisodeRecord:
+def record(task: str, epoch: int, success: bool, phase: str = "train", **extra) -> Episode:
     """A minimal episode record as the runner writes it, read back."""
     ep = Episode(
         episode_id=f"{phase}-e{epoch:02d}-{task}",
@@ -104,7 +103,7 @@ def record(task: str, epoch: int, success: bool, phase: str = "train", **extra) 
         reward=float(success),
         status="ok",
     )
-    return EpisodeRecord.model_validate({**ep.to_dict(), **extra})
+    return Episode.from_dict({**ep.to_dict(), **extra})
 
 
 def composed(*overrides: str) -> dict:

@@ -17,7 +17,7 @@ from memrl_bench.methods.base import Experience, MemoryMethod, MethodContext, Qu
 from memrl_bench.methods.checker import experience as checked_experience
 from memrl_bench.methods.checker import word_vectors
 from memrl_bench.runner import run
-from memrl_bench.types import RetrievedItem, Task, Usage
+from memrl_bench.schema import RetrievedItem, Task, Usage
 
 Reply = str | BaseException
 

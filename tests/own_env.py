@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from memrl_bench.envs.base import Env
-from memrl_bench.types import Task
+from memrl_bench.schema import Task
 
 
 class Parity(Env):

@@ -10,8 +10,7 @@ from typing import Any
 import numpy as np
 
 from memrl_bench.protocols.held_out import HeldOut
-from memrl_bench.records import EpisodeRecord, MemoryItemRecord
-from memrl_bench.types import Episode
+from memrl_bench.schema import Episode, MemoryItem
 
 
 class Unlabelled(HeldOut):
@@ -26,7 +25,7 @@ class Unlabelled(HeldOut):
     def learning_signal(self, episode: Episode) -> bool:
         return False
 
-    def metrics(self, records: list[EpisodeRecord], items: list[MemoryItemRecord], roles: dict[str, Any]) -> dict[str, Any]:
+    def metrics(self, records: list[Episode], items: list[MemoryItem], roles: dict[str, Any]) -> dict[str, Any]:
         train = [r.success for r in records if r.phase == "train" and r.played]
         return {"unlabelled": {"hidden_successes": float(np.mean(train))}}
 

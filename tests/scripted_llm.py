@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memrl_bench.llm import Completion, ContextOverflowError, LLMError, TokenCount
-from memrl_bench.types import Usage
+from memrl_bench.schema import Usage
 
 Reply = Callable[[list[dict[str, str]]], str]
 

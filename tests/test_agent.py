@@ -24,7 +24,7 @@ from memrl_bench.envs.base import Env
 from memrl_bench.envs.checker import check_env
 from memrl_bench.llm import Completion, LLMError
 from memrl_bench.registry import UnknownNameError
-from memrl_bench.types import Outcome, Retrieval, Task, Usage
+from memrl_bench.schema import Outcome, Retrieval, Task, Usage
 
 MEMORY_BLOCK = "Relevant experience:\n- The apple is usually in the kitchen."
 

@@ -113,7 +113,7 @@ def _mmlu_run(tmp_path: Path, replies, **actor) -> tuple[list[dict], object]:
         "protocol": {"epochs": 1, "batch_size": 4, "checkpoint_interval_s": 0}, "actor": actor, "seed": 0, "task_order_seed": 0, "progress": False,
     }
     run(cfg, tmp_path / "run", llm=llm)
-    return [e.model_dump() for e in read_run(tmp_path / "run").episodes], llm
+    return [e.to_dict() for e in read_run(tmp_path / "run").episodes], llm
 
 
 def test_constrained_answers_score_the_schema_reply_and_keep_the_free_reading(tmp_path):

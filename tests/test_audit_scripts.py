@@ -198,7 +198,7 @@ ALFWORLD_PICK_TWO = "alfworld/valid_unseen/pick_two_obj_and_place-CD-None-Safe-3
 def _env_expert_episode(data, task_id: str, tmp_path) -> tuple[list[dict], bool]:
     """The turns (action, observation) and success of the handcoded expert played in memrl_bench's env."""
     from memrl_bench.envs.alfworld import ENV
-    from memrl_bench.types import Task
+    from memrl_bench.schema import Task
 
     _, folder, game = task_id.split("/", 2)
     env = ENV({"data_dir": str(data), "cache_dir": str(tmp_path), "expert": True})

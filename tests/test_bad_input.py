@@ -24,7 +24,7 @@ import pytest
 from memrl_bench.cli import _outcome
 from memrl_bench.runfolder import RunFolder
 from memrl_bench.runner import run
-from memrl_bench.types import strip_measured
+from memrl_bench.schema import strip_measured
 from tests.helpers import composed
 
 ROOT = Path(__file__).resolve().parents[1]

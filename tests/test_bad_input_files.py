@@ -25,7 +25,7 @@ from memrl_bench.llm.fault_server import FaultServer
 from memrl_bench.llm.gguf import GGUFError, check_file
 from memrl_bench.models import CATALOGUE
 from memrl_bench.runner import run
-from memrl_bench.types import Task
+from memrl_bench.schema import Task
 from tests.helpers import composed, tiny_mmlu
 from tests.test_bad_input import outcome_of
 

@@ -14,7 +14,7 @@ from memrl_bench.envs.synthetic import SyntheticEnv
 from memrl_bench.protocols import drift
 from memrl_bench.protocols.drift import DriftSettings
 from memrl_bench.records import read_run
-from memrl_bench.types import RetrievedItem
+from memrl_bench.schema import RetrievedItem
 from tests.helpers import build_schedule, protocol
 
 LLB_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "llb"
@@ -137,7 +137,7 @@ def test_a_synthetic_drift_run_logs_stale_per_injection_and_its_drift_block(tmp_
             assert drift.STALE not in r.info
             continue
         flags = r.info[drift.STALE]
-        items = [RetrievedItem(**u.model_dump()) for u in r.retrieved]
+        items = r.retrieved
         assert flags == [env.is_stale(i, change) for i in items]
         assert all(i.source_epoch < 2 for i, f in zip(items, flags) if f)
         task = env.drifted(next(t for t in env.tasks(r.split) if t.id == r.task_id), setting)

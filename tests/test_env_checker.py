@@ -9,7 +9,7 @@ import pytest
 from memrl_bench.envs.base import Env
 from memrl_bench.envs.checker import CHECKS, EnvCheckError, EpisodeError, ExcludedError, SpawnError, SplitsError, TaskListError, check_env
 from memrl_bench.envs.synthetic import SyntheticEnv
-from memrl_bench.types import Task
+from memrl_bench.schema import Task
 
 
 class Coin(Env):

@@ -178,7 +178,7 @@ def test_db_format_failures_are_counted_per_episode(env: LLBDBEnv):
 
     from memrl_bench.actors import Job
     from memrl_bench.agent import ReActActor
-    from memrl_bench.types import Retrieval
+    from memrl_bench.schema import Retrieval
     from tests.scripted_llm import ScriptedChatModel
 
     env.reset(task(env, "2"))

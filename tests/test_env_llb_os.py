@@ -15,7 +15,7 @@ from memrl_bench.envs.checker import check_env
 from memrl_bench.envs.gold import gold_failure
 from memrl_bench.envs.llb_os import LLBOSEnv, parse_action
 from memrl_bench.sandbox import Limits, Sandbox, unavailable_reason
-from memrl_bench.types import Task
+from memrl_bench.schema import Task
 
 REASON = unavailable_reason()
 needs_sandbox = pytest.mark.skipif(REASON is not None, reason=f"sandbox unavailable here: {REASON}")
@@ -260,7 +260,7 @@ def test_llb_os_episode_cut_at_the_step_limit_is_judged_by_its_final_state(env: 
 
     from memrl_bench.actors import Job
     from memrl_bench.agent import ReActActor
-    from memrl_bench.types import Retrieval
+    from memrl_bench.schema import Retrieval
     from tests.test_agent import ScriptedChat
 
     task = next(t for t in env.tasks("train") if t.id == "llb_os/1")

@@ -13,7 +13,7 @@ import pytest
 from memrl_bench.llm import LLMOutageError
 from memrl_bench.llm.fault_server import Fault, FaultServer
 from memrl_bench.runner import run
-from memrl_bench.types import strip_measured
+from memrl_bench.schema import strip_measured
 from tests.helpers import composed
 
 

@@ -245,7 +245,7 @@ def test_study_runs_the_same_job_as_the_hydra_cli(tmp_path):
     import sys
 
     from memrl_bench import study
-    from memrl_bench.types import strip_measured
+    from memrl_bench.schema import strip_measured
 
     root = Path(__file__).resolve().parent.parent
     pick = ["env.outcome_temperature=0", "method=memrl", "task_order_seed=1", "env.tasks.train=12", "protocol.epochs=2"]
@@ -329,7 +329,7 @@ def test_a_comparison_on_new_tasks_pairs_each_test_task_over_the_orders(tmp_path
 
 
 def test_the_test_split_is_the_one_playing_test():
-    from memrl_bench.records import EnvRecord, ManifestRecord
+    from memrl_bench.schema import EnvRecord, ManifestRecord
 
     manifest = ManifestRecord(config={"method": {"name": "none"}}, config_hash="x", env=EnvRecord(name="mmlu", roles={"train": "test", "validation": None, "test": ["validation"]}))
     assert fd.test_split(manifest) == "validation"

@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "memrl_bench"
 RULES, PARTS, RUNNER, FRONT = 0, 1, 2, 3
 LAYERS = {
     "memrl_bench": RULES,  # the package itself: CONF_DIR
-    "memrl_bench.types": RULES,
+    "memrl_bench.schema": RULES,
     "memrl_bench.redaction": RULES,
     "memrl_bench.markup": RULES,
     "memrl_bench.config": RULES,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memrl_bench.runner import run
-from memrl_bench.types import strip_measured
+from memrl_bench.schema import strip_measured
 from tests.helpers import composed
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]

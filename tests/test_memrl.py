@@ -9,7 +9,7 @@ import pytest
 from memrl_bench.config import ConfigError, validated
 from memrl_bench.methods.base import Experience, MethodContext, Query
 from memrl_bench.methods.memrl import MemRL
-from memrl_bench.types import Episode, RetrievedItem, Task
+from memrl_bench.schema import Episode, RetrievedItem, Task
 from memrl_bench.vector_index import unit_rows
 
 

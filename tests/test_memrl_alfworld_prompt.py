@@ -22,7 +22,7 @@ from memrl_bench.agent import ReActActor
 from memrl_bench.envs.base import DataMissingError
 from memrl_bench.methods.base import Experience, MethodContext, Query
 from memrl_bench.methods.memrl import MemRL
-from memrl_bench.types import Episode, Task, Turn
+from memrl_bench.schema import Episode, Task, Turn
 from tests.official_memrl import official_modules, require_official
 from tests.test_agent import ScriptedChat
 

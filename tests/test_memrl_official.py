@@ -26,7 +26,7 @@ import yaml
 from memrl_bench import CONF_DIR
 from memrl_bench.methods.base import Experience, MethodContext, Query
 from memrl_bench.methods.memrl import MemRL, MemRLConfig
-from memrl_bench.types import Episode, Task
+from memrl_bench.schema import Episode, Task
 from tests.helpers import composed
 from tests.official_memrl import CONFIG_FILES, OfficialMemRL, official_modules, official_yaml, require_official
 

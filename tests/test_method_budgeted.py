@@ -16,7 +16,7 @@ from memrl_bench.methods.base import MethodContext
 from memrl_bench.methods.budget import block_tokens, fill
 from memrl_bench.methods.full_context import FullContext
 from memrl_bench.methods.simplemem import SimpleMem
-from memrl_bench.types import Turn
+from memrl_bench.schema import Turn
 from tests.memory_llm_helpers import ScriptedModel, context, experience, generic_reply, query, run_synthetic
 
 CONF_ENV = Path(__file__).parents[1] / "memrl_bench" / "conf" / "env"

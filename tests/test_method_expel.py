@@ -7,7 +7,7 @@ import pytest
 from memrl_bench.config import ConfigError
 from memrl_bench.methods.base import MethodContext, fingerprint
 from memrl_bench.methods.expel import ExpeL
-from memrl_bench.types import MemoryItem, Provenance, strip_measured
+from memrl_bench.schema import MemoryItem, Provenance, strip_measured
 from tests.memory_llm_helpers import ScriptedModel, answer, context, experience, is_prompt, query, run_synthetic
 
 

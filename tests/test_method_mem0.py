@@ -10,7 +10,7 @@ from memrl_bench.config import ConfigError
 from memrl_bench.llm import LLMError, LLMOutageError
 from memrl_bench.methods.base import MethodContext, fingerprint
 from memrl_bench.methods.mem0 import Mem0
-from memrl_bench.types import Usage, strip_measured
+from memrl_bench.schema import Usage, strip_measured
 from tests.memory_llm_helpers import ScriptedModel, answer, context, embed, experience, is_prompt, query, run_synthetic, usage_of
 
 

@@ -9,7 +9,7 @@ import pytest
 from memrl_bench.config import ConfigError
 from memrl_bench.methods.base import MethodContext, fingerprint
 from memrl_bench.methods.memp import MemP
-from memrl_bench.types import MemoryItem, Provenance, strip_measured
+from memrl_bench.schema import MemoryItem, Provenance, strip_measured
 from memrl_bench.vector_index import unit_rows
 from tests.memory_llm_helpers import ScriptedModel, answer, context, embed, experience, is_prompt, query, run_synthetic, used
 

@@ -89,9 +89,9 @@ def test_step_latency_names_cache_hits_apart():
 
 
 def test_the_findings_count_a_memory_as_tested_only_when_training_injects_it():
-    from memrl_bench.records import MemoryItemRecord
+    from memrl_bench.schema import MemoryItem
 
-    items = [MemoryItemRecord.model_validate({"id": i, "content": "", "provenance": {"task_id": i, "split": "train", "phase": "train", "epoch": 1, "episode_id": f"e-{i}", "success": True}}) for i in ("m1", "m2")]
+    items = [MemoryItem.from_dict({"id": i, "content": "", "provenance": {"task_id": i, "split": "train", "phase": "train", "epoch": 1, "episode_id": f"e-{i}", "success": True}}) for i in ("m1", "m2")]
     train = record("a", 1, True, retrieved=[{"item_id": "m1", "similarity": 0.9}])
     test = record("b", 2, False, phase="test", split="test_in_distribution", retrieved=[{"item_id": "m2", "similarity": 0.9}])
     assert metrics.injection_spread([train, test], items) == {"never_retrieved": 0.0, "gini": 0.0}  # metrics.json: any phase

@@ -9,8 +9,7 @@ import pytest
 
 from memrl_bench.methods.base import Experience, MethodContext, Query
 from memrl_bench.methods.memrl import MemRL
-from memrl_bench.records import EpisodeRecord, MemoryItemRecord
-from memrl_bench.types import Episode, RetrievedItem, Task
+from memrl_bench.schema import Episode, MemoryItem, RetrievedItem, Task
 
 # ---- exploration (memrl.select) ---------------------------------------------------
 
@@ -67,18 +66,18 @@ def test_ucb_bonus_picks_the_untested_memory_and_c_zero_is_greedy():
 # ---- path-dependence metrics on hand-built logs ------------------------------------
 
 
-def memory(item_id: str, epoch: int, task: str | None = None, q: float | None = None, success: bool = True) -> MemoryItemRecord:
+def memory(item_id: str, epoch: int, task: str | None = None, q: float | None = None, success: bool = True) -> MemoryItem:
     """A memory item as a snapshot stores it; its source episode is `item_id`."""
     provenance = {"task_id": task or f"task-{item_id}", "split": "train", "phase": "train", "epoch": epoch, "episode_id": item_id, "success": success}
-    return MemoryItemRecord.model_validate({"id": item_id, "content": item_id, "provenance": provenance, "fields": {} if q is None else {"q_value": q}})
+    return MemoryItem.from_dict({"id": item_id, "content": item_id, "provenance": provenance, "fields": {} if q is None else {"q_value": q}})
 
 
-def episode(episode_id: str, epoch: int, batch: int, used: list[MemoryItemRecord] = (), phase: str = "train", task: str | None = None, success: bool = True, **info) -> EpisodeRecord:
+def episode(episode_id: str, epoch: int, batch: int, used: list[MemoryItem] = (), phase: str = "train", task: str | None = None, success: bool = True, **info) -> Episode:
     """An episode record injecting the memories `used` (items as built by `memory`)."""
     ep = Episode(episode_id, task or f"task-{episode_id}", phase if phase != "test" else "test_in_distribution", phase, epoch, batch, 0, success, 1.0, "ok")  # type: ignore[arg-type]
     ep.retrieved = [RetrievedItem(m.id, 1.0, None, None, m.provenance.task_id, m.id, m.provenance.epoch, m.provenance.success) for m in used]
     ep.info = {"synthetic": True, **info} if info else {}
-    return EpisodeRecord.model_validate(ep.to_dict())
+    return Episode.from_dict(ep.to_dict())
 
 
 def test_one_memory_taking_every_retrieval_has_gini_and_never_retrieved_any_phase_share_n_minus_1_over_n(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 from memrl_bench.methods.none import NoMemory
 from memrl_bench.protocols.base import ProtocolViolation, check_disjoint
 from memrl_bench.runner import ConfigError, run
-from memrl_bench.types import MemoryItem, Provenance, Task
+from memrl_bench.schema import MemoryItem, Provenance, Task
 from tests.helpers import build_schedule, config, protocol
 
 

@@ -19,7 +19,7 @@ from memrl_bench.report.figures import Styles, all_figures, method_colours
 from memrl_bench.report.load import common_settings, load, settings_overrides
 from memrl_bench.report.tables import all_tables, variant_order
 from memrl_bench.runfolder import RunFolder
-from memrl_bench.types import Episode
+from memrl_bench.schema import Episode
 
 T_975_2 = 4.302652729911275  # scipy.stats.t.ppf(0.975, 2)
 TEST_SPLIT = "test_in_distribution"

@@ -2,7 +2,7 @@
 
 import json
 
-from memrl_bench.types import strip_measured
+from memrl_bench.schema import strip_measured
 from tests.helpers import config, run_to
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from memrl_bench.runfolder import CorruptRunFolderError
 from memrl_bench.runner import ConfigMismatchError, run
-from memrl_bench.types import strip_measured
+from memrl_bench.schema import strip_measured
 from tests.helpers import config, crash_in_learn, crash_in_learn_then_resume, run_to
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ import pytest
 from memrl_bench.methods.base import Experience, MethodContext, Query, fingerprint
 from memrl_bench.methods.memrl import MemRL
 from memrl_bench.methods.rag import RAG
-from memrl_bench.types import Episode, Task
+from memrl_bench.schema import Episode, Task
 from scripts.bench_retrieval import Bank, ReferenceEpisode, ReferenceMemRL, load_memrl
 
 

@@ -7,7 +7,7 @@ import json
 
 from memrl_bench.envs.synthetic import SyntheticEnv
 from memrl_bench.records import read_run
-from memrl_bench.types import RetrievedItem
+from memrl_bench.schema import RetrievedItem
 from tests.helpers import SMALL_WORLD, config, run_to
 
 
@@ -20,7 +20,7 @@ def test_flipped_rewards_reach_only_what_the_method_learns(tmp_path):
     # the logged success is the outcome model's: P(success) drawn with the injected memories
     for r in train.values():
         task = next(t for t in env.tasks("train") if t.id == r.task_id)
-        assert r.success == env.outcome(task, [RetrievedItem(**u.model_dump()) for u in r.retrieved], r.episode_id)[0]
+        assert r.success == env.outcome(task, r.retrieved, r.episode_id)[0]
     # every stored memory carries the success its method learned: flipped for about 30% of them
     stored = {i.provenance.episode_id: i.provenance.success for i in run.items}
     flipped = [eid for eid, learned in stored.items() if learned != train[eid].success]

@@ -19,7 +19,7 @@ import pytest
 
 from memrl_bench.runfolder import CorruptRunFolderError, RunFolder
 from memrl_bench.runner import run
-from memrl_bench.types import strip_measured
+from memrl_bench.schema import strip_measured
 from tests.helpers import composed, config
 
 ROOT = Path(__file__).resolve().parents[1]

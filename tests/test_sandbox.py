@@ -17,7 +17,7 @@ import pytest
 
 from memrl_bench.envs.gold import GoldFilter
 from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, CommandResult, Limits, Sandbox, SandboxSettingError, SandboxUnavailable, unavailable_reason
-from memrl_bench.types import Task
+from memrl_bench.schema import Task
 
 REASON = unavailable_reason()
 needs_sandbox = pytest.mark.skipif(REASON is not None, reason=f"sandbox unavailable here: {REASON}")

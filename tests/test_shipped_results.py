@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from memrl_bench import findings as fd
+from memrl_bench.schema import strip_measured
 from memrl_bench.stats import NOT_MEASURED
-from memrl_bench.types import strip_measured
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "results" / "critique_real"

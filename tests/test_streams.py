@@ -12,7 +12,7 @@ from memrl_bench.protocols.repair import against_clean, repair_metrics
 from memrl_bench.protocols.replay import replay_metrics
 from memrl_bench.protocols.streaming import stream_metrics
 from memrl_bench.runner import run
-from memrl_bench.types import Episode, Task
+from memrl_bench.schema import Episode, Task
 from tests.helpers import build_schedule, config, crash_in_learn_then_resume, protocol, record
 
 # a checkpoint only at epoch ends: with one task per batch, one after every batch is most of a stream's time
@@ -138,7 +138,7 @@ def test_a_replay_run_retests_with_memory_frozen_and_reports_forgetting(tmp_path
 # no checkpoint inside an epoch: the resume replays learn() from the log (with the flips, for repair)
 @pytest.mark.parametrize("protocol, crash_at", [(REPLAY, 23), (REPAIR, 4)])  # after the second replay point; epoch 2's second batch
 def test_a_run_interrupted_then_resumed_equals_uninterrupted(tmp_path, monkeypatch, protocol, crash_at):
-    from memrl_bench.types import strip_measured
+    from memrl_bench.schema import strip_measured
 
     cfg = config(protocol=protocol | {"checkpoint_interval_s": 1e9})
     run(cfg, tmp_path / "reference")

@@ -6,7 +6,7 @@ import pytest
 from memrl_bench.actors import Job
 from memrl_bench.envs.checker import check_env
 from memrl_bench.envs.synthetic import SyntheticActor, SyntheticEnv
-from memrl_bench.types import Retrieval, RetrievedItem
+from memrl_bench.schema import Retrieval, RetrievedItem
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from memrl_bench.config import ConfigError, ConfigMismatchError
 from memrl_bench.envs.synthetic import SyntheticEnv
 from memrl_bench.protocols import ProtocolViolation, transfer
 from memrl_bench.runner import run
-from memrl_bench.types import RetrievedItem, strip_measured
+from memrl_bench.schema import RetrievedItem, strip_measured
 from tests.helpers import SMALL_WORLD, config, record
 
 TRANSFER = {"name": "transfer", "epochs": 0, "validate_every_epoch": False, "checkpoint_interval_s": 0}
@@ -169,11 +169,11 @@ def test_a_crashed_transfer_run_resumes_and_refuses_a_source_that_changed(tmp_pa
 
 
 def test_the_audit_refuses_a_memory_the_source_did_not_learn(tmp_path):
-    from memrl_bench.types import MemoryItem, Provenance
+    from memrl_bench.schema import MemoryItem, Provenance
 
     source = transfer.load_source(transfer_cfg(source_run(tmp_path, "memrl")))
     inherited = source.records.items[0]
-    theirs = MemoryItem(inherited.id, inherited.content, provenance=Provenance(**inherited.provenance.model_dump()))
+    theirs = MemoryItem(inherited.id, inherited.content, provenance=Provenance(**inherited.provenance.to_dict()))
     transfer.audit([theirs], source)
     foreign = MemoryItem("new", "x", provenance=Provenance(task_id="t", split="test_in_distribution", phase="test", epoch=0, episode_id="test-e00-00000-s0", success=True))
     with pytest.raises(ProtocolViolation, match="memory item 'new' .* not a memory the source run"):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memrl_bench.methods.base import ItemStore, save_array
-from memrl_bench.types import MemoryItem, Provenance
+from memrl_bench.schema import MemoryItem, Provenance
 from memrl_bench.vector_index import HNSW_FILE, IndexConfig, inner_products, top_k
 
 HNSW = IndexConfig(kind="hnsw", hnsw_m=16, ef_construction=40, ef_search=128)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from memrl_bench.config import ConfigError, InputError
 from memrl_bench.runfolder import UnreadableJSONError, parse_json
-from memrl_bench.types import Task
+from memrl_bench.schema import Task
 
 
 class DataMissingError(InputError, FileNotFoundError):

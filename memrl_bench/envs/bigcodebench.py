@@ -44,7 +44,7 @@ from memrl_bench import prompts
 from memrl_bench.envs.base import DataFileError, DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file, tasks_per_split
 from memrl_bench.envs.gold import GoldFilter, gold_failure
 from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, Limits
-from memrl_bench.types import Task
+from memrl_bench.schema import Task
 
 _FETCH = "python scripts/fetch_data.py bigcodebench"
 _DATA_FILE = "BigCodeBench.jsonl.gz"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from memrl_bench.envs.base import Env
-from memrl_bench.types import Task
+from memrl_bench.schema import Task
 
 
 class EnvCheckError(Exception):

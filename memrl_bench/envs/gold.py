@@ -20,7 +20,7 @@ from memrl_bench.config import cache_root
 from memrl_bench.envs.base import Env
 from memrl_bench.runfolder import MAX_SMALL_FILE_BYTES, CorruptRunFolderError, UnreadableJSONError, parse_json, read_regular
 from memrl_bench.sandbox import CONTAINMENT, SandboxUnavailable, require_sandbox
-from memrl_bench.types import Task
+from memrl_bench.schema import Task
 
 
 class GoldFilter:

@@ -62,7 +62,7 @@ from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, h
 from memrl_bench.envs.gold import GoldFilter
 from memrl_bench.envs.sqlite_worker import Row, SQLError, SQLWorker, WorkerLimit, open_database, read_table, run_sql
 from memrl_bench.protocols.drift import DriftSettings
-from memrl_bench.types import Task
+from memrl_bench.schema import Task
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from memrl_bench.config import ConfigError
 from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file, tasks_per_split
 from memrl_bench.envs.gold import GoldFilter, gold_failure
 from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, Limits, Sandbox, SandboxSettingError, check_hidden_paths, check_workdir, require_sandbox
-from memrl_bench.types import Task
+from memrl_bench.schema import Task
 
 _FILES = {"train": "os_interaction_train.json", "validation": "os_interaction_val.json"}
 _FETCH = "python scripts/fetch_data.py llb"

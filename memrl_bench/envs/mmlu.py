@@ -18,7 +18,7 @@ from pydantic import Field
 from memrl_bench import prompts
 from memrl_bench.config import ConfigError
 from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, read_data_file, tasks_per_split
-from memrl_bench.types import Task
+from memrl_bench.schema import Task
 
 _FETCH = "python scripts/fetch_data.py mmlu"
 _FILES = {"train": "dev.jsonl", "validation": "validation.jsonl", "test": "test.jsonl"}

@@ -44,7 +44,7 @@ from memrl_bench.actors import Actor, EnvPool, Job
 from memrl_bench.config import ConfigError, SyntheticSettings, validated
 from memrl_bench.envs.base import Env
 from memrl_bench.protocols.drift import STALE, DriftSettings, written_before
-from memrl_bench.types import Outcome, RetrievedItem, Task, Turn
+from memrl_bench.schema import Outcome, RetrievedItem, Task, Turn
 
 _STANDARD_NORMAL = NormalDist()
 

@@ -19,7 +19,8 @@ from memrl_bench.envs.base import Env
 from memrl_bench.llm import ESTIMATE_BYTES_PER_TOKEN
 from memrl_bench.protocols import drift
 from memrl_bench.protocols.drift import DriftSettings
-from memrl_bench.records import EpisodeRecord, ManifestRecord, RunRecords
+from memrl_bench.records import RunRecords
+from memrl_bench.schema import Episode, ManifestRecord
 
 
 @lru_cache(maxsize=16)
@@ -39,7 +40,7 @@ def test_split(manifest: ManifestRecord) -> str | None:
     return listed[0] if listed else None
 
 
-def _mean_p(records: list[EpisodeRecord], phase: str | None) -> float | None:
+def _mean_p(records: list[Episode], phase: str | None) -> float | None:
     """Mean P(success) the env reported (synthetic: the expected SR, free of outcome draws)."""
     chosen = [r for r in records if r.phase_name == phase and "p_success" in r.info]
     if not chosen:
@@ -48,7 +49,7 @@ def _mean_p(records: list[EpisodeRecord], phase: str | None) -> float | None:
     return float(np.mean([r.info["p_success"] for r in chosen if r.epoch == last]))
 
 
-def last_epoch_outcomes(records: list[EpisodeRecord], phase: str | None) -> dict[str, float]:
+def last_epoch_outcomes(records: list[Episode], phase: str | None) -> dict[str, float]:
     """Task id -> its success in the last epoch of `phase`, averaged over its samples."""
     chosen = [r for r in records if r.phase_name == phase and r.played]
     if not chosen:
@@ -105,7 +106,7 @@ def run_measures(read: RunRecords, kind: str) -> dict[str, float | None]:
     return out
 
 
-def _drift_measures(records: list[EpisodeRecord], setting: DriftSettings) -> dict[str, float | None]:
+def _drift_measures(records: list[Episode], setting: DriftSettings) -> dict[str, float | None]:
     """The drift block's numbers (memrl_bench/protocols/drift.py) and the injected tokens per test prompt (as the report's gain against cost counts them)."""
     block = drift.metrics(records, setting)
     by_window = block.get("stale_share_by_window") or [None]

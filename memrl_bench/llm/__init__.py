@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from memrl_bench.config import InputError
-from memrl_bench.types import Usage
+from memrl_bench.schema import Usage
 
 
 class LLMError(RuntimeError):

@@ -39,7 +39,7 @@ from memrl_bench.llm.cache import CachedResponse, ResponseCache, cache_key, coun
 from memrl_bench.llm.gguf import check_file
 from memrl_bench.llm.http import body_cap, capped_async_client, capped_client
 from memrl_bench.redaction import redact_server_text, remember_secret, remember_url, scrub, strip_url_secrets, url_host
-from memrl_bench.types import Usage
+from memrl_bench.schema import Usage
 
 GENERATION_KEYS = ("temperature", "top_p", "seed", "max_tokens", "stop", "response_format")
 DEFAULT_GENERATION: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "seed": 0, "max_tokens": 256, "stop": None}

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from memrl_bench.types import Episode, MemoryItem, MemoryStats, Retrieval, Task, Usage
+from memrl_bench.schema import Episode, MemoryItem, MemoryStats, Retrieval, Task, Usage
 from memrl_bench.vector_index import Hits, HNSWIndex, IndexConfig, cosines, empty_hits, exact_search, row_norms
 
 

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ValidationError
 from memrl_bench.config import config_error
 from memrl_bench.methods.base import Experience, MemoryMethod, MethodContext, Query, fingerprint
 from memrl_bench.protocols.base import Protocol, ProtocolSettings, ProtocolViolation
-from memrl_bench.types import Episode, MemoryStats, Retrieval, Task, Turn
+from memrl_bench.schema import Episode, MemoryStats, Retrieval, Task, Turn
 
 TASKS = ("open the red door", "take the blue key", "put the apple in the fridge", "heat the soup", "open the blue door", "take the red key")
 
@@ -195,7 +195,7 @@ def check_items(build: Build, scratch: Path) -> None:
     except ProtocolViolation as err:
         raise ItemsError(f"{method.name}: {err}") from None
     except AttributeError:
-        raise InterfaceError(f"{method.name}: items() must return MemoryItems (memrl_bench.types), got {items!r:.200}") from None
+        raise InterfaceError(f"{method.name}: items() must return MemoryItems (memrl_bench.schema), got {items!r:.200}") from None
 
 
 CHECKS = (check_interface, check_retrieval_changes_no_state, check_learn_replays, check_snapshot_restores, check_items)

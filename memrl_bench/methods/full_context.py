@@ -18,7 +18,7 @@ from memrl_bench.config import Settings
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, Query, StoreMethod
 from memrl_bench.methods.budget import fill
 from memrl_bench.methods.rag import trajectory_item
-from memrl_bench.types import Retrieval, RetrievedItem
+from memrl_bench.schema import Retrieval, RetrievedItem
 
 
 class FullContextConfig(Settings):

@@ -37,7 +37,7 @@ from memrl_bench import prompts
 from memrl_bench.config import Settings
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, end_reason, trajectory_text
 from memrl_bench.methods.llm_ops import MemoryCalls, operation_list, require_llm, small_ids, text_list
-from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem
+from memrl_bench.schema import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem
 from memrl_bench.vector_index import unit_rows
 
 EVENTS = ("ADD", "UPDATE", "DELETE", "NONE")

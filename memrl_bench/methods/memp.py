@@ -46,7 +46,7 @@ from memrl_bench import prompts
 from memrl_bench.config import ConfigError, Settings
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text
 from memrl_bench.methods.llm_ops import MemoryCalls, OpError, non_empty_text, require_llm, text_list
-from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
+from memrl_bench.schema import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
 from memrl_bench.vector_index import unit_rows
 
 

@@ -61,7 +61,7 @@ from memrl_bench import prompts
 from memrl_bench.config import Settings
 from memrl_bench.llm import LLMError
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, end_reason, memory_call, memory_op, trajectory_text
-from memrl_bench.types import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
+from memrl_bench.schema import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
 from memrl_bench.vector_index import Hits, IndexConfig, empty_hits, top_k, unit_rows
 
 ORPHANED = -1  # the group of a memory whose group was taken over by a later memory of the same task text

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memrl_bench.methods.base import Experience, LearnResult, MemoryMethod, Query
-from memrl_bench.types import MemoryStats, Retrieval
+from memrl_bench.schema import MemoryStats, Retrieval
 
 
 class NoMemory(MemoryMethod):

@@ -11,7 +11,7 @@ from pydantic import Field
 from memrl_bench import prompts
 from memrl_bench.config import Settings
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, Query, StoreMethod, trajectory_text
-from memrl_bench.types import MemoryItem, Provenance, Retrieval, RetrievedItem
+from memrl_bench.schema import MemoryItem, Provenance, Retrieval, RetrievedItem
 from memrl_bench.vector_index import Hits, IndexConfig
 
 

@@ -36,7 +36,7 @@ from memrl_bench.config import Settings
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, Query, StoreMethod, end_reason, trajectory_text
 from memrl_bench.methods.budget import fill
 from memrl_bench.methods.llm_ops import MemoryCalls, require_llm
-from memrl_bench.types import Episode, MemoryItem, Provenance, Retrieval, RetrievedItem
+from memrl_bench.schema import Episode, MemoryItem, Provenance, Retrieval, RetrievedItem
 
 
 class SimpleMemConfig(Settings):

@@ -21,8 +21,7 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from memrl_bench.config import InputError, Settings
-from memrl_bench.records import EpisodeRecord, MemoryItemRecord
-from memrl_bench.types import Episode, MemoryItem, Task
+from memrl_bench.schema import Episode, MemoryItem, Task
 
 
 class ProtocolViolation(InputError, RuntimeError):
@@ -222,7 +221,7 @@ class Protocol:
                     f"not a training episode of split {train_split!r}: evaluation data leaked into memory"
                 )
 
-    def metrics(self, records: list[EpisodeRecord], items: list[MemoryItemRecord], roles: dict[str, Any]) -> dict[str, Any]:
+    def metrics(self, records: list[Episode], items: list[MemoryItem], roles: dict[str, Any]) -> dict[str, Any]:
         """metrics.json's blocks of this protocol (`metrics_keys`), from the log and the final memory."""
         return {}
 

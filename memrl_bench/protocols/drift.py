@@ -43,8 +43,7 @@ from pydantic import Field, model_validator
 
 from memrl_bench.config import ConfigError, Settings
 from memrl_bench.protocols.base import Batch, Protocol, ProtocolSettings
-from memrl_bench.records import EpisodeRecord, MemoryItemRecord
-from memrl_bench.types import Task
+from memrl_bench.schema import Episode, MemoryItem, Task
 
 STALE = "stale"  # episode info key: one bool per retrieved memory, whether it is stale (synthetic)
 REPORTED = ("sr_dip", "tasks_until_recovery", "sr_change", "post_sr", "stale_share", "last_stale_episode")  # the report's drift table
@@ -102,11 +101,11 @@ def written_before(source_epoch: int, change_epoch: int) -> bool:
     return source_epoch < change_epoch
 
 
-def _sr(episodes: list[EpisodeRecord]) -> float | None:
+def _sr(episodes: list[Episode]) -> float | None:
     return float(np.mean([r.success for r in episodes])) if episodes else None
 
 
-def _stale_counts(episodes: list[EpisodeRecord]) -> tuple[int, int]:
+def _stale_counts(episodes: list[Episode]) -> tuple[int, int]:
     """(stale injections, injections with a ground truth) over these episodes."""
     flags = [bool(f) for r in episodes for f in r.info.get(STALE, [])]
     return sum(flags), len(flags)
@@ -126,7 +125,7 @@ def recovery(pre_sr: float, window_srs: list[float], window: int, tolerance: flo
     return None if back is None else (back + 1) * window
 
 
-def metrics(records: list[EpisodeRecord], drift: DriftSettings) -> dict[str, Any]:
+def metrics(records: list[Episode], drift: DriftSettings) -> dict[str, Any]:
     """The drift block of metrics.json (definitions: the module doc)."""
     train = [r for r in records if r.phase == "train" and r.played]
     before = [r for r in train if written_before(r.epoch, drift.epoch)]
@@ -169,7 +168,7 @@ class Drift(Protocol):
             raise ConfigError(f"protocol=drift: env {env.name!r} has no drift (synthetic, llb_db and textworld_express do); use protocol=held_out")
         return apply(super().schedule(roles, tasks, task_order_seed, env), self.settings.drift, env)
 
-    def metrics(self, records: list[EpisodeRecord], items: list[MemoryItemRecord], roles: dict[str, Any]) -> dict[str, Any]:
+    def metrics(self, records: list[Episode], items: list[MemoryItem], roles: dict[str, Any]) -> dict[str, Any]:
         return {"drift": metrics(records, self.settings.drift)}
 
 

@@ -14,8 +14,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from memrl_bench.protocols.base import FLIPPED, Batch, Protocol, ProtocolSettings
-from memrl_bench.records import EpisodeRecord, MemoryItemRecord
-from memrl_bench.types import Episode, Task
+from memrl_bench.schema import Episode, MemoryItem, Task
 
 
 class RepairSettings(ProtocolSettings):
@@ -43,7 +42,7 @@ def corrupted_tasks(order: list[Task], settings: RepairSettings, epoch: int) -> 
     return frozenset(ids[i] for i in rng.choice(len(ids), size=round(settings.corrupt_share * len(ids)), replace=False))
 
 
-def repair_metrics(records: list[EpisodeRecord], corrupt_epochs: int) -> dict[str, Any]:
+def repair_metrics(records: list[Episode], corrupt_epochs: int) -> dict[str, Any]:
     """The repair protocol's metrics from the held-out (validation) SR after each epoch.
 
     sr_after_corruption: validation SR after the last corrupted epoch; sr_after_repair:
@@ -114,7 +113,7 @@ class Repair(Protocol):
     def learning_signal(self, episode: Episode) -> bool:
         return episode.success != bool(episode.info.get(FLIPPED))
 
-    def metrics(self, records: list[EpisodeRecord], items: list[MemoryItemRecord], roles: dict[str, Any]) -> dict[str, Any]:
+    def metrics(self, records: list[Episode], items: list[MemoryItem], roles: dict[str, Any]) -> dict[str, Any]:
         return {"repair": repair_metrics(records, self.settings.corrupt_epochs)}
 
 

@@ -12,8 +12,7 @@ from pydantic import Field
 
 from memrl_bench.protocols.base import Batch, chunks
 from memrl_bench.protocols.streaming import Streaming, StreamingSettings, stream
-from memrl_bench.records import EpisodeRecord, MemoryItemRecord
-from memrl_bench.types import Task
+from memrl_bench.schema import Episode, MemoryItem, Task
 
 
 class ReplaySettings(StreamingSettings):
@@ -30,7 +29,7 @@ def replay_sample(learned: list[Task], settings: ReplaySettings, point: int) -> 
     return [learned[i] for i in chosen]
 
 
-def replay_metrics(records: list[EpisodeRecord], replay_every: int) -> dict[str, Any]:
+def replay_metrics(records: list[Episode], replay_every: int) -> dict[str, Any]:
     """The replay protocol's metrics.
 
     A task's immediate score is its success when the stream first attempted it. At each
@@ -41,7 +40,7 @@ def replay_metrics(records: list[EpisodeRecord], replay_every: int) -> dict[str,
     mean of each task's share of failed re-tests; 0 no forgetting, 1 all forgotten.
     """
     immediate = {r.task_id: r.success for r in stream(records)}
-    by_point: dict[int, list[EpisodeRecord]] = defaultdict(list)
+    by_point: dict[int, list[Episode]] = defaultdict(list)
     for r in records:
         if r.phase == "replay":
             by_point[r.epoch].append(r)
@@ -86,7 +85,7 @@ class Replay(Streaming):
                 out.extend(chunks("replay", batch.split, point, replay_sample(learned[: point * s.replay_every], s, point), s.batch_size))
         return out
 
-    def metrics(self, records: list[EpisodeRecord], items: list[MemoryItemRecord], roles: dict[str, Any]) -> dict[str, Any]:
+    def metrics(self, records: list[Episode], items: list[MemoryItem], roles: dict[str, Any]) -> dict[str, Any]:
         return {**super().metrics(records, items, roles), "replay": replay_metrics(records, self.settings.replay_every)}
 
 

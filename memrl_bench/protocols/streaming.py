@@ -12,7 +12,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from memrl_bench.protocols.base import Protocol, ProtocolSettings
-from memrl_bench.records import EpisodeRecord, MemoryItemRecord
+from memrl_bench.schema import Episode, MemoryItem
 
 
 class StreamingSettings(ProtocolSettings):
@@ -25,12 +25,12 @@ class StreamingSettings(ProtocolSettings):
         return self
 
 
-def stream(records: list[EpisodeRecord]) -> list[EpisodeRecord]:
+def stream(records: list[Episode]) -> list[Episode]:
     """The stream's scored attempts in stream order (the first sample of each)."""
     return sorted((r for r in records if r.phase == "train" and r.played and r.sample_index == 0), key=lambda r: (r.epoch, r.order_index))
 
 
-def stream_metrics(records: list[EpisodeRecord], windows: int) -> dict[str, Any]:
+def stream_metrics(records: list[Episode], windows: int) -> dict[str, Any]:
     """The streaming protocol's metrics, over the stream's attempts in order.
 
     running_success[t]: the share of the first t+1 tasks solved (StreamBench's accuracy
@@ -74,7 +74,7 @@ class Streaming(Protocol):
         s = blocks["streaming"]
         return {"stream_sr": s["success_rate"], "learning_gain": s["learning_gain"], "stability_loss": s["stability_loss"]}
 
-    def metrics(self, records: list[EpisodeRecord], items: list[MemoryItemRecord], roles: dict[str, Any]) -> dict[str, Any]:
+    def metrics(self, records: list[Episode], items: list[MemoryItem], roles: dict[str, Any]) -> dict[str, Any]:
         return {"streaming": stream_metrics(records, self.settings.stream_windows)}
 
 

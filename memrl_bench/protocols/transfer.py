@@ -30,9 +30,9 @@ from pydantic import Field, model_validator
 
 from memrl_bench.config import ConfigError, ConfigMismatchError, canonical
 from memrl_bench.protocols.base import Protocol, ProtocolSettings, ProtocolViolation, role_splits
-from memrl_bench.records import EpisodeRecord, MemoryItemRecord, RunRecords, read_run
+from memrl_bench.records import RunRecords, read_run
 from memrl_bench.runfolder import CHECKSUMS, CorruptRunFolderError, RunFolder, run_folders
-from memrl_bench.types import MemoryItem, Task
+from memrl_bench.schema import Episode, MemoryItem, Task
 
 _MISSING = "???"  # OmegaConf's mark of a mandatory value not given
 
@@ -84,7 +84,7 @@ class Source:
         return str(roles.get("train", "train"))
 
     @property
-    def train_episodes(self) -> list[EpisodeRecord]:
+    def train_episodes(self) -> list[Episode]:
         return [r for r in self.records.episodes if r.phase == "train"]
 
     def identity(self) -> dict[str, str]:
@@ -193,7 +193,7 @@ def audit(items: list[MemoryItem], source: Source) -> None:
             )
 
 
-def metrics(records: list[EpisodeRecord], source: Source, items: list[MemoryItemRecord], test_splits: list[str]) -> dict[str, Any]:
+def metrics(records: list[Episode], source: Source, items: list[MemoryItem], test_splits: list[str]) -> dict[str, Any]:
     """metrics.json's transfer block: where the memory came from, and what it did on this run's test splits.
 
     test_success: SR per test split (in the order of the run's roles; test_split, the first,
@@ -252,7 +252,7 @@ class Transfer(Protocol):
     def audit(self, items: list[MemoryItem], train_episode_ids: set[str], roles: dict[str, Any]) -> None:
         audit(items, self.source)
 
-    def metrics(self, records: list[EpisodeRecord], items: list[MemoryItemRecord], roles: dict[str, Any]) -> dict[str, Any]:
+    def metrics(self, records: list[Episode], items: list[MemoryItem], roles: dict[str, Any]) -> dict[str, Any]:
         return {"transfer": metrics(records, self.source, items, role_splits(roles, "test"))}
 
 

@@ -25,9 +25,10 @@ import pandas as pd
 from memrl_bench import metrics, registry
 from memrl_bench.config import InputError, KeyRole, override_key, role_of, run_name
 from memrl_bench.protocols import drift
-from memrl_bench.records import EpisodeRecord, RunRecords, read_run
+from memrl_bench.records import RunRecords, read_run
 from memrl_bench.report.axes import Place, condition_key, places
 from memrl_bench.runfolder import COMPLETE, MANIFEST, CorruptRunFolderError, open_regular
+from memrl_bench.schema import Episode
 
 # Overrides that are a run's settings (the report's variants): the method's settings, the
 # conditions and the kind of evaluation (memrl_bench.config.KEY_ROLES); the method itself
@@ -122,7 +123,7 @@ def _run_row(run: RunRecords, name: str) -> dict:
     }
 
 
-def _episode_frame(records: list[EpisodeRecord], run: str) -> pd.DataFrame:
+def _episode_frame(records: list[Episode], run: str) -> pd.DataFrame:
     """The episode rows of one run (built column by column: much faster than row dicts)."""
 
     def column(get) -> list:
@@ -173,7 +174,7 @@ def _item_rows(run: RunRecords, name: str) -> list[dict]:
     return [{"run": name, "item_id": item.id, "source_episode_id": item.provenance.episode_id, "q_value": item.fields.get("q_value", np.nan)} for item in run.items]
 
 
-def _rate_rows(records: list[EpisodeRecord], name: str) -> list[dict]:
+def _rate_rows(records: list[Episode], name: str) -> list[dict]:
     """SR per phase and epoch, and CSR and both forgetting rates of the learning phases, as metrics.json has them."""
     rows = []
     for phase, by_epoch in metrics.success_rates(records).items():

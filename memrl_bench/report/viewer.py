@@ -93,7 +93,7 @@ def run_data(run: RunRecords, name: str) -> dict[str, Any]:
     markers = _memory_markers()
     episodes = []
     for e in run.episodes:
-        episode = e.model_dump(mode="json")
+        episode = e.to_dict()
         record = transcripts.get(e.episode_id) or {}
         acting = [c for c in record.get("acting") or [] if isinstance(c, dict)]
         contents = [items[r.item_id] for r in e.retrieved if r.item_id in items]

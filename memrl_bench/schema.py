@@ -1,14 +1,27 @@
-"""The typed records of a run: what goes into episodes.jsonl and memory snapshots.
+"""The one schema of what a run writes and its readers read: episodes.jsonl, memory
+snapshots, manifest.json and metrics.json.
 
-Every record is a plain dataclass with `to_dict` / `from_dict`, so the log can be
-read back without the code that wrote it (pandas, jq, another language).
+An episode and what it holds (turn, retrieved item, usage) and a memory item are plain
+dataclasses: the runner builds them on its hot path and writes them with `to_dict` (a
+shallow copy, far cheaper than a pydantic dump). Readers get the same classes back,
+validated by pydantic (`from_dict`, one `TypeAdapter` per class), so a file that is not a
+run's fails naming the field, and no second copy of the fields exists to drift. Fields
+added later have defaults older logs imply; fields a reader does not know are ignored.
+The manifest and metrics.json are written once per run: pydantic models that the writer
+checks what it writes against (`checked`) and readers read with. Either file can be read
+without this code (pandas, jq, another language).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
+
+from memrl_bench.config import upgrade
 
 Phase = Literal["train", "validation", "test", "replay"]  # replay: learned stream tasks re-tested, memory frozen
 # poison: an adversarial memory fed to learn() by the poisoning experiment, never scored.
@@ -86,7 +99,8 @@ class MemoryItem:
 
     @classmethod
     def from_dict(cls, d: dict) -> MemoryItem:
-        return cls(id=d["id"], content=d["content"], provenance=Provenance(**d["provenance"]), fields=dict(d["fields"]))
+        """A line of a snapshot's items.jsonl, validated (pydantic.ValidationError names the field)."""
+        return _adapter(cls).validate_python(d)
 
 
 @dataclass
@@ -224,12 +238,18 @@ class Episode:
 
     @classmethod
     def from_dict(cls, d: dict) -> Episode:
-        d = dict(d)
-        d["turns"] = [Turn(**t) for t in d.get("turns", [])]
-        d["retrieved"] = [RetrievedItem(**r) for r in d.get("retrieved", [])]
-        d["act_usage"] = Usage(**d.get("act_usage", {}))
-        d["memory_usage"] = Usage(**d.get("memory_usage", {}))
-        return cls(**d)
+        """A line of episodes.jsonl, validated (pydantic.ValidationError names the field)."""
+        return _adapter(cls).validate_python(d)
+
+    @property
+    def phase_name(self) -> str:
+        """train, validation, or a test split's name (test phases are told apart by split)."""
+        return self.split if self.phase == "test" else self.phase
+
+    @property
+    def played(self) -> bool:
+        """Played and scored: not a memory fed to learn() unplayed (the poisoning experiment's)."""
+        return self.status != "poison"
 
 
 @dataclass
@@ -262,3 +282,110 @@ def strip_measured(record: dict) -> dict:
         if usage_key in out:
             out[usage_key] = {k: v for k, v in out[usage_key].items() if k not in MEASURED_USAGE_KEYS}
     return out
+
+
+@cache
+def _adapter(cls: type) -> TypeAdapter:
+    """The pydantic validator of a record dataclass, built on first use (not at every import)."""
+    return TypeAdapter(cls)
+
+
+def read_record(cls: type, data: Any) -> Any:
+    """`data` (parsed JSON) as an instance of the record dataclass `cls`, validated: pydantic.ValidationError names the field."""
+    return _adapter(cls).validate_python(data)
+
+
+# ---- the files written once per run -------------------------------------------------------------
+
+
+class RunFile(BaseModel):
+    """manifest.json or metrics.json. A reader keeps fields it does not know (a newer writer's, a
+    protocol's own blocks); the writer may write only what is declared here or by its protocol."""
+
+    model_config = ConfigDict(extra="allow")
+
+    @classmethod
+    def checked(cls, data: dict[str, Any], own: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
+        """`data` as the runner is about to write it, validated against this schema; `own`: the keys the
+        run's protocol adds. The dict itself is what is written (its bytes are the writer's)."""
+        undeclared = sorted(set(data) - set(cls.model_fields) - set(own))
+        if undeclared:
+            raise ValueError(f"{cls.__name__}: the runner writes undeclared keys {undeclared}: declare them in memrl_bench/schema.py (or as the protocol's)")
+        cls.model_validate(data)
+        return data
+
+
+class EnvRecord(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    splits: dict[str, str] = Field(default_factory=dict)
+    roles: dict[str, Any] = Field(default_factory=dict)
+    excluded: dict[str, str] = Field(default_factory=dict)
+
+
+class ManifestRecord(RunFile):
+    """manifest.json (memrl_bench.runner): the config, its hash, and what the run ran on."""
+
+    config: dict[str, Any]
+    config_hash: str
+    git_commit: str | None = None
+    versions: dict[str, str] = Field(default_factory=dict)
+    machine: dict[str, Any] = Field(default_factory=dict)
+    labels: list[str] = Field(default_factory=list)
+    env: EnvRecord | None = None
+    split_hashes: dict[str, str] = Field(default_factory=dict)
+    split_sizes: dict[str, int] = Field(default_factory=dict)
+    schedule_episodes: int | None = None  # the whole schedule's episodes (a COMPLETE run without it is refused)
+    manifest_sha256: str | None = None  # its digest, checked by RunFolder.read_manifest
+    model: dict[str, Any] | str | None = None
+    embedder: dict[str, Any] | str | None = None
+    started: str | None = None
+
+    @field_validator("config")
+    @classmethod
+    def _as_written_now(cls, config: dict[str, Any]) -> dict[str, Any]:
+        """An older version's config read as this version writes it (config.upgrade); the file keeps what was written."""
+        return upgrade(config)
+
+    @model_validator(mode="after")
+    def _names_its_method(self) -> ManifestRecord:
+        if not isinstance(self.config.get("method"), dict) or not self.config["method"].get("name"):
+            raise ValueError("no 'method.name'")
+        return self
+
+    @property
+    def method(self) -> str:
+        return str(self.config["method"]["name"])
+
+    @property
+    def overrides(self) -> list[str]:
+        """The command's overrides, as .hydra/overrides.yaml has them."""
+        return list((self.config.get("hydra") or {}).get("overrides") or [])
+
+
+PhaseEpochs = dict[str, dict[int, float]]  # phase (test: split) -> epoch -> rate
+Percentiles = dict[str, dict[str, float]]  # stage -> p50, p95, n
+
+
+class MetricsRecord(RunFile):
+    """metrics.json: the blocks memrl_bench.metrics.compute writes for every run; a protocol's own
+    blocks (Protocol.metrics_keys, memrl_bench/protocols) are kept as it writes them."""
+
+    episodes: int | None = None  # played and scored
+    labels: list[str] = Field(default_factory=list)
+    status_counts: dict[str, int] = Field(default_factory=dict)
+    success_rate: PhaseEpochs = Field(default_factory=dict)
+    cumulative_success_rate: PhaseEpochs = Field(default_factory=dict)
+    forgetting: dict[str, dict[str, dict[int, float | None]]] = Field(default_factory=dict)  # phase -> rate name -> epoch -> rate
+    pass_at_k: dict[str, float] = Field(default_factory=dict)  # "<phase>@<k>" -> share of tasks with a success
+    latency_s: Percentiles = Field(default_factory=dict)  # per episode
+    step_latency_s: Percentiles = Field(default_factory=dict)  # per turn
+    memory_growth: dict[int, dict[str, float]] = Field(default_factory=dict)  # epoch -> items, bytes, groups, injected_chars_mean
+    usage: dict[str, dict[str, float]] = Field(default_factory=dict)  # act / memory -> Usage's fields (+ memory op_errors)
+    memory_final: dict[str, Any] = Field(default_factory=dict)  # items, never_retrieved_any_phase_share, retrieval_gini
+    retrieval_similarity: dict[str, dict[str, float]] | None = None  # phase -> n, quantiles, threshold, below_threshold_share
+    poison: dict[str, Any] | None = None  # memories, share_of_retrievals (poison episodes logged)
+    synthetic: dict[str, Any] | None = None  # spearman_q_true_utility, n_memories (the synthetic env)
+    path_dependence: dict[str, Any] = Field(default_factory=dict)  # memrl_bench.metrics.path_dependence
+    drift: dict[str, Any] | None = None  # the drift protocol's block (memrl_bench/protocols/drift.py), read by the report
