@@ -170,12 +170,12 @@ def test_a_run_ends_quietly_on_success_and_on_ctrl_c(tmp_path):
         done = subprocess.run(twx_command(tmp_path / "done", server, "env.tasks_per_split=2", "protocol.epochs=1", "llm.max_concurrency=2"), cwd=root, capture_output=True, text=True, env=env, timeout=300)
         assert done.returncode == 0 and done.stderr == "", done.stderr
         assert not noise(done.stdout), done.stdout
-        proc = subprocess.Popen(twx_command(tmp_path / "stopped", server, "env.tasks_per_split=6", "protocol.epochs=3", "protocol.batch_size=2"), cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+        proc = subprocess.Popen(twx_command(tmp_path / "stopped", server, "env.tasks_per_split=6", "protocol.epochs=40", "protocol.batch_size=2"), cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
         deadline = time.monotonic() + 120
         while not list(tmp_path.glob("stopped/default/*/episodes.jsonl")):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.02)
-        os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the JVMs too
+        os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the JVMs too; 40 epochs: it is still running then, even on a loaded machine
         out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and err == "memrl-bench: interrupted; re-run the same command to resume\n", err
     assert not noise(out), out
