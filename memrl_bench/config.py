@@ -190,7 +190,9 @@ def upgrade(config: dict) -> dict:
         else:
             protocol.pop("poison_share")
             protocol.pop("poison_epoch", None)
-    return {**config, "protocol": {**protocol, "name": name} if "name" in old or name != "held_out" else protocol}
+    if name != protocol.get("name", "held_out"):  # a config that named no protocol keeps naming none while it is held_out
+        protocol["name"] = name
+    return {**config, "protocol": protocol}
 
 
 NAME_MAX_BYTES = 255  # a file name's limit on Linux and macOS file systems

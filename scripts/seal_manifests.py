@@ -21,8 +21,8 @@ import json
 import sys
 from pathlib import Path
 
-from memrl_bench import registry
-from memrl_bench.config import config_hash, upgrade, validated
+from memrl_bench import protocols
+from memrl_bench.config import config_hash, upgrade
 from memrl_bench.runfolder import CHECKSUMS, COMPLETE, DIGEST, MANIFEST, SCHEDULE_EPISODES, RunFolder, run_folders
 
 
@@ -34,9 +34,7 @@ def seal(folder: Path) -> bool:
         return False
     if manifest.get("config_hash") != config_hash(manifest.get("config") or {}):
         raise SystemExit(f"seal_manifests: {path}: its config_hash does not match its config; not sealed")
-    settings = upgrade(manifest["config"]).get("protocol") or {}
-    protocol_cls = registry.get("protocol", settings.get("name", "held_out"))
-    protocol = protocol_cls(validated(protocol_cls.Settings, settings, "protocol"))
+    protocol = protocols.build(upgrade(manifest["config"]).get("protocol") or {})
     snapshots = sorted(p for p in (folder / "memory").glob("*") if p.is_dir() and not p.name.startswith("."))
     unchecked = [p.name for p in snapshots if not (p / CHECKSUMS).is_file()]
     if unchecked:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from memrl_bench import interrupts, metrics, registry
+from memrl_bench import interrupts, metrics, protocols
 from memrl_bench.config import NOT_RESULTS, KeyRole, canonical, keys_with, without
 from memrl_bench.findings.measures import last_epoch_outcomes, run_measures, test_split
 from memrl_bench.records import read_run
@@ -118,7 +118,7 @@ class Run:
     def kind(self) -> str:
         """What its protocol calls it (Protocol.kind): held_out, held_out@k (k evaluation samples), order (per-epoch
         orders), runtime_learning, streaming, replay, repair, poison, drift, transfer, or a plugin's; an unknown protocol is an error."""
-        return registry.get("protocol", self.protocol.get("name", "held_out")).kind(self.protocol)
+        return protocols.named(self.protocol).kind(self.protocol)
 
     @property
     def world_key(self) -> str:

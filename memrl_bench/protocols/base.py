@@ -73,6 +73,14 @@ def chunks(phase: str, split: str, epoch: int, tasks: list[Task], size: int, sam
         yield Batch(phase, split, epoch, index, tuple(tasks[start : start + per_batch]), start, samples)
 
 
+DEFAULT = "held_out"  # the protocol of a config that names none
+
+
+def name_of(settings: dict[str, Any]) -> str:
+    """The protocol a config's `protocol` group names."""
+    return str(settings.get("name", DEFAULT))
+
+
 def role_splits(roles: dict[str, Any], role: str) -> list[str]:
     """The splits playing `role` (a role names one split or a list of them)."""
     splits = roles.get(role)
@@ -145,7 +153,7 @@ class Protocol:
     @classmethod
     def kind(cls, settings: dict[str, Any]) -> str:
         """What the findings call a run of it (runs of one kind are compared), from its config's `protocol` group."""
-        return str(settings.get("name", "held_out"))
+        return name_of(settings)
 
     def run_labels(self) -> list[str]:
         return list(self.labels)

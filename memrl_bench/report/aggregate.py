@@ -16,11 +16,12 @@ import numpy as np
 import pandas as pd
 
 from memrl_bench import metrics as metrics_lib
+from memrl_bench import protocols
 from memrl_bench.llm import ESTIMATE_BYTES_PER_TOKEN
 from memrl_bench.protocols import drift
 from memrl_bench.protocols.repair import against_clean
 from memrl_bench.report.axes import BASELINE_METHOD, leaves
-from memrl_bench.report.load import HARNESS_COUNTS, LEARNING_PHASES, RATE_COLUMNS, STAGES, USAGE_KEYS, Results, protocol_of
+from memrl_bench.report.load import HARNESS_COUNTS, LEARNING_PHASES, RATE_COLUMNS, STAGES, USAGE_KEYS, Results
 from memrl_bench.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean, t_interval
 
 RUN_COLUMNS = ["run", "method", "variant", "seed", "labels", "complete"]  # identify a run in per-run tables
@@ -196,7 +197,7 @@ def per_run_end(results: Results) -> pd.DataFrame:
 
 def protocol_columns(runs: pd.DataFrame) -> dict[str, tuple[str, float, int]]:
     """The protocols table's columns (Protocol.report_columns) of the protocols of these runs, by protocol name."""
-    classes = {(c.get("protocol") or {}).get("name", "held_out"): protocol_of(c) for c in runs["config"]}
+    classes = {protocols.name_of(p): protocols.named(p) for p in (c.get("protocol") or {} for c in runs["config"])}
     return {k: v for _, cls in sorted(classes.items()) for k, v in cls.report_columns.items()}
 
 
@@ -227,7 +228,7 @@ def protocol_numbers(runs: pd.DataFrame) -> pd.DataFrame:
         m = run.protocol_metrics
         if not m:
             continue
-        row = rows.setdefault(run.run, {}) | protocol_of(run.config).report_numbers(m)
+        row = rows.setdefault(run.run, {}) | protocols.named(run.config.get("protocol") or {}).report_numbers(m)
         rows[run.run] = row
         if (s := m.get("streaming")) and run.method == BASELINE_METHOD:
             stream_sr[_twin_key(run, ("method",))] = s["success_rate"]

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memrl_bench import metrics, registry
+from memrl_bench import metrics, protocols
 from memrl_bench.config import InputError, KeyRole, override_key, role_of, run_name
 from memrl_bench.protocols import drift
 from memrl_bench.records import RunRecords, read_run
@@ -45,12 +45,6 @@ HARNESS_COUNTS = (*INFO_COUNTS, *STATUS_COUNTS)
 SWEEP_FILE = "multirun.yaml"
 USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "failures")
 
-
-
-
-def protocol_of(config: dict[str, Any]) -> Any:
-    """The protocol class a run's config names (memrl_bench/protocols, or a plugin's)."""
-    return registry.get("protocol", (config.get("protocol") or {}).get("name", "held_out"))
 
 
 class ReportInputError(InputError, ValueError):
@@ -119,7 +113,7 @@ def _run_row(run: RunRecords, name: str) -> dict:
         "poison_retrieval_share": (run.metrics.poison or {}).get("share_of_retrievals") if run.metrics is not None else None,
         **{f"drift_{key}": (run.metrics.drift or {}).get(key) if run.metrics is not None else None for key in drift.REPORTED},
         "episodes": len(played),
-        "protocol_metrics": {k: getattr(run.metrics, k, None) for k in protocol_of(manifest.config).metrics_keys if k != "drift" and getattr(run.metrics, k, None)} if run.metrics is not None else {},
+        "protocol_metrics": {k: getattr(run.metrics, k, None) for k in protocols.named(manifest.config.get("protocol") or {}).metrics_keys if k != "drift" and getattr(run.metrics, k, None)} if run.metrics is not None else {},
     }
 
 
