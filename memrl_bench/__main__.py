@@ -8,10 +8,10 @@ import sys
 
 def main() -> None:
     try:
-        from memrl_bench.cli import main as run_command
+        from memrl_bench.cli.main import main as run_command
     except KeyboardInterrupt:
         print("memrl-bench: interrupted", file=sys.stderr)
-        sys.exit(130)  # memrl_bench.cli.INTERRUPTED
+        sys.exit(130)  # memrl_bench.cli.main.INTERRUPTED
     run_command()
 
 

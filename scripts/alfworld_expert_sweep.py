@@ -12,8 +12,8 @@ import time
 from collections import defaultdict
 from multiprocessing import Pool
 
+from memrl_bench.core.schema import Task
 from memrl_bench.envs.alfworld import AlfWorldEnv
-from memrl_bench.schema import Task
 
 SPLITS_OF_FOLDER = {"valid_unseen": ["test_out_of_distribution"], "valid_seen": ["validation", "test_in_distribution"], "train": ["train"]}
 

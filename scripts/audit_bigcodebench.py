@@ -14,7 +14,7 @@ TextTestRunner, as BigCodeBench's `untrusted_check` runs `TestCases` with a plai
 Success: exit code 0 and unittest's own summary ("Ran N tests", N >= 1, then "OK") within the
 time limit (60 s, the env's). None of `memrl_bench.envs.bigcodebench` or its runner is used: no
 trusted runner, no test count, no tampering patterns. Containment: the program runs in a fresh
-`memrl_bench.sandbox.Sandbox` (no network, an overlay root, memory and process caps), as user
+`memrl_bench.envs.sandbox.Sandbox` (no network, an overlay root, memory and process caps), as user
 nobody in its own folder under /tmp, with the harness's Python and packages shown read only; the
 same conditions as the env's (whose tests of permission errors expect a user without root).
 
@@ -43,7 +43,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, Limits, Sandbox  # noqa: E402 (containment only)
+from memrl_bench.envs.sandbox import DEFAULT_HIDDEN_PATHS, Limits, Sandbox  # noqa: E402 (containment only)
 from scripts.audit_common import episodes_of  # noqa: E402
 
 TIMEOUT_S = 60.0

@@ -1,6 +1,6 @@
 """Audit the LLB-OS checker on real episodes: the check script run by hand in a fresh sandbox (issue 27).
 
-For every logged episode of the given run folders, a fresh `memrl_bench.sandbox.Sandbox` (the
+For every logged episode of the given run folders, a fresh `memrl_bench.envs.sandbox.Sandbox` (the
 env's containment: namespaces, an overlay over the host's /, no network, the same limits; the
 data folder hidden) runs, each with a plain `bash -c` as root in /, as LifelongAgentBench's
 `docker exec` does:
@@ -47,7 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, Limits, Sandbox  # noqa: E402 (containment only)
+from memrl_bench.envs.sandbox import DEFAULT_HIDDEN_PATHS, Limits, Sandbox  # noqa: E402 (containment only)
 from scripts.audit_common import episodes_of  # noqa: E402
 
 # The env's defaults (conf/env/llb_os.yaml): 20 s a command, 1 GiB, 256 processes, a 512 MiB disk.

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memrl_bench.embed import CachedEmbedder, Embedder, MiniLMOnnxEmbedder  # noqa: E402
+from memrl_bench.llm.embedders import CachedEmbedder, Embedder, MiniLMOnnxEmbedder  # noqa: E402
 
 OBJECTS = ["apple", "mug", "knife", "pan", "book", "lettuce", "towel", "vase", "key chain", "pencil"]
 PLACES = ["fridge", "countertop 1", "cabinet 3", "sink basin", "drawer 2", "shelf 1", "microwave", "dining table"]
@@ -52,7 +52,7 @@ def rates(embedder: Embedder, texts: list[str], repeats: int) -> tuple[float, fl
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model-dir", default=None, help="folder with model.onnx and tokenizer.json (default: memrl_bench.models)")
+    parser.add_argument("--model-dir", default=None, help="folder with model.onnx and tokenizer.json (default: memrl_bench.llm.catalogue)")
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
 

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from memrl_bench.llm import Completion  # noqa: E402
 from memrl_bench.llm.client import OpenAIChatModel, RetryPolicy  # noqa: E402
-from memrl_bench.llm.fault_server import FaultServer  # noqa: E402
+from tests.fault_server import FaultServer  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -48,7 +48,7 @@ def fault_server(delay_s: float, where: str) -> Iterator[str]:
         with FaultServer(delay_s=delay_s) as server:
             yield server.base_url
         return
-    command = [sys.executable, "-m", "memrl_bench.llm.fault_server", "--delay-ms", str(delay_s * 1000)]
+    command = [sys.executable, "-m", "tests.fault_server", "--delay-ms", str(delay_s * 1000)]
     child = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None

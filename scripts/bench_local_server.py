@@ -39,14 +39,15 @@ from urllib.parse import urlparse
 
 from omegaconf import OmegaConf
 
-from memrl_bench import CONF_DIR, models, prompts
-from memrl_bench.actors import Job
-from memrl_bench.agent import ReActActor
+from memrl_bench import CONF_DIR, prompts
+from memrl_bench.actors.base import Job
+from memrl_bench.actors.llm_actors import ReActActor
+from memrl_bench.core.schema import Retrieval, Task
 from memrl_bench.envs.base import Env
 from memrl_bench.envs.llb_db import LLBDBEnv
+from memrl_bench.llm import catalogue as models
 from memrl_bench.llm.client import OpenAIChatModel, RetryPolicy
 from memrl_bench.llm.local_server import LocalLlamaServer
-from memrl_bench.schema import Retrieval, Task
 
 RESULT = "columns: ('count',)\n(3,)"
 

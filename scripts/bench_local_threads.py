@@ -38,7 +38,7 @@ import uuid
 from typing import Any
 from urllib.parse import urlparse
 
-from memrl_bench import models
+from memrl_bench.llm import catalogue as models
 from memrl_bench.llm.local_server import LocalLlamaServer, available_cores
 
 FILLER = (

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from memrl_bench import registry
+from memrl_bench.core import registry
+from memrl_bench.core.schema import Episode, Task, Turn
 from memrl_bench.methods.base import Experience, MethodContext
-from memrl_bench.schema import Episode, Task, Turn
 from scripts.bench_retrieval import REPO, rss_bytes
 
 EPOCHS = 5

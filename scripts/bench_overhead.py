@@ -22,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from memrl_bench.actors import Actor, EnvPool, Job
+from memrl_bench.actors.base import Actor, EnvPool, Job
+from memrl_bench.core.schema import Outcome, Task, Turn
 from memrl_bench.protocols import Batch
 from memrl_bench.protocols.held_out import HeldOut
-from memrl_bench.runner import Runner, RunParts
-from memrl_bench.schema import Outcome, Task, Turn
+from memrl_bench.runner.loop import Runner, RunParts
 from scripts.bench_retrieval import Bank, load_memrl
 
 

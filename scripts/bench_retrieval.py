@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
+from memrl_bench.core.schema import Task
 from memrl_bench.methods.base import MethodContext, Query
 from memrl_bench.methods.memrl import MemRL, MemRLConfig
-from memrl_bench.schema import Task
 
 REPO = Path(__file__).resolve().parent.parent
 DIM = 384

@@ -24,7 +24,7 @@ import uuid
 from pathlib import Path
 
 from memrl_bench.envs.bigcodebench import BigCodeBenchEnv
-from memrl_bench.sandbox import CodeRunner, Limits, Sandbox, require_sandbox
+from memrl_bench.envs.sandbox import CodeRunner, Limits, Sandbox, require_sandbox
 
 COMMAND = "sandbox: run('true')"
 # An LLB-OS evaluation script of the usual kind: users, files, permissions.

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from memrl_bench.hydra_support import compose, composing
-from memrl_bench.runner import Runner
+from memrl_bench.cli.hydra_support import compose, composing
+from memrl_bench.runner.loop import Runner
 
 
 def run_config(method: str, train_tasks: int, validation_tasks: int, extra: list[str]) -> dict:

@@ -8,7 +8,7 @@ its records are in memory), to write the viewer (memrl_bench/report/viewer.py) f
 and from a load without them (each run folder read again, as before issue 18's fix), the
 whole report with it, and memrl-bench-report's whole work both ways; the size of
 the viewer's files and of the rest of the report; the time to export every episode
-(memrl_bench.export) and every retrieval, and the size of the Parquet and CSV files.
+(memrl_bench.core.export) and every retrieval, and the size of the Parquet and CSV files.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from memrl_bench import export
+from memrl_bench.core import export
 from memrl_bench.report import load_for_report, report, write_report
 from memrl_bench.report.load import load
 from memrl_bench.report.viewer import write_viewer

@@ -10,7 +10,7 @@ corpus is weighted as completions occur) and `label`.
 completion, never by running the reader: a letter, "none" (no answer stated, or cut at the
 token limit before one) for MMLU; for BigCodeBench "block" (the first fenced code block),
 "whole" (the whole text is the code), or "none". A re-collection keeps the labels of the
-entries it finds again and writes `"label": null` for new ones, which tests/test_answers.py
+entries it finds again and writes `"label": null` for new ones, which tests/integration/test_answers.py
 refuses until they are labelled.
 
     PYTHONPATH=. python scripts/collect_answer_corpus.py results/critique_real /work/runs/answers_1.5b
@@ -26,9 +26,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from memrl_bench.core.records import read_run
+from memrl_bench.core.runfolder import run_folders
 from memrl_bench.envs.mmlu import read_questions
-from memrl_bench.records import read_run
-from memrl_bench.runfolder import run_folders
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "answers_corpus.jsonl"
 SINGLE_TURN = {"mmlu": "letter", "bigcodebench": "code"}

@@ -10,7 +10,7 @@ completion, "(no action)" when it holds none.
 
 Labels are written by hand. A re-collection keeps the label of every completion whose
 prompt and text did not change and writes `"expected": null` for the others, which the
-corpus test (tests/test_parser_corpus.py) refuses until someone labels them.
+corpus test (tests/unit/test_parser.py) refuses until someone labels them.
 
     PYTHONPATH=. python scripts/collect_completions.py                      # both models, every env
     PYTHONPATH=. python scripts/collect_completions.py --models qwen2.5-coder-0.5b --envs llb_db --tasks 2
@@ -28,11 +28,13 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from memrl_bench import CONF_DIR, models, registry
-from memrl_bench.actors import Job
+from memrl_bench import CONF_DIR
+from memrl_bench.actors.base import Job
+from memrl_bench.core import registry
+from memrl_bench.core.schema import Retrieval
+from memrl_bench.llm import catalogue as models
 from memrl_bench.llm.client import OpenAIChatModel, RetryPolicy
 from memrl_bench.llm.local_server import LocalLlamaServer
-from memrl_bench.schema import Retrieval
 
 ENVS = ("llb_db", "llb_os", "textworld_express", "alfworld", "mmlu", "bigcodebench")
 SINGLE_TURN = {"mmlu": "letter", "bigcodebench": "code"}  # env -> the answer format its actor extracts

@@ -7,7 +7,7 @@ versions of the harness, then
 
 Runs are matched by their command-line overrides (their folder names may differ between
 versions); each pair's episodes.jsonl must be equal line by line after
-memrl_bench.schema.strip_measured (latencies and timings differ from run to run). Exit 1
+memrl_bench.core.schema.strip_measured (latencies and timings differ from run to run). Exit 1
 naming the first run that differs.
 """
 
@@ -18,8 +18,8 @@ import json
 import sys
 from pathlib import Path
 
-from memrl_bench.config import NOT_RESULTS, role_of
-from memrl_bench.schema import strip_measured
+from memrl_bench.core.config import NOT_RESULTS, role_of
+from memrl_bench.core.schema import strip_measured
 
 
 def runs(root: Path) -> dict[tuple[str, ...], Path]:

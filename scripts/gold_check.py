@@ -24,13 +24,11 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memrl_bench import (
-    CONF_DIR,
-    registry,  # noqa: E402
-)
+from memrl_bench.core import registry  # noqa: E402
+from memrl_bench.core.config import CONF_DIR  # noqa: E402
+from memrl_bench.core.schema import Task  # noqa: E402
 from memrl_bench.envs.base import Env  # noqa: E402
 from memrl_bench.envs.gold import gold_failure  # noqa: E402
-from memrl_bench.schema import Task  # noqa: E402
 
 ENVS = ("llb_os", "llb_db", "bigcodebench", "mmlu")
 

@@ -19,9 +19,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memrl_bench import registry  # noqa: E402
-from memrl_bench.embed import make_embedder  # noqa: E402
-from memrl_bench.methods.base import unit_rows  # noqa: E402
+from memrl_bench.core import registry  # noqa: E402
+from memrl_bench.core.vector_index import unit_rows  # noqa: E402
+from memrl_bench.llm.embedders import make_embedder  # noqa: E402
 from memrl_bench.methods.memrl import OFFICIAL_SIMILARITY, calibrate_similarity  # noqa: E402
 
 QUANTILES = (0.05, 0.5, 0.95)

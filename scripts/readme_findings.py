@@ -16,14 +16,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from memrl_bench import sensitivity
 from memrl_bench.findings import Finding, comparison_table, findings, load_runs
+from memrl_bench.report import sensitivity
 
 START, END = "<!-- findings-table:start -->", "<!-- findings-table:end -->"
 
 
 def study_findings(study_dir: Path) -> list[Finding]:
-    """The findings as `memrl-bench +experiment=<study>` computes them (memrl_bench.study.run_study)."""
+    """The findings as `memrl-bench +experiment=<study>` computes them (memrl_bench.cli.study.run_study)."""
     runs = load_runs(study_dir)
     grid = sensitivity.phase_diagrams(runs)
     return findings(study_dir, runs=sensitivity.at_centre(runs, grid) if grid else runs)

@@ -1,7 +1,7 @@
 """Re-grade logged multiple-choice episodes with the current answer reader, with no model call.
 
 For every run folder under the given roots whose env is MMLU, each logged episode's completion
-(from transcripts.jsonl.gz) is read again by memrl_bench.answers and checked against the key:
+(from transcripts.jsonl.gz) is read again by memrl_bench.core.answers and checked against the key:
 what the run scored then, what the current reader scores now, on the same completions. Training
 episodes are re-graded too, but the memory those runs learned came from the old grades, so only
 a re-run (same command, same response cache) shows what learning would have done with the new
@@ -19,10 +19,10 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from memrl_bench.answers import read_answer
+from memrl_bench.core.answers import read_answer
+from memrl_bench.core.records import read_run
+from memrl_bench.core.runfolder import run_folders
 from memrl_bench.envs.mmlu import read_questions
-from memrl_bench.records import read_run
-from memrl_bench.runfolder import run_folders
 
 
 def regrade(folder: Path, mmlu: dict[str, dict]) -> tuple[list[dict], list[dict]]:

@@ -6,7 +6,7 @@ Every run folder below FOLDER whose manifest.json has no `manifest_sha256` gets 
 nothing else changed (the file is written in the runner's format, so a diff shows only them):
 `schedule_episodes`, the size of the run's schedule computed from the manifest's own
 protocol, roles and split sizes (as the runner checked a COMPLETE run before the field
-existed), and `manifest_sha256`, the digest readers check (memrl_bench.runfolder). Seal
+existed), and `manifest_sha256`, the digest readers check (memrl_bench.core.runfolder). Seal
 only manifests you trust: the digest says the manifest was not edited after this moment.
 A manifest whose config hash does not match its config is refused, as every reader refuses it,
 and so is a run with a memory snapshot written before snapshots carried SHA256SUMS (readers
@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 
 from memrl_bench import protocols
-from memrl_bench.config import config_hash, upgrade
-from memrl_bench.runfolder import CHECKSUMS, COMPLETE, DIGEST, MANIFEST, SCHEDULE_EPISODES, RunFolder, run_folders
+from memrl_bench.core.config import config_hash, upgrade
+from memrl_bench.core.runfolder import CHECKSUMS, COMPLETE, DIGEST, MANIFEST, SCHEDULE_EPISODES, RunFolder, run_folders
 
 
 def seal(folder: Path) -> bool:

@@ -22,7 +22,7 @@ LOCAL_MODEL = "smollm2-135m"
 @pytest.fixture(scope="session")
 def local_llm_server() -> Iterator[LocalLlamaServer]:
     """A LocalLlamaServer on SmolLM2-135M, started once per session (~1 s) and stopped at its end."""
-    from memrl_bench import models
+    from memrl_bench.llm import catalogue as models
     from memrl_bench.llm.local_server import LocalLlamaServer
 
     if importlib.util.find_spec("xllamacpp") is None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memrl_bench.runner import run
-from memrl_bench.schema import Episode
+from memrl_bench.core.schema import Episode
+from memrl_bench.runner.loop import run
 
 SMALL_WORLD = {
     "name": "synthetic",
@@ -77,8 +77,8 @@ def crash_in_learn_then_resume(monkeypatch, cfg: dict, folder: Path, crash_point
 
 def protocol(settings: dict):
     """The protocol `settings["name"]` names (held_out if none), built with its settings checked."""
-    from memrl_bench import registry
-    from memrl_bench.config import validated
+    from memrl_bench.core import registry
+    from memrl_bench.core.config import validated
 
     cls = registry.get("protocol", settings.get("name", "held_out"))
     return cls(validated(cls.Settings, settings, "protocol"))
@@ -110,7 +110,7 @@ def composed(*overrides: str) -> dict:
     """The resolved config the CLI would run, composed from conf/ with Hydra's API."""
     from omegaconf import OmegaConf
 
-    from memrl_bench.hydra_support import compose, composing
+    from memrl_bench.cli.hydra_support import compose, composing
 
     with composing():
         cfg = compose(list(overrides))

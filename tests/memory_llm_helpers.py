@@ -11,13 +11,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from memrl_bench import prompts
-from memrl_bench.embed import Embedder
+from memrl_bench.core.schema import RetrievedItem, Task, Usage
 from memrl_bench.llm import Completion
+from memrl_bench.llm.embedders import Embedder
 from memrl_bench.methods.base import Experience, MemoryMethod, MethodContext, Query
 from memrl_bench.methods.checker import experience as checked_experience
 from memrl_bench.methods.checker import word_vectors
-from memrl_bench.runner import run
-from memrl_bench.schema import RetrievedItem, Task, Usage
+from memrl_bench.runner.loop import run
 
 Reply = str | BaseException
 

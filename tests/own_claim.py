@@ -1,5 +1,5 @@
 """A user's own claim, as a module outside the package would hold it: one decorated function.
-Importing this module registers the claim (tests/test_own_claim.py imports it, then removes it)."""
+Importing this module registers the claim (tests/contracts/test_own_claim.py imports it, then removes it)."""
 
 from __future__ import annotations
 

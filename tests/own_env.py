@@ -1,4 +1,4 @@
-"""An environment of one's own, outside the package (tests/test_own_env.py): "is N even?", one
+"""An environment of one's own, outside the package (tests/contracts/test_own_env.py): "is N even?", one
 question and one answer per episode, played by the harness's single-turn actor. Selected by
 conf `env/parity.yaml`, whose name is this class: `tests.own_env:Parity`."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from memrl_bench.core.schema import Task
 from memrl_bench.envs.base import Env
-from memrl_bench.schema import Task
 
 
 class Parity(Env):

@@ -1,4 +1,4 @@
-"""A protocol of one's own, outside the package (tests/test_own_protocol.py): the held-out protocol
+"""A protocol of one's own, outside the package (tests/contracts/test_own_protocol.py): the held-out protocol
 with learn() never told that an episode succeeded (memory without success labels), its own
 metrics block, report column and findings kind. Selected by
 conf `protocol/unlabelled.yaml`, whose name is this class: `tests.own_protocol:Unlabelled`."""
@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from memrl_bench.core.schema import Episode, MemoryItem
 from memrl_bench.protocols.held_out import HeldOut
-from memrl_bench.schema import Episode, MemoryItem
 
 
 class Unlabelled(HeldOut):

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memrl_bench.core.schema import Usage
 from memrl_bench.llm import Completion, ContextOverflowError, LLMError, TokenCount
-from memrl_bench.schema import Usage
 
 Reply = Callable[[list[dict[str, str]]], str]
 

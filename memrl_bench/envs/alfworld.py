@@ -15,9 +15,9 @@ import threading
 from typing import Any, ClassVar
 
 from memrl_bench import prompts
+from memrl_bench.core.schema import Task
 from memrl_bench.envs.alfworld_grammar import cache_root, convert_game
 from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction
-from memrl_bench.schema import Task
 
 # TextWorld's grammar and PDDL code keep module-level state: two games stepped in
 # parallel threads (concurrent episodes) corrupt each other, so env calls take turns.

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from memrl_bench import config
+from memrl_bench.core import config
 
 GRAMMAR_VERSION = "2.1.2"
 GRAMMAR_REPLACEMENTS = (

@@ -16,9 +16,9 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from memrl_bench.config import ConfigError, InputError
-from memrl_bench.runfolder import UnreadableJSONError, parse_json
-from memrl_bench.schema import Task
+from memrl_bench.core.config import ConfigError, InputError
+from memrl_bench.core.runfolder import UnreadableJSONError, parse_json
+from memrl_bench.core.schema import Task
 
 
 class DataMissingError(InputError, FileNotFoundError):

@@ -12,7 +12,7 @@ for (the patterns of `tampering_patterns` in the completion; replaced test machi
 scans, frame inspection, C reached through ctypes, an exit before the report, fewer tests run,
 in the run): such an episode ends with status "tampered" and scores 0. The runner is given the
 task's libraries: ctypes is not loaded at all for a task whose libraries are all standard.
-It runs in `memrl_bench.sandbox.CodeRunner`: by default a fresh sandbox per program (time
+It runs in `memrl_bench.envs.sandbox.CodeRunner`: by default a fresh sandbox per program (time
 limit, memory and process caps, no network, own folder, nothing written to the host).
 
 Subsets: `stdlib` (the 327 tasks whose libs are all standard library), `hard` (MemRL's hard
@@ -41,10 +41,10 @@ from typing import Any, ClassVar
 from pydantic import field_validator
 
 from memrl_bench import prompts
+from memrl_bench.core.schema import Task
 from memrl_bench.envs.base import DataFileError, DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file, tasks_per_split
 from memrl_bench.envs.gold import GoldFilter, gold_failure
-from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, Limits
-from memrl_bench.schema import Task
+from memrl_bench.envs.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, Limits
 
 _FETCH = "python scripts/fetch_data.py bigcodebench"
 _DATA_FILE = "BigCodeBench.jsonl.gz"

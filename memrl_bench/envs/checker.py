@@ -2,15 +2,15 @@
 
 `check_env(env)` runs every named check below in order; each raises its own subclass of
 EnvCheckError with a message naming the env, the check and what is wrong. Run it on a
-new environment before its first run (tests/test_env_*.py run it on every shipped one).
+new environment before its first run (tests/*/test_env_*.py run it on every shipped one).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from memrl_bench.core.schema import Task
 from memrl_bench.envs.base import Env
-from memrl_bench.schema import Task
 
 
 class EnvCheckError(Exception):

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from memrl_bench.config import cache_root
+from memrl_bench.core.config import cache_root
+from memrl_bench.core.runfolder import MAX_SMALL_FILE_BYTES, CorruptRunFolderError, UnreadableJSONError, parse_json, read_regular
+from memrl_bench.core.schema import Task
 from memrl_bench.envs.base import Env
-from memrl_bench.runfolder import MAX_SMALL_FILE_BYTES, CorruptRunFolderError, UnreadableJSONError, parse_json, read_regular
-from memrl_bench.sandbox import CONTAINMENT, SandboxUnavailable, require_sandbox
-from memrl_bench.schema import Task
+from memrl_bench.envs.sandbox import CONTAINMENT, SandboxUnavailable, require_sandbox
 
 
 class GoldFilter:

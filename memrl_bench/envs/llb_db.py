@@ -58,11 +58,11 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from memrl_bench import prompts
+from memrl_bench.core.schema import Task
 from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file, tasks_per_split
 from memrl_bench.envs.gold import GoldFilter
 from memrl_bench.envs.sqlite_worker import Row, SQLError, SQLWorker, WorkerLimit, open_database, read_table, run_sql
 from memrl_bench.protocols.drift import DriftSettings
-from memrl_bench.schema import Task
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """LifelongAgentBench OS interaction (MemRL's "llb os" tasks), one throwaway sandbox per episode.
 
-An episode starts a fresh `memrl_bench.sandbox.Sandbox` (the host's filesystem seen
+An episode starts a fresh `memrl_bench.envs.sandbox.Sandbox` (the host's filesystem seen
 through a copy-on-write overlay, no network) and runs the task's initialization script.
 Each action is a bash command (several lines allowed), run as root in a new bash: files,
 users and permissions carry over between commands, the working directory and shell
@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from memrl_bench import prompts
-from memrl_bench.config import ConfigError
+from memrl_bench.core.config import ConfigError
+from memrl_bench.core.schema import Task
 from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file, tasks_per_split
 from memrl_bench.envs.gold import GoldFilter, gold_failure
-from memrl_bench.sandbox import DEFAULT_HIDDEN_PATHS, Limits, Sandbox, SandboxSettingError, check_hidden_paths, check_workdir, require_sandbox
-from memrl_bench.schema import Task
+from memrl_bench.envs.sandbox import DEFAULT_HIDDEN_PATHS, Limits, Sandbox, SandboxSettingError, check_hidden_paths, check_workdir, require_sandbox
 
 _FILES = {"train": "os_interaction_train.json", "validation": "os_interaction_val.json"}
 _FETCH = "python scripts/fetch_data.py llb"

@@ -16,9 +16,9 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from memrl_bench import prompts
-from memrl_bench.config import ConfigError
+from memrl_bench.core.config import ConfigError
+from memrl_bench.core.schema import Task
 from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, read_data_file, tasks_per_split
-from memrl_bench.schema import Task
 
 _FETCH = "python scripts/fetch_data.py mmlu"
 _FILES = {"train": "dev.jsonl", "validation": "validation.jsonl", "test": "test.jsonl"}
@@ -92,7 +92,7 @@ class MMLUEnv(Env):
         self._task = task
         subject = task.data["subject"].replace("_", " ")
         # For the harness, never shown to the model: the options and the stem to read the answer
-        # with (memrl_bench.answers), the key for the report's chance references.
+        # with (memrl_bench.core.answers), the key for the report's chance references.
         info = {"answer_format": "letter", "answer_letters": LETTERS, "answer_choices": task.data["choices"], "answer_question": task.data["question"], "answer_key": task.data["gold"]}
         return f"The following is a multiple choice question about {subject}.\n\n{task.description}", info
 

@@ -40,11 +40,11 @@ from typing import Any
 
 import numpy as np
 
-from memrl_bench.actors import Actor, EnvPool, Job
-from memrl_bench.config import ConfigError, SyntheticSettings, validated
+from memrl_bench.actors.base import Actor, EnvPool, Job
+from memrl_bench.core.config import ConfigError, SyntheticSettings, validated
+from memrl_bench.core.schema import Outcome, RetrievedItem, Task, Turn
 from memrl_bench.envs.base import Env
 from memrl_bench.protocols.drift import STALE, DriftSettings, written_before
-from memrl_bench.schema import Outcome, RetrievedItem, Task, Turn
 
 _STANDARD_NORMAL = NormalDist()
 
@@ -65,7 +65,7 @@ class SyntheticEnv(Env):
     default_actor = "synthetic"  # SyntheticActor: the outcome model plays, no LLM
 
     def __init__(self, cfg: dict[str, Any], seed: int = 0):
-        """`cfg`: the env group's keys (memrl_bench.config.SyntheticSettings; missing ones take its defaults)."""
+        """`cfg`: the env group's keys (memrl_bench.core.config.SyntheticSettings; missing ones take its defaults)."""
         settings = validated(SyntheticSettings, {"name": self.name, "seed": seed, **cfg}, "env")
         super().__init__(settings.model_dump(exclude={"name", "roles", "seed"}), settings.seed)
         c = self.cfg

@@ -18,10 +18,10 @@ import subprocess
 from typing import Any, ClassVar
 
 from memrl_bench import prompts
-from memrl_bench.config import ConfigError
+from memrl_bench.core.config import ConfigError
+from memrl_bench.core.schema import Task
 from memrl_bench.envs.base import Env
 from memrl_bench.protocols.drift import DriftSettings
-from memrl_bench.schema import Task
 
 GAMES = ("cookingworld", "twc", "coin", "mapreader", "arithmetic", "sorting", "simonsays", "peckingorder")
 # The package's built-in seed folds, named by this env's splits.

@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from memrl_bench import metrics
+from memrl_bench.core import metrics
 from memrl_bench.findings.runs import Run, by_method_seed
 
 

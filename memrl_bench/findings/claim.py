@@ -11,7 +11,7 @@
 
 The function returns the rows of the claim's table (`row`: a measured interval, None when
 nothing was measured, which is left out; `text_row`: a line of text). One rule for every
-verdict (memrl_bench.stats.verdict): the row marked primary decides the claim and carries its
+verdict (memrl_bench.core.stats.verdict): the row marked primary decides the claim and carries its
 verdict; the other rows with a direction say only where their interval lies against the null
 ("above 0.5"), so that no row reads as a second verdict. A claim without a primary row is
 not measured by the runs, and its line in the findings names the presets that would measure it.
@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
+from memrl_bench.core.stats import NOT_MEASURED, Interval, side, verdict
 from memrl_bench.findings.runs import Run, Study, critique_world, drift_world
-from memrl_bench.stats import NOT_MEASURED, Interval, side, verdict
 
 
 class ClaimError(ValueError):
@@ -67,7 +67,7 @@ class Row:
     high: float | None = None
     n: int | None = None
     primary: bool = False  # the row that decides the claim
-    verdict: str | None = None  # the primary row's verdict (memrl_bench.stats)
+    verdict: str | None = None  # the primary row's verdict (memrl_bench.core.stats)
     side: str | None = None  # where another row's interval lies against its null: "above 0", "spans 0.5"
 
 

@@ -6,9 +6,9 @@ rag / mem0, and prompt-based memory gives more gain per injected token than MemR
 
 from __future__ import annotations
 
+from memrl_bench.core.stats import t_interval
 from memrl_bench.findings.claim import Row, claim, outcome_temperature, row
 from memrl_bench.findings.runs import Run, Study, config_key, is_greedy_epsilon_zero, paired, per_order, summary
-from memrl_bench.stats import t_interval
 
 PROMPT_MEMORY = ("mem0", "expel", "memp", "simplemem")  # methods that write their memory as prompt text (the critique's "prompt-based memory")
 

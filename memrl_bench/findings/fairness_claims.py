@@ -8,9 +8,9 @@ test task (with the number of test tasks a ±0.10 interval needs at the spread m
 
 from __future__ import annotations
 
+from memrl_bench.core.stats import n_for_half_width, t_interval
 from memrl_bench.findings.claim import Row, claim, outcome_temperature, row, text_row
 from memrl_bench.findings.runs import Study, is_greedy_epsilon_zero, paired, per_order, summary, task_differences
-from memrl_bench.stats import n_for_half_width, t_interval
 
 
 @claim(

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from memrl_bench.core.stats import t_interval, variance_ratio
 from memrl_bench.findings.across_runs import order_counterfactual, order_spread, retrieval_agreement, retrieval_overlap
 from memrl_bench.findings.claim import Row, claim, outcome_temperature, row, text_row
 from memrl_bench.findings.runs import Run, Study, arm_rank, by_method_seed, is_greedy_epsilon_zero, paired, summary
-from memrl_bench.stats import t_interval, variance_ratio
 
 
 def _exploration(arms: dict[str, list[Run]]) -> list[list[Run]]:

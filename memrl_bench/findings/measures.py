@@ -1,4 +1,4 @@
-"""The measures of one run the claims compare, computed from its typed records (memrl_bench.records).
+"""The measures of one run the claims compare, computed from its typed records (memrl_bench.core.records).
 
 Every run gets its SRs, the injection spread and the epoch-1 lock-in; a drift run the drift
 block's numbers (memrl_bench/protocols/drift.py); a synthetic run those that need the simulation's ground
@@ -14,18 +14,18 @@ from typing import Any
 
 import numpy as np
 
-from memrl_bench import metrics
+from memrl_bench.core import metrics
+from memrl_bench.core.records import RunRecords
+from memrl_bench.core.schema import Episode, ManifestRecord
 from memrl_bench.envs.base import Env
 from memrl_bench.llm import ESTIMATE_BYTES_PER_TOKEN
 from memrl_bench.protocols import drift
 from memrl_bench.protocols.drift import DriftSettings
-from memrl_bench.records import RunRecords
-from memrl_bench.schema import Episode, ManifestRecord
 
 
 @lru_cache(maxsize=16)
 def _env(env_json: str) -> Any:
-    from memrl_bench import registry
+    from memrl_bench.core import registry
 
     cfg = json.loads(env_json)
     return registry.get("env", cfg["name"])({k: v for k, v in cfg.items() if k not in ("name", "roles")}, seed=int(cfg.get("seed", 0) or 0))

@@ -2,7 +2,7 @@
 not measured, naming the presets that would measure it), and the README's table of verdicts.
 
 The model's name, the folder and the rows' arm names are the user's text: escaped in Markdown
-by memrl_bench.markup and in HTML by html.escape.
+by memrl_bench.core.markup and in HTML by html.escape.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from memrl_bench.core.markup import markdown_text
+from memrl_bench.core.stats import NOT_MEASURED
 from memrl_bench.findings.claim import Finding, Row
-from memrl_bench.markup import markdown_text
-from memrl_bench.stats import NOT_MEASURED
 
 SECTION_TITLE = "Findings on the critique's claims"
 

@@ -1,7 +1,7 @@
 """The runs the findings read, and how claims select and compare them.
 
 `load_runs(results_dir)` reads every complete run folder below `results_dir` with the typed
-run reader (memrl_bench.records) into a `Run`: its config, labels and per-run measures
+run reader (memrl_bench.core.records) into a `Run`: its config, labels and per-run measures
 (memrl_bench.findings.measures); the episode log itself is not kept. A folder that is
 incomplete or cannot be read is left out with one warning line naming it.
 
@@ -26,12 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from memrl_bench import interrupts, metrics, protocols
-from memrl_bench.config import NOT_RESULTS, KeyRole, canonical, keys_with, without
+from memrl_bench import protocols
+from memrl_bench.core import interrupts, metrics
+from memrl_bench.core.config import NOT_RESULTS, KeyRole, canonical, keys_with, without
+from memrl_bench.core.records import read_run
+from memrl_bench.core.runfolder import MANIFEST, CorruptRunFolderError
+from memrl_bench.core.stats import Interval, t_interval
 from memrl_bench.findings.measures import last_epoch_outcomes, run_measures, test_split
-from memrl_bench.records import read_run
-from memrl_bench.runfolder import MANIFEST, CorruptRunFolderError
-from memrl_bench.stats import Interval, t_interval
 
 
 def config_key(value: Any) -> str:
@@ -139,7 +140,7 @@ class Run:
 
 
 def load_run(path: Path) -> Run:
-    """Read one complete run folder (memrl_bench.records) and compute its measures."""
+    """Read one complete run folder (memrl_bench.core.records) and compute its measures."""
     records = read_run(path, require_complete=True)
     run = Run(path, records.manifest.config, list(records.manifest.labels))
     test = test_split(records.manifest)

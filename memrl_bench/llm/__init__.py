@@ -6,7 +6,7 @@ its retries are spent. Actors turn LLMError into the episode status `llm_error`,
 ContextOverflowError (a prompt the server refused as too long) into `context_exceeded`.
 `count_tokens` counts a prompt before it is sent and `prompt_budget` says how many
 tokens it may have, so that actors fit their prompts to the model's context.
-An LLM kind (llm.name: none, openai, local; memrl_bench.registry) opens the run's
+An LLM kind (llm.name: none, openai, local; memrl_bench.core.registry) opens the run's
 ChatModel for the length of the run.
 """
 
@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from memrl_bench.config import InputError
-from memrl_bench.schema import Usage
+from memrl_bench.core.config import InputError
+from memrl_bench.core.schema import Usage
 
 
 class LLMError(RuntimeError):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from memrl_bench.config import InputError
+from memrl_bench.core.config import InputError
 
 _MAGIC = b"GGUF"
 # value type -> struct format of its fixed-size scalar (8: string, 9: array are read apart)

@@ -5,7 +5,7 @@ and one YAML in conf/method/. Contract, enforced by the runner's protocol guard:
 - `retrieve` and `retrieve_batch` change no state: not memory (a fingerprint is compared
   around every evaluation phase), nor anything `learn` reads; what learn needs of a
   choice travels in `Retrieval.trace` and comes back as `Experience.retrieval`
-  (tests/test_method_contract.py checks every method);
+  (tests/contracts/test_method_contract.py checks every method);
 - `learn` is called only in training, once per mini-batch, after the batch is played;
 - `snapshot` / `restore` round-trip the whole state, so a run resumes exactly.
 """
@@ -23,8 +23,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from memrl_bench.schema import Episode, MemoryItem, MemoryStats, Retrieval, Task, Usage
-from memrl_bench.vector_index import Hits, HNSWIndex, IndexConfig, cosines, empty_hits, exact_search, row_norms
+from memrl_bench.core.schema import Episode, MemoryItem, MemoryStats, Retrieval, Task, Usage
+from memrl_bench.core.vector_index import Hits, HNSWIndex, IndexConfig, cosines, empty_hits, exact_search, row_norms
 
 
 @dataclass
@@ -206,7 +206,7 @@ class ItemStore:
     """Memory items with their key vectors in one growable float32 matrix.
 
     Keys are stored as given (the embedders give unit-length float32 rows); similarity
-    is the float64 cosine of memrl_bench.vector_index, with each key's norm kept beside
+    is the float64 cosine of memrl_bench.core.vector_index, with each key's norm kept beside
     it. Nearest-key search is exact by default (a full scan)
     or approximate with `IndexConfig(kind="hnsw")`. `columns` names numeric item fields
     mirrored into arrays parallel to the items, for vectorised reads: a stored item's

@@ -7,7 +7,7 @@ MethodCheckError naming the method, the check and what is wrong. The methods lea
 hand-built episodes (six tasks, some solved), keyed by a bag of hashed words; a method
 that manages memory with an LLM is given the `llm` passed in (a scripted model answering
 its own prompts: only its author knows what well-formed answers look like).
-memrl_bench.contracts.check_method takes a method by name.
+memrl_bench.cli.contracts.check_method takes a method by name.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from memrl_bench.config import config_error
+from memrl_bench.core.config import config_error
+from memrl_bench.core.schema import Episode, MemoryStats, Retrieval, Task, Turn
 from memrl_bench.methods.base import Experience, MemoryMethod, MethodContext, Query, fingerprint
 from memrl_bench.protocols.base import Protocol, ProtocolSettings, ProtocolViolation
-from memrl_bench.schema import Episode, MemoryStats, Retrieval, Task, Turn
 
 TASKS = ("open the red door", "take the blue key", "put the apple in the fridge", "heat the soup", "open the blue door", "take the red key")
 
@@ -195,7 +195,7 @@ def check_items(build: Build, scratch: Path) -> None:
     except ProtocolViolation as err:
         raise ItemsError(f"{method.name}: {err}") from None
     except AttributeError:
-        raise InterfaceError(f"{method.name}: items() must return MemoryItems (memrl_bench.schema), got {items!r:.200}") from None
+        raise InterfaceError(f"{method.name}: items() must return MemoryItems (memrl_bench.core.schema), got {items!r:.200}") from None
 
 
 CHECKS = (check_interface, check_retrieval_changes_no_state, check_learn_replays, check_snapshot_restores, check_items)

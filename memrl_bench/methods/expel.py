@@ -34,10 +34,10 @@ import numpy as np
 from pydantic import Field
 
 from memrl_bench import prompts
-from memrl_bench.config import Settings
+from memrl_bench.core.config import Settings
+from memrl_bench.core.schema import Episode, MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text
 from memrl_bench.methods.llm_ops import MemoryCalls, operation_list, require_llm, small_ids
-from memrl_bench.schema import Episode, MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem
 
 OPERATIONS = ("REMOVE", "AGREE", "EDIT", "ADD")  # the order they are applied in (official)
 RuleOperation = tuple[str, str | None, str]  # op, rule id (all but ADD), rule text (EDIT, ADD)

@@ -14,11 +14,11 @@ from __future__ import annotations
 from pydantic import Field
 
 from memrl_bench import prompts
-from memrl_bench.config import Settings
+from memrl_bench.core.config import Settings
+from memrl_bench.core.schema import Retrieval, RetrievedItem
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, Query, StoreMethod
 from memrl_bench.methods.budget import fill
 from memrl_bench.methods.rag import trajectory_item
-from memrl_bench.schema import Retrieval, RetrievedItem
 
 
 class FullContextConfig(Settings):

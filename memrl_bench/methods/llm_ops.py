@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 
 from memrl_bench import llm as llm_module
 from memrl_bench import prompts
-from memrl_bench.config import ConfigError
+from memrl_bench.core.config import ConfigError
+from memrl_bench.core.schema import Usage
 from memrl_bench.methods.base import LearnResult, MethodContext, memory_call
-from memrl_bench.schema import Usage
 
 T = TypeVar("T")
 _FENCED = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)

@@ -34,11 +34,11 @@ import numpy as np
 from pydantic import Field
 
 from memrl_bench import prompts
-from memrl_bench.config import Settings
+from memrl_bench.core.config import Settings
+from memrl_bench.core.schema import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem
+from memrl_bench.core.vector_index import unit_rows
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, end_reason, trajectory_text
 from memrl_bench.methods.llm_ops import MemoryCalls, operation_list, require_llm, small_ids, text_list
-from memrl_bench.schema import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem
-from memrl_bench.vector_index import unit_rows
 
 EVENTS = ("ADD", "UPDATE", "DELETE", "NONE")
 Operation = tuple[str, str | None, str]  # event, stored id (UPDATE / DELETE), text (ADD / UPDATE)

@@ -43,11 +43,11 @@ import numpy as np
 from pydantic import Field
 
 from memrl_bench import prompts
-from memrl_bench.config import ConfigError, Settings
+from memrl_bench.core.config import ConfigError, Settings
+from memrl_bench.core.schema import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
+from memrl_bench.core.vector_index import unit_rows
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text
 from memrl_bench.methods.llm_ops import MemoryCalls, OpError, non_empty_text, require_llm, text_list
-from memrl_bench.schema import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
-from memrl_bench.vector_index import unit_rows
 
 
 class MemPConfig(Settings):

@@ -6,13 +6,13 @@ value_driven.py QValueUpdater), quirks included, each quirk behind a switch that
 corrects it; the official settings of each benchmark are presets
 (memrl_bench/conf/memrl_preset/, chosen by the env). Beyond the official code: a
 switch for the paper's similarity normalisation and, for the critique, softmax, UCB
-and Thompson selection. tests/test_memrl_official.py runs the official code beside
+and Thompson selection. tests/contracts/test_memrl_official.py runs the official code beside
 this one on the same batches.
 
 Memory is a set of intent groups (a task description and its key); each group holds
 the memories written for that intent. For one query:
 
-  Phase A: float64 cosine of the query to every group key (memrl_bench.vector_index);
+  Phase A: float64 cosine of the query to every group key (memrl_bench.core.vector_index);
            keep groups with sim >= sim_threshold; take the top k_groups; the pool is
            every memory of those groups, each with its group's sim.
   Phase B: each candidate's Q, plus recency_boost when > 0, floored at q_floor. The
@@ -58,11 +58,11 @@ import numpy as np
 from pydantic import ConfigDict, Field, model_validator
 
 from memrl_bench import prompts
-from memrl_bench.config import Settings
+from memrl_bench.core.config import Settings
+from memrl_bench.core.schema import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
+from memrl_bench.core.vector_index import Hits, IndexConfig, empty_hits, top_k, unit_rows
 from memrl_bench.llm import LLMError
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, end_reason, memory_call, memory_op, trajectory_text
-from memrl_bench.schema import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
-from memrl_bench.vector_index import Hits, IndexConfig, empty_hits, top_k, unit_rows
 
 ORPHANED = -1  # the group of a memory whose group was taken over by a later memory of the same task text
 NEXT_STATE_VALUE = 0.0  # max Q of the next state in the Q target: the official runners pass none

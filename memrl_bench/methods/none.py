@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memrl_bench.core.schema import MemoryStats, Retrieval
 from memrl_bench.methods.base import Experience, LearnResult, MemoryMethod, Query
-from memrl_bench.schema import MemoryStats, Retrieval
 
 
 class NoMemory(MemoryMethod):

@@ -9,10 +9,10 @@ import numpy as np
 from pydantic import Field
 
 from memrl_bench import prompts
-from memrl_bench.config import Settings
+from memrl_bench.core.config import Settings
+from memrl_bench.core.schema import MemoryItem, Provenance, Retrieval, RetrievedItem
+from memrl_bench.core.vector_index import Hits, IndexConfig
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, Query, StoreMethod, trajectory_text
-from memrl_bench.schema import MemoryItem, Provenance, Retrieval, RetrievedItem
-from memrl_bench.vector_index import Hits, IndexConfig
 
 
 class RAGConfig(Settings):

@@ -32,11 +32,11 @@ import numpy as np
 from pydantic import Field
 
 from memrl_bench import prompts
-from memrl_bench.config import Settings
+from memrl_bench.core.config import Settings
+from memrl_bench.core.schema import Episode, MemoryItem, Provenance, Retrieval, RetrievedItem
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, Query, StoreMethod, end_reason, trajectory_text
 from memrl_bench.methods.budget import fill
 from memrl_bench.methods.llm_ops import MemoryCalls, require_llm
-from memrl_bench.schema import Episode, MemoryItem, Provenance, Retrieval, RetrievedItem
 
 
 class SimpleMemConfig(Settings):

@@ -1,10 +1,10 @@
 """Evaluation protocols, one module each (`base.py`: the interface; a module assigning
-`PROTOCOL` and its `conf/protocol/<name>.yaml` is a protocol, found by memrl_bench.registry)."""
+`PROTOCOL` and its `conf/protocol/<name>.yaml` is a protocol, found by memrl_bench.core.registry)."""
 
 from typing import Any
 
-from memrl_bench import registry
-from memrl_bench.config import ConfigError, validated
+from memrl_bench.core import registry
+from memrl_bench.core.config import ConfigError, validated
 from memrl_bench.protocols.base import EPISODE_TAGS, FLIPPED, Batch, Protocol, ProtocolSettings, ProtocolViolation, epoch_order, name_of, role_splits, split_hash
 
 __all__ = ["EPISODE_TAGS", "FLIPPED", "Batch", "Protocol", "ProtocolSettings", "ProtocolViolation", "build", "epoch_order", "name_of", "named", "role_splits", "split_hash"]

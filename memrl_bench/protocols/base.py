@@ -20,8 +20,8 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from memrl_bench.config import InputError, Settings
-from memrl_bench.schema import Episode, MemoryItem, Task
+from memrl_bench.core.config import InputError, Settings
+from memrl_bench.core.schema import Episode, MemoryItem, Task
 
 
 class ProtocolViolation(InputError, RuntimeError):

@@ -41,9 +41,9 @@ from typing import Protocol as Capability
 import numpy as np
 from pydantic import Field, model_validator
 
-from memrl_bench.config import ConfigError, Settings
+from memrl_bench.core.config import ConfigError, Settings
+from memrl_bench.core.schema import Episode, MemoryItem, Task
 from memrl_bench.protocols.base import Batch, Protocol, ProtocolSettings
-from memrl_bench.schema import Episode, MemoryItem, Task
 
 STALE = "stale"  # episode info key: one bool per retrieved memory, whether it is stale (synthetic)
 REPORTED = ("sr_dip", "tasks_until_recovery", "sr_change", "post_sr", "stale_share", "last_stale_episode")  # the report's drift table

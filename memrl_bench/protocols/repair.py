@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 from pydantic import Field, model_validator
 
+from memrl_bench.core.schema import Episode, MemoryItem, Task
 from memrl_bench.protocols.base import FLIPPED, Batch, Protocol, ProtocolSettings
-from memrl_bench.schema import Episode, MemoryItem, Task
 
 
 class RepairSettings(ProtocolSettings):

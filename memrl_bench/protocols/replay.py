@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
+from memrl_bench.core.schema import Episode, MemoryItem, Task
 from memrl_bench.protocols.base import Batch, chunks
 from memrl_bench.protocols.streaming import Streaming, StreamingSettings, stream
-from memrl_bench.schema import Episode, MemoryItem, Task
 
 
 class ReplaySettings(StreamingSettings):

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 from pydantic import Field, model_validator
 
+from memrl_bench.core.schema import Episode, MemoryItem
 from memrl_bench.protocols.base import Protocol, ProtocolSettings
-from memrl_bench.schema import Episode, MemoryItem
 
 
 class StreamingSettings(ProtocolSettings):

@@ -28,11 +28,11 @@ from typing import Protocol as Capability
 
 from pydantic import Field, model_validator
 
-from memrl_bench.config import ConfigError, ConfigMismatchError, canonical
+from memrl_bench.core.config import ConfigError, ConfigMismatchError, canonical
+from memrl_bench.core.records import RunRecords, read_run
+from memrl_bench.core.runfolder import CHECKSUMS, CorruptRunFolderError, RunFolder, run_folders
+from memrl_bench.core.schema import Episode, MemoryItem, Task
 from memrl_bench.protocols.base import Protocol, ProtocolSettings, ProtocolViolation, role_splits
-from memrl_bench.records import RunRecords, read_run
-from memrl_bench.runfolder import CHECKSUMS, CorruptRunFolderError, RunFolder, run_folders
-from memrl_bench.schema import Episode, MemoryItem, Task
 
 _MISSING = "???"  # OmegaConf's mark of a mandatory value not given
 

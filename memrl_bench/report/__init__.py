@@ -13,10 +13,11 @@ import os
 import shutil
 from pathlib import Path
 
-from memrl_bench import sensitivity
+from memrl_bench.core.markup import markdown_text
+from memrl_bench.core.runfolder import exchange
 from memrl_bench.findings import findings, load_runs
 from memrl_bench.findings import render_html as render_findings
-from memrl_bench.markup import markdown_text
+from memrl_bench.report import sensitivity
 from memrl_bench.report.aggregate import aggregate
 from memrl_bench.report.figures import all_figures
 from memrl_bench.report.html import render, section_headings, shared_settings_line
@@ -24,7 +25,6 @@ from memrl_bench.report.load import ReportInputError, Results, load
 from memrl_bench.report.phase_diagrams import figures as phase_figures
 from memrl_bench.report.tables import all_tables, write_tables
 from memrl_bench.report.viewer import run_page, write_viewer
-from memrl_bench.runfolder import exchange
 
 __all__ = ["ReportInputError", "load_for_report", "report", "write_report"]
 

@@ -1,6 +1,6 @@
 """Per-run numbers, and their aggregation over seeds.
 
-Per-run rates use memrl_bench.metrics on the loaded episode rows, so the report and
+Per-run rates use memrl_bench.core.metrics on the loaded episode rows, so the report and
 metrics.json share one definition. Over seeds: the mean and a 95% t-interval (few
 seeds: Student t, not a normal z; one seed: no interval). Between two methods on the
 same tasks: a paired bootstrap over tasks.
@@ -15,14 +15,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from memrl_bench import metrics as metrics_lib
 from memrl_bench import protocols
+from memrl_bench.core import metrics as metrics_lib
+from memrl_bench.core.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean, t_interval
 from memrl_bench.llm import ESTIMATE_BYTES_PER_TOKEN
 from memrl_bench.protocols import drift
 from memrl_bench.protocols.repair import against_clean
 from memrl_bench.report.axes import BASELINE_METHOD, leaves
 from memrl_bench.report.load import HARNESS_COUNTS, LEARNING_PHASES, RATE_COLUMNS, STAGES, USAGE_KEYS, Results
-from memrl_bench.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean, t_interval
 
 RUN_COLUMNS = ["run", "method", "variant", "seed", "labels", "complete"]  # identify a run in per-run tables
 
@@ -71,7 +71,7 @@ def whole_phases(results: Results) -> pd.DataFrame:
 
 
 def per_run_epoch(results: Results) -> pd.DataFrame:
-    """One row per (run, phase, epoch): SR, CSR, both forgetting rates (as memrl_bench.metrics computes them), and whether it is whole."""
+    """One row per (run, phase, epoch): SR, CSR, both forgetting rates (as memrl_bench.core.metrics computes them), and whether it is whole."""
     whole = whole_phases(results)[["run", "phase_name", "epoch", "whole"]]
     table = results.rates.merge(whole, on=["run", "phase_name", "epoch"], how="left")
     return table.join(results.runs.set_index("run")[["method", "variant", "seed", "labels"]], on="run")

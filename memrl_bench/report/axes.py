@@ -1,7 +1,7 @@
 """What varies across the runs of a results folder, and where each variant sits on those axes.
 
 A variant is one condition: the runs whose configs are equal but for the keys that tell
-replicates apart or change no result (memrl_bench.config.KEY_ROLES), numbers compared as
+replicates apart or change no result (memrl_bench.core.config.KEY_ROLES), numbers compared as
 numbers (epsilon=0 from a command line and 0.0 from a YAML are one condition). Its place:
 
 - family: the method and its categorical settings that vary (memrl selection=softmax);
@@ -21,14 +21,14 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from memrl_bench.config import NOT_RESULTS, KeyRole, canonical, keys_with, role_of, without
+from memrl_bench.core.config import NOT_RESULTS, KeyRole, canonical, keys_with, role_of, without
 
 _ABSENT = "–"  # the value of a key a variant's config does not have
 BASELINE_METHOD = "none"  # the method the others are compared with
 
 
 def _leaf(value: Any) -> Any:
-    """A setting's value as compared (memrl_bench.config.canonical); a list as its JSON text, so that it can be counted and hashed."""
+    """A setting's value as compared (memrl_bench.core.config.canonical); a list as its JSON text, so that it can be counted and hashed."""
     value = canonical(value)
     return json.dumps(value, sort_keys=True, default=str) if isinstance(value, (list, dict)) else value
 

@@ -9,7 +9,7 @@ draws each headline number along the study's axis: the parameter on the x axis, 
 panel per condition.
 
 Figures are SVG with real text, inlined in report.html; each variant's artists carry the
-id "series-<n>", so a browser (tests/test_report_render.py) can read what a figure shows.
+id "series-<n>", so a browser (tests/integration/test_report_render.py) can read what a figure shows.
 Each figure function returns a `Figure`: its SVG, or none and a note saying why the data
 for it is absent (e.g. no Q values for none/rag, no synthetic utilities on a real env).
 """
@@ -29,10 +29,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.colors import to_hex, to_rgb  # noqa: E402
 
+from memrl_bench.core.stats import Interval, side  # noqa: E402
 from memrl_bench.report.aggregate import Aggregates, q_utility_pairs, retrieval_counts  # noqa: E402
 from memrl_bench.report.load import LEARNING_PHASES, Results  # noqa: E402
 from memrl_bench.report.tables import RATE_NAMES, variant_order  # noqa: E402
-from memrl_bench.stats import Interval, side  # noqa: E402
 
 METHOD_COLOURS = {"none": "#7f7f7f", "rag": "#1f77b4", "memrl": "#d62728", "mem0": "#2ca02c", "memp": "#ff7f0e", "expel": "#9467bd"}
 OTHER_COLOURS = ("#8c564b", "#e377c2", "#17becf", "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173")
@@ -486,7 +486,7 @@ def repair_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
     return _protocol_figure("repair", title, _protocol_runs(results, "repair", styles), draw, "epoch", "validation SR %", styles, "no repair run (protocol=repair)")
 
 
-MARKS = {1: " ▲", -1: " ▼", 0: ""}  # a heatmap cell whose 95% interval lies above / below 0 (memrl_bench.stats.side)
+MARKS = {1: " ▲", -1: " ▼", 0: ""}  # a heatmap cell whose 95% interval lies above / below 0 (memrl_bench.core.stats.side)
 
 
 def annotated_heatmap(ax, means: np.ndarray, labels: list[list[str]], scale: float, origin: str = "upper") -> None:

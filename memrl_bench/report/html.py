@@ -176,7 +176,7 @@ def render(results: Results, tables: dict[str, Table], figures: dict[str, Figure
     nav.append('<a href="episodes/index.html">Episodes (every run, every episode)</a>')  # memrl_bench/report/viewer.py
     if findings:
         nav.insert(0, '<a href="#findings">Findings</a>')
-    if 'id="sensitivity"' in findings:  # memrl_bench.sensitivity: the phase diagrams follow the findings
+    if 'id="sensitivity"' in findings:  # memrl_bench.report.sensitivity: the phase diagrams follow the findings
         nav.insert(1, '<a href="#sensitivity">Lock-in region</a>')
     labels = sorted({lab for labels in results.runs["labels"] for lab in labels.split(", ") if lab})
     return f"""<!doctype html>

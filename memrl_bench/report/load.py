@@ -5,7 +5,7 @@ metrics.json) still loads: its episodes count, and it is marked incomplete. Runs
 Hydra sweep asked for (its multirun.yaml) but that left no run folder are "missing".
 A run folder that cannot be read (a damaged or hand-edited file, a log with duplicate
 episode ids, no episodes at all) is skipped with one warning naming it; the others load.
-Runs are read with memrl_bench.records; a run that two presets both ran (equal configs
+Runs are read with memrl_bench.core.records; a run that two presets both ran (equal configs
 and seeds in two folders) counts once. Variants are conditions, placed on the folder's
 axes by memrl_bench.report.axes.
 """
@@ -22,16 +22,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memrl_bench import metrics, protocols
-from memrl_bench.config import InputError, KeyRole, override_key, role_of, run_name
+from memrl_bench import protocols
+from memrl_bench.core import metrics
+from memrl_bench.core.config import InputError, KeyRole, override_key, role_of, run_name
+from memrl_bench.core.records import RunRecords, read_run
+from memrl_bench.core.runfolder import COMPLETE, MANIFEST, CorruptRunFolderError, open_regular
+from memrl_bench.core.schema import Episode
 from memrl_bench.protocols import drift
-from memrl_bench.records import RunRecords, read_run
 from memrl_bench.report.axes import Place, condition_key, places
-from memrl_bench.runfolder import COMPLETE, MANIFEST, CorruptRunFolderError, open_regular
-from memrl_bench.schema import Episode
 
 # Overrides that are a run's settings (the report's variants): the method's settings, the
-# conditions and the kind of evaluation (memrl_bench.config.KEY_ROLES); the method itself
+# conditions and the kind of evaluation (memrl_bench.core.config.KEY_ROLES); the method itself
 # and the seeds have their own columns.
 SETTING_ROLES = (KeyRole.ARM, KeyRole.CONDITION, KeyRole.EVALUATION)
 LEARNING_PHASES = ("train", "validation")  # phases scored every epoch (CSR, forgetting)
@@ -57,7 +58,7 @@ class Results:
     runs: pd.DataFrame  # one row per run folder
     episodes: pd.DataFrame  # one row per episode
     items: pd.DataFrame  # one row per memory item of each complete run's final snapshot
-    rates: pd.DataFrame  # one row per (run, phase_name, epoch): RATE_COLUMNS, computed by memrl_bench.metrics from the typed episodes
+    rates: pd.DataFrame  # one row per (run, phase_name, epoch): RATE_COLUMNS, computed by memrl_bench.core.metrics from the typed episodes
     places: dict[str, Place]  # variant -> where it sits on the folder's axes (memrl_bench.report.axes)
     missing: list[str] = field(default_factory=list)  # sweep jobs without a run folder
     skipped: list[str] = field(default_factory=list)  # run folders that could not be read: "<path>: <why>"
@@ -136,7 +137,7 @@ def _episode_frame(records: list[Episode], run: str) -> pd.DataFrame:
         "success": column(lambda r: r.success),
         "reward": column(lambda r: r.reward),
         "status": column(lambda r: r.status),
-        # multiple choice (memrl_bench.answers): the key, the answer scored, the free reading's when answers were constrained
+        # multiple choice (memrl_bench.core.answers): the key, the answer scored, the free reading's when answers were constrained
         "answer_key": column(lambda r: r.info.get("answer_key")),
         "answer": column(lambda r: r.info.get("answer")),
         "free_answer": column(lambda r: r.info.get("free_answer", r.info.get("answer"))),
@@ -201,8 +202,8 @@ def _with_places(runs: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Place]]:
 def expected_sweep_runs(sweep_dir: Path) -> list[str] | None:
     """Run folder names the basic-sweeper Hydra multirun in `sweep_dir` asked for (None if not knowable).
 
-    Expanded as Hydra's basic sweeper expands a sweep (memrl_bench.hydra_support) and
-    named as memrl_bench.cli names run folders.
+    Expanded as Hydra's basic sweeper expands a sweep (memrl_bench.cli.hydra_support) and
+    named as memrl_bench.cli.main names run folders.
     """
     import io
 
@@ -211,7 +212,7 @@ def expected_sweep_runs(sweep_dir: Path) -> list[str] | None:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from memrl_bench.hydra_support import SweepTooLargeError, sweep_jobs
+    from memrl_bench.cli.hydra_support import SweepTooLargeError, sweep_jobs
 
     path = sweep_dir / SWEEP_FILE
     try:

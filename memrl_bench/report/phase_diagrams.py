@@ -1,4 +1,4 @@
-"""The sensitivity study's phase diagrams (memrl_bench.sensitivity) as heatmaps, SVG.
+"""The sensitivity study's phase diagrams (memrl_bench.report.sensitivity) as heatmaps, SVG.
 
 One figure per pair of world parameters, one panel per measure: each cell coloured by
 ε=0 minus ε=0.1 (red: ε=0 higher, blue: lower; the scale symmetric around 0 per panel) and
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from memrl_bench.core.stats import side
 from memrl_bench.report.figures import MARKS, _svg, annotated_heatmap, plt
-from memrl_bench.sensitivity import MEASURES, REFERENCE_EPSILON, Diagram, PhaseDiagrams
-from memrl_bench.stats import side
+from memrl_bench.report.sensitivity import MEASURES, REFERENCE_EPSILON, Diagram, PhaseDiagrams
 
 
 def heatmap_data(d: Diagram, measure: str) -> tuple[np.ndarray, list[list[str]]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from memrl_bench.markup import markdown_text
+from memrl_bench.core.markup import markdown_text
 from memrl_bench.report.aggregate import BASELINE_METHOD, Aggregates, protocol_columns
 from memrl_bench.report.load import LEARNING_PHASES, Results
 
@@ -430,7 +430,7 @@ def all_tables(results: Results, agg: Aggregates) -> dict[str, Table]:
 
 
 def to_markdown(frame: pd.DataFrame) -> str:
-    """A Markdown table; cells hold run, model and setting names as text (memrl_bench.markup)."""
+    """A Markdown table; cells hold run, model and setting names as text (memrl_bench.core.markup)."""
     lines = ["| " + " | ".join(markdown_text(c) for c in frame.columns) + " |", "|" + "---|" * len(frame.columns)]
     lines += ["| " + " | ".join(markdown_text(x) for x in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join(lines)

@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from memrl_bench import prompts
-from memrl_bench.markup import script_json
-from memrl_bench.records import RunRecords, read_run
+from memrl_bench.core.markup import script_json
+from memrl_bench.core.records import RunRecords, read_run
+from memrl_bench.core.runfolder import CorruptRunFolderError
+from memrl_bench.core.transcripts import TranscriptLog
 from memrl_bench.report.load import Results
-from memrl_bench.runfolder import CorruptRunFolderError
-from memrl_bench.transcripts import TranscriptLog
 
 MEMORY_TEMPLATES = ("react_system", "single_turn")  # the prompts that hold the method's memory block as {memory_section}
 TASK_TEXT_CHARS = 400  # of the first user message, for the search box

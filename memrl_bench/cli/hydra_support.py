@@ -1,0 +1,134 @@
+"""What the harness takes from Hydra besides `@hydra.main`: the resolvers conf/config.yaml
+names its folders with, the config folders of installed packages on the search path,
+composing conf/ from code, and a sweep's jobs as Hydra's basic sweeper expands them.
+
+The only module that reaches below Hydra's documented API (it swaps the global Hydra
+state aside so that compose runs inside the running app, and it repeats the basic
+sweeper's expansion with the public override parser instead of importing
+hydra._internal). tests/unit/test_hydra_support.py checks both against Hydra itself, so a
+Hydra upgrade that changes them fails there, loudly, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from hydra.core.config_search_path import ConfigSearchPath
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.plugins import Plugins
+from hydra.errors import HydraException
+from hydra.plugins.search_path_plugin import SearchPathPlugin
+from omegaconf import OmegaConf
+
+from memrl_bench.core import registry
+from memrl_bench.core.config import CONF_DIR, InputError, results_folder, run_name
+from memrl_bench.core.runfolder import note_new
+
+
+# Resolvers of conf/config.yaml's hydra.run.dir and hydra.sweep.dir/subdir. Hydra
+# evaluates them just before it creates the folder: they check results_dir and
+# experiment_name first, name the run from the job's overrides (memrl_bench.core.config.run_name),
+# and note which folders do not exist yet, so that a failed start removes only those.
+def _experiment_folder(results_dir: str, experiment_name: str) -> str:
+    return str(results_folder(results_dir, experiment_name))
+
+
+def _run_folder(results_dir: str, experiment_name: str, overrides: list[str]) -> str:
+    path = results_folder(results_dir, experiment_name) / run_name(overrides)
+    note_new(path)
+    return str(path)
+
+
+def _job_folder(sweep_dir: str, overrides: list[str]) -> str:
+    name = run_name(overrides)
+    note_new(Path(sweep_dir) / name)
+    return name
+
+
+def register_resolvers() -> None:
+    """Make conf/config.yaml's folder resolvers known to OmegaConf (before composing it with its hydra part)."""
+    for name, resolver in (("experiment_folder", _experiment_folder), ("run_folder", _run_folder), ("job_folder", _job_folder)):
+        OmegaConf.register_new_resolver(name, resolver, replace=True)
+
+
+class InstalledConfigs(SearchPathPlugin):
+    """Hydra's search path extended by the config folders of installed packages (the entry points
+    of memrl_bench.core.registry.CONF_GROUP), after memrl-bench's own conf/: `method=my_method` then
+    finds my_pkg/conf/method/my_method.yaml once my_pkg is installed."""
+
+    def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
+        for package in registry.config_packages():
+            search_path.append(provider="memrl-bench plugin", path=f"pkg://{package}")
+
+
+def add_installed_configs() -> None:
+    """Register InstalledConfigs with Hydra (before it composes). Registered by hand, not found in the
+    hydra_plugins namespace package: Hydra's scan of that package misses the modules of an editable
+    install (setuptools >= 64, hydra issue 2359), which is how this project is installed for work on it."""
+    Plugins.instance().register(InstalledConfigs)
+
+
+@contextmanager
+def composing() -> Iterator[None]:
+    """Hydra's compose API on conf/, also inside the running `memrl-bench` app (whose global
+    Hydra is set aside meanwhile: compose refuses to start while one is initialised)."""
+    register_resolvers()
+    add_installed_configs()
+    state = GlobalHydra.instance()
+    outer, state.hydra = state.hydra, None
+    try:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
+            yield
+    finally:
+        state.hydra = outer
+
+
+def compose(overrides: list[str], hydra_config: bool = False) -> Any:
+    """conf/config.yaml composed with `overrides` (call inside `composing()`)."""
+    return hydra_compose("config", overrides=overrides, return_hydra_config=hydra_config)
+
+
+def parsed(overrides: list[str]) -> list[Any]:
+    """Hydra's Override objects of command-line overrides."""
+    return OverridesParser.create().parse_overrides(overrides)
+
+
+def fixed(overrides: list[str]) -> list[str]:
+    """The overrides that are not sweeps (`a=1,2` is a sweep, `a=1` is not)."""
+    return [o.input_line for o in parsed(overrides) if not o.is_sweep_override()]
+
+
+MAX_SWEEP_JOBS = 10_000  # far past any study; what a sweep expands to is bounded before it is built (a range of 10^8 seeds)
+
+
+class SweepTooLargeError(InputError, ValueError):
+    """A sweep of more jobs than MAX_SWEEP_JOBS."""
+
+
+def sweep_jobs(arguments: list[str]) -> list[list[str]]:
+    """Every job's overrides for `arguments` (the sweeper's params first, then the command's),
+    as Hydra's basic sweeper expands them: a later value of a key replaces an earlier one
+    in its place, and jobs are the product of the swept values in order; SweepTooLargeError
+    past MAX_SWEEP_JOBS jobs, counted before any list of that size is made."""
+    by_key: dict[str, list[str]] = {}
+    for override in parsed(arguments):
+        key = override.get_key_element()
+        if not override.is_sweep_override():
+            by_key[key] = [f"{key}={override.get_value_element_as_str()}"]
+        elif override.is_discrete_sweep():
+            if override.is_range_sweep() and sum(1 for _ in itertools.islice(override.value().range(), MAX_SWEEP_JOBS + 1)) > MAX_SWEEP_JOBS:
+                raise SweepTooLargeError(f"{override.input_line}: more than {MAX_SWEEP_JOBS} values")  # before Hydra lists it (shuffle does)
+            by_key[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
+        else:
+            raise HydraException(f"{override.input_line}: range and interval sweeps are not supported by the basic sweeper")
+    if math.prod(len(values) for values in by_key.values()) > MAX_SWEEP_JOBS:
+        raise SweepTooLargeError(f"{' x '.join(str(len(v)) for v in by_key.values() if len(v) > 1)} jobs, more than {MAX_SWEEP_JOBS}")
+    return [list(job) for job in itertools.product(*by_key.values())]

@@ -1,0 +1,172 @@
+"""The `memrl-bench` command: a Hydra app running (or resuming) one run per job.
+
+Every way it can fail ends with one line on stderr and an exit code: 2 for wrong input
+(memrl_bench.core.config.InputError: a config value, a file, a run folder another process
+is writing, a refused API key; also a full disk), 3 for an LLM server that went down (re-run once it is back), 130
+for Ctrl-C. Anything else is a bug and shows its traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+import warnings
+from pathlib import Path
+from typing import NoReturn
+
+import hydra
+import yaml
+from hydra.core.hydra_config import HydraConfig
+from hydra.errors import HydraException
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from memrl_bench.cli.hydra_support import add_installed_configs, register_resolvers
+from memrl_bench.cli.summary import print_summary
+from memrl_bench.core.config import CONF_DIR, InputError
+from memrl_bench.core.redaction import ScrubbedStream, hide_url_secrets_from_command_line, redact_server_text, remember_command_line, scrub
+from memrl_bench.core.runfolder import MANIFEST, is_disk_full, write_text_atomic
+from memrl_bench.llm import LLMOutageError
+from memrl_bench.runner.loop import run
+
+INTERRUPTED = 130  # the shell's code for a command ended by SIGINT
+
+
+def _one_line(err: BaseException) -> str:
+    """A multi-line message (Hydra's, YAML's) on one line."""
+    lines = [line.strip() for line in str(err).split("Config search path:")[0].splitlines() if line.strip()]
+    if isinstance(err.__cause__, OmegaConfBaseException):
+        lines.append(str(err.__cause__).splitlines()[0])
+    text = lines[0] if lines else type(err).__name__
+    for line in lines[1:]:
+        text += (" " if text.endswith((".", ":")) else "; ") + line
+    return text
+
+
+def _caused_by(err: BaseException | None, kinds: type[BaseException] | tuple[type[BaseException], ...]) -> BaseException | None:
+    """The first error of `kinds` in the chain that led to `err` (Hydra and OmegaConf wrap a resolver's)."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, kinds):
+            return err
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def _outcome(err: BaseException, run_dir: Path | None = None) -> tuple[str, int] | None:
+    """The line and the exit code for a known failure; None for a bug (and for an exit already decided)."""
+    if isinstance(err, SystemExit):
+        return None
+    if _caused_by(err, KeyboardInterrupt):  # also when a library turned the interrupt into its own error
+        return "interrupted; re-run the same command to resume", INTERRUPTED
+    user = _caused_by(err, InputError)
+    if user is not None:
+        return f"error: {user}", 2
+    if getattr(err, "status_code", None) in (401, 403) and type(err).__module__.startswith("openai"):  # the embeddings server's
+        return f"error: a server refused the API key ({redact_server_text(str(err))}); set a valid key in the variable embedder.api_key_env names", 2
+    if isinstance(err, LLMOutageError):
+        kept = f"every finished batch is kept in {run_dir}; " if run_dir is not None and (run_dir / MANIFEST).exists() else ""
+        return f"stopped: {err}; {kept}re-run the same command once the server is back", 3
+    if isinstance(err, OSError) and (err.filename or is_disk_full(err)):
+        where = f"{err.filename}: " if err.filename else ""
+        hint = "; free some space and re-run the same command to resume" if is_disk_full(err) else ""
+        return f"error: {where}{err.strerror or err}{hint}", 2
+    if isinstance(err, (HydraException, OmegaConfBaseException, yaml.YAMLError)):
+        return f"error: {_one_line(err)}", 2
+    return None
+
+
+def _exit(line: str, code: int) -> NoReturn:
+    if code == INTERRUPTED:
+        # An interrupt can land between creating a batch's coroutine and awaiting it; Python
+        # would report that at exit, after the one line this exit promises.
+        warnings.filterwarnings("ignore", message="coroutine .* was never awaited", category=RuntimeWarning)
+    print(f"memrl-bench: {scrub(line)}", file=sys.stderr)
+    sys.exit(code)
+
+
+register_resolvers()
+add_installed_configs()
+
+
+def _stop(err: BaseException, run_dir: Path | None = None) -> NoReturn:
+    """Exit on `err`: its one line and code, or for a bug its scrubbed traceback and exit 1.
+
+    Inside a job this must exit here: an error reaching Hydra makes it print "Error executing
+    job with overrides: [...]", every override as typed (URL passwords, ?key= values), unscrubbed.
+    """
+    outcome = _outcome(err, run_dir)
+    if outcome is not None:
+        _exit(*outcome)
+    if isinstance(err, SystemExit):
+        raise err
+    # a bug: its traceback, as Python would print it, without secrets (a message may quote a URL)
+    print(scrub("".join(traceback.format_exception(err))), end="", file=sys.stderr)
+    sys.exit(1)
+
+
+@hydra.main(config_path=CONF_DIR, config_name="config", version_base=None)
+def app(cfg: DictConfig) -> None:
+    try:
+        _job(cfg)
+    except BaseException as err:
+        _stop(err)
+
+
+def _job(cfg: DictConfig) -> None:
+    hydra_cfg = HydraConfig.get()
+    if cfg.get("study"):
+        _run_study(cfg, list(hydra_cfg.overrides.task))
+        return
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        _scrub_file(Path(hydra_cfg.sweep.dir) / "multirun.yaml")
+    run_dir = Path(hydra_cfg.runtime.output_dir)
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    resolved["hydra"] = {"overrides": list(hydra_cfg.overrides.task)}
+    try:
+        metrics = run(resolved, run_dir)
+    except BaseException as err:
+        _stop(err, run_dir)
+    print_summary(run_dir.name, metrics, run_dir)
+
+
+def _scrub_file(path: Path) -> None:
+    """Hydra's record of a sweep (multirun.yaml), without URL userinfo."""
+    if path.exists():
+        text = path.read_text()
+        if scrub(text) != text:
+            write_text_atomic(path, scrub(text))
+
+
+def _run_study(cfg: DictConfig, overrides: list[str]) -> None:
+    """A study (conf/experiment/critique_study.yaml): its presets' sweeps, then the findings."""
+    from memrl_bench.cli.study import StudyError, passed_on, run_study
+
+    results_dir = Path(cfg.results_dir).resolve()
+    study_dir = results_dir / cfg.experiment_name
+    study_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        timing = run_study(list(cfg.study.presets), results_dir, study_dir, passed_on(overrides), int(cfg.study.workers), bool(cfg.progress), list(cfg.study.get("grids") or []), bool(cfg.study.get("in_order")))
+    except StudyError as err:
+        _exit(f"error: {err}", 2)
+    print(f"{timing['runs']} runs in {timing['runs_wall_s']:.0f} s, findings in {timing['findings_wall_s']:.0f} s ({timing['workers']} workers)")
+    print(f"findings: {study_dir / 'findings.md'}; report: memrl-bench-report {study_dir}")
+
+
+def main() -> None:
+    # Hydra then raises its errors (and the app's) here instead of printing them itself.
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    hide_url_secrets_from_command_line()  # Hydra reads sys.argv, a copy
+    remember_command_line(sys.argv[1:])
+    sys.stderr = ScrubbedStream(sys.stderr)  # argparse and Hydra print what they refuse, quoting it
+    try:
+        app()
+    except BaseException as err:
+        _stop(err)
+
+
+if __name__ == "__main__":
+    main()

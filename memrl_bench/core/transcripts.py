@@ -1,0 +1,209 @@
+"""A run's transcripts: every prompt and completion of every episode, in one compressed file.
+
+`transcripts.jsonl.gz` in the run folder holds one JSON line per episode (TranscriptRecord:
+the acting calls, and the memory-management calls made for it: retrieval-time ones and,
+for training episodes, those of learn(), with the operations learn() made without an LLM,
+such as MemRL's Q updates). Each batch is appended as one whole gzip member,
+written and fsynced before the batch's lines reach episodes.jsonl, so a crash leaves a
+readable prefix (a torn last member is ignored) that holds at least the logged batches. On
+resume the file is cut back to the episodes the log holds, as the log is cut to whole
+batches; the run folder's lock makes the runner its only writer. A torn last member that
+holds episodes the log already has was cut after the fact (no crash does that): the resume
+keeps the whole lines that still decode from it and says so; when none decodes (a cut in its
+first bytes), it says so if the log holds batches after the last whole member in a phase
+whose batches write transcripts (`_logged_batches_after`).
+
+Damage no crash makes (bytes changed in the middle of the file) costs only the members it
+hits: a reader skips a member that fails to decode or its CRC, finds the next member's
+header and reads on, keeping every whole member after it, and says what it dropped (one
+warning line); a resume then writes the salvaged records back.
+
+Messages repeat from call to call (an episode's system prompt and memory block, the growing
+history), so gzip keeps a batch small: BENCHMARKS.md, "Transcripts", gives bytes per episode.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import sys
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memrl_bench.core.runfolder import CorruptRunFolderError, UnreadableJSONError, batch_key, parse_json, read_regular
+
+TRANSCRIPTS = "transcripts.jsonl.gz"
+MAX_TRANSCRIPTS_BYTES = 2 << 30  # read whole to salvage around damage: far past a run's (BENCHMARKS.md, "Transcripts"), short of exhausting memory
+GZIP_HEADER = b"\x1f\x8b\x08"  # a gzip member's magic and its method (deflate): where a skipped member's successor may start
+
+
+@dataclass
+class Salvage:
+    """What a reading of the file kept and dropped."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)  # JSON objects with an episode id, in file order
+    damaged_places: int = 0  # stretches of bytes skipped because no whole member decodes there
+    damaged_bytes: int = 0
+    bad_lines: int = 0  # lines of whole members that are not a JSON object with an episode id
+    torn_tail: bool = False  # the last member is cut short (a crash while it was written)
+    torn_records: list[dict[str, Any]] = field(default_factory=list)  # the whole lines that decode from that cut member
+
+    @property
+    def damaged(self) -> bool:
+        return bool(self.damaged_places or self.bad_lines)
+
+    def warning(self, path: Path, what: str, kept: int, logged_tail: int = 0, lost_batches: int = 0) -> str:
+        """One line: what was skipped, and that `what` the `kept` records around it; `logged_tail`:
+        the records kept from a cut last member whose episodes the log holds; `lost_batches`: the
+        logged batches a cut last member of which no whole line decodes may have held."""
+        parts = []
+        if self.damaged_places:
+            parts.append(f"skipped {self.damaged_bytes} damaged bytes in {self.damaged_places} place(s) where no gzip member decodes (the records in them are lost)")
+        if self.bad_lines:
+            parts.append(f"skipped {self.bad_lines} line(s) that are not a transcript record")
+        if logged_tail:
+            parts.append(
+                f"its last gzip member is cut short though the log holds its episodes (damage: a crash cuts only a batch not yet logged), so the records after its first {logged_tail} whole line(s) are lost"
+            )
+        if lost_batches:
+            parts.append(
+                f"its last gzip member is cut short before its first whole line, though the log holds {lost_batches} batch(es) after the last whole member"
+                " in a phase that writes transcripts (damage: a crash cuts only a batch not yet logged), so their records are lost; their episodes are in the log"
+            )
+        return f"memrl-bench: warning: {path}: {' and '.join(parts)}; {what} the {kept} records that decode"
+
+
+def transcript_record(episode: dict[str, Any], acting: list[dict[str, Any]], memory_calls: list[dict[str, Any]], memory_ops: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One episode's line: where it sits in the run, its acting calls (messages, completion,
+    finish_reason, tokens, trimmed_tokens, cache_hit), its memory calls (methods.base.memory_call)
+    and, when learn() made any, its memory operations (methods.base.memory_op)."""
+    keys = ("episode_id", "task_id", "phase", "split", "epoch", "batch_index", "sample_index")
+    return {**{k: episode[k] for k in keys}, "acting": acting, "memory_calls": memory_calls, **({"memory_ops": memory_ops} if memory_ops else {})}
+
+
+class TranscriptLog:
+    def __init__(self, run_dir: Path, enabled: bool = True):
+        self.path = Path(run_dir) / TRANSCRIPTS
+        self.enabled = enabled  # the config's `transcripts`; when false nothing is appended
+
+    def append(self, records: list[dict[str, Any]]) -> None:
+        """One batch as one gzip member, in one write, then fsync; records without any LLM call
+        or memory operation (an env that plays its own actor, a method that learned nothing) are left out."""
+        records = [r for r in records if r["acting"] or r["memory_calls"] or r.get("memory_ops")]
+        if not records or not self.enabled:
+            return
+        member = gzip.compress("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode(), mtime=0)
+        with open(self.path, "ab") as f:
+            f.write(member)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def read(self) -> list[dict[str, Any]]:
+        """Every record of the whole members (a torn last member, from a crash, is left out;
+        damaged members and lines are skipped with one warning; a file that is not a regular file
+        is never read: one warning, no records)."""
+        try:
+            salvage = self.salvage()
+        except CorruptRunFolderError as err:
+            print(f"memrl-bench: warning: {err}; read without its transcripts", file=sys.stderr)
+            return []
+        if salvage.damaged:
+            print(salvage.warning(self.path, "read", len(salvage.records)), file=sys.stderr)
+        return salvage.records
+
+    def by_episode(self) -> dict[str, dict[str, Any]]:
+        """The records by episode id, for readers that show what they can (the viewer)."""
+        return {r["episode_id"]: r for r in self.read()}
+
+    def keep_only(self, logged: list[dict[str, Any]]) -> None:
+        """Cut the file to the records of the episodes the log holds (`logged`: its records, in its
+        order), keeping every whole member around damage, with one warning saying what was dropped."""
+        if not self.path.exists():
+            return
+        wanted = {r["episode_id"] for r in logged}
+        salvage = self.salvage()
+        kept = [r for r in salvage.records if r["episode_id"] in wanted]
+        if len(kept) == len(salvage.records) and not salvage.damaged and not salvage.torn_tail:
+            return
+        logged_tail = [r for r in salvage.torn_records if r["episode_id"] in wanted]
+        lost_batches = 0 if logged_tail or not salvage.torn_tail else _logged_batches_after(salvage.records, logged)
+        kept += logged_tail
+        if salvage.damaged or logged_tail or lost_batches:
+            print(salvage.warning(self.path, "the resume keeps", len(kept), len(logged_tail), lost_batches), file=sys.stderr)
+        partial = self.path.with_name(self.path.name + ".tmp")
+        with open(partial, "wb") as f:
+            if kept:
+                f.write(gzip.compress("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept).encode(), mtime=0))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(partial, self.path)
+
+    def salvage(self) -> Salvage:
+        """Every whole member's records; where no member decodes (bad deflate data, a CRC or
+        length that does not match), the bytes up to the next gzip header are skipped and
+        reading goes on from there."""
+        out = Salvage()
+        if not self.path.exists():
+            return out
+        data = read_regular(self.path, MAX_TRANSCRIPTS_BYTES)
+        view = memoryview(data)  # members are decoded in place, not copied out
+        start = 0
+        skipped: list[list] = []  # [start, end, whether it decodes without error to the end of the file, what it decodes to] of each stretch skipped
+        while start < len(data):
+            decoder = zlib.decompressobj(wbits=31)  # one gzip member
+            try:
+                text, clean = decoder.decompress(view[start:]), True
+            except zlib.error:
+                text, clean = b"", False
+            if clean and decoder.eof:
+                self._add_lines(text, out)
+                start = len(data) - len(decoder.unused_data)
+                continue
+            following = data.find(GZIP_HEADER, start + 1)
+            end = len(data) if following < 0 else following
+            if skipped and skipped[-1][1] == start:  # a false header inside the same damage
+                skipped[-1][1] = end
+            else:
+                skipped.append([start, end, clean, text])
+            start = end
+        if skipped and skipped[-1][1] == len(data) and skipped[-1][2]:
+            # the last member, cut short: by a crash while it was written (not damage), unless the log holds its episodes (keep_only)
+            out.torn_tail = True
+            torn, text = Salvage(), skipped.pop()[3]
+            self._add_lines(text[: text.rfind(b"\n") + 1], torn)  # its whole lines, up to the one the cut went through
+            out.torn_records = torn.records
+        out.damaged_places, out.damaged_bytes = len(skipped), sum(stretch[1] - stretch[0] for stretch in skipped)
+        return out
+
+    @staticmethod
+    def _add_lines(text: bytes, out: Salvage) -> None:
+        for line in text.splitlines():
+            try:
+                record = parse_json(line)
+            except UnreadableJSONError:
+                record = None
+            if isinstance(record, dict) and isinstance(record.get("episode_id"), str):
+                out.records.append(record)
+            else:
+                out.bad_lines += 1
+
+
+
+def _logged_batches_after(records: list[dict[str, Any]], logged: list[dict[str, Any]]) -> int:
+    """The logged batches after the last whole member's batch, in a phase some whole member has records of.
+
+    A cut last member of which no line decodes names no episode; but a crash cuts only the member
+    of a batch not yet logged, and a phase's batches write transcripts alike (acting calls, or
+    learn()'s operations in training), so such batches mean the cut member was one of them. With no
+    whole member, nothing tells which phases write transcripts: 0."""
+    if not records:
+        return 0
+    phases = {r.get("phase") for r in records}
+    batches = list(dict.fromkeys(batch_key(r) for r in logged))
+    last = batch_key(records[-1])
+    if last not in batches:
+        return 0
+    return sum(1 for key in batches[batches.index(last) + 1 :] if key[0] in phases)

@@ -1,0 +1,327 @@
+"""Text embeddings: one small interface, an offline MiniLM, an OpenAI-compatible client, a cache.
+
+Every embedder returns float32 rows of unit length, so cosine similarity is a dot
+product, and names itself in `identity` (written into the manifest and used as the
+cache key, so vectors from two models never mix).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import sys
+import threading
+from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memrl_bench.core.config import EMBEDDERS, ConfigError, InputError, sqlite_errors_as, validated
+from memrl_bench.core.redaction import redact_server_text, strip_url_secrets, url_host
+from memrl_bench.core.vector_index import unit_rows
+
+
+class Embedder(ABC):
+    """Texts -> float32 matrix of unit-norm rows, one per text."""
+
+    @property
+    @abstractmethod
+    def dim(self) -> int:
+        """Length of one vector."""
+
+    @property
+    @abstractmethod
+    def identity(self) -> dict[str, Any]:
+        """What produces the vectors (model, file checksum, settings); no secrets."""
+
+    @abstractmethod
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Shape (len(texts), dim), float32, unit-norm rows."""
+
+
+def _check_texts(texts: list[str]) -> None:
+    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+        raise TypeError("embed() takes a list of strings")
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class MiniLMOnnxEmbedder(Embedder):
+    """all-MiniLM-L6-v2 with int8 weights on onnxruntime (no torch), as sentence-transformers runs it.
+
+    WordPiece tokens truncated to `max_tokens`, the transformer's last hidden state
+    mean-pooled over the attention mask, then L2-normalised.
+    """
+
+    MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
+    DIM = 384
+
+    def __init__(self, model_dir: str | Path | None = None, threads: int = 1, batch_size: int = 32, max_tokens: int = 256):
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        if model_dir is None:
+            from memrl_bench.llm import catalogue as models
+
+            model_dir = models.ensure("minilm-l6-int8")
+        model_dir = Path(model_dir).expanduser()
+        model_path, tokenizer_path = model_dir / "model.onnx", model_dir / "tokenizer.json"
+        for required in (model_path, tokenizer_path):
+            if not required.is_file():
+                raise FileNotFoundError(f"embedder.model_dir {str(model_dir)!r} has no {required.name}")
+        if threads < 1 or batch_size < 1 or max_tokens < 2:
+            raise ValueError(f"embedder: threads, batch_size must be >= 1 and max_tokens >= 2 (got {threads}, {batch_size}, {max_tokens})")
+
+        self.batch_size = batch_size
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        self._tokenizer.enable_truncation(max_length=max_tokens)
+        # Pad to the longest text of a batch (the shipped tokenizer pads to a fixed 128).
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(str(model_path), sess_options=options, providers=["CPUExecutionProvider"])
+        self._input_names = {i.name for i in self._session.get_inputs()}
+        outputs = self._session.get_outputs()
+        if outputs[0].shape[-1] != self.DIM or len(outputs[0].shape) != 3:
+            raise ValueError(f"{model_path}: expected a last_hidden_state output of shape [batch, sequence, {self.DIM}], got {outputs[0].name} {outputs[0].shape}")
+        self._identity = {
+            "kind": "minilm",
+            "model": self.MODEL_NAME,
+            "model_sha256": _sha256_file(model_path),
+            "tokenizer_sha256": _sha256_file(tokenizer_path),
+            "dim": self.DIM,
+            "max_tokens": max_tokens,
+            "pooling": "mean",
+            "normalized": True,
+        }
+
+    @property
+    def dim(self) -> int:
+        return self.DIM
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return dict(self._identity)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        _check_texts(texts)
+        out = np.zeros((len(texts), self.DIM), dtype=np.float32)
+        # Batches of similar length waste less work on padding; a text's vector does
+        # not depend on its batch (the padding is masked out).
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            out[chunk] = self._embed_batch([texts[i] for i in chunk])
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        attention_mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(input_ids)
+        hidden = self._session.run(None, feeds)[0]
+        weights = attention_mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return unit_rows(pooled)
+
+
+class OpenAIEmbedder(Embedder):
+    """An OpenAI-compatible /v1/embeddings endpoint (OpenAI, llama.cpp, vLLM, ...)."""
+
+    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", batch_size: int = 64, dim: int | None = None, timeout_s: float = 60.0):
+        import openai
+
+        from memrl_bench.llm.http import body_cap, capped_client
+
+        if not model:
+            raise ValueError("embedder.model is required for the openai embedder")
+        # Local servers take any key; a hosted API fails on its own with a clear message.
+        api_key = os.environ.get(api_key_env) or "none"
+        # an answer's body is read under a cap in bytes and time: a hostile server cannot exhaust memory
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, http_client=capped_client(body_cap(), timeout_s))
+        self.model = model
+        self.batch_size = batch_size
+        self._dim = dim
+        host = url_host(str(self._client.base_url))  # no user:password@ in the identity
+        self._identity = {"kind": "openai", "model": model, "host": host, "normalized": True}
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self._request(["dimension probe"]).shape[1])
+        return self._dim
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return dict(self._identity)
+
+    def _request(self, texts: list[str]) -> np.ndarray:
+        import openai
+
+        from memrl_bench.llm import LLMOutageError
+
+        try:
+            response = self._client.embeddings.create(model=self.model, input=texts)
+        except (openai.APIConnectionError, openai.APIStatusError) as err:
+            if getattr(err, "status_code", None) in (401, 403):
+                raise  # a refused key: the CLI's one line naming the variable
+            # The openai package has already retried: the run stops here and resumes later
+            # (a 404 too: a wrong base_url or a server without embeddings, fixed before a re-run).
+            raise LLMOutageError(f"the embeddings server at {strip_url_secrets(str(self._client.base_url))} failed: {redact_server_text(str(err))}") from err
+        rows = sorted(response.data, key=lambda d: d.index)
+        if len(rows) != len(texts):
+            raise RuntimeError(f"embeddings endpoint returned {len(rows)} vectors for {len(texts)} texts")
+        return unit_rows(np.array([r.embedding for r in rows], dtype=np.float32))
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        _check_texts(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        chunks = [self._request(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        matrix = np.concatenate(chunks)
+        if self._dim is None:
+            self._dim = matrix.shape[1]
+        elif matrix.shape[1] != self._dim:
+            raise RuntimeError(f"embeddings endpoint returned {matrix.shape[1]} dimensions, configured embedder.dim is {self._dim}")
+        return matrix
+
+
+class EmbeddingCacheError(InputError, RuntimeError):
+    """The embedding cache file cannot be used; the message names it."""
+
+
+def _vector_checksum(identity_key: str, text_hash: str, blob: bytes) -> str:
+    """The sha256 of an entry's key and vector."""
+    return hashlib.sha256(f"{identity_key}\n{text_hash}\n".encode() + blob).hexdigest()
+
+
+class CachedEmbedder(Embedder):
+    """Any embedder behind an SQLite cache keyed by (embedder identity, text).
+
+    A call looks every text up at once and embeds the misses in one batch. WAL mode
+    lets several runs share one cache file. Each entry carries the sha256 of its key and
+    vector, checked on every read: an entry that was edited or damaged (a vector of
+    another length or other bytes) is one warning naming the file and is embedded again,
+    never used; entries from before checksums are embedded again (one warning per file).
+    A file that is not a readable SQLite cache raises EmbeddingCacheError naming it.
+    """
+
+    _LOOKUP_CHUNK = 500  # below SQLite's bound-parameter limit
+
+    def __init__(self, inner: Embedder, path: str | Path):
+        self.inner = inner
+        self.path = Path(path).expanduser()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._identity_key = hashlib.sha256(json.dumps(inner.identity, sort_keys=True).encode()).hexdigest()
+        self._lock = threading.Lock()
+        self._warned_unchecked = False
+        with self._named_errors():
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS embeddings (identity TEXT NOT NULL, text_sha256 TEXT NOT NULL, vector BLOB NOT NULL, checksum TEXT, PRIMARY KEY (identity, text_sha256))")
+            if "checksum" not in {row[1] for row in self._db.execute("PRAGMA table_info(embeddings)")}:  # a cache written before entries had checksums
+                try:
+                    self._db.execute("ALTER TABLE embeddings ADD COLUMN checksum TEXT")
+                except sqlite3.OperationalError as err:
+                    if "duplicate column" not in str(err):  # another process added it meanwhile
+                        raise
+            self._db.commit()
+        self.hits = 0  # texts served from the cache
+        self.misses = 0  # texts that had to be embedded (damaged entries included)
+
+    def _named_errors(self) -> AbstractContextManager[None]:
+        return sqlite_errors_as(EmbeddingCacheError, self.path, "the embedding cache", "unset embedder.cache_path")
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        _check_texts(texts)
+        hashes = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+        with self._lock:
+            found = self._lookup(sorted(set(hashes)))
+            missing = {h: t for h, t in zip(hashes, texts) if h not in found}
+            misses = sum(h in missing for h in hashes)
+            self.misses += misses
+            self.hits += len(texts) - misses
+            if missing:
+                vectors = self.inner.embed(list(missing.values()))
+                blobs = [np.asarray(v, dtype=np.float32).tobytes() for v in vectors]
+                rows = [(self._identity_key, h, blob, _vector_checksum(self._identity_key, h, blob)) for h, blob in zip(missing, blobs)]
+                with self._named_errors():
+                    self._db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?)", rows)  # replaces a damaged entry
+                    self._db.commit()
+                found.update(zip(missing, vectors))
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        lengths = {len(found[h]) for h in hashes}
+        if len(lengths) > 1:  # entries that pass their checksums yet disagree: written so on purpose
+            raise EmbeddingCacheError(f"{self.path}: vectors of {sorted(lengths)} dimensions for one embedder; move the cache away to start a new one")
+        return np.stack([found[h] for h in hashes]).astype(np.float32)
+
+    def _lookup(self, hashes: list[str]) -> dict[str, np.ndarray]:
+        """The cached vectors of these text hashes that pass their checksums."""
+        found: dict[str, np.ndarray] = {}
+        damaged = unchecked = 0
+        for start in range(0, len(hashes), self._LOOKUP_CHUNK):
+            chunk = hashes[start : start + self._LOOKUP_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            query = f"SELECT text_sha256, vector, checksum FROM embeddings WHERE identity = ? AND text_sha256 IN ({marks})"
+            with self._named_errors():
+                rows = self._db.execute(query, [self._identity_key, *chunk]).fetchall()
+            for text_hash, blob, checksum in rows:
+                if checksum is None:
+                    unchecked += 1
+                elif not isinstance(blob, bytes) or not blob or len(blob) % 4 or checksum != _vector_checksum(self._identity_key, text_hash, blob):
+                    damaged += 1
+                else:
+                    found[text_hash] = np.frombuffer(blob, dtype=np.float32)
+        if damaged:
+            print(f"memrl-bench: warning: {self.path}: {damaged} cached vector(s) do not match their checksums (edited or damaged); embedding them again", file=sys.stderr)
+        if unchecked and not self._warned_unchecked:
+            self._warned_unchecked = True
+            print(f"memrl-bench: warning: {self.path}: vectors cached before entries had checksums are embedded again", file=sys.stderr)
+        return found
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def make_embedder(cfg: dict[str, Any]) -> Embedder | None:
+    """The embedder the embedder group names (checked by its model, memrl_bench.core.config.EMBEDDERS;
+    the class found by memrl_bench.core.registry); None for env_intent (tasks carry their own key vectors).
+
+    `cache_path` (optional) wraps the embedder in an SQLite cache at that file.
+    """
+    from memrl_bench.core import registry
+
+    name = cfg.get("name")
+    if name not in EMBEDDERS:
+        raise ConfigError(f"embedder.name: unknown embedder {name!r}; valid: {', '.join(EMBEDDERS)}")
+    settings = validated(EMBEDDERS[name], cfg, "embedder").model_dump(exclude={"name", "cache_path"})
+    if name == "env_intent":
+        return None
+    embedder: Embedder = registry.get("embedder", name)(**settings)
+    return CachedEmbedder(embedder, cfg["cache_path"]) if cfg.get("cache_path") else embedder

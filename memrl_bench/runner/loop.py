@@ -1,0 +1,433 @@
+"""One run, as data flows: config -> env, method, actor, guard -> batches -> episodes.jsonl.
+
+The schedule (the run's protocol, memrl_bench/protocols) fixes every batch in advance, so the episode log
+is always a prefix of it and a re-run of the same command resumes: complete batches
+are skipped, learn() is replayed from the log after the last memory checkpoint, and
+the rest is played.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+from memrl_bench import protocols
+from memrl_bench.actors.base import Actor, EnvPool, Job
+from memrl_bench.core import interrupts, registry
+from memrl_bench.core import metrics as metrics_lib
+from memrl_bench.core.config import ActorSettings, ConfigError, ConfigMismatchError, config_error, config_hash, upgrade, validate_config, validated
+from memrl_bench.core.records import episode_records, memory_items
+from memrl_bench.core.redaction import remember_secret, remember_url, scrub, scrub_data
+from memrl_bench.core.runfolder import REBUILD_HINT, SCHEDULE_EPISODES, CorruptRunFolderError, RunFolder, batch_key, forget_new, note_new
+from memrl_bench.core.schema import Episode, ManifestRecord, MetricsRecord, Outcome, Retrieval, Task
+from memrl_bench.core.transcripts import TranscriptLog, transcript_record
+from memrl_bench.core.vector_index import unit_rows
+from memrl_bench.envs.base import Env, NoisyRewards
+from memrl_bench.llm import ChatModel
+from memrl_bench.llm.embedders import Embedder, make_embedder
+from memrl_bench.methods.base import Experience, MemoryMethod, MethodContext, Query, fingerprint
+from memrl_bench.protocols import EPISODE_TAGS, FLIPPED, Batch, Protocol, ProtocolViolation, role_splits, split_hash
+from memrl_bench.protocols.base import check_backbone, check_disjoint
+from memrl_bench.runner.progress import Progress, make_progress
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in ("memrl-bench", "numpy", "pandas", "hydra-core", "openai", "faiss-cpu", "pydantic", "xllamacpp", "onnxruntime", "textworld-express", "alfworld"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            versions[name] = metadata.version(name)
+    return versions
+
+
+@dataclass
+class RunParts:
+    env: Env
+    method: MemoryMethod
+    actor: Actor
+    protocol: Protocol
+    roles: dict[str, Any]
+    tasks: dict[str, list[Task]]
+    labels: list[str]
+    llm: Any
+    embedder: Any
+
+
+class Runner:
+    """One run into `run_dir`. `llm` and `embedder`, when given, are used instead of the ones
+    the config names (which it still records): a caller's ChatModel or Embedder, such as a
+    test's scripted model."""
+
+    def __init__(self, cfg: dict, run_dir: Path, llm: ChatModel | None = None, embedder: Embedder | None = None):
+        self.cfg = cfg
+        self.folder = RunFolder(run_dir)
+        self.loop = asyncio.new_event_loop()
+        self.loop.set_exception_handler(interrupts.quiet_about_interrupted_tasks)
+        self._key_cache: dict[str, np.ndarray] = {}
+        self._given_llm, self._given_embedder = llm, embedder
+        self.transcripts = TranscriptLog(run_dir, enabled=bool(cfg.get("transcripts", True)))
+
+    # ---- building ---------------------------------------------------------------
+    def _build(self, stack: contextlib.ExitStack, protocol: Protocol) -> RunParts:
+        cfg = self.cfg
+        labels = protocol.run_labels() + check_backbone(cfg.get("llm", {}), protocol.settings)
+
+        env_cfg = {k: v for k, v in cfg["env"].items() if k not in ("name", "roles")}
+        env = registry.get("env", cfg["env"]["name"])(env_cfg, seed=int(cfg["env"].get("seed", 0) or 0))
+        stack.callback(env.close)
+        labels += list(env.labels)
+        roles = protocol.roles(dict(cfg["env"].get("roles") or env.default_roles))
+        tasks: dict[str, list[Task]] = {}
+        role_of: dict[str, str] = {}
+        for role in roles:
+            for split in role_splits(roles, role):
+                if split in role_of:
+                    raise ProtocolViolation(f"env.roles: split {split!r} plays both {role_of[split]!r} and {role!r}; the splits overlap, and held-out evaluation needs them disjoint")
+                role_of[split] = role
+                if role == "test" and split in EPISODE_TAGS and (split != "validation" or roles.get("validation")):  # Batch.episode_id names a test episode by its split
+                    raise ConfigError(f"env.roles.test: split {split!r} cannot play test: its episodes would take the ids of the {split} phase's; give test other splits")
+                if split not in env.splits():
+                    raise ConfigError(f"env.roles.{role}: split {split!r} does not exist in env {env.name!r}; valid: {', '.join(env.splits())}")
+                skip, limit = protocol.settings.skip_tasks.get(role, 0), protocol.settings.max_tasks.get(role)
+                tasks[split] = env.tasks(split)[skip:][:limit] if limit else env.tasks(split)[skip:]
+                if not tasks[split]:
+                    raise ConfigError(f"env {env.name!r} split {split!r} (role {role}) has no tasks")
+        check_disjoint(tasks)
+        protocol.check_tasks(env, tasks, roles)
+
+        llm_cfg = cfg.get("llm") or {"name": "none"}
+        llm = self._given_llm or stack.enter_context(registry.get("llm", llm_cfg["name"])(llm_cfg))
+        embedder = self._given_embedder or make_embedder(cfg.get("embedder") or {"name": "env_intent"})
+        method_cfg = {k: v for k, v in cfg["method"].items() if k != "name"}
+        method_cls = registry.get("method", cfg["method"]["name"])
+        ctx = MethodContext(seed=int(cfg.get("seed", 0)), embed=embedder.embed if embedder else None, llm=llm, run=self.loop.run_until_complete)
+        try:
+            method = method_cls(method_cfg, ctx)
+        except ValidationError as err:
+            raise config_error(err, "method") from None
+        if method_cfg and not isinstance(getattr(method, "config", None), BaseModel):  # a method without settings
+            raise ConfigError(f"method.{sorted(method_cfg)[0]}: method {method.name!r} has no settings")
+        labels += list(method.labels)
+        settings = validated(ActorSettings, cfg.get("actor") or {}, "actor")
+        actor_cls = registry.get("actor", settings.kind or env.default_actor)
+        if actor_cls.needs_llm and llm is None:
+            raise ConfigError(f"env {env.name!r} is played by an LLM: set llm=local or llm=openai (llm=none only suits the synthetic env)")
+        actor = actor_cls(llm, settings, transcripts=self.transcripts.enabled)
+        return RunParts(env, method, actor, protocol, roles, tasks, labels, llm, embedder)
+
+    def _manifest(self, parts: RunParts, config: dict, digest: str, schedule: list[Batch]) -> dict:
+        """manifest.json's content, checked against its schema (ManifestRecord; the protocol's entries its own)."""
+        own = parts.protocol.manifest()
+        return ManifestRecord.checked(scrub_data({
+            **own,
+            "config": config,
+            "config_hash": digest,
+            "git_commit": _git_commit(),
+            "versions": _versions(),
+            "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
+            "labels": parts.labels,
+            "env": {"name": parts.env.name, "splits": parts.env.splits(), "roles": parts.roles, "excluded": parts.env.excluded()},
+            "split_hashes": {split: split_hash(t) for split, t in parts.tasks.items()},
+            "split_sizes": {split: len(t) for split, t in parts.tasks.items()},
+            SCHEDULE_EPISODES: sum(b.size for b in schedule),  # what a COMPLETE log holds (RunFolder.verify_complete)
+            "model": getattr(parts.llm, "identity", None),
+            "embedder": getattr(parts.embedder, "identity", None) or ("env_intent" if parts.embedder is None else None),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }), own=tuple(own))
+
+    # ---- keys ---------------------------------------------------------------------
+    def keys_for(self, tasks: list[Task], embedder: Any) -> np.ndarray:
+        """Unit key vectors of the tasks, cached by id and description (a drift change may rename what a task says)."""
+        missing = [t for t in tasks if (t.id, t.description) not in self._key_cache]
+        if missing:
+            if embedder is None:
+                if any(t.intent is None for t in missing):
+                    raise ConfigError("embedder=env_intent needs an env that supplies intent vectors; use embedder=minilm for text tasks")
+                vectors = unit_rows(np.array([t.intent for t in missing], dtype=np.float32))
+            else:
+                vectors = unit_rows(embedder.embed([t.description for t in missing]))
+            for t, v in zip(missing, vectors):
+                self._key_cache[t.id, t.description] = v
+        return np.stack([self._key_cache[t.id, t.description] for t in tasks])
+
+    # ---- running ------------------------------------------------------------------
+    def run(self) -> dict:
+        """Run or resume, holding the folder's lock; a failed start leaves nothing it created."""
+        interrupts.keep_dropped_interrupts()
+        note_new(self.folder.path)  # before the lock creates it (the CLI noted it before Hydra did)
+        try:
+            with self.folder.lock():
+                try:
+                    return self._run()
+                except BaseException:
+                    self.folder.remove_if_created()
+                    raise
+        finally:
+            forget_new(self.folder.path)
+
+    def _run(self) -> dict:
+        validate_config(self.cfg)
+        protocol = protocols.build(self.cfg.get("protocol") or {})
+        _remember_secrets(self.cfg)
+        written = scrub_data(self.cfg)  # what the folder records, and what its hash is of
+        digest = config_hash(written)
+        existing = self.folder.read_manifest()
+        if existing and digest not in (existing.get("config_hash"), config_hash(upgrade(existing.get("config") or {}))):
+            raise ConfigMismatchError(
+                f"{self.folder.path} holds a run with config hash {existing.get('config_hash', '?')[:12]}, this command's is {digest[:12]}: "
+                "refusing to mix them; use another results_dir / experiment_name or delete the folder"
+            )
+        if self.folder.is_complete():
+            self.folder.verify_complete(existing)
+            print(f"memrl-bench: {self.folder.path} is complete; nothing to do")
+            return self.folder.read_metrics() or {}
+        protocol.start(written, existing)
+        with contextlib.ExitStack() as stack:
+            stack.callback(interrupts.close_event_loop, self.loop)
+            parts = self._build(stack, protocol)
+            schedule = protocol.schedule(parts.roles, parts.tasks, int(self.cfg.get("task_order_seed", self.cfg.get("seed", 0))), parts.env)
+            if not existing:
+                self.folder.write_manifest(self._manifest(parts, written, digest, schedule))
+                self._write_hydra_config(written)
+            self._play(parts, schedule)
+            records = episode_records(self.folder.read_episodes(), self.folder.episodes_path)
+            protocol.audit(parts.method.items(), {r.episode_id for r in records if r.phase == "train"}, parts.roles)
+            final = self.folder.save_snapshot("final", parts.method.snapshot)
+            items = memory_items(final)
+            metrics = metrics_lib.compute(records, items, labels=parts.labels) | protocol.metrics(records, items, parts.roles)
+            for line in metrics_lib.similarity_warnings(metrics.get("retrieval_similarity", {})):
+                print(line, file=sys.stderr)
+            self.folder.write_metrics(MetricsRecord.checked(metrics, own=protocol.metrics_keys))
+            interrupts.raise_if_interrupted()
+            self.folder.mark_complete()
+            return metrics
+
+    def _play(self, parts: RunParts, schedule: list[Batch]) -> None:
+        sizes = {b.key: b.size for b in schedule}
+        logged = self.folder.truncate_to_batches(sizes.get)
+        self.transcripts.keep_only(logged)
+        by_batch: dict[tuple, list[dict]] = {}
+        for record in logged:
+            by_batch.setdefault(batch_key(record), []).append(record)
+        logged_keys = [b.key for b in schedule if b.key in by_batch]
+        if logged_keys != [b.key for b in schedule[: len(logged_keys)]]:
+            raise CorruptRunFolderError(f"{self.folder.episodes_path} is not a prefix of this run's schedule")
+        done = len(logged_keys)
+        initial = parts.protocol.initial_memory()
+        if initial is not None:  # the transfer protocol: memory starts as the source left it (verified when it started)
+            parts.method.restore(initial)
+        position = self._restore(parts.method, schedule, done)
+        pool = EnvPool(parts.env, size=int(self.cfg.get("llm", {}).get("max_concurrency", 1) or 1))
+        progress = self._progress(sum(b.size for b in schedule), sum(b.size for b in schedule[:done]))
+        last_checkpoint = time.monotonic()
+        phase_fingerprint: str | None = None
+        scratch = self.folder.path / "memory" / ".fingerprint"
+        for i, batch in enumerate(schedule):
+            is_train = batch.phase == "train"
+            epoch_ends = is_train and _phase_ends(schedule, i)
+            if i < done:
+                if is_train and i >= position:  # memory after the last checkpoint: replay learn from the log
+                    episodes = [Episode.from_dict(r) for r in by_batch[batch.key]]
+                    by_id = {t.id: t for t in batch.tasks}  # the batch's own versions (a drift change alters tasks)
+                    tasks = [by_id[e.task_id] for e in episodes]
+                    parts.method.learn(self._experiences(episodes, tasks, parts))
+                if epoch_ends and i >= position - 1 and self.folder.snapshot_path(f"epoch_{batch.epoch}") is None:
+                    # a crash came while this epoch's snapshot was written; memory is at that point now
+                    self.folder.save_snapshot(f"epoch_{batch.epoch}", parts.method.snapshot)
+                continue
+            interrupts.raise_if_interrupted()
+            if not is_train and phase_fingerprint is None:
+                phase_fingerprint = fingerprint(parts.method, scratch)
+            records = self._play_batch(parts, batch, pool)
+            self.folder.append_episodes(records)
+            progress.update(records)
+            if epoch_ends:  # before the checkpoint: a checkpoint past an epoch's end means its snapshot exists
+                self.folder.save_snapshot(f"epoch_{batch.epoch}", parts.method.snapshot)
+            if is_train and (epoch_ends or time.monotonic() - last_checkpoint >= parts.protocol.settings.checkpoint_interval_s):
+                self.folder.save_snapshot("checkpoint", parts.method.snapshot, {"batches_done": i + 1})
+                last_checkpoint = time.monotonic()
+            if not is_train and _phase_ends(schedule, i):
+                if fingerprint(parts.method, scratch) != phase_fingerprint:
+                    raise ProtocolViolation(
+                        f"memory changed during the {batch.phase} phase on split {batch.split!r} (epoch {batch.epoch}): "
+                        f"method {parts.method.name!r} must not learn or mutate memory outside training"
+                    )
+                phase_fingerprint = None
+        progress.close()
+        pool.close()
+
+    def _restore(self, method: MemoryMethod, schedule: list[Batch], done: int) -> int:
+        """Verify the snapshots a resume relies on and restore the checkpoint; the batches it covers."""
+        path = self.folder.snapshot_path("checkpoint")
+        position = 0
+        if path is not None:
+            self.folder.verify_snapshot(path)
+            try:
+                method.restore(path)
+                position = int(json.loads((path / "position.json").read_text())["batches_done"])
+            except Exception as err:  # a snapshot that matches its checksums yet cannot be restored (written by another version)
+                raise CorruptRunFolderError(f"{path} cannot be restored ({type(err).__name__}: {err}); {REBUILD_HINT}") from None
+            if position > done:
+                raise CorruptRunFolderError(f"{path} is past the end of {self.folder.episodes_path} ({position} batches, the log {done}); {REBUILD_HINT}")
+        for i, batch in enumerate(schedule[:done]):
+            if batch.phase != "train" or not _phase_ends(schedule, i):
+                continue
+            snapshot = self.folder.snapshot_path(f"epoch_{batch.epoch}")
+            if snapshot is not None:
+                self.folder.verify_snapshot(snapshot)
+            elif i < position - 1:  # memory is past that epoch: it cannot be written again
+                raise CorruptRunFolderError(f"{self.folder.path / 'memory' / f'epoch_{batch.epoch}'} is missing; {REBUILD_HINT}")
+        return position
+
+    def _progress(self, total: int, initial: int) -> Progress:
+        """A bar on a terminal; log lines (episodes/s, LLM calls, retries, ETA) when stderr is not one."""
+        return make_progress(total, initial, self.folder.path.name, enabled=bool(self.cfg.get("progress", True)))
+
+    def _experiences(self, episodes: list[Episode], tasks: list[Task], parts: RunParts, retrievals: list[Retrieval] | None = None) -> list[Experience]:
+        """What learn() sees: each episode (its success as the protocol's learning signal gives it, e.g. flipped
+        where the repair protocol corrupts it, then through the env's reward noise) with its task, the task's key
+        (keys are cached) and, when it was just played, its retrieval. The log keeps the true success."""
+        keys = self.keys_for(tasks, parts.embedder)
+        learned = [e if e.status == "poison" else _as_learned(e, parts) for e in episodes]
+        return [Experience(e, t, k, r) for e, t, k, r in zip(learned, tasks, keys, retrievals or [None] * len(episodes))]
+
+    def _play_batch(self, parts: RunParts, batch: Batch, pool: EnvPool) -> list[dict]:
+        started = time.time()
+        if batch.poison:
+            episodes = parts.protocol.unplayed_episodes(batch, parts.env)
+            result = parts.method.learn(self._experiences(episodes, list(batch.tasks), parts))
+            records = self._finish(parts, episodes, started)
+            self.transcripts.append([transcript_record(r, [], result.calls_by_episode.get(r["episode_id"], []), result.ops_by_episode.get(r["episode_id"], [])) for r in records])
+            return records
+        tasks = [t for t in batch.tasks for _ in range(batch.samples)]
+        samples = [s for _ in batch.tasks for s in range(batch.samples)]
+        positions = [p for p in range(len(batch.tasks)) for _ in range(batch.samples)]
+        ids = [batch.episode_id(p, s) for p, s in zip(positions, samples)]
+        keys = self.keys_for(tasks, parts.embedder)
+        t0 = time.perf_counter()
+        retrievals = parts.method.retrieve_batch([Query(t, k, e, batch.phase) for t, k, e in zip(tasks, keys, ids)])
+        retrieve_s = (time.perf_counter() - t0) / len(tasks)
+        jobs = [Job(t, r, e, batch.phase, batch.epoch, s) for t, r, e, s in zip(tasks, retrievals, ids, samples)]
+        outcomes: list[Outcome] = self.loop.run_until_complete(parts.actor.play_batch(jobs, pool))
+        if parts.llm is not None and any(o.status == "llm_error" for o in outcomes):
+            parts.llm.confirm_up()  # a server that is down stops the run before the batch is logged
+        episodes = [self._episode(batch, job, retrieval, outcome, position, retrieve_s) for job, retrieval, outcome, position in zip(jobs, retrievals, outcomes, positions)]
+        memory_calls = {e.episode_id: list(r.memory_calls) for e, r in zip(episodes, retrievals)}
+        for e in episodes:
+            if e.task_id in batch.flipped:  # logged with its true success; learn() sees it flipped
+                e.info[FLIPPED] = True
+        memory_ops: dict[str, list[dict]] = {}
+        if batch.phase == "train":
+            t0 = time.perf_counter()
+            result = parts.method.learn(self._experiences(episodes, tasks, parts, retrievals))
+            learn_s = (time.perf_counter() - t0) / len(episodes)
+            for e in episodes:
+                e.latency_s["learn"] = learn_s
+                if e.episode_id in result.usage_by_episode:
+                    e.memory_usage.add(result.usage_by_episode[e.episode_id])
+                e.memory_op_errors = result.op_errors_by_episode.get(e.episode_id, 0)
+                memory_calls[e.episode_id] += result.calls_by_episode.get(e.episode_id, [])
+            memory_ops = result.ops_by_episode
+        records = self._finish(parts, episodes, started)
+        # before the batch reaches the log, so that every logged episode has its transcript
+        self.transcripts.append([transcript_record(r, o.info.get("transcript", []), memory_calls[r["episode_id"]], memory_ops.get(r["episode_id"], [])) for r, o in zip(records, outcomes)])
+        return records
+
+    def _finish(self, parts: RunParts, episodes: list[Episode], started: float) -> list[dict]:
+        stats = parts.method.stats()
+        for e in episodes:
+            e.memory_items_after, e.memory_bytes_after, e.memory_groups_after = stats.items, stats.bytes, stats.groups
+            e.wall_time = started
+        return [e.to_dict() for e in episodes]
+
+    def _episode(self, batch: Batch, job: Job, retrieval, outcome: Outcome, position: int, retrieve_s: float) -> Episode:
+        return Episode(
+            episode_id=job.episode_id,
+            task_id=job.task.id,
+            split=batch.split,
+            phase=batch.phase,  # type: ignore[arg-type]
+            epoch=batch.epoch,
+            batch_index=batch.index,
+            order_index=batch.first_order_index + position,
+            sample_index=job.sample_index,
+            success=bool(outcome.success),
+            reward=float(outcome.reward),
+            status=outcome.status,
+            error=scrub(outcome.error) if outcome.error else outcome.error,  # a message may quote a URL or a key
+            turns=outcome.turns,
+            retrieved=retrieval.items,
+            candidates=retrieval.candidates,
+            injected_chars=len(retrieval.prompt_block),
+            act_usage=outcome.usage,
+            memory_usage=dataclasses.replace(retrieval.usage),
+            latency_s={"retrieve": retrieve_s, **outcome.latency_s},
+            info={**{k: v for k, v in outcome.info.items() if k != "transcript"}, **({"retrieval": retrieval.info} if retrieval.info else {})},
+        )
+
+    def _write_hydra_config(self, config: dict) -> None:
+        """The resolved config, in the .hydra/ folder Hydra users look in."""
+        hydra_dir = self.folder.path / ".hydra"
+        hydra_dir.mkdir(exist_ok=True)
+        from omegaconf import OmegaConf
+
+        (hydra_dir / "config.yaml").write_text(OmegaConf.to_yaml({k: v for k, v in config.items() if k != "hydra"}))
+        overrides = config.get("hydra", {}).get("overrides", [])
+        (hydra_dir / "overrides.yaml").write_text(OmegaConf.to_yaml(list(overrides)))
+
+
+def _as_learned(episode: Episode, parts: RunParts) -> Episode:
+    """The episode as learn() sees it: a copy with reward 1.0 / 0.0 when its learned success
+    differs from the logged one, else the episode itself."""
+    success = parts.protocol.learning_signal(episode)
+    if isinstance(parts.env, NoisyRewards):
+        success = parts.env.learned_success(episode.episode_id, success)
+    return episode if success == episode.success else dataclasses.replace(episode, success=success, reward=float(success))
+
+
+def _phase_ends(schedule: list[Batch], i: int) -> bool:
+    """Whether batch i is the last of its phase (train, validation, test or replay) in its epoch."""
+    here = schedule[i]
+    # a replay phase interrupts a stream's training, it does not end it
+    after = next((schedule[j] for j in range(i + 1, len(schedule)) if not (here.phase == "train" and schedule[j].phase == "replay")), None)
+    return after is None or (after.phase, after.split, after.epoch) != (here.phase, here.split, here.epoch)
+
+
+def _remember_secrets(cfg: dict) -> None:
+    """The API keys the groups name (api_key_env, whether or not their part uses one), and URL userinfo, for redaction."""
+    for group in ("llm", "embedder"):
+        remember_secret(os.environ.get((cfg.get(group) or {}).get("api_key_env", "OPENAI_API_KEY")))
+    for value in _strings(cfg):
+        remember_url(value)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [s for item in items for s in _strings(item)]
+
+
+def run(cfg: dict, run_dir: Path, llm: ChatModel | None = None, embedder: Embedder | None = None) -> dict:
+    """Run (or resume) one configured run into `run_dir`; return its metrics (`llm`, `embedder`: see Runner)."""
+    return Runner(cfg, run_dir, llm, embedder).run()

@@ -1,0 +1,329 @@
+"""Bad input: one line naming the key, file or value, exit code 2, no traceback, and no
+folder left that was not there before.
+
+Most inputs are checked in-process: the config is composed by Hydra from conf/ as the
+command composes it, run by the runner into a folder that does not exist yet, and the
+error mapped to its line and exit code by the command's own `_outcome`. Inputs that
+fail before the runner (Hydra composition, the results folder's name or place, a full
+or read-only disk) run the real command in a subprocess.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memrl_bench.cli.main import _outcome
+from memrl_bench.core.runfolder import RunFolder
+from memrl_bench.core.schema import strip_measured
+from memrl_bench.runner.loop import run
+from tests.helpers import composed
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = ("env.tasks.train=16", "env.tasks.validation=8", "env.tasks.test_in_distribution=8", "env.tasks.test_out_of_distribution=8", "protocol.epochs=2", "protocol.batch_size=8", "progress=false")
+OTHER_ENV = ("protocol.epochs=2", "protocol.batch_size=8", "progress=false")  # SMALL without the synthetic env's keys
+MISSING = "/nonexistent/memrl-bench-data"
+
+
+def outcome_of(overrides: tuple[str, ...], run_dir: Path) -> tuple[str, int]:
+    """(the command's line, its exit code) for a run of these overrides; fails the test on a bug."""
+    try:
+        cfg = composed(*overrides)
+        run(cfg, run_dir)
+    except BaseException as err:  # noqa: BLE001 - what the command would catch
+        outcome = _outcome(err, run_dir)
+        assert outcome is not None, f"no known error for {overrides}: {type(err).__name__}: {err}"
+        return outcome
+    raise AssertionError(f"{overrides} ran")
+
+
+# (overrides, a part of the message). Each is one distinct bad input.
+CONFIG_INPUTS = [
+    (("method.epsilon=-0.5",), "method.epsilon"),
+    (("protocol.batch_size=0",), "protocol.batch_size"),
+    (("method.k_select=zero",), "method.k_select"),
+    (("protocol.epochs=-1",), "protocol.epochs"),
+    (("env.n_types=0",), "env.n_types"),
+    (("+env.colour=blue",), "env.colour"),
+    (("+method.alpah=0.3",), "method.alpah"),
+    (("+sed=3",), "'sed'"),
+    (("seed=abc",), "seed: Input should be a valid integer (got 'abc')"),
+    (("protocol.eval_samples=0",), "protocol.eval_samples"),
+    (("protocol=poison", "protocol.poison_share=1.5"), "protocol.poison_share"),
+    (("+env.roles={train:train,test:[nosuchsplit]}",), "env.roles.test: split 'nosuchsplit' does not exist"),
+    (("llm.finetuned_on=synthetic",), "llm.finetuned_on"),
+    (("method.lambda=2",), "method.lambda"),
+    (("method.k_select=0",), "method.k_select"),
+    (("+env.roles={train:train,validation:train}",), "split 'train' plays both 'train' and 'validation'; the splits overlap"),
+    (("seed=-1",), "seed: Input should be greater than or equal to 0 (got -1)"),
+    (("task_order_seed=-5",), "task_order_seed: Input should be greater than or equal to 0 (got -5)"),
+    (("llm=local", "llm.max_concurrency=0"), "llm.max_concurrency: Input should be greater than or equal to 1"),
+    (("llm=local", "llm.cache_mode=bogus"), "llm.cache_mode: Input should be 'read_write', 'read_only' or 'off' (got 'bogus')"),
+    (("llm=local", "llm.timeout_s=-1"), "llm.timeout_s: Input should be greater than 0"),
+    (("llm=local", "llm.model=null"), "llm.model is required for llm=local"),
+    (("llm=openai",), "llm.model is required for llm=openai"),
+    (("llm=local", "llm.temperature=banana"), "llm.temperature: Input should be a valid number (got 'banana')"),
+    (("llm=local", "llm.max_retries=-3"), "llm.max_retries: Input should be greater than or equal to 0"),
+    (("llm=openai", "llm.model=m", "llm.base_url=localhost:8000"), "llm.base_url: must be an http(s) URL"),
+    (("llm=openai", "llm.model=m", "llm.base_url=http://127.0.0.1:99999/v1"), "llm.base_url: the port must be a number in 1-65535 (got 'http://127.0.0.1:99999/v1')"),  # not exit 3 (a server down)
+    (("embedder=openai", "embedder.base_url=http://127.0.0.1:0/v1"), "embedder.base_url: the port must be a number in 1-65535 (got 'http://127.0.0.1:0/v1')"),
+    (("llm=openai", "llm.model=m", "llm.base_url='http://user:pa/ss@127.0.0.1:8000/v1'"), "llm.base_url: its host is ambiguous"),
+    (("method.epsilon='0.1'",), "method.epsilon: Input should be a valid number (got '0.1')"),
+    (("method=rag", "method.top_k='3'"), "method.top_k: Input should be a valid integer (got '3')"),
+    (("+protocol.max_tasks.train=0",), "protocol.max_tasks: train must be null (all tasks) or >= 1, got 0"),
+    (("+protocol.max_tasks.train=-1",), "protocol.max_tasks: train must be null (all tasks) or >= 1, got -1"),
+    (("+protocol.max_tasks.tests=3",), "protocol.max_tasks.tests"),
+    (("+protocol.skip_tasks.train=-2",), "protocol.skip_tasks: train must be >= 0, got -2"),
+    (("protocol=poison", "protocol.poison_epoch=3"), "protocol.poison_epoch=3 is after the last epoch (protocol.epochs=2)"),
+    (("protocol.epoch_order_seeds=[1,2,3]",), "protocol.epoch_order_seeds has 3 entries for 2 epochs"),
+    (("protocol=streaming",), "protocol=streaming is a single pass: set protocol.epochs=1 (got 2)"),
+    (("+protocol.replay_every=5",), "protocol.replay_every: not a setting of protocol=held_out; it belongs to protocol=replay"),
+    (("protocol=repair", "protocol.corrupt_epochs=2"), "protocol.corrupt_share>0 needs a repair phase"),
+    (("+protocol.corrupt_share=0.3",), "protocol.corrupt_share: not a setting of protocol=held_out; it belongs to protocol=repair"),
+    (("protocol=transfer",), "protocol.transfer_from is required for protocol=transfer"),
+    (("protocol=transfer", "protocol.epochs=0", "protocol.transfer_from=/nonexistent-source"), "protocol.transfer_from: /nonexistent-source is not a folder"),
+    (("protocol=transfer", "protocol.transfer_from=/tmp"), "protocol=transfer tests a source run's memory frozen, with no training here: needs protocol.epochs=0"),
+    (("protocol.epochs=0",), "protocol.epochs=0 trains nothing: only protocol=transfer tests memory learned elsewhere"),
+    (("+env.task_types=[0,9]",), "env.task_types must be distinct types in 0..7"),
+    (("protocol.checkpoint_interval_s=-1",), "protocol.checkpoint_interval_s"),
+    (("env.harmful_share=2",), "env.harmful_share: Input should be less than or equal to 1 (got 2)"),
+    (("env.outcome_temperature=-1",), "env.outcome_temperature: Input should be greater than or equal to 0 (got -1)"),
+    (("+env.type_logit_range=[0,-1]",), "env.type_logit_range: must be [low, high] with low <= high"),
+    (("method.softmax_temperature=inf",), "method.softmax_temperature: must be a finite number (got inf)"),
+    (("method.alpha=nan",), "method.alpha: must be a finite number (got nan)"),
+    (("progress=abc",), "progress: Input should be a valid boolean (got 'abc')"),
+    (("transcripts=2",), "transcripts: Input should be a valid boolean"),
+    (("method=none", "+method.k=1"), "method.k: method 'none' has no settings"),
+    (("embedder=minilm", "embedder.batch_size=0"), "embedder.batch_size"),
+    (("actor.max_steps=0",), "actor.max_steps"),
+    (("actor.fuzzy_cutoff=1.5",), "actor.fuzzy_cutoff"),
+    (("+actor.generation.top_p=0",), "actor.generation.top_p"),
+    (("env=textworld_express", "env.tasks_per_split=0"), "env.tasks_per_split"),
+    (("env=mmlu", "env.tasks_per_split=-2"), "env.tasks_per_split"),
+    (("env=alfworld", f"env.data_dir={MISSING}"), "scripts/fetch_alfworld.sh"),
+    (("env=llb_os", f"env.data_dir={MISSING}"), "fetch_data.py llb"),
+    (("env=llb_db", f"env.data_dir={MISSING}"), "fetch_data.py llb"),
+    (("env=bigcodebench", f"env.data_dir={MISSING}"), "fetch_data.py bigcodebench"),
+    (("env=mmlu", f"env.data_dir={MISSING}"), "fetch_data.py mmlu"),
+]
+
+
+@pytest.mark.parametrize("overrides, message", CONFIG_INPUTS, ids=lambda x: ",".join(x) if isinstance(x, tuple) else None)
+def test_a_bad_config_value_is_one_line_naming_it(tmp_path, overrides, message):
+    base = OTHER_ENV if any(o.startswith("env=") for o in overrides) else SMALL
+    line, code = outcome_of((*base, *overrides), tmp_path / "results" / "default" / "run")
+    assert code == 2 and message in line and "\n" not in line, line
+    assert not list(tmp_path.iterdir())  # the folders this start created are gone
+
+
+def test_the_key_itself_given_as_api_key_env_is_refused_without_being_echoed(tmp_path):
+    key = "sk-proj-0123456789abcdefABCDEF"
+    line, code = outcome_of((*SMALL, "llm=local", f"llm.api_key_env={key}"), tmp_path / "run")
+    assert code == 2 and "llm.api_key_env: must be the NAME of the environment variable" in line and key not in line
+
+
+def test_a_valid_config_runs(tmp_path):
+    """The control: the inputs above fail for their value, not for the base they share."""
+    assert run(composed(*SMALL), tmp_path / "run")["episodes"] > 0
+
+
+# ---- a run folder in a bad state -------------------------------------------------------
+
+
+def finished(folder: Path) -> Path:
+    run(composed(*SMALL), folder)
+    return folder
+
+
+def crashed(folder: Path) -> Path:
+    """A run stopped by a crash while it wrote its epoch-2 snapshot (its checkpoint is at the end of epoch 1)."""
+    real = RunFolder.save_snapshot
+
+    def save_snapshot(self, name, *args, **kwargs):
+        if name == "epoch_2":
+            raise KeyboardInterrupt("simulated crash")
+        return real(self, name, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch, contextlib.suppress(KeyboardInterrupt):
+        patch.setattr(RunFolder, "save_snapshot", save_snapshot)
+        run(composed(*SMALL), folder)
+    return folder
+
+
+def corrupt_log_line(folder: Path) -> None:
+    lines = (folder / "episodes.jsonl").read_text().splitlines(keepends=True)
+    lines[3] = "{not json\n"
+    (folder / "episodes.jsonl").write_text("".join(lines))
+
+
+def edit_manifest(folder: Path) -> None:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["config"]["method"]["name"], manifest["config"]["seed"] = "rag", 7  # the hash kept
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+FOLDER_INPUTS = [
+    (crashed, corrupt_log_line, (), "episodes.jsonl line 4 is not valid JSON"),
+    (finished, lambda f: (f / "manifest.json").write_text('{"config_hash": '), (), "manifest.json is not valid JSON"),
+    (finished, edit_manifest, (), "its config_hash does not match its config"),
+    (finished, lambda f: None, ("method.alpha=0.5",), "refusing to mix them"),
+    (finished, lambda f: (f / "episodes.jsonl").unlink(), (), "is marked COMPLETE, but it has no episodes.jsonl"),
+    (finished, lambda f: (f / "episodes.jsonl").write_text((f / "episodes.jsonl").read_text() * 2), (), "episode ids more than once"),
+    (finished, lambda f: truncate(f / "memory" / "final" / "items.jsonl"), (), "final/items.jsonl does not match its checksum"),
+    (crashed, lambda f: truncate(f / "memory" / "checkpoint" / "items.jsonl"), (), "checkpoint/items.jsonl does not match its checksum"),
+    (crashed, lambda f: (f / "memory" / "epoch_1" / "keys.npy").unlink(), (), "epoch_1/keys.npy is missing"),
+]
+
+
+@pytest.mark.parametrize(
+    "make, damage, overrides, message",
+    FOLDER_INPUTS,
+    ids=["log_line", "manifest_json", "manifest_edited", "other_config", "complete_no_log", "duplicate_ids", "final_snapshot", "checkpoint", "snapshot_file"],
+)
+def test_a_damaged_run_folder_is_one_line_naming_the_file(tmp_path, make, damage, overrides, message):
+    folder = make(tmp_path / "run")
+    damage(folder)
+    before = sorted(p.relative_to(folder) for p in folder.rglob("*"))
+    line, code = outcome_of((*SMALL, *overrides), folder)
+    assert code == 2 and message in line and "\n" not in line, line
+    assert sorted(p.relative_to(folder) for p in folder.rglob("*")) == before  # nothing of it removed
+
+
+def test_a_run_folder_in_use_is_refused_naming_the_holder(tmp_path):
+    folder = crashed(tmp_path / "run")
+    with RunFolder(folder).lock():  # another writer: an open file description of its own
+        line, code = outcome_of(SMALL, folder)
+    assert code == 2 and f"{folder} is in use by another memrl-bench process (PID {os.getpid()})" in line
+
+
+# ---- the response cache ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", [b"SQLite format 3\x00" + b"\x01" * 90, b"\x93garbled" * 500], ids=["truncated", "garbled"])
+def test_an_unreadable_response_cache_is_one_line_naming_the_file(tmp_path, monkeypatch, content):
+    from tests.fault_server import FaultServer
+
+    if not Path("../shared/data/mmlu").exists() and not (ROOT.parent / "shared/data/mmlu").exists():
+        pytest.skip("needs the MMLU data in ../shared/data/mmlu")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-a-secret")
+    cache = tmp_path / "cache.sqlite"
+    cache.write_bytes(content)
+    with FaultServer() as server:
+        overrides = ("env=mmlu", "env.tasks_per_split=2", "method=none", "llm=openai", f"llm.base_url={server.base_url}", "llm.model=m", f"llm.cache_path={cache}", "protocol.epochs=1")
+        line, code = outcome_of(overrides, tmp_path / "results" / "run")
+    assert code == 2 and f"{cache}: the LLM response cache cannot be used" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache.sqlite"]
+    with pytest.raises(sqlite3.DatabaseError):  # the file is left as it was
+        sqlite3.connect(cache).execute("SELECT * FROM responses").fetchall()
+
+
+# ---- inputs the command refuses before the runner: one subprocess each ----------------------
+
+
+def command(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "memrl_bench", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def tree(path: Path) -> list[Path]:
+    return sorted(path.rglob("*"))
+
+
+COMMAND_INPUTS = [
+    (("method=memrll",), "Could not find 'method/memrll'; Available options in 'method': expel"),
+    (("env=nope",), "Could not find 'env/nope'"),
+    (("protocol=nosuch",), "Could not find 'protocol/nosuch'"),
+    (("llm.max_concurrency=2",), "Could not override 'llm.max_concurrency'"),
+    (("experiment_name=" + "x" * 300,), "experiment_name: a folder name has at most 255 bytes, got one of 300"),
+    (("experiment_name=../../x",), "experiment_name: must be a relative folder name inside results_dir, without '..'"),
+    (("-m", "experiment_name=/abs", "seed=0,1"), "experiment_name: must be a relative folder name inside results_dir"),
+    (("results_dir={tmp}/a_file",), "results_dir: {tmp}/a_file is a file, not a folder"),
+    (("results_dir={tmp}/a_file/below",), "results_dir: {tmp}/a_file is a file, not a folder"),
+    (("results_dir=/proc/memrl-bench",), "/proc/memrl-bench"),
+]
+
+
+@pytest.mark.parametrize("args, message", COMMAND_INPUTS, ids=["method", "env", "protocol", "struct", "long_name", "dotdot", "absolute_sweep", "file", "below_file", "proc"])
+def test_the_command_refuses_bad_input_before_it_runs(tmp_path, args, message):
+    (tmp_path / "a_file").write_text("not a folder\n")
+    args = tuple(a.replace("{tmp}", str(tmp_path)) for a in args)
+    if not any(a.startswith("results_dir=") for a in args):
+        args = (*(a for a in args if a.startswith("-")), f"results_dir={tmp_path / 'results'}", *(a for a in args if not a.startswith("-")))
+    out = command(*args)
+    assert out.returncode == 2, out.stderr
+    assert message.replace("{tmp}", str(tmp_path)) in out.stderr and "Traceback" not in out.stderr and out.stderr.count("\n") == 1, out.stderr
+    assert tree(tmp_path) == [tmp_path / "a_file"]
+    assert not Path("/proc/memrl-bench").exists()
+
+
+def test_malformed_yaml_in_a_config_dir_names_the_file(tmp_path):
+    conf = tmp_path / "conf" / "experiment"
+    conf.mkdir(parents=True)
+    (conf / "broken.yaml").write_text("# @package _global_\nprotocol: {epochs: [1, 2\n")
+    before = tree(tmp_path)
+    out = command(f"results_dir={tmp_path / 'results'}", f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "+experiment=broken")
+    assert out.returncode == 2 and "broken.yaml" in out.stderr and "Traceback" not in out.stderr and out.stderr.count("\n") == 1, out.stderr
+    assert tree(tmp_path) == before
+
+
+def in_a_mount_namespace(script: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """`script` (bash) in a private mount namespace, so that it can mount tmpfs folders of its own."""
+    if shutil.which("unshare") is None:
+        pytest.skip("needs util-linux unshare")
+    probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"needs a private mount namespace (root): unshare says {probe.stderr.strip()}")
+    return subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_a_read_only_results_dir_is_one_line(tmp_path):
+    (tmp_path / "ro").mkdir()
+    script = f"mount -t tmpfs -o ro,size=1m tmpfs {tmp_path}/ro && {sys.executable} -m memrl_bench results_dir={tmp_path}/ro/results {' '.join(SMALL)}"
+    out = in_a_mount_namespace(script, tmp_path)
+    assert out.returncode == 2 and f"{tmp_path}/ro/results: Read-only file system" in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_a_full_disk_stops_with_one_line_and_the_same_command_resumes(tmp_path):
+    """ENOSPC in the middle of a run: one line, exit 2; with space again the run finishes
+    with the log of a run that never lacked it."""
+    reference = tmp_path / "reference"
+    run(composed(*SMALL, "protocol.epochs=4"), reference)
+    (tmp_path / "disk").mkdir()
+    cmd = f"{sys.executable} -m memrl_bench results_dir={tmp_path}/disk/results hydra.run.dir={tmp_path}/disk/run {' '.join(SMALL)} protocol.epochs=4"
+    script = (
+        f"mount -t tmpfs -o size=160k tmpfs {tmp_path}/disk && {cmd} 2>{tmp_path}/full.err; echo $? > {tmp_path}/full.rc; "
+        f"cat {tmp_path}/disk/run/episodes.jsonl | wc -l > {tmp_path}/partial.count; "
+        f"mount -o remount,size=64m {tmp_path}/disk && {cmd} && cp {tmp_path}/disk/run/episodes.jsonl {tmp_path}/resumed.jsonl"
+    )
+    out = in_a_mount_namespace(script, tmp_path)
+    full_err = (tmp_path / "full.err").read_text()
+    assert (tmp_path / "full.rc").read_text().strip() == "2", full_err
+    assert "No space left on device; free some space and re-run the same command to resume" in full_err and "Traceback" not in full_err, full_err
+    assert out.returncode == 0, out.stderr
+    assert 0 < int((tmp_path / "partial.count").read_text()) < len((reference / "episodes.jsonl").read_text().splitlines())  # stopped mid-run
+
+    def stripped(path: Path) -> list[dict]:
+        return [strip_measured(json.loads(line)) for line in path.read_text().splitlines()]
+
+    assert stripped(tmp_path / "resumed.jsonl") == stripped(reference / "episodes.jsonl")
+
+
+def test_an_embeddings_server_refusing_the_key_is_one_line():
+    import httpx
+    import openai
+
+    response = httpx.Response(401, request=httpx.Request("POST", "http://127.0.0.1:9/v1/embeddings"))
+    refused = openai.AuthenticationError("Error code: 401 - Incorrect API key provided: sk-abcdefgh12345", response=response, body=None)
+    line, code = _outcome(refused)
+    assert code == 2 and "a server refused the API key" in line and "embedder.api_key_env" in line and "sk-abcdefgh12345" not in line

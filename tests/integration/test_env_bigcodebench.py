@@ -1,0 +1,582 @@
+"""The BigCodeBench env on small hand-written tasks in BigCodeBench's format, and a few real ones."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from memrl_bench.envs.base import DataMissingError, hash_fraction
+from memrl_bench.envs.bigcodebench import BigCodeBenchEnv, is_stdlib_only, judge, solution_code, tampering_patterns, written_test_count
+from memrl_bench.envs.checker import check_env
+from memrl_bench.envs.gold import gold_failure
+from memrl_bench.envs.sandbox import unavailable_reason
+
+REASON = unavailable_reason()
+needs_sandbox = pytest.mark.skipif(REASON is not None, reason=f"sandbox unavailable here: {REASON}")
+SHARED = Path(os.environ.get("MEMRL_BENCH_BIGCODEBENCH_DIR") or Path(__file__).resolve().parents[3] / "shared" / "data" / "bigcodebench")
+
+TEST_ADD = """import unittest
+class TestCases(unittest.TestCase):
+    def test_small(self):
+        self.assertEqual(task_func(2, 3), 5)
+    def test_negative(self):
+        self.assertEqual(task_func(-2, -3), -5)
+"""
+
+
+def record(number: int, libs: list[str], canonical: str = "    return a + b\n", test: str = TEST_ADD) -> dict:
+    code_prompt = "import math\ndef task_func(a, b):\n"
+    return {
+        "task_id": f"BigCodeBench/{number}",
+        "complete_prompt": code_prompt + '    """Add a and b."""\n',
+        "instruct_prompt": f"Write task_func(a, b) returning a + b (task {number}).",
+        "canonical_solution": canonical,
+        "code_prompt": code_prompt,
+        "test": test,
+        "entry_point": "task_func",
+        "doc_struct": "{}",
+        "libs": repr(libs),
+    }
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    folder = tmp_path / "bigcodebench"
+    folder.mkdir()
+    records = [record(n, ["math"]) for n in range(8)]
+    records.append(record(12, ["math"], test="import not_installed_anywhere\n" + TEST_ADD))  # the tests need a missing package
+    records.append(record(13, ["numpy"]))  # not stdlib-only
+    with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
+        out.writelines(json.dumps(r) + "\n" for r in records)
+    split = {"seed": 1, "train_ids": [f"BigCodeBench/{n}" for n in (12, 0, 1, 13)], "val_ids": [f"BigCodeBench/{n}" for n in range(2, 8)]}
+    (folder / "full_seed123.json").write_text(json.dumps(split))
+    return folder
+
+
+@pytest.fixture
+def env(data: Path, tmp_path: Path, monkeypatch) -> BigCodeBenchEnv:
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    return BigCodeBenchEnv({"data_dir": str(data), "timeout_s": 10})
+
+
+def answer(env: BigCodeBenchEnv, task_id: str, completion: str) -> tuple[str, dict]:
+    task = next(t for listed in env._all.values() for t in listed if t.id == task_id)
+    prompt, info = env.reset(task)
+    assert info["answer_format"] == "code" and prompt == task.description
+    observation, _, done, step_info = env.step(completion)
+    assert done
+    return observation, step_info
+
+
+def test_solution_code_keeps_a_full_definition_or_completes_a_body():
+    assert solution_code("def task_func(a, b):\n    return 1\n", "PROMPT\n", "task_func") == "def task_func(a, b):\n    return 1\n"
+    assert solution_code("    return 1\n", "import x\ndef task_func(a, b):\n", "task_func") == "import x\ndef task_func(a, b):\n    return 1\n"
+    assert is_stdlib_only(["os", "collections.abc"]) and not is_stdlib_only(["os", "numpy"])
+
+
+@needs_sandbox
+def test_gold_body_and_wrong_answers(env: BigCodeBenchEnv):
+    assert gold_failure(env, env.tasks("train")[0]) == ""
+    assert answer(env, "BigCodeBench/0", "    return b + a\n")[1]["success"]  # a body completes the code prompt
+    observation, info = answer(env, "BigCodeBench/0", "def task_func(a, b):\n    return a - b\n")
+    assert not info["success"] and "FAILED" in observation
+    assert not answer(env, "BigCodeBench/0", "look")[1]["success"]
+    assert not answer(env, "BigCodeBench/0", "def task_func(a, b):\n    import os\n    os._exit(0)\n")[1]["success"]  # exit 0 before the suite ends
+
+
+@needs_sandbox
+def test_time_limit(env: BigCodeBenchEnv):
+    env.runner.limits = type(env.runner.limits)(timeout_s=2)
+    observation, info = answer(env, "BigCodeBench/0", "def task_func(a, b):\n    while True:\n        pass\n")
+    assert not info["success"] and "time limit" in observation and info["seconds"] < 10
+
+
+@needs_sandbox
+def test_subsets_splits_exclusion_and_check_env(env: BigCodeBenchEnv, data: Path):
+    train = [t.id for t in env.tasks("train")]
+    assert train == ["BigCodeBench/0", "BigCodeBench/1"]  # 12 excluded (its tests need a missing package), 13 not stdlib
+    assert list(env.excluded()) == ["BigCodeBench/12"] and "not_installed_anywhere" in env.excluded()["BigCodeBench/12"]
+    validation, test = {t.id for t in env.tasks("validation")}, {t.id for t in env.tasks("test")}
+    assert validation and test and not validation & test and len(validation | test) == 6
+    assert all(hash_fraction(t) < 0.5 for t in validation) and all(hash_fraction(t) >= 0.5 for t in test)
+    check_env(env)
+    full = BigCodeBenchEnv({"data_dir": str(data), "subset": "full", "exclude_gold_failures": False, "prompt": "complete"})
+    assert [t.id for t in full.tasks("train")] == ["BigCodeBench/12", "BigCodeBench/0", "BigCodeBench/1", "BigCodeBench/13"]
+    assert full.tasks("train")[1].description.endswith('"""Add a and b."""\n')
+
+
+def test_bad_config_and_missing_data(data: Path, tmp_path: Path):
+    with pytest.raises(ValueError, match="unknown BigCodeBench subset 'easy'"):
+        BigCodeBenchEnv({"data_dir": str(data), "subset": "easy"})
+    with pytest.raises(DataMissingError, match="fetch_data.py bigcodebench") as missing:
+        BigCodeBenchEnv({"data_dir": str(tmp_path / "nowhere")})
+    assert str(tmp_path / "nowhere") in str(missing.value)
+    with pytest.raises(DataMissingError, match="hard_seed42.json is missing"):
+        BigCodeBenchEnv({"data_dir": str(data), "subset": "hard"})
+
+
+@needs_sandbox
+@pytest.mark.skipif(not SHARED.exists(), reason=f"shared BigCodeBench data not at {SHARED}")
+def test_real_stdlib_tasks(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path))
+    env = BigCodeBenchEnv({"data_dir": str(SHARED), "tasks_per_split": 1})
+    assert len(env._all["train"]) + len(env._all["validation"]) + len(env._all["test"]) == 327
+    real = env.tasks("train")[0]
+    assert gold_failure(env, real) == ""
+    env.reset(real)
+    assert not env.step("    pass\n")[3]["success"]
+
+
+# ---- checks a solution cannot forge --------------------------------------------------------
+
+WRONG = "def task_func(a, b):\n    return 0\n"
+ISOLATIONS = [pytest.param("sandbox", marks=needs_sandbox), "process"]
+
+
+@pytest.fixture(params=ISOLATIONS)
+def isolated(request, data: Path, tmp_path: Path, monkeypatch) -> BigCodeBenchEnv:
+    """The env with each isolation: the checks are the runner's and hold in both."""
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    return BigCodeBenchEnv({"data_dir": str(data), "timeout_s": 20, "isolation": request.param, "exclude_gold_failures": False})
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_bigcodebench_program_cannot_read_the_success_marker(data: Path, tmp_path: Path, monkeypatch, isolation):
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    tag = "0123456789abcdef" * 2
+    monkeypatch.setattr("memrl_bench.envs.bigcodebench.secrets.token_hex", lambda n: tag)  # the tag this step will use, known to the test
+    env = BigCodeBenchEnv({"data_dir": str(data), "timeout_s": 20, "isolation": isolation, "exclude_gold_failures": False})
+    looker = WRONG + """
+import os, sys
+seen = open(__file__).read() + open(sys.argv[0]).read() + open("/proc/self/cmdline", "rb").read().decode(errors="replace")
+seen += open("/proc/self/environ", "rb").read().decode(errors="replace") + repr(sys.argv) + repr(dict(os.environ))
+for name in os.listdir("."):
+    seen += open(name, errors="replace").read()
+print("SEEN", len(seen), "tag" if "0123456789abcdef" * 2 in seen else "no tag", flush=True)
+sys.exit(0)
+"""
+    observation, info = answer(env, "BigCodeBench/0", looker)
+    assert "SEEN" in info["detail"] and "no tag" in info["detail"], info  # it ran, read everything it could, and found no tag
+    assert not info["success"] and tag not in observation
+    echo = WRONG + "import sys\nprint(sys.stdin.read(), flush=True)\n"  # what it is given on its input: nothing
+    assert not answer(env, "BigCodeBench/0", echo)[1]["success"]
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "import unittest\nunittest.TestResult.wasSuccessful = lambda self: True\n" + WRONG,
+        # the same, out of the syntax's sight: found when the run checks what it relies on
+        "b = __import__('built' + 'ins')\nu = b.__import__('unit' + 'test')\nb.setattr(b.getattr(u, 'Test' + 'Result'), 'was' + 'Successful', lambda self: True)\n" + WRONG,
+    ],
+    ids=["plain", "obfuscated"],
+)
+def test_bigcodebench_patched_wasSuccessful_is_flagged_and_scores_zero(isolated: BigCodeBenchEnv, completion: str):
+    observation, info = answer(isolated, "BigCodeBench/0", completion)
+    assert info["success"] is False and info["status"] == "tampered" and "patches_unittest" in info["tampering"], info
+    assert "tampered" in observation
+    correct = completion.replace("return 0", "return a + b")  # even a right answer scores 0 when it patches the test machinery
+    _, info = answer(isolated, "BigCodeBench/0", correct)
+    assert info["success"] is False and "patches_unittest" in info["tampering"]
+
+
+def test_bigcodebench_fewer_tests_run_than_written_is_flagged(isolated: BigCodeBenchEnv):
+    # Every test class made after this keeps only the test it passes: a clean run of 1 test of the 2 written.
+    dropper = "def task_func(a, b):\n    return a + b if a > 0 else 0\n" + (
+        "u = __import__('unit' + 'test').TestCase\n"
+        "made = u.__dict__['__init_' + 'subclass__'].__func__\n"
+        "def keep_one(cls, **kwargs):\n"
+        "    made(cls, **kwargs)\n"
+        "    for name in sorted(n for n in vars(cls) if n.startswith('test'))[:-1]:\n"
+        "        delattr(cls, name)\n"
+        "setattr(u, '__init_' + 'subclass__', classmethod(keep_one))\n"
+    )
+    _, info = answer(isolated, "BigCodeBench/0", dropper)
+    assert info["success"] is False and "tests_run_mismatch" in info["tampering"], info
+    assert written_test_count(TEST_ADD) == 2 and judge(b"t result " + json.dumps({"started": 1, "good": 1, "bad": 0, "error": None}).encode(), 0, "t", 2) == (False, {"tests_run_mismatch"}, "1 tests ran, 2 are written")
+
+
+@pytest.mark.parametrize(
+    "completion, pattern",
+    [
+        ("import os\n" + WRONG.replace("return 0", "os._exit(0)"), "exit_before_report"),  # exits 0 in the middle of the suite
+        (WRONG + "import gc\nfound = [o for o in gc.get_objects() if isinstance(o, str) and len(o) == 32]\n", "scans_memory"),
+        (WRONG + "import sys\nf = getattr(sys, '_get' + 'frame')(1)\n", "inspects_frames"),  # seen by the runner's audit hook
+        (WRONG + "import inspect\nstack = inspect.stack()\n", "inspects_frames"),
+        (WRONG + "import os\nprint(os.listdir('/proc/self/fd'))\n", "reads_process_files"),
+        (WRONG + "import builtins\nbuiltins.isinstance = lambda *a: True\n", "patches_builtins_or_exit"),
+        (WRONG + "def other():\n    return 5\n" + "task_func.__code__ = other.__code__\n", "replaces_function_code"),
+        (WRONG + "import sys, types\nsys.modules.update({'unittest': types.ModuleType('unittest')})\n", "writes_sys_modules"),
+    ],
+    ids=["os._exit(0)", "gc.get_objects", "sys._getframe", "inspect.stack", "/proc/self/fd", "builtins", "__code__", "sys.modules"],
+)
+def test_bigcodebench_tampering_patterns_are_flagged(isolated: BigCodeBenchEnv, completion: str, pattern: str):
+    _, info = answer(isolated, "BigCodeBench/0", completion)
+    assert info["success"] is False and info["status"] == "tampered" and pattern in info["tampering"], info
+
+
+# A solution that swaps the unittest the tests import for its own, whose TestCase runs no test (red team, issue 26).
+FAKE_UNITTEST = WRONG + """import sys, types, unittest
+class _T(unittest.TestCase):
+    def _callSetUp(self): pass
+    def _callTestMethod(self, method): pass
+    def _callTearDown(self): pass
+class _Fake(types.ModuleType):
+    TestCase = _T
+    def __getattr__(self, name):
+        return getattr(unittest, name)
+getattr(sys, "mod" + "ules").update({"unit" + "test": _Fake("unittest")})
+"""
+# The same with a copy of unittest whose TestCase blanks every test of a class made from it.
+BLANKING_UNITTEST = WRONG + """import sys, types, unittest
+class _T(unittest.TestCase):
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        for n, v in list(vars(cls).items()):
+            if n.startswith("test") and callable(v):
+                setattr(cls, n, lambda self: None)
+m = types.ModuleType("unittest")
+vars(m).update(vars(unittest))
+vars(m).update({"Test" + "Case": _T})
+getattr(sys, "mod" + "ules").update({"unit" + "test": m})
+"""
+# A walk from a frame up to the runner's, whose locals hold its report function: from a
+# traceback's frame, or from a frame the solution is handed with no audited call (a signal
+# handler's, a trace function's: red team, round 2).
+HANDED_WALK = """
+    fr = frame
+    while fr is not None and "report" not in getattr(fr, "f_" + "locals"):
+        fr = getattr(fr, "f_" + "back")
+    loc = getattr(fr, "f_" + "locals")
+    import ast, json
+    tree = ast.parse(open("program.py").read())
+    n = sum(1 for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.name == "TestCases" for f in c.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test"))
+    loc["report"](b"result", json.dumps({"started": n, "good": n, "bad": 0, "error": None, "replaced": {}, "tampering": []}))
+    loc["leave"](0)
+"""
+FRAME_WALK = WRONG + 'try:\n    raise KeyError\nexcept KeyError as e:\n    fr = getattr(e.__traceback__, "tb_" + "frame")\ndef walk(frame):' + HANDED_WALK + "walk(fr)\n"
+SIGNAL_WALK = WRONG + "import signal\ndef h(signum, frame):" + HANDED_WALK + "signal.signal(signal.SIGUSR1, h)\nsignal.raise_signal(signal.SIGUSR1)\n"
+TRACE_WALK = WRONG + "import sys\ndef h(frame, event, arg):" + HANDED_WALK + 'getattr(sys, "settr" + "ace")(h)\ndef _x(): pass\n_x()\n'
+THREAD_TRACE_WALK = WRONG + "import threading\ndef h(frame, event, arg):" + HANDED_WALK + (
+    'getattr(threading, "settr" + "ace")(h)\nt = threading.Thread(target=lambda: None)\nt.start()\nt.join()\n'
+)
+
+
+@pytest.mark.parametrize(
+    "completion, patterns",
+    [
+        (FAKE_UNITTEST, {"replaces_unittest_module", "replaces_test_machinery"}),
+        (BLANKING_UNITTEST, {"replaces_unittest_module", "replaces_test_machinery", "replaces_a_test"}),
+        (FRAME_WALK, {"inspects_frames"}),
+        (FRAME_WALK.replace('getattr(e.__traceback__, "tb_" + "frame")', "next(__import__('trace' + 'back').walk_tb(e.__traceback__))[0]"), {"inspects_frames"}),
+        (FRAME_WALK.replace('getattr(e.__traceback__, "tb_" + "frame")', "getattr(__import__('sys'), '_get' + 'frame')(0)"), {"inspects_frames"}),
+        (SIGNAL_WALK, {"inspects_frames"}),
+        (TRACE_WALK, {"inspects_frames"}),
+        (TRACE_WALK.replace('"settr" + "ace"', '"setpro" + "file"'), {"inspects_frames"}),
+        (THREAD_TRACE_WALK, {"inspects_frames"}),
+    ],
+    ids=[
+        "fake unittest module",
+        "unittest copy blanking the tests",
+        "frame walk to the runner",
+        "frame walk from traceback.walk_tb",
+        "frame walk from the solution's own frame",
+        "frame walk from a signal handler",
+        "frame walk from sys.settrace",
+        "frame walk from sys.setprofile",
+        "frame walk from threading.settrace",
+    ],
+)
+def test_bigcodebench_forged_test_runs_out_of_the_syntax_sight_are_flagged(isolated: BigCodeBenchEnv, completion: str, patterns: set[str]):
+    assert tampering_patterns(completion) == set()  # obfuscated: only the runner can see these
+    observation, info = answer(isolated, "BigCodeBench/0", completion)
+    assert info["success"] is False and info["status"] == "tampered" and patterns <= set(info["tampering"]), info
+
+
+# C reached through ctypes (issue 26, fourth round): a frame from PyEval_GetFrame, a C signal handler raised through libc,
+# memory written under a function of unittest (its code pointer swapped for a test that does nothing: every test passes).
+C_FRAME = WRONG + "import ctypes\nget = ctypes.pythonapi.PyEval_GetFrame\nget.restype = ctypes.py_object\ndef walk(frame):" + HANDED_WALK + "walk(get())\n"
+C_SIGNAL = WRONG + "import ctypes, signal\nlibc = ctypes.CDLL(None)\nget = ctypes.pythonapi.PyEval_GetFrame\nget.restype = ctypes.py_object\ndef walk(frame):" + HANDED_WALK + (
+    "def h(signum):\n    walk(get())\nkeep = ctypes.CFUNCTYPE(None, ctypes.c_int)(h)\nlibc.signal(signal.SIGUSR1, keep)\ngetattr(libc, 'raise')(signal.SIGUSR1)\n"
+)
+CODE_SWAP = WRONG + "import ctypes, unittest\nskip = eval(compile('lambda self, method: None', 'x', 'eval'))\nf = getattr(unittest.TestCase, '_callTest' + 'Method')\ncode = skip.__code__\n"
+C_CAST = CODE_SWAP + "ctypes.cast(id(f) + 48, ctypes.POINTER(ctypes.c_void_p))[0] = id(code)\n"  # func_code: 48 bytes into a function (3.11)
+C_MEMMOVE = CODE_SWAP + "ctypes.memmove(id(f) + 48, ctypes.byref(ctypes.c_void_p(id(code))), 8)\n"
+C_FROM_ADDRESS = CODE_SWAP + "getattr(ctypes.c_void_p, 'from_' + 'address')(id(f) + 48).value = id(code)\n"
+C_CALLS = [C_FRAME, C_SIGNAL, C_CAST, C_MEMMOVE, C_FROM_ADDRESS]
+C_IDS = ["pythonapi.PyEval_GetFrame", "CDLL(None).signal and raise", "cast writing memory", "memmove writing memory", "from_address writing memory"]
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        *C_CALLS,
+        C_FRAME.replace("import ctypes\n", "ctypes = __import__('importlib').import_module('ct' + 'ypes')\n"),
+        C_FRAME.replace("import ctypes\n", "ctypes = __import__('ct' + 'ypes')\n"),
+    ],
+    ids=[*C_IDS, "importlib.import_module", "__import__"],
+)
+def test_bigcodebench_c_calls_through_ctypes_are_flagged(isolated: BigCodeBenchEnv, completion: str):
+    # A task whose libraries are all standard and do not include ctypes: ctypes is not loaded while the program runs.
+    _, info = answer(isolated, "BigCodeBench/0", completion)
+    assert info["success"] is False and info["status"] == "tampered" and "calls_c_directly" in info["tampering"], info
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_bigcodebench_a_task_whose_libraries_include_ctypes_may_open_a_library(tmp_path: Path, monkeypatch, isolation: str):
+    # BigCodeBench/562, 563, 565 load a library with ctypes.CDLL: opening one is allowed there, looking a symbol up is not.
+    folder = tmp_path / "bigcodebench"
+    folder.mkdir()
+    with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
+        out.write(json.dumps(record(30, ["ctypes", "math"], canonical="    return a + b\n")) + "\n")
+    (folder / "full_seed123.json").write_text(json.dumps({"seed": 1, "train_ids": ["BigCodeBench/30"], "val_ids": []}))
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    env = BigCodeBenchEnv({"data_dir": str(folder), "timeout_s": 20, "isolation": isolation, "exclude_gold_failures": False})
+    opened = answer(env, "BigCodeBench/30", "import ctypes\ndef task_func(a, b):\n    ctypes.CDLL(None)\n    return a + b\n")[1]
+    assert opened["success"] and "status" not in opened, opened
+    _, info = answer(env, "BigCodeBench/30", C_FRAME)
+    assert info["success"] is False and "calls_c_directly" in info["tampering"], info
+
+
+def test_bigcodebench_a_library_that_needs_ctypes_fails_to_import_without_a_flag(isolated: BigCodeBenchEnv):
+    numpy = answer(isolated, "BigCodeBench/0", "def task_func(a, b):\n    import numpy\n    return int(numpy.add(a, b))\n")[1]
+    assert numpy["success"] and "status" not in numpy, numpy  # numpy imports without ctypes
+    pandas = answer(isolated, "BigCodeBench/0", "def task_func(a, b):\n    import pandas\n    return a + b\n")[1]  # pandas needs it
+    assert pandas["success"] is False and "status" not in pandas and "ctypes is not loaded" in pandas["detail"], pandas
+
+
+# A signal handler installed around the runner's guard of signal.signal (fourth round): through a fresh _signal module
+# (multi-phase: its own signal(), the same handlers table), or through the original read from the guard's closure.
+SIGNAL_HANDLER = "def h(signum, frame):" + HANDED_WALK
+FRESH_SIGNAL = WRONG + "import importlib.util, importlib.machinery, signal\nfresh = importlib.util.module_from_spec(importlib.machinery.BuiltinImporter.find_spec('_sig' + 'nal'))\n" + SIGNAL_HANDLER
+FRESH_SIGNAL += "getattr(fresh, 'sig' + 'nal')(signal.SIGUSR1, h)\nsignal.raise_signal(signal.SIGUSR1)\n"
+CREATE_BUILTIN = WRONG + "import _imp, importlib.machinery, os, signal\nfresh = _imp.create_builtin(importlib.machinery.BuiltinImporter.find_spec('_sig' + 'nal'))\n" + SIGNAL_HANDLER
+CREATE_BUILTIN += "getattr(fresh, 'sig' + 'nal')(signal.SIGUSR1, h)\nos.kill(os.getpid(), signal.SIGUSR1)\n"
+GUARD_CLOSURE = WRONG + "import signal\ncells = [c.cell_contents for c in signal.signal.__closure__ or ()]\n"
+GUARD_CLOSURE += "real = [c for c in cells if type(c).__name__ == 'builtin_function_or_method' and c.__name__ == 'sig' + 'nal'][0]\n" + SIGNAL_HANDLER
+GUARD_CLOSURE += "real(signal.SIGUSR1, h)\nsignal.raise_signal(signal.SIGUSR1)\n"
+
+
+@pytest.mark.parametrize("completion", [FRESH_SIGNAL, CREATE_BUILTIN, GUARD_CLOSURE], ids=["importlib module_from_spec", "_imp.create_builtin", "the guard's closure"])
+def test_bigcodebench_a_signal_handler_installed_around_the_guard_does_not_pass(isolated: BigCodeBenchEnv, completion: str):
+    _, info = answer(isolated, "BigCodeBench/0", completion)
+    assert info["success"] is False, info
+    if completion is not GUARD_CLOSURE:  # the guard holds no closure: nothing to read, the program fails
+        assert info["status"] == "tampered" and {"recreates_a_builtin_module", "inspects_frames"} <= set(info["tampering"]), info
+
+
+def test_bigcodebench_sig_ign_and_sig_dfl_are_still_set(isolated: BigCodeBenchEnv):
+    honest = "import os, signal\nsignal.signal(signal.SIGUSR2, signal.SIG_IGN)\nos.kill(os.getpid(), signal.SIGUSR2)\n"
+    honest += "assert signal.getsignal(signal.SIGUSR2) == signal.SIG_IGN\nsignal.signal(signal.SIGUSR2, signal.SIG_DFL)\ndef task_func(a, b):\n    return a + b\n"
+    _, info = answer(isolated, "BigCodeBench/0", honest)
+    assert info["success"] and "status" not in info, info
+
+
+# The runner's internals reached with no frame taken (fourth round): its report function through the closures of what the
+# program can reach (signal.signal, the result class found among TextTestResult's subclasses), its counts through properties
+# set on that class, its audit hook switched off through a closure cell.
+REACH = """import ast, json
+def reach(start):
+    todo, seen = [start], set()
+    while todo:
+        f = todo.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        if getattr(f, '__name__', '') == 'report':
+            return f
+        for c in getattr(f, '__closure__', None) or ():
+            try:
+                todo.append(c.cell_contents)
+            except ValueError:
+                pass
+        if isinstance(f, type):
+            todo.extend(vars(f).values())
+def forge(report):
+    tree = ast.parse(open('program.py').read())
+    n = sum(1 for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.name == 'TestCases' for f in c.body if isinstance(f, ast.FunctionDef) and f.name.startswith('test'))
+    report(b'result', json.dumps({'started': n, 'good': n, 'bad': 0, 'error': None, 'replaced': {}, 'tampering': []}))
+    getattr(__import__('os'), '_ex' + 'it')(0)
+"""
+RESULT_CLASS = "def subclasses(k):\n    for s in type.__subclasses__(k):\n        yield s\n        yield from subclasses(s)\nrecorder = [k for k in subclasses(object) if k.__name__ == 'Recorder'][0]\n"
+GUARD_REPORT = WRONG + REACH + "import signal\nforge(reach(signal.signal))\n"
+RESULT_CLASS_REPORT = WRONG.replace("return 0", "forge(reach(recorder))") + REACH + RESULT_CLASS
+RESULT_CLASS_COUNTS = WRONG + RESULT_CLASS + "recorder.bad = property(lambda self: 0, lambda self, v: None)\nrecorder.good = property(lambda self: self.started, lambda self, v: None)\n"
+RESULT_CLASS_DEFAULTS = WRONG + RESULT_CLASS + "counts = [d for d in recorder.addSuccess.__defaults__ if isinstance(d, list)][0]\nrecorder.addFailure = lambda self, test, err: counts.__setitem__(1, counts[1] + 1)\n"
+DISARMED = WRONG + "import signal, sys\nfor c in signal.signal.__closure__ or ():\n    if c.cell_contents == [True]:\n        c.cell_contents[0] = False\ndef walk(frame):" + HANDED_WALK
+DISARMED += "walk(getattr(sys, '_get' + 'frame')(0))\n"
+# A unittest function replaced for one call, undoing itself: the failure recorded as a success (seen: the caller is not TestCase.run).
+SELF_RESTORING = "def task_func(a, b):\n    import sys\n    case = sys.modules['unittest.case']\n    name = '_add' + 'Error'\n    real = vars(case)[name]\n"
+SELF_RESTORING += "    def fake(result, test, exc_info):\n        vars(case)[name] = real\n        result.addSuccess(test)\n    vars(case)[name] = fake\n    return 0\n"
+
+
+@pytest.mark.parametrize(
+    "completion, patterns",
+    [
+        (GUARD_REPORT, set()),
+        (RESULT_CLASS_REPORT, set()),
+        (RESULT_CLASS_COUNTS, set()),
+        (RESULT_CLASS_DEFAULTS, {"reaches_the_runner"}),
+        (DISARMED, {"inspects_frames"}),
+        (SELF_RESTORING, {"forges_a_result"}),
+    ],
+    ids=["report through signal.signal's closure", "report through the result class's closures", "counts as properties of the result class", "counts through the result class's defaults", "audit hook switched off through a closure cell", "self-restoring _addError"],
+)
+def test_bigcodebench_the_runners_internals_are_out_of_reach(isolated: BigCodeBenchEnv, completion: str, patterns: set[str]):
+    _, info = answer(isolated, "BigCodeBench/0", completion)
+    assert info["success"] is False and patterns <= set(info.get("tampering", [])), info  # nothing to reach: the forgery fails
+
+
+# Code the runner calls after the suite (fourth round): a stream's flush set on the real stderr, the program's exception's __str__.
+AFTER_THE_SUITE_FLUSH = WRONG + "import sys\ndef walk(frame):" + HANDED_WALK + "def flush():\n    walk(getattr(sys, '_get' + 'frame')(1))\nsys.stderr.flush = flush\n"
+AFTER_THE_SUITE_STR = WRONG + "import sys\ndef walk(frame):" + HANDED_WALK + "class E(Exception):\n    def __str__(self):\n        walk(getattr(sys, '_get' + 'frame')(1))\n        return ''\nraise E\n"
+# A frame taken by code compiled under another file name (two calls deep: neither is the solution's), by a library function
+# that hands frames to its caller (inspect.trace), by code given a library's or the tests' file name.
+COMPILED = "ns = {}\nexec(compile('import sys\\ndef g():\\n    return getattr(sys, \"_get\" + \"frame\")(0)\\ndef h():\\n    return g()\\n', 'x', 'exec'), ns)\n"
+COMPILED_ELSEWHERE = WRONG + COMPILED + "def walk(frame):" + HANDED_WALK + "walk(ns['h']())\n"
+INSPECT_TRACE = WRONG + "import inspect\ndef walk(frame):" + HANDED_WALK + "try:\n    raise KeyError\nexcept KeyError:\n    fr = getattr(inspect, 'tr' + 'ace')()[0][0]\nwalk(fr)\n"
+# /proc/self/mem written through a link or from a folder opened first: the code pointer of TestCase._callTestMethod swapped.
+PROC_MEM = WRONG + "import os, struct, unittest\nskip = eval(compile('lambda self, method: None', 'x', 'eval'))\nf = getattr(unittest.TestCase, '_callTest' + 'Method')\ncode = skip.__code__\n"
+PROC_MEM_LINK = PROC_MEM + "os.symlink('/pr' + 'oc/self/m' + 'em', 'm')\nfd = os.open('m', os.O_RDWR)\nos.pwrite(fd, struct.pack('Q', id(code)), id(f) + 48)\n"
+PROC_MEM_DIR_FD = PROC_MEM + "d = os.open('/pr' + 'oc/self', os.O_RDONLY)\nfd = os.open('m' + 'em', os.O_RDWR, dir_fd=d)\nos.pwrite(fd, struct.pack('Q', id(code)), id(f) + 48)\n"
+
+
+@pytest.mark.parametrize(
+    "completion, pattern",
+    [
+        (AFTER_THE_SUITE_STR, "inspects_frames"),
+        (COMPILED_ELSEWHERE, "inspects_frames"),
+        (COMPILED_ELSEWHERE.replace("'x'", "__import__('os').__file__"), "disguises_code"),
+        (COMPILED_ELSEWHERE.replace("compile('", "compile('\\n' * 900 + '").replace("'x'", "__file__"), "disguises_code"),
+        (COMPILED_ELSEWHERE.replace("walk(ns['h']())", "__import__('_imp')._fix_co_filename(ns['g'].__code__, __import__('os').__file__)\nwalk(ns['h']())"), "disguises_code"),
+        (INSPECT_TRACE, "inspects_frames"),
+        (WRONG + COMPILED + "import sys\ndef walk(frame):" + HANDED_WALK + "class W:\n    def write(self, text):\n        walk(ns['h']())\n    def flush(self):\n        pass\nsys.stdout = W()\n", "inspects_frames"),
+        (PROC_MEM_LINK, "scans_memory"),
+        (PROC_MEM_DIR_FD, "scans_memory"),
+    ],
+    ids=["exception __str__ after the suite", "compiled under another name", "compiled under a library's name", "compiled under the tests' name", "renamed by _imp._fix_co_filename", "inspect.trace", "a replaced sys.stdout's write", "/proc/self/mem through a link", "/proc/self/mem from a folder's descriptor"],
+)
+def test_bigcodebench_frames_and_memory_reached_past_the_direct_checks_are_flagged(isolated: BigCodeBenchEnv, completion: str, pattern: str):
+    _, info = answer(isolated, "BigCodeBench/0", completion)
+    assert info["success"] is False and info["status"] == "tampered" and pattern in info["tampering"], info
+
+
+def test_bigcodebench_a_flush_set_on_the_real_stream_is_not_called_after_the_suite(isolated: BigCodeBenchEnv):
+    _, info = answer(isolated, "BigCodeBench/0", AFTER_THE_SUITE_FLUSH)
+    assert info["success"] is False, info
+
+
+@needs_sandbox
+def test_bigcodebench_a_module_written_into_the_libraries_is_refused(data: Path, tmp_path: Path, monkeypatch):
+    # Sandbox only: without the fix, process isolation would write into the host's site-packages.
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    env = BigCodeBenchEnv({"data_dir": str(data), "timeout_s": 20, "isolation": "sandbox", "exclude_gold_failures": False})
+    planted = WRONG + "import sysconfig, os, importlib\np = os.path.join(sysconfig.get_paths()['purelib'], 'zz_helper.py')\n"
+    planted += "open(p, 'w').write('import sys\\ndef grab():\\n    return getattr(sys, \"_get\" + \"frame\")(1)\\n')\nimportlib.invalidate_caches()\nimport zz_helper\n"
+    planted += "def walk(frame):" + HANDED_WALK + "walk(zz_helper.grab())\n"
+    _, info = answer(env, "BigCodeBench/0", planted)
+    assert info["success"] is False and "writes_a_library" in info["tampering"], info
+
+
+def test_bigcodebench_library_functions_that_keep_the_frame_they_take_are_not_flagged(isolated: BigCodeBenchEnv):
+    # namedtuple, Enum's functional form and typing.NamedTuple read their caller's frame for its module name; logging's
+    # findCaller walks frames; traceback formats them: none hands a frame to the solution.
+    honest = "import collections, enum, logging, traceback, typing\nP = collections.namedtuple('P', 'x y')\nColor = enum.Enum('Color', 'RED GREEN')\n"
+    honest += "Q = typing.NamedTuple('Q', [('x', int)])\ndef task_func(a, b):\n    logging.getLogger('t').warning('adding %s', a)\n"
+    honest += "    try:\n        raise ValueError\n    except ValueError:\n        traceback.format_exc()\n    return P(a, b).x + Q(b).x\n"
+    _, info = answer(isolated, "BigCodeBench/0", honest)
+    assert info["success"] and "status" not in info, info
+
+
+TEST_NUMPY = """import unittest
+import numpy as np
+class TestCases(unittest.TestCase):
+    def test_sum(self):
+        np.testing.assert_array_equal(np.array(task_func(2, 3)), np.array([5]))
+    def test_none(self):
+        with self.assertRaises(ValueError):
+            task_func(None, 1)
+"""
+RIGHT_NUMPY = "def task_func(a, b):\n    if a is None:\n        raise ValueError\n    return [a + b]\n"
+WRONG_NUMPY = RIGHT_NUMPY.replace("[a + b]", "[0]")
+
+
+@pytest.fixture(params=ISOLATIONS)
+def numpy_env(request, tmp_path: Path, monkeypatch) -> BigCodeBenchEnv:
+    pytest.importorskip("numpy")
+    folder = tmp_path / "bigcodebench"
+    folder.mkdir()
+    with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
+        out.write(json.dumps(record(20, ["numpy"], canonical=RIGHT_NUMPY.split("\n", 1)[1], test=TEST_NUMPY)) + "\n")
+    (folder / "full_seed123.json").write_text(json.dumps({"seed": 1, "train_ids": ["BigCodeBench/20"], "val_ids": []}))
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    return BigCodeBenchEnv({"data_dir": str(folder), "subset": "full", "timeout_s": 20, "isolation": request.param, "exclude_gold_failures": False})
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        "import numpy\nvars(numpy.testing).update(assert_array_equal=lambda *a, **k: None)\n",
+        "import numpy.testing._private.utils as u\nvars(u).update(assert_array_compare=lambda *a, **k: None)\n",  # what assert_array_equal calls
+        "import numpy\nvars(numpy.testing).update(assert_array_equal=print)\n",  # a builtin: compiled from nothing
+        "\r\r\r\rimport json\rjson.dumps = lambda *a, **k: ''\r",  # any library; \r ends a line for Python: the runner still knows the solution's lines
+        "import numpy, functools\nnumpy.allclose = functools.partial(lambda *a, **k: True)\n",  # numpy's own names, by a callable that is no function
+        "import numpy\nfrom unittest import mock\nnumpy.array_equal = mock.Mock(return_value=True)\n",
+        "import numpy.testing as t, functools, operator\nt.assert_array_equal = functools.partial(operator.truth)\n",
+    ],
+    ids=["lambda", "lambda deeper", "builtin", "CR line ends", "numpy.allclose partial", "numpy.array_equal Mock", "assert_array_equal partial"],
+)
+def test_bigcodebench_patched_library_assert_helper_is_flagged(numpy_env: BigCodeBenchEnv, patch: str):
+    right = answer(numpy_env, "BigCodeBench/20", RIGHT_NUMPY)[1]  # the honest answer: numpy's helpers watched, nothing flagged
+    assert right["success"] and "status" not in right, right
+    _, info = answer(numpy_env, "BigCodeBench/20", WRONG_NUMPY + patch)
+    assert info["success"] is False and info["status"] == "tampered" and "patches_a_library" in info["tampering"], info
+
+
+@pytest.mark.parametrize(
+    "completion, pattern",
+    [(C_FRAME, "calls_c_directly"), (C_SIGNAL, "calls_c_directly"), (C_FROM_ADDRESS, "calls_c_directly"), (C_CAST, "replaces_function_code"), (C_MEMMOVE, "replaces_function_code")],
+    ids=C_IDS[:2] + C_IDS[4:] + C_IDS[2:4],
+)
+def test_bigcodebench_c_calls_are_flagged_where_ctypes_is_loaded(numpy_env: BigCodeBenchEnv, completion: str, pattern: str):
+    # numpy's tests: numpy loads ctypes. Symbol lookups, a library opened, an address read are flagged; a memory write
+    # (no audit event) is found when it leaves a function of unittest with another code.
+    _, info = answer(numpy_env, "BigCodeBench/20", completion)
+    assert info["success"] is False and info["status"] == "tampered" and pattern in info["tampering"], info
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "def task_func(a, b):\n    import unittest\n    raise unittest.SkipTest('no')\n",
+        "def task_func(a, b):\n    raise __import__('unit' + 'test').SkipTest('no')\n",
+    ],
+    ids=["SkipTest", "SkipTest obfuscated"],
+)
+def test_bigcodebench_a_test_skipped_by_the_solution_does_not_pass(isolated: BigCodeBenchEnv, completion: str):
+    _, info = answer(isolated, "BigCodeBench/0", completion)
+    assert info["success"] is False and "skipped=2" in info["detail"], info  # ran, both skipped: neither counts as passed
+
+
+def test_bigcodebench_honest_answers_are_not_flagged(isolated: BigCodeBenchEnv):
+    right = answer(isolated, "BigCodeBench/0", "def task_func(a, b):\n    return a + b\n")[1]
+    wrong = answer(isolated, "BigCodeBench/0", WRONG)[1]
+    crash = answer(isolated, "BigCodeBench/0", "def task_func(a, b):\n    raise ValueError('no')\n")[1]
+    broken = answer(isolated, "BigCodeBench/0", "def task_func(a, b:\n")[1]  # a syntax error
+    assert right["success"] and not wrong["success"] and not crash["success"] and not broken["success"]
+    assert not any("status" in info for info in (right, wrong, crash, broken)), (right, wrong, crash, broken)
+    assert "SyntaxError" in broken["detail"]
+
+
+def test_no_gold_solution_shows_a_tampering_pattern():
+    if not SHARED.exists():
+        pytest.skip(f"shared BigCodeBench data not at {SHARED}")
+    with gzip.open(SHARED / "BigCodeBench.jsonl.gz", "rt") as lines:
+        records = [json.loads(line) for line in lines]
+    flagged = {r["task_id"]: tampering_patterns(r["code_prompt"] + r["canonical_solution"]) for r in records}
+    assert {k: v for k, v in flagged.items() if v} == {}
+    assert all(written_test_count(r["test"]) >= 1 for r in records)

@@ -1,0 +1,272 @@
+"""The LLB OS env on small hand-written tasks (and a few real ones when the shared data is there)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from memrl_bench.core.schema import Task
+from memrl_bench.envs.base import DataMissingError, hash_fraction
+from memrl_bench.envs.checker import check_env
+from memrl_bench.envs.gold import gold_failure
+from memrl_bench.envs.llb_os import LLBOSEnv, parse_action
+from memrl_bench.envs.sandbox import Limits, Sandbox, unavailable_reason
+
+REASON = unavailable_reason()
+needs_sandbox = pytest.mark.skipif(REASON is not None, reason=f"sandbox unavailable here: {REASON}")
+SHARED = Path(os.environ.get("MEMRL_BENCH_LLB_DIR") or Path(__file__).resolve().parents[3] / "shared" / "data" / "llb")
+USER = f"u{uuid.uuid4().hex[:10]}"  # a user name the host surely lacks
+
+
+def entry(instruction: str, init: str, gold: str, evaluation: str) -> dict:
+    return {
+        "instruction": instruction,
+        "initialization_command_item": {"command_name": "bash", "script": init},
+        "evaluation_info": {
+            "evaluation_command_item": {"command_name": "bash", "script": evaluation},
+            "ground_truth_command_item": {"command_name": "bash", "script": gold},
+        },
+        "skill_list": ["chmod"],
+        "raw_entry_hash": 0,
+    }
+
+
+TASKS = {
+    "1": entry("Make /data/a.txt readable only by its owner.", "mkdir -p /data && echo hello > /data/a.txt && chmod 644 /data/a.txt", "chmod 600 /data/a.txt", "[ $(stat -c %a /data/a.txt) = 600 ]"),
+    "2": entry(f"Create user {USER} with a home folder holding docs/.", "", f"useradd -m {USER} && mkdir /home/{USER}/docs && chown {USER} /home/{USER}/docs", f"id {USER} && [ -d /home/{USER}/docs ] && [ $(stat -c %U /home/{USER}/docs) = {USER} ]"),
+    "3": entry("A task whose check can never pass.", "", "true", "exit 1"),
+    "4": entry("Count the lines of /etc/hostname into /root/n.txt.", "", "wc -l < /etc/hostname > /root/n.txt", "[ -s /root/n.txt ]"),
+    "5": entry("Write 'done' into /tmp/flag after 1 second, in the background.", "", "(sleep 1; echo done > /tmp/flag) &", "grep -q done /tmp/flag"),
+}
+VALIDATION_IDS = [str(k) for k in range(10, 40)]
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    folder = tmp_path / "llb"
+    folder.mkdir()
+    (folder / "os_interaction_train.json").write_text(json.dumps(TASKS))
+    validation = {k: entry(f"Make /v{k} exist.", "", f"touch /v{k}", f"[ -e /v{k} ]") for k in VALIDATION_IDS}
+    (folder / "os_interaction_val.json").write_text(json.dumps(validation))
+    return folder
+
+
+@pytest.fixture
+def env(data: Path, tmp_path: Path, monkeypatch) -> LLBOSEnv:
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    made = LLBOSEnv({"data_dir": str(data), "tasks_per_split": 3})
+    yield made
+    made.close()
+
+
+def test_parse_action():
+    assert parse_action("ls -la") == ("ls -la", False, None)
+    assert parse_action("```bash\nmkdir /x\ncd /x\n```") == ("mkdir /x\ncd /x", False, None)
+    assert parse_action(" Finish ") == ("", True, None)
+    assert parse_action("commit") == ("", True, None)
+    assert parse_action("answer: 42 files") == ("", True, "42 files")
+
+
+def test_splits_follow_the_files_and_the_hash(data: Path):
+    env = LLBOSEnv({"data_dir": str(data), "exclude_gold_failures": False})
+    train = [t.id for t in env.tasks("train")]
+    validation = [t.id for t in env.tasks("validation")]
+    test = [t.id for t in env.tasks("test")]
+    assert train == [f"llb_os/{k}" for k in ["1", "2", "3", "4", "5"]]
+    assert set(validation) | set(test) == {f"llb_os/{k}" for k in VALIDATION_IDS}
+    assert not set(validation) & set(test) and validation and test
+    assert all(hash_fraction(t) < 0.5 for t in validation) and all(hash_fraction(t) >= 0.5 for t in test)
+    assert set(env.splits()) == {"train", "validation", "test"}
+
+
+@needs_sandbox
+def test_gold_passes_and_noop_fails(env: LLBOSEnv):
+    for task in env.tasks("train"):
+        assert gold_failure(env, task) == "", task.id
+        env.reset(task)
+        _, reward, done, info = env.step("finish")
+        assert done and not info["success"] and reward == 0.0, task.id
+
+
+@needs_sandbox
+def test_broken_task_is_excluded_with_its_reason(env: LLBOSEnv):
+    listed = [t.id for t in env.tasks("train")]
+    assert listed == ["llb_os/1", "llb_os/2", "llb_os/4"]  # the first 3 whose gold passes
+    reasons = env.excluded()
+    assert list(reasons) == ["llb_os/3"] and "evaluation script" in reasons["llb_os/3"]
+
+
+@needs_sandbox
+def test_episode_changes_stay_in_the_sandbox(env: LLBOSEnv):
+    task = next(t for t in env.tasks("train") if t.id == "llb_os/2")
+    observation, info = env.reset(task)
+    assert info["multiline_actions"] and "root" in observation
+    created = env.step(f"useradd -m {USER}\nid -u {USER}")[0]
+    assert "(exit code 0)" in created
+    assert env.step("look")[2] is False  # an unknown command is just a failing command
+    _, reward, done, info = env.step("answer: created")
+    assert done and info["success"] is False and reward == 0.0 and info["answer"] == "created"  # docs/ was never made
+    assert subprocess.run(["id", USER], capture_output=True).returncode != 0
+
+
+@needs_sandbox
+def test_background_work_finishes_before_the_next_action(env: LLBOSEnv):
+    task = next(t for t in env._all["train"] if t.id == "llb_os/5")
+    env.reset(task)
+    observation, _, done, _ = env.step(task.data["gold"][0])
+    assert not done and "exit code 0" in observation
+    assert env.step("finish")[3]["success"]
+
+
+@needs_sandbox
+def test_check_env(env: LLBOSEnv):
+    check_env(env)
+
+
+def test_missing_data_names_path_and_fetch_command(tmp_path: Path):
+    with pytest.raises(DataMissingError, match="fetch_data.py llb") as missing_folder:
+        LLBOSEnv({"data_dir": str(tmp_path / "nowhere")})
+    assert str(tmp_path / "nowhere") in str(missing_folder.value)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataMissingError, match="os_interaction_train.json is missing"):
+        LLBOSEnv({"data_dir": str(tmp_path / "empty")})
+
+
+@needs_sandbox
+@pytest.mark.skipif(not SHARED.exists(), reason=f"shared LLB data not at {SHARED}")
+def test_real_tasks_gold_passes(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path))
+    env = LLBOSEnv({"data_dir": str(SHARED), "tasks_per_split": 1})
+    tasks = env.tasks("train") + env.tasks("test")
+    assert len(tasks) == 2
+    for task in tasks:
+        assert gold_failure(env, task) == ""
+        env.reset(task)
+        assert env.step("finish")[3]["success"] is False
+
+
+# ---- checks the episode cannot forge ---------------------------------------------------------
+
+
+def play(env: LLBOSEnv, task: Task, *actions: str) -> dict:
+    """The info of `finish` after `actions`."""
+    env.reset(task)
+    for action in actions:
+        env.step(action)
+    _, reward, done, info = env.step("finish")
+    assert done and reward == float(info["success"])
+    return info
+
+
+def own_task(evaluation: str) -> Task:
+    return Task(id="llb_os/own", split="train", description="", data={"initialization": "", "evaluation": evaluation, "gold": ["true", "finish"], "skills": []})
+
+
+@needs_sandbox
+def test_llb_os_check_runs_with_host_tools_after_bash_is_replaced(env: LLBOSEnv):
+    task = next(t for t in env._all["train"] if t.id == "llb_os/1")  # check: [ $(stat -c %a /data/a.txt) = 600 ]; the file is 644
+    info = play(env, task, "rm -f /usr/bin/bash && cp /usr/bin/true /usr/bin/bash")  # every bash started now exits 0
+    assert info["success"] is False and info["status"] == "tampered" and info["tampering"] == ["changed_system_file"], info
+    assert "exit 1" in info["detail"] and "/usr/bin/bash" in info["detail"]  # the host's bash ran the check, and it failed
+    with Sandbox(Limits(timeout_s=20)) as sandbox:
+        sandbox.run("rm -f /usr/bin/bash; cp /usr/bin/true /usr/bin/bash; printf '#!/bin/sh\\necho made by the episode\\n' > /usr/bin/user_check; chmod +x /usr/bin/user_check; echo /nonexistent.so > /etc/ld.so.preload")
+        episode = sandbox.run('echo "bash $BASH_VERSION"')
+        check = sandbox.check('echo "bash $BASH_VERSION"; /usr/bin/user_check; wc -c < /etc/ld.so.preload')
+    assert episode.ok and "bash" not in episode.output  # the episode's bash is `true` (the preload only warns)
+    assert check.result.ok and check.result.output.splitlines() == [f"bash {bash_version()}", "made by the episode", "0"], check.result.output
+    assert check.trusted_view == "overlay" and set(check.system_changes) == {"changed_system_file", "changed_loader_config"}
+
+
+@needs_sandbox
+def test_check_python_starts_no_user_site_and_no_module_of_the_working_folder():
+    # Each writes Python code that exits 0 at start-up; the check's one-liner must still run and exit 1.
+    setups = {
+        "usercustomize": "d=$(python3 -c 'import site;print(site.getusersitepackages())'); mkdir -p $d; printf 'import os\\nos._exit(0)\\n' > $d/usercustomize.py",
+        "pth": "d=$(python3 -c 'import site;print(site.getusersitepackages())'); mkdir -p $d; printf 'import os; os._exit(0)\\n' > $d/zz.pth",
+        "json.py in the working folder": "printf 'import os\\nos._exit(0)\\n' > json.py",
+    }
+    for name, setup in setups.items():
+        with Sandbox(Limits(timeout_s=20)) as sandbox:
+            assert sandbox.run(setup).ok
+            check = sandbox.check("python3 -c 'import json, sys; sys.exit(1)'")
+        assert check.result.exit_code == 1, (name, check.result.output)
+        hooks = check.system_changes.get("python_startup_hook", [])
+        assert ("json" in name) == (hooks == []), (name, check.system_changes)  # a user site's start-up file is flagged too
+        assert all(hook.startswith("/root/.local/lib/python3") for hook in hooks), hooks
+
+
+def bash_version() -> str:
+    return subprocess.run(["bash", "-c", "echo $BASH_VERSION"], capture_output=True, text=True).stdout.strip()
+
+
+def some_folder_of(parent: str) -> str:
+    return next(str(p) for p in sorted(Path(parent).iterdir()) if p.is_dir() and not p.is_symlink() and any(p.iterdir()))
+
+
+TAMPERING = [
+    ("rm /usr/bin/grep", "deleted_system_file"),
+    ("cp /usr/bin/true /usr/bin/stat", "changed_system_file"),
+    ("chmod 777 /usr/bin", "changed_system_file"),
+    ("printf '#!/bin/sh\\necho 600\\n' > /usr/sbin/stat && chmod +x /usr/sbin/stat", "shadowed_system_command"),  # /usr/sbin comes before /usr/bin on PATH
+    ("printf '#!/bin/sh\\necho 600\\n' > /usr/local/bin/stat && chmod +x /usr/local/bin/stat", "shadowed_system_command"),
+    ("echo x > /usr/lib/libmemrl-evil.so.1", "added_system_library"),
+    ("echo /usr/lib/libmemrl-evil.so.1 > /etc/ld.so.preload", "changed_loader_config"),
+    ("mkdir -p /usr/local/lib/python3/dist-packages && echo 'import os' > /usr/local/lib/python3/dist-packages/memrl.pth", "python_startup_hook"),
+    # Debian's /usr/lib/python3.X/sitecustomize.py links to /etc/python3.X/sitecustomize.py: a file there runs in every check's Python
+    ("d=/etc/python3.$(python3 -c 'import sys; print(sys.version_info[1])') && mkdir -p $d && echo 'import os; os._exit(0)' > $d/sitecustomize.py", "python_startup_hook"),
+    ("FOLDER", "replaced_system_folder"),
+]
+
+
+@needs_sandbox
+@pytest.mark.parametrize("tampering, pattern", TAMPERING, ids=[p for _, p in TAMPERING][:-2] + ["etc_python_sitecustomize", "replaced_system_folder"])
+def test_llb_os_replaced_system_binary_is_flagged(env: LLBOSEnv, tampering: str, pattern: str):
+    if tampering == "FOLDER":
+        folder = some_folder_of("/usr/share")
+        tampering = f"rm -rf {folder} && mkdir {folder}"
+    task = next(t for t in env._all["train"] if t.id == "llb_os/1")
+    info = play(env, task, task.data["gold"][0], tampering)  # the task is solved, and a system file changed
+    assert info["success"] is False and info["status"] == "tampered" and pattern in info["tampering"], info
+
+
+@needs_sandbox
+def test_llb_os_tools_a_task_adds_are_no_tampering(env: LLBOSEnv):
+    made = "printf '#!/bin/sh\\nexit 0\\n' > {0} && chmod +x {0}"
+    actions = [made.format("/usr/bin/user_check"), made.format("/usr/local/bin/sleeper.sh"), "mkdir -p /usr/local/scripts && touch /usr/local/scripts/run.sh", "useradd -m checked && echo 'checked:pw' | chpasswd"]
+    info = play(env, own_task("/usr/bin/user_check && /usr/local/bin/sleeper.sh && grep -q '^checked:\\$' /etc/shadow"), *actions)
+    assert info["success"] is True and "status" not in info, info
+
+
+@needs_sandbox
+def test_llb_os_a_command_shadowed_while_the_check_runs_is_flagged(env: LLBOSEnv):
+    # A process the episode left running waits for the check, then puts a fake `stat` before the real one on PATH.
+    daemon = "nohup sh -c 'while ! pgrep -f memrl-check-mark[e]r >/dev/null; do sleep 0.02; done; printf \"#!/bin/sh\\necho 600\\n\" > /usr/sbin/stat; chmod +x /usr/sbin/stat' >/dev/null 2>&1 &"
+    info = play(env, own_task(": memrl-check-marker; sleep 1; [ $(stat -c %a /etc) = 600 ]"), daemon)
+    assert info["success"] is False and info["status"] == "tampered" and info["tampering"] == ["shadowed_system_command"], info
+
+
+@needs_sandbox
+@pytest.mark.parametrize("commands, solved", [(["chmod 600 /data/a.txt", "ls -l /data"], True), (["ls -l /data"], False)], ids=["state_right", "state_wrong"])
+def test_llb_os_episode_cut_at_the_step_limit_is_judged_by_its_final_state(env: LLBOSEnv, commands: list[str], solved: bool):
+    # LifelongAgentBench's OS task checks the machine whatever ended the session, and MemRL's
+    # LLB runner scores that check: the 1.5B model left 3 of 30 real episodes solved but unfinished
+    # (BENCHMARKS.md, "Checkers audited on real episodes"), which the harness scored 0 before.
+    import asyncio
+
+    from memrl_bench.actors.base import Job
+    from memrl_bench.actors.llm_actors import ReActActor
+    from memrl_bench.core.schema import Retrieval
+    from tests.unit.test_agent import ScriptedChat
+
+    task = next(t for t in env.tasks("train") if t.id == "llb_os/1")
+    replies = [f"Think: step.\nAction: {c}" for c in commands]
+    actor = ReActActor(ScriptedChat(replies), {"max_steps": 3})
+    outcome = asyncio.run(actor.play(Job(task=task, retrieval=Retrieval(), episode_id="ep-1"), env))
+    assert [t.action for t in outcome.turns][-1] == commands[-1] and len(outcome.turns) == 3  # never `finish`
+    assert (outcome.status, outcome.success) == ("step_limit", solved)
+    assert outcome.info["judged_at_step_limit"] is True

@@ -1,0 +1,336 @@
+"""Findings on the critique's claims: statistics and verdicts on constructed numbers,
+cross-run measures on hand-built runs, the presets, and one tiny end-to-end study."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from memrl_bench import CONF_DIR
+from memrl_bench import findings as fd
+from memrl_bench.core.stats import INCONCLUSIVE, NOT_MEASURED, NOT_SUPPORTED, SUPPORTED
+from memrl_bench.findings import Run
+from memrl_bench.findings.across_runs import order_counterfactual, order_spread, retrieval_agreement, retrieval_overlap
+from memrl_bench.findings.runs import arm_order
+
+# ---- cross-run measures on hand-built runs ---------------------------------------------
+
+
+def run(order: int, seed: int = 0, method: dict | None = None, kind: str = "held_out", epoch_order_seeds: list[int] | None = None, **data) -> Run:
+    protocol = {"name": kind, "epochs": 3, "eval_samples": 1, "epoch_order_seeds": epoch_order_seeds}
+    config = {"env": {"name": "synthetic", "outcome_temperature": 0.0}, "method": method or {"name": "memrl", "epsilon": 0.0}, "protocol": protocol, "seed": seed, "task_order_seed": order}
+    return Run(Path(f"run-{order}-{seed}"), config, ["synthetic"], **data)
+
+
+def test_paired_averages_method_seeds_within_a_task_order():
+    a = [run(0, 0, measures={"x": 1.0}), run(0, 1, measures={"x": 3.0}), run(1, 0, measures={"x": 5.0})]
+    b = [run(0, 0, measures={"x": 1.0}), run(1, 0, measures={"x": 2.0}), run(2, 0, measures={"x": 9.0})]
+    assert fd.per_order(a, "x") == {0: 2.0, 1: 5.0}
+    diff = fd.paired(a, b, "x")  # orders 0 and 1 only: differences 1 and 3
+    assert (diff.mean, diff.n) == (2.0, 2)
+
+
+def test_order_spread_is_per_method_seed():
+    runs = [run(o, s, measures={"x": v}) for s, values in ((0, [0.1, 0.3, 0.5]), (1, [0.2, 0.2, 0.2])) for o, v in enumerate(values)]
+    spread = order_spread(runs, "x")
+    assert spread["std"] == pytest.approx((0.2 + 0.0) / 2)
+    assert spread["range"] == pytest.approx((0.4 + 0.0) / 2)
+    assert spread["orders"] == 3
+
+
+def test_retrieval_agreement_and_overlap():
+    same = {"e1": ("a", "b"), "e2": ("c",)}
+    runs = [run(0, 0, train_choices=same), run(0, 1, train_choices={"e1": ("a", "b"), "e2": ("d",)}), run(1, 0, train_choices=same), run(1, 1, train_choices=same)]
+    assert retrieval_agreement(runs) == {0: 0.5, 1: 1.0}
+    # Test retrievals, by source task: order 0 vs order 1 share T1 of {T1, T2} for task q.
+    x = [run(0, 0, test_sources={"q": frozenset({"T1", "T2"})}), run(1, 0, test_sources={"q": frozenset({"T1"})})]
+    assert retrieval_overlap(x) == {0: 0.5, 1: 0.5}
+    nothing = [run(0, 0, test_sources={"q": frozenset()}), run(1, 0, test_sources={"q": frozenset()})]
+    assert retrieval_overlap(nothing) == {}  # a method that injects nothing has no overlap to measure
+
+
+def test_order_counterfactual_pairs_each_run_with_its_reference():
+    common = {"test_sources": {"q": frozenset({"T1", "T2"})}}
+    ref = run(0, measures={"test_expected_sr": 0.5, "final_sr": 0.5}, top_sources=frozenset({"A", "B"}), **common)
+    first = run(0, epoch_order_seeds=[7], measures={"test_expected_sr": 0.8, "final_sr": 0.4}, top_sources=frozenset({"C", "D"}), test_sources={"q": frozenset({"T3"})})
+    second = run(0, epoch_order_seeds=[0, 7], measures={"test_expected_sr": 0.45, "final_sr": 0.5}, top_sources=frozenset({"A", "C"}), **common)
+    out = order_counterfactual([ref, first, second])
+    assert out["test_expected_sr"] == {1: {7: pytest.approx(0.3)}, 2: {7: pytest.approx(0.05)}}
+    assert out["bank"] == {1: {7: 1.0}, 2: {7: pytest.approx(1 - 1 / 3)}}
+    assert out["retrieval"] == {1: {7: 1.0}, 2: {7: 0.0}}
+
+
+def test_cross_run_means_do_not_depend_on_the_hash_seed():
+    """Means over test tasks are float sums: in set order they changed in the last bit with
+    PYTHONHASHSEED, enough to flip a rounded finding between two runs of the same study."""
+    import subprocess
+    import sys
+
+    program = """
+import random
+from tests.integration.test_findings import run
+from memrl_bench.findings.across_runs import order_counterfactual, retrieval_overlap
+rng = random.Random(0)
+def sources():
+    return {f"task-{i}": frozenset(f"T{rng.randrange(9)}" for _ in range(rng.randrange(1, 5))) for i in range(60)}
+a, b = sources(), sources()
+print(repr(retrieval_overlap([run(0, 0, test_sources=a), run(1, 0, test_sources=b)])))
+print(repr(order_counterfactual([run(0, test_sources=a), run(0, epoch_order_seeds=[7], test_sources=b)])["retrieval"]))
+"""
+    root = Path(__file__).resolve().parents[2]
+    outputs = {subprocess.run([sys.executable, "-c", program], cwd=root, env={"PYTHONHASHSEED": str(seed), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, check=True).stdout for seed in range(1, 6)}
+    assert len(outputs) == 1, outputs
+
+
+def test_a_run_varying_two_epochs_is_not_a_counterfactual():
+    assert run(0, epoch_order_seeds=[1, 2]).varied_epoch is None
+    assert run(3, epoch_order_seeds=[3, 3, 5]).varied_epoch == (3, 5)
+
+
+def test_a_missing_results_folder_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        fd.findings(tmp_path / "nowhere")
+
+
+def test_arm_labels():
+    assert fd.arm_label({"name": "memrl", "epsilon": 0.1}) == "memrl ε=0.1"
+    assert fd.arm_label({"name": "memrl", "selection": "softmax", "softmax_temperature": 0.3}) == "memrl softmax T=0.3"
+    assert fd.arm_label({"name": "rag", "top_k": 3}) == "rag"
+
+
+def test_arms_sort_greedy_zero_first_then_by_selection_rule_and_value_as_numbers():
+    methods = [{"name": "rag"}, {"name": "memrl", "selection": "softmax", "softmax_temperature": 1.0}, {"name": "memrl", "epsilon": 0.2}, {"name": "memrl", "selection": "softmax", "softmax_temperature": 0.1}]
+    methods += [{"name": "memrl", "epsilon": 0.05}, {"name": "none"}, {"name": "memrl", "epsilon": 0.0}, {"name": "memrl", "epsilon": 0.1}]
+    labels = [fd.arm_label(m) for m in sorted(methods, key=arm_order)]
+    assert labels == ["memrl ε=0", "memrl ε=0.05", "memrl ε=0.1", "memrl ε=0.2", "memrl softmax T=0.1", "memrl softmax T=1", "none", "rag"]
+
+
+def test_measured_claims_come_first_and_each_unmeasured_one_names_its_presets():
+    from memrl_bench.core.stats import t_interval
+
+    rows = (fd.row("memrl ε=0 - memrl ε=0.1", t_interval([0.19, 0.2, 0.21]), +1, primary=True), fd.row("other", t_interval([-0.21, -0.2, -0.19]), +1))
+    measured = fd.Finding(fd.claim_by_id("regret"), rows, fd.SYNTHETIC)
+    unmeasured = fd.Finding(fd.claim_by_id("epoch1_counterfactual"), (), fd.SYNTHETIC)
+    regret, order = measured.claim.text, unmeasured.claim.text
+    found = [unmeasured, measured]
+    page = fd.render_html(found, Path("results"))
+    assert page.count('<section id="findings">') == 1 and page.count("<h2>") == 1
+    assert page.index(regret) < page.index("Not measured by the runs in this folder") < page.index(order)
+    assert "+experiment=critique_order" in page[page.index(order):]
+    assert measured.verdict == SUPPORTED and "interval below 0" in page  # the other row says where it lies, not a verdict
+    markdown = fd.render_markdown(found, Path("results"))
+    assert markdown.count("**Verdict:") == 1 and f"- {order} — needs the runs of the preset critique_order" in markdown
+
+
+# ---- presets ----------------------------------------------------------------------------
+
+PRESETS = ("critique", "critique_epsilon", "critique_softmax", "critique_bandit", "critique_order", "critique_fairness", "critique_passk")
+
+
+def test_presets_compose_on_the_synthetic_world_and_can_point_elsewhere():
+    from hydra import compose, initialize_config_dir
+
+    folders = set()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
+        for preset in PRESETS:
+            cfg = compose("config", overrides=[f"+experiment={preset}"], return_hydra_config=True)
+            assert cfg.env.name == "synthetic" and cfg.env.harmful_early_share == 0.5, preset
+            assert cfg.hydra.mode.name == "MULTIRUN" and cfg.hydra.sweeper.params, preset
+            assert cfg.experiment_name.startswith("critique/"), preset
+            folders.add(cfg.experiment_name)
+        # Run folders are named by the overrides, so presets must not share a folder.
+        assert len(folders) == len(PRESETS)
+        assert compose("config", overrides=["+experiment=critique_fairness"], return_hydra_config=True).hydra.sweeper.params.protocol == "runtime_learning"
+        moved = compose("config", overrides=["+experiment=critique", "env.n_types=6"])
+        assert moved.env.n_types == 6
+
+
+# ---- one tiny study, end to end ---------------------------------------------------------
+
+TINY = {
+    "env": {"name": "synthetic", "seed": 0, "n_types": 2, "n_ood_types": 1, "intent_dim": 8, "harmful_early_share": 0.5, "outcome_temperature": 0.0,
+            "tasks": {"train": 8, "validation": 4, "test_in_distribution": 4, "test_out_of_distribution": 4}},
+    "method": {"name": "memrl"},
+    "llm": {"name": "none"},
+    "embedder": {"name": "env_intent"},
+    "protocol": {"epochs": 3, "batch_size": 4, "validate_every_epoch": False, "checkpoint_interval_s": 0},
+    "actor": {},
+    "progress": False,
+}
+
+
+def tiny(method: dict, order: int, seed: int = 0, temperature: float = 0.0, **protocol) -> dict:
+    cfg = copy.deepcopy(TINY)
+    cfg["method"] = method
+    cfg["env"]["outcome_temperature"] = temperature
+    if protocol.pop("runtime_learning", False):
+        cfg["protocol"].update(name="runtime_learning", test_at_end=False)
+    cfg["protocol"].update(protocol)
+    cfg.update(seed=seed, task_order_seed=order)
+    return cfg
+
+
+def tiny_study() -> list[dict]:
+    """The shape of the critique presets on a world of 8 training tasks, two task orders."""
+    greedy, explore, softmax = {"name": "memrl"}, {"name": "memrl", "epsilon": 0.1}, {"name": "memrl", "selection": "softmax", "softmax_temperature": 0.3}
+    orders = (0, 1)
+    cfgs = [tiny(m, o, s) for m in (greedy, explore, softmax) for o in orders for s in (0, 1)]
+    cfgs += [tiny(m, o) for m in ({"name": "none"}, {"name": "rag"}) for o in orders]
+    cfgs += [tiny(greedy, 0, epoch_order_seeds=seeds) for seeds in ([1], [2], [0, 1], [0, 2])]
+    cfgs += [tiny(m, o, temperature=t, runtime_learning=True) for m in ({"name": "none"}, greedy) for o in orders for t in (0.0, 0.7)]
+    cfgs += [tiny(m, o, temperature=0.7, eval_samples=3) for m in ({"name": "none"}, greedy) for o in orders]
+    return cfgs
+
+
+def test_tiny_study_end_to_end_yields_every_finding(tmp_path):
+    from memrl_bench.runner.loop import run as run_one
+
+    for i, cfg in enumerate(tiny_study()):
+        run_one(cfg, tmp_path / "study" / f"run-{i:03d}")
+    found = fd.findings(tmp_path)
+    assert [f.id for f in found] == ["determinism", "epoch1_lock_in", "epoch1_counterfactual", "never_tested", "good_amplified", "bad_locked_in", "regret", "order_dependence", "memory_helps", "runtime_learning", "weak_baselines", "drift_stale_kept", "drift_adaptation", "drift_gain_per_token"]
+    for f in found[:11]:
+        assert f.section.label == "SYNTHETIC (simulation, not LLM results)" and f.section.synthetic
+        assert f.verdict in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE), f.id
+        assert any(r.primary for r in f.rows), f.id
+        assert all(r.mean is not None for r in f.rows), (f.id, [r.label for r in f.rows if r.mean is None])
+    by_id = {f.id: f for f in found}
+    # epsilon = 0 with temperature-0 outcomes: the method seed changes no retrieval at all.
+    assert by_id["determinism"].verdict == SUPPORTED
+    labels = " | ".join(r.label for f in found for r in f.rows)
+    for expected in ("memrl ε=0.1", "memrl softmax T=0.3", "epoch 1 - epoch 2", "test pass@3", "pass@3 (CSR over 3 epochs", "gap - none gap", "memrl ε=0 - none, outcome T=0: held-out test success, paired on the test task", "interval needs at this spread"):
+        assert expected in labels
+    markdown = fd.render_markdown(found, tmp_path)
+    assert markdown.startswith("## Findings on the critique's claims (synthetic)")
+    assert markdown.count("**Verdict:") == 11
+    page = fd.render_html(found, tmp_path)
+    assert page.startswith('<section id="findings">') and page.count("<table>") == 11 and page.count('<section id="findings">') == 1
+    for f in found[:11]:  # one rule: the headline is the deciding row's verdict, and no other row carries one
+        assert [r.verdict for r in f.rows if r.verdict is not None] == [f.verdict], f.id
+    assert [f.verdict for f in found[11:]] == [NOT_MEASURED] * 3  # no drift runs here
+    assert "memrl-bench +experiment=drift_study" in markdown
+
+
+def test_a_tiny_drift_study_yields_the_three_drift_findings(tmp_path):
+    from helpers import config
+
+    from memrl_bench.runner.loop import run as run_one
+
+    methods = [{"name": "none"}, {"name": "rag"}, {"name": "memrl"}, {"name": "simplemem", "write_with_llm": False}]
+    protocol = {"name": "drift", "epochs": 3, "batch_size": 10, "checkpoint_interval_s": 0, "validate_every_epoch": False, "drift": {"epoch": 2, "window": 10}}
+    for method in methods:
+        for order in (0, 1, 2):
+            run_one(config(method=method, protocol=protocol, task_order_seed=order), tmp_path / "drift" / f"{method['name']}-{order}")
+    found = {f.id: f for f in fd.findings(tmp_path)}
+    assert all(found[k].verdict == NOT_MEASURED for k in ("determinism", "never_tested", "bad_locked_in"))  # drift runs are their own kind
+    for key in ("drift_stale_kept", "drift_adaptation", "drift_gain_per_token"):
+        f = found[key]
+        assert f.verdict in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE), key
+        assert [r.verdict for r in f.rows if r.verdict is not None] == [f.verdict], key
+        assert all(r.n == 3 for r in f.rows if r.primary), key
+    labels = " | ".join(r.label for f in found.values() for r in f.rows)
+    for expected in ("rag, outcome T=0: stale share of injections, last window after the change", "memrl ε=0 - rag, outcome T=0: SR after the change - SR of the epoch before it", "simplemem - memrl ε=0, outcome T=0: gain per 1k injected tokens"):
+        assert expected in labels
+    assert not any(r.label.startswith("none,") for r in found["drift_stale_kept"].rows)  # injects nothing: no share
+
+
+@pytest.mark.slow
+def test_study_runs_the_same_job_as_the_hydra_cli(tmp_path):
+    """The study expands and runs a preset's jobs itself; the run folders must be the ones
+    `memrl-bench +experiment=<preset>` writes (name, config hash, episodes)."""
+    import json
+    import subprocess
+    import sys
+
+    from memrl_bench.cli import study
+    from memrl_bench.core.schema import strip_measured
+
+    root = Path(__file__).resolve().parents[2]
+    pick = ["env.outcome_temperature=0", "method=memrl", "task_order_seed=1", "env.tasks.train=12", "protocol.epochs=2"]
+    jobs = study.expand("critique_fairness", [f"results_dir={tmp_path / 'study'}", "progress=false", *pick])
+    assert len(jobs) == 1 and "protocol=runtime_learning" in jobs[0]
+    study.run_jobs(jobs)
+    subprocess.run([sys.executable, "-m", "memrl_bench", "+experiment=critique_fairness", f"results_dir={tmp_path / 'cli'}", "progress=false", *pick], cwd=root, check=True, capture_output=True)
+
+    (a,) = (tmp_path / "study").rglob("manifest.json")
+    (b,) = (tmp_path / "cli").rglob("manifest.json")
+    assert a.parent.relative_to(tmp_path / "study") == b.parent.relative_to(tmp_path / "cli")
+    assert json.loads(a.read_text())["config_hash"] == json.loads(b.read_text())["config_hash"]
+    episodes = [[strip_measured(json.loads(line)) for line in (m.parent / "episodes.jsonl").read_text().splitlines()] for m in (a, b)]
+    assert episodes[0] == episodes[1] and len(episodes[0]) == 24
+
+
+def test_study_command_runs_its_presets_then_writes_the_findings(tmp_path):
+    """`memrl-bench +experiment=critique_study`, cut down to two small presets."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    small = ["env.tasks.train=8", "env.tasks.validation=4", "env.tasks.test_in_distribution=4", "env.tasks.test_out_of_distribution=4", "protocol.epochs=2", "task_order_seed=0", "seed=0"]
+    command = [sys.executable, "-m", "memrl_bench", "+experiment=critique_study", "study.presets=[critique,critique_bandit]", "study.workers=1", f"results_dir={tmp_path}", "progress=false", *small]
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    # a fixed value replaces a preset's sweep: critique 3 methods x 2 outcome temperatures; bandit 2 selections x 2
+    assert len(list((tmp_path / "critique" / "main").glob("*/COMPLETE"))) == 6
+    assert len(list((tmp_path / "critique" / "bandit").glob("*/COMPLETE"))) == 4
+    assert sorted(p.name for p in (tmp_path / "critique").iterdir() if p.is_file()) == ["findings.html", "findings.md", "timing.json"]
+    assert (tmp_path / "critique" / "findings.md").read_text().startswith("## Findings on the critique's claims (synthetic)")
+    assert "10 runs" in done.stdout
+
+    again = subprocess.run(command[:-1] + ["seed=0", "foo=1"], cwd=root, capture_output=True, text=True)
+    assert again.returncode != 0 and "foo" in again.stderr  # a bad override names its key
+
+    # The export of the study folder: one row per logged episode, the varied settings as columns.
+    import yaml
+
+    from memrl_bench import load_episodes
+
+    logs = list(tmp_path.rglob("episodes.jsonl"))
+    frame = load_episodes(tmp_path / "critique")
+    assert len(logs) == 10 and len(frame) == sum(len(p.read_text().splitlines()) for p in logs)
+    overrides = [dict(o.split("=", 1) for o in yaml.safe_load((p.parent / ".hydra" / "overrides.yaml").read_text()) if not o.startswith(("+", "hydra", "results_dir", "progress"))) for p in logs]
+    varied = {k for k in set().union(*overrides) if len({o.get(k) for o in overrides}) > 1}
+    assert varied and varied <= set(frame.columns) | {"method"}, varied - set(frame.columns)
+
+
+@pytest.mark.slow
+def test_the_readme_drift_study_commands_write_the_findings_and_the_report(tmp_path):
+    """README "Drift": `memrl-bench +experiment=drift_study` then `memrl-bench-report results/drift`,
+    cut down to a small world, one task order and one seed."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    small = ["env.tasks.train=10", "env.tasks.validation=4", "env.tasks.test_in_distribution=4", "env.tasks.test_out_of_distribution=4",
+             "protocol.epochs=3", "++protocol.drift.epoch=2", "++protocol.drift.window=5", "protocol.batch_size=5", "task_order_seed=0", "seed=0"]
+    study = subprocess.run([sys.executable, "-m", "memrl_bench", "+experiment=drift_study", "study.workers=1", f"results_dir={tmp_path}", "progress=false", *small],
+                           cwd=root, capture_output=True, text=True)
+    assert study.returncode == 0, study.stderr
+    assert len(list((tmp_path / "drift").glob("*/*/COMPLETE"))) == 5  # none, rag, memrl, full_context; simplemem
+    findings = (tmp_path / "drift" / "findings.md").read_text()
+    for claim in ("Stale memories are kept", "MemRL adapts", "gain per"):
+        assert claim in findings, claim
+    report = subprocess.run([sys.executable, "-m", "memrl_bench.report", str(tmp_path / "drift")], cwd=root, capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr
+    assert "Drift" in (tmp_path / "drift" / "report" / "report.html").read_text()
+
+
+def test_a_comparison_on_new_tasks_pairs_each_test_task_over_the_orders(tmp_path):
+    """task_differences: per test task, the arm's success averaged over its runs minus none's;
+    tasks only one arm played are left out."""
+    def run(order: int, outcomes: dict[str, float]) -> fd.Run:
+        return fd.Run(tmp_path, {"method": {"name": "x"}, "task_order_seed": order, "env": {}}, [], test_outcomes=outcomes)
+
+    memory = [run(0, {"a": 1, "b": 0, "c": 1}), run(1, {"a": 1, "b": 1, "c": 0})]
+    none = [run(0, {"a": 0, "b": 0, "d": 1}), run(1, {"a": 1, "b": 0, "d": 1})]
+    assert fd.task_differences(memory, none) == [0.5, 0.5]
+
+
+def test_the_test_split_is_the_one_playing_test():
+    from memrl_bench.core.schema import EnvRecord, ManifestRecord
+
+    manifest = ManifestRecord(config={"method": {"name": "none"}}, config_hash="x", env=EnvRecord(name="mmlu", roles={"train": "test", "validation": None, "test": ["validation"]}))
+    assert fd.test_split(manifest) == "validation"
+    assert fd.test_split(ManifestRecord(config={"method": {"name": "none"}}, config_hash="x")) == "test_in_distribution"

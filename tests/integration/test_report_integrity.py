@@ -1,0 +1,265 @@
+"""The report and the findings of a folder with bad runs in it: each bad run folder is one
+warning and the rest is reported; the report folder is replaced whole or not at all.
+
+Readers trust nothing: a run marked COMPLETE is checked as the runner checks it (its log
+against its schedule, its metrics, its final snapshot against SHA256SUMS), and its whole
+manifest against the digest written with it."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import memrl_bench.report as report_module
+from memrl_bench import findings as fd
+from memrl_bench.core.runfolder import DIGEST, CorruptRunFolderError, exchange
+from memrl_bench.report import ReportInputError, report
+from memrl_bench.report.cli import main as report_main
+from memrl_bench.report.figures import Figure
+from memrl_bench.report.html import SECTIONS
+from memrl_bench.report.load import load
+from memrl_bench.runner.loop import run
+from tests.helpers import config
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> Path:
+    """Two good runs, and one bad run folder of each kind beside them."""
+    root = tmp_path_factory.mktemp("results")
+    for seed in (0, 1):
+        run(config(protocol={"epochs": 2}, seed=seed, task_order_seed=seed), root / f"seed={seed}")
+    good = root / "seed=0"
+    bad = {}
+    bad["refused"] = root / "refused-job"  # a manifest and nothing else
+    bad["refused"].mkdir()
+    shutil.copy(good / "manifest.json", bad["refused"])
+    bad["no_log"] = shutil.copytree(good, root / "complete-without-log")
+    (bad["no_log"] / "episodes.jsonl").unlink()
+    bad["twice"] = shutil.copytree(good, root / "two-writers")
+    (bad["twice"] / "episodes.jsonl").write_text((good / "episodes.jsonl").read_text() * 2)
+    bad["edited"] = shutil.copytree(good, root / "edited-manifest")
+    manifest = json.loads((bad["edited"] / "manifest.json").read_text())
+    manifest["config"]["method"]["name"] = "rag"
+    (bad["edited"] / "manifest.json").write_text(json.dumps(manifest))
+    bad["garbled"] = shutil.copytree(good, root / "garbled-log")
+    (bad["garbled"] / "episodes.jsonl").write_text("{oops\n" + (good / "episodes.jsonl").read_text())
+    # damage that used to be read as whole
+    torn = shutil.copytree(good, root / "torn-last-line")
+    (torn / "episodes.jsonl").write_bytes((good / "episodes.jsonl").read_bytes()[:-20])
+    missing = shutil.copytree(good, root / "missing-batch")
+    lines = (good / "episodes.jsonl").read_text().splitlines(keepends=True)
+    last_batch = [line for line in lines if _batch(line) == _batch(lines[-1])]
+    (missing / "episodes.jsonl").write_text("".join(lines[: -len(last_batch)]))
+    _edit_manifest(shutil.copytree(good, root / "edited-label"), lambda m: m.update(labels=[]))
+    _edit_manifest(shutil.copytree(good, root / "edited-split-hash"), lambda m: m["split_hashes"].update(train="0" * 64))
+    _edit_manifest(shutil.copytree(good, root / "unsealed-manifest"), lambda m: m.pop(DIGEST))
+    memory = shutil.copytree(good, root / "edited-memory") / "memory" / "final" / "items.jsonl"
+    items = [json.loads(line) for line in memory.read_text().splitlines()]
+    items[0]["content"] = EDITED_MEMORY
+    memory.write_text("".join(json.dumps(item) + "\n" for item in items))
+    (shutil.copytree(good, root / "non-utf8-checksums") / "memory" / "final" / "SHA256SUMS").write_bytes(b"\xff\xfe" + (good / "memory" / "final" / "SHA256SUMS").read_bytes())
+    return root
+
+
+EDITED_MEMORY = "An edited memory that no episode wrote"
+
+
+def _batch(line: str) -> tuple:
+    record = json.loads(line)
+    return record["phase"], record["split"], record["epoch"], record["batch_index"]
+
+
+def _edit_manifest(folder: Path, edit) -> None:
+    """Edit manifest.json by hand, keeping its config (and so its config hash) and its format."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    edit(manifest)
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+
+
+BAD = {
+    "refused-job": "no episodes yet",
+    "complete-without-log": "is marked COMPLETE but has no episodes.jsonl",
+    "two-writers": "episode ids more than once",
+    "edited-manifest": "config_hash does not match its config",
+    "garbled-log": "line 1 is not valid JSON",
+    "torn-last-line": "is marked COMPLETE, but the last line of episodes.jsonl is torn",
+    "missing-batch": "is marked COMPLETE, but episodes.jsonl holds 156 episodes, its schedule 160",
+    "edited-label": "its manifest_sha256 does not match its contents",
+    "edited-split-hash": "its manifest_sha256 does not match its contents",
+    "unsealed-manifest": "has no manifest_sha256",
+    "edited-memory": "memory/final/items.jsonl does not match its checksum",
+    "non-utf8-checksums": "memory/final/SHA256SUMS is not UTF-8 text",
+}
+
+
+def _left_out_once(results: Path, folder: str) -> None:
+    """The report's loader leaves `folder` out with one line naming it and what failed, and reads the good runs."""
+    loaded = load(results)
+    assert sorted(loaded.runs["run"]) == ["seed=0", "seed=1"]
+    lines = [line for line in loaded.skipped if f"/{folder}" in line]
+    assert len(lines) == 1 and BAD[folder] in lines[0], loaded.skipped
+
+
+def test_report_refuses_a_complete_run_with_a_torn_last_line(results):
+    _left_out_once(results, "torn-last-line")
+
+
+def test_report_refuses_a_complete_run_missing_a_batch(results):
+    _left_out_once(results, "missing-batch")
+
+
+def test_edited_manifest_label_is_refused(results):
+    _left_out_once(results, "edited-label")
+
+
+def test_edited_split_hash_is_refused(results):
+    _left_out_once(results, "edited-split-hash")
+
+
+def test_a_manifest_without_its_digest_is_refused_naming_the_migration(results):
+    _left_out_once(results, "unsealed-manifest")
+    assert "scripts/seal_manifests.py" in next(line for line in load(results).skipped if "/unsealed-manifest" in line)
+
+
+def test_non_utf8_sha256sums_is_one_line(results):
+    _left_out_once(results, "non-utf8-checksums")
+    with pytest.raises(CorruptRunFolderError, match=r"non-utf8-checksums/memory/final/SHA256SUMS is not UTF-8 text \(byte 0\)") as refused:  # and the runner: one line (an InputError), no traceback
+        run(config(protocol={"epochs": 2}, seed=0, task_order_seed=0), results / "non-utf8-checksums")
+    assert "\n" not in str(refused.value)
+
+
+def test_viewer_shows_a_snapshot_failing_its_checksum_as_damaged(results, tmp_path):
+    _left_out_once(results, "edited-memory")
+    report(results, tmp_path / "report")
+    index = (tmp_path / "report" / "episodes" / "index.html").read_text()
+    assert re.search(r'Left out \(damaged or cannot be read\): [^<]*edited-memory/memory/final/items.jsonl does not match its checksum', index)
+    for data in (tmp_path / "report" / "episodes" / "data").iterdir():  # the edited memory is shown nowhere as real
+        packed = re.search(r'"([A-Za-z0-9+/=]+)"', data.read_text()).group(1)
+        assert EDITED_MEMORY not in gzip.decompress(base64.b64decode(packed)).decode()
+
+
+def test_bad_run_folders_are_skipped_with_one_warning_each_and_the_report_goes_on(results, tmp_path, capsys):
+    report_main([str(results), "--out", str(tmp_path / "report")])
+    out, err = capsys.readouterr()
+    assert out.strip() == str(tmp_path / "report" / "report.html")
+    warnings = err.splitlines()
+    assert len(warnings) == len(BAD) and all(w.startswith("memrl-bench-report: warning: skipped ") for w in warnings)
+    for folder, why in BAD.items():
+        assert sum(folder in w and why in w for w in warnings) == 1, (folder, warnings)
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert "2 run folders, 2 complete" in page and "left out because they cannot be read" in page and "two-writers" in page
+
+
+def test_the_findings_skip_bad_run_folders_with_one_warning_each(results):
+    warnings: list[str] = []
+    found = fd.findings(results, warn=warnings.append)
+    assert found and len(warnings) == len(BAD)
+    for folder, why in BAD.items():
+        expected = "incomplete (no COMPLETE)" if folder == "refused-job" else why.replace("is marked COMPLETE but has", "marked COMPLETE but has")
+        assert sum(folder in w and expected in w for w in warnings) == 1, (folder, warnings)
+
+
+def test_the_report_folder_is_replaced_whole_or_not_at_all(results, tmp_path, monkeypatch):
+    names = [p.split(":", 1)[1] for _, _, parts in SECTIONS for p in parts if p.startswith(("fig:", "fig?:"))]
+    skipped = {name: Figure(name, name, None, "not drawn here") for name in names}
+    monkeypatch.setattr(report_module, "all_figures", lambda *args: skipped)  # figures are slow and beside the point
+    out = tmp_path / "report"
+    report(results, out)
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    real_write_tables = report_module.write_tables
+
+    def killed_after_the_tables(*args, **kwargs):
+        real_write_tables(*args, **kwargs)
+        raise KeyboardInterrupt("killed after tables.md, before report.html")
+
+    monkeypatch.setattr(report_module, "write_tables", killed_after_the_tables)
+    with pytest.raises(KeyboardInterrupt):
+        report(results, out)
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # the old report, whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]  # no temporary folder left
+
+
+def test_a_report_killed_while_it_swaps_the_folder_leaves_a_whole_report(results, tmp_path, monkeypatch):
+    """A kill at the swap itself: report/ is the new report, whole (before, the swap was two
+    renames, and a kill between them left no report/ at all)."""
+    names = [p.split(":", 1)[1] for _, _, parts in SECTIONS for p in parts if p.startswith(("fig:", "fig?:"))]
+    monkeypatch.setattr(report_module, "all_figures", lambda *args: {name: Figure(name, name, None, "not drawn here") for name in names})
+    out = tmp_path / "report"
+    report(results, out)
+    (out / "report.html").write_text("the previous report\n")
+
+    def killed_after(step):
+        def call(*args):
+            step(*args)
+            raise KeyboardInterrupt(f"killed after {step.__name__}")
+
+        return call
+
+    monkeypatch.setattr(report_module.os, "replace", killed_after(os.replace))  # the swap's first rename, where there is no exchange
+    monkeypatch.setattr(report_module, "exchange", killed_after(exchange))
+    with pytest.raises(KeyboardInterrupt):
+        report(results, out)
+    assert "the previous report" not in (out / "report.html").read_text() and (out / "episodes" / "compare.html").exists()
+
+
+def test_an_out_folder_holding_other_files_is_refused(results, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine\n")
+    with pytest.raises(ReportInputError, match="holds files a report does not write \\(notes.txt\\); choose another --out"):
+        report(results, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if entry.name.isdigit() and int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_killed_report_leaves_no_pool_worker(results, tmp_path):
+    """memrl-bench-report SIGKILLed while the findings' process pool reads the run folders (14 of
+    them: the pool is used above 8), twice: no worker is alive 3 s later. Before, 7 of 20 such
+    kills left forked workers blocked on the pool's queue for good."""
+    assert len(list(results.rglob("manifest.json"))) > 8
+    survivors = []
+    for _ in range(2):
+        report_process = subprocess.Popen([sys.executable, "-m", "memrl_bench.report", str(results), "--out", str(tmp_path / "report")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        workers: list[int] = []
+        while report_process.poll() is None and not workers:
+            workers = _children(report_process.pid)
+            time.sleep(0.002)
+        report_process.kill()
+        report_process.wait()
+        assert workers, "the report ended before its pool started"
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and any(_alive(w) for w in workers):
+            time.sleep(0.05)
+        survivors += [w for w in workers if _alive(w)]
+    for pid in survivors:  # the test's own leftovers, if it fails
+        os.kill(pid, signal.SIGKILL)
+    assert survivors == []

@@ -1,0 +1,469 @@
+"""Containment of memrl_bench.envs.sandbox: network, host filesystem, kernel keyring, system calls, time, processes, memory."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from memrl_bench.core.schema import Task
+from memrl_bench.envs.gold import GoldFilter
+from memrl_bench.envs.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, CommandResult, Limits, Sandbox, SandboxSettingError, SandboxUnavailable, unavailable_reason
+
+REASON = unavailable_reason()
+needs_sandbox = pytest.mark.skipif(REASON is not None, reason=f"sandbox unavailable here: {REASON}")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def processes_mentioning(marker: str) -> list[int]:
+    """Host pids whose command line contains `marker` (this test process excluded)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" "):
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def syscall_numbers(*names: str) -> dict[str, int]:
+    import pyseccomp  # the sandbox's own dependency: present whenever a sandbox can be built
+
+    return {name: pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, name) for name in names}
+
+
+def run_python(sandbox: Sandbox, program: str) -> CommandResult:
+    return sandbox.run(f"python3 -u -c {shlex.quote(program)}")  # unbuffered: a killed program's output is kept
+
+
+# Inside: prints "<attempt> ok" or "<attempt> <errno name>" for each system call tried.
+TRY_CALLS = """
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+def attempt(name, number, *args):
+    result = libc.syscall(number, *args)
+    print(name, "ok" if result >= 0 else errno.errorcode[ctypes.get_errno()])
+"""
+
+
+@needs_sandbox
+def test_no_network_host_loopback_or_outside():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.setblocking(False)
+    port = server.getsockname()[1]
+    with Sandbox(Limits(timeout_s=10)) as sandbox:
+        local = sandbox.run(f"timeout 5 bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'")
+        outside = sandbox.run("timeout 5 bash -c 'echo hi > /dev/tcp/1.1.1.1/53'; timeout 5 bash -c 'echo hi > /dev/tcp/8.8.8.8/443'")
+        interfaces = sandbox.run("ip -o link show | awk -F': ' '{print $2}'")
+    assert local.exit_code != 0 and "refused" in local.output  # the sandbox's own empty loopback, not the host's
+    assert "unreachable" in outside.output.lower() and outside.exit_code != 0
+    assert not local.timed_out and not outside.timed_out
+    assert interfaces.output.split() == ["lo"]
+    with pytest.raises(BlockingIOError):
+        server.accept()  # nothing ever reached the host's listener
+    server.close()
+
+
+@needs_sandbox
+def test_writes_stay_inside_and_vanish():
+    name = f"memrl-test-{uuid.uuid4().hex}"
+    targets = [f"/etc/{name}", f"/root/{name}", f"/tmp/{name}", f"/usr/{name}", f"/var/lib/{name}"]
+    with Sandbox() as sandbox:
+        written = sandbox.run(" && ".join(f"echo inside > {t}" for t in targets) + f" && useradd {name[:30]} && cat {targets[0]}")
+        later = sandbox.run(f"cat {targets[1]}; id -u {name[:30]}")
+        mount_point = sandbox._state["mount_point"]
+        assert written.ok and written.output.strip() == "inside"
+        assert later.ok  # files and users persist between commands of one episode
+        assert not any(Path(t).exists() for t in targets)  # ... but never on the host, even while running
+    assert not any(Path(t).exists() for t in targets)
+    assert subprocess.run(["id", name[:30]], capture_output=True).returncode != 0
+    assert not Path(mount_point).exists()
+
+
+@needs_sandbox
+def test_host_folders_hidden_and_kernel_knobs_read_only():
+    harness = [REPO, *(p for p in [REPO.parent / "shared"] if p.is_dir())]  # wherever the checkout lives (CI clones elsewhere)
+    with Sandbox() as sandbox:
+        listing = sandbox.run("find /root /work /home " + " ".join(str(p) for p in harness) + " -mindepth 1 2>/dev/null | wc -l")  # empty or absent
+        knob = sandbox.run("echo 1 > /proc/sys/vm/drop_caches")
+        mounting = sandbox.run("mount -t tmpfs x /mnt")
+    assert listing.output.split() == ["0"]
+    assert REPO.exists() and any(REPO.iterdir())  # ... while the host still sees them
+    assert knob.exit_code != 0 and "Read-only" in knob.output
+    assert mounting.exit_code != 0  # no CAP_SYS_ADMIN inside
+
+
+@needs_sandbox
+def test_host_keyring_is_unreachable_inside():
+    calls = syscall_numbers("add_key", "keyctl", "request_key")
+    libc = ctypes.CDLL(None, use_errno=True)
+    description, secret = f"memrl-test-{uuid.uuid4().hex}".encode(), f"secret-{uuid.uuid4().hex}".encode()
+    serial = libc.syscall(calls["add_key"], b"user", description, secret, len(secret), -4)  # -4: the host user's keyring (@u)
+    assert serial > 0, os.strerror(ctypes.get_errno())
+    try:
+        buffer = ctypes.create_string_buffer(256)
+        assert libc.syscall(calls["keyctl"], 11, serial, buffer, 256) == len(secret) and buffer.raw[: len(secret)] == secret  # KEYCTL_READ works on the host
+        program = TRY_CALLS + f"""
+buffer = ctypes.create_string_buffer(256)
+attempt("read", {calls["keyctl"]}, 11, {serial}, buffer, 256)
+attempt("search", {calls["keyctl"]}, 10, -4, b"user", {description!r}, 0)
+attempt("link", {calls["keyctl"]}, 8, -4, -3)
+attempt("request_key", {calls["request_key"]}, b"user", {description!r}, None, 0)
+attempt("add_key", {calls["add_key"]}, b"user", b"planted", b"x", 1, -4)
+print("leaked" if {secret!r} in buffer.raw else "nothing read")
+"""
+        with Sandbox(Limits(timeout_s=20)) as sandbox:
+            tried = run_python(sandbox, program)
+            listed = sandbox.run("cat /proc/keys /proc/key-users")
+            x32 = run_python(sandbox, f"import ctypes; print('x32', ctypes.CDLL(None).syscall(0x40000000 | {calls['keyctl']}, 11, {serial}, None, 0))")
+    finally:
+        libc.syscall(calls["keyctl"], 21, serial)  # KEYCTL_INVALIDATE: the host keyring as it was
+    assert tried.ok, tried.output
+    assert tried.output.splitlines() == ["read EPERM", "search EPERM", "link EPERM", "request_key EPERM", "add_key EPERM", "nothing read"]
+    assert listed.ok and listed.output == ""  # not even the key's name
+    if platform.machine() == "x86_64":  # the same call through the x32 ABI: the filter kills the caller (SIGSYS)
+        assert x32.exit_code == 128 + 31 and "x32" not in x32.output
+
+
+@needs_sandbox
+def test_namespaces_mounts_and_ptrace_are_refused_inside():
+    calls = syscall_numbers("unshare", "clone", "clone3", "setns", "mount", "fsopen", "ptrace", "process_vm_readv", "bpf", "init_module")
+    program = TRY_CALLS + f"""
+import subprocess, threading
+attempt("unshare(CLONE_NEWUSER)", {calls["unshare"]}, 0x10000000)
+attempt("unshare(CLONE_NEWNS)", {calls["unshare"]}, 0x00020000)
+attempt("clone(CLONE_NEWUSER)", {calls["clone"]}, 0x10000000 | 17, 0, 0, 0, 0)
+attempt("clone3", {calls["clone3"]}, 0, 0)
+attempt("setns", {calls["setns"]}, os.open("/proc/self/ns/net", os.O_RDONLY), 0)
+attempt("mount", {calls["mount"]}, b"none", b"/mnt", b"tmpfs", 0, None)
+attempt("fsopen", {calls["fsopen"]}, b"tmpfs", 0)
+child = subprocess.Popen(["sleep", "60"])
+attempt("ptrace(PTRACE_ATTACH)", {calls["ptrace"]}, 16, child.pid, 0, 0)
+local, remote = (ctypes.c_uint64 * 2)(), (ctypes.c_uint64 * 2)()
+attempt("process_vm_readv", {calls["process_vm_readv"]}, child.pid, local, 1, remote, 1, 0)
+child.kill()
+attempt("bpf", {calls["bpf"]}, 0, None, 0)
+attempt("init_module", {calls["init_module"]}, None, 0, b"")
+thread = threading.Thread(target=print, args=("thread ok",))  # clone3 refused, libc falls back to clone
+thread.start()
+thread.join()
+print(*(line.split()[1] for line in open("/proc/self/status") if line.startswith(("NoNewPrivs", "Seccomp:"))))
+"""
+    with Sandbox(Limits(timeout_s=30)) as sandbox:
+        tried = run_python(sandbox, program)
+        tool = sandbox.run("unshare --user --map-current-user true")
+        tracer = sandbox.run("strace -o /dev/null true")
+    assert tried.ok, tried.output
+    assert tried.output.splitlines() == [
+        "unshare(CLONE_NEWUSER) EPERM",
+        "unshare(CLONE_NEWNS) EPERM",
+        "clone(CLONE_NEWUSER) EPERM",
+        "clone3 ENOSYS",
+        "setns EPERM",
+        "mount EPERM",
+        "fsopen EPERM",
+        "ptrace(PTRACE_ATTACH) EPERM",
+        "process_vm_readv EPERM",
+        "bpf EPERM",
+        "init_module EPERM",
+        "thread ok",
+        "1 2",  # no_new_privs, seccomp mode 2 (filter)
+    ]
+    assert tool.exit_code != 0 and "Operation not permitted" in tool.output
+    if shutil.which("strace"):  # the host's tools are the container's
+        assert tracer.exit_code != 0 and "Operation not permitted" in tracer.output
+
+
+@needs_sandbox
+def test_dev_shm_shares_the_disk_cap():
+    with Sandbox(Limits(timeout_s=30, disk_bytes=64 << 20)) as sandbox:
+        result = sandbox.run("head -c 40M /dev/zero > /root/a && echo wrote a; head -c 40M /dev/zero > /dev/shm/b && echo wrote b; df -B1M --output=size / /dev/shm")
+    assert result.output.split("\n")[:2] == ["wrote a", "head: error writing 'standard output': No space left on device"], result.output
+    assert result.output.split()[-2:] == ["64", "64"]  # df: / and /dev/shm are one tmpfs of disk_bytes
+
+
+@needs_sandbox
+def test_dev_shm_and_disk_writes_stay_within_the_memory_cap():
+    with Sandbox(Limits(timeout_s=30, memory_bytes=192 << 20, disk_bytes=512 << 20)) as sandbox:
+        if not any(feature.startswith(("cgroup1 memory", "cgroup2 memory")) for feature in sandbox.features):
+            pytest.skip(f"no memory cgroup here (features: {sandbox.features})")
+        filled = sandbox.run("head -c 100M /dev/zero > /root/a && echo wrote a; head -c 100M /dev/zero > /dev/shm/b && echo wrote b")
+        after = sandbox.run("echo alive")
+    # one tmpfs of 3/4 of the memory cap holds both: it fills before the cgroup's OOM killer reaches the container
+    assert filled.output.splitlines() == ["wrote a", "head: error writing 'standard output': No space left on device"], filled.output
+    assert after.ok and after.output == "alive\n"
+
+
+@needs_sandbox
+def test_time_limit_kills_loops_and_background_children():
+    marker = str(900000 + uuid.uuid4().int % 99999)
+    with Sandbox(Limits(timeout_s=2)) as sandbox:
+        loop = sandbox.run("while true; do :; done")
+        children = sandbox.run(f"sleep {marker} & sleep {marker} & setsid sleep {marker} & echo started")
+        assert loop.timed_out and loop.exit_code is None and loop.seconds < 10
+        assert children.timed_out and "started" in children.output
+        assert processes_mentioning(f"sleep {marker}") == []  # killed at the limit, not only at close
+        after = sandbox.run("echo still usable")
+    assert after.ok
+
+
+@needs_sandbox
+def test_waits_for_output_holders_and_close_kills_detached_daemons():
+    marker = str(800000 + uuid.uuid4().int % 99999)
+    with Sandbox(Limits(timeout_s=10)) as sandbox:
+        waited = sandbox.run("(sleep 1; echo late) & echo early")
+        detached = sandbox.run(f"nohup sleep {marker} > /dev/null 2>&1 & echo $! > /tmp/pid")
+        alive = sandbox.run("kill -0 $(cat /tmp/pid) && echo alive")
+        assert waited.ok and waited.output.split() == ["early", "late"]  # like docker exec: output closes last
+        assert detached.ok and detached.seconds < 5 and alive.output.strip() == "alive"
+        assert processes_mentioning(f"sleep {marker}") != []
+    assert processes_mentioning(f"sleep {marker}") == []
+
+
+@needs_sandbox
+def test_fork_bomb_dies_and_leaves_nothing():
+    marker = f"bomb{uuid.uuid4().hex[:8]}"
+    with Sandbox(Limits(timeout_s=3, max_processes=64)) as sandbox:
+        result = sandbox.run(f"{marker}(){{ {marker} | {marker} & }}; {marker}; sleep 100")
+        assert result.timed_out
+        after = sandbox.run("echo alive")
+        assert after.ok and after.output.strip() == "alive"
+    assert processes_mentioning(marker) == []
+
+
+@needs_sandbox
+def test_memory_cap_kills_a_10_gb_allocation():
+    with Sandbox(Limits(timeout_s=30, memory_bytes=256 << 20)) as sandbox:
+        result = sandbox.run("python3 -c 'b = bytearray(10 * 2**30); print(len(b))'")
+        after = sandbox.run("echo alive")
+    assert not result.ok and "10737418240" not in result.output
+    assert result.exit_code == 137 or "MemoryError" in result.output
+    assert after.ok
+
+
+@needs_sandbox
+def test_output_keeps_head_and_tail():
+    with Sandbox(Limits(output_bytes=200)) as sandbox:
+        result = sandbox.run("seq 1 10000; echo VERDICT")
+    assert result.output.startswith("1\n2\n") and result.output.rstrip().endswith("VERDICT")
+    assert result.dropped_bytes > 40000 and "bytes of output not shown" in result.output
+
+
+@needs_sandbox
+def test_failing_setup_names_the_call():
+    missing = f"/nonexistent-{uuid.uuid4().hex}"
+    with pytest.raises(SandboxUnavailable, match=f"failing call: mount --bind {missing}"):
+        Sandbox(readonly_binds=(missing,)).start()
+
+
+def test_non_root_gets_a_clear_reason():
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    if python is None or shutil.which("setpriv") is None or os.geteuid() != 0:
+        pytest.skip("needs root, setpriv and a system /usr/bin/python3 to run the probe as user nobody")
+    code = f"import sys; sys.path.insert(0, {str(REPO)!r}); from memrl_bench.envs.sandbox import unavailable_reason; print(unavailable_reason())"
+    probe = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", code], capture_output=True, text=True, cwd="/")
+    assert probe.returncode == 0, probe.stderr
+    assert "needs root" in probe.stdout and "geteuid() returned 65534" in probe.stdout
+
+
+@needs_sandbox
+def test_code_runner_sandbox_contains_a_program():
+    name = f"memrl-test-{uuid.uuid4().hex}"
+    program = f"""
+import os, socket
+for path in ('/etc/{name}', '/tmp/{name}', '{name}'):
+    try:
+        open(path, 'w').write('x')
+        print('wrote', path)
+    except OSError as err:
+        print('refused', path, type(err).__name__)
+try:
+    socket.create_connection(('1.1.1.1', 53), timeout=3)
+    print('NETWORK')
+except OSError as err:
+    print('no network:', err)
+print('uid', os.getuid())
+print([line.split()[1] for line in open('/proc/self/status') if line.startswith('Seccomp:')])
+import sys
+print('prefix', sys.prefix)
+"""
+    result = CodeRunner(Limits(timeout_s=30)).run(program)
+    assert result.ok, result.output
+    assert f"refused /etc/{name} PermissionError" in result.output  # runs as nobody inside
+    assert f"wrote /tmp/{name}" in result.output and f"wrote {name}\n" in result.output
+    assert "no network" in result.output and "NETWORK\n" not in result.output and "uid 65534" in result.output
+    assert "['2']" in result.output  # the seccomp filter holds for programs too
+    assert f"prefix {sys.prefix}\n" in result.output  # the harness's interpreter and packages (its virtualenv, if any)
+    assert not Path(f"/etc/{name}").exists() and not Path(f"/tmp/{name}").exists()
+
+
+@needs_sandbox
+def test_code_runner_hides_the_folders_it_is_given():
+    data = Path("/var/lib") / f"memrl-test-{uuid.uuid4().hex}"  # outside every default hidden path
+    data.mkdir()
+    try:
+        (data / "gold.txt").write_text("the answer")
+        program = f"import os\nprint(sorted(os.listdir({str(data)!r})))"
+        seen = CodeRunner(Limits(timeout_s=30)).run(program)
+        hidden = CodeRunner(Limits(timeout_s=30), hidden_paths=DEFAULT_HIDDEN_PATHS + (str(data),)).run(program)
+    finally:
+        shutil.rmtree(data)
+    assert seen.output.strip() == "['gold.txt']", seen.output
+    assert hidden.output.strip() == "[]", hidden.output
+
+
+@needs_sandbox
+def test_hidden_files_are_shown_empty_like_hidden_folders():
+    # A hidden path may be a file (an SSH host key) as well as a folder: the file is there, empty, with its mode.
+    data = Path("/var/lib") / f"memrl-test-{uuid.uuid4().hex}"  # outside every default hidden path
+    (data / "folder").mkdir(parents=True)
+    try:
+        (data / "folder" / "gold.txt").write_text("the answer")
+        (data / "host_key").write_text("PRIVATE KEY")
+        (data / "host_key").chmod(0o600)
+        hidden = (str(data / "folder"), str(data / "host_key"), "/etc/shadow")
+        with Sandbox(Limits(timeout_s=20), hidden_paths=DEFAULT_HIDDEN_PATHS + hidden) as sandbox:
+            result = sandbox.run(f"cd {data} && ls folder; stat -c '%a %s' host_key; cat host_key; wc -c < /etc/shadow")
+    finally:
+        shutil.rmtree(data)
+    assert result.ok and result.output.splitlines() == ["600 0", "0"], result.output
+
+
+@needs_sandbox
+def test_hidden_paths_in_any_spelling_hide_their_folder():
+    # A trailing `/` or `/.`, doubled slashes: one folder, hidden the same (red team, round 2: `/opt/` hid nothing).
+    data = Path("/var/lib") / f"memrl-test-{uuid.uuid4().hex}"  # outside every default hidden path
+    data.mkdir()
+    seen = {}
+    try:
+        (data / "gold.txt").write_text("the answer")
+        for spelling in (f"{data}/", f"{data}/.", f"/{data}//", f"{data}/../{data.name}"):
+            with Sandbox(Limits(timeout_s=20), hidden_paths=(*DEFAULT_HIDDEN_PATHS, spelling)) as sandbox:
+                seen[spelling] = sandbox.run(f"ls -A {data}").output.strip()
+    finally:
+        shutil.rmtree(data)
+    assert seen == dict.fromkeys(seen, ""), seen
+    assert CodeRunner(Limits(timeout_s=5), hidden_paths=(*DEFAULT_HIDDEN_PATHS, f"/{data}/.")).hidden_paths[-1] == str(data)  # its Python's binds compare the same form
+
+
+def test_code_runner_process_mode_limits_time_and_memory():
+    marker = str(700000 + uuid.uuid4().int % 99999)
+    runner = CodeRunner(Limits(timeout_s=2, memory_bytes=512 << 20), isolation="process")
+    slow = runner.run(f"import subprocess, time\nsubprocess.Popen(['sleep', '{marker}'], start_new_session=True)\ntime.sleep(100)")
+    hungry = runner.run("b = bytearray(10 * 2**30)")
+    assert slow.timed_out and processes_mentioning(f"sleep {marker}") == []
+    assert hungry.exit_code != 0 and "MemoryError" in hungry.output
+
+
+def test_code_runner_rejects_unknown_isolation():
+    with pytest.raises(ValueError, match="unknown isolation 'docker'"):
+        CodeRunner(Limits(), isolation="docker")
+
+
+def test_gold_filter_checks_each_task_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path))
+    tasks = {"train": [Task(id=f"t{i}", split="train", description="") for i in range(6)]}
+    calls: list[str] = []
+
+    def run_gold(task: Task) -> str:
+        calls.append(task.id)
+        return "broken" if task.id in ("t0", "t3") else ""
+
+    first = GoldFilter("demo", ["v1"], tasks, run_gold, limit=2, needs_sandbox=False)
+    assert [t.id for t in first.tasks("train")] == ["t1", "t2"]
+    assert sorted(calls) == ["t0", "t1", "t2"] and first.excluded() == {"t0": "broken"}  # only as many as needed
+    again = GoldFilter("demo", ["v1"], tasks, run_gold, needs_sandbox=False)
+    assert [t.id for t in again.tasks("train")] == ["t1", "t2", "t4", "t5"]
+    assert sorted(calls) == ["t0", "t1", "t2", "t3", "t4", "t5"]  # results on disk were not re-run
+    assert again.excluded() == {"t0": "broken", "t3": "broken"}
+    assert list(tmp_path.glob("demo/gold_*.json")) and GoldFilter("demo", ["v2"], tasks, run_gold).results == {}  # another key, another file
+    assert GoldFilter("demo", ["v1"], tasks, run_gold).path != first.path  # checked in a sandbox: its CONTAINMENT is part of the key
+    off = GoldFilter("demo", ["v1"], tasks, run_gold, enabled=False)
+    assert len(off.tasks("train")) == 6 and off.excluded() == {}
+    with pytest.raises(KeyError, match="unknown split 'dev' of demo; valid: train"):
+        off.tasks("dev")
+
+
+@needs_sandbox
+def test_sandbox_shadow_file_is_its_own(tmp_path):
+    # The host's shadow file as this test's own mount namespace shows it: a user with a real hash.
+    hashed = "$6$canarysalt$" + uuid.uuid4().hex
+    fake = tmp_path / "shadow"
+    fake.write_text(Path("/etc/shadow").read_text() + f"memrlcanary:{hashed}:20000:0:99999:7:::\nmemrllocked:!{hashed}:20000::::::\n")
+    host = os.stat("/etc/shadow")
+    os.chown(fake, host.st_uid, host.st_gid)
+    os.chmod(fake, host.st_mode & 0o7777)
+    program = f"""
+import subprocess, sys
+sys.path.insert(0, {str(REPO)!r})
+for target in ("/etc/shadow", "/etc/shadow-"):  # the file and the backup the shadow tools keep
+    subprocess.run(["mount", "--bind", {str(fake)!r}, target], check=True)
+from memrl_bench.envs.sandbox import Limits, Sandbox
+with Sandbox(Limits(timeout_s=20)) as sandbox:
+    print(sandbox.run("grep -h ^memrl /etc/shadow /etc/shadow-; stat -c '%U:%G %a' /etc/shadow /etc/gshadow").output)
+    print(sandbox.run("useradd memrlnew && echo memrlnew:secret | chpasswd && grep -c '^memrlnew:[$]' /etc/shadow && passwd -S memrlnew").output)
+"""
+    inside = subprocess.run(["unshare", "--mount", "--propagation", "private", sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert inside.returncode == 0, inside.stderr
+    lines = inside.stdout.splitlines()
+    assert lines[:4] == ["memrlcanary:*:20000:0:99999:7:::", "memrllocked:!*:20000::::::"] * 2, inside.stdout  # no hash is readable inside
+    host_owner = subprocess.run(["stat", "-c", "%U:%G %a", "/etc/shadow", "/etc/gshadow"], capture_output=True, text=True).stdout.splitlines()
+    assert lines[4:6] == host_owner  # the copy keeps the host file's owner and mode
+    assert hashed not in inside.stdout and lines[7] == "1" and lines[8].startswith("memrlnew P")  # useradd and chpasswd work on the copy
+    assert "memrlnew" not in Path("/etc/shadow").read_text()
+
+
+PEEK = """
+import glob, os
+print("ran as", os.getuid())
+found = []
+for path in [f"/proc/{os.getppid()}/environ", *glob.glob("/proc/[0-9]*/environ")]:
+    try:
+        if CANARY.encode() in open(path, "rb").read():
+            found.append(path)
+    except OSError:
+        pass
+found += [f"environ:{k}" for k, v in os.environ.items() if CANARY in v]
+print("found", sorted(set(found)))
+"""
+
+
+@pytest.mark.parametrize("isolation, user", [pytest.param("sandbox", "root", marks=needs_sandbox), ("process", "root"), ("process", "nobody")])
+def test_process_mode_program_sees_no_harness_secret(isolation, user):
+    canary = f"sk-canary-{uuid.uuid4().hex}"
+    python = sys.executable if user == "root" else shutil.which("python3", path="/usr/bin:/bin")  # a harness run by a user without root
+    if user == "nobody" and (python is None or shutil.which("setpriv") is None or os.geteuid() != 0):
+        pytest.skip("needs root, setpriv and a system /usr/bin/python3 to run a harness as user nobody")
+    harness = f"""
+import sys
+sys.path.insert(0, {str(REPO)!r})
+from memrl_bench.envs.sandbox import CodeRunner, Limits
+print(CodeRunner(Limits(timeout_s=30), isolation={isolation!r}).run({PEEK!r}.replace("CANARY", {repr(repr(canary))})).output)
+"""
+    command = [python, "-c", harness] if user == "root" else ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", harness]
+    out = subprocess.run(command, capture_output=True, text=True, cwd="/", timeout=120, env={**os.environ, "OPENAI_API_KEY": canary})
+    assert out.returncode == 0, out.stderr
+    assert "ran as" in out.stdout and "found []" in out.stdout, out.stdout
+
+
+def test_hidden_root_is_refused_by_the_sandbox():
+    for hidden, refusal in [("/", "the whole filesystem"), ("//", "the whole filesystem"), ("/usr/..", "the whole filesystem"), ("/usr", "would hide /usr/bin"), ("/etc", "would hide /etc"), ("/lib", "would hide /(usr/)?lib"), ("tmp", "not an absolute path")]:
+        with pytest.raises(SandboxSettingError, match=refusal):
+            Sandbox(hidden_paths=(*DEFAULT_HIDDEN_PATHS, hidden))
+    with pytest.raises(SandboxSettingError, match="not an absolute path"):
+        Sandbox(workdir="root")
+    with pytest.raises(SandboxSettingError, match="lies inside the hidden folder /root"):
+        Sandbox(workdir=str(next(p for p in Path("/root").iterdir() if p.is_dir()))) if any(p.is_dir() for p in Path("/root").iterdir()) else Sandbox(workdir="/root/x")

@@ -1,0 +1,171 @@
+"""URL secrets in the messages of failures (red team B8, B9): a base_url failing its check, an
+embeddings endpoint answering 404, and any error reaching Hydra, which prints every override
+as typed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memrl_bench.core.config import EMBEDDERS, ConfigError, LLMConfig, validated
+from tests.fault_server import FaultServer
+
+ROOT = Path(__file__).resolve().parents[2]
+CANARY = "Zq7Canary9xK"
+
+
+def memrl_bench(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OPENAI_API_KEY": "k"}
+    return subprocess.run([sys.executable, "-m", "memrl_bench", *args], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+
+
+# A password holding '?', '#' or a space ends the host early for URL parsers: its part before
+# the '@' was read as a query, a fragment or the URL's end, so the old redaction kept it.
+MALFORMED = {
+    "question_in_pass": f"http://u:a?{CANARY}@127.0.0.1:8000/v1",
+    "question_after_pass": f"http://u:{CANARY}?x@127.0.0.1:8000/v1",
+    "hash_in_pass": f"http://u:a#{CANARY}@127.0.0.1:8000/v1",
+    "space_in_pass": f"http://u:a {CANARY}@127.0.0.1:8000/v1",
+    "newline_in_pass": f"http://u:a\n{CANARY}@127.0.0.1:8000/v1",
+    "bad_port_with_pass": f"http://u:{CANARY}@127.0.0.1:80009/v1",
+    "no_scheme_with_pass": f"u:{CANARY}@127.0.0.1:8000/v1",
+    "bad_scheme_with_pass": f"ftp://u:{CANARY}@127.0.0.1:8000/v1",
+    "two_ports_with_pass": f"http://u:{CANARY}@127.0.0.1:9:9/v1",  # round 2: httpx's InvalidURL traceback, exit 1
+    "control_char_with_pass": f"http://u:{CANARY}@127.0.0.1:8000/v\x01",
+}
+
+
+@pytest.mark.parametrize("url", MALFORMED.values(), ids=MALFORMED.keys())
+@pytest.mark.parametrize("group", ["llm", "embedder"])
+def test_a_malformed_url_is_refused_without_echoing_its_password(group: str, url: str):
+    model, values = (LLMConfig, {"name": "openai", "model": "m"}) if group == "llm" else (EMBEDDERS["openai"], {"name": "openai", "model": "e"})
+    with pytest.raises(ConfigError, match=f"^{group}.base_url: ") as refused:
+        validated(model, {**values, "base_url": url}, group)
+    assert CANARY not in str(refused.value) and "[redacted]@127.0.0.1:" in str(refused.value), refused.value
+
+
+def test_a_malformed_url_on_the_command_line_is_one_line_without_its_password(tmp_path):
+    out = memrl_bench(f"results_dir={tmp_path / 'results'}", "llm=openai", "llm.model=m", f"llm.base_url='http://u:a?{CANARY}@127.0.0.1:8000/v1'")
+    assert out.returncode == 2 and out.stderr.startswith("memrl-bench: error: llm.base_url: the port must be a number") and len(out.stderr.splitlines()) == 1, out.stderr
+    assert CANARY not in out.stdout + out.stderr and not (tmp_path / "results").exists()
+
+
+def test_a_url_with_two_ports_on_the_command_line_is_one_line_naming_the_key(tmp_path):
+    """Before (red team round 2): httpx's InvalidURL traceback, exit 1."""
+    out = memrl_bench(f"results_dir={tmp_path / 'results'}", "llm=openai", "llm.model=m", f"llm.base_url='http://u:{CANARY}@127.0.0.1:9:9/v1'")
+    assert out.returncode == 2 and out.stderr.startswith("memrl-bench: error: llm.base_url: the port must be a number") and len(out.stderr.splitlines()) == 1, out.stderr
+    assert CANARY not in out.stdout + out.stderr and not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("secret", ["userinfo", "query_key"])
+def test_an_embeddings_endpoint_answering_404_is_one_line_without_url_secrets(tmp_path, secret: str):
+    """Before: openai.NotFoundError's traceback (exit 1), after Hydra's "Error executing job with
+    overrides: [...]" line holding the password."""
+    from tests.helpers import tiny_mmlu
+
+    with FaultServer() as server:
+        host = server.base_url.removeprefix("http://").removesuffix("/v1")
+        url = f"http://u:{CANARY}@{host}/nope" if secret == "userinfo" else f"http://{host}/nope?key={CANARY}"
+        out = memrl_bench(
+            f"results_dir={tmp_path / 'results'}", "env=mmlu", f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu')}", "method=none", "llm=openai", "llm.model=m",
+            f"llm.base_url='{server.base_url}'", "embedder=openai", "embedder.model=e", f"embedder.base_url='{url}'", f"embedder.cache_path={tmp_path / 'embed.sqlite'}", "progress=false",
+        )
+    assert out.returncode == 3 and out.stderr.startswith("memrl-bench: stopped: the embeddings server at http://127.0.0.1:") and "404" in out.stderr, out.stderr[-2000:]
+    assert "Traceback" not in out.stderr and "Error executing job" not in out.stderr and len(out.stderr.splitlines()) == 1, out.stderr[-2000:]
+    assert CANARY not in out.stdout + out.stderr
+
+
+def test_a_bug_inside_a_job_prints_no_override_as_typed(tmp_path, monkeypatch, capsys):
+    """Any error reaching Hydra made it print "Error executing job with overrides: [...]" unscrubbed;
+    now the job itself prints the bug's scrubbed traceback and exits 1."""
+    from memrl_bench.cli import main as cli
+
+    def bug(config: dict, run_dir: Path) -> dict:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(cli, "run", bug)
+    monkeypatch.setattr(sys, "argv", ["memrl-bench", f"results_dir={tmp_path}", "llm=openai", "llm.model=m", f"llm.base_url=http://u:{CANARY}@127.0.0.1:8000/v1", f"hydra.run.dir={tmp_path / 'run'}"])
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")  # main() sets it: restored after the test
+    with pytest.raises(SystemExit) as stop:
+        cli.main()
+    captured = capsys.readouterr()
+    assert stop.value.code == 1 and "RuntimeError: a bug" in captured.err and "Error executing job" not in captured.err
+    assert CANARY not in captured.out + captured.err
+
+
+def test_url_secrets_on_the_command_line_are_not_in_the_harness_proc_cmdline(tmp_path):
+    """Red team B10: a program run in process mode read llm.base_url=http://u:PASSWORD@... from
+    /proc/<ppid>/cmdline (readable by every process). The server reads the harness's cmdline
+    while the run is under way, as such a program would."""
+    from tests.helpers import tiny_mmlu
+
+    seen: list[bytes] = []
+    harness: list[int] = []
+
+    def reply(messages: list) -> str:
+        with open(f"/proc/{harness[0]}/cmdline", "rb") as cmdline:
+            seen.append(cmdline.read())
+        return "Answer: B"
+
+    with FaultServer(reply=reply) as server, FaultServer() as embedder:
+        host = server.base_url.removeprefix("http://").removesuffix("/v1")
+        args = [
+            f"results_dir={tmp_path / 'results'}", "env=mmlu", f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu')}", "method=none", "llm=openai", "llm.model=m",
+            f"llm.base_url='http://u:{CANARY}@{host}/v1'", "embedder=openai", "embedder.model=e", f"embedder.base_url={embedder.base_url}",
+            f"embedder.cache_path={tmp_path / 'embed.sqlite'}", "llm.cache_mode=off", "progress=false", "protocol.epochs=1",
+        ]
+        process = subprocess.Popen([sys.executable, "-m", "memrl_bench", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "OPENAI_API_KEY": "k"})
+        harness.append(process.pid)
+        out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err[-2000:]
+    assert seen and all(CANARY.encode() not in cmdline and f"{host}/v1".encode() in cmdline for cmdline in seen), seen[:1]
+    assert CANARY not in out + err
+
+
+def test_every_url_secret_form_is_masked_in_the_process_own_cmdline():
+    """The same, for key-like query values and malformed passwords: what /proc/self/cmdline shows
+    after hide_url_secrets_from_command_line, while sys.argv keeps the values for Hydra."""
+    args = [f"llm.base_url=http://u:{CANARY}@h:1/v1", f"embedder.base_url='http://h:1/v1?api_key={CANARY}&n=1'", f"x='http://u:a?{CANARY}@h:1/v1'", f"y='http://u:a {CANARY}@h:1/v1'", "llm.model=mé"]
+    code = "import sys; from memrl_bench.core.redaction import hide_url_secrets_from_command_line as hide; assert hide(); print(repr(sys.argv[1:])); sys.stdout.flush(); sys.stdout.buffer.write(open('/proc/self/cmdline', 'rb').read())"
+    out = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    argv, cmdline = out.stdout.split(b"\n", 1)
+    assert argv.decode() == repr(args) and CANARY.encode() not in cmdline
+    assert cmdline.split(b"\0")[-6:-2] == [b"llm.base_url=http://" + b"*" * 15 + b"h:1/v1", b"embedder.base_url='http://h:1/v1?api_key=" + b"*" * 12 + b"&n=1'", b"x='http://" + b"*" * 17 + b"h:1/v1'", b"y='http://" + b"*" * 17 + b"h:1/v1'"]
+
+
+# Arguments argparse or Hydra refuse before the job runs, printing them as typed (red team round 2, B8).
+REFUSED_BEFORE_THE_JOB = {
+    "hash_in_pass": ("llm=openai", "llm.model=m", f"llm.base_url=http://u:a#{CANARY}@127.0.0.1:9/v1"),  # Hydra's LexerNoViableAltException
+    "quote_in_pass": ("llm=openai", "llm.model=m", f"llm.base_url=http://u:a'{CANARY}@127.0.0.1:9/v1"),
+    "double_quote_in_pass": ("llm=openai", "llm.model=m", f'llm.base_url=http://u:a"{CANARY}@127.0.0.1:9/v1'),
+    "interpolation_in_pass": ("llm=openai", "llm.model=m", f"llm.base_url=http://u:${{{CANARY}}}@127.0.0.1:9/v1"),  # "Interpolation key '...' not found"
+    "fragment_key": ("llm=openai", "llm.model=m", f"llm.base_url=http://127.0.0.1:9/v1#key={CANARY}"),
+    "semicolon_key": ("llm=openai", "llm.model=m", f"llm.base_url=http://127.0.0.1:9/v1;key={CANARY}"),
+    "unknown_option": ("llm.model=m", "--bogus", f"llm.base_url=http://u:{CANARY}@127.0.0.1:9/v1"),  # argparse's "unrecognized arguments: ..."
+}
+
+
+@pytest.mark.parametrize("args", REFUSED_BEFORE_THE_JOB.values(), ids=REFUSED_BEFORE_THE_JOB.keys())
+def test_an_argument_refused_before_the_job_is_printed_without_its_password(tmp_path, args: tuple[str, ...]):
+    out = memrl_bench(f"results_dir={tmp_path / 'results'}", *args)
+    assert out.returncode == 2 and out.stderr.strip(), out.stderr
+    assert CANARY not in out.stdout + out.stderr, out.stderr
+
+
+def test_a_scrubbed_stream_redacts_what_the_command_line_holds():
+    import io
+
+    from memrl_bench.core.redaction import REDACTED, ScrubbedStream, remember_command_line
+
+    remember_command_line([f"llm.base_url=http://u:a#{CANARY}1@h/v1", f"x=http://u:${{{CANARY}2}}@h/v1", f"y='http://h/v1?code={CANARY}3'"])
+    sink = io.StringIO()
+    stream = ScrubbedStream(sink)
+    stream.write(f"Lexer error: llm.base_url=http://u:a#{CANARY}1@h/v1 ^\n")
+    stream.write(f"Interpolation key '{CANARY}2' not found\n")
+    stream.write(f"unrecognized arguments: y='http://h/v1?code={CANARY}3'\n")
+    assert CANARY not in sink.getvalue() and sink.getvalue().count(REDACTED) >= 2, sink.getvalue()

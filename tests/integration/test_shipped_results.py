@@ -1,0 +1,121 @@
+"""The real-model study shipped in results/critique_real (issue 19) replays from its response cache.
+
+README, "A real model": `memrl-bench +experiment=critique_real llm.cache_mode=read_only
+llm.cache_path=results/critique_real/llm_cache.sqlite` re-renders the study's findings with no
+server (llm=local in read_only mode starts none: memrl_bench.llm.client.CacheReplayModel), and
+the same study run into a fresh folder from that cache gives the shipped episodes. A copy of the
+shipped folder is used, so the repository is never written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memrl_bench import findings as fd
+from memrl_bench.core.schema import strip_measured
+from memrl_bench.core.stats import NOT_MEASURED
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ROOT / "results" / "critique_real"
+RERENDER = "memrl-bench +experiment=critique_real llm.cache_mode=read_only llm.cache_path=results/critique_real/llm_cache.sqlite"
+GPU_COMMAND_START = "memrl-bench +experiment=critique_real env=alfworld"
+
+
+def readme() -> str:
+    return (ROOT / "README.md").read_text()
+
+
+def memrl_bench(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "memrl_bench", *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def episodes(folder: Path) -> list[dict]:
+    return [strip_measured(json.loads(line)) for line in (folder / "episodes.jsonl").read_text().splitlines() if '"phase"' in line]
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory) -> Path:
+    """A copy of the shipped study at results/critique_real below a scratch folder."""
+    root = tmp_path_factory.mktemp("shipped")
+    shutil.copytree(SHIPPED, root / "results" / "critique_real", ignore=shutil.ignore_patterns("report"))
+    return root
+
+
+def test_the_shipped_study_is_whole():
+    runs = sorted(p.parent for p in SHIPPED.rglob("manifest.json"))
+    assert len(runs) == 24 and all((r / "COMPLETE").exists() and (r / "transcripts.jsonl.gz").exists() for r in runs)
+    models = {json.dumps(json.loads((r / "manifest.json").read_text())["model"]["model_sha256"]) for r in runs}
+    assert len(models) == 1  # one model for the whole study
+    assert (SHIPPED / "report" / "report.html").exists() and (SHIPPED / "report" / "episodes" / "index.html").exists()
+    # every claim a real env can measure is measured (none left "not measured" by a missing measure)
+    measured = {f.id for f in fd.findings(SHIPPED, warn=None) if f.verdict != NOT_MEASURED}
+    assert measured == {c.id for c in fd.claims() if c.real_measured_by}
+
+
+def test_the_readme_command_rerenders_the_findings_with_no_server(copy):
+    assert f"\n{RERENDER}\n" in readme()
+    result = memrl_bench(shlex.split(RERENDER)[1:], cwd=copy)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stderr.count("is complete; nothing to do") + result.stdout.count("is complete; nothing to do") == 24
+    assert (copy / "results" / "critique_real" / "findings.md").read_text() == (SHIPPED / "findings.md").read_text()
+
+
+def test_a_slice_run_afresh_from_the_cache_gives_the_shipped_episodes(copy, tmp_path):
+    """MemRL (epsilon = 0) on task order 0, run into an empty folder: every completion and token
+    count comes from the shipped cache (a miss would stop the run), and the log equals the shipped one."""
+    cache = copy / "results" / "critique_real" / "llm_cache.sqlite"
+    args = ["+experiment=critique_real_methods", "method=memrl", "task_order_seed=0", f"results_dir={tmp_path}", "llm.cache_mode=read_only", f"llm.cache_path={cache}", "progress=false"]
+    result = memrl_bench(args, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    name = "method=memrl,task_order_seed=0"
+    fresh, shipped = episodes(tmp_path / "critique_real" / "main" / name), episodes(SHIPPED / "main" / name)
+    assert len(fresh) == len(shipped) == 25 * 2 + 120
+    assert fresh == shipped
+
+
+def test_the_readme_findings_table_holds_the_shipped_studys_numbers():
+    """The real-model column of README's findings table is what the shipped runs give
+    (scripts/readme_findings.py wrote it)."""
+    found = fd.findings(SHIPPED, warn=None)
+    expected = fd.comparison_table([(found[0].section.label, found)]).splitlines()[2:]
+    block = readme().split("<!-- findings-table:start -->\n", 1)[1].split("<!-- findings-table:end -->", 1)[0]
+    rows = [line for line in block.splitlines() if line.startswith("| ") and not line.startswith("| claim")]
+    assert len(rows) == len(expected)
+    for row, mine in zip(rows, expected):
+        cells, wanted = row.strip("| ").split(" | "), mine.strip("| ").split(" | ")
+        assert cells[0] == wanted[0] and cells[-2:] == wanted[-2:], cells[0]
+
+
+def test_the_gpu_command_composes_every_job_of_the_study():
+    """README's command for a GPU server (ALFWorld at MemRL's scale): each of the study's jobs
+    composes and passes the config checks."""
+    from omegaconf import OmegaConf
+
+    from memrl_bench.cli.hydra_support import compose, composing
+    from memrl_bench.cli.study import study_jobs
+    from memrl_bench.core.config import validate_config
+
+    lines = readme().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(GPU_COMMAND_START))
+    command = [lines[start]]
+    while command[-1].endswith("\\"):
+        command.append(lines[start + len(command)])
+    words = shlex.split(" ".join(line.rstrip("\\") for line in command))[1:]
+    overrides = [w for w in words if not w.startswith("+experiment=")]
+    with composing():
+        presets = list(compose(["+experiment=critique_real"]).study.presets)
+    jobs = study_jobs(presets, ["results_dir=runs", *overrides])
+    assert len(jobs) == 24
+    with composing():
+        for job in jobs:
+            cfg = OmegaConf.to_container(compose(job), resolve=True)
+            assert cfg["env"]["name"] == "alfworld" and cfg["llm"]["name"] == "openai"
+            validate_config(cfg)

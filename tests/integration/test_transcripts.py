@@ -1,0 +1,226 @@
+"""transcripts.jsonl.gz: whole gzip members per batch, a readable prefix after a crash, cut back with the log on resume;
+damage in the middle costs only the members it hits."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from pathlib import Path
+
+from memrl_bench.core.transcripts import TranscriptLog, transcript_record
+from memrl_bench.runner.loop import run
+from tests.helpers import config, crash_in_learn
+
+
+def record(episode_id: str, calls: int = 1, batch: int = 0, phase: str = "train") -> dict:
+    episode = {"episode_id": episode_id, "task_id": "t", "phase": phase, "split": phase, "epoch": 1, "batch_index": batch, "sample_index": 0}
+    acting = [{"messages": [{"role": "user", "content": f"prompt {episode_id} {i}"}], "completion": "Action: look"} for i in range(calls)]
+    return transcript_record(episode, acting, [])
+
+
+def test_each_batch_is_a_whole_gzip_member_readable_by_any_gzip_reader(tmp_path):
+    log = TranscriptLog(tmp_path)
+    log.append([record("a"), record("b")])
+    log.append([record("c")])
+    assert [r["episode_id"] for r in log.read()] == ["a", "b", "c"]
+    with gzip.open(log.path, "rt") as f:  # members concatenate: plain gzip reads the whole file
+        assert len(f.read().splitlines()) == 3
+
+
+def test_a_torn_last_member_leaves_the_whole_batches_readable(tmp_path):
+    log = TranscriptLog(tmp_path)
+    log.append([record("a")])
+    whole = log.path.stat().st_size
+    log.append([record("b", calls=50)])
+    data = log.path.read_bytes()
+    log.path.write_bytes(data[: whole + (len(data) - whole) // 2])  # a crash inside the second write
+    assert [r["episode_id"] for r in log.read()] == ["a"]
+    assert log.salvage().torn_tail and not log.salvage().damaged  # what a crash leaves is not damage: no warning
+
+
+def test_resume_cuts_the_transcripts_to_the_logged_episodes(tmp_path):
+    log = TranscriptLog(tmp_path)
+    log.append([record("a"), record("b")])
+    log.append([record("c")])  # a batch whose episodes never reached episodes.jsonl
+    log.keep_only([record("a"), record("b")])
+    log.append([record("c")])  # played again
+    assert [r["episode_id"] for r in log.read()] == ["a", "b", "c"]
+
+
+def test_episodes_without_llm_calls_and_disabled_logs_write_nothing(tmp_path):
+    TranscriptLog(tmp_path, enabled=False).append([record("a")])
+    TranscriptLog(tmp_path).append([transcript_record(record("b"), [], [])])
+    assert not (tmp_path / "transcripts.jsonl.gz").exists()
+
+
+def members(path: Path) -> list[tuple[int, int, list[str]]]:
+    """(start, end, episode ids) of each gzip member of a whole file, decoded one by one."""
+    data, start, out = path.read_bytes(), 0, []
+    while start < len(data):
+        decoder = zlib.decompressobj(wbits=31)
+        text = decoder.decompress(data[start:])
+        end = len(data) - len(decoder.unused_data)
+        out.append((start, end, [line.split('"episode_id": "', 1)[1].split('"', 1)[0] for line in text.decode().splitlines()]))
+        start = end
+    return out
+
+
+def flip(path: Path, at: int, count: int) -> None:
+    data = bytearray(path.read_bytes())
+    for i in range(at, at + count):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_reading_keeps_every_whole_member_around_damage_and_says_so(tmp_path, capsys):
+    log = TranscriptLog(tmp_path)
+    for batch in range(5):
+        log.append([record(f"b{batch}-{i}", calls=20) for i in range(3)])
+    hit = members(log.path)[2]
+    flip(log.path, (hit[0] + hit[1]) // 2, 40)
+    assert [r["episode_id"] for r in log.read()] == [f"b{b}-{i}" for b in (0, 1, 3, 4) for i in range(3)]
+    warning = capsys.readouterr().err.strip()
+    assert warning.count("\n") == 0 and "transcripts.jsonl.gz: skipped" in warning and "damaged bytes in 1 place(s)" in warning and "12 records" in warning
+
+
+def test_resume_salvages_transcripts_after_flipped_bytes(tmp_path, monkeypatch, capsys):
+    """40 bytes flipped in the middle of a crashed run's transcripts: the resume keeps every
+    record of the members the damage missed (those after it too), drops only the members it
+    hit, says so in one line, and the run goes on to the end."""
+    cfg, folder = config(protocol={"epochs": 4, "batch_size": 4, "checkpoint_interval_s": 0}), tmp_path / "run"
+    crash_in_learn(monkeypatch, cfg, folder, 30)  # in epoch 3: the batch is in neither file
+    log = TranscriptLog(folder)
+    written = log.read()
+    by_member = members(log.path)
+    middle = log.path.stat().st_size // 2
+    flip(log.path, middle, 40)
+    hit = {i for i, (start, end, _) in enumerate(by_member) if start < middle + 40 and middle < end}
+    lost = {e for i in hit for e in by_member[i][2]}
+    after = [e for i, (start, _, ids) in enumerate(by_member) if start >= middle + 40 for e in ids]
+    assert 1 <= len(hit) <= 2 and len(after) >= 40
+    capsys.readouterr()
+    run(cfg, folder)
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "transcripts.jsonl.gz" in line]
+    assert len(warnings) == 1 and "the resume keeps the" in warnings[0], warnings
+    resumed = log.read()
+    kept = [r for r in resumed if r["episode_id"] in {w["episode_id"] for w in written}]
+    assert kept == [r for r in written if r["episode_id"] not in lost]  # every intact record, after the damage too, unchanged
+    assert not lost & {r["episode_id"] for r in resumed}
+    assert len(resumed) > len(kept)  # and the rest of the run added its own
+
+
+def test_resume_keeps_the_decodable_records_of_a_cut_last_member_the_log_holds(tmp_path, capsys):
+    """A last member cut short although the log holds its episodes is damage, not a crash (a
+    batch's member is fsynced before its log lines): the resume keeps the whole lines that still
+    decode from it and says so in one line. Before, they were deleted with no word."""
+    log = TranscriptLog(tmp_path)
+    log.append([record("a"), record("b")])
+    log.append([record(f"c{i}", calls=3) for i in range(8)])
+    start, end, _ = members(log.path)[-1]
+    data = log.path.read_bytes()
+    log.path.write_bytes(data[: start + (end - start) * 9 // 10])
+    torn = log.salvage()
+    assert torn.torn_tail and not torn.damaged and 1 <= len(torn.torn_records) < 8
+    decodable = ["a", "b"] + [r["episode_id"] for r in torn.torn_records]
+    log.keep_only([record(i) for i in ["a", "b"] + [f"c{i}" for i in range(8)]])
+    assert [r["episode_id"] for r in log.read()] == decodable
+    warning = capsys.readouterr().err.strip()
+    assert warning.count("\n") == 0 and "last gzip member is cut short though the log holds its episodes" in warning and f"keeps the {len(decodable)} records" in warning, warning
+
+
+def test_resume_drops_a_cut_last_member_the_log_does_not_hold_without_a_word(tmp_path, capsys):
+    """What a crash leaves (the member of a batch not yet logged, cut mid-write) is cut away silently."""
+    log = TranscriptLog(tmp_path)
+    log.append([record("a")])
+    log.append([record(f"c{i}", calls=3) for i in range(8)])
+    start, end, _ = members(log.path)[-1]
+    log.path.write_bytes(log.path.read_bytes()[: start + (end - start) * 9 // 10])
+    log.keep_only([record("a")])
+    assert [r["episode_id"] for r in log.read()] == ["a"] and not log.salvage().torn_tail
+    assert capsys.readouterr().err == ""
+
+
+def test_resume_says_a_last_member_cut_in_its_first_bytes_lost_logged_batches(tmp_path, capsys):
+    """torn7v.py 5 / 12: a last member cut before any line decodes names no episode, so the resume
+    dropped it without a word although the log holds its batch. The log holding a batch after the
+    last whole member, in a phase that writes transcripts, tells damage from a crash: one warning."""
+    for cut in (5, 12):
+        (tmp_path / str(cut)).mkdir()
+        log = TranscriptLog(tmp_path / str(cut))
+        log.append([record("a", batch=0), record("b", batch=0)])
+        log.append([record(f"c{i}", calls=3, batch=1) for i in range(8)])
+        start, _, _ = members(log.path)[-1]
+        log.path.write_bytes(log.path.read_bytes()[: start + cut])
+        assert log.salvage().torn_tail and not log.salvage().torn_records
+        log.keep_only([record("a", batch=0), record("b", batch=0), record("v", phase="validation")] + [record(f"c{i}", batch=1) for i in range(8)])
+        assert [r["episode_id"] for r in log.read()] == ["a", "b"]
+        warning = capsys.readouterr().err.strip()
+        assert warning.count("\n") == 0 and "cut short before its first whole line, though the log holds 1 batch(es) after the last whole member" in warning, warning
+        assert "keeps the 2 records" in warning
+
+
+def test_resume_drops_a_member_a_crash_cut_in_its_first_bytes_without_a_word(tmp_path, capsys):
+    """The crash case beside it: the log holds after the last whole member only batches of a phase
+    that writes no transcripts (a validation batch without LLM calls); the cut member is the unlogged next one."""
+    log = TranscriptLog(tmp_path)
+    log.append([record("a", batch=0)])
+    log.append([record("c", calls=3, batch=1)])
+    start, _, _ = members(log.path)[-1]
+    log.path.write_bytes(log.path.read_bytes()[: start + 5])
+    log.keep_only([record("a", batch=0), record("v", phase="validation")])
+    assert [r["episode_id"] for r in log.read()] == ["a"] and capsys.readouterr().err == ""
+
+
+def test_resume_of_a_run_keeps_the_records_of_its_cut_last_member(tmp_path, monkeypatch, capsys):
+    """torn7 in a whole run: a crashed run whose last member (its episodes logged) is cut at 9/10:
+    the resume keeps every record that decodes, warns once, and runs to the end."""
+    cfg, folder = config(protocol={"epochs": 2, "batch_size": 4, "checkpoint_interval_s": 0}), tmp_path / "run"
+    crash_in_learn(monkeypatch, cfg, folder, 12)
+    log = TranscriptLog(folder)
+    start, end, _ = members(log.path)[-1]
+    log.path.write_bytes(log.path.read_bytes()[: start + (end - start) * 9 // 10])
+    decodable = log.salvage()
+    assert decodable.torn_tail and decodable.torn_records
+    capsys.readouterr()
+    run(cfg, folder)
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "transcripts.jsonl.gz" in line]
+    assert len(warnings) == 1 and "cut short though the log holds its episodes" in warnings[0], warnings
+    resumed = {r["episode_id"]: r for r in log.read()}
+    assert all(resumed.get(r["episode_id"]) == r for r in decodable.records + decodable.torn_records)
+
+
+def test_transcript_lines_python_cannot_hold_are_skipped_with_the_warning(tmp_path, capsys):
+    """A line with a number of 5,000 digits (ValueError) or arrays nested 100,000 deep (RecursionError)
+    is a bad line like malformed JSON: the report reads on, with one warning, no traceback."""
+    log = TranscriptLog(tmp_path)
+    log.append([record("a")])
+    lines = b'{"episode_id": "x", "n": 1' + b"0" * 5000 + b'}\n' + b'{"episode_id": "y", "z": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+    with open(log.path, "ab") as f:
+        f.write(gzip.compress(lines, mtime=0))
+    log.append([record("b")])
+    assert [r["episode_id"] for r in log.read()] == ["a", "b"]
+    warning = capsys.readouterr().err.strip()
+    assert warning.count("\n") == 0 and "skipped 2 line(s) that are not a transcript record" in warning
+
+
+def test_a_transcripts_fifo_is_never_read_and_reads_as_no_records_with_a_warning(tmp_path, capsys):
+    """A FIFO in place of transcripts.jsonl.gz hung the report's viewer; now it is one warning."""
+    import os
+
+    log = TranscriptLog(tmp_path)
+    os.mkfifo(log.path)
+    assert log.read() == []
+    warning = capsys.readouterr().err.strip()
+    assert warning.count("\n") == 0 and "transcripts.jsonl.gz is not a regular file" in warning
+
+
+def test_a_transcripts_file_past_its_cap_is_never_read_and_reads_as_no_records_with_a_warning(tmp_path, capsys):
+    """A 20 GB sparse transcripts.jsonl.gz was read whole (MemoryError): refused on its size before a byte is read."""
+    import os
+
+    log = TranscriptLog(tmp_path)
+    log.append([record("a")])
+    os.truncate(log.path, 20 << 30)
+    assert log.read() == []
+    warning = capsys.readouterr().err.strip()
+    assert warning.count("\n") == 0 and f"{log.path} is larger than 2147483648 bytes (21474836480 bytes)" in warning, warning

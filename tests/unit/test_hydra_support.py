@@ -1,0 +1,47 @@
+"""memrl_bench.cli.hydra_support against Hydra itself: a Hydra upgrade that changes how the
+basic sweeper expands a sweep, or how compose runs inside the app, fails here."""
+
+from __future__ import annotations
+
+import pytest
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper  # only here: the reference the adapter must match
+
+from memrl_bench.cli.hydra_support import compose, composing, fixed, parsed, sweep_jobs
+from memrl_bench.core.config import InputError
+from tests.helpers import install_distribution
+
+SWEEPS = [
+    ["method=none,rag,memrl", "seed=0,1,2"],
+    ["+experiment=critique_epsilon", "env.outcome_temperature=0,0.7", "task_order_seed=0,1", "seed=0"],
+    ["method.epsilon=0.05,0.1", "protocol.epoch_order_seeds=null,[1],[0,1]", "method.epsilon=0.2"],  # a later value replaces the sweep in its place
+    ["~memrl_preset@method", "++progress=false", "env.tasks={train: 4}"],
+    ["llm.model='a,b'", "seed=range(0,3)"],
+]
+
+
+@pytest.mark.parametrize("arguments", SWEEPS)
+def test_sweep_jobs_are_the_basic_sweepers(arguments):
+    (jobs,) = BasicSweeper.split_arguments(parsed(arguments), None)
+    assert sweep_jobs(arguments) == jobs
+
+
+def test_compose_runs_inside_a_running_app_and_reads_the_sweep():
+    with composing():
+        outer = compose(fixed(["+experiment=demo", "seed=5,6"]), hydra_config=True)
+        with composing():  # as the study does inside the memrl-bench app
+            inner = compose(["method=rag"])
+        assert outer.hydra.sweeper.params == {"method": "none,rag,memrl", "seed": "0,1,2"}
+    assert inner.method.name == "rag" and "hydra" not in inner
+
+
+def test_installed_packages_add_their_config_folders_after_the_harnesss_own(tmp_path, monkeypatch):
+    files = {"plugin_search/__init__.py": "", "plugin_search/conf/__init__.py": "", "plugin_search/conf/method/mine.yaml": "name: mine\nk: 4\n", "plugin_search/conf/method/rag.yaml": "name: not_rag\n"}
+    install_distribution(tmp_path, "plugin-search", {"memrl_bench.conf": {"plugin_search": "plugin_search.conf"}}, files)
+    monkeypatch.syspath_prepend(tmp_path)
+    with composing():
+        assert compose(["method=mine"]).method == {"name": "mine", "k": 4}
+        assert compose(["method=rag"]).method.name == "rag"  # memrl-bench's conf/ is searched first
+    install_distribution(tmp_path / "other", "plugin-gone", {"memrl_bench.conf": {"gone": "plugin_gone.conf"}}, {})
+    monkeypatch.syspath_prepend(tmp_path / "other")
+    with pytest.raises(InputError, match="no package named 'plugin_gone.conf'"), composing():
+        compose([])
