@@ -537,7 +537,7 @@ class GoldCheckedSettings(DataEnvSettings):
 
 
 class SandboxLimits(GoldCheckedSettings):
-    """Limits of the sandbox (memrl_bench/envs/sandbox.py); below these minimums it cannot run a shell and its tools."""
+    """Limits of the sandbox (memrl_bench/envs/sandbox/); below these minimums it cannot run a shell and its tools."""
 
     gold_workers: int = Field(2, ge=1, description="Parallel sandboxes when checking gold answers.")
     max_output_chars: int = Field(4000, ge=1, description="Output kept per command or program.")

@@ -1,0 +1,113 @@
+"""The cgroup that caps a sandbox's memory and live processes, and joining it before exec."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+
+class Cgroup:
+    """One cgroup per sandbox capping memory and live processes: v2 if delegated here, else v1."""
+
+    def __init__(self, name: str, memory_bytes: int, max_processes: int):
+        self.dirs: list[Path] = []
+        self.features: list[str] = []
+        self.limited: set[str] = set()
+        own = self._own_paths()
+        mounts = self._mounts()
+        v2_mount = next((point for fstype, point, _ in mounts if fstype == "cgroup2"), None)
+        v2_base = Path(v2_mount) / own["0"].lstrip("/") if v2_mount and "0" in own else None
+        v2_dir: Path | None = None
+        for controller, limits in (("memory", {"memory.max": memory_bytes, "memory.swap.max": 0}), ("pids", {"pids.max": max_processes})):
+            if v2_base is not None and self._enable_v2(v2_base, controller):
+                v2_dir = v2_dir or self._make(v2_base / name)
+                if v2_dir and self._write(v2_dir, limits):
+                    self.features.append(f"cgroup2 {next(iter(limits))}")
+                    self.limited.add(controller)
+                continue
+            v1_mount = next((point for fstype, point, opts in mounts if fstype == "cgroup" and controller in opts), None)
+            if v1_mount is None or controller not in own:
+                continue
+            v1_dir = self._make(Path(v1_mount) / own[controller].lstrip("/") / name)
+            v1_limits = {"memory.limit_in_bytes": memory_bytes, "memory.memsw.limit_in_bytes": memory_bytes} if controller == "memory" else limits
+            if v1_dir and self._write(v1_dir, v1_limits):
+                self.features.append(f"cgroup1 {next(iter(v1_limits))}")
+                self.limited.add(controller)
+
+    @staticmethod
+    def _own_paths() -> dict[str, str]:
+        """Controller (or "0" for the v2 hierarchy) -> this process's cgroup path."""
+        paths: dict[str, str] = {}
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            hierarchy, controllers, path = line.split(":", 2)
+            if hierarchy == "0" and not controllers:
+                paths["0"] = path
+            for controller in controllers.split(","):
+                if controller:
+                    paths[controller] = path
+        return paths
+
+    @staticmethod
+    def _mounts() -> list[tuple[str, str, set[str]]]:
+        mounts = []
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            before, after = line.split(" - ", 1)
+            fstype, _source, options = (after.split() + ["", ""])[:3]
+            if fstype in ("cgroup", "cgroup2"):
+                mounts.append((fstype, before.split()[4], set(options.split(","))))
+        return mounts
+
+    @staticmethod
+    def _enable_v2(base: Path, controller: str) -> bool:
+        try:
+            if controller not in (base / "cgroup.controllers").read_text().split():
+                return False
+            if controller not in (base / "cgroup.subtree_control").read_text().split():
+                (base / "cgroup.subtree_control").write_text(f"+{controller}")
+            return True
+        except OSError:  # not delegated, or the cgroup holds processes ("no internal processes" rule)
+            return False
+
+    def _make(self, path: Path) -> Path | None:
+        try:
+            path.mkdir()
+        except OSError:
+            return None
+        self.dirs.append(path)
+        return path
+
+    @staticmethod
+    def _write(directory: Path, limits: dict[str, int]) -> bool:
+        for i, (name, value) in enumerate(limits.items()):
+            target = directory / name
+            if i > 0 and not target.exists():
+                continue  # optional extras (swap) missing on this kernel
+            try:
+                target.write_text(str(value))
+            except OSError:
+                if i == 0:
+                    return False
+        return True
+
+    def procs_files(self) -> list[str]:
+        return [str(d / "cgroup.procs") for d in self.dirs]
+
+    def remove(self) -> None:
+        for directory in reversed(self.dirs):
+            for _ in range(100):  # a killed tree leaves the cgroup a few milliseconds later
+                try:
+                    directory.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
+        self.dirs = []
+
+
+def join_cgroups(procs_files: list[str], argv: list[str]) -> list[str]:
+    """argv prefixed by a shell that moves itself into the cgroups before exec, so no child escapes them."""
+    if not procs_files:
+        return argv
+    script = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"'
+    return ["/bin/sh", "-c", script, "join-cgroups", str(len(procs_files)), *procs_files, *argv]

@@ -1,0 +1,148 @@
+"""What `Sandbox.check` needs: the system files, what the episode changed among them (read from the
+overlay's upper layer), and the rules by which the host's system folders are laid over the episode's."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import stat
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from memrl_bench.envs.sandbox.settings import PATH, CommandResult
+
+
+@dataclass
+class CheckResult:
+    """A task's check run by `Sandbox.check`, and what the episode changed among the system files."""
+
+    result: CommandResult
+    # tampering pattern -> the first paths found (at most 5 each): changed_system_file, deleted_system_file,
+    # replaced_system_folder, shadowed_system_command, added_system_library, python_startup_hook, changed_loader_config
+    system_changes: dict[str, list[str]]
+    # how the host's system folders were laid over the episode's: "overlay" (the episode's new files stay
+    # visible) or "bind" (where overlays cannot stack: the host's folders alone); "" if that failed (the
+    # check then fails, exit 125)
+    trusted_view: str
+
+
+# System files, as `Sandbox.check` sees them. Changes to them (found in the overlay's upper layer)
+# are the tampering patterns of CheckResult.system_changes; the trusted ones are laid over the
+# episode's for the check.
+_SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/alternatives")
+_LOADER_CONFIG = ("/etc/ld.so.preload", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
+# Debian's Python configuration: /usr/lib/python3.X/sitecustomize.py links into /etc/python3.X, so a file there runs at every start.
+_PYTHON_CONFIG = "/etc/python3*"
+# where tasks install their own tools (LLB's gold writes /usr/local/bin): new and changed files
+# there are no tampering, unless they shadow a system command or start Python code
+_LOCAL = ("/usr/local",)
+_LIBRARY_FOLDERS = ("/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32", "/usr/libexec", "/lib", "/lib32", "/lib64", "/libx32")
+
+
+# The PATH of a check: system folders first, so that no file the episode adds elsewhere replaces a system command.
+_CHECK_PATH = "/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/sbin:/usr/local/bin"
+# A check's environment: its Python starts no user site-packages (usercustomize.py, .pth files) and puts
+# neither the working folder nor a script's folder first on sys.path (a json.py there would shadow json).
+CHECK_ENV = {"PATH": _CHECK_PATH, "PYTHONNOUSERSITE": "1", "PYTHONSAFEPATH": "1"}
+# Python start-up files in the users' site-packages (which a command run as a user, sudo's reset environment, would start).
+_USER_SITES = ("/root/.local/lib/python*/site-packages", "/home/*/.local/lib/python*/site-packages")
+
+
+def _is_startup_hook(name: str) -> bool:
+    return name.endswith(".pth") or name in ("sitecustomize.py", "usercustomize.py")
+
+
+def _inside(path: str, folders: list[str] | tuple[str, ...]) -> bool:
+    return any(path == folder or path.startswith(folder + "/") for folder in folders)
+
+
+def _opaque(entry: str) -> bool:
+    """A folder the episode deleted and made again: the host's content is gone from it."""
+    try:
+        return os.getxattr(entry, "trusted.overlay.opaque", follow_symlinks=False) == b"y"
+    except OSError:
+        return False
+
+
+def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
+    """Tampering pattern -> the paths of what the episode changed among the system files, read from the
+    overlay's upper layer (`upper`): each entry there is something the episode wrote, at the path where
+    the host's file (the lower layer, seen here at that same path) would be."""
+    rules = check_rules()
+    found: dict[str, list[str]] = {}
+    commands: set[str] = set()
+
+    def lower_commands() -> set[str]:
+        if not commands:
+            for folder in rules["path"]:
+                with contextlib.suppress(OSError):
+                    commands.update(os.listdir(folder))
+        return commands
+
+    def visit(path: str) -> None:
+        if path in hidden:  # shown empty on purpose (an extra hidden path under /usr)
+            return
+        entry, kinds = upper + path, []
+        try:
+            info = os.lstat(entry)
+        except OSError:  # deleted while scanned
+            return
+        try:
+            lower: os.stat_result | None = os.lstat(path)
+        except OSError:
+            lower = None
+        name = path.rsplit("/", 1)[1]
+        if _inside(path, rules["loader"]):
+            kinds.append("changed_loader_config")
+        if stat.S_ISCHR(info.st_mode) and info.st_rdev == 0:  # a whiteout: the host's file was deleted
+            kinds.append("deleted_system_file")
+        elif stat.S_ISDIR(info.st_mode):
+            if lower is not None and (not stat.S_ISDIR(lower.st_mode) or (info.st_mode, info.st_uid, info.st_gid) != (lower.st_mode, lower.st_uid, lower.st_gid)):
+                kinds.append("changed_system_file")
+            elif lower is not None and _opaque(entry):
+                kinds.append("replaced_system_folder")
+            with contextlib.suppress(OSError):
+                for child in sorted(os.listdir(entry)):
+                    visit(f"{path}/{child}")
+        elif lower is not None:
+            kinds.append("changed_system_file")
+        else:
+            if _inside(path, rules["libraries"]):
+                kinds.append("added_system_library")
+            if path.rsplit("/", 1)[0] in rules["path"] and name in lower_commands():
+                kinds.append("shadowed_system_command")
+        if not stat.S_ISDIR(info.st_mode) and _is_startup_hook(name):
+            kinds.append("python_startup_hook")
+        local = _inside(path, rules["local"])
+        for kind in kinds:
+            if not local or kind in ("shadowed_system_command", "python_startup_hook"):
+                found.setdefault(kind, []).append(path)
+
+    made = [entry[len(upper) :] for entry in sorted(glob.glob(upper + _PYTHON_CONFIG))]  # also the ones the episode made
+    for root in dict.fromkeys([*rules["roots"], *made]):
+        if os.path.lexists(upper + root):
+            visit(root)
+    for pattern in _USER_SITES:
+        for entry in sorted(glob.glob(f"{upper}{pattern}/*")):
+            if _is_startup_hook(os.path.basename(entry)) and not os.path.isdir(entry):
+                found.setdefault("python_startup_hook", []).append(entry[len(upper) :])
+    return found
+
+
+@lru_cache(maxsize=1)
+def check_rules() -> dict[str, Any]:
+    """What `system_changes` scans and the check step of ENTER lays over the episode's files, from this machine's filesystem."""
+    roots = [path for path in _SYSTEM_ROOTS if os.path.lexists(path)] + sorted(glob.glob(_PYTHON_CONFIG))
+    return {
+        "roots": roots + list(_LOADER_CONFIG),
+        "local": list(_LOCAL),
+        "loader": list(_LOADER_CONFIG),
+        "libraries": list(_LIBRARY_FOLDERS),
+        "path": PATH.split(":"),
+        # the host's own folders (merged-/usr hosts: /usr only) and the loader's cache, laid over the episode's
+        "trusted": [path for path in (*roots, "/etc/ld.so.cache") if os.path.exists(path) and not os.path.islink(path)],
+        "masked": ["/etc/ld.so.preload"],  # no preloaded library in a check
+        "links": [[path, os.readlink(path)] for path in roots if os.path.islink(path)],  # /bin -> usr/bin
+    }

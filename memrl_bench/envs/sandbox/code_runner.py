@@ -1,0 +1,118 @@
+"""`CodeRunner`: one Python program run with limits, in a fresh Sandbox (root) or a bare subprocess."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+from memrl_bench.envs.sandbox.container import Sandbox
+from memrl_bench.envs.sandbox.processes import collect_output, kill_command
+from memrl_bench.envs.sandbox.settings import DEFAULT_HIDDEN_PATHS, PATH, CommandResult, Limits, SandboxUnavailable, find_tools, normal_hidden_paths
+
+
+def _python_binds(hidden_paths: tuple[str, ...]) -> tuple[str, ...]:
+    """The running Python's install folders that a hidden path would cover (e.g. pyenv under /root, a venv in the checkout)."""
+    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}
+    return tuple(sorted(r for r in roots if any(r == h or r.startswith(h + "/") for h in hidden_paths)))
+
+
+class CodeRunner:
+    """Runs one Python program with limits, in its own folder, and returns its merged output.
+
+    isolation "sandbox": a fresh Sandbox per program (needs root), the program running as
+    user nobody inside. "process": a bare subprocess with RLIMIT_AS / RLIMIT_NPROC and a
+    killed process group, for users without root: it does not isolate the network or the
+    filesystem (see RELIABILITY.md). In both, the program's environment is its own (PATH, HOME,
+    LANG, Python's settings), and the harness's own (its API keys) stays out of reach: in
+    process mode the harness becomes non-dumpable (its /proc/<pid>/environ is then root's only)
+    and a root harness runs the program without capabilities.
+    """
+
+    ISOLATIONS = ("sandbox", "process")
+
+    def __init__(self, limits: Limits, isolation: str = "sandbox", hidden_paths: tuple[str, ...] = DEFAULT_HIDDEN_PATHS):
+        if isolation not in self.ISOLATIONS:
+            raise ValueError(f"unknown isolation {isolation!r}; valid: {', '.join(self.ISOLATIONS)}")
+        self.limits = limits
+        self.isolation = isolation
+        self.hidden_paths = normal_hidden_paths(hidden_paths)  # host folders shown empty to the program (sandbox isolation only)
+        # The harness's interpreter with its packages: a virtualenv's python finds them through its own
+        # path, so it is not resolved to the base interpreter. `python` / `python3` on PATH are it too.
+        self.python = os.path.abspath(sys.executable)
+        path = f"{os.path.dirname(self.python)}:{PATH}"
+        self.env = {"PATH": path, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"}
+
+    def run(self, source: str, launcher: str | None = None, secret: str = "") -> CommandResult:
+        """Run `source` as program.py in a folder of its own.
+
+        With `launcher`, `python -c <launcher>` runs in that folder instead of `python program.py`
+        (a trusted runner that imports the program). Its standard input is one line, "<fd> <secret>":
+        `fd` a descriptor it inherits to report on (what it writes there is CommandResult.reported,
+        apart from the output and its cut), `secret` a text that no argv, environment or file the
+        program can read holds.
+        """
+        if launcher is None:
+            return self._run(source, [self.python, "program.py"], None, ())
+        if "\n" in secret:
+            raise ValueError("a launcher's secret is one line")
+        read, write = os.pipe()
+        with os.fdopen(read, "rb") as channel:
+            try:
+                result = self._run(source, [self.python, "-c", launcher], f"{write} {secret}\n".encode(), (write,))
+            finally:
+                os.close(write)
+            os.set_blocking(read, False)  # what was written is there; a process the run left behind may still hold the pipe
+            with contextlib.suppress(BlockingIOError):
+                result.reported = channel.read() or b""
+        return result
+
+    def _run(self, source: str, python: list[str], stdin: bytes | None, pass_fds: tuple[int, ...]) -> CommandResult:
+        if self.isolation == "sandbox":
+            with Sandbox(self.limits, workdir="/tmp", hidden_paths=self.hidden_paths, readonly_binds=_python_binds(self.hidden_paths), env={**self.env, "HOME": "/tmp"}) as sandbox:
+                # The program runs as user nobody in a folder of its own (tests of permission errors
+                # expect a user without root's rights); the run ends with the program: whatever it
+                # left running is killed (kill -1 spares this bash and pid 1). A launcher's input line
+                # travels as the first line of this bash's input, in a variable, then on the launcher's.
+                feed = 'printf "%s\\n" "$line" | ' if stdin is not None else ""
+                command = (
+                    'IFS= read -r line; folder=$(mktemp -d /tmp/run.XXXXXX) && cat > "$folder/program.py" && chown -R 65534:65534 "$folder" && cd "$folder" || exit 125\n'
+                    f"{feed}setpriv --reuid=65534 --regid=65534 --clear-groups -- {shlex.join(python)}; status=$?\n"
+                    "kill -9 -1 2>/dev/null; exit $status"
+                )
+                return sandbox.run(command, stdin=(stdin or b"\n") + source.encode(), pass_fds=pass_fds)
+        _undumpable()
+        with tempfile.TemporaryDirectory(prefix="memrl-code-") as folder:
+            Path(folder, "program.py").write_text(source)
+            argv = [find_tools("prlimit")["prlimit"], "--core=0", f"--as={self.limits.memory_bytes}", f"--nproc={self.limits.max_processes}", "--", *python]
+            if os.geteuid() == 0:  # root without capabilities: no reading of other processes (the harness's environ), no DAC override
+                argv = [find_tools("setpriv")["setpriv"], "--bounding-set=-all", "--no-new-privs", "--", *argv]
+            proc = subprocess.Popen(
+                argv,
+                cwd=folder,
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={"HOME": folder, "LANG": "C.UTF-8", **self.env},
+                pass_fds=pass_fds,
+            )
+            try:
+                return collect_output(proc, stdin, self.limits.timeout_s, self.limits.output_bytes)
+            finally:
+                kill_command(proc, None)
+
+
+@lru_cache(maxsize=1)
+def _undumpable() -> None:
+    """Make this process non-dumpable for good: its /proc/<pid>/environ (API keys) and memory are then
+    readable by root only, not by programs it runs as its own user (they lack CAP_SYS_PTRACE)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+        raise SandboxUnavailable(f"prctl(PR_SET_DUMPABLE, 0) failed: {os.strerror(ctypes.get_errno())}")

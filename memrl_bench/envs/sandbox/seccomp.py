@@ -1,0 +1,55 @@
+"""The seccomp filter of the code run inside the container, compiled by libseccomp."""
+
+from __future__ import annotations
+
+import errno
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+
+from memrl_bench.envs.sandbox.settings import REQUIREMENT, SandboxUnavailable
+
+# System calls that fail with EPERM for the code run inside (a seccomp filter compiled by
+# libseccomp). Most of them also need a capability the bounding set drops; the filter is a
+# second wall, and the only one for user namespaces, the kernel keyring and ptrace.
+_DENIED_SYSCALLS = {
+    "namespaces: a user namespace needs no capability and opens kernel code to its owner": ("unshare", "setns"),
+    "mounts": ("mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr"),
+    "the kernel keyring: uid 0 inside is uid 0 of the host, whose keys it could read": ("keyctl", "add_key", "request_key"),
+    "other processes' memory": ("ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd"),
+    "kernel modules and kexec": ("init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load"),
+    "kernel interfaces with a record of privilege escalations": ("bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register"),
+    "host-wide state": ("reboot", "swapon", "swapoff", "acct", "syslog", "quotactl", "quotactl_fd", "settimeofday", "clock_settime", "clock_adjtime", "iopl", "ioperm", "open_by_handle_at", "lookup_dcookie"),
+}
+# clone() flags that make a namespace; clone() with any of them fails like unshare().
+_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
+
+
+@dataclass(frozen=True)
+class SyscallFilter:
+    program: str  # the BPF program (hex), as the kernel takes it
+    calls: str  # the numbers of keyctl, open_tree and move_mount on this architecture, as ENTER takes them
+
+
+@lru_cache(maxsize=1)
+def syscall_filter() -> SyscallFilter:
+    """The seccomp filter of the code run inside, compiled once by libseccomp for this machine's architecture."""
+    try:
+        import pyseccomp as seccomp
+    except (ImportError, RuntimeError) as err:  # pyseccomp raises RuntimeError when it finds no libseccomp
+        raise SandboxUnavailable(f"{REQUIREMENT}: its seccomp filter needs the Python package pyseccomp and the system's libseccomp (Debian: libseccomp2): {err}") from err
+    rules = seccomp.SyscallFilter(seccomp.ALLOW)  # calls of another architecture (i386 on x86_64) kill the process
+    for names in _DENIED_SYSCALLS.values():
+        for name in names:
+            if seccomp.resolve_syscall(seccomp.Arch.NATIVE, name) >= 0:  # negative: no such call on this architecture
+                rules.add_rule(seccomp.ERRNO(errno.EPERM), name)
+    for flag in _NAMESPACE_FLAGS:
+        rules.add_rule(seccomp.ERRNO(errno.EPERM), "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
+    # clone3 passes its flags in memory, out of a filter's reach; ENOSYS makes libc fall back to clone
+    rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    with tempfile.TemporaryFile() as compiled:
+        rules.export_bpf(compiled)
+        compiled.seek(0)
+        program = compiled.read()
+    calls = ",".join(str(seccomp.resolve_syscall(seccomp.Arch.NATIVE, name)) for name in ("keyctl", "open_tree", "move_mount"))
+    return SyscallFilter(program.hex(), calls)
