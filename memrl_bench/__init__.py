@@ -22,7 +22,7 @@ _API = {
     "read_run": "memrl_bench.core.records",
     "load_episodes": "memrl_bench.core.export",
     "load_retrievals": "memrl_bench.core.export",
-    "InputError": "memrl_bench.core.config",
+    "InputError": "memrl_bench.core.errors",
     "CONF_DIR": "memrl_bench.core.config",
     # the interfaces a user's own part implements
     "MemoryMethod": "memrl_bench.methods.base",
@@ -61,7 +61,8 @@ __all__ = [  # the keys of _API (a test holds them equal), spelled out for linte
 if TYPE_CHECKING:
     from memrl_bench.actors.base import Actor
     from memrl_bench.cli.contracts import check_env, check_method
-    from memrl_bench.core.config import CONF_DIR, InputError
+    from memrl_bench.core.config import CONF_DIR
+    from memrl_bench.core.errors import InputError
     from memrl_bench.core.export import load_episodes, load_retrievals
     from memrl_bench.core.records import read_run
     from memrl_bench.envs.base import Env

@@ -45,6 +45,7 @@ from memrl_bench.actors.llm_actors import ReActActor
 from memrl_bench.core.schema import Retrieval, Task
 from memrl_bench.envs.base import Env
 from memrl_bench.envs.llb_db import LLBDBEnv
+from memrl_bench.envs.settings import EnvSettings
 from memrl_bench.llm import catalogue as models
 from memrl_bench.llm.client import OpenAIChatModel, RetryPolicy
 from memrl_bench.llm.local_server import LocalLlamaServer
@@ -52,15 +53,21 @@ from memrl_bench.llm.local_server import LocalLlamaServer
 RESULT = "columns: ('count',)\n(3,)"
 
 
+class StubDBSettings(EnvSettings):
+    session: str  # put first in the system prompt: no pass reuses another's cache
+    first_observations: dict[str, str]
+
+
 class StubDBEnv(Env):
     """LLB-DB's instructions and first observation (a real table), then the same result for every action."""
 
     name = "stub_db"
+    Settings = StubDBSettings
 
-    def __init__(self, cfg: dict[str, Any], seed: int = 0):
-        super().__init__(cfg, seed)
-        self.session = cfg["session"]  # put first in the system prompt: no pass reuses another's cache
-        self.first = cfg["first_observations"]
+    def __init__(self, settings: dict[str, Any], seed: int = 0):
+        super().__init__(settings, seed)
+        self.session = self.settings.session
+        self.first = self.settings.first_observations
 
     def splits(self) -> dict[str, str]:
         return {"train": "the benchmark's episodes"}

@@ -13,12 +13,35 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from memrl_bench.core.config import ActorSettings, validated
+from pydantic import Field
+
+from memrl_bench.core.config import Settings, validated
 from memrl_bench.core.schema import Outcome, Retrieval, Task
 from memrl_bench.envs.base import Env
 from memrl_bench.llm import ChatModel
+from memrl_bench.llm.settings import GenerationSettings
+
+
+class ActorSettings(Settings):
+    """The actor group (conf/actor/*.yaml); each actor reads its own keys."""
+
+    kind: Literal["react", "single_turn"] | None = Field(None, description="null: the env's choice.")
+    max_steps: int = Field(30, ge=1, description="Episode step limit.")
+    history_turns: int = Field(10, ge=0, description="Past (action, observation) steps shown in each prompt.")
+    fuzzy_cutoff: float = Field(0.75, ge=0, le=1, description="difflib similarity needed to map an action onto an admissible command.")
+    fuzzy_margin: float = Field(0.1, ge=0, le=1, description="How much closer than every other command the fuzzy match must be.")
+    show_admissible: bool = Field(True, description="List the env's admissible commands in the prompt.")
+    prompt: Literal["harness", "memrl_alfworld"] = Field("harness", description="harness: this project's ReAct prompt; memrl_alfworld: the official MemRL ALFWorld agent's.")
+    memrl_official: str | None = Field(None, description="prompt=memrl_alfworld: the official MemRL repository (null: $MEMRL_OFFICIAL_DIR, then ../shared/reference/memrl_official).")
+    stop_sequences: list[str] | None = Field(["\nObservation:"], description="ReAct: sent as `stop` with every call, so that a model starting to write the env's reply ends its action (generation.stop overrides them; null: none).")
+    generation: GenerationSettings = Field(default_factory=GenerationSettings, description="Overrides of the llm group's generation settings.")
+    answer_constraint: Literal["none", "json_schema"] = Field(
+        "none", description="Single-turn multiple choice: json_schema asks, after the free completion, for the final letter in a reply the server holds to a JSON schema (memrl_bench.core.answers), so that no reading decides it."
+    )
+
+    unlisted = ("answer_constraint",)
 
 
 @dataclass
@@ -67,13 +90,14 @@ class EnvPool:
 
 class Actor(ABC):
     """Plays episodes. `llm` is the run's ChatModel (None with llm=none), `settings` the actor
-    group (a mapping is checked by its model), `transcripts` whether to keep every prompt."""
+    group checked by `Settings` (a mapping is checked here), `transcripts` whether to keep every prompt."""
 
+    Settings: ClassVar[type[Settings]] = ActorSettings  # the built-in actors share one group; an actor of one's own may bring its own
     needs_llm: ClassVar[bool] = True  # an LLM plays (the runner refuses llm=none for it)
 
-    def __init__(self, llm: ChatModel | None = None, settings: ActorSettings | Mapping[str, Any] | None = None, transcripts: bool = False):
+    def __init__(self, llm: ChatModel | None = None, settings: Settings | Mapping[str, Any] | None = None, transcripts: bool = False):
         self.llm = llm
-        self.cfg = settings if isinstance(settings, ActorSettings) else validated(ActorSettings, dict(settings or {}), "actor")
+        self.cfg: Any = settings if isinstance(settings, self.Settings) else validated(self.Settings, dict(settings or {}), "actor")
         self.transcripts = transcripts
 
     @property

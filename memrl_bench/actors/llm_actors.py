@@ -34,11 +34,10 @@ from typing import Any
 
 import memrl_bench.llm
 from memrl_bench import prompts
-from memrl_bench.actors.base import Actor, Job
+from memrl_bench.actors.base import Actor, ActorSettings, Job
 from memrl_bench.actors.matching import match_action
 from memrl_bench.actors.memrl_alfworld import MemRLAlfworldPrompt
 from memrl_bench.core.answers import letter_schema, read_answer, read_constrained
-from memrl_bench.core.config import ActorSettings
 from memrl_bench.core.schema import EpisodeStatus, Outcome, Task, Turn, Usage
 from memrl_bench.envs.base import Env
 from memrl_bench.llm import ChatModel, Completion, ContextOverflowError, LLMError

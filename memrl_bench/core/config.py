@@ -1,13 +1,14 @@
-"""The rules of a run's config: one pydantic model per config group, the roles of its
-keys (one table: which keys change results, which tell replicates apart, which only say
-where a run goes), the config hash, and the naming of results folders.
+"""The rules of a run's config: the roles of its keys (one table: which keys change results,
+which tell replicates apart, which only say where a run goes), the config hash, the naming of
+results folders, and the check of every value (`validate_config`).
 
-Every value is checked by type and range where it enters (`validate_config`, called
-by the runner before anything is built or written); a wrong value raises ConfigError
-with one line naming the key. The models only check: the runner and the parts it
-builds read the config's own values, so a valid config runs exactly as before.
-Methods check their settings with their own models (memrl_bench/methods/*.py);
-environments of other packages may bring theirs, and are checked by them.
+Each part brings the pydantic model of its settings beside its code, as its class's `Settings`
+(an env's in memrl_bench/envs/, an actor's in memrl_bench/actors/base.py, an embedder's in
+memrl_bench/llm/embedders.py, the LLM kinds' in memrl_bench/llm/settings.py, a method's and a
+protocol's in their modules); `validate_config`, called by the runner before anything is built
+or written, finds each part the config names through memrl_bench.core.registry, checks its
+group with that model and hands the typed settings on; a wrong value raises ConfigError with
+one line naming the key. The models only check: a valid config runs exactly as before.
 """
 
 from __future__ import annotations
@@ -17,43 +18,20 @@ import json
 import math
 import os
 import re
-import sqlite3
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
-from urllib.parse import urlsplit
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from memrl_bench.core.redaction import redact_url_value, strip_url_secrets, url_host
+from memrl_bench.core import registry
+from memrl_bench.core.errors import InputError
+from memrl_bench.core.redaction import redact_url_value, strip_url_secrets
 
 # The Hydra configs ship inside the package, so an installed wheel runs from any directory.
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
-
-
-class InputError(Exception):
-    """The input is wrong (a config value, a file, a run folder): the CLI ends with its one line and exit code 2.
-
-    Every error of that kind, in whichever module it arises, derives from this class.
-    """
-
-
-@contextmanager
-def sqlite_errors_as(error: type[InputError], path: Path, what: str, remedy: str) -> Iterator[None]:
-    """SQLite's errors on the file `path` (garbled, truncated, a full disk) as one `error` naming it;
-    misuse of the connection (ProgrammingError) stays a bug."""
-    try:
-        yield
-    except sqlite3.ProgrammingError:
-        raise
-    except sqlite3.OperationalError as err:
-        if "locked" in str(err) or "busy" in str(err):  # a whole file another process holds, not a damaged one
-            raise error(f"{path}: {what} is held by another process ({err}); wait for it to finish, or {remedy}") from None
-        raise error(f"{path}: {what} cannot be used ({err}); move it away to start a new one, or {remedy}") from None
-    except sqlite3.DatabaseError as err:
-        raise error(f"{path}: {what} cannot be used ({err}); move it away to start a new one, or {remedy}") from None
 
 
 class ConfigError(InputError, ValueError):
@@ -310,10 +288,30 @@ def check_finite(value: Any, dotted: str = "") -> None:
 
 
 class Settings(BaseModel):
-    """A config group, or a method's settings: unknown keys refused, types strict (no "3" for 3,
-    no "0.1" for 0.1), numbers finite."""
+    """A part's settings (a config group): unknown keys refused, types strict (no "3" for 3,
+    no "0.1" for 0.1), numbers finite. Its defaults are the group's: a YAML of conf/ starts from
+    them (`defaults_of`, served to Hydra by memrl_bench.cli.hydra_support) and holds what differs."""
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    # Keys a composed config holds only when set (`+env.task_types=[0,1]`), as when each YAML listed
+    # its keys: the configs (and config hashes) of the runs written then are the ones composed now.
+    unlisted: ClassVar[tuple[str, ...]] = ()
+
+
+def defaults_of(model: type[BaseModel]) -> dict[str, Any]:
+    """A settings model's defaults as its config group composes them: every key with a default but
+    the model's `unlisted` ones, a nested model's as its own model composes them; required keys
+    (an env's name) are the YAML's to give."""
+    unlisted = getattr(model, "unlisted", ())
+    composed: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        if field.is_required() or key in unlisted:
+            continue
+        value = field.get_default(call_default_factory=True)
+        composed[key] = defaults_of(type(value)) if isinstance(value, BaseModel) else value
+    return composed
 
 
 class RunSettings(Settings):
@@ -332,278 +330,56 @@ class RunSettings(Settings):
         return self
 
 
-class GenerationSettings(Settings):
-    """Sampling settings of a chat call (the llm group's defaults, an actor's overrides)."""
-
-    temperature: float | None = Field(None, ge=0, description="Sampling temperature (0: greedy).")
-    top_p: float | None = Field(None, gt=0, le=1, description="Nucleus sampling mass.")
-    seed: int | None = Field(None, description="The server's sampling seed.")
-    max_tokens: int | None = Field(None, ge=1, description="Most tokens per completion.")
-    stop: str | list[str] | None = Field(None, description="Stop sequences.")
-    response_format: dict[str, Any] | None = Field(None, description="Structured output (OpenAI's response_format: a JSON schema), sent as given.")
-
-
-_ENV_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_MISSING = "???"  # OmegaConf's mark of a mandatory value not given
-
-
-def _checked_url(url: str | None) -> str | None:
-    if url is None:
-        return url
-    if not re.match(r"^https?://[^/\s]+", url):
-        raise ValueError("must be an http(s) URL such as http://127.0.0.1:8000/v1")
-    if url_host(url) != urlsplit(url).netloc.rpartition("@")[2]:  # HTTP clients take the host from before the first '/'
-        raise ValueError("its host is ambiguous: a '/' before the last '@' (a password holding '/', or a path holding '@'); percent-encode it (%2F, %40)")
-    _, colon, port = url_host(url).rpartition("]")[2].partition(":")  # host:port, [IPv6]:port; host:9:9 has port "9:9"
-    if colon and not (port.isdigit() and 1 <= int(port) <= 65535):  # not an outage: no server can listen there
-        # never the port itself: after a password holding '?', '#' or a space, it is part of the password
-        hint = " (a password holding '?', '#' or a space ends the host early: percent-encode it)" if "@" in url else ""
-        raise ValueError(f"the port must be a number in 1-65535{hint}")
-    if re.search(r"[\x00-\x1f\x7f]", url):  # the HTTP client refuses it (httpx InvalidURL) at the first request
-        raise ValueError("holds a control character (a newline, a tab, ...); percent-encode it")
-    return url
-
-
-def _checked_key_env(name: str) -> str:
-    if not _ENV_VAR_NAME.match(name):
-        raise ValueError("must be the NAME of the environment variable holding the key (such as OPENAI_API_KEY), not the key itself")
-    return name
-
-
-class LLMConfig(GenerationSettings):
-    """The llm group (conf/llm/*.yaml): one flat group, so that any key is one override."""
-
-    name: Literal["local", "openai", "none"] = Field("none", description="local: a llama.cpp server started here; openai: any running OpenAI-compatible server; none: no LLM.")
-    model: str | None = Field(None, description="A catalogue name or .gguf path (local), the served model name (openai).")
-    base_url: str | None = Field(None, description="The server's URL, ending in /v1 (openai).")
-    api_key_env: str = Field("OPENAI_API_KEY", description="The environment variable holding the API key.")
-    finetuned_on: str | None = Field(None, description="The env this backbone was fine-tuned on (the protocol refuses it unless allowed).")
-    max_concurrency: int = Field(4, ge=1, description="Requests in flight at once.")
-    max_consecutive_failures: int = Field(10, ge=1, description="This many failed calls in a row stop the run (LLMOutageError).")
-    max_retries: int = Field(4, ge=0, description="Extra attempts after 429 / 5xx / timeouts / connection errors.")
-    timeout_s: float = Field(120.0, gt=0, description="Seconds per attempt.")
-    backoff_base_s: float = Field(0.5, ge=0, description="First backoff, doubled per retry.")
-    backoff_max_s: float = Field(30.0, ge=0, description="Longest backoff.")
-    max_retry_after_s: float = Field(60.0, ge=0, description="A server's Retry-After is honoured up to this.")
-    retry_seed: int = Field(0, description="Seed of the backoff jitter.")
-    cache_mode: Literal["read_write", "read_only", "off"] = Field("off", description="The SQLite response cache.")
-    cache_path: str | None = Field(None, description="The cache file (null: the default under MEMRL_BENCH_CACHE).")
-    threads: int | None = Field(None, ge=1, description="CPU threads of a local server.")
-    ctx_size: int | None = Field(None, ge=1, description="The model's context, tokens per request (prompt + completion); prompts are trimmed to fit it. null: local, the model's own (GGUF), capped by memory; openai, unknown (nothing trimmed).")
-    parallel: int | None = Field(None, ge=1, description="Requests a local server decodes together.")
-    startup_timeout_s: float | None = Field(None, gt=0, description="Seconds a local server may take to start.")
-
-    @field_validator("base_url")
-    @classmethod
-    def _url(cls, url: str | None) -> str | None:
-        return _checked_url(url)
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _key_env(cls, name: str) -> str:
-        return _checked_key_env(name)
-
-    @model_validator(mode="after")
-    def _model_given(self) -> LLMConfig:
-        if self.name != "none" and (not self.model or self.model == _MISSING):
-            raise ValueError(f"llm.model is required for llm={self.name} (a catalogue name or .gguf path for local, the served model name for openai)")
-        if self.name == "openai" and not self.base_url:
-            raise ValueError("llm.base_url is required for llm=openai (e.g. http://127.0.0.1:8000/v1 for vLLM)")
-        return self
-
-
-class EnvIntentEmbedder(Settings):
-    name: Literal["env_intent"]
-
-
-class MiniLMEmbedder(Settings):
-    name: Literal["minilm"]
-    model_dir: str | None = Field(None, description="Folder with model.onnx + tokenizer.json (null: the catalogue's).")
-    threads: int = Field(1, ge=1, description="onnxruntime intra-op threads.")
-    batch_size: int = Field(32, ge=1, description="Texts per forward pass.")
-    max_tokens: int = Field(256, ge=1, description="Longer texts are truncated.")
-    cache_path: str | None = Field(None, description="SQLite file caching vectors (null: no cache).")
-
-
-class OpenAIEmbedder(Settings):
-    name: Literal["openai"]
-    model: str = Field("text-embedding-3-small", min_length=1, description="The embeddings model.")
-    base_url: str | None = Field(None, description="null: the openai package default (or $OPENAI_BASE_URL).")
-    api_key_env: str = Field("OPENAI_API_KEY", description="The environment variable holding the key.")
-    batch_size: int = Field(64, ge=1, description="Texts per request.")
-    dim: int | None = Field(None, ge=1, description="null: learned from the first response.")
-    timeout_s: float = Field(60.0, gt=0, description="Seconds per request.")
-    cache_path: str | None = Field(None, description="SQLite file caching vectors (null: no cache).")
-
-    @field_validator("base_url")
-    @classmethod
-    def _url(cls, url: str | None) -> str | None:
-        return _checked_url(url)
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _key_env(cls, name: str) -> str:
-        return _checked_key_env(name)
-
-
-EMBEDDERS: dict[str, type[Settings]] = {"env_intent": EnvIntentEmbedder, "minilm": MiniLMEmbedder, "openai": OpenAIEmbedder}
-
-
-class ActorSettings(Settings):
-    """The actor group (conf/actor/*.yaml); each actor reads its own keys."""
-
-    kind: Literal["react", "single_turn"] | None = Field(None, description="null: the env's choice.")
-    max_steps: int = Field(30, ge=1, description="Episode step limit.")
-    history_turns: int = Field(10, ge=0, description="Past (action, observation) steps shown in each prompt.")
-    fuzzy_cutoff: float = Field(0.75, ge=0, le=1, description="difflib similarity needed to map an action onto an admissible command.")
-    fuzzy_margin: float = Field(0.1, ge=0, le=1, description="How much closer than every other command the fuzzy match must be.")
-    show_admissible: bool = Field(True, description="List the env's admissible commands in the prompt.")
-    prompt: Literal["harness", "memrl_alfworld"] = Field("harness", description="harness: this project's ReAct prompt; memrl_alfworld: the official MemRL ALFWorld agent's.")
-    memrl_official: str | None = Field(None, description="prompt=memrl_alfworld: the official MemRL repository (null: $MEMRL_OFFICIAL_DIR, then ../shared/reference/memrl_official).")
-    stop_sequences: list[str] | None = Field(["\nObservation:"], description="ReAct: sent as `stop` with every call, so that a model starting to write the env's reply ends its action (generation.stop overrides them; null: none).")
-    generation: GenerationSettings = Field(default_factory=GenerationSettings, description="Overrides of the llm group's generation settings.")
-    answer_constraint: Literal["none", "json_schema"] = Field(
-        "none", description="Single-turn multiple choice: json_schema asks, after the free completion, for the final letter in a reply the server holds to a JSON schema (memrl_bench.core.answers), so that no reading decides it."
-    )
-
-
-# ---- environments ---------------------------------------------------------------------
-
-
-class EnvSettings(Settings):
-    """Keys every environment has: its name, world seed and the roles of its splits."""
-
-    name: str
-    seed: int = Field(0, ge=0, description="The env's own seed (its world, for the synthetic env).")
-    roles: dict[Literal["train", "validation", "test"], str | list[str] | None] | None = Field(None, description="Which split plays which role (null: the env's default).")
-
-    @field_validator("roles")
-    @classmethod
-    def _one_train_split(cls, roles: dict | None) -> dict | None:
-        if roles is not None and not isinstance(roles.get("train"), str):
-            raise ValueError(f"train must name one split (got {roles.get('train')!r})")
-        return roles
-
-
-class SyntheticSettings(EnvSettings):
-    n_types: int = Field(8, ge=1, description="K latent task types seen in training.")
-    n_ood_types: int = Field(4, ge=0, description="Extra types only in test_out_of_distribution.")
-    intent_dim: int = Field(32, ge=2, description="Dimension of intent vectors.")
-    intent_noise: float = Field(0.35, ge=0, description="Std of a task's intent around its type centre.")
-    type_logit_range: list[float] = Field([-2.0, 0.0], min_length=2, max_length=2, description="Per-type base logit drawn uniformly from [low, high].")
-    task_logit_std: float = Field(0.5, ge=0, description="Per-task spread of the base logit.")
-    tasks: dict[str, int] = Field(default_factory=lambda: {"train": 200, "validation": 100, "test_in_distribution": 100, "test_out_of_distribution": 100}, description="Tasks per split.")
-    quality_success: float = Field(0.8, description="Mean lesson quality of a successful episode.")
-    quality_failure: float = Field(0.1, description="Mean lesson quality of a failed episode.")
-    quality_std: float = Field(0.4, ge=0, description="Spread of lesson quality.")
-    harmful_share: float = Field(0.1, ge=0, le=1, description="Share of lessons that are harmful.")
-    harmful_early_share: float | None = Field(None, ge=0, le=1, description="Harmful share of epoch-1 lessons (null: harmful_share).")
-    harmful_quality: float = Field(-1.5, description="Quality of a harmful lesson.")
-    cross_type_match: float = Field(0.0, ge=0, le=1, description="Match between different training types.")
-    ood_match: float = Field(0.5, ge=0, le=1, description="Match between an OOD type and its parent training type.")
-    outcome_temperature: float = Field(0.0, ge=0, description="0: deterministic outcome per (task, injected set); > 0: resampled per episode.")
-    reward_flip_share: float = Field(0.0, ge=0, le=1, description="Reward noise: share of training episodes whose success the method learns flipped (seeded; the logged success stays true).")
-    task_types: list[int] | None = Field(None, min_length=1, description="The training types this world's train, validation and in-distribution test tasks are drawn from (null: all n_types); worlds of one seed with other type sets share their types' centres (the transfer protocol).")
-
-    @field_validator("tasks")
-    @classmethod
-    def _counts(cls, tasks: dict[str, int]) -> dict[str, int]:
-        negative = next((split for split, n in tasks.items() if n < 0), None)
-        if negative is not None:
-            raise ValueError(f"tasks.{negative} must be >= 0, got {tasks[negative]}")
-        return tasks
-
-    @field_validator("type_logit_range")
-    @classmethod
-    def _ordered(cls, bounds: list[float]) -> list[float]:
-        if bounds[0] > bounds[1]:
-            raise ValueError(f"must be [low, high] with low <= high, got {bounds}")
-        return bounds
-
-    @model_validator(mode="after")
-    def _types_exist(self) -> SyntheticSettings:
-        if self.task_types is not None and (len(set(self.task_types)) != len(self.task_types) or not all(0 <= t < self.n_types for t in self.task_types)):
-            raise ValueError(f"env.task_types must be distinct types in 0..{self.n_types - 1} (env.n_types={self.n_types}), got {self.task_types}")
-        return self
-
-
-class DataEnvSettings(EnvSettings):
-    data_dir: str | None = Field(None, description="The benchmark data folder (null: the env variable, then ../shared/data).")
-    tasks_per_split: int | None = Field(None, ge=1, description="Quick runs: the first N tasks of each split (null: all).")
-
-
-class GoldCheckedSettings(DataEnvSettings):
-    exclude_gold_failures: bool = Field(True, description="Leave out tasks whose gold answer fails here.")
-
-
-class SandboxLimits(GoldCheckedSettings):
-    """Limits of the sandbox (memrl_bench/envs/sandbox/); below these minimums it cannot run a shell and its tools."""
-
-    gold_workers: int = Field(2, ge=1, description="Parallel sandboxes when checking gold answers.")
-    max_output_chars: int = Field(4000, ge=1, description="Output kept per command or program.")
-    memory_mb: int = Field(1024, ge=64, description="Memory cap (at least 64 MiB: a shell, the check's tools and Python).")
-    max_processes: int = Field(256, ge=8, description="Live process cap (at least 8: the container's own processes and a command's pipeline).")
-    disk_mb: int = Field(512, ge=16, description="Size of the tmpfs holding what an episode writes (at least 16 MiB).")
-
-
-class TextWorldExpressSettings(EnvSettings):
-    game: str = Field("twc", min_length=1, description="The TextWorldExpress game.")
-    game_params: dict[str, int | float | bool | str] = Field(default_factory=dict, description="Simulator properties of the game.")
-    tasks_per_split: int = Field(50, ge=1, description="The first N seeds of each fold.")
-
-
-class ALFWorldSettings(EnvSettings):
-    data_dir: str | None = Field(None, description="Folder holding json_2.1.1/ (null: $ALFWORLD_DATA, then ../shared/data/alfworld).")
-    cache_dir: str | None = Field(None, description="Where converted games are cached.")
-    expert: bool = Field(False, description="Add the handcoded expert's next action to info.")
-
-
-class LLBOSSettings(SandboxLimits):
-    workdir: str = Field("/", min_length=1, description="Working directory of every command.")
-    extra_hidden_paths: list[str] = Field(default_factory=list, description="Host folders shown empty inside.")
-    command_timeout_s: float = Field(20.0, gt=0, description="Seconds per command.")
-
-
-class LLBDBSettings(GoldCheckedSettings):
-    statement_timeout_s: float = Field(5.0, gt=0, description="A statement is interrupted after this long.")
-    max_shown_rows: int = Field(20, ge=1, description="Result rows shown per statement.")
-    max_output_chars: int = Field(4000, ge=1, description="Cut-off of one observation.")
-    max_answer_rows: int = Field(10_000, ge=1, description="Rows kept from the last query for a COMMIT answer.")
-    preview_rows: int = Field(5, ge=0, description="Table rows shown in the first observation.")
-    worker_memory_mb: int = Field(512, ge=64, description="Memory cap of the process that runs the SQL (envs/sqlite_worker.py).")
-
-
-class BigCodeBenchSettings(SandboxLimits):
-    memory_mb: int = Field(2048, ge=64, description="Memory cap of one test program (at least 64 MiB).")
-    subset: Literal["stdlib", "hard", "full"] = Field("stdlib", description="Which tasks.")
-    prompt: Literal["instruct", "complete"] = Field("instruct", description="A description (MemRL's choice) or a signature with docstring.")
-    isolation: Literal["sandbox", "process"] = Field("sandbox", description="A container per program, or a bare subprocess.")
-    timeout_s: float = Field(60.0, gt=0, description="Seconds per test program.")
-
-
-class MMLUSettings(DataEnvSettings):
-    subjects: list[str] | None = Field(None, description="Keep only these subjects (null: all 57).")
-
-
-ENVS: dict[str, type[EnvSettings]] = {
-    "synthetic": SyntheticSettings,
-    "textworld_express": TextWorldExpressSettings,
-    "alfworld": ALFWorldSettings,
-    "llb_os": LLBOSSettings,
-    "llb_db": LLBDBSettings,
-    "bigcodebench": BigCodeBenchSettings,
-    "mmlu": MMLUSettings,
-}
-
+# ---- checking a run's config ----------------------------------------------------------
 
 _GROUPS = ("env", "method", "llm", "embedder", "protocol", "actor")
+NAMED_BY = {"actor": "kind"}  # the key of a group that names its part, when it is not `name`
 
 
-def validate_config(cfg: dict) -> None:
-    """Check every group of a run's config by type and range.
+@dataclass(frozen=True)
+class Part:
+    """A part a config names (found by memrl_bench.core.registry) and its group checked by the model it declares."""
 
-    Method and protocol settings are checked by their own models when the runner builds
-    them. An env this module has no model for (a plugin) checks its settings itself.
+    cls: Any  # the class, or for an LLM kind the function opening the run's model
+    settings: BaseModel
+
+
+@dataclass(frozen=True)
+class CheckedConfig:
+    """The parts a run's config names with their typed settings, validated once; the runner builds them from these."""
+
+    env: Part
+    llm: Part
+    embedder: Part
+    actor: Part
+
+
+def named_part(kind: str, name: Any, key: str) -> Any:
+    """The part of `kind` that the config key `key` names; an unknown name is one ConfigError naming the key."""
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{key}: must name a {kind} (got {name!r})")
+    try:
+        return registry.get(kind, name)
+    except registry.UnknownNameError as err:
+        raise ConfigError(f"{key}: {err}") from None
+
+
+def checked_part(kind: str, group: Any, default: str | None = None) -> Part:
+    """The part a config group names (by its NAMED_BY key; `default` if none) and the group checked by the part's `Settings`."""
+    if not isinstance(group, dict):
+        raise ConfigError(f"{kind}: must be a mapping of settings (got {group!r})")
+    key = NAMED_BY.get(kind, "name")
+    name = group.get(key) or default
+    cls = named_part(kind, name, f"{kind}.{key}")
+    if getattr(cls, "Settings", None) is None:
+        raise ConfigError(f"{kind}.{key}: {kind} {name!r} declares no settings model (a `Settings` attribute)")
+    return Part(cls, validated(cls.Settings, group, kind))
+
+
+def validate_config(cfg: dict) -> CheckedConfig:
+    """Check every group of a run's config by type and range, each with the model of the part it names.
+
+    Method and protocol settings are checked by their own models when the runner builds them.
     """
     unknown = sorted(set(cfg) - set(TOP_LEVEL_KEYS))
     if unknown:
@@ -613,16 +389,10 @@ def validate_config(cfg: dict) -> None:
     for group in ("env", "method"):
         if not isinstance(cfg.get(group), dict) or not cfg[group].get("name"):
             raise ConfigError(f"{group}.name: missing (choose one with {group}=<name>)")
-    env = cfg["env"]
-    if env["name"] in ENVS:
-        validated(ENVS[env["name"]], env, "env")
-    validated(LLMConfig, cfg.get("llm") or {}, "llm")
-    embedder = cfg.get("embedder") or {"name": "env_intent"}
-    name = embedder.get("name") if isinstance(embedder, dict) else embedder
-    if name not in EMBEDDERS:
-        raise ConfigError(f"embedder.name: unknown embedder {name!r}; valid: {', '.join(EMBEDDERS)}")
-    validated(EMBEDDERS[name], embedder, "embedder")
-    validated(ActorSettings, cfg.get("actor") or {}, "actor")
+    env = checked_part("env", cfg["env"])
+    llm = checked_part("llm", cfg.get("llm") or {}, default="none")
+    embedder = checked_part("embedder", cfg.get("embedder") or {"name": "env_intent"})
+    actor = checked_part("actor", cfg.get("actor") or {}, default=env.cls.default_actor)
     if not isinstance(cfg.get("protocol") or {}, dict):
         raise ConfigError(f"protocol: must be a mapping of settings (got {cfg['protocol']!r})")
-
+    return CheckedConfig(env, llm, embedder, actor)

@@ -18,9 +18,13 @@ A part is named in one of three ways:
 - directly, wherever a name is accepted: `package.module:Attribute`
   (`method.name=my_pkg.my_method:MyMethod`), as Gymnasium's `register(entry_point=...)`.
 
-A kind added to _PACKAGES or PARTS gets its entry-point group with it. A name given twice
-(built in and by an entry point, or by two distributions) is an error naming both, whenever
-that kind is looked up: which part runs must not depend on what else is installed.
+Every part declares the pydantic model of its settings as its `Settings` (a class attribute; a
+function, an LLM kind's opener, gets one from `with_settings`), with which
+memrl_bench.core.config.validate_config checks the config group naming it: an installed part
+of any kind brings its own. A kind added to _PACKAGES or PARTS gets its entry-point group with
+it. A name given twice (built in and by an entry point, or by two distributions) is an error
+naming both, whenever that kind is looked up: which part runs must not depend on what else is
+installed.
 """
 
 from __future__ import annotations
@@ -32,11 +36,12 @@ import importlib.metadata
 import importlib.util
 import pkgutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import reduce
-from typing import Any
+from typing import Any, TypeVar
 
-from memrl_bench.core.config import InputError
+from memrl_bench.core.errors import InputError
 
 # Kinds found by file: the package, and the name each entry module assigns.
 _PACKAGES = {
@@ -52,6 +57,7 @@ PARTS: dict[str, dict[str, str]] = {
         "synthetic": "memrl_bench.envs.synthetic:SyntheticActor",
     },
     "embedder": {
+        "env_intent": "memrl_bench.llm.embedders:EnvIntent",
         "minilm": "memrl_bench.llm.embedders:MiniLMOnnxEmbedder",
         "openai": "memrl_bench.llm.embedders:OpenAIEmbedder",
     },
@@ -169,6 +175,20 @@ def load(target: str, what: str) -> Any:
         return reduce(getattr, attribute.split("."), loaded)
     except AttributeError:
         raise UnknownNameError(f"{what}: module {module!r} has no attribute {attribute!r}") from None
+
+
+Part = TypeVar("Part", bound=Callable[..., Any])
+
+
+def with_settings(model: type) -> Callable[[Part], Part]:
+    """Give a part that is a function (an LLM kind's opener) the model of its settings, as a class
+    declares its `Settings`: memrl_bench.core.config.validate_config checks its config group with it."""
+
+    def declare(part: Part) -> Part:
+        part.Settings = model  # type: ignore[attr-defined]
+        return part
+
+    return declare
 
 
 def get(kind: str, name: str) -> Any:

@@ -12,12 +12,16 @@ from __future__ import annotations
 import os
 import random
 import threading
+from collections.abc import Mapping
 from typing import Any, ClassVar
+
+from pydantic import Field
 
 from memrl_bench import prompts
 from memrl_bench.core.schema import Task
 from memrl_bench.envs.alfworld_grammar import cache_root, convert_game
 from memrl_bench.envs.base import DataMissingError, Env, data_dir, hash_fraction
+from memrl_bench.envs.settings import EnvSettings
 
 # TextWorld's grammar and PDDL code keep module-level state: two games stepped in
 # parallel threads (concurrent episodes) corrupt each other, so env calls take turns.
@@ -52,25 +56,33 @@ def _alfworld_textworld() -> tuple[Any, tuple[Any, Any, Any]]:
     return textworld, (AlfredDemangler, AlfredInfos, AlfredExpert)
 
 
+class ALFWorldSettings(EnvSettings):
+    data_dir: str | None = Field(None, description="Folder holding json_2.1.1/ (null: $ALFWORLD_DATA, then ../shared/data/alfworld).")
+    cache_dir: str | None = Field(None, description="Where converted games are cached.")
+    expert: bool = Field(False, description="Add the handcoded expert's next action to info.")
+
+
 class AlfWorldEnv(Env):
     """The six ALFWorld task types; train / validation / test in- and out-of-distribution."""
 
     name = "alfworld"
+    Settings = ALFWorldSettings
+    settings: ALFWorldSettings
     default_roles: ClassVar[dict[str, Any]] = {
         "train": "train",
         "validation": "validation",
         "test": ["test_in_distribution", "test_out_of_distribution"],
     }
 
-    def __init__(self, cfg: dict[str, Any], seed: int = 0):
-        super().__init__(cfg, seed)
-        self.games_root = data_dir(self.cfg, "ALFWORLD_DATA", "alfworld", FETCH_HINT) / "json_2.1.1"
+    def __init__(self, settings: ALFWorldSettings | Mapping[str, Any], seed: int = 0):
+        super().__init__(settings, seed)
+        self.games_root = data_dir(self.settings.data_dir, "ALFWORLD_DATA", "alfworld", FETCH_HINT) / "json_2.1.1"
         self.train_folder = "train" if (self.games_root / "train").is_dir() else "valid_train"
         for folder in (self.train_folder, "valid_seen", "valid_unseen"):
             if not (self.games_root / folder).is_dir():
                 raise DataMissingError(f"ALFWorld games not found at {self.games_root / folder}; set env.data_dir or $ALFWORLD_DATA, or fetch them with: {FETCH_HINT}")
-        self.cache = cache_root(self.cfg.get("cache_dir"))
-        self.expert: bool = bool(self.cfg.get("expert", False))
+        self.cache = cache_root(self.settings.cache_dir)
+        self.expert: bool = self.settings.expert
         self._tasks: dict[str, list[Task]] = {}
         self._game: Any = None
         self._done = True

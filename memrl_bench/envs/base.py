@@ -1,7 +1,9 @@
 """The environment interface: gymnasium-like, plus deterministic task lists.
 
-An environment is one file in this package exposing `ENV = <its Env subclass>` and
-one YAML in conf/env/; memrl_bench.envs.checker.check_env validates a new one.
+An environment is one file in this package exposing `ENV = <its Env subclass>`, whose
+`Settings` (a model of memrl_bench/envs/settings.py, or one of its own beside it) checks its
+group, and one YAML in conf/env/ holding what differs from those settings' defaults;
+memrl_bench.envs.checker.check_env validates a new one.
 """
 
 from __future__ import annotations
@@ -11,14 +13,16 @@ import hashlib
 import os
 import zlib
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from memrl_bench.core.config import ConfigError, InputError
+from memrl_bench.core.config import InputError, validated
 from memrl_bench.core.runfolder import UnreadableJSONError, parse_json
 from memrl_bench.core.schema import Task
+from memrl_bench.envs.settings import EnvSettings
 
 
 class DataMissingError(InputError, FileNotFoundError):
@@ -44,6 +48,8 @@ class Env(ABC):
     """
 
     name: ClassVar[str]
+    # The model of its env group: its keys, their types, ranges and defaults.
+    Settings: ClassVar[type[EnvSettings]] = EnvSettings
     # Labels copied into the manifest and every report row (e.g. "synthetic").
     labels: ClassVar[tuple[str, ...]] = ()
     # Which of this env's splits play which role, unless the config overrides it.
@@ -57,9 +63,14 @@ class Env(ABC):
     # ("synthetic": the synthetic env models the agent).
     default_actor: ClassVar[str] = "react"
 
-    def __init__(self, cfg: dict[str, Any], seed: int = 0):
-        self.cfg = dict(cfg)
-        self.seed = seed
+    def __init__(self, settings: EnvSettings | Mapping[str, Any], seed: int = 0):
+        """`settings`: the env group checked by `Settings`, as the runner hands it on (validated once,
+        memrl_bench.core.config.validate_config); or its keys as a mapping, checked here (missing ones
+        take the model's defaults; `seed` is the world's unless they name one)."""
+        if not isinstance(settings, self.Settings):
+            settings = validated(self.Settings, {"name": self.name, "seed": seed, **settings}, "env")
+        self.settings: Any = settings  # typed as the subclass's own Settings
+        self.seed: int = settings.seed
 
     @abstractmethod
     def splits(self) -> dict[str, str]:
@@ -94,7 +105,7 @@ class Env(ABC):
 
     def spawn(self) -> Env:
         """Another independent instance, for concurrent episodes."""
-        return type(self)(self.cfg, self.seed)
+        return type(self)(self.settings)
 
     def excluded(self) -> dict[str, str]:
         """Task id -> why it is left out of the task lists (e.g. its gold answer fails here:
@@ -105,12 +116,12 @@ class Env(ABC):
         """Release processes and files."""
 
 
-def data_dir(cfg: dict[str, Any], env_var: str, shared_subdir: str, fetch_hint: str) -> Path:
-    """Resolve an env's data folder: config `data_dir`, then `$env_var`, then ../shared/data.
+def data_dir(configured: str | None, env_var: str, shared_subdir: str, fetch_hint: str) -> Path:
+    """Resolve an env's data folder: its setting `data_dir`, then `$env_var`, then ../shared/data.
 
     Raises DataMissingError naming the path tried and how to fetch the data.
     """
-    configured = cfg.get("data_dir") or os.environ.get(env_var)
+    configured = configured or os.environ.get(env_var)
     if configured:
         path = Path(configured).expanduser()
     else:
@@ -119,16 +130,6 @@ def data_dir(cfg: dict[str, Any], env_var: str, shared_subdir: str, fetch_hint: 
     if not path.exists():
         raise DataMissingError(f"data for this environment not found at {path.resolve()}; set env.data_dir or ${env_var}, or fetch it with: {fetch_hint}")
     return path.resolve()
-
-
-def tasks_per_split(cfg: dict[str, Any]) -> int | None:
-    """The config's `tasks_per_split` (a quick-run limit): None for all, else an int >= 1."""
-    value = cfg.get("tasks_per_split")
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"env.tasks_per_split must be null or an integer >= 1, got {value!r}")
-    return value
 
 
 def hash_fraction(text: str) -> float:

@@ -35,22 +35,22 @@ import re
 import secrets
 import sys
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from memrl_bench import prompts
 from memrl_bench.core.schema import Task
-from memrl_bench.envs.base import DataFileError, DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file, tasks_per_split
+from memrl_bench.envs.base import DataFileError, DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file
 from memrl_bench.envs.gold import GoldFilter, gold_failure
 from memrl_bench.envs.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, Limits
+from memrl_bench.envs.settings import SandboxLimits
 
 _FETCH = "python scripts/fetch_data.py bigcodebench"
 _DATA_FILE = "BigCodeBench.jsonl.gz"
 _SPLIT_FILES = {"full": "full_seed123.json", "stdlib": "full_seed123.json", "hard": "hard_seed42.json"}
-SUBSETS = tuple(_SPLIT_FILES)
-PROMPTS = ("instruct", "complete")
 _RUNNER = Path(__file__).with_name("bigcodebench_runner.py").read_text()
 
 
@@ -256,36 +256,42 @@ def _packages_fingerprint() -> str:
     return hashlib.sha256("\n".join(names).encode()).hexdigest()
 
 
+class BigCodeBenchSettings(SandboxLimits):
+    memory_mb: int = Field(2048, ge=64, description="Memory cap of one test program (at least 64 MiB).")
+    subset: Literal["stdlib", "hard", "full"] = Field("stdlib", description="Which tasks.")
+    prompt: Literal["instruct", "complete"] = Field("instruct", description="A description (MemRL's choice) or a signature with docstring.")
+    isolation: Literal["sandbox", "process"] = Field("sandbox", description="A container per program, or a bare subprocess.")
+    timeout_s: float = Field(60, gt=0, description="Seconds per test program.")
+
+
 class BigCodeBenchEnv(Env):
     """One function per task, checked by the task's unittests in a sandbox."""
 
     name = "bigcodebench"
+    Settings = BigCodeBenchSettings
+    settings: BigCodeBenchSettings
     labels = ("bigcodebench", "code", "sandboxed")
     default_roles: ClassVar[dict[str, Any]] = {"train": "train", "validation": "validation", "test": ["test"]}
     default_actor = "single_turn"
 
-    def __init__(self, cfg: dict[str, Any], seed: int = 0):
-        super().__init__(cfg, seed)
-        self.subset: str = self.cfg.get("subset", "stdlib")
-        if self.subset not in SUBSETS:
-            raise ValueError(f"env.subset: unknown BigCodeBench subset {self.subset!r}; valid: {', '.join(SUBSETS)}")
-        self.prompt: str = self.cfg.get("prompt", "instruct")
-        if self.prompt not in PROMPTS:
-            raise ValueError(f"env.prompt: unknown prompt form {self.prompt!r}; valid: {', '.join(PROMPTS)}")
-        self.tasks_per_split = tasks_per_split(self.cfg)
-        self.isolation: str = self.cfg.get("isolation", "sandbox")
+    def __init__(self, settings: BigCodeBenchSettings | Mapping[str, Any], seed: int = 0):
+        super().__init__(settings, seed)
+        self.subset: str = self.settings.subset
+        self.prompt: str = self.settings.prompt
+        self.tasks_per_split = self.settings.tasks_per_split
+        self.isolation: str = self.settings.isolation
         limits = Limits(
-            timeout_s=float(self.cfg.get("timeout_s", 60)),
-            output_bytes=int(self.cfg.get("max_output_chars", 4000)),
-            memory_bytes=int(self.cfg.get("memory_mb", 2048)) << 20,
-            max_processes=int(self.cfg.get("max_processes", 256)),
-            disk_bytes=int(self.cfg.get("disk_mb", 512)) << 20,
+            timeout_s=float(self.settings.timeout_s),
+            output_bytes=self.settings.max_output_chars,
+            memory_bytes=self.settings.memory_mb << 20,
+            max_processes=self.settings.max_processes,
+            disk_bytes=self.settings.disk_mb << 20,
         )
-        folder = data_dir(self.cfg, "MEMRL_BENCH_BIGCODEBENCH_DIR", "bigcodebench", _FETCH)
+        folder = data_dir(self.settings.data_dir, "MEMRL_BENCH_BIGCODEBENCH_DIR", "bigcodebench", _FETCH)
         self.runner = CodeRunner(limits, self.isolation, DEFAULT_HIDDEN_PATHS + (str(folder),))  # the tests must stay unreadable
         self._all, data_hash = self._load(folder)
         key = ["bigcodebench v1", hashlib.sha256(_RUNNER.encode()).hexdigest(), data_hash, sys.version, repr(limits), self.isolation, _packages_fingerprint()]
-        enabled, workers = bool(self.cfg.get("exclude_gold_failures", True)), int(self.cfg.get("gold_workers", 2))
+        enabled, workers = self.settings.exclude_gold_failures, self.settings.gold_workers
         self._gold = GoldFilter(self.name, key, self._all, self._gold_failure, self.tasks_per_split, enabled, workers, needs_sandbox=self.isolation == "sandbox")
         self._task: Task | None = None
 

@@ -53,14 +53,16 @@ import logging
 import math
 import re
 import sqlite3
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from memrl_bench import prompts
 from memrl_bench.core.schema import Task
-from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file, tasks_per_split
+from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file
 from memrl_bench.envs.gold import GoldFilter
+from memrl_bench.envs.settings import GoldCheckedSettings
 from memrl_bench.envs.sqlite_worker import Row, SQLError, SQLWorker, WorkerLimit, open_database, read_table, run_sql
 from memrl_bench.protocols.drift import DriftSettings
 
@@ -217,24 +219,35 @@ class LLBDBRecord(DataRecord):
     skill_list: list[str] = []
 
 
+class LLBDBSettings(GoldCheckedSettings):
+    statement_timeout_s: float = Field(5, gt=0, description="A statement is interrupted after this long.")
+    max_shown_rows: int = Field(20, ge=1, description="Result rows shown per statement.")
+    max_output_chars: int = Field(4000, ge=1, description="Cut-off of one observation.")
+    max_answer_rows: int = Field(10_000, ge=1, description="Rows kept from the last query for a COMMIT answer.")
+    preview_rows: int = Field(5, ge=0, description="Table rows shown in the first observation.")
+    worker_memory_mb: int = Field(512, ge=64, description="Memory cap of the process that runs the SQL (envs/sqlite_worker.py).")
+
+
 class LLBDBEnv(Env):
     """SQL over one table; answers checked against the gold SQL run in SQLite."""
 
     name = "llb_db"
+    Settings = LLBDBSettings
+    settings: LLBDBSettings
     labels = ("lifelongagentbench", "tool-use")
     default_roles: ClassVar[dict[str, Any]] = {"train": "train", "validation": "validation", "test": ["test"]}
     default_actor = "react"
 
-    def __init__(self, cfg: dict[str, Any], seed: int = 0):
-        super().__init__(cfg, seed)
-        self.tasks_per_split = tasks_per_split(self.cfg)
-        self.statement_timeout_s = float(self.cfg.get("statement_timeout_s", 5))
-        self.max_shown_rows = int(self.cfg.get("max_shown_rows", 20))
-        self.max_output_chars = int(self.cfg.get("max_output_chars", 4000))
-        self.max_answer_rows = int(self.cfg.get("max_answer_rows", 10_000))
-        self.preview_rows = int(self.cfg.get("preview_rows", 5))
-        self.worker_memory_mb = int(self.cfg.get("worker_memory_mb", 512))
-        folder = data_dir(self.cfg, "MEMRL_BENCH_LLB_DIR", "llb", _FETCH)
+    def __init__(self, settings: LLBDBSettings | Mapping[str, Any], seed: int = 0):
+        super().__init__(settings, seed)
+        self.tasks_per_split = self.settings.tasks_per_split
+        self.statement_timeout_s = float(self.settings.statement_timeout_s)
+        self.max_shown_rows = self.settings.max_shown_rows
+        self.max_output_chars = self.settings.max_output_chars
+        self.max_answer_rows = self.settings.max_answer_rows
+        self.preview_rows = self.settings.preview_rows
+        self.worker_memory_mb = self.settings.worker_memory_mb
+        folder = data_dir(self.settings.data_dir, "MEMRL_BENCH_LLB_DIR", "llb", _FETCH)
         self._all: dict[str, list[Task]] = {"train": [], "validation": [], "test": []}
         for source, file_name in _FILES.items():
             path = folder / file_name
@@ -245,7 +258,7 @@ class LLBDBEnv(Env):
                 task = self._make_task(key, entries[key], source)
                 self._all[task.split].append(task)
         self._references: dict[str, tuple] = {}
-        self._gold = GoldFilter(self.name, None, self._all, self._gold_failure, self.tasks_per_split, bool(self.cfg.get("exclude_gold_failures", True)), workers=1, needs_sandbox=False)
+        self._gold = GoldFilter(self.name, None, self._all, self._gold_failure, self.tasks_per_split, self.settings.exclude_gold_failures, workers=1, needs_sandbox=False)
         self._worker: SQLWorker | None = None  # started at the first reset, kept across episodes
         self._task: Task | None = None
         self._last_rows: list[Row] | None = None

@@ -22,16 +22,19 @@ import copy
 import hashlib
 import platform
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
+
+from pydantic import Field
 
 from memrl_bench import prompts
 from memrl_bench.core.config import ConfigError
 from memrl_bench.core.schema import Task
-from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file, tasks_per_split
+from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file
 from memrl_bench.envs.gold import GoldFilter, gold_failure
 from memrl_bench.envs.sandbox import DEFAULT_HIDDEN_PATHS, Limits, Sandbox, SandboxSettingError, check_hidden_paths, check_workdir, require_sandbox
+from memrl_bench.envs.settings import SandboxLimits
 
 _FILES = {"train": "os_interaction_train.json", "validation": "os_interaction_val.json"}
 _FETCH = "python scripts/fetch_data.py llb"
@@ -71,35 +74,43 @@ class LLBOSRecord(DataRecord):
     skill_list: list[str] = []
 
 
+class LLBOSSettings(SandboxLimits):
+    workdir: str = Field("/", min_length=1, description="Working directory of every command.")
+    extra_hidden_paths: list[str] = Field(default_factory=list, description="Host folders shown empty inside.")
+    command_timeout_s: float = Field(20, gt=0, description="Seconds per command.")
+
+
 class LLBOSEnv(Env):
     """Bash tasks checked by an evaluation script, each in its own sandbox."""
 
     name = "llb_os"
+    Settings = LLBOSSettings
+    settings: LLBOSSettings
     labels = ("lifelongagentbench", "tool-use", "sandboxed")
     default_roles: ClassVar[dict[str, Any]] = {"train": "train", "validation": "validation", "test": ["test"]}
     default_actor = "react"
 
-    def __init__(self, cfg: dict[str, Any], seed: int = 0):
-        super().__init__(cfg, seed)
-        self.tasks_per_split = tasks_per_split(self.cfg)
-        self.workdir: str = str(self.cfg.get("workdir", "/"))
+    def __init__(self, settings: LLBOSSettings | Mapping[str, Any], seed: int = 0):
+        super().__init__(settings, seed)
+        self.tasks_per_split = self.settings.tasks_per_split
+        self.workdir: str = self.settings.workdir
         self.limits = Limits(
-            timeout_s=float(self.cfg.get("command_timeout_s", 20)),
-            output_bytes=int(self.cfg.get("max_output_chars", 4000)),
-            memory_bytes=int(self.cfg.get("memory_mb", 1024)) << 20,
-            max_processes=int(self.cfg.get("max_processes", 256)),
-            disk_bytes=int(self.cfg.get("disk_mb", 512)) << 20,
+            timeout_s=float(self.settings.command_timeout_s),
+            output_bytes=self.settings.max_output_chars,
+            memory_bytes=self.settings.memory_mb << 20,
+            max_processes=self.settings.max_processes,
+            disk_bytes=self.settings.disk_mb << 20,
         )
-        extra = tuple(self.cfg.get("extra_hidden_paths") or ())
+        extra = tuple(self.settings.extra_hidden_paths)
         _refuse("extra_hidden_paths", check_hidden_paths, extra)
         _refuse("workdir", check_workdir, self.workdir, DEFAULT_HIDDEN_PATHS + extra)
-        folder = data_dir(self.cfg, "MEMRL_BENCH_LLB_DIR", "llb", _FETCH)
+        folder = data_dir(self.settings.data_dir, "MEMRL_BENCH_LLB_DIR", "llb", _FETCH)
         _refuse("data_dir", check_hidden_paths, (str(folder),))
         # the task data (with its checks) stays unreadable inside, wherever it lives
         self.hidden_paths = DEFAULT_HIDDEN_PATHS + (str(folder),) + extra
         self._all, data_hash = self._load(folder)
         key = ["llb_os v1", data_hash, self.workdir, repr(self.hidden_paths), repr(self.limits), platform.release(), _os_release()]
-        self._gold = GoldFilter(self.name, key, self._all, self._gold_failure, self.tasks_per_split, bool(self.cfg.get("exclude_gold_failures", True)), int(self.cfg.get("gold_workers", 2)))
+        self._gold = GoldFilter(self.name, key, self._all, self._gold_failure, self.tasks_per_split, self.settings.exclude_gold_failures, self.settings.gold_workers)
         self._sandbox: Sandbox | None = None
         self._task: Task | None = None
 

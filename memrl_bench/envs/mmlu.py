@@ -10,6 +10,7 @@ test = test (14042), each in file order (by subject). `subjects` keeps only some
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -18,7 +19,8 @@ from pydantic import Field
 from memrl_bench import prompts
 from memrl_bench.core.config import ConfigError
 from memrl_bench.core.schema import Task
-from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, read_data_file, tasks_per_split
+from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, read_data_file
+from memrl_bench.envs.settings import DataEnvSettings
 
 _FETCH = "python scripts/fetch_data.py mmlu"
 _FILES = {"train": "dev.jsonl", "validation": "validation.jsonl", "test": "test.jsonl"}
@@ -44,18 +46,24 @@ def format_question(question: str, choices: list[str]) -> str:
     return question.strip() + "\n" + "\n".join(f"{letter}. {choice}" for letter, choice in zip(LETTERS, choices))
 
 
+class MMLUSettings(DataEnvSettings):
+    subjects: list[str] | None = Field(None, description="Keep only these subjects (null: all 57).")
+
+
 class MMLUEnv(Env):
     """One multiple-choice question per task."""
 
     name = "mmlu"
+    Settings = MMLUSettings
+    settings: MMLUSettings
     labels = ("mmlu", "multiple-choice")
     default_roles: ClassVar[dict[str, Any]] = {"train": "train", "validation": "validation", "test": ["test"]}
     default_actor = "single_turn"
 
-    def __init__(self, cfg: dict[str, Any], seed: int = 0):
-        super().__init__(cfg, seed)
-        self.tasks_per_split = tasks_per_split(self.cfg)
-        folder = data_dir(self.cfg, "MEMRL_BENCH_MMLU_DIR", "mmlu", _FETCH)
+    def __init__(self, settings: MMLUSettings | Mapping[str, Any], seed: int = 0):
+        super().__init__(settings, seed)
+        self.tasks_per_split = self.settings.tasks_per_split
+        folder = data_dir(self.settings.data_dir, "MEMRL_BENCH_MMLU_DIR", "mmlu", _FETCH)
         self._all: dict[str, list[Task]] = {}
         for split, file_name in _FILES.items():
             path = folder / file_name
@@ -63,7 +71,7 @@ class MMLUEnv(Env):
                 raise DataMissingError(f"MMLU file {path} is missing; fetch it with: {_FETCH}")
             self._all[split] = [self._make_task(r, split) for r in read_data_file(path, MMLURecord)]
         known = sorted({t.data["subject"] for listed in self._all.values() for t in listed})
-        self.subjects: list[str] | None = self.cfg.get("subjects")
+        self.subjects: list[str] | None = self.settings.subjects
         if self.subjects is not None:
             unknown = sorted(set(self.subjects) - set(known))
             if unknown:

@@ -35,15 +35,18 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Mapping
 from statistics import NormalDist
 from typing import Any
 
 import numpy as np
+from pydantic import Field, field_validator, model_validator
 
 from memrl_bench.actors.base import Actor, EnvPool, Job
-from memrl_bench.core.config import ConfigError, SyntheticSettings, validated
+from memrl_bench.core.config import ConfigError
 from memrl_bench.core.schema import Outcome, RetrievedItem, Task, Turn
 from memrl_bench.envs.base import Env
+from memrl_bench.envs.settings import EnvSettings
 from memrl_bench.protocols.drift import STALE, DriftSettings, written_before
 
 _STANDARD_NORMAL = NormalDist()
@@ -59,33 +62,80 @@ def _sigmoid(x: np.ndarray | float) -> np.ndarray | float:
     return 1.0 / (1.0 + np.exp(-x))
 
 
+class SyntheticSettings(EnvSettings):
+    """The synthetic world (conf/env/synthetic.yaml)."""
+
+    # Keys its YAML never listed (world knobs added later; +env.task_types=... sets one), and roles.
+    unlisted = ("roles", "task_logit_std", "task_types", "type_logit_range")
+
+    n_types: int = Field(8, ge=1, description="K latent task types seen in training.")
+    n_ood_types: int = Field(4, ge=0, description="Extra types only in test_out_of_distribution.")
+    intent_dim: int = Field(32, ge=2, description="Dimension of intent vectors.")
+    intent_noise: float = Field(0.35, ge=0, description="Std of a task's intent around its type centre.")
+    type_logit_range: list[float] = Field([-2.0, 0.0], min_length=2, max_length=2, description="Per-type base logit drawn uniformly from [low, high].")
+    task_logit_std: float = Field(0.5, ge=0, description="Per-task spread of the base logit.")
+    tasks: dict[str, int] = Field(default_factory=lambda: {"train": 200, "validation": 100, "test_in_distribution": 100, "test_out_of_distribution": 100}, description="Tasks per split.")
+    quality_success: float = Field(0.8, description="Mean lesson quality of a successful episode.")
+    quality_failure: float = Field(0.1, description="Mean lesson quality of a failed episode.")
+    quality_std: float = Field(0.4, ge=0, description="Spread of lesson quality.")
+    harmful_share: float = Field(0.1, ge=0, le=1, description="Share of lessons that are harmful.")
+    harmful_early_share: float | None = Field(None, ge=0, le=1, description="Harmful share of epoch-1 lessons (null: harmful_share).")
+    harmful_quality: float = Field(-1.5, description="Quality of a harmful lesson.")
+    cross_type_match: float = Field(0.0, ge=0, le=1, description="Match between different training types.")
+    ood_match: float = Field(0.5, ge=0, le=1, description="Match between an OOD type and its parent training type.")
+    outcome_temperature: float = Field(0.0, ge=0, description="0: deterministic outcome per (task, injected set); > 0: resampled per episode.")
+    reward_flip_share: float = Field(0.0, ge=0, le=1, description="Reward noise: share of training episodes whose success the method learns flipped (seeded; the logged success stays true).")
+    task_types: list[int] | None = Field(None, min_length=1, description="The training types this world's train, validation and in-distribution test tasks are drawn from (null: all n_types); worlds of one seed with other type sets share their types' centres (the transfer protocol).")
+
+    @field_validator("tasks")
+    @classmethod
+    def _counts(cls, tasks: dict[str, int]) -> dict[str, int]:
+        negative = next((split for split, n in tasks.items() if n < 0), None)
+        if negative is not None:
+            raise ValueError(f"tasks.{negative} must be >= 0, got {tasks[negative]}")
+        return tasks
+
+    @field_validator("type_logit_range")
+    @classmethod
+    def _ordered(cls, bounds: list[float]) -> list[float]:
+        if bounds[0] > bounds[1]:
+            raise ValueError(f"must be [low, high] with low <= high, got {bounds}")
+        return bounds
+
+    @model_validator(mode="after")
+    def _types_exist(self) -> SyntheticSettings:
+        if self.task_types is not None and (len(set(self.task_types)) != len(self.task_types) or not all(0 <= t < self.n_types for t in self.task_types)):
+            raise ValueError(f"env.task_types must be distinct types in 0..{self.n_types - 1} (env.n_types={self.n_types}), got {self.task_types}")
+        return self
+
+
 class SyntheticEnv(Env):
     name = "synthetic"
+    Settings = SyntheticSettings
     labels = ("synthetic",)
     default_actor = "synthetic"  # SyntheticActor: the outcome model plays, no LLM
+    settings: SyntheticSettings
 
-    def __init__(self, cfg: dict[str, Any], seed: int = 0):
-        """`cfg`: the env group's keys (memrl_bench.core.config.SyntheticSettings; missing ones take its defaults)."""
-        settings = validated(SyntheticSettings, {"name": self.name, "seed": seed, **cfg}, "env")
-        super().__init__(settings.model_dump(exclude={"name", "roles", "seed"}), settings.seed)
-        c = self.cfg
+    def __init__(self, settings: SyntheticSettings | Mapping[str, Any], seed: int = 0):
+        super().__init__(settings, seed)
+        c = self.settings
         rng = np.random.default_rng(self.seed)
-        k, k_ood, d = int(c["n_types"]), int(c["n_ood_types"]), int(c["intent_dim"])
+        k, k_ood, d = int(c.n_types), int(c.n_ood_types), int(c.intent_dim)
         centres = rng.normal(size=(k, d))
         self.parent = np.concatenate([np.arange(k), rng.integers(0, k, size=k_ood)])
         # An OOD type's centre leans towards its parent's, so retrieval finds related memories.
         ood = 0.6 * centres[self.parent[k:]] + 0.8 * rng.normal(size=(k_ood, d))
         centres = np.concatenate([centres, ood])
         self.centres = centres / np.linalg.norm(centres, axis=1, keepdims=True)
-        low, high = c["type_logit_range"]
+        low, high = c.type_logit_range
         self.type_logit = rng.uniform(low, high, size=k + k_ood)
-        self.match = np.full((k + k_ood, k + k_ood), float(c["cross_type_match"]))
+        self.match = np.full((k + k_ood, k + k_ood), float(c.cross_type_match))
         np.fill_diagonal(self.match, 1.0)
         for t in range(k, k + k_ood):
-            self.match[t, self.parent[t]] = self.match[self.parent[t], t] = float(c["ood_match"])
+            self.match[t, self.parent[t]] = self.match[self.parent[t], t] = float(c.ood_match)
         self._tasks: dict[str, list[Task]] = {}
-        in_distribution = np.array(c["task_types"]) if c["task_types"] is not None else np.arange(k)
-        for split, n in c["tasks"].items():
+        in_distribution = np.array(c.task_types) if c.task_types is not None else np.arange(k)
+        for split, n in c.tasks.items():
             types = np.arange(k, k + k_ood) if split == "test_out_of_distribution" else in_distribution
             self._tasks[split] = [self._make_task(split, i, int(types[i % len(types)]), rng) for i in range(int(n))]
         self._by_id = {t.id: t for tasks in self._tasks.values() for t in tasks}
@@ -110,11 +160,11 @@ class SyntheticEnv(Env):
         writer = SyntheticEnv({k: v for k, v in env_config.items() if k not in ("name", "roles", "seed")}, seed=seed)
         universe = ("n_types", "n_ood_types", "intent_dim")
         self._writer = writer
-        self._shared_types = writer.seed == self.seed and all(writer.cfg[key] == self.cfg[key] for key in universe)
+        self._shared_types = writer.seed == self.seed and all(getattr(writer.settings, key) == getattr(self.settings, key) for key in universe)
 
     def _make_task(self, split: str, index: int, task_type: int, rng: np.random.Generator) -> Task:
-        intent = self.centres[task_type] + self.cfg["intent_noise"] * rng.normal(size=self.centres.shape[1]) / np.sqrt(self.centres.shape[1])
-        base_logit = float(self.type_logit[task_type] + self.cfg["task_logit_std"] * rng.normal())
+        intent = self.centres[task_type] + self.settings.intent_noise * rng.normal(size=self.centres.shape[1]) / np.sqrt(self.centres.shape[1])
+        base_logit = float(self.type_logit[task_type] + self.settings.task_logit_std * rng.normal())
         return Task(
             id=f"synthetic/{split}/{index:05d}",
             split=split,
@@ -124,11 +174,11 @@ class SyntheticEnv(Env):
         )
 
     def splits(self) -> dict[str, str]:
-        k = self.cfg["n_types"]
+        k = self.settings.n_types
         return {
-            split: (f"{n} tasks drawn from the {k} training types" if split != "test_out_of_distribution" else f"{n} tasks of {self.cfg['n_ood_types']} held-out types")
+            split: (f"{n} tasks drawn from the {k} training types" if split != "test_out_of_distribution" else f"{n} tasks of {self.settings.n_ood_types} held-out types")
             + f", world seed {self.seed}"
-            for split, n in self.cfg["tasks"].items()
+            for split, n in self.settings.tasks.items()
         }
 
     def tasks(self, split: str) -> list[Task]:
@@ -138,15 +188,15 @@ class SyntheticEnv(Env):
 
     # The lesson an episode leaves, as a pure function of its identity.
     def lesson_quality(self, episode_id: str, success: bool, epoch: int) -> float:
-        c = self.cfg
+        c = self.settings
         if episode_id.startswith("poison-"):
-            return float(c["harmful_quality"])
-        harmful_share = c["harmful_early_share"] if (epoch == 1 and c["harmful_early_share"] is not None) else c["harmful_share"]
+            return float(c.harmful_quality)
+        harmful_share = c.harmful_early_share if (epoch == 1 and c.harmful_early_share is not None) else c.harmful_share
         if _unit_hash(self.seed, "harmful", episode_id) < harmful_share:
-            return float(c["harmful_quality"])
+            return float(c.harmful_quality)
         u = min(max(_unit_hash(self.seed, "quality", episode_id), 1e-12), 1 - 1e-12)
-        mean = c["quality_success"] if success else c["quality_failure"]
-        return float(mean + c["quality_std"] * _STANDARD_NORMAL.inv_cdf(u))
+        mean = c.quality_success if success else c.quality_failure
+        return float(mean + c.quality_std * _STANDARD_NORMAL.inv_cdf(u))
 
     def lesson_utility(self, task_type: int, quality: float) -> float:
         """True utility: mean gain in P(success) when injected alone into tasks of its type."""
@@ -156,7 +206,7 @@ class SyntheticEnv(Env):
         return float(np.mean(_sigmoid(logits + quality) - self._base_p_by_type[task_type]))
 
     def learned_success(self, episode_id: str, success: bool) -> bool:
-        flipped = _unit_hash(self.seed, "reward_flip", episode_id) < self.cfg["reward_flip_share"]
+        flipped = _unit_hash(self.seed, "reward_flip", episode_id) < self.settings.reward_flip_share
         return success != flipped
 
     def item_effect(self, item: RetrievedItem, task_type: int, drift: dict[str, Any] | None = None) -> float:
@@ -170,7 +220,7 @@ class SyntheticEnv(Env):
         quality = self._writer._true_quality(item)
         if drift is not None and self._flipped(item, source, drift):
             quality = -quality
-        match = self.match[source.data["task_type"], task_type] if self._shared_types else self.cfg["cross_type_match"]
+        match = self.match[source.data["task_type"], task_type] if self._shared_types else self.settings.cross_type_match
         return float(match * quality)
 
     @staticmethod
@@ -192,7 +242,7 @@ class SyntheticEnv(Env):
 
     def flipped_types(self, drift: DriftSettings) -> list[int]:
         """The training types whose old lessons flip at the change: a seeded draw of round(flip_share * n_types)."""
-        k = int(self.cfg["n_types"])
+        k = int(self.settings.n_types)
         order = np.random.default_rng([self.seed, drift.seed]).permutation(k)
         return sorted(int(t) for t in order[: round(drift.flip_share * k)])
 
@@ -209,7 +259,7 @@ class SyntheticEnv(Env):
         """(success, P(success)) of one episode."""
         p = self.p_success(task, injected)
         injected_key = ",".join(sorted(item.item_id for item in injected))
-        if self.cfg["outcome_temperature"] > 0:
+        if self.settings.outcome_temperature > 0:
             u = _unit_hash(self.seed, "outcome", task.id, injected_key, episode_id)
         else:
             u = _unit_hash(self.seed, "outcome", task.id, injected_key)
@@ -244,8 +294,8 @@ class SyntheticActor(Actor):
             "task_type": task_type,
             "p_success": p,
             "lesson_quality": quality,
-            "lesson_utility": env.lesson_utility(task_type, quality) if task_type < env.cfg["n_types"] else 0.0,
-            "lesson_harmful": quality == env.cfg["harmful_quality"],
+            "lesson_utility": env.lesson_utility(task_type, quality) if task_type < env.settings.n_types else 0.0,
+            "lesson_harmful": quality == env.settings.harmful_quality,
         }
         if "drift" in task.data:
             info[STALE] = [env.is_stale(item, task.data["drift"]) for item in job.retrieval.items]

@@ -15,12 +15,16 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+from collections.abc import Mapping
 from typing import Any, ClassVar
+
+from pydantic import Field
 
 from memrl_bench import prompts
 from memrl_bench.core.config import ConfigError
 from memrl_bench.core.schema import Task
 from memrl_bench.envs.base import Env
+from memrl_bench.envs.settings import EnvSettings
 from memrl_bench.protocols.drift import DriftSettings
 
 GAMES = ("cookingworld", "twc", "coin", "mapreader", "arithmetic", "sorting", "simonsays", "peckingorder")
@@ -43,24 +47,27 @@ def _params_string(game_params: dict[str, Any]) -> str:
     return ",".join(f"{key}={int(value) if isinstance(value, bool) else value}" for key, value in sorted(game_params.items()))
 
 
+class TextWorldExpressSettings(EnvSettings):
+    game: str = Field("twc", min_length=1, description="The TextWorldExpress game.")
+    game_params: dict[str, int | float | bool | str] = Field(default_factory=dict, description="Simulator properties of the game.")
+    tasks_per_split: int = Field(50, ge=1, description="The first N seeds of each fold.")
+
+
 class TextWorldExpressEnv(Env):
     """One TextWorldExpress game; tasks are the first `tasks_per_split` seeds of each fold."""
 
     name = "textworld_express"
+    Settings = TextWorldExpressSettings
+    settings: TextWorldExpressSettings
     default_roles: ClassVar[dict[str, Any]] = {"train": "train", "validation": "validation", "test": ["test"]}
 
-    def __init__(self, cfg: dict[str, Any], seed: int = 0):
-        super().__init__(cfg, seed)
-        self.game: str = self.cfg.get("game", "twc")
+    def __init__(self, settings: TextWorldExpressSettings | Mapping[str, Any], seed: int = 0):
+        super().__init__(settings, seed)
+        self.game: str = self.settings.game
         if self.game not in GAMES:
             raise ValueError(f"env.game: unknown TextWorldExpress game {self.game!r}; valid: {', '.join(GAMES)}")
-        game_params = self.cfg.get("game_params") or {}
-        if not isinstance(game_params, dict):
-            raise ValueError(f"env.game_params must be a mapping of simulator properties, got {game_params!r}")
-        self.params = _params_string(game_params)
-        self.tasks_per_split: int = int(self.cfg.get("tasks_per_split", 50))
-        if self.tasks_per_split < 1:
-            raise ValueError(f"env.tasks_per_split must be >= 1, got {self.tasks_per_split}")
+        self.params = _params_string(self.settings.game_params)
+        self.tasks_per_split: int = self.settings.tasks_per_split
         self._simulator = self._start_simulator()
         self._loaded: tuple[str, str] | None = None
         try:
@@ -137,7 +144,7 @@ class TextWorldExpressEnv(Env):
         variant = drift.game_params if drift.game_params is not None else DRIFT_VARIANT.get(self.game)
         if variant is None:
             raise ConfigError(f"protocol.drift.game_params: no default change for game {self.game!r} (defaults: {', '.join(DRIFT_VARIANT)}); name the simulator properties after the change")
-        params = _params_string({**(self.cfg.get("game_params") or {}), **variant})
+        params = _params_string({**self.settings.game_params, **variant})
         if params == self.params:
             raise ConfigError(f"protocol.drift.game_params={variant!r}: the game {self._game_tag()!r} already has these properties; the change would change nothing")
         data = {**task.data, "game_params": params}

@@ -7,7 +7,7 @@ ContextOverflowError (a prompt the server refused as too long) into `context_exc
 `count_tokens` counts a prompt before it is sent and `prompt_budget` says how many
 tokens it may have, so that actors fit their prompts to the model's context.
 An LLM kind (llm.name: none, openai, local; memrl_bench.core.registry) opens the run's
-ChatModel for the length of the run.
+ChatModel for the length of the run; its settings model (memrl_bench.llm.settings) checks the llm group.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from memrl_bench.core.config import InputError
+from memrl_bench.core.registry import with_settings
 from memrl_bench.core.schema import Usage
+from memrl_bench.llm.settings import LLMConfig
 
 
 class LLMError(RuntimeError):
@@ -108,6 +110,7 @@ class ChatModel(Protocol):
         ...
 
 
+@with_settings(LLMConfig)
 @contextmanager
 def no_model(cfg: Mapping[str, Any]) -> Iterator[None]:
     """llm=none: no model for the run (an env that brings its own actor, the synthetic one)."""

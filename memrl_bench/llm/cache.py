@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from memrl_bench.core.config import InputError, sqlite_errors_as
+from memrl_bench.core.errors import InputError, sqlite_errors_as
 
 CacheMode = Literal["read_write", "read_only", "off"]
 CACHE_MODES: tuple[str, ...] = get_args(CacheMode)

@@ -33,13 +33,15 @@ from typing import Annotated, Any
 import openai
 from pydantic import BaseModel, Field, StrictStr, ValidationError
 
-from memrl_bench.core.config import LLMConfig, cache_root, validated
+from memrl_bench.core.config import cache_root, validated
 from memrl_bench.core.redaction import redact_server_text, remember_secret, remember_url, scrub, strip_url_secrets, url_host
+from memrl_bench.core.registry import with_settings
 from memrl_bench.core.schema import Usage
 from memrl_bench.llm import CacheMissError, Completion, ContextOverflowError, LLMAuthError, LLMError, LLMOutageError, TokenCount, completion_char_cap, estimate_tokens
 from memrl_bench.llm.cache import CachedResponse, ResponseCache, cache_key, count_key
 from memrl_bench.llm.gguf import check_file
 from memrl_bench.llm.http import body_cap, capped_async_client, capped_client
+from memrl_bench.llm.settings import LLMConfig
 
 GENERATION_KEYS = ("temperature", "top_p", "seed", "max_tokens", "stop", "response_format")
 DEFAULT_GENERATION: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "seed": 0, "max_tokens": 256, "stop": None}
@@ -451,7 +453,7 @@ _SERVER_KEYS = ("threads", "ctx_size", "parallel", "startup_timeout_s")
 
 
 def _checked_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The `llm` group, checked by its model (memrl_bench.core.config.LLMConfig); ConfigError names the key."""
+    """The `llm` group, checked by its model (memrl_bench.llm.settings.LLMConfig); ConfigError names the key."""
     validated(LLMConfig, dict(cfg), "llm")
     return dict(cfg)
 
@@ -491,6 +493,7 @@ def _model_arguments(cfg: Mapping[str, Any], base_url: str | None, identity_extr
     }
 
 
+@with_settings(LLMConfig)
 @contextmanager
 def open_openai(cfg: Mapping[str, Any]) -> Iterator[OpenAIChatModel]:
     """llm=openai: a model on a running OpenAI-compatible server (llm.base_url), for the length of a run."""
@@ -501,6 +504,7 @@ def open_openai(cfg: Mapping[str, Any]) -> Iterator[OpenAIChatModel]:
         model.close()
 
 
+@with_settings(LLMConfig)
 @contextmanager
 def open_local(cfg: Mapping[str, Any]) -> Iterator[OpenAIChatModel]:
     """llm=local: a llama.cpp server started here for the length of a run, stopped on exit, also on

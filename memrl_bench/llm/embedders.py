@@ -16,17 +16,59 @@ import threading
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import numpy as np
+from pydantic import Field, field_validator
 
-from memrl_bench.core.config import EMBEDDERS, ConfigError, InputError, sqlite_errors_as, validated
+from memrl_bench.core.config import InputError, Settings, named_part, validated
+from memrl_bench.core.errors import sqlite_errors_as
 from memrl_bench.core.redaction import redact_server_text, strip_url_secrets, url_host
 from memrl_bench.core.vector_index import unit_rows
+from memrl_bench.llm.settings import checked_key_env, checked_url
+
+
+class EmbedderSettings(Settings):
+    """The embedder group (conf/embedder/*.yaml): the embedder's name, then its own keys, which
+    make_embedder passes to its class (all but `cache_path`: an SQLite cache of its vectors, when the model has one)."""
+
+    name: str
+
+
+class MiniLMSettings(EmbedderSettings):
+    name: Literal["minilm"]
+    model_dir: str | None = Field(None, description="Folder with model.onnx + tokenizer.json (null: the catalogue's).")
+    threads: int = Field(1, ge=1, description="onnxruntime intra-op threads.")
+    batch_size: int = Field(32, ge=1, description="Texts per forward pass.")
+    max_tokens: int = Field(256, ge=1, description="Longer texts are truncated.")
+    cache_path: str | None = Field(None, description="SQLite file caching vectors (null: no cache).")
+
+
+class OpenAIEmbedderSettings(EmbedderSettings):
+    name: Literal["openai"]
+    model: str = Field("text-embedding-3-small", min_length=1, description="The embeddings model.")
+    base_url: str | None = Field(None, description="null: the openai package default (or $OPENAI_BASE_URL).")
+    api_key_env: str = Field("OPENAI_API_KEY", description="The environment variable holding the key.")
+    batch_size: int = Field(64, ge=1, description="Texts per request.")
+    dim: int | None = Field(None, ge=1, description="null: learned from the first response.")
+    timeout_s: float = Field(60.0, gt=0, description="Seconds per request.")
+    cache_path: str | None = Field(None, description="SQLite file caching vectors (null: no cache).")
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, url: str | None) -> str | None:
+        return checked_url(url)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_env(cls, name: str) -> str:
+        return checked_key_env(name)
 
 
 class Embedder(ABC):
     """Texts -> float32 matrix of unit-norm rows, one per text."""
+
+    Settings: ClassVar[type[EmbedderSettings]] = EmbedderSettings  # its config group's model; its keys but name and cache_path are its constructor's
 
     @property
     @abstractmethod
@@ -56,12 +98,22 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+class EnvIntent(Embedder, ABC):
+    """embedder=env_intent, no text embedder: each task carries its key vector (the synthetic env's
+    intents). Never built: make_embedder gives None for it."""
+
+    class Settings(EmbedderSettings):
+        name: Literal["env_intent"]
+
+
 class MiniLMOnnxEmbedder(Embedder):
     """all-MiniLM-L6-v2 with int8 weights on onnxruntime (no torch), as sentence-transformers runs it.
 
     WordPiece tokens truncated to `max_tokens`, the transformer's last hidden state
     mean-pooled over the attention mask, then L2-normalised.
     """
+
+    Settings = MiniLMSettings
 
     MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
     DIM = 384
@@ -143,6 +195,8 @@ class MiniLMOnnxEmbedder(Embedder):
 
 class OpenAIEmbedder(Embedder):
     """An OpenAI-compatible /v1/embeddings endpoint (OpenAI, llama.cpp, vLLM, ...)."""
+
+    Settings = OpenAIEmbedderSettings
 
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", batch_size: int = 64, dim: int | None = None, timeout_s: float = 60.0):
         import openai
@@ -309,19 +363,19 @@ class CachedEmbedder(Embedder):
             self._db.close()
 
 
-def make_embedder(cfg: dict[str, Any]) -> Embedder | None:
-    """The embedder the embedder group names (checked by its model, memrl_bench.core.config.EMBEDDERS;
-    the class found by memrl_bench.core.registry); None for env_intent (tasks carry their own key vectors).
+def make_embedder(settings: EmbedderSettings | dict[str, Any]) -> Embedder | None:
+    """The embedder the embedder group names (its class found by memrl_bench.core.registry; a mapping
+    is checked by the class's `Settings`, typed settings are memrl_bench.core.config.validate_config's);
+    None for env_intent (tasks carry their own key vectors).
 
-    `cache_path` (optional) wraps the embedder in an SQLite cache at that file.
+    `cache_path`, in the settings of an embedder that has one, wraps it in an SQLite cache at that file.
     """
-    from memrl_bench.core import registry
-
-    name = cfg.get("name")
-    if name not in EMBEDDERS:
-        raise ConfigError(f"embedder.name: unknown embedder {name!r}; valid: {', '.join(EMBEDDERS)}")
-    settings = validated(EMBEDDERS[name], cfg, "embedder").model_dump(exclude={"name", "cache_path"})
-    if name == "env_intent":
+    name = settings.name if isinstance(settings, EmbedderSettings) else settings.get("name")
+    cls = named_part("embedder", name, "embedder.name")
+    if not isinstance(settings, cls.Settings):
+        settings = validated(cls.Settings, dict(settings), "embedder")
+    if cls is EnvIntent:
         return None
-    embedder: Embedder = registry.get("embedder", name)(**settings)
-    return CachedEmbedder(embedder, cfg["cache_path"]) if cfg.get("cache_path") else embedder
+    embedder: Embedder = cls(**settings.model_dump(exclude={"name", "cache_path"}))
+    cache_path = getattr(settings, "cache_path", None)
+    return CachedEmbedder(embedder, cache_path) if cache_path else embedder

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+from pydantic import BaseModel
 
 from memrl_bench.core.schema import Episode, MemoryItem, MemoryStats, Retrieval, Task, Usage
 from memrl_bench.core.vector_index import Hits, HNSWIndex, IndexConfig, cosines, empty_hits, exact_search, row_norms
@@ -122,6 +123,9 @@ class MethodContext:
 
 class MemoryMethod(ABC):
     name: ClassVar[str]
+    # The model of its settings (the method group's keys but name; None: it has none); its YAML
+    # conf/method/<name>.yaml starts from the model's defaults and holds what differs.
+    Settings: ClassVar[type[BaseModel] | None] = None
 
     def __init__(self, cfg: dict[str, Any], ctx: MethodContext):
         self.cfg = dict(cfg)

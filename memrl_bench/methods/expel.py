@@ -64,6 +64,7 @@ def _same(a: str, b: str) -> bool:
 
 class ExpeL(MemoryMethod):
     name = "expel"
+    Settings = ExpeLConfig
 
     def __init__(self, cfg, ctx):
         super().__init__(cfg, ctx)

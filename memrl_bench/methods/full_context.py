@@ -28,6 +28,7 @@ class FullContextConfig(Settings):
 
 class FullContext(StoreMethod):
     name = "full_context"
+    Settings = FullContextConfig
 
     def __init__(self, cfg, ctx):
         super().__init__(cfg, ctx)

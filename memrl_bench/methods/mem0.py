@@ -59,6 +59,7 @@ def operations(answer: Any, shown: dict[str, str]) -> list[Operation]:
 
 class Mem0(MemoryMethod):
     name = "mem0"
+    Settings = Mem0Config
 
     def __init__(self, cfg, ctx):
         super().__init__(cfg, ctx)

@@ -74,6 +74,7 @@ def _adjusted_workflow(answer: Any) -> str:
 
 class MemP(MemoryMethod):
     name = "memp"
+    Settings = MemPConfig
 
     def __init__(self, cfg, ctx):
         super().__init__(cfg, ctx)

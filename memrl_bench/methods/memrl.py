@@ -169,6 +169,7 @@ STAT_FIELDS = ("q_value", "visits", "successes", "failures", "group")
 
 class MemRL(MemoryMethod):
     name = "memrl"
+    Settings = MemRLConfig
 
     def __init__(self, cfg, ctx):
         super().__init__(cfg, ctx)

@@ -24,6 +24,7 @@ class RAGConfig(Settings):
 
 class RAG(StoreMethod):
     name = "rag"
+    Settings = RAGConfig
 
     def __init__(self, cfg, ctx):
         super().__init__(cfg, ctx)

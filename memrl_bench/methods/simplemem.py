@@ -57,6 +57,7 @@ def plain_lesson(episode: Episode) -> str:
 
 class SimpleMem(StoreMethod):
     name = "simplemem"
+    Settings = SimpleMemConfig
 
     def __init__(self, cfg, ctx):
         super().__init__(cfg, ctx)

@@ -41,6 +41,9 @@ class TransferSettings(ProtocolSettings):
     transfer_from: str | None = Field(None, description="The source run's folder, or a folder of runs holding exactly one source for this run.")
     transfer_source_env: dict[str, Any] = Field(default_factory=dict, description="Env settings the source run's env must have, to choose among the runs of transfer_from.")
 
+    # Its YAML marks it mandatory (???, given on the command line); merged over a composed null, that mark would be lost.
+    unlisted = ("skip_tasks", "transfer_from")
+
     @model_validator(mode="after")
     def _consistent(self) -> TransferSettings:  # replaces the base rule: a transfer run has 0 epochs
         if self.transfer_from in (None, "", _MISSING):

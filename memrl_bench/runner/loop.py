@@ -29,7 +29,7 @@ from memrl_bench import protocols
 from memrl_bench.actors.base import Actor, EnvPool, Job
 from memrl_bench.core import interrupts, registry
 from memrl_bench.core import metrics as metrics_lib
-from memrl_bench.core.config import ActorSettings, ConfigError, ConfigMismatchError, config_error, config_hash, upgrade, validate_config, validated
+from memrl_bench.core.config import CheckedConfig, ConfigError, ConfigMismatchError, config_error, config_hash, upgrade, validate_config
 from memrl_bench.core.records import episode_records, memory_items
 from memrl_bench.core.redaction import remember_secret, remember_url, scrub, scrub_data
 from memrl_bench.core.runfolder import REBUILD_HINT, SCHEDULE_EPISODES, CorruptRunFolderError, RunFolder, batch_key, forget_new, note_new
@@ -89,12 +89,12 @@ class Runner:
         self.transcripts = TranscriptLog(run_dir, enabled=bool(cfg.get("transcripts", True)))
 
     # ---- building ---------------------------------------------------------------
-    def _build(self, stack: contextlib.ExitStack, protocol: Protocol) -> RunParts:
+    def _build(self, stack: contextlib.ExitStack, protocol: Protocol, checked: CheckedConfig) -> RunParts:
+        """The run's parts: each built from the part validate_config found and its typed settings."""
         cfg = self.cfg
         labels = protocol.run_labels() + check_backbone(cfg.get("llm", {}), protocol.settings)
 
-        env_cfg = {k: v for k, v in cfg["env"].items() if k not in ("name", "roles")}
-        env = registry.get("env", cfg["env"]["name"])(env_cfg, seed=int(cfg["env"].get("seed", 0) or 0))
+        env = checked.env.cls(checked.env.settings)
         stack.callback(env.close)
         labels += list(env.labels)
         roles = protocol.roles(dict(cfg["env"].get("roles") or env.default_roles))
@@ -117,8 +117,8 @@ class Runner:
         protocol.check_tasks(env, tasks, roles)
 
         llm_cfg = cfg.get("llm") or {"name": "none"}
-        llm = self._given_llm or stack.enter_context(registry.get("llm", llm_cfg["name"])(llm_cfg))
-        embedder = self._given_embedder or make_embedder(cfg.get("embedder") or {"name": "env_intent"})
+        llm = self._given_llm or stack.enter_context(checked.llm.cls(llm_cfg))
+        embedder = self._given_embedder or make_embedder(checked.embedder.settings)
         method_cfg = {k: v for k, v in cfg["method"].items() if k != "name"}
         method_cls = registry.get("method", cfg["method"]["name"])
         ctx = MethodContext(seed=int(cfg.get("seed", 0)), embed=embedder.embed if embedder else None, llm=llm, run=self.loop.run_until_complete)
@@ -129,11 +129,10 @@ class Runner:
         if method_cfg and not isinstance(getattr(method, "config", None), BaseModel):  # a method without settings
             raise ConfigError(f"method.{sorted(method_cfg)[0]}: method {method.name!r} has no settings")
         labels += list(method.labels)
-        settings = validated(ActorSettings, cfg.get("actor") or {}, "actor")
-        actor_cls = registry.get("actor", settings.kind or env.default_actor)
+        actor_cls = checked.actor.cls
         if actor_cls.needs_llm and llm is None:
             raise ConfigError(f"env {env.name!r} is played by an LLM: set llm=local or llm=openai (llm=none only suits the synthetic env)")
-        actor = actor_cls(llm, settings, transcripts=self.transcripts.enabled)
+        actor = actor_cls(llm, checked.actor.settings, transcripts=self.transcripts.enabled)
         return RunParts(env, method, actor, protocol, roles, tasks, labels, llm, embedder)
 
     def _manifest(self, parts: RunParts, config: dict, digest: str, schedule: list[Batch]) -> dict:
@@ -187,7 +186,7 @@ class Runner:
             forget_new(self.folder.path)
 
     def _run(self) -> dict:
-        validate_config(self.cfg)
+        checked = validate_config(self.cfg)
         protocol = protocols.build(self.cfg.get("protocol") or {})
         _remember_secrets(self.cfg)
         written = scrub_data(self.cfg)  # what the folder records, and what its hash is of
@@ -205,7 +204,7 @@ class Runner:
         protocol.start(written, existing)
         with contextlib.ExitStack() as stack:
             stack.callback(interrupts.close_event_loop, self.loop)
-            parts = self._build(stack, protocol)
+            parts = self._build(stack, protocol, checked)
             schedule = protocol.schedule(parts.roles, parts.tasks, int(self.cfg.get("task_order_seed", self.cfg.get("seed", 0))), parts.env)
             if not existing:
                 self.folder.write_manifest(self._manifest(parts, written, digest, schedule))

@@ -147,7 +147,7 @@ def test_exclusion_splits_and_check_env(env: LLBDBEnv):
     assert validation and test and not validation & test and len(validation | test) == 30
     assert all(hash_fraction(t) < 0.5 for t in validation)
     check_env(env)
-    assert len(LLBDBEnv({"data_dir": env.cfg["data_dir"], "tasks_per_split": 2}).tasks("train")) == 2
+    assert len(LLBDBEnv({"data_dir": env.settings.data_dir, "tasks_per_split": 2}).tasks("train")) == 2
 
 
 def test_missing_data_names_path_and_fetch_command(tmp_path: Path):
@@ -163,7 +163,7 @@ def test_missing_data_names_path_and_fetch_command(tmp_path: Path):
 def test_real_data(monkeypatch):
     monkeypatch.setenv("MEMRL_BENCH_LLB_DIR", str(SHARED))
     env = LLBDBEnv({})
-    assert env.cfg.get("data_dir") is None and os.environ["MEMRL_BENCH_LLB_DIR"] == str(SHARED)
+    assert env.settings.data_dir is None and os.environ["MEMRL_BENCH_LLB_DIR"] == str(SHARED)
     assert len(env.excluded()) <= 10
     for split in env.splits():
         for real in env.tasks(split)[:5]:

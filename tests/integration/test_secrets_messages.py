@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from memrl_bench.core.config import EMBEDDERS, ConfigError, LLMConfig, validated
+from memrl_bench.core.config import ConfigError, validated
+from memrl_bench.llm.embedders import OpenAIEmbedder
+from memrl_bench.llm.settings import LLMConfig
 from tests.fault_server import FaultServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +44,7 @@ MALFORMED = {
 @pytest.mark.parametrize("url", MALFORMED.values(), ids=MALFORMED.keys())
 @pytest.mark.parametrize("group", ["llm", "embedder"])
 def test_a_malformed_url_is_refused_without_echoing_its_password(group: str, url: str):
-    model, values = (LLMConfig, {"name": "openai", "model": "m"}) if group == "llm" else (EMBEDDERS["openai"], {"name": "openai", "model": "e"})
+    model, values = (LLMConfig, {"name": "openai", "model": "m"}) if group == "llm" else (OpenAIEmbedder.Settings, {"name": "openai", "model": "e"})
     with pytest.raises(ConfigError, match=f"^{group}.base_url: ") as refused:
         validated(model, {**values, "base_url": url}, group)
     assert CANARY not in str(refused.value) and "[redacted]@127.0.0.1:" in str(refused.value), refused.value

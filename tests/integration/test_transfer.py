@@ -72,7 +72,7 @@ def test_a_memory_from_another_world_is_valued_by_the_world_that_wrote_it():
     assert reader.item_effect(item, task_type=1) == pytest.approx(quality) and reader.item_effect(item, task_type=2) == 0.0
     other_seed = SyntheticEnv({k: v for k, v in world([1, 2]).items() if k not in ("name", "seed")}, seed=7)
     other_seed.memories_from(world([0, 1]), seed=0)  # another seed draws other types: no type in common
-    assert other_seed.item_effect(item, task_type=1) == other_seed.cfg["cross_type_match"] * quality
+    assert other_seed.item_effect(item, task_type=1) == other_seed.settings.cross_type_match * quality
     with pytest.raises(ConfigError, match="synthetic world that wrote it"):
         reader.memories_from({"name": "llb_db"}, seed=0)
 

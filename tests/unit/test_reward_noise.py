@@ -52,4 +52,4 @@ def test_the_flip_is_a_seeded_function_of_the_episode():
     ids = [f"train-e01-b000-i{i:03d}-s00" for i in range(200)]
     assert [a.learned_success(i, True) for i in ids] == [b.learned_success(i, True) for i in ids]
     assert 60 < sum(not a.learned_success(i, True) for i in ids) < 140
-    assert json.dumps(SyntheticEnv(SMALL_WORLD).cfg["reward_flip_share"]) == "0.0"
+    assert json.dumps(SyntheticEnv(SMALL_WORLD).settings.reward_flip_share) == "0.0"

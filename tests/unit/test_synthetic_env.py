@@ -20,7 +20,7 @@ def test_check_env_passes(env):
 
 
 def test_tasks_are_deterministic_across_instances(env):
-    again = SyntheticEnv(env.cfg)
+    again = SyntheticEnv(env.settings)  # the typed settings, as the runner hands them on
     assert [t.intent for t in again.tasks("train")] == [t.intent for t in env.tasks("train")]
 
 
@@ -35,13 +35,13 @@ def test_successful_lessons_are_better_on_average_and_harmful_share_holds():
     wins = [env.lesson_quality(f"ep{i}", True, 2) for i in range(3000)]
     losses = [env.lesson_quality(f"ep{i}", False, 2) for i in range(3000)]
     assert np.mean(wins) > np.mean(losses)
-    assert np.mean([q == env.cfg["harmful_quality"] for q in wins]) == pytest.approx(0.2, abs=0.03)
+    assert np.mean([q == env.settings.harmful_quality for q in wins]) == pytest.approx(0.2, abs=0.03)
 
 
 def test_harmful_early_share_applies_to_epoch_one_only():
     env = SyntheticEnv({"harmful_share": 0.0, "harmful_early_share": 1.0})
-    assert env.lesson_quality("x", True, 1) == env.cfg["harmful_quality"]
-    assert env.lesson_quality("x", True, 2) != env.cfg["harmful_quality"]
+    assert env.lesson_quality("x", True, 1) == env.settings.harmful_quality
+    assert env.lesson_quality("x", True, 2) != env.settings.harmful_quality
 
 
 def test_a_good_memory_of_the_same_type_raises_success_and_utility_is_positive(env):
@@ -60,7 +60,7 @@ def test_temperature_zero_outcome_depends_only_on_task_and_injected_set(env):
     actor = SyntheticActor()
     outcomes = {actor.play_one(Job(task, Retrieval(), f"ep{i}"), env).success for i in range(50)}
     assert len(outcomes) == 1
-    hot = SyntheticEnv({**env.cfg, "outcome_temperature": 0.7})
+    hot = SyntheticEnv(env.settings.model_copy(update={"outcome_temperature": 0.7}))
     hot_task = hot.tasks("train")[3]
     outcomes = {actor.play_one(Job(hot_task, Retrieval(), f"ep{i}"), hot).success for i in range(50)}
     assert outcomes == {True, False}

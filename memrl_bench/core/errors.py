@@ -1,0 +1,34 @@
+"""InputError, the base of every error that is the user's input (a config value, a file, a run
+folder): the CLI ends with its one line and exit code 2; and SQLite's errors on a file as such an
+error. Its own module, below config and the registry: config checks each part's settings through
+the registry, whose errors are input errors too."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+class InputError(Exception):
+    """The input is wrong (a config value, a file, a run folder): the CLI ends with its one line and exit code 2.
+
+    Every error of that kind, in whichever module it arises, derives from this class.
+    """
+
+
+@contextmanager
+def sqlite_errors_as(error: type[InputError], path: Path, what: str, remedy: str) -> Iterator[None]:
+    """SQLite's errors on the file `path` (garbled, truncated, a full disk) as one `error` naming it;
+    misuse of the connection (ProgrammingError) stays a bug."""
+    try:
+        yield
+    except sqlite3.ProgrammingError:
+        raise
+    except sqlite3.OperationalError as err:
+        if "locked" in str(err) or "busy" in str(err):  # a whole file another process holds, not a damaged one
+            raise error(f"{path}: {what} is held by another process ({err}); wait for it to finish, or {remedy}") from None
+        raise error(f"{path}: {what} cannot be used ({err}); move it away to start a new one, or {remedy}") from None
+    except sqlite3.DatabaseError as err:
+        raise error(f"{path}: {what} cannot be used ({err}); move it away to start a new one, or {remedy}") from None

@@ -1,0 +1,49 @@
+"""The settings every environment shares (its env group's model starts from one of these):
+EnvSettings (name, seed, the roles of its splits), DataEnvSettings (a benchmark data folder, a
+quick run's tasks per split), GoldCheckedSettings (tasks whose gold answer fails left out) and
+SandboxLimits (memrl_bench/envs/sandbox.py). Each env's own model is in its module, as its `Settings`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from memrl_bench.core.config import Settings
+
+
+class EnvSettings(Settings):
+    """Keys every environment has: its name, world seed and the roles of its splits."""
+
+    name: str
+    seed: int = Field(0, ge=0, description="The env's own seed (its world, for the synthetic env).")
+    roles: dict[Literal["train", "validation", "test"], str | list[str] | None] | None = Field(None, description="Which split plays which role (null: the env's default).")
+
+    # Not in a composed config unless set (+env.roles=...); a data env's seed too (synthetic lists its own).
+    unlisted = ("roles", "seed")
+
+    @field_validator("roles")
+    @classmethod
+    def _one_train_split(cls, roles: dict | None) -> dict | None:
+        if roles is not None and not isinstance(roles.get("train"), str):
+            raise ValueError(f"train must name one split (got {roles.get('train')!r})")
+        return roles
+
+
+class DataEnvSettings(EnvSettings):
+    data_dir: str | None = Field(None, description="The benchmark data folder (null: the env variable, then ../shared/data).")
+    tasks_per_split: int | None = Field(None, ge=1, description="Quick runs: the first N tasks of each split (null: all).")
+
+
+class GoldCheckedSettings(DataEnvSettings):
+    exclude_gold_failures: bool = Field(True, description="Leave out tasks whose gold answer fails here.")
+
+
+class SandboxLimits(GoldCheckedSettings):
+    """Limits of the sandbox (memrl_bench/envs/sandbox/); below these minimums it cannot run a shell and its tools."""
+
+    gold_workers: int = Field(2, ge=1, description="Parallel sandboxes when checking gold answers.")
+    max_output_chars: int = Field(4000, ge=1, description="Output kept per command or program.")
+    memory_mb: int = Field(1024, ge=64, description="Memory cap (at least 64 MiB: a shell, the check's tools and Python).")
+    max_processes: int = Field(256, ge=8, description="Live process cap (at least 8: the container's own processes and a command's pipeline).")
+    disk_mb: int = Field(512, ge=16, description="Size of the tmpfs holding what an episode writes (at least 16 MiB).")
