@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from memrl_bench.envs.sandbox import DEFAULT_HIDDEN_PATHS, Limits, Sandbox  # noqa: E402 (containment only)
 from scripts.audit_common import episodes_of  # noqa: E402
 
-# The env's defaults (conf/env/llb_os.yaml): 20 s a command, 1 GiB, 256 processes, a 512 MiB disk.
+# The env's defaults (LLBOSSettings, memrl_bench/envs/llb_os.py): 20 s a command, 1 GiB, 256 processes, a 512 MiB disk.
 LIMITS = Limits(timeout_s=20.0, output_bytes=4000, memory_bytes=1024 << 20, max_processes=256, disk_bytes=512 << 20)
 WORKDIR = "/"
 JUDGED = ("ok", "tampered")

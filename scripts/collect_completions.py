@@ -26,9 +26,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-
-from memrl_bench import CONF_DIR
 from memrl_bench.actors.base import Job
 from memrl_bench.core import registry
 from memrl_bench.core.schema import Retrieval
@@ -63,12 +60,12 @@ class RecordingModel:
 
 
 def make_env(name: str, tasks: int) -> Any:
-    loaded = OmegaConf.to_container(OmegaConf.load(Path(CONF_DIR) / "env" / f"{name}.yaml"))
-    assert isinstance(loaded, dict)
-    cfg = {k: v for k, v in loaded.items() if k not in ("name", "defaults")} | ENV_SETTINGS.get(name, {})
-    if "tasks_per_split" in cfg:
+    """The env at its settings' defaults (conf/env/<name>.yaml holds what differs: nothing), with ENV_SETTINGS and `tasks` tasks per split."""
+    cls = registry.get("env", name)
+    cfg = dict(ENV_SETTINGS.get(name, {}))
+    if "tasks_per_split" in cls.Settings.model_fields:
         cfg["tasks_per_split"] = tasks
-    return registry.get("env", name)(cfg)
+    return cls(cfg)
 
 
 async def play(model_name: str, llm: OpenAIChatModel, env_name: str, tasks: int, steps: int, max_tokens: int) -> list[dict[str, Any]]:

@@ -25,7 +25,6 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memrl_bench.core import registry  # noqa: E402
-from memrl_bench.core.config import CONF_DIR  # noqa: E402
 from memrl_bench.core.schema import Task  # noqa: E402
 from memrl_bench.envs.base import Env  # noqa: E402
 from memrl_bench.envs.gold import gold_failure  # noqa: E402
@@ -34,8 +33,8 @@ ENVS = ("llb_os", "llb_db", "bigcodebench", "mmlu")
 
 
 def env_config(name: str, overrides: list[str]) -> dict:
-    path = Path(CONF_DIR) / "env" / f"{name}.yaml"
-    cfg = {k: v for k, v in yaml.safe_load(path.read_text()).items() if k != "name"}
+    """The env's settings as a run composes them (its model's defaults: conf/env/<name>.yaml sets nothing else) with `overrides`."""
+    cfg: dict = {}
     for override in overrides:
         key, _, value = override.partition("=")
         if not key or not _:

@@ -1,6 +1,7 @@
 """What the harness takes from Hydra besides `@hydra.main`: the resolvers conf/config.yaml
-names its folders with, the config folders of installed packages on the search path,
-composing conf/ from code, and a sweep's jobs as Hydra's basic sweeper expands them.
+names its folders with, the config folders of installed packages on the search path, the
+defaults of each part's settings model as configs (`settings/<kind>/<name>`, which the YAMLs of
+conf/ start from), composing conf/ from code, and a sweep's jobs as Hydra's basic sweeper expands them.
 
 The only module that reaches below Hydra's documented API (it swaps the global Hydra
 state aside so that compose runs inside the running app, and it repeats the basic
@@ -22,14 +23,16 @@ from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.object_type import ObjectType
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.plugins import Plugins
 from hydra.errors import HydraException
+from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import OmegaConf
 
 from memrl_bench.core import registry
-from memrl_bench.core.config import CONF_DIR, InputError, results_folder, run_name
+from memrl_bench.core.config import CONF_DIR, NAMED_BY, InputError, defaults_of, results_folder, run_name
 from memrl_bench.core.runfolder import note_new
 
 
@@ -59,20 +62,70 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver(name, resolver, replace=True)
 
 
+class PartSettings(ConfigSource):
+    """Configs `settings/<kind>/<name>`: the part's name and the defaults of the settings model the part
+    `name` of `kind` declares (memrl_bench.core.config.defaults_of), for a YAML's defaults list to start from
+    (`- /settings/env/llb_db@_here_`), so that the model is the one place a default lives. The part
+    is found by the registry (built in or installed) and imported only when its config is loaded,
+    as a run would: storing every part's defaults in Hydra's ConfigStore up front would import
+    every env and method at each start (0.7 s). Its group stays out of `--help`'s listing."""
+
+    GROUP = "settings"
+
+    @staticmethod
+    def scheme() -> str:
+        return "memrl-bench-settings"
+
+    def _named(self, config_path: str) -> tuple[str, str] | None:
+        parts = config_path.removesuffix(".yaml").strip("/").split("/")
+        if len(parts) == 3 and parts[0] == self.GROUP and parts[1] in registry.KINDS and parts[2] in registry.names(parts[1]):
+            return parts[1], parts[2]
+        return None
+
+    def load_config(self, config_path: str) -> ConfigResult:
+        named = self._named(config_path)
+        if named is None:
+            raise ConfigLoadError(f"no part's settings at {config_path}")
+        kind, name = named
+        model = getattr(registry.get(kind, name), "Settings", None)
+        key = NAMED_BY.get(kind, "name")
+        node = {key: name, **(defaults_of(model) if model is not None else {})}  # its name first, as the YAMLs list it
+        node[key] = name
+        return ConfigResult(config=OmegaConf.create(node), path=self.full_path(), provider=self.provider, header={"package": None})
+
+    def available(self) -> bool:
+        return True
+
+    def is_group(self, config_path: str) -> bool:
+        parts = config_path.strip("/").split("/")
+        return config_path.strip("/") == "" or (parts[0] == self.GROUP and (len(parts) == 1 or (len(parts) == 2 and parts[1] in registry.KINDS)))
+
+    def is_config(self, config_path: str) -> bool:
+        return self._named(config_path) is not None
+
+    def list(self, config_path: str, results_filter: ObjectType | None) -> list[str]:
+        parts = config_path.strip("/").split("/")
+        if parts[0] != self.GROUP or results_filter == ObjectType.GROUP:  # the root: not listed in --help
+            return []
+        return sorted(registry.KINDS) if len(parts) == 1 else registry.names(parts[1])
+
+
 class InstalledConfigs(SearchPathPlugin):
     """Hydra's search path extended by the config folders of installed packages (the entry points
     of memrl_bench.core.registry.CONF_GROUP), after memrl-bench's own conf/: `method=my_method` then
-    finds my_pkg/conf/method/my_method.yaml once my_pkg is installed."""
+    finds my_pkg/conf/method/my_method.yaml once my_pkg is installed; then the parts' settings (PartSettings)."""
 
     def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
         for package in registry.config_packages():
             search_path.append(provider="memrl-bench plugin", path=f"pkg://{package}")
+        search_path.append(provider="memrl-bench settings", path=f"{PartSettings.scheme()}://")
 
 
-def add_installed_configs() -> None:
-    """Register InstalledConfigs with Hydra (before it composes). Registered by hand, not found in the
-    hydra_plugins namespace package: Hydra's scan of that package misses the modules of an editable
-    install (setuptools >= 64, hydra issue 2359), which is how this project is installed for work on it."""
+def add_config_sources() -> None:
+    """Register InstalledConfigs and PartSettings with Hydra (before it composes). Registered by hand,
+    not found in the hydra_plugins namespace package: Hydra's scan of that package misses the modules
+    of an editable install (setuptools >= 64, hydra issue 2359), which is how this project is installed for work on it."""
+    Plugins.instance().register(PartSettings)
     Plugins.instance().register(InstalledConfigs)
 
 
@@ -81,7 +134,7 @@ def composing() -> Iterator[None]:
     """Hydra's compose API on conf/, also inside the running `memrl-bench` app (whose global
     Hydra is set aside meanwhile: compose refuses to start while one is initialised)."""
     register_resolvers()
-    add_installed_configs()
+    add_config_sources()
     state = GlobalHydra.instance()
     outer, state.hydra = state.hydra, None
     try:

@@ -23,7 +23,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from memrl_bench.cli.hydra_support import add_installed_configs, register_resolvers
+from memrl_bench.cli.hydra_support import add_config_sources, register_resolvers
 from memrl_bench.cli.summary import print_summary
 from memrl_bench.core.config import CONF_DIR, InputError
 from memrl_bench.core.redaction import ScrubbedStream, hide_url_secrets_from_command_line, redact_server_text, remember_command_line, scrub
@@ -89,7 +89,7 @@ def _exit(line: str, code: int) -> NoReturn:
 
 
 register_resolvers()
-add_installed_configs()
+add_config_sources()
 
 
 def _stop(err: BaseException, run_dir: Path | None = None) -> NoReturn:

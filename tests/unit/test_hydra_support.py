@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper  # only here: the reference the adapter must match
+from omegaconf import OmegaConf
 
 from memrl_bench.cli.hydra_support import compose, composing, fixed, parsed, sweep_jobs
 from memrl_bench.core.config import InputError
@@ -45,3 +46,18 @@ def test_installed_packages_add_their_config_folders_after_the_harnesss_own(tmp_
     monkeypatch.syspath_prepend(tmp_path / "other")
     with pytest.raises(InputError, match="no package named 'plugin_gone.conf'"), composing():
         compose([])
+
+
+def test_a_yaml_starts_from_its_parts_settings_as_from_a_file_of_them():
+    """conf/method/rag.yaml holds only `defaults: [/settings/method/rag@_here_, _self_]`: Hydra composes
+    the model's defaults (PartSettings) under the group, and overrides act on them as on a YAML's keys."""
+    from hydra.errors import ConfigCompositionException
+
+    from memrl_bench.core.config import defaults_of
+    from memrl_bench.methods.rag import RAG
+
+    with composing():
+        assert OmegaConf.to_container(compose(["method=rag", "method.top_k=5"]).method) == {"name": "rag", **defaults_of(RAG.Settings), "top_k": 5}
+        assert compose(["+env.task_types=[0,1]"]).env.task_types == [0, 1]  # an unlisted key: added, as before
+        with pytest.raises(ConfigCompositionException, match="already at 'method.top_k'"):
+            compose(["method=rag", "+method.top_k=5"])

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from pathlib import Path
 
 import pytest
-import yaml
 
 from memrl_bench.core import registry
 from memrl_bench.core.config import ConfigError
@@ -17,9 +15,9 @@ from memrl_bench.methods.base import MethodContext
 from memrl_bench.methods.budget import block_tokens, fill
 from memrl_bench.methods.full_context import FullContext
 from memrl_bench.methods.simplemem import SimpleMem
+from tests.helpers import composed
 from tests.memory_llm_helpers import ScriptedModel, context, experience, generic_reply, query, run_synthetic
 
-CONF_ENV = Path(__file__).parents[2] / "memrl_bench" / "conf" / "env"
 TEXT_ENVS = ["alfworld", "bigcodebench", "llb_db", pytest.param("llb_os", marks=pytest.mark.slow), "mmlu", "textworld_express"]  # llb_os takes ~20 s to load
 BUDGETS = (40, 150, 600, 3000)
 
@@ -78,8 +76,9 @@ def test_simplemem_without_llm_writes_outcome_and_actions_and_a_failed_compressi
 
 
 def env_tasks(name: str) -> list[str]:
-    cfg = yaml.safe_load((CONF_ENV / f"{name}.yaml").read_text()) | {"tasks_per_split": 6}
-    env = registry.get("env", name)(cfg)
+    cls = registry.get("env", name)
+    quick = {"tasks_per_split": 6} if "tasks_per_split" in cls.Settings.model_fields else {}  # alfworld has no such setting
+    env = cls(composed(f"env={name}")["env"] | quick)
     try:
         return [t.description for t in env.tasks(next(iter(env.splits())))[:6]]
     finally:
