@@ -1,7 +1,7 @@
 """The settings every environment shares (its env group's model starts from one of these):
 EnvSettings (name, seed, the roles of its splits), DataEnvSettings (a benchmark data folder, a
 quick run's tasks per split), GoldCheckedSettings (tasks whose gold answer fails left out) and
-SandboxLimits (memrl_bench/envs/sandbox.py). Each env's own model is in its module, as its `Settings`."""
+SandboxLimits (memrl_bench/envs/sandbox/). Each env's own model is in its module, as its `Settings`."""
 
 from __future__ import annotations
 
