@@ -42,7 +42,15 @@ def play_expert(task: Task) -> dict:
     except Exception as raised:  # the expert itself can fail mid-game; count it as a loss
         error = f"{task.id}: {raised!r}"
     won = bool(info.get("success")) and error is None
-    return {"task_type": task.data["task_type"], "won": won, "steps": steps, "reset_s": reset_s, "step_times": step_times, "wall_s": time.perf_counter() - started, "error": error}
+    return {
+        "task_type": task.data["task_type"],
+        "won": won,
+        "steps": steps,
+        "reset_s": reset_s,
+        "step_times": step_times,
+        "wall_s": time.perf_counter() - started,
+        "error": error,
+    }
 
 
 def main() -> None:
@@ -66,15 +74,20 @@ def main() -> None:
             for r in results:
                 by_type[r["task_type"]].append(r["won"])
             step_times = [t for r in results for t in r["step_times"]]
-            print(f"{folder}: won {len(won)}/{len(results)} within {args.max_steps} steps; mean steps {statistics.mean(r['steps'] for r in results):.1f} (won games {statistics.mean(r['steps'] for r in won):.1f})")
+            print(
+                f"{folder}: won {len(won)}/{len(results)} within {args.max_steps} steps; mean steps "
+                f"{statistics.mean(r['steps'] for r in results):.1f} (won games {statistics.mean(r['steps'] for r in won):.1f})"
+            )
             for r in results:
                 if r["error"]:
                     print(f"  expert error: {r['error']}")
             for task_type, outcomes in sorted(by_type.items()):
                 print(f"  {task_type}: {sum(outcomes)}/{len(outcomes)}")
             print(
-                f"  median reset {statistics.median(r['reset_s'] for r in results):.2f} s, median step {1000 * statistics.median(step_times):.0f} ms,"
-                f" median episode {statistics.median(r['wall_s'] for r in results):.1f} s; {elapsed:.0f} s wall with {args.processes} processes"
+                f"  median reset {statistics.median(r['reset_s'] for r in results):.2f} s, median step "
+                f"{1000 * statistics.median(step_times):.0f} ms,"
+                f" median episode {statistics.median(r['wall_s'] for r in results):.1f} s; {elapsed:.0f} s wall with {args.processes} "
+                "processes"
             )
 
 

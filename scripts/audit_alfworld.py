@@ -122,7 +122,9 @@ def expert_plan(source: Path, max_steps: int = 60, seed: str = "audit") -> list[
     random.seed(seed)  # the expert breaks ties with the global random
     with tempfile.TemporaryDirectory(prefix="audit-alfworld-") as folder:
         request = textworld.EnvInfos(won=True, admissible_commands=True, extras=["expert_plan"])
-        game = textworld.start(str(build_game(source, Path(folder))), request, wrappers=[demangler(shuffle=False), expert(expert_type="handcoded")])
+        game = textworld.start(
+            str(build_game(source, Path(folder))), request, wrappers=[demangler(shuffle=False), expert(expert_type="handcoded")]
+        )
         try:
             state, plan = game.reset(), []
             while not state["won"] and len(plan) < max_steps:
@@ -189,7 +191,10 @@ def main() -> int:
                 if not won:
                     print(f"GOLD NOT WON {episode['task_id']}")
             if not agree or notes:
-                print(f"{'DISAGREE' if not agree else 'NOTE'} {run.name} {episode['episode_id']} {episode['task_id']} ({episode['status']}): logged {logged}, audit {verdict}")
+                print(
+                    f"{'DISAGREE' if not agree else 'NOTE'} {run.name} {episode['episode_id']} {episode['task_id']} ({episode['status']}): "
+                    f"logged {logged}, audit {verdict}"
+                )
                 for note in notes:
                     print(f"    note: {note}")
                 for action, _ in executed_actions(episode):

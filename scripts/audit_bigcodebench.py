@@ -87,9 +87,15 @@ def run_tests(program_text: str, hidden: tuple[str, ...] = DEFAULT_HIDDEN_PATHS,
     """(passed, the end of unittest's output) for program.py = `program_text`, run by `python -m unittest program.TestCases`."""
     python = os.path.abspath(sys.executable)  # a virtualenv's python: its packages come with it
     limits = Limits(timeout_s=timeout_s, output_bytes=1 << 20, memory_bytes=2048 << 20, max_processes=256, disk_bytes=512 << 20)
-    environment = {"PATH": f"{os.path.dirname(python)}:/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1"}
+    environment = {
+        "PATH": f"{os.path.dirname(python)}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "MPLBACKEND": "Agg",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
     command = (
-        'folder=$(mktemp -d /tmp/audit.XXXXXX) && cat > "$folder/program.py" && chown -R 65534:65534 "$folder" && cd "$folder" || exit 125\n'
+        'folder=$(mktemp -d /tmp/audit.XXXXXX) && cat > "$folder/program.py" && chown -R 65534:65534 "$folder" && cd "$folder" || exit '
+        "125\n"
         f'HOME="$folder" setpriv --reuid={_NOBODY} --regid={_NOBODY} --clear-groups -- {python} -m unittest program.TestCases; status=$?\n'
         "kill -9 -1 2>/dev/null; exit $status"
     )
@@ -145,10 +151,16 @@ def main() -> int:
         counts["judged"] += 1
         if "env_code_verdict" in result:
             counts["code read differently"] += 1
-            print(f"CODE DIFFERS {run_name} {episode['episode_id']} {episode['task_id']}: audit's code {result['verdict']}, the env's code under the route {result['env_code_verdict']}, logged {logged}")
+            print(
+                f"CODE DIFFERS {run_name} {episode['episode_id']} {episode['task_id']}: audit's code {result['verdict']}, the env's code "
+                f"under the route {result['env_code_verdict']}, logged {logged}"
+            )
         counts["agree" if result["verdict"] == logged else "disagree"] += 1
         if result["verdict"] != logged:
-            print(f"DISAGREE {run_name} {episode['episode_id']} {episode['task_id']}: logged {logged} (status {episode['status']}), audit {result['verdict']}")
+            print(
+                f"DISAGREE {run_name} {episode['episode_id']} {episode['task_id']}: logged {logged} (status {episode['status']}), audit "
+                f"{result['verdict']}"
+            )
             print(f"    audit: {result['detail']}")
             print(f"    env's observation: {episode['turns'][-1]['observation'][-400:]!r}")
             print("    code: " + result["code"].replace("\n", "\n          "))

@@ -34,7 +34,7 @@ def summary(counts: Counter, gold_tasks: int | None) -> str:
         [
             "| episodes | ended at the step limit (judged too) | cut | judged | agree | disagree |" + (" gold won |" if gold else ""),
             "|---:|---:|---:|---:|---:|---:|" + ("---:|" if gold else ""),
-            f"| {counts['episodes']} | {counts['ended at the step limit']} | {cut} | {counts['judged']} | {counts['agree']} | {counts['disagree']} |"
-            + (f" {counts['gold won']}/{gold_tasks} |" if gold else ""),
+            f"| {counts['episodes']} | {counts['ended at the step limit']} | {cut} | {counts['judged']} | {counts['agree']} | "
+            f"{counts['disagree']} |" + (f" {counts['gold won']}/{gold_tasks} |" if gold else ""),
         ]
     )

@@ -103,7 +103,11 @@ def play(task: dict[str, Any], commands: list[str], hidden: tuple[str, ...]) -> 
             exits.append(None if result.timed_out else result.exit_code)
         check = sandbox.run(task["evaluation_info"]["evaluation_command_item"]["script"])
     passed = check.exit_code == 0 and not check.timed_out
-    return {"verdict": passed, "exits": exits, "check": f"exit {check.exit_code}, timed out {check.timed_out}, output {check.output[-300:].strip()!r}"}
+    return {
+        "verdict": passed,
+        "exits": exits,
+        "check": f"exit {check.exit_code}, timed out {check.timed_out}, output {check.output[-300:].strip()!r}",
+    }
 
 
 def executed(episode: dict[str, Any]) -> tuple[list[str], list[int | None], bool]:
@@ -143,7 +147,9 @@ def main() -> int:
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--data", type=Path, default=default_data())
     parser.add_argument("--gold", action="store_true", help="play the ground-truth script of the episodes' tasks instead")
-    parser.add_argument("--env-at-limit", action="store_true", help="compare with the env's checker on episodes that ended at the step limit")
+    parser.add_argument(
+        "--env-at-limit", action="store_true", help="compare with the env's checker on episodes that ended at the step limit"
+    )
     args = parser.parse_args()
     env = None
     if args.env_at_limit:
@@ -174,7 +180,10 @@ def main() -> int:
         differs = [i for i, (a, b) in enumerate(zip(exits, result["exits"])) if a != b]
         if differs:
             counts["replay differs"] += 1
-            print(f"REPLAY DIFFERS {run_name} {episode['episode_id']} {episode['task_id']}: commands {differs}: logged exits {exits}, replayed {result['exits']}")
+            print(
+                f"REPLAY DIFFERS {run_name} {episode['episode_id']} {episode['task_id']}: commands {differs}: logged exits {exits}, "
+                f"replayed {result['exits']}"
+            )
         if status == "step_limit":
             counts["step limit (not judged)"] += 1
             counts["step limit, would pass"] += result["verdict"]
@@ -184,7 +193,10 @@ def main() -> int:
                 verdict, detail = env_verdict(env, episode)
                 counts["step limit, env's checker agrees" if verdict == result["verdict"] else "step limit, env's checker disagrees"] += 1
                 if verdict != result["verdict"]:
-                    print(f"DISAGREE AT THE LIMIT {run_name} {episode['episode_id']} {episode['task_id']}: env's checker {verdict} ({detail[-200:]!r}), audit {result['verdict']}")
+                    print(
+                        f"DISAGREE AT THE LIMIT {run_name} {episode['episode_id']} {episode['task_id']}: env's checker {verdict} "
+                        f"({detail[-200:]!r}), audit {result['verdict']}"
+                    )
                     print(f"    check: {result['check']}")
                     for turn in episode["turns"]:
                         print(f"    {turn['action']!r}" + (f"  [not run: {turn['format_failure']}]" if turn.get("format_failure") else ""))
@@ -196,7 +208,10 @@ def main() -> int:
             print(f"NOTE {run_name} {episode['episode_id']} {episode['task_id']}: status {status} but no ending action read")
         counts["agree" if result["verdict"] == logged else "disagree"] += 1
         if result["verdict"] != logged:
-            print(f"DISAGREE {run_name} {episode['episode_id']} {episode['task_id']}: logged {logged} (status {status}), audit {result['verdict']}")
+            print(
+                f"DISAGREE {run_name} {episode['episode_id']} {episode['task_id']}: logged {logged} (status {status}), audit "
+                f"{result['verdict']}"
+            )
             print(f"    check: {result['check']}")
             print(f"    env's last observation: {episode['turns'][-1]['observation'][-300:]!r}")
             for turn in episode["turns"]:

@@ -70,7 +70,9 @@ def game_of(task_id: str, env_config: dict[str, Any]) -> Game:
     if match is None:
         raise ValueError(f"not a TextWorldExpress task id: {task_id!r}")
     params = params_text(env_config.get("game_params") or {})
-    if env_config.get("game", "twc") != match["game"] or set(filter(None, params.split(","))) != set(filter(None, (match["params"] or "").split(","))):
+    if env_config.get("game", "twc") != match["game"] or set(filter(None, params.split(","))) != set(
+        filter(None, (match["params"] or "").split(","))
+    ):
         raise ValueError(f"{task_id}: the id's game does not match the run's config {env_config.get('game')} [{params}]")
     return Game(match["game"], params, FOLD_OF_SPLIT[match["split"]], int(match["seed"]))
 
@@ -174,7 +176,10 @@ def main() -> int:
                     if not won:
                         print(f"GOLD NOT WON {episode['task_id']}")
                 if not agree or notes:
-                    print(f"{'DISAGREE' if not agree else 'NOTE'} {run.name} {episode['episode_id']} {episode['task_id']} ({episode['status']}): logged {logged}, audit {verdict}")
+                    print(
+                        f"{'DISAGREE' if not agree else 'NOTE'} {run.name} {episode['episode_id']} {episode['task_id']} "
+                        f"({episode['status']}): logged {logged}, audit {verdict}"
+                    )
                     for note in notes:
                         print(f"    note: {note}")
                     for action, _ in executed_actions(episode):

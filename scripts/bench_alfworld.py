@@ -43,8 +43,10 @@ def main() -> None:
         env.close()
         label = "with expert   " if expert else "without expert"
         print(
-            f"{label}: reset median {statistics.median(w for w, _ in resets):.2f} s wall / {statistics.median(c for _, c in resets):.2f} s CPU;"
-            f" step median {1000 * statistics.median(w for w, _ in steps):.0f} ms wall / {1000 * statistics.median(c for _, c in steps):.0f} ms CPU"
+            f"{label}: reset median {statistics.median(w for w, _ in resets):.2f} s wall / {statistics.median(c for _, c in resets):.2f} s "
+            "CPU;"
+            f" step median {1000 * statistics.median(w for w, _ in steps):.0f} ms wall / "
+            f"{1000 * statistics.median(c for _, c in steps):.0f} ms CPU"
             f" ({len(resets)} games, {len(steps)} steps)"
         )
 

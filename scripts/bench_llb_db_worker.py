@@ -100,11 +100,20 @@ def main() -> None:
             in_worker(worker, tasks, new_statement, new_episode)
     finally:
         worker.close()
-    print(f"{len(tasks)} tasks x {args.rounds} rounds; load average before {load_before[0]:.2f}, after {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
+    print(
+        f"{len(tasks)} tasks x {args.rounds} rounds; load average before {load_before[0]:.2f}, after {os.getloadavg()[0]:.2f} "
+        f"({os.cpu_count()} cores)"
+    )
     ratio_statement = statistics.median(new_statement) / statistics.median(old_statement)
     ratio_episode = statistics.median(new_episode) / statistics.median(old_episode)
-    print(f"per statement (median of {len(old_statement)}): in-process {ms(old_statement)}, worker {ms(new_statement)}, ratio {ratio_statement:.1f}")
-    print(f"per episode, setup + final-table read (median of {len(old_episode)}): in-process {ms(old_episode)}, worker {ms(new_episode)}, ratio {ratio_episode:.1f}")
+    print(
+        f"per statement (median of {len(old_statement)}): in-process {ms(old_statement)}, worker {ms(new_statement)}, ratio "
+        f"{ratio_statement:.1f}"
+    )
+    print(
+        f"per episode, setup + final-table read (median of {len(old_episode)}): in-process {ms(old_episode)}, worker {ms(new_episode)}, "
+        f"ratio {ratio_episode:.1f}"
+    )
     print(f"a worker's start (median of {len(starts)}): {ms(starts)}; once per env instance, and after a crash or limit")
 
 

@@ -81,7 +81,9 @@ class RawChat:
         reader, writer = await self._free.get()
         try:
             body = json.dumps({"model": "bench", "messages": messages}).encode()
-            head = f"POST {self.path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+            head = (
+                f"POST {self.path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+            )
             writer.write(head.encode() + body)
             await writer.drain()
             answer_head = await reader.readuntil(b"\r\n\r\n")
@@ -148,8 +150,14 @@ def main() -> None:
         parser.error("--delay-ms must be > 0")
     delay_s = args.delay_ms / 1000.0
 
-    print(f"# {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, load average {os.getloadavg()[0]:.2f}")
-    print(f"# client {args.client}; fault server ({args.server}) fixed delay {args.delay_ms:.0f} ms; {args.requests_per_slot} x concurrency requests per run; median of {args.repeats} runs")
+    print(
+        f"# {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, load average "
+        f"{os.getloadavg()[0]:.2f}"
+    )
+    print(
+        f"# client {args.client}; fault server ({args.server}) fixed delay {args.delay_ms:.0f} ms; {args.requests_per_slot} x concurrency "
+        f"requests per run; median of {args.repeats} runs"
+    )
     print("| concurrency | requests | max in flight | ideal req/s | measured req/s | ratio | client CPU ms/request | loop lag p99 ms |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for level in args.levels:
@@ -159,7 +167,10 @@ def main() -> None:
             seen = max_in_flight(base_url)
         measured, ideal = statistics.median(rates), level / delay_s
         lag_p99 = statistics.quantiles(lags, n=100)[98] if len(lags) >= 2 else 0.0
-        print(f"| {level} | {requests} | {seen} | {ideal:.1f} | {measured:.1f} | {measured / ideal:.1%} | {cpu_per_request * 1000:.2f} | {lag_p99 * 1000:.1f} |")
+        print(
+            f"| {level} | {requests} | {seen} | {ideal:.1f} | {measured:.1f} | {measured / ideal:.1%} | {cpu_per_request * 1000:.2f} | "
+            f"{lag_p99 * 1000:.1f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -112,14 +112,27 @@ def llb_tasks(count: int) -> tuple[list[Task], dict[str, str]]:
     return tasks, first
 
 
-def harness_pass(url: str, model: str, tasks: list[Task], first: dict[str, str], turns: int, max_tokens: int) -> tuple[float, int, list[list[dict]]]:
+def harness_pass(
+    url: str, model: str, tasks: list[Task], first: dict[str, str], turns: int, max_tokens: int
+) -> tuple[float, int, list[list[dict]]]:
     """(wall s, completion tokens, request bodies per episode) of C episodes played at once."""
-    llm = OpenAIChatModel(url, model, generation={"temperature": 0.0, "seed": 0, "max_tokens": max_tokens}, max_concurrency=len(tasks), retry=RetryPolicy(timeout_s=900, max_retries=0))
+    llm = OpenAIChatModel(
+        url,
+        model,
+        generation={"temperature": 0.0, "seed": 0, "max_tokens": max_tokens},
+        max_concurrency=len(tasks),
+        retry=RetryPolicy(timeout_s=900, max_retries=0),
+    )
     recorders = [Recorder(llm) for _ in tasks]
     env_cfg = {"session": uuid.uuid4().hex, "first_observations": first}
 
     async def play() -> None:
-        await asyncio.gather(*(ReActActor(rec, {"max_steps": turns}).play(Job(t, Retrieval(), f"bench-{t.id}"), StubDBEnv(env_cfg)) for rec, t in zip(recorders, tasks)))
+        await asyncio.gather(
+            *(
+                ReActActor(rec, {"max_steps": turns}).play(Job(t, Retrieval(), f"bench-{t.id}"), StubDBEnv(env_cfg))
+                for rec, t in zip(recorders, tasks)
+            )
+        )
         await llm.aclose()
 
     started = time.perf_counter()
@@ -174,7 +187,14 @@ def main() -> None:
 
     tasks, first = llb_tasks(max(args.concurrency))
     path = models.ensure(args.model)
-    report: dict[str, Any] = {"model": args.model, "turns": args.turns, "max_tokens": args.max_tokens, "rounds": args.rounds, "load_average_at_start": os.getloadavg(), "concurrency": {}}
+    report: dict[str, Any] = {
+        "model": args.model,
+        "turns": args.turns,
+        "max_tokens": args.max_tokens,
+        "rounds": args.rounds,
+        "load_average_at_start": os.getloadavg(),
+        "concurrency": {},
+    }
     recorded: list[list[dict]] = []
     for concurrency in args.concurrency:
         with LocalLlamaServer(path, alias=args.model, threads=args.threads, ctx_size=4096, parallel=concurrency) as server:
@@ -184,13 +204,32 @@ def main() -> None:
                 # Odd rounds replay the last harness pass first, so that neither side always goes first.
                 if round_index % 2:
                     d_wall, d_tokens, _ = direct_pass(server.base_url, bodies)
-                h_wall, h_tokens, bodies = harness_pass(server.base_url, args.model, tasks[:concurrency], first, args.turns, args.max_tokens)
+                h_wall, h_tokens, bodies = harness_pass(
+                    server.base_url, args.model, tasks[:concurrency], first, args.turns, args.max_tokens
+                )
                 if not round_index % 2:
                     d_wall, d_tokens, _ = direct_pass(server.base_url, bodies)
-                rows.append({"harness_tok_s": h_tokens / h_wall, "direct_tok_s": d_tokens / d_wall, "harness_s": h_wall, "direct_s": d_wall, "harness_tokens": h_tokens, "direct_tokens": d_tokens})
+                rows.append(
+                    {
+                        "harness_tok_s": h_tokens / h_wall,
+                        "direct_tok_s": d_tokens / d_wall,
+                        "harness_s": h_wall,
+                        "direct_s": d_wall,
+                        "harness_tokens": h_tokens,
+                        "direct_tokens": d_tokens,
+                    }
+                )
                 rows[-1]["ratio"] = rows[-1]["harness_tok_s"] / rows[-1]["direct_tok_s"]
-                print(f"C={concurrency}: harness {rows[-1]['harness_tok_s']:.2f} tok/s ({h_tokens} in {h_wall:.1f} s), direct {rows[-1]['direct_tok_s']:.2f} tok/s ({d_tokens} in {d_wall:.1f} s), ratio {rows[-1]['ratio']:.3f}", flush=True)
-            report["concurrency"][concurrency] = {"rounds": rows, "median_ratio": statistics.median(r["ratio"] for r in rows), "threads": server.threads}
+                print(
+                    f"C={concurrency}: harness {rows[-1]['harness_tok_s']:.2f} tok/s ({h_tokens} in {h_wall:.1f} s), direct "
+                    f"{rows[-1]['direct_tok_s']:.2f} tok/s ({d_tokens} in {d_wall:.1f} s), ratio {rows[-1]['ratio']:.3f}",
+                    flush=True,
+                )
+            report["concurrency"][concurrency] = {
+                "rounds": rows,
+                "median_ratio": statistics.median(r["ratio"] for r in rows),
+                "threads": server.threads,
+            }
             if concurrency == 1:
                 recorded = bodies
     if recorded:
@@ -205,7 +244,8 @@ def main() -> None:
             later = slice(1, None)  # turn 0 has nothing to reuse
             print(
                 f"prefill per turn after the first: {statistics.median(prefill['reuse'][later]):.0f} ms with reuse "
-                f"({statistics.median(prefill['reuse_tokens'][later]):.0f} tokens) vs {statistics.median(prefill['no_reuse'][later]):.0f} ms without "
+                f"({statistics.median(prefill['reuse_tokens'][later]):.0f} tokens) vs {statistics.median(prefill['no_reuse'][later]):.0f} "
+                "ms without "
                 f"({statistics.median(prefill['no_reuse_tokens'][later]):.0f} tokens)",
                 flush=True,
             )
@@ -216,8 +256,14 @@ def main() -> None:
                 with LocalLlamaServer(path, alias=args.model, threads=threads, ctx_size=4096, parallel=1) as server:
                     _, _, timings = direct_pass(server.base_url, [recorded[0][:1]], cache_prompt=False)
                 t = timings[0][0]
-                speeds[threads].append({"prefill_tok_s": t.get("prompt_per_second", 0.0), "generate_tok_s": t.get("predicted_per_second", 0.0)})
-                print(f"threads={threads}: prefill {speeds[threads][-1]['prefill_tok_s']:.1f} tok/s, generation {speeds[threads][-1]['generate_tok_s']:.2f} tok/s", flush=True)
+                speeds[threads].append(
+                    {"prefill_tok_s": t.get("prompt_per_second", 0.0), "generate_tok_s": t.get("predicted_per_second", 0.0)}
+                )
+                print(
+                    f"threads={threads}: prefill {speeds[threads][-1]['prefill_tok_s']:.1f} tok/s, generation "
+                    f"{speeds[threads][-1]['generate_tok_s']:.2f} tok/s",
+                    flush=True,
+                )
         report["threads"] = speeds
     report["load_average_at_end"] = os.getloadavg()
     print(json.dumps(report, indent=1))

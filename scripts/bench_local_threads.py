@@ -50,7 +50,10 @@ FILLER = (
 def prompt(tokens: int) -> list[dict[str, str]]:
     """A chat prompt of about `tokens` tokens (4 characters a token), unique so nothing is cached."""
     body = (FILLER * (tokens * 4 // len(FILLER) + 1))[: tokens * 4]
-    return [{"role": "system", "content": f"Session {uuid.uuid4().hex}.\n{body}"}, {"role": "user", "content": "Write the SQL for: the average salary per department."}]
+    return [
+        {"role": "system", "content": f"Session {uuid.uuid4().hex}.\n{body}"},
+        {"role": "user", "content": "Write the SQL for: the average salary per department."},
+    ]
 
 
 def one_pass(url: str, requests: int, prompt_tokens: int, max_tokens: int) -> dict[str, float]:
@@ -102,7 +105,15 @@ def main() -> None:
     counts = sorted({1, cores})
     pairs = itertools.product(counts, counts) if args.full_grid else ((n, n) for n in counts)
     grid = [{"threads": t, "batch_threads": b, "poll": p} for (t, b), p in itertools.product(pairs, (0, 50))]
-    report: dict[str, Any] = {"model": args.model, "cores": cores, "requests": args.requests, "prompt_tokens": args.prompt_tokens, "max_tokens": args.max_tokens, "load_average_at_start": os.getloadavg(), "conditions": {}}
+    report: dict[str, Any] = {
+        "model": args.model,
+        "cores": cores,
+        "requests": args.requests,
+        "prompt_tokens": args.prompt_tokens,
+        "max_tokens": args.max_tokens,
+        "load_average_at_start": os.getloadavg(),
+        "conditions": {},
+    }
     for condition in args.conditions:
         other = busy_core() if condition == "shared" else None
         try:
@@ -112,13 +123,23 @@ def main() -> None:
             for _ in range(args.rounds):
                 for setting in [*grid, None]:  # None: the harness's rule
                     name = "rule" if setting is None else json.dumps(setting, sort_keys=True)
-                    with LocalLlamaServer(path, alias=args.model, ctx_size=args.prompt_tokens + args.max_tokens + 512, parallel=args.requests, **(setting or {})) as server:
+                    with LocalLlamaServer(
+                        path,
+                        alias=args.model,
+                        ctx_size=args.prompt_tokens + args.max_tokens + 512,
+                        parallel=args.requests,
+                        **(setting or {}),
+                    ) as server:
                         if setting is None:
                             chosen.append({"threads": server.threads, "batch_threads": server.batch_threads, "poll": server.poll})
                         one_pass(server.base_url, 1, 32, 4)  # warm up: page the weights in
                         results.setdefault(name, []).append(one_pass(server.base_url, args.requests, args.prompt_tokens, args.max_tokens))
                     shown = f"rule (chose {chosen[-1]})" if setting is None else name
-                    print(f"{condition} {shown}: {results[name][-1]['tokens_per_s']:.1f} tok/s (prefill {results[name][-1]['prefill_tok_s']:.1f}, generation {results[name][-1]['generate_tok_s']:.2f} per request)", flush=True)
+                    print(
+                        f"{condition} {shown}: {results[name][-1]['tokens_per_s']:.1f} tok/s (prefill "
+                        f"{results[name][-1]['prefill_tok_s']:.1f}, generation {results[name][-1]['generate_tok_s']:.2f} per request)",
+                        flush=True,
+                    )
         finally:
             if other is not None:
                 other.kill()
@@ -127,7 +148,11 @@ def main() -> None:
         best = max((name for name in medians if name != "rule"), key=lambda name: medians[name]["tokens_per_s"])
         ratio = medians["rule"]["tokens_per_s"] / medians[best]["tokens_per_s"]
         report["conditions"][condition] = {"medians": medians, "best": best, "rule_chose": chosen, "rule_over_best": ratio}
-        print(f"{condition}: best {best} {medians[best]['tokens_per_s']:.1f} tok/s; the rule (chose {chosen}) {medians['rule']['tokens_per_s']:.1f} tok/s; ratio {ratio:.3f}", flush=True)
+        print(
+            f"{condition}: best {best} {medians[best]['tokens_per_s']:.1f} tok/s; the rule (chose {chosen}) "
+            f"{medians['rule']['tokens_per_s']:.1f} tok/s; ratio {ratio:.3f}",
+            flush=True,
+        )
     report["load_average_at_end"] = os.getloadavg()
     print(json.dumps(report, indent=1))
 

@@ -49,9 +49,27 @@ class Episodes:
 
     def _experience(self, j: int, t: int, batch_index: int) -> Experience:
         epoch = 1 + j // self.n_tasks
-        turns = [Turn(action=f"go to countertop {k} and take mug {t}", observation=f"You arrive at countertop {k}. On it you see a mug {t}, a spoon and a plate ({j}).") for k in range(self.turns)]
+        turns = [
+            Turn(
+                action=f"go to countertop {k} and take mug {t}",
+                observation=f"You arrive at countertop {k}. On it you see a mug {t}, a spoon and a plate ({j}).",
+            )
+            for k in range(self.turns)
+        ]
         success = bool(self.rng.random() < 0.5)
-        episode = Episode(f"train-e{epoch:02d}-{j:07d}-s0", self.tasks[t].id, "train", "train", epoch, batch_index, j, success, float(success), "ok", turns=turns)
+        episode = Episode(
+            f"train-e{epoch:02d}-{j:07d}-s0",
+            self.tasks[t].id,
+            "train",
+            "train",
+            epoch,
+            batch_index,
+            j,
+            success,
+            float(success),
+            "ok",
+            turns=turns,
+        )
         return Experience(episode, self.tasks[t], self.keys[t])
 
 
@@ -67,7 +85,14 @@ def measure(method_name: str, n: int, dim: int, turns: int) -> dict:
     gc.collect()
     resident = rss_bytes() - before
     stats = method.stats()
-    return {"method": method_name, "stored": stats.items, "groups": stats.groups, "payload_bytes": stats.bytes, "rss_delta_bytes": resident, "rss_over_payload": resident / stats.bytes if stats.bytes else None}
+    return {
+        "method": method_name,
+        "stored": stats.items,
+        "groups": stats.groups,
+        "payload_bytes": stats.bytes,
+        "rss_delta_bytes": resident,
+        "rss_over_payload": resident / stats.bytes if stats.bytes else None,
+    }
 
 
 def main() -> None:
@@ -85,12 +110,27 @@ def main() -> None:
     rows, fits = [], {}
     for name in args.methods:
         for n in args.sizes:
-            command = [sys.executable, "-m", "scripts.bench_memory_growth", "--dim", str(args.dim), "--turns", str(args.turns), "--one", name, str(n)]
+            command = [
+                sys.executable,
+                "-m",
+                "scripts.bench_memory_growth",
+                "--dim",
+                str(args.dim),
+                "--turns",
+                str(args.turns),
+                "--one",
+                name,
+                str(n),
+            ]
             done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True)
             row = {"episodes": n, **json.loads(done.stdout.strip().splitlines()[-1])}
             rows.append(row)
             ratio = f"{row['rss_over_payload']:.2f}" if row["rss_over_payload"] is not None else "-"
-            print(f"{name:<6} episodes {n:>7}  stored {row['stored']:>7}  payload {row['payload_bytes'] / 2**20:8.2f} MiB  resident +{row['rss_delta_bytes'] / 2**20:8.2f} MiB  resident/payload {ratio}", flush=True)
+            print(
+                f"{name:<6} episodes {n:>7}  stored {row['stored']:>7}  payload {row['payload_bytes'] / 2**20:8.2f} MiB  resident "
+                f"+{row['rss_delta_bytes'] / 2**20:8.2f} MiB  resident/payload {ratio}",
+                flush=True,
+            )
         mine = [r for r in rows if r["method"] == name]
         x = np.array([r["episodes"] for r in mine], dtype=float)
         y = np.array([r["rss_delta_bytes"] for r in mine], dtype=float)
@@ -98,8 +138,17 @@ def main() -> None:
         residual = y - (slope * x + intercept)
         r2 = 1 - (residual**2).sum() / ((y - y.mean()) ** 2).sum() if y.std() > 0 else None
         payload = np.array([r["payload_bytes"] for r in mine], dtype=float)
-        fits[name] = {"resident_bytes_per_episode": slope, "intercept_bytes": intercept, "r2": r2, "payload_bytes_per_episode": float(np.polyfit(x, payload, 1)[0])}
-        print(f"{name:<6} linear fit: {slope:,.0f} resident bytes per episode (payload {fits[name]['payload_bytes_per_episode']:,.0f}), intercept {intercept / 2**20:.2f} MiB, R^2 {r2 if r2 is None else round(r2, 4)}", flush=True)
+        fits[name] = {
+            "resident_bytes_per_episode": slope,
+            "intercept_bytes": intercept,
+            "r2": r2,
+            "payload_bytes_per_episode": float(np.polyfit(x, payload, 1)[0]),
+        }
+        print(
+            f"{name:<6} linear fit: {slope:,.0f} resident bytes per episode (payload {fits[name]['payload_bytes_per_episode']:,.0f}), "
+            f"intercept {intercept / 2**20:.2f} MiB, R^2 {r2 if r2 is None else round(r2, 4)}",
+            flush=True,
+        )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"argv": sys.argv, "rows": rows, "fits": fits}, indent=1))

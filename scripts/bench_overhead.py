@@ -53,7 +53,17 @@ def measure(memories: int, index: dict, batch_size: int, batches: int, log_dir: 
     tasks = [Task(f"bench/task/{i:06d}", "train", f"bench task {i}", intent=tuple(map(float, k))) for i, k in enumerate(keys)]
     with tempfile.TemporaryDirectory(dir=log_dir) as run_dir:
         runner = Runner({"seed": 0, "llm": {"max_concurrency": 1}}, Path(run_dir))
-        parts = RunParts(env=None, method=method, actor=InstantActor(0), protocol=HeldOut(HeldOut.Settings()), roles={"train": "train"}, tasks={"train": tasks}, labels=[], llm=None, embedder=None)
+        parts = RunParts(
+            env=None,
+            method=method,
+            actor=InstantActor(0),
+            protocol=HeldOut(HeldOut.Settings()),
+            roles={"train": "train"},
+            tasks={"train": tasks},
+            labels=[],
+            llm=None,
+            embedder=None,
+        )
         pool = EnvPool(None, 1)
         runner.keys_for(tasks, None)  # the runner caches every task's key once per run
         per_step: list[float] = []
@@ -65,14 +75,25 @@ def measure(memories: int, index: dict, batch_size: int, batches: int, log_dir: 
             per_step.append((time.perf_counter() - t0) / batch_size)
         runner.loop.close()
     ms = np.asarray(per_step[1:]) * 1e3  # the first batch warms caches
-    return {"memories_at_start": memories, "groups_at_start": int(len(bank.group_sizes)), "index": index["kind"], "batch_size": batch_size, "batches": batches, "p50_ms": float(np.percentile(ms, 50)), "p95_ms": float(np.percentile(ms, 95)), "max_ms": float(ms.max())}
+    return {
+        "memories_at_start": memories,
+        "groups_at_start": int(len(bank.group_sizes)),
+        "index": index["kind"],
+        "batch_size": batch_size,
+        "batches": batches,
+        "p50_ms": float(np.percentile(ms, 50)),
+        "p95_ms": float(np.percentile(ms, 95)),
+        "max_ms": float(ms.max()),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--batches", type=int, default=60)
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[32, 1], help="32 is MemRL's mini-batch; 1 times a single step without amortisation")
+    parser.add_argument(
+        "--batch-sizes", type=int, nargs="+", default=[32, 1], help="32 is MemRL's mini-batch; 1 times a single step without amortisation"
+    )
     parser.add_argument("--log-dir", type=Path, default=None, help="parent folder of the episode log (default: the system's temp dir)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
@@ -81,7 +102,11 @@ def main() -> None:
         for index in ({"kind": "exact"}, {"kind": "hnsw"}):
             row = measure(args.memories, index, batch_size, args.batches, args.log_dir)
             rows.append(row)
-            print(f"memories {row['memories_at_start']:>7}  index {row['index']:<5}  batch {batch_size:>2}:  per step p50 {row['p50_ms']:.3f} ms  p95 {row['p95_ms']:.3f} ms  max {row['max_ms']:.3f} ms", flush=True)
+            print(
+                f"memories {row['memories_at_start']:>7}  index {row['index']:<5}  batch {batch_size:>2}:  per step p50 "
+                f"{row['p50_ms']:.3f} ms  p95 {row['p95_ms']:.3f} ms  max {row['max_ms']:.3f} ms",
+                flush=True,
+            )
     result = {"log_dir": str(args.log_dir or tempfile.gettempdir()), "load_average_1min": os.getloadavg()[0], "rows": rows}
     print(f"load average {result['load_average_1min']:.1f}")
     if args.out:

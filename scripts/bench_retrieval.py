@@ -99,14 +99,37 @@ class Bank:
         with open(path / "items.jsonl", "w") as f:
             for i, item_id in enumerate(self.ids):
                 success = bool(self.successes[i] >= self.failures[i])
-                fields = {"q_value": float(self.q_value[i]), "visits": int(self.successes[i] + self.failures[i]), "successes": int(self.successes[i]), "failures": int(self.failures[i]), "group": int(self.member_group[i])}
-                f.write(json.dumps({"id": item_id, "content": self.content(i), "provenance": _provenance(item_id, success), "fields": fields}, sort_keys=True) + "\n")
+                fields = {
+                    "q_value": float(self.q_value[i]),
+                    "visits": int(self.successes[i] + self.failures[i]),
+                    "successes": int(self.successes[i]),
+                    "failures": int(self.failures[i]),
+                    "group": int(self.member_group[i]),
+                }
+                f.write(
+                    json.dumps(
+                        {"id": item_id, "content": self.content(i), "provenance": _provenance(item_id, success), "fields": fields},
+                        sort_keys=True,
+                    )
+                    + "\n"
+                )
         np.save(path / "keys.npy", member_keys)
         starts = np.concatenate([[0], np.cumsum(self.group_sizes)])
         with open(path / "groups" / "items.jsonl", "w") as f:
             for g in range(len(self.group_sizes)):
                 members = self.ids[starts[g] : starts[g + 1]]
-                f.write(json.dumps({"id": f"group-{g}", "content": self.group_text(g), "provenance": _provenance(members[0], True), "fields": {"members": members}}, sort_keys=True) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "id": f"group-{g}",
+                            "content": self.group_text(g),
+                            "provenance": _provenance(members[0], True),
+                            "fields": {"members": members},
+                        },
+                        sort_keys=True,
+                    )
+                    + "\n"
+                )
         np.save(path / "groups" / "keys.npy", self.group_keys)
 
 
@@ -311,7 +334,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000, 1000000])
     parser.add_argument("--queries", type=int, default=320, help="queries timed for memrl_bench (one at a time, then in batches)")
-    parser.add_argument("--reference-queries", type=int, nargs="+", default=[200, 100, 30, 10], help="queries timed for the reference, per size (last value repeats)")
+    parser.add_argument(
+        "--reference-queries",
+        type=int,
+        nargs="+",
+        default=[200, 100, 30, 10],
+        help="queries timed for the reference, per size (last value repeats)",
+    )
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--hnsw-m", type=int, default=32)
     parser.add_argument("--ef-construction", type=int, default=40)
@@ -327,17 +356,26 @@ def main() -> None:
         return
     rows = []
     for n in args.sizes:
-        done = subprocess.run([sys.executable, "-m", "scripts.bench_retrieval", *sys.argv[1:], "--one", str(n)], cwd=REPO, capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "scripts.bench_retrieval", *sys.argv[1:], "--one", str(n)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         row = json.loads(done.stdout.strip().splitlines()[-1])
         rows.append(row)
         print(
             f"n={n:>8} groups={row['groups']:>7}  exact p50 {row['exact']['p50_ms']:.3f} p95 {row['exact']['p95_ms']:.3f} ms"
             f" | batch/q p50 {row[f'exact_batch{args.batch}_per_query']['p50_ms']:.3f}"
-            f" | hnsw p50 {row['hnsw']['p50_ms']:.3f} p95 {row['hnsw']['p95_ms']:.3f} ms (same selection {row['hnsw_same_selection_share']:.2f})"
+            f" | hnsw p50 {row['hnsw']['p50_ms']:.3f} p95 {row['hnsw']['p95_ms']:.3f} ms (same selection "
+            f"{row['hnsw_same_selection_share']:.2f})"
             f" | reference p50 {row['reference']['p50_ms']:.1f} p95 {row['reference']['p95_ms']:.1f} ms (n={row['reference']['n']})"
-            f" | speedup exact {row['speedup_exact_p50']:.0f}x batch {row['speedup_exact_batch_p50']:.0f}x hnsw {row['speedup_hnsw_p50']:.0f}x"
+            f" | speedup exact {row['speedup_exact_p50']:.0f}x batch {row['speedup_exact_batch_p50']:.0f}x hnsw "
+            f"{row['speedup_hnsw_p50']:.0f}x"
             f" | exact==reference {row['exact_matches_reference']} | RSS exact {row['exact_rss_bytes'] / 2**20:.1f} MiB"
-            f" hnsw {row['hnsw_rss_bytes'] / 2**20:.1f} MiB (index {row['hnsw_index_bytes'] / 2**20:.1f}) reference (lists over shared keys) {row['reference_rss_bytes'] / 2**20:.1f} MiB"
+            f" hnsw {row['hnsw_rss_bytes'] / 2**20:.1f} MiB (index {row['hnsw_index_bytes'] / 2**20:.1f}) reference (lists over shared "
+            f"keys) {row['reference_rss_bytes'] / 2**20:.1f} MiB"
             f" | hnsw build {row['hnsw_restore_s']:.0f} s",
             flush=True,
         )

@@ -30,7 +30,10 @@ COMMAND = "sandbox: run('true')"
 # An LLB-OS evaluation script of the usual kind: users, files, permissions.
 CHECK = "id root >/dev/null && [ -d /etc ] && [ $(stat -c %a /etc) = 755 ] && grep -q '^root:' /etc/passwd"
 SOLUTION = "def task_func(a, b):\n    return a + b\n"
-TESTS = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_small(self):\n        self.assertEqual(task_func(2, 3), 5)\n    def test_negative(self):\n        self.assertEqual(task_func(-2, -3), -5)\n"
+TESTS = (
+    "import unittest\nclass TestCases(unittest.TestCase):\n    def test_small(self):\n        self.assertEqual(task_func(2, 3), 5)\n    "
+    "def test_negative(self):\n        self.assertEqual(task_func(-2, -3), -5)\n"
+)
 # The program as BigCodeBench ran before issue 26: tests, then an inline runner printing a marker.
 INLINE_RUNNER = """
 if __name__ == "__main__":
@@ -44,7 +47,17 @@ if __name__ == "__main__":
 
 def bigcodebench_env(folder: Path) -> BigCodeBenchEnv:
     """The env on one task (the tests above), in `folder`."""
-    record = {"task_id": "BigCodeBench/0", "complete_prompt": "", "instruct_prompt": "add", "canonical_solution": "    return a + b\n", "code_prompt": "def task_func(a, b):\n", "test": TESTS, "entry_point": "task_func", "doc_struct": "{}", "libs": "['math']"}
+    record = {
+        "task_id": "BigCodeBench/0",
+        "complete_prompt": "",
+        "instruct_prompt": "add",
+        "canonical_solution": "    return a + b\n",
+        "code_prompt": "def task_func(a, b):\n",
+        "test": TESTS,
+        "entry_point": "task_func",
+        "doc_struct": "{}",
+        "libs": "['math']",
+    }
     with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
         out.write(json.dumps(record) + "\n")
     (folder / "full_seed123.json").write_text(json.dumps({"train_ids": ["BigCodeBench/0"], "val_ids": []}))
@@ -104,7 +117,9 @@ def main() -> None:
     print(f"sandboxed command / bare bash: {median[COMMAND] / median['bare: bash -c true']:.1f}x")
     print(f"CodeRunner sandbox / process:  {median['CodeRunner(sandbox): program'] / median['CodeRunner(process): program']:.1f}x")
     print(f"LLB-OS check, now / before:     {median['LLB-OS check: check (host tools)'] / median['LLB-OS check: run (before)']:.2f}x")
-    print(f"BigCodeBench step, now / before: {median['BigCodeBench: env step (now)'] / median['BigCodeBench: inline runner (before)']:.2f}x")
+    print(
+        f"BigCodeBench step, now / before: {median['BigCodeBench: env step (now)'] / median['BigCodeBench: inline runner (before)']:.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -80,10 +80,21 @@ def phase_rates(stamps: list[tuple[str, float, float, int]], end: tuple[float, f
         total_n = steady_n + batches[-1][2]
         rates[name] = {
             "episodes": total_n,
-            "phase": {"wall_s": next_wall - w0, "cpu_s": next_cpu - c0, "episodes_per_s": total_n / (next_wall - w0), "episodes_per_cpu_s": total_n / (next_cpu - c0)},
+            "phase": {
+                "wall_s": next_wall - w0,
+                "cpu_s": next_cpu - c0,
+                "episodes_per_s": total_n / (next_wall - w0),
+                "episodes_per_cpu_s": total_n / (next_cpu - c0),
+            },
         }
         if len(batches) > 1:
-            rates[name]["steady"] = {"episodes": steady_n, "wall_s": w_last - w0, "cpu_s": c_last - c0, "episodes_per_s": steady_n / (w_last - w0), "episodes_per_cpu_s": steady_n / (c_last - c0)}
+            rates[name]["steady"] = {
+                "episodes": steady_n,
+                "wall_s": w_last - w0,
+                "cpu_s": c_last - c0,
+                "episodes_per_s": steady_n / (w_last - w0),
+                "episodes_per_cpu_s": steady_n / (c_last - c0),
+            }
     return rates
 
 
@@ -93,7 +104,12 @@ def main() -> None:
     parser.add_argument("--train-tasks", type=int, default=10000)
     parser.add_argument("--validation-tasks", type=int, default=2000)
     parser.add_argument("--profile", type=int, default=0, help="profile with cProfile and print this many functions")
-    parser.add_argument("--dir", type=Path, default=None, help="parent of the temporary run folder (default: the system's temp dir; /dev/shm takes the disk's fsync out)")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="parent of the temporary run folder (default: the system's temp dir; /dev/shm takes the disk's fsync out)",
+    )
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("overrides", nargs="*", help="more Hydra overrides, e.g. method.index.kind=hnsw")
     args = parser.parse_args()
@@ -123,8 +139,14 @@ def main() -> None:
     for name, rate in rates.items():
         steady = rate.get("steady")
         steady_text = f"{steady['episodes_per_s']:10.0f} {steady['episodes_per_cpu_s']:8.0f}" if steady else f"{'-':>10} {'-':>8}"
-        print(f"{name:<34} {rate['episodes']:>8} | {steady_text} | {rate['phase']['episodes_per_s']:15.0f} {rate['phase']['episodes_per_cpu_s']:8.0f}")
-    print(f"whole run, start to metrics: {n} episodes in {total_s:.2f} s ({n / total_s:.0f}/s), CPU {total_cpu:.2f} s ({n / total_cpu:.0f}/CPU s); load average {result['load_average_1min']:.1f}")
+        print(
+            f"{name:<34} {rate['episodes']:>8} | {steady_text} | {rate['phase']['episodes_per_s']:15.0f} "
+            f"{rate['phase']['episodes_per_cpu_s']:8.0f}"
+        )
+    print(
+        f"whole run, start to metrics: {n} episodes in {total_s:.2f} s ({n / total_s:.0f}/s), CPU {total_cpu:.2f} s "
+        f"({n / total_cpu:.0f}/CPU s); load average {result['load_average_1min']:.1f}"
+    )
     if profiler:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(args.profile)
         pstats.Stats(profiler).sort_stats("cumtime").print_stats(args.profile)

@@ -61,7 +61,10 @@ def main() -> None:
     print(f"game {args.game}; {args.instances} spawns, {len(reset_s)} episodes ({won} won by the gold path), {len(step_s)} steps")
     print(f"spawn (new JVM + load):            median {1000 * statistics.median(spawn_s):.0f} ms")
     print(f"second simulator on shared gateway: median {1000 * statistics.median(shared_s):.1f} ms")
-    print(f"JVM resident memory: first instance after {len(reset_s)} episodes {first_rss // 1024} MiB, fresh spawned ones median {statistics.median(rss) // 1024} MiB")
+    print(
+        f"JVM resident memory: first instance after {len(reset_s)} episodes {first_rss // 1024} MiB, fresh spawned ones median "
+        f"{statistics.median(rss) // 1024} MiB"
+    )
     print(f"reset: median {1000 * statistics.median(reset_s):.1f} ms; step: median {1000 * statistics.median(step_s):.2f} ms")
 
 

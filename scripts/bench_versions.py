@@ -45,7 +45,7 @@ def main() -> int:
         parser.error("give the command after --")
     times: dict[str, list[float]] = {"old": [], "new": []}
     for i in range(args.repeat):
-        for label in (("old", "new") if i % 2 == 0 else ("new", "old")):
+        for label in ("old", "new") if i % 2 == 0 else ("new", "old"):
             times[label].append(timed(getattr(args, label), command))
     old, new = statistics.median(times["old"]), statistics.median(times["new"])
     print(f"old median {old:.2f} s {[round(t, 2) for t in times['old']]}")

@@ -50,8 +50,18 @@ def main() -> None:
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="bench_viewer_"))
     stages = (
-        "load, tables only", "load for the report", "viewer, runs read again", "viewer", "report with viewer", "whole, runs read twice", "whole, report()",
-        "read runs (export)", "episodes table", "retrievals table", "write episodes", "write retrievals",
+        "load, tables only",
+        "load for the report",
+        "viewer, runs read again",
+        "viewer",
+        "report with viewer",
+        "whole, runs read twice",
+        "whole, report()",
+        "read runs (export)",
+        "episodes table",
+        "retrievals table",
+        "write episodes",
+        "write retrievals",
     )
     times: dict[str, list[tuple[float, float]]] = {k: [] for k in stages}
     try:
@@ -65,16 +75,25 @@ def main() -> None:
             timed(times["whole, runs read twice"], read_twice, args.results_dir, scratch / f"twice{repeat}")
             timed(times["whole, report()"], report, args.results_dir, scratch / f"whole{repeat}")
             runs = timed(times["read runs (export)"], export.read_runs, args.results_dir)
-            frames = {"episodes": timed(times["episodes table"], export.episodes_frame, runs), "retrievals": timed(times["retrievals table"], export.retrievals_frame, runs)}
+            frames = {
+                "episodes": timed(times["episodes table"], export.episodes_frame, runs),
+                "retrievals": timed(times["retrievals table"], export.retrievals_frame, runs),
+            }
             out = scratch / f"export{repeat}"
             for name, frame in frames.items():
                 timed(times[f"write {name}"], export.write_table, frame, out, name)
         n_runs, n_episodes = len(results.runs), sum(len(r.episodes) for _, r in runs)
-        print(f"{args.results_dir}: {n_runs} runs, {n_episodes} logged episodes, {len(frames['retrievals'])} retrievals; medians of {args.repeats}, wall / CPU")
+        print(
+            f"{args.results_dir}: {n_runs} runs, {n_episodes} logged episodes, {len(frames['retrievals'])} retrievals; medians of "
+            f"{args.repeats}, wall / CPU"
+        )
         for name, values in times.items():
             print(f"  {name:23s} {statistics.median(w for w, _ in values):8.2f} s / {statistics.median(c for _, c in values):6.2f} s")
         viewer_bytes = folder_bytes(report_dir / "episodes")
-        print(f"  viewer files            {viewer_bytes / 1e6:8.2f} MB ({viewer_bytes / n_episodes:.0f} bytes per episode; largest run page data {max(p.stat().st_size for p in (report_dir / 'episodes' / 'data').iterdir()) / 1e3:.0f} kB)")
+        print(
+            f"  viewer files            {viewer_bytes / 1e6:8.2f} MB ({viewer_bytes / n_episodes:.0f} bytes per episode; largest run page "
+            f"data {max(p.stat().st_size for p in (report_dir / 'episodes' / 'data').iterdir()) / 1e3:.0f} kB)"
+        )
         print(f"  rest of the report      {(folder_bytes(report_dir) - viewer_bytes) / 1e6:8.2f} MB")
         print(f"  episode logs            {sum((Path(p) / 'episodes.jsonl').stat().st_size for p in results.runs['path']) / 1e6:8.2f} MB")
         for name in ("episodes.parquet", "episodes.csv", "retrievals.parquet", "retrievals.csv"):

@@ -61,7 +61,13 @@ def collect(roots: list[Path], mmlu_dir: Path) -> list[dict[str, Any]]:
         model, task_id, completion, finish_reason = key
         env = first[key]["env"]
         digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:12]
-        entry: dict[str, Any] = {"id": f"{model}/{task_id}/{digest}", "model": model, "env": env, "task_id": task_id, "finish_reason": finish_reason}
+        entry: dict[str, Any] = {
+            "id": f"{model}/{task_id}/{digest}",
+            "model": model,
+            "env": env,
+            "task_id": task_id,
+            "finish_reason": finish_reason,
+        }
         if env == "mmlu":
             record = mmlu[task_id]
             entry.update(question=record["question"], choices=record["choices"], gold=record["answer"])

@@ -60,7 +60,8 @@ class RecordingModel:
 
 
 def make_env(name: str, tasks: int) -> Any:
-    """The env at its settings' defaults (conf/env/<name>.yaml holds what differs: nothing), with ENV_SETTINGS and `tasks` tasks per split."""
+    """The env at its settings' defaults (conf/env/<name>.yaml holds what differs: nothing), with ENV_SETTINGS and
+    `tasks` tasks per split."""
     cls = registry.get("env", name)
     cfg = dict(ENV_SETTINGS.get(name, {}))
     if "tasks_per_split" in cls.Settings.model_fields:
@@ -79,7 +80,9 @@ async def play(model_name: str, llm: OpenAIChatModel, env_name: str, tasks: int,
     async def one(task: Any) -> None:
         instance = env.spawn()
         recorder = RecordingModel(llm)
-        actor = registry.get("actor", env.default_actor)(recorder, {"max_steps": steps, "generation": {"max_tokens": max_tokens, "stop": None}})
+        actor = registry.get("actor", env.default_actor)(
+            recorder, {"max_steps": steps, "generation": {"max_tokens": max_tokens, "stop": None}}
+        )
         try:
             outcome = await actor.play(Job(task, Retrieval(), f"collect-{task.id}"), instance)
         finally:
@@ -133,8 +136,16 @@ def main() -> int:
     old = [json.loads(line) for line in args.out.read_text().splitlines()] if args.out.exists() else []
     new: list[dict[str, Any]] = []
     for model_name in args.models:
-        with LocalLlamaServer(models.ensure(model_name), alias=model_name, threads=args.threads, ctx_size=4096, parallel=args.tasks) as server:
-            llm = OpenAIChatModel(server.base_url, model_name, generation={"temperature": 0.0, "seed": 0}, max_concurrency=args.tasks, retry=RetryPolicy(timeout_s=900))
+        with LocalLlamaServer(
+            models.ensure(model_name), alias=model_name, threads=args.threads, ctx_size=4096, parallel=args.tasks
+        ) as server:
+            llm = OpenAIChatModel(
+                server.base_url,
+                model_name,
+                generation={"temperature": 0.0, "seed": 0},
+                max_concurrency=args.tasks,
+                retry=RetryPolicy(timeout_s=900),
+            )
             for env_name in args.envs:
                 rows = asyncio.run(play(model_name, llm, env_name, args.tasks, args.steps, args.max_tokens))
                 print(f"{model_name} {env_name}: {len(rows)} completions", file=sys.stderr)

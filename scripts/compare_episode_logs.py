@@ -52,9 +52,15 @@ def main() -> int:
         if stripped(before[key]) != stripped(after[key]):
             print(f"episode logs differ: {before[key]} vs {after[key]}")
             return 1
-        same_hash += json.loads((before[key] / "manifest.json").read_text())["config_hash"] == json.loads((after[key] / "manifest.json").read_text())["config_hash"]
+        same_hash += (
+            json.loads((before[key] / "manifest.json").read_text())["config_hash"]
+            == json.loads((after[key] / "manifest.json").read_text())["config_hash"]
+        )
     episodes = sum(len(stripped(f)) for f in before.values())
-    print(f"{len(before)} runs, {episodes} episodes: episode logs identical once measured parts are stripped; config hash equal in {same_hash} of {len(before)}")
+    print(
+        f"{len(before)} runs, {episodes} episodes: episode logs identical once measured parts are stripped; config hash equal in "
+        f"{same_hash} of {len(before)}"
+    )
     return 0
 
 

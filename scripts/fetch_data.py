@@ -33,7 +33,10 @@ MEMRL = "https://github.com/MemTensor/MemRL/raw/7c3beba"
 BIGCODEBENCH = "https://github.com/bigcode-project/bigcodebench-annotation/raw/main/hf_data"
 MMLU_TAR = "https://people.eecs.berkeley.edu/~hendrycks/data.tar"
 FILES = {
-    "llb": {name: f"{MEMRL}/data/llb/{name}" for name in ("os_interaction_train.json", "os_interaction_val.json", "db_train.json", "db_val.json")},
+    "llb": {
+        name: f"{MEMRL}/data/llb/{name}"
+        for name in ("os_interaction_train.json", "os_interaction_val.json", "db_train.json", "db_val.json")
+    },
     "bigcodebench": {
         "BigCodeBench.jsonl.gz": f"{BIGCODEBENCH}/BigCodeBench.jsonl.gz",
         "full_seed123.json": f"{MEMRL}/configs/bigcodebench/splits/full_seed123.json",
@@ -80,7 +83,15 @@ def fetch_mmlu(folder: Path, force: bool) -> None:
             text = archive.extractfile(member).read().decode("utf-8")  # type: ignore[union-attr]
             for row_number, row in enumerate(csv.reader(io.StringIO(text))):
                 question, *choices, answer = row
-                records[split].append({"id": f"{subject}/{MMLU_SPLITS[split]}/{row_number}", "subject": subject, "question": question, "choices": choices, "answer": answer})
+                records[split].append(
+                    {
+                        "id": f"{subject}/{MMLU_SPLITS[split]}/{row_number}",
+                        "subject": subject,
+                        "question": question,
+                        "choices": choices,
+                        "answer": answer,
+                    }
+                )
     for split, target in targets.items():
         save(target, "".join(json.dumps(r) + "\n" for r in records[split]).encode())
 
@@ -88,7 +99,12 @@ def fetch_mmlu(folder: Path, force: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("data", choices=["all", "llb", "bigcodebench", "mmlu"])
-    parser.add_argument("--dest", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data", help="parent folder (default: ../shared/data next to the repo)")
+    parser.add_argument(
+        "--dest",
+        type=Path,
+        default=Path(__file__).resolve().parents[2] / "shared" / "data",
+        help="parent folder (default: ../shared/data next to the repo)",
+    )
     parser.add_argument("--force", action="store_true", help="replace files that exist")
     args = parser.parse_args()
     for name in ("llb", "bigcodebench", "mmlu") if args.data == "all" else (args.data,):

@@ -59,7 +59,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-FAMILIES = ("pick_and_place", "pick_clean_then_place", "pick_heat_then_place", "pick_cool_then_place", "look_at_obj_in_light", "pick_two_obj_and_place")
+FAMILIES = (
+    "pick_and_place",
+    "pick_clean_then_place",
+    "pick_heat_then_place",
+    "pick_cool_then_place",
+    "look_at_obj_in_light",
+    "pick_two_obj_and_place",
+)
 
 
 @dataclass
@@ -105,7 +112,9 @@ class Run:
     changed_by_cache: int = 0  # retrievals whose selected set the stale cache changed (the same retrieval, cache repaired)
     repeated: list[int] = field(default_factory=list)  # per batch: memories injected into more than one of its episodes
     finished_at_call: list[int] = field(default_factory=list)  # per batch: futures already finished when as_completed was called
-    exposed: list[int] = field(default_factory=list)  # per batch: memories with two or more of those (the cache can go stale only for these)
+    exposed: list[int] = field(
+        default_factory=list
+    )  # per batch: memories with two or more of those (the cache can go stale only for these)
     stale: list[int] = field(default_factory=list)  # per batch: memories whose cached Q is not their stored Q after update_values
     stale_once: int = 0  # of those, memories updated only once (should stay 0)
     final_q: dict[str, float] = field(default_factory=dict)  # the Q retrieval reads, after the last batch
@@ -238,38 +247,60 @@ def main() -> None:
     for (seed, _, arm), run in zip(jobs, runs):
         by_arm.setdefault((seed, arm), []).append(run)
 
-    print(f"official code {OFFICIAL_DIR}, ALFWorld settings; {len(FAMILIES)} families x {args.tasks_per_family} tasks, {args.epochs} epochs, batches of 8-32;"
-          f" {args.repeats} runs per world and arm, {'in one process' if args.in_process else 'each in a fresh process'}; values: median (min-max) over the runs")
+    print(
+        f"official code {OFFICIAL_DIR}, ALFWorld settings; {len(FAMILIES)} families x {args.tasks_per_family} tasks, {args.epochs} epochs, "
+        "batches of 8-32;"
+        f" {args.repeats} runs per world and arm, {'in one process' if args.in_process else 'each in a fresh process'}; values: median "
+        "(min-max) over the runs"
+    )
     totals: dict[str, dict[str, list[float]]] = {arm: {"differ": [], "direct": [], "stale": []} for arm in ARMS}
     for seed in range(args.worlds):
         reference = by_arm[(seed, "b")][0]
         retrievals, batches = len(reference.selected), len(reference.stale)
-        print(f"\nworld {seed}: {retrievals} retrievals in {batches} batches; memories injected into more than one episode of a batch"
-              f" (in b): {sum(reference.repeated)}, {summary([float(n) for n in reference.repeated], '{:.0f}')} per batch")
+        print(
+            f"\nworld {seed}: {retrievals} retrievals in {batches} batches; memories injected into more than one episode of a batch"
+            f" (in b): {sum(reference.repeated)}, {summary([float(n) for n in reference.repeated], '{:.0f}')} per batch"
+        )
         for arm, text in ARM_TEXT.items():
             runs = by_arm[(seed, arm)]
             differ = [100 * sum(a != b for a, b in zip(r.selected, reference.selected)) / retrievals for r in runs]
             direct = [100 * r.changed_by_cache / retrievals for r in runs]
             stale = [100 * sum(r.stale) / max(1, sum(r.repeated)) for r in runs]
-            first = sorted(next((r.batch_of[i] for i, (a, b) in enumerate(zip(r.selected, reference.selected)) if a != b), batches) for r in runs)
+            first = sorted(
+                next((r.batch_of[i] for i, (a, b) in enumerate(zip(r.selected, reference.selected)) if a != b), batches) for r in runs
+            )
             totals[arm]["differ"] += differ
             totals[arm]["direct"] += direct
             totals[arm]["stale"] += stale
             print(f"  {text}: {len({fingerprint(r) for r in runs})} distinct of {len(runs)} runs")
-            print(f"      selected set differs from (b)'s: {summary(differ)}% of retrievals; first differing batch per run: {first} ({batches} = never)")
+            print(
+                f"      selected set differs from (b)'s: {summary(differ)}% of retrievals; first differing batch per run: {first} "
+                f"({batches} = never)"
+            )
             print(f"      changed by the stale cache itself (same state, cache repaired): {summary(direct)}% of retrievals")
-            print(f"      after update_values, cached Q != stored Q: {summary([float(sum(r.stale)) for r in runs], '{:.0f}')} memory-batches"
-                  f" = {summary(stale)}% of the memories updated more than once; in {summary([100 * sum(n > 0 for n in r.stale) / batches for r in runs])}% of batches")
+            print(
+                f"      after update_values, cached Q != stored Q: {summary([float(sum(r.stale)) for r in runs], '{:.0f}')} memory-batches"
+                f" = {summary(stale)}% of the memories updated more than once; in "
+                f"{summary([100 * sum(n > 0 for n in r.stale) / batches for r in runs])}% of batches"
+            )
             if not arm.startswith("b"):
-                print(f"      futures already finished when as_completed was called: {summary([float(sum(r.finished_at_call)) for r in runs], '{:.0f}')} per run"
-                      f" (at most {max(max(r.finished_at_call) for r in runs)} in a batch); memories with two of them: {summary([float(sum(r.exposed)) for r in runs], '{:.0f}')} per run")
-        print(f"  CPU per run: {summary([r.seconds for arm in ARMS for r in by_arm[(seed, arm)]], '{:.1f}')} s;"
-              f" stale cache entries of memories updated once: {sum(r.stale_once for arm in ARMS for r in by_arm[(seed, arm)])}")
+                print(
+                    "      futures already finished when as_completed was called: "
+                    f"{summary([float(sum(r.finished_at_call)) for r in runs], '{:.0f}')} per run"
+                    f" (at most {max(max(r.finished_at_call) for r in runs)} in a batch); memories with two of them: "
+                    f"{summary([float(sum(r.exposed)) for r in runs], '{:.0f}')} per run"
+                )
+        print(
+            f"  CPU per run: {summary([r.seconds for arm in ARMS for r in by_arm[(seed, arm)]], '{:.1f}')} s;"
+            f" stale cache entries of memories updated once: {sum(r.stale_once for arm in ARMS for r in by_arm[(seed, arm)])}"
+        )
     print("\nall worlds:")
     for arm, text in ARM_TEXT.items():
         t = totals[arm]
-        print(f"  {text}: selected set differs {summary(t['differ'])}%; changed by the stale cache itself {summary(t['direct'])}%;"
-              f" stale after update_values {summary(t['stale'])}% of the memories updated more than once")
+        print(
+            f"  {text}: selected set differs {summary(t['differ'])}%; changed by the stale cache itself {summary(t['direct'])}%;"
+            f" stale after update_values {summary(t['stale'])}% of the memories updated more than once"
+        )
     print(f"{time.time() - started:.0f} s wall")
 
 

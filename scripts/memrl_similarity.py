@@ -48,7 +48,10 @@ def main() -> None:
     parser.add_argument("--max-tasks", type=int, default=400, help="first N tasks of each split")
     args = parser.parse_args()
     embedder = make_embedder({"name": "minilm", "threads": 1, "batch_size": 32, "max_tokens": 256})
-    print("| env | train tasks | train→train best sim q05 / q50 / q95 | validation tasks | validation→train q05 / q50 / q95 | validation below 0.5 | calibrated sim_mean / sim_std / sim_threshold |")
+    print(
+        "| env | train tasks | train→train best sim q05 / q50 / q95 | validation tasks | validation→train q05 / q50 / q95 | validation "
+        "below 0.5 | calibrated sim_mean / sim_std / sim_threshold |"
+    )
     print("|---|---|---|---|---|---|---|")
     for name in args.envs:
         train, held = env_tasks(name, args.max_tasks)
@@ -59,15 +62,21 @@ def main() -> None:
         train_best = train_best[np.isfinite(train_best)]
         held_best = (held_keys @ train_keys.T).max(axis=1)
         if not len(train_best):  # one task text for every game (TextWorldExpress): every query meets itself
-            print(f"| {name} | {len(train)} (1 distinct text) | - | {len(held)} | {quantiles(held_best)} | {100 * np.mean(held_best < OFFICIAL_SIMILARITY['sim_threshold']):.0f}% | - |")
+            print(
+                f"| {name} | {len(train)} (1 distinct text) | - | {len(held)} | {quantiles(held_best)} | "
+                f"{100 * np.mean(held_best < OFFICIAL_SIMILARITY['sim_threshold']):.0f}% | - |"
+            )
             continue
         c = calibrate_similarity(train_keys, train)
         print(
             f"| {name} | {len(train)} | {quantiles(train_best)} | {len(held)} | {quantiles(held_best)} | "
-            f"{100 * np.mean(held_best < OFFICIAL_SIMILARITY['sim_threshold']):.0f}% | {c['sim_mean']:.3f} / {c['sim_std']:.3f} / {c['sim_threshold']:.3f} |"
+            f"{100 * np.mean(held_best < OFFICIAL_SIMILARITY['sim_threshold']):.0f}% | {c['sim_mean']:.3f} / {c['sim_std']:.3f} / "
+            f"{c['sim_threshold']:.3f} |"
         )
     o = OFFICIAL_SIMILARITY
-    print(f"\nOfficial constants (MemRL's embedder): sim_mean {o['sim_mean']} / sim_std {o['sim_std']} / sim_threshold {o['sim_threshold']}")
+    print(
+        f"\nOfficial constants (MemRL's embedder): sim_mean {o['sim_mean']} / sim_std {o['sim_std']} / sim_threshold {o['sim_threshold']}"
+    )
 
 
 if __name__ == "__main__":

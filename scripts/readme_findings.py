@@ -33,7 +33,7 @@ def replace_block(text: str, table: str) -> str:
     if text.count(START) != 1 or text.count(END) != 1:
         raise ValueError(f"README.md must hold the markers {START} and {END} once each")
     before, rest = text.split(START)
-    return before + START + "\n" + table + rest[rest.index(END):]
+    return before + START + "\n" + table + rest[rest.index(END) :]
 
 
 def main() -> int:

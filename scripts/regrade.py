@@ -34,11 +34,31 @@ def regrade(folder: Path, mmlu: dict[str, dict]) -> tuple[list[dict], list[dict]
     for episode in run.played:
         record = mmlu[episode.task_id]
         call = acting[episode.episode_id][-1]
-        reading = read_answer(call["completion"], "letter", finished=call["finish_reason"] != "length", choices=record["choices"], question=record["question"])
+        reading = read_answer(
+            call["completion"], "letter", finished=call["finish_reason"] != "length", choices=record["choices"], question=record["question"]
+        )
         old_answer = episode.turns[-1].action if episode.turns and episode.turns[-1].action else None
-        rows.append({"phase": episode.phase, "old": episode.success, "new": reading.answer == record["answer"], "old_answer": old_answer, "new_answer": reading.answer})
+        rows.append(
+            {
+                "phase": episode.phase,
+                "old": episode.success,
+                "new": reading.answer == record["answer"],
+                "old_answer": old_answer,
+                "new_answer": reading.answer,
+            }
+        )
         if reading.answer != old_answer:
-            changes.append({"run": folder.name, "episode": episode.episode_id, "old": old_answer, "new": reading.answer, "rule": reading.rule, "finish_reason": call["finish_reason"], "completion": call["completion"]})
+            changes.append(
+                {
+                    "run": folder.name,
+                    "episode": episode.episode_id,
+                    "old": old_answer,
+                    "new": reading.answer,
+                    "rule": reading.rule,
+                    "finish_reason": call["finish_reason"],
+                    "completion": call["completion"],
+                }
+            )
     return rows, changes
 
 
@@ -62,14 +82,23 @@ def main() -> None:
                 of_phase = [r for r in rows if r["phase"] == phase]
                 by_method[(f"{folder.parent.name}/{method}", phase)] += of_phase
                 differ = sum(r["old_answer"] != r["new_answer"] for r in of_phase)
-                print(f"| {folder.parent.name}/{folder.name} | {phase} | {len(of_phase)} | {sum(r['old'] for r in of_phase) / len(of_phase):.3f} | {sum(r['new'] for r in of_phase) / len(of_phase):.3f} | {differ} |")
+                print(
+                    f"| {folder.parent.name}/{folder.name} | {phase} | {len(of_phase)} | "
+                    f"{sum(r['old'] for r in of_phase) / len(of_phase):.3f} | {sum(r['new'] for r in of_phase) / len(of_phase):.3f} | "
+                    f"{differ} |"
+                )
     print("\n| group/method | phase | episodes | SR then | SR now | change |")
     print("|---|---|---:|---:|---:|---:|")
     for (method, phase), rows in sorted(by_method.items()):
         then, now = sum(r["old"] for r in rows) / len(rows), sum(r["new"] for r in rows) / len(rows)
         print(f"| {method} | {phase} | {len(rows)} | {then:.3f} | {now:.3f} | {now - then:+.3f} |")
     kinds = Counter((c["old"] is None, c["new"] is None, c["rule"]) for c in all_changes)
-    print(f"\n{len(all_changes)} episodes read differently: " + "; ".join(f"{'none' if o else 'a letter'} -> {'none' if n else 'a letter'} ({rule}): {k}" for (o, n, rule), k in kinds.most_common()))
+    print(
+        f"\n{len(all_changes)} episodes read differently: "
+        + "; ".join(
+            f"{'none' if o else 'a letter'} -> {'none' if n else 'a letter'} ({rule}): {k}" for (o, n, rule), k in kinds.most_common()
+        )
+    )
     if args.changes:
         for change in all_changes:
             print(json.dumps(change, ensure_ascii=False))

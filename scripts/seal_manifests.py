@@ -38,7 +38,10 @@ def seal(folder: Path) -> bool:
     snapshots = sorted(p for p in (folder / "memory").glob("*") if p.is_dir() and not p.name.startswith("."))
     unchecked = [p.name for p in snapshots if not (p / CHECKSUMS).is_file()]
     if unchecked:
-        raise SystemExit(f"seal_manifests: {folder}: memory/{unchecked[0]} has no {CHECKSUMS}; rebuild its memory first (delete memory/ and {COMPLETE}, and re-run its command); not sealed")
+        raise SystemExit(
+            f"seal_manifests: {folder}: memory/{unchecked[0]} has no {CHECKSUMS}; rebuild its memory first (delete memory/ and {COMPLETE}, "
+            "and re-run its command); not sealed"
+        )
     roles, sizes = (manifest.get("env") or {}).get("roles"), manifest.get("split_sizes")
     if not roles or not sizes:
         raise SystemExit(f"seal_manifests: {path} records no roles or split sizes: its schedule's size is unknown; not sealed")

@@ -47,7 +47,10 @@ def main() -> int:
     entries = copy_cache(args.cache, args.dest / "llm_cache.sqlite")
     manifests = sorted(args.dest.rglob("manifest.json"))
     model = json.loads(manifests[0].read_text()).get("model") if manifests else None
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")), platform.processor())
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
+        platform.processor(),
+    )
     size = sum(f.stat().st_size for f in args.dest.rglob("*") if f.is_file())
     facts = {
         "runs": len(manifests),
@@ -56,7 +59,12 @@ def main() -> int:
         "shipped_bytes": size,
         "model": model,
         "timing": json.loads((args.study / "timing.json").read_text()) if (args.study / "timing.json").is_file() else None,
-        "machine": {"cpu": cpu, "cpus": os.cpu_count(), "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1), "platform": platform.platform()},
+        "machine": {
+            "cpu": cpu,
+            "cpus": os.cpu_count(),
+            "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+            "platform": platform.platform(),
+        },
     }
     print(json.dumps(facts, indent=1))
     return 0

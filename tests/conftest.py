@@ -41,6 +41,8 @@ def local_chat_model(local_llm_server: LocalLlamaServer) -> Iterator[OpenAIChatM
     """An OpenAIChatModel on the session's local server: temperature 0, seed 0, at most 32 tokens, no cache."""
     from memrl_bench.llm.client import OpenAIChatModel
 
-    model = OpenAIChatModel(local_llm_server.base_url, LOCAL_MODEL, generation={"temperature": 0.0, "seed": 0, "max_tokens": 32}, max_concurrency=2)
+    model = OpenAIChatModel(
+        local_llm_server.base_url, LOCAL_MODEL, generation={"temperature": 0.0, "seed": 0, "max_tokens": 32}, max_concurrency=2
+    )
     yield model
     model.close()

@@ -234,7 +234,9 @@ def _handler_for(server: FaultServer) -> type[BaseHTTPRequestHandler]:
                 time.sleep(delay)
             if fault.kind == "status":
                 headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
-                self._send_json(fault.status, {"error": {"message": fault.message or f"scripted {fault.status}", "type": "server_error"}}, headers)
+                self._send_json(
+                    fault.status, {"error": {"message": fault.message or f"scripted {fault.status}", "type": "server_error"}}, headers
+                )
                 return
             if fault.kind == "reset":
                 self._reset()
@@ -273,7 +275,15 @@ def _handler_for(server: FaultServer) -> type[BaseHTTPRequestHandler]:
             texts = [inputs] if isinstance(inputs, str) else list(inputs)
             data = [{"object": "embedding", "index": i, "embedding": embedding_vector(t)} for i, t in enumerate(texts)]
             tokens = sum(_words(t) for t in texts)
-            self._send_json(200, {"object": "list", "data": data, "model": body.get("model", MODEL_ID), "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+            self._send_json(
+                200,
+                {
+                    "object": "list",
+                    "data": data,
+                    "model": body.get("model", MODEL_ID),
+                    "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+                },
+            )
 
         def _reset_if_down(self) -> bool:
             if server.down:

@@ -123,7 +123,16 @@ def tiny_mmlu(folder: Path, questions: int = 2) -> Path:
 
     folder.mkdir(parents=True, exist_ok=True)
     for split in ("dev", "validation", "test"):
-        records = [{"id": f"demo/{split}/{i}", "subject": "demo", "question": f"Which letter is number {i} of {split}?", "choices": ["one", "two", "three", "four"], "answer": "B"} for i in range(questions)]
+        records = [
+            {
+                "id": f"demo/{split}/{i}",
+                "subject": "demo",
+                "question": f"Which letter is number {i} of {split}?",
+                "choices": ["one", "two", "three", "four"],
+                "answer": "B",
+            }
+            for i in range(questions)
+        ]
         (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     return folder
 
@@ -134,7 +143,9 @@ def install_distribution(site: Path, name: str, entry_points: dict[str, dict[str
     info = site / f"{name.replace('-', '_')}-1.0.dist-info"  # as wheels name it: the name ends at the first '-'
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("".join(f"[{group}]\n" + "".join(f"{n} = {v}\n" for n, v in points.items()) for group, points in entry_points.items()))
+    (info / "entry_points.txt").write_text(
+        "".join(f"[{group}]\n" + "".join(f"{n} = {v}\n" for n, v in points.items()) for group, points in entry_points.items())
+    )
     for path, text in files.items():
         (site / path).parent.mkdir(parents=True, exist_ok=True)
         (site / path).write_text(text)

@@ -63,7 +63,9 @@ def context(model: ScriptedModel | None, loop: asyncio.AbstractEventLoop, text_e
     return MethodContext(seed=0, embed=embed if text_embed else None, llm=model, run=loop.run_until_complete)
 
 
-def experience(n: int, task: str, success: bool, *, task_id: str | None = None, retrieved: Sequence[RetrievedItem] = (), key: np.ndarray | None = None) -> Experience:
+def experience(
+    n: int, task: str, success: bool, *, task_id: str | None = None, retrieved: Sequence[RetrievedItem] = (), key: np.ndarray | None = None
+) -> Experience:
     """The contract check's training episode n (two turns), with another task id, retrieved items or key if given."""
     exp = checked_experience(n, task, success)
     episode = dataclasses.replace(exp.episode, task_id=task_id or exp.episode.task_id, retrieved=list(retrieved))

@@ -34,9 +34,17 @@ import yaml
 from memrl_bench.methods.base import MethodContext
 
 # $MEMRL_OFFICIAL_DIR first, as for actor.prompt=memrl_alfworld (a worktree has no ../shared of its own).
-OFFICIAL_DIR = Path(os.environ.get("MEMRL_OFFICIAL_DIR") or Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "memrl_official")
+OFFICIAL_DIR = Path(
+    os.environ.get("MEMRL_OFFICIAL_DIR") or Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "memrl_official"
+)
 # Official config file per memrl_bench preset (conf/memrl_preset/<env>.yaml).
-CONFIG_FILES = {"alfworld": "rl_alf_config.yaml", "bigcodebench": "rl_bcb_config.yaml", "llb_os": "rl_llb_config.yaml", "llb_db": "rl_llb_config.yaml", "mmlu": "rl_hle_config.yaml"}
+CONFIG_FILES = {
+    "alfworld": "rl_alf_config.yaml",
+    "bigcodebench": "rl_bcb_config.yaml",
+    "llb_os": "rl_llb_config.yaml",
+    "llb_db": "rl_llb_config.yaml",
+    "mmlu": "rl_hle_config.yaml",
+}
 
 
 def require_official() -> Path:
@@ -248,7 +256,10 @@ class OfficialMemRL:
             self.vectors[text] = np.asarray(key).tolist()
             for our_id, q, success in members:
                 now = datetime.now().isoformat()
-                item = TextualMemoryItem(memory=text, metadata=TextualMemoryMetadata(success=success, q_value=q, q_visits=0, last_used_at=now, full_content=f"Task: {text}"))
+                item = TextualMemoryItem(
+                    memory=text,
+                    metadata=TextualMemoryMetadata(success=success, q_value=q, q_visits=0, last_used_at=now, full_content=f"Task: {text}"),
+                )
                 items.append(item)
                 self._name(item.id, our_id)
         self.text_memory.add(items)
@@ -288,7 +299,15 @@ class OfficialMemRL:
             self.module.as_completed = saved
         now = datetime.now().isoformat()
         metadatas = [
-            {"source_benchmark": "memrl_bench", "success": s, "q_value": float(self.rl.q_init_pos if s else self.rl.q_init_neg), "q_visits": 0, "q_updated_at": now, "last_used_at": now, "reward_ma": 0.0}
+            {
+                "source_benchmark": "memrl_bench",
+                "success": s,
+                "q_value": float(self.rl.q_init_pos if s else self.rl.q_init_neg),
+                "q_visits": 0,
+                "q_updated_at": now,
+                "last_used_at": now,
+                "reward_ma": 0.0,
+            }
             for s in successes
         ]
         results = self.service.add_memories(

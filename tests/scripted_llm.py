@@ -29,7 +29,15 @@ class ScriptedCall:
 
 
 class ScriptedChatModel:
-    def __init__(self, replies: Sequence[str] | Reply, *, fail_on: Iterable[int] = (), name: str = "scripted", context_size: int | None = None, finish_reason: str = "stop"):
+    def __init__(
+        self,
+        replies: Sequence[str] | Reply,
+        *,
+        fail_on: Iterable[int] = (),
+        name: str = "scripted",
+        context_size: int | None = None,
+        finish_reason: str = "stop",
+    ):
         """
         replies: the answers, used in order by the calls that do not fail, or a function
             from the messages to the answer.
@@ -53,7 +61,9 @@ class ScriptedChatModel:
             raise LLMError(f"scripted failure of call {index}", Usage(calls=1, failures=1, latency_s=time.perf_counter() - started))
         budget = self.prompt_budget(overrides)
         if budget is not None and _words(messages) > budget:
-            raise ContextOverflowError(f"request ({_words(messages)} tokens) exceeds the available context size", Usage(calls=1, failures=1))
+            raise ContextOverflowError(
+                f"request ({_words(messages)} tokens) exceeds the available context size", Usage(calls=1, failures=1)
+            )
         if callable(self._replies):
             text = self._replies(messages)
         elif self._answered < len(self._replies):

@@ -33,12 +33,31 @@ class ActorSettings(Settings):
     fuzzy_cutoff: float = Field(0.75, ge=0, le=1, description="difflib similarity needed to map an action onto an admissible command.")
     fuzzy_margin: float = Field(0.1, ge=0, le=1, description="How much closer than every other command the fuzzy match must be.")
     show_admissible: bool = Field(True, description="List the env's admissible commands in the prompt.")
-    prompt: Literal["harness", "memrl_alfworld"] = Field("harness", description="harness: this project's ReAct prompt; memrl_alfworld: the official MemRL ALFWorld agent's.")
-    memrl_official: str | None = Field(None, description="prompt=memrl_alfworld: the official MemRL repository (null: $MEMRL_OFFICIAL_DIR, then ../shared/reference/memrl_official).")
-    stop_sequences: list[str] | None = Field(["\nObservation:"], description="ReAct: sent as `stop` with every call, so that a model starting to write the env's reply ends its action (generation.stop overrides them; null: none).")
-    generation: GenerationSettings = Field(default_factory=GenerationSettings, description="Overrides of the llm group's generation settings.")
+    prompt: Literal["harness", "memrl_alfworld"] = Field(
+        "harness", description="harness: this project's ReAct prompt; memrl_alfworld: the official MemRL ALFWorld agent's."
+    )
+    memrl_official: str | None = Field(
+        None,
+        description=(
+            "prompt=memrl_alfworld: the official MemRL repository (null: $MEMRL_OFFICIAL_DIR, then ../shared/reference/memrl_official)."
+        ),
+    )
+    stop_sequences: list[str] | None = Field(
+        ["\nObservation:"],
+        description=(
+            "ReAct: sent as `stop` with every call, so that a model starting to write the env's reply ends its action (generation.stop "
+            "overrides them; null: none)."
+        ),
+    )
+    generation: GenerationSettings = Field(
+        default_factory=GenerationSettings, description="Overrides of the llm group's generation settings."
+    )
     answer_constraint: Literal["none", "json_schema"] = Field(
-        "none", description="Single-turn multiple choice: json_schema asks, after the free completion, for the final letter in a reply the server holds to a JSON schema (memrl_bench.core.answers), so that no reading decides it."
+        "none",
+        description=(
+            "Single-turn multiple choice: json_schema asks, after the free completion, for the final letter in a reply the server holds to "
+            "a JSON schema (memrl_bench.core.answers), so that no reading decides it."
+        ),
     )
 
     unlisted = ("answer_constraint",)

@@ -62,7 +62,9 @@ class _Recorder:
     transcript: list[dict[str, Any]] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
 
-    async def chat(self, llm: ChatModel, messages: list[dict[str, str]], sample_index: int, generation: dict[str, Any], trimmed_tokens: int = 0) -> Completion:
+    async def chat(
+        self, llm: ChatModel, messages: list[dict[str, str]], sample_index: int, generation: dict[str, Any], trimmed_tokens: int = 0
+    ) -> Completion:
         start = time.perf_counter()
         try:
             completion = await llm.chat(messages, sample_index=sample_index, **generation)
@@ -74,7 +76,9 @@ class _Recorder:
             self.step_act_s += time.perf_counter() - start
         self.usage.add(completion.usage)
         self.info["max_prompt_tokens"] = max(self.info.get("max_prompt_tokens", 0), completion.usage.prompt_tokens)
-        dropped = {"dropped_chars": completion.dropped_chars} if completion.dropped_chars else {}  # cut at memrl_bench.llm.completion_char_cap
+        dropped = (
+            {"dropped_chars": completion.dropped_chars} if completion.dropped_chars else {}
+        )  # cut at memrl_bench.llm.completion_char_cap
         if dropped:
             self.info["dropped_completion_chars"] = self.info.get("dropped_completion_chars", 0) + completion.dropped_chars
         if self.keep_transcript:
@@ -114,8 +118,16 @@ class _Recorder:
         usage = completion.usage
         self.turns.append(
             Turn(
-                action=action, observation=observation, reward=reward, raw_output=completion.text, latency_s=latency, finish_reason=completion.finish_reason,
-                prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, cache_hit=completion.cached, **details,
+                action=action,
+                observation=observation,
+                reward=reward,
+                raw_output=completion.text,
+                latency_s=latency,
+                finish_reason=completion.finish_reason,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                cache_hit=completion.cached,
+                **details,
             )
         )
         self.step_act_s = 0.0
@@ -158,7 +170,9 @@ class _LLMActor(Actor):
     async def _play(self, job: Job, env: Env, rec: _Recorder) -> tuple[EpisodeStatus, bool]:
         """Play the episode into `rec`; return (status, success). LLMError / _EnvFailure end it early."""
 
-    async def _fit(self, build: Callable[[int], list[dict[str, str]]], most: int, hint: int, generation: dict[str, Any]) -> tuple[list[dict[str, str]], int, int]:
+    async def _fit(
+        self, build: Callable[[int], list[dict[str, str]]], most: int, hint: int, generation: dict[str, Any]
+    ) -> tuple[list[dict[str, str]], int, int]:
         """The messages `build(n)` with the largest n <= `most` history turns (trying `hint`,
         the turns kept last time plus one, first) whose prompt leaves room for the
         completion; with n and the tokens left out. Unchanged (n = most, nothing left out)
@@ -179,7 +193,9 @@ class _LLMActor(Actor):
                 messages = build(kept)
                 tokens = (await self.llm.count_tokens(messages)).tokens
         if tokens > budget:
-            raise ContextOverflowError(f"the prompt needs {tokens} tokens without any history turn; the model's context leaves {budget} for it", Usage())
+            raise ContextOverflowError(
+                f"the prompt needs {tokens} tokens without any history turn; the model's context leaves {budget} for it", Usage()
+            )
         return messages, kept, full - tokens
 
 
@@ -203,7 +219,10 @@ def system_prompt(template: str, env: Env, memory_block: str) -> str:
 # "**Action**:", "### Action", "- Thought:". Without a colon only when nothing follows on the line.
 _LABEL = r"(think|thought|thoughts|reasoning|observation|action|act)"
 _EMPHASIS = r"(?:\*\*|__|\*|_)?"
-_LABEL_LINE = re.compile(rf"^[ \t]*(?:#{{1,6}}[ \t]*|[-*>][ \t]+)?{_EMPHASIS}{_LABEL}{_EMPHASIS}[ \t]*(?::{_EMPHASIS}|{_EMPHASIS}[ \t]*$)", re.IGNORECASE | re.MULTILINE)
+_LABEL_LINE = re.compile(
+    rf"^[ \t]*(?:#{{1,6}}[ \t]*|[-*>][ \t]+)?{_EMPHASIS}{_LABEL}{_EMPHASIS}[ \t]*(?::{_EMPHASIS}|{_EMPHASIS}[ \t]*$)",
+    re.IGNORECASE | re.MULTILINE,
+)
 _INLINE_ACTION = re.compile(rf"(?<![\w-]){_EMPHASIS}act(?:ion)?{_EMPHASIS}[ \t]*:{_EMPHASIS}", re.IGNORECASE)
 # The environments' own action words (LLB DB's "SQL:" / "ANSWER:" / "COMMIT", LLB OS's "answer:" / "finish").
 _ENV_WORD = r"(sql|answer|final answer)[ \t]*:"
@@ -395,8 +414,13 @@ class ReActActor(_LLMActor):
         status, success = ended(verdict, rec.info)
         return ("step_limit" if status == "ok" else status), success
 
-    def _messages(self, system: str, task: Task, first_observation: str, turns: list[Turn], info: dict[str, Any], shown: int) -> list[dict[str, str]]:
-        return [{"role": "system", "content": system}, {"role": "user", "content": self._user_prompt(task, first_observation, turns, info, shown)}]
+    def _messages(
+        self, system: str, task: Task, first_observation: str, turns: list[Turn], info: dict[str, Any], shown: int
+    ) -> list[dict[str, str]]:
+        return [
+            {"role": "system", "content": system},
+            {"role": "user", "content": self._user_prompt(task, first_observation, turns, info, shown)},
+        ]
 
     def _user_prompt(self, task: Task, first_observation: str, turns: list[Turn], info: dict[str, Any], shown: int) -> str:
         """The task, the first observation, the last `shown` turns and the admissible commands."""
@@ -407,7 +431,9 @@ class ReActActor(_LLMActor):
         history = "\n" + "\n".join(lines) + "\n" if lines else ""
         commands = info.get("admissible_commands")
         admissible = f"\nAdmissible actions: {', '.join(commands)}\n" if commands and self.cfg.show_admissible else ""
-        return prompts.render("react_user", task=task.description, first_observation=first_observation.strip(), history=history, admissible=admissible)
+        return prompts.render(
+            "react_user", task=task.description, first_observation=first_observation.strip(), history=history, admissible=admissible
+        )
 
 
 class SingleTurnActor(_LLMActor):
@@ -424,15 +450,28 @@ class SingleTurnActor(_LLMActor):
         messages, _, _ = await self._fit(lambda _: messages, 0, 0, self.generation)  # nothing to trim: fits or context_exceeded
         completion = await rec.chat(self.llm, messages, job.sample_index, self.generation)
         reading = read_answer(
-            completion.text, info.get("answer_format", "text"), finished=completion.finish_reason != "length",
-            letters=info.get("answer_letters", "ABCD"), choices=info.get("answer_choices"), question=info.get("answer_question", ""),
+            completion.text,
+            info.get("answer_format", "text"),
+            finished=completion.finish_reason != "length",
+            letters=info.get("answer_letters", "ABCD"),
+            choices=info.get("answer_choices"),
+            question=info.get("answer_question", ""),
         )
         rec.info["answer_rule"] = reading.rule
         if self.cfg.answer_constraint == "json_schema" and info.get("answer_format") == "letter":
             # The free completion stays in the transcript; what the reader took from it, for the report's comparison.
             rec.info.update(free_answer=reading.answer, free_answer_rule=reading.rule)
-            messages = [*messages, {"role": "assistant", "content": completion.text}, {"role": "user", "content": prompts.load("constrained_answer").strip()}]
-            completion = await rec.chat(self.llm, messages, job.sample_index, {**self.generation, "max_tokens": 32, "response_format": letter_schema(info.get("answer_letters", "ABCD"))})
+            messages = [
+                *messages,
+                {"role": "assistant", "content": completion.text},
+                {"role": "user", "content": prompts.load("constrained_answer").strip()},
+            ]
+            completion = await rec.chat(
+                self.llm,
+                messages,
+                job.sample_index,
+                {**self.generation, "max_tokens": 32, "response_format": letter_schema(info.get("answer_letters", "ABCD"))},
+            )
             reading = read_constrained(completion.text, info.get("answer_letters", "ABCD"))
             rec.info["answer_rule"] = reading.rule
         if reading.answer is None:

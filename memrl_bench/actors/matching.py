@@ -73,7 +73,10 @@ def same_intent(action: str, command: str) -> bool:
     return (
         verb == command_verb
         and len(objects) == len(command_objects)
-        and all(name == other_name and number in (None, other_number) for (name, number), (other_name, other_number) in zip(objects, command_objects))
+        and all(
+            name == other_name and number in (None, other_number)
+            for (name, number), (other_name, other_number) in zip(objects, command_objects)
+        )
     )
 
 

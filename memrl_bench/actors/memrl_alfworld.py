@@ -44,18 +44,28 @@ def official_folder(configured: str | None) -> Path:
     if configured or os.environ.get("MEMRL_OFFICIAL_DIR"):
         folder = Path(configured or os.environ["MEMRL_OFFICIAL_DIR"]).expanduser()
     else:
-        candidates = [Path.cwd() / "../shared/reference/memrl_official", Path(__file__).resolve().parents[3] / "shared/reference/memrl_official"]
+        candidates = [
+            Path.cwd() / "../shared/reference/memrl_official",
+            Path(__file__).resolve().parents[3] / "shared/reference/memrl_official",
+        ]
         folder = next((p for p in candidates if p.exists()), candidates[-1])
     missing = [name for name in (EXAMPLES_FILE, PROMPTS_FILE) if not (folder / name).is_file()]
     if missing:
-        raise DataMissingError(f"actor.prompt=memrl_alfworld reads the official MemRL repository (MIT, github.com/MemTensor/MemRL): {missing[0]} not found in {folder.resolve()}; set actor.memrl_official or $MEMRL_OFFICIAL_DIR")
+        raise DataMissingError(
+            f"actor.prompt=memrl_alfworld reads the official MemRL repository (MIT, github.com/MemTensor/MemRL): {missing[0]} not found in "
+            f"{folder.resolve()}; set actor.memrl_official or $MEMRL_OFFICIAL_DIR"
+        )
     return folder.resolve()
 
 
 def _string_constant(source: str, name: str) -> str:
     """The value of a module-level `name = "..."` in Python source, read without running it."""
     for node in ast.parse(source).body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets) and isinstance(node.value, ast.Constant):
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+            and isinstance(node.value, ast.Constant)
+        ):
             return node.value.value
     raise ValueError(f"no string constant {name} in the official {PROMPTS_FILE}")
 
@@ -106,5 +116,7 @@ class MemRLAlfworldPrompt:
         if memory_block.strip():
             messages.append({"role": "system", "content": prompts.render("memrl_alfworld_memories", memories=memory_block.strip())})
         # The official task text is the first observation without its welcome banner, paragraphs joined by single newlines.
-        messages.append({"role": "user", "content": prompts.render("memrl_alfworld_task", task="\n".join(first_observation.strip().split("\n\n")))})
+        messages.append(
+            {"role": "user", "content": prompts.render("memrl_alfworld_task", task="\n".join(first_observation.strip().split("\n\n")))}
+        )
         return Conversation(messages)

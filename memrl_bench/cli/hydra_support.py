@@ -98,7 +98,9 @@ class PartSettings(ConfigSource):
 
     def is_group(self, config_path: str) -> bool:
         parts = config_path.strip("/").split("/")
-        return config_path.strip("/") == "" or (parts[0] == self.GROUP and (len(parts) == 1 or (len(parts) == 2 and parts[1] in registry.KINDS)))
+        return config_path.strip("/") == "" or (
+            parts[0] == self.GROUP and (len(parts) == 1 or (len(parts) == 2 and parts[1] in registry.KINDS))
+        )
 
     def is_config(self, config_path: str) -> bool:
         return self._named(config_path) is not None
@@ -177,8 +179,13 @@ def sweep_jobs(arguments: list[str]) -> list[list[str]]:
         if not override.is_sweep_override():
             by_key[key] = [f"{key}={override.get_value_element_as_str()}"]
         elif override.is_discrete_sweep():
-            if override.is_range_sweep() and sum(1 for _ in itertools.islice(override.value().range(), MAX_SWEEP_JOBS + 1)) > MAX_SWEEP_JOBS:
-                raise SweepTooLargeError(f"{override.input_line}: more than {MAX_SWEEP_JOBS} values")  # before Hydra lists it (shuffle does)
+            if (
+                override.is_range_sweep()
+                and sum(1 for _ in itertools.islice(override.value().range(), MAX_SWEEP_JOBS + 1)) > MAX_SWEEP_JOBS
+            ):
+                raise SweepTooLargeError(
+                    f"{override.input_line}: more than {MAX_SWEEP_JOBS} values"
+                )  # before Hydra lists it (shuffle does)
             by_key[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
         else:
             raise HydraException(f"{override.input_line}: range and interval sweeps are not supported by the basic sweeper")

@@ -66,7 +66,11 @@ def _outcome(err: BaseException, run_dir: Path | None = None) -> tuple[str, int]
     if user is not None:
         return f"error: {user}", 2
     if getattr(err, "status_code", None) in (401, 403) and type(err).__module__.startswith("openai"):  # the embeddings server's
-        return f"error: a server refused the API key ({redact_server_text(str(err))}); set a valid key in the variable embedder.api_key_env names", 2
+        return (
+            f"error: a server refused the API key ({redact_server_text(str(err))}); set a valid key in the variable embedder.api_key_env "
+            "names",
+            2,
+        )
     if isinstance(err, LLMOutageError):
         kept = f"every finished batch is kept in {run_dir}; " if run_dir is not None and (run_dir / MANIFEST).exists() else ""
         return f"stopped: {err}; {kept}re-run the same command once the server is back", 3
@@ -149,10 +153,22 @@ def _run_study(cfg: DictConfig, overrides: list[str]) -> None:
     study_dir = results_dir / cfg.experiment_name
     study_dir.mkdir(parents=True, exist_ok=True)
     try:
-        timing = run_study(list(cfg.study.presets), results_dir, study_dir, passed_on(overrides), int(cfg.study.workers), bool(cfg.progress), list(cfg.study.get("grids") or []), bool(cfg.study.get("in_order")))
+        timing = run_study(
+            list(cfg.study.presets),
+            results_dir,
+            study_dir,
+            passed_on(overrides),
+            int(cfg.study.workers),
+            bool(cfg.progress),
+            list(cfg.study.get("grids") or []),
+            bool(cfg.study.get("in_order")),
+        )
     except StudyError as err:
         _exit(f"error: {err}", 2)
-    print(f"{timing['runs']} runs in {timing['runs_wall_s']:.0f} s, findings in {timing['findings_wall_s']:.0f} s ({timing['workers']} workers)")
+    print(
+        f"{timing['runs']} runs in {timing['runs_wall_s']:.0f} s, findings in {timing['findings_wall_s']:.0f} s ({timing['workers']} "
+        "workers)"
+    )
     print(f"findings: {study_dir / 'findings.md'}; report: memrl-bench-report {study_dir}")
 
 

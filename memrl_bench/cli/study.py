@@ -86,7 +86,11 @@ def passed_on(overrides: list[str]) -> list[str]:
     """The command-line overrides that apply to every preset: not a preset (the study's own
     +experiment), not Hydra's settings of the study's app, not what the study sets itself."""
     keys = [o.key_or_group.lstrip("+~") for o in parsed(overrides)]
-    return [line for line, key in zip(overrides, keys) if role_of(key) is not KeyRole.PRESET and key.split(".")[0] not in ("hydra", *_SET_BY_STUDY)]
+    return [
+        line
+        for line, key in zip(overrides, keys)
+        if role_of(key) is not KeyRole.PRESET and key.split(".")[0] not in ("hydra", *_SET_BY_STUDY)
+    ]
 
 
 def study_jobs(presets: list[str], common: list[str], grids: list[str] | None = None) -> list[list[str]]:
@@ -96,7 +100,16 @@ def study_jobs(presets: list[str], common: list[str], grids: list[str] | None = 
     return list({tuple(sorted(job)): job for job in jobs}.values())
 
 
-def run_study(presets: list[str], results_dir: Path, study_dir: Path, overrides: list[str], workers: int, progress: bool = False, grids: list[str] | None = None, in_order: bool = False) -> dict:
+def run_study(
+    presets: list[str],
+    results_dir: Path,
+    study_dir: Path,
+    overrides: list[str],
+    workers: int,
+    progress: bool = False,
+    grids: list[str] | None = None,
+    in_order: bool = False,
+) -> dict:
     """Every preset's jobs (on every grid) in `workers` processes, then the findings in `study_dir`; the timings.
     `in_order`: each preset's jobs finish before the next preset's start (a later preset reads an earlier one's runs: transfer)."""
     from tqdm import tqdm
@@ -110,7 +123,10 @@ def run_study(presets: list[str], results_dir: Path, study_dir: Path, overrides:
     stages = [study_jobs([preset], common, grids) for preset in presets] if in_order else [study_jobs(presets, common, grids)]
     jobs = [job for stage in stages for job in stage]
     # fork: the workers inherit the imported harness instead of importing it again
-    with ProcessPoolExecutor(max(1, workers), mp_context=multiprocessing.get_context("fork")) as pool, tqdm(total=len(jobs), unit="run", desc="critique study", disable=not progress) as bar:
+    with (
+        ProcessPoolExecutor(max(1, workers), mp_context=multiprocessing.get_context("fork")) as pool,
+        tqdm(total=len(jobs), unit="run", desc="critique study", disable=not progress) as bar,
+    ):
         for stage in stages:
             for done in pool.map(run_jobs, [stage[i : i + CHUNK] for i in range(0, len(stage), CHUNK)]):
                 bar.update(done)

@@ -27,7 +27,10 @@ def summary_lines(name: str, metrics: dict) -> list[str]:
         lines.append(f"  {phase:<26} epoch {last!s:>3}  SR {_pct(by_epoch[last])}{extra}")
     mem = metrics.get("memory_final", {})
     if mem.get("items"):
-        lines.append(f"  memory: {mem['items']} items, never retrieved in any phase {_pct(mem['never_retrieved_any_phase_share'])}%, retrieval Gini {mem['retrieval_gini']:.2f}")
+        lines.append(
+            f"  memory: {mem['items']} items, never retrieved in any phase {_pct(mem['never_retrieved_any_phase_share'])}%, retrieval Gini "
+            f"{mem['retrieval_gini']:.2f}"
+        )
     return lines
 
 

@@ -61,7 +61,15 @@ class Reading:
     cut: bool = False  # cut at the token limit before stating an answer: the episode's status is "truncated"
 
 
-def read_answer(completion: str, answer_format: str, *, finished: bool = True, letters: str = "ABCD", choices: list[str] | None = None, question: str = "") -> Reading:
+def read_answer(
+    completion: str,
+    answer_format: str,
+    *,
+    finished: bool = True,
+    letters: str = "ABCD",
+    choices: list[str] | None = None,
+    question: str = "",
+) -> Reading:
     """The answer of `completion` under `answer_format`'s policy (module doc). `finished` is false
     for a completion cut at the token limit; `choices` and `question` serve the letter policy."""
     if answer_format == "letter":
@@ -90,7 +98,8 @@ def _normal(text: str) -> str:
 def _letter_at(text: str, letters: str) -> str | None:
     """The choice letter `text` starts with, after markup, brackets and "option" / "choice" / "letter"."""
     found = re.match(
-        rf"{_MARKUP}(?:\(|\[)?{_MARKUP}(?:(?:option|choice|letter)[ \t]*)?(?:\(|\[)?{_MARKUP}([{re.escape(letters)}])(?![A-Za-z0-9'])(.{{0,16}})",
+        rf"{_MARKUP}(?:\(|\[)?{_MARKUP}(?:(?:option|choice|letter)[ "
+        rf"\t]*)?(?:\(|\[)?{_MARKUP}([{re.escape(letters)}])(?![A-Za-z0-9'])(.{{0,16}})",
         text,
         re.IGNORECASE | re.DOTALL,
     )
@@ -165,7 +174,12 @@ def _read_letter(completion: str, finished: bool, letters: str, choices: list[st
 
 def letter_schema(letters: str) -> dict[str, Any]:
     """The `response_format` of a constrained answer: {"answer": one of the letters}."""
-    schema = {"type": "object", "properties": {"answer": {"type": "string", "enum": list(letters)}}, "required": ["answer"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "enum": list(letters)}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    }
     return {"type": "json_schema", "json_schema": {"name": "answer", "strict": True, "schema": schema}}
 
 
@@ -175,4 +189,8 @@ def read_constrained(completion: str, letters: str) -> Reading:
         answer = json.loads(completion)["answer"]
     except (ValueError, TypeError, KeyError):
         return Reading(None, "constrained reply is not the schema's JSON")
-    return Reading(answer, "constrained") if isinstance(answer, str) and answer in letters else Reading(None, "constrained reply is no choice letter")
+    return (
+        Reading(answer, "constrained")
+        if isinstance(answer, str) and answer in letters
+        else Reading(None, "constrained reply is no choice letter")
+    )

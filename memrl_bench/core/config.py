@@ -42,7 +42,21 @@ class ConfigMismatchError(InputError, RuntimeError):
     """The run folder holds a run of a different config."""
 
 
-TOP_LEVEL_KEYS = ("env", "method", "llm", "embedder", "protocol", "actor", "seed", "task_order_seed", "experiment_name", "results_dir", "progress", "transcripts", "hydra")
+TOP_LEVEL_KEYS = (
+    "env",
+    "method",
+    "llm",
+    "embedder",
+    "protocol",
+    "actor",
+    "seed",
+    "task_order_seed",
+    "experiment_name",
+    "results_dir",
+    "progress",
+    "transcripts",
+    "hydra",
+)
 
 
 # ---- the roles of config keys -------------------------------------------------------------
@@ -58,7 +72,9 @@ class KeyRole(str, Enum):
     REPLICATE = "replicate"  # seeds: hashed and named, aggregated over
     PRESET = "preset"  # a selection of other keys (+experiment=..., a study): its keys are hashed and named, not it
     PLACE = "place"  # where a run is written: neither hashed nor named
-    OPERATION = "operation"  # how a run goes, not what it computes: neither hashed nor named, so e.g. raising llm.max_concurrency resumes a run
+    OPERATION = (
+        "operation"  # how a run goes, not what it computes: neither hashed nor named, so e.g. raising llm.max_concurrency resumes a run
+    )
 
 
 # A key's role covers what is below it (hydra: the whole group). Keys not listed are conditions.
@@ -215,7 +231,9 @@ def run_name(overrides: Iterable[str]) -> str:
 
 
 def cache_root() -> Path:
-    """Where the harness keeps what it can compute again (models, LLM responses, embeddings, gold checks): ${MEMRL_BENCH_CACHE:-~/.cache/memrl-bench}."""
+    """Where the harness keeps what it can compute again (models, LLM responses, embeddings, gold checks):
+    ${MEMRL_BENCH_CACHE:-~/.cache/memrl-bench}.
+    """
     return Path(os.environ.get("MEMRL_BENCH_CACHE") or "~/.cache/memrl-bench").expanduser()
 
 
@@ -231,7 +249,9 @@ def results_folder(results_dir: Any, experiment_name: Any) -> Path:
         raise ConfigError(f"experiment_name: must be a relative folder name inside results_dir, without '..' (got {name!r})")
     long = next((p for p in parts if len(p.encode()) > NAME_MAX_BYTES), None)
     if long is not None:
-        raise ConfigError(f"experiment_name: a folder name has at most {NAME_MAX_BYTES} bytes, got one of {len(long.encode())} ({long[:40]}...)")
+        raise ConfigError(
+            f"experiment_name: a folder name has at most {NAME_MAX_BYTES} bytes, got one of {len(long.encode())} ({long[:40]}...)"
+        )
     if not str(results_dir) or "\0" in str(results_dir):
         raise ConfigError(f"results_dir: must name a folder (got {results_dir!r})")
     root = Path(str(results_dir)).expanduser()

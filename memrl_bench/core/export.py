@@ -78,7 +78,12 @@ def run_settings(runs: list[tuple[str, RunRecords]]) -> dict[str, dict[str, Any]
     settings = {}
     for name, run in runs:
         config = run.manifest.config
-        fixed = {"method": run.manifest.method, "env": (config.get("env") or {}).get("name"), "seed": config.get("seed"), "task_order_seed": config.get("task_order_seed", config.get("seed"))}
+        fixed = {
+            "method": run.manifest.method,
+            "env": (config.get("env") or {}).get("name"),
+            "seed": config.get("seed"),
+            "task_order_seed": config.get("task_order_seed", config.get("seed")),
+        }
         settings[name] = fixed | {k: flat[name].get(k) for k in varied if k not in ("method.name", "env.name", *ALWAYS)}
     return settings
 
@@ -131,12 +136,39 @@ def episodes_frame(runs: list[tuple[str, RunRecords]]) -> pd.DataFrame:
 def retrievals_frame(runs: list[tuple[str, RunRecords]]) -> pd.DataFrame:
     """One row per retrieved memory of every episode, in rank order (rank 0 first)."""
     rows = [
-        {"run": name, "episode_id": e.episode_id, "task_id": e.task_id, "phase": e.phase, "split": e.split, "epoch": e.epoch, "success": e.success, "rank": rank, **r.to_dict()}
+        {
+            "run": name,
+            "episode_id": e.episode_id,
+            "task_id": e.task_id,
+            "phase": e.phase,
+            "split": e.split,
+            "epoch": e.epoch,
+            "success": e.success,
+            "rank": rank,
+            **r.to_dict(),
+        }
         for name, run in runs
         for e in run.episodes
         for rank, r in enumerate(e.retrieved)
     ]
-    columns = ["run", "episode_id", "task_id", "phase", "split", "epoch", "success", "rank", "item_id", "similarity", "q_value", "score", "source_task_id", "source_episode_id", "source_epoch", "source_success"]
+    columns = [
+        "run",
+        "episode_id",
+        "task_id",
+        "phase",
+        "split",
+        "epoch",
+        "success",
+        "rank",
+        "item_id",
+        "similarity",
+        "q_value",
+        "score",
+        "source_task_id",
+        "source_episode_id",
+        "source_epoch",
+        "source_success",
+    ]
     return _frame(rows, run_settings(runs), tuple(columns)) if rows else pd.DataFrame(columns=columns)
 
 
@@ -170,9 +202,16 @@ def write_table(frame: pd.DataFrame, out: Path, name: str) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="memrl-bench-export", description="Every episode of every run folder under DIR as a table (Parquet and CSV), with the runs' settings as columns.")
-    parser.add_argument("results_dir", type=Path, help="a results folder (searched for run folders holding manifest.json), or one run folder")
-    parser.add_argument("--out", type=Path, default=None, help="where to write episodes.parquet and episodes.csv (default: RESULTS_DIR/export)")
+    parser = argparse.ArgumentParser(
+        prog="memrl-bench-export",
+        description="Every episode of every run folder under DIR as a table (Parquet and CSV), with the runs' settings as columns.",
+    )
+    parser.add_argument(
+        "results_dir", type=Path, help="a results folder (searched for run folders holding manifest.json), or one run folder"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="where to write episodes.parquet and episodes.csv (default: RESULTS_DIR/export)"
+    )
     parser.add_argument("--retrievals", action="store_true", help="also write retrievals.parquet and .csv: one row per retrieved memory")
     args = parser.parse_args(argv)
     try:

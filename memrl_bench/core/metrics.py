@@ -123,7 +123,9 @@ def _add_latency(stages: dict[str, list[float]], stage: str, seconds: float, cac
 
 
 def _percentiles(stages: dict[str, list[float]]) -> dict[str, dict[str, float]]:
-    return {stage: {"p50": float(np.percentile(v, 50)), "p95": float(np.percentile(v, 95)), "n": len(v)} for stage, v in sorted(stages.items())}
+    return {
+        stage: {"p50": float(np.percentile(v, 50)), "p95": float(np.percentile(v, 95)), "n": len(v)} for stage, v in sorted(stages.items())
+    }
 
 
 def memory_growth(records: list[Episode]) -> dict[int, dict[str, float]]:
@@ -198,7 +200,12 @@ def retrieval_similarity(records: list[Episode]) -> dict[str, dict[str, Any]]:
     for phase, pairs in sorted(by_phase.items()):
         top = np.array([t for t, _ in pairs])
         quantiles = {f"q{int(100 * q):02d}": float(np.quantile(top, q)) for q in SIMILARITY_QUANTILES}
-        out[phase] = {"n": len(pairs), **quantiles, "threshold": pairs[0][1], "below_threshold_share": float(np.mean([t < h for t, h in pairs]))}
+        out[phase] = {
+            "n": len(pairs),
+            **quantiles,
+            "threshold": pairs[0][1],
+            "below_threshold_share": float(np.mean([t < h for t, h in pairs])),
+        }
     return out
 
 
@@ -206,7 +213,8 @@ def similarity_warnings(similarity: dict[str, dict[str, Any]]) -> list[str]:
     """One line per held-out phase where the threshold removes more than THRESHOLD_WARNING_SHARE of the retrievals."""
     return [
         f"memrl-bench: warning: {phase}: the similarity threshold {s['threshold']} removed {100 * s['below_threshold_share']:.0f}% of "
-        f"{s['n']} retrievals (median best similarity {s['q50']:.2f}); the method may be off here. Calibrate it from training data: README.md, MemRL with another embedder"
+        f"{s['n']} retrievals (median best similarity {s['q50']:.2f}); the method may be off here. Calibrate it from training data: "
+        "README.md, MemRL with another embedder"
         for phase, s in similarity.items()
         if phase != "train" and s["below_threshold_share"] > THRESHOLD_WARNING_SHARE
     ]
@@ -223,7 +231,11 @@ def spearman(x: list[float], y: list[float]) -> float | None:
 def synthetic_q_utility(records: list[Episode], items: list[MemoryItem]) -> dict[str, Any]:
     """Synthetic env: Spearman(final Q, true utility) over stored memories."""
     utility = {r.episode_id: r.info["lesson_utility"] for r in records if r.info.get("synthetic")}
-    pairs = [(i.fields["q_value"], utility[i.provenance.episode_id]) for i in items if "q_value" in i.fields and i.provenance.episode_id in utility]
+    pairs = [
+        (i.fields["q_value"], utility[i.provenance.episode_id])
+        for i in items
+        if "q_value" in i.fields and i.provenance.episode_id in utility
+    ]
     if not pairs:
         return {}
     q, u = zip(*pairs)
@@ -250,7 +262,11 @@ def compute(records: list[Episode], items: list[MemoryItem] | None = None, label
         "step_latency_s": step_latency_percentiles(records),
         "memory_growth": memory_growth(records),
         "usage": usage_totals(records),
-        "memory_final": {"items": len(items), "never_retrieved_any_phase_share": spread["never_retrieved"], "retrieval_gini": spread["gini"]},
+        "memory_final": {
+            "items": len(items),
+            "never_retrieved_any_phase_share": spread["never_retrieved"],
+            "retrieval_gini": spread["gini"],
+        },
     }
     similarity = retrieval_similarity(records)
     if similarity:
@@ -391,7 +407,10 @@ def oracle_regret(records: list[Episode], env: Any, k: int) -> dict[str, Any]:
     position = _batch_positions(records)
     bank_records = [r for r in records if r.phase == "train"]
     # each memory as its method stored it: with the success it learned (env.learned_success)
-    bank = [RetrievedItem(r.episode_id, 0.0, None, None, r.task_id, r.episode_id, r.epoch, env.learned_success(r.episode_id, r.success)) for r in bank_records]
+    bank = [
+        RetrievedItem(r.episode_id, 0.0, None, None, r.task_id, r.episode_id, r.epoch, env.learned_success(r.episode_id, r.success))
+        for r in bank_records
+    ]
     written_at = np.array([position[r.episode_id] for r in bank_records], dtype=np.int64)
     tasks = {t.id: t for split in {r.split for r in bank_records} for t in env.tasks(split)}
     types = sorted({tasks[r.task_id].data["task_type"] for r in bank_records})

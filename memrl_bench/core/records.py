@@ -15,7 +15,17 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from memrl_bench.core.runfolder import COMPLETE, EPISODES, MANIFEST, CorruptRunFolderError, RunFolder, UnreadableJSONError, duplicate_ids, parse_json, regular_lines
+from memrl_bench.core.runfolder import (
+    COMPLETE,
+    EPISODES,
+    MANIFEST,
+    CorruptRunFolderError,
+    RunFolder,
+    UnreadableJSONError,
+    duplicate_ids,
+    parse_json,
+    regular_lines,
+)
 from memrl_bench.core.schema import Episode, ManifestRecord, MemoryItem, MetricsRecord, read_record
 
 
@@ -95,10 +105,19 @@ def read_run(path: Path | str, require_complete: bool = False) -> RunRecords:
         raise CorruptRunFolderError(f"{folder.episodes_path}: no episodes yet")
     twice = duplicate_ids(raw)
     if twice:
-        raise CorruptRunFolderError(f"{folder.episodes_path} logs {len(twice)} episode ids more than once (e.g. {twice[0]}): two processes wrote this run")
+        raise CorruptRunFolderError(
+            f"{folder.episodes_path} logs {len(twice)} episode ids more than once (e.g. {twice[0]}): two processes wrote this run"
+        )
     if complete:
         folder.verify_complete(raw_manifest, log)
     raw_metrics = folder.read_metrics()
     metrics = _parsed(MetricsRecord, raw_metrics, str(folder.path / "metrics.json")) if raw_metrics is not None else None
     items = memory_items(folder.snapshot_path("final")) if complete else []
-    return RunRecords(path=folder.path, manifest=manifest, episodes=episode_records(raw, folder.episodes_path), metrics=metrics, items=items, complete=complete)
+    return RunRecords(
+        path=folder.path,
+        manifest=manifest,
+        episodes=episode_records(raw, folder.episodes_path),
+        metrics=metrics,
+        items=items,
+        complete=complete,
+    )

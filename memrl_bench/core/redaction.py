@@ -31,7 +31,26 @@ _SCHEME = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*\\?://")
 _URL_END = re.compile(r"[\s'\"<>`]")  # a URL in a text ends here (a quote closes a quoted override)
 # the words of a query parameter's name that make its value a secret
 CREDENTIAL_WORDS = frozenset(
-    {"key", "apikey", "token", "secret", "password", "passwd", "pwd", "pass", "sig", "signature", "auth", "authorization", "credential", "credentials", "session", "jwt", "bearer", "code"}
+    {
+        "key",
+        "apikey",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "pass",
+        "sig",
+        "signature",
+        "auth",
+        "authorization",
+        "credential",
+        "credentials",
+        "session",
+        "jwt",
+        "bearer",
+        "code",
+    }
 )
 _QUERY_PARAM = re.compile(r"(?P<name>[^=&#?\s]+)(?P<eq>\\?=)(?P<value>[^&#]*)")
 # the characters Hydra escapes with a backslash in the overrides it writes back (a sweep's jobs)
@@ -270,6 +289,10 @@ def hide_url_secrets_from_command_line() -> bool:
                 memory.seek(arg_start)
                 memory.write(masked)
     except (OSError, ValueError, IndexError) as err:
-        print(f"memrl-bench: warning: cannot hide URL passwords and keys of the command line from other processes ({type(err).__name__}: {err}); programs run in process mode can read them", file=sys.stderr)
+        print(
+            f"memrl-bench: warning: cannot hide URL passwords and keys of the command line from other processes ({type(err).__name__}: "
+            f"{err}); programs run in process mode can read them",
+            file=sys.stderr,
+        )
         return False
     return True

@@ -100,7 +100,9 @@ def _assigns(module: str, attribute: str) -> bool:
         return False
     with open(spec.origin, encoding="utf-8") as source:
         tree = ast.parse(source.read())
-    return any(isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attribute for t in node.targets) for node in tree.body)
+    return any(
+        isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attribute for t in node.targets) for node in tree.body
+    )
 
 
 @functools.cache  # the package's own files do not change while it runs; a lookup per run read must not parse them again
@@ -110,7 +112,11 @@ def _built_in(kind: str) -> dict[str, Entry]:
     package, attribute = _PACKAGES[kind]
     found = (m.name for m in pkgutil.iter_modules(importlib.import_module(package).__path__) if not m.name.startswith("_"))
     folder = package.replace(".", "/")
-    return {name: Entry(f"{package}.{name}:{attribute}", f"built in ({folder}/{name}.py)") for name in found if _assigns(f"{package}.{name}", attribute)}
+    return {
+        name: Entry(f"{package}.{name}:{attribute}", f"built in ({folder}/{name}.py)")
+        for name in found
+        if _assigns(f"{package}.{name}", attribute)
+    }
 
 
 def installed(group: str) -> list[tuple[str, Entry]]:
@@ -150,7 +156,9 @@ def config_packages() -> list[str]:
         if spec is None or spec.submodule_search_locations is None:
             raise InputError(f"{entry.source}: no package named {entry.target!r} (it must name the package holding the config folders)")
         if spec.origin is None:  # a folder without __init__.py: Hydra reads pkg:// configs only from a package
-            raise InputError(f"{entry.source}: {entry.target!r} has no __init__.py; add an empty one (Hydra reads configs from packages only)")
+            raise InputError(
+                f"{entry.source}: {entry.target!r} has no __init__.py; add an empty one (Hydra reads configs from packages only)"
+            )
         packages.append(entry.target)
     return packages
 

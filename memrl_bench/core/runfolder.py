@@ -47,13 +47,17 @@ COMPLETE = "COMPLETE"
 LOCK = ".lock"
 CHECKSUMS = "SHA256SUMS"
 REBUILD_HINT = "delete the folder memory/ and re-run the same command: memory is rebuilt from the episode log"
-FINAL_REBUILD_HINT = f"delete the folder memory/ and the {COMPLETE} file, and re-run the same command: memory is rebuilt from the episode log"
+FINAL_REBUILD_HINT = (
+    f"delete the folder memory/ and the {COMPLETE} file, and re-run the same command: memory is rebuilt from the episode log"
+)
 DIGEST = "manifest_sha256"  # the manifest's own digest, a field of it
 SCHEDULE_EPISODES = "schedule_episodes"  # the episodes of the run's whole schedule, recorded in its manifest
 SEAL_HINT = "if it is as its run wrote it, add the digest with `python scripts/seal_manifests.py FOLDER` (a memrl-bench checkout)"
 # What a reader accepts of each kind of file, so a huge or sparse file is one error line, not a MemoryError.
 MAX_SMALL_FILE_BYTES = 16 << 20  # manifest.json, metrics.json, SHA256SUMS, the gold cache: a run writes kilobytes
-MAX_LINE_BYTES = 64 << 20  # one line of episodes.jsonl or items.jsonl: kilobytes as a rule; max_steps turns of capped completions (64 Ki chars at least) at most
+MAX_LINE_BYTES = (
+    64 << 20
+)  # one line of episodes.jsonl or items.jsonl: kilobytes as a rule; max_steps turns of capped completions (64 Ki chars at least) at most
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -98,11 +102,15 @@ def open_regular(path: Path) -> IO[bytes]:
     something else (a FIFO or a device would block or never end a read, so it is never read).
     Symbolic links are followed; FileNotFoundError as open() raises it."""
     if not stat.S_ISREG(os.stat(path).st_mode):
-        raise CorruptRunFolderError(f"{path} is not a regular file (a FIFO, a device, a folder...); a run writes only regular files, so it was put there by hand")
+        raise CorruptRunFolderError(
+            f"{path} is not a regular file (a FIFO, a device, a folder...); a run writes only regular files, so it was put there by hand"
+        )
     f = open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb")  # O_NONBLOCK: a FIFO swapped in since the stat cannot block the open
     if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
         f.close()
-        raise CorruptRunFolderError(f"{path} is not a regular file (a FIFO, a device, a folder...); a run writes only regular files, so it was put there by hand")
+        raise CorruptRunFolderError(
+            f"{path} is not a regular file (a FIFO, a device, a folder...); a run writes only regular files, so it was put there by hand"
+        )
     return f
 
 
@@ -113,7 +121,10 @@ def read_regular(path: Path, limit: int) -> bytes:
         size = os.fstat(f.fileno()).st_size
         data = f.read(limit + 1) if size <= limit else b""
     if size > limit or len(data) > limit:  # the second: it grew since the fstat
-        raise FileTooLargeError(f"{path} is larger than {limit} bytes ({max(size, len(data))} bytes); a run writes far less, so it was put there by hand or damaged")
+        raise FileTooLargeError(
+            f"{path} is larger than {limit} bytes ({max(size, len(data))} bytes); a run writes far less, so it was put there by hand or "
+            "damaged"
+        )
     return data
 
 
@@ -126,7 +137,10 @@ def regular_lines(path: Path, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[int
             if not raw:
                 return
             if len(raw) > limit:
-                raise FileTooLargeError(f"{path} line {number} is longer than {limit} bytes; a run writes far shorter lines, so it was put there by hand or damaged")
+                raise FileTooLargeError(
+                    f"{path} line {number} is longer than {limit} bytes; a run writes far shorter lines, so it was put there by hand or "
+                    "damaged"
+                )
             yield number, raw
 
 
@@ -311,15 +325,25 @@ class RunFolder:
         try:
             manifest = parse_json(read_regular(path, MAX_SMALL_FILE_BYTES))
         except UnreadableJSONError as err:
-            raise CorruptRunFolderError(f"{path} is not valid JSON ({err}); it is written atomically, so it was edited or damaged") from None
+            raise CorruptRunFolderError(
+                f"{path} is not valid JSON ({err}); it is written atomically, so it was edited or damaged"
+            ) from None
         if not isinstance(manifest, dict) or not isinstance(manifest.get("config"), dict):
             raise CorruptRunFolderError(f"{path} holds no config; it is written atomically, so it was edited or damaged")
         if manifest.get("config_hash") != config_hash(manifest["config"]):
-            raise CorruptRunFolderError(f"{path}: its config_hash does not match its config, so the manifest was edited by hand; the run's results cannot be attributed to that config")
+            raise CorruptRunFolderError(
+                f"{path}: its config_hash does not match its config, so the manifest was edited by hand; the run's results cannot be "
+                "attributed to that config"
+            )
         if DIGEST not in manifest:
-            raise CorruptRunFolderError(f"{path} has no {DIGEST} (written before manifests carried a digest, or the digest was removed); {SEAL_HINT}")
+            raise CorruptRunFolderError(
+                f"{path} has no {DIGEST} (written before manifests carried a digest, or the digest was removed); {SEAL_HINT}"
+            )
         if manifest[DIGEST] != manifest_digest(manifest):
-            raise CorruptRunFolderError(f"{path}: its {DIGEST} does not match its contents, so the manifest (labels, split hashes, schedule...) was edited by hand or damaged")
+            raise CorruptRunFolderError(
+                f"{path}: its {DIGEST} does not match its contents, so the manifest (labels, split hashes, schedule...) was edited by hand "
+                "or damaged"
+            )
         return manifest
 
     def write_manifest(self, manifest: dict) -> None:
@@ -344,7 +368,8 @@ class RunFolder:
                 records.append(parse_json(raw))
             except UnreadableJSONError as err:
                 raise CorruptRunFolderError(
-                    f"{self.episodes_path} line {number} is not valid JSON ({err}); only a torn last line comes from a crash, so this folder was edited or damaged"
+                    f"{self.episodes_path} line {number} is not valid JSON ({err}); only a torn last line comes from a crash, so this "
+                    "folder was edited or damaged"
                 ) from None
         return records, False
 
@@ -406,7 +431,9 @@ class RunFolder:
             raise CorruptRunFolderError(f"{self.path} is marked {COMPLETE}, but {problem}; delete its {COMPLETE} file to resume the run")
         final = self.snapshot_path("final")
         if final is None:
-            raise CorruptRunFolderError(f"{self.path} is marked {COMPLETE}, but memory/final is missing; delete its {COMPLETE} file to resume the run")
+            raise CorruptRunFolderError(
+                f"{self.path} is marked {COMPLETE}, but memory/final is missing; delete its {COMPLETE} file to resume the run"
+            )
         self.verify_snapshot(final, FINAL_REBUILD_HINT)
 
     # ---- memory snapshots ------------------------------------------------------------------
@@ -445,7 +472,13 @@ class RunFolder:
         actual = _digests(path)
         for name in sorted(set(expected) | set(actual)):
             if expected.get(name) != actual.get(name):
-                state = "is missing" if name not in actual else "is not listed in its checksums" if name not in expected else "does not match its checksum"
+                state = (
+                    "is missing"
+                    if name not in actual
+                    else "is not listed in its checksums"
+                    if name not in expected
+                    else "does not match its checksum"
+                )
                 raise CorruptRunFolderError(f"{path / name} {state}: the memory snapshot was damaged or edited; {hint}")
 
     # ---- metrics and completion ------------------------------------------------------------
@@ -459,7 +492,9 @@ class RunFolder:
         try:
             return parse_json(read_regular(path, MAX_SMALL_FILE_BYTES))
         except UnreadableJSONError as err:
-            raise CorruptRunFolderError(f"{path} is not valid JSON ({err}); it is written atomically, so it was edited or damaged") from None
+            raise CorruptRunFolderError(
+                f"{path} is not valid JSON ({err}); it is written atomically, so it was edited or damaged"
+            ) from None
 
     def mark_complete(self) -> None:
         write_text_atomic(self.path / COMPLETE, "complete\n")
@@ -489,12 +524,16 @@ def _read_checksums(sums: Path, hint: str) -> dict[str, str]:
     try:
         text = read_regular(sums, MAX_SMALL_FILE_BYTES).decode()
     except UnicodeDecodeError as err:
-        raise CorruptRunFolderError(f"{sums} is not UTF-8 text (byte {err.start}): the memory snapshot was damaged or edited; {hint}") from None
+        raise CorruptRunFolderError(
+            f"{sums} is not UTF-8 text (byte {err.start}): the memory snapshot was damaged or edited; {hint}"
+        ) from None
     expected = {}
     for number, line in enumerate(text.splitlines(), start=1):
         digest, _, name = line.partition("  ")
         if not _SHA256.fullmatch(digest) or not name or name in expected:
-            raise CorruptRunFolderError(f"{sums} line {number} is not '<sha256>  <file>' (once per file): the memory snapshot was damaged or edited; {hint}")
+            raise CorruptRunFolderError(
+                f"{sums} line {number} is not '<sha256>  <file>' (once per file): the memory snapshot was damaged or edited; {hint}"
+            )
         expected[name] = digest
     return expected
 

@@ -33,7 +33,9 @@ Phase = Literal["train", "validation", "test", "replay"]  # replay: learned stre
 # success): scored as a failure whatever the check said, the patterns found in info["tampering"].
 # truncated: a single-turn completion cut at the token limit before it stated an answer
 # (memrl_bench.core.answers): not read from unfinished reasoning, counted per method.
-EpisodeStatus = Literal["ok", "step_limit", "llm_error", "env_error", "parse_error", "context_exceeded", "poison", "env_limit", "tampered", "truncated"]
+EpisodeStatus = Literal[
+    "ok", "step_limit", "llm_error", "env_error", "parse_error", "context_exceeded", "poison", "env_limit", "tampered", "truncated"
+]
 
 # Parts of an episode record that describe how the run went on this machine (wall
 # times, retries, cache hits) rather than what happened: the only parts allowed to
@@ -310,7 +312,10 @@ class RunFile(BaseModel):
         run's protocol adds. The dict itself is what is written (its bytes are the writer's)."""
         undeclared = sorted(set(data) - set(cls.model_fields) - set(own))
         if undeclared:
-            raise ValueError(f"{cls.__name__}: the runner writes undeclared keys {undeclared}: declare them in memrl_bench/core/schema.py (or as the protocol's)")
+            raise ValueError(
+                f"{cls.__name__}: the runner writes undeclared keys {undeclared}: declare them in memrl_bench/core/schema.py (or as the "
+                "protocol's)"
+            )
         cls.model_validate(data)
         return data
 

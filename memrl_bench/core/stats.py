@@ -64,7 +64,9 @@ def t_interval(values: Iterable[float | None], confidence: float = CONFIDENCE) -
     return Interval(mean, mean - half, mean + half, len(x))
 
 
-def bootstrap_mean(differences: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED, confidence: float = CONFIDENCE) -> Interval:
+def bootstrap_mean(
+    differences: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED, confidence: float = CONFIDENCE
+) -> Interval:
     """Mean of per-unit differences with the percentile interval of a bootstrap over units."""
     x = np.asarray(differences, dtype=np.float64)
     if len(x) == 0:
@@ -99,7 +101,9 @@ def variance_ratio(a: list[list[float]], b: list[list[float]], confidence: float
     if not dfa or not dfb or vb == 0:
         return NO_DATA
     ratio = va / vb
-    return Interval(ratio, ratio / float(f.ppf(0.5 + confidence / 2, dfa, dfb)), ratio / float(f.ppf(0.5 - confidence / 2, dfa, dfb)), min(dfa, dfb) + 1)
+    return Interval(
+        ratio, ratio / float(f.ppf(0.5 + confidence / 2, dfa, dfb)), ratio / float(f.ppf(0.5 - confidence / 2, dfa, dfb)), min(dfa, dfb) + 1
+    )
 
 
 def n_for_half_width(values: Iterable[float | None], half_width: float, confidence: float = CONFIDENCE) -> int | None:

@@ -36,7 +36,9 @@ from typing import Any
 from memrl_bench.core.runfolder import CorruptRunFolderError, UnreadableJSONError, batch_key, parse_json, read_regular
 
 TRANSCRIPTS = "transcripts.jsonl.gz"
-MAX_TRANSCRIPTS_BYTES = 2 << 30  # read whole to salvage around damage: far past a run's (BENCHMARKS.md, "Transcripts"), short of exhausting memory
+MAX_TRANSCRIPTS_BYTES = (
+    2 << 30
+)  # read whole to salvage around damage: far past a run's (BENCHMARKS.md, "Transcripts"), short of exhausting memory
 GZIP_HEADER = b"\x1f\x8b\x08"  # a gzip member's magic and its method (deflate): where a skipped member's successor may start
 
 
@@ -61,27 +63,43 @@ class Salvage:
         logged batches a cut last member of which no whole line decodes may have held."""
         parts = []
         if self.damaged_places:
-            parts.append(f"skipped {self.damaged_bytes} damaged bytes in {self.damaged_places} place(s) where no gzip member decodes (the records in them are lost)")
+            parts.append(
+                f"skipped {self.damaged_bytes} damaged bytes in {self.damaged_places} place(s) where no gzip member decodes (the records "
+                "in them are lost)"
+            )
         if self.bad_lines:
             parts.append(f"skipped {self.bad_lines} line(s) that are not a transcript record")
         if logged_tail:
             parts.append(
-                f"its last gzip member is cut short though the log holds its episodes (damage: a crash cuts only a batch not yet logged), so the records after its first {logged_tail} whole line(s) are lost"
+                "its last gzip member is cut short though the log holds its episodes (damage: a crash cuts only a batch not yet logged), "
+                f"so the records after its first {logged_tail} whole line(s) are lost"
             )
         if lost_batches:
             parts.append(
-                f"its last gzip member is cut short before its first whole line, though the log holds {lost_batches} batch(es) after the last whole member"
-                " in a phase that writes transcripts (damage: a crash cuts only a batch not yet logged), so their records are lost; their episodes are in the log"
+                f"its last gzip member is cut short before its first whole line, though the log holds {lost_batches} batch(es) after the "
+                "last whole member"
+                " in a phase that writes transcripts (damage: a crash cuts only a batch not yet logged), so their records are lost; their "
+                "episodes are in the log"
             )
         return f"memrl-bench: warning: {path}: {' and '.join(parts)}; {what} the {kept} records that decode"
 
 
-def transcript_record(episode: dict[str, Any], acting: list[dict[str, Any]], memory_calls: list[dict[str, Any]], memory_ops: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def transcript_record(
+    episode: dict[str, Any],
+    acting: list[dict[str, Any]],
+    memory_calls: list[dict[str, Any]],
+    memory_ops: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """One episode's line: where it sits in the run, its acting calls (messages, completion,
     finish_reason, tokens, trimmed_tokens, cache_hit), its memory calls (methods.base.memory_call)
     and, when learn() made any, its memory operations (methods.base.memory_op)."""
     keys = ("episode_id", "task_id", "phase", "split", "epoch", "batch_index", "sample_index")
-    return {**{k: episode[k] for k in keys}, "acting": acting, "memory_calls": memory_calls, **({"memory_ops": memory_ops} if memory_ops else {})}
+    return {
+        **{k: episode[k] for k in keys},
+        "acting": acting,
+        "memory_calls": memory_calls,
+        **({"memory_ops": memory_ops} if memory_ops else {}),
+    }
 
 
 class TranscriptLog:
@@ -151,7 +169,9 @@ class TranscriptLog:
         data = read_regular(self.path, MAX_TRANSCRIPTS_BYTES)
         view = memoryview(data)  # members are decoded in place, not copied out
         start = 0
-        skipped: list[list] = []  # [start, end, whether it decodes without error to the end of the file, what it decodes to] of each stretch skipped
+        skipped: list[
+            list
+        ] = []  # [start, end, whether it decodes without error to the end of the file, what it decodes to] of each stretch skipped
         while start < len(data):
             decoder = zlib.decompressobj(wbits=31)  # one gzip member
             try:
@@ -189,7 +209,6 @@ class TranscriptLog:
                 out.records.append(record)
             else:
                 out.bad_lines += 1
-
 
 
 def _logged_batches_after(records: list[dict[str, Any]], logged: list[dict[str, Any]]) -> int:

@@ -261,7 +261,11 @@ class HNSWIndex:
         """The graph saved under `path` if it was built with these parameters over these keys, else a new build."""
         if (path / HNSW_PARAMS_FILE).exists() and (path / HNSW_FILE).exists():
             saved = faiss.read_index(str(path / HNSW_FILE))
-            same_keys = saved.ntotal == len(keys) and saved.d == keys.shape[1] and np.array_equal(faiss.vector_to_array(faiss.downcast_index(saved.storage).codes).view(np.float32), unit32(keys).ravel())
+            same_keys = (
+                saved.ntotal == len(keys)
+                and saved.d == keys.shape[1]
+                and np.array_equal(faiss.vector_to_array(faiss.downcast_index(saved.storage).codes).view(np.float32), unit32(keys).ravel())
+            )
             graph = cls(keys.shape[1], config)
             if same_keys and json.loads((path / HNSW_PARAMS_FILE).read_text()) == graph._params():
                 graph.index = saved

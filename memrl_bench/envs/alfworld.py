@@ -80,7 +80,10 @@ class AlfWorldEnv(Env):
         self.train_folder = "train" if (self.games_root / "train").is_dir() else "valid_train"
         for folder in (self.train_folder, "valid_seen", "valid_unseen"):
             if not (self.games_root / folder).is_dir():
-                raise DataMissingError(f"ALFWorld games not found at {self.games_root / folder}; set env.data_dir or $ALFWORLD_DATA, or fetch them with: {FETCH_HINT}")
+                raise DataMissingError(
+                    f"ALFWorld games not found at {self.games_root / folder}; set env.data_dir or $ALFWORLD_DATA, or fetch them with: "
+                    f"{FETCH_HINT}"
+                )
         self.cache = cache_root(self.settings.cache_dir)
         self.expert: bool = self.settings.expert
         self._tasks: dict[str, list[Task]] = {}
@@ -89,7 +92,9 @@ class AlfWorldEnv(Env):
         self._admissible: set[str] = set()  # the commands the game accepts at this step
 
     def splits(self) -> dict[str, str]:
-        seen = f"json_2.1.1/valid_seen, split by sha256 of the game folder name (memrl_bench.envs.base.hash_fraction < {VALIDATION_FRACTION})"
+        seen = (
+            f"json_2.1.1/valid_seen, split by sha256 of the game folder name (memrl_bench.envs.base.hash_fraction < {VALIDATION_FRACTION})"
+        )
         return {
             "train": f"json_2.1.1/{self.train_folder}: all solvable games of the six task types",
             "validation": f"{seen}: the games below the threshold (seen scenes)",
@@ -98,7 +103,12 @@ class AlfWorldEnv(Env):
         }
 
     def _source_folder(self, split: str) -> str:
-        return {"train": self.train_folder, "validation": "valid_seen", "test_in_distribution": "valid_seen", "test_out_of_distribution": "valid_unseen"}[split]
+        return {
+            "train": self.train_folder,
+            "validation": "valid_seen",
+            "test_in_distribution": "valid_seen",
+            "test_out_of_distribution": "valid_unseen",
+        }[split]
 
     def _split_of(self, folder: str, game: str) -> str:
         if folder == "valid_seen":

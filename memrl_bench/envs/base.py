@@ -128,7 +128,9 @@ def data_dir(configured: str | None, env_var: str, shared_subdir: str, fetch_hin
         candidates = [Path.cwd() / "../shared/data" / shared_subdir, Path(__file__).resolve().parents[3] / "shared/data" / shared_subdir]
         path = next((p for p in candidates if p.exists()), candidates[-1])
     if not path.exists():
-        raise DataMissingError(f"data for this environment not found at {path.resolve()}; set env.data_dir or ${env_var}, or fetch it with: {fetch_hint}")
+        raise DataMissingError(
+            f"data for this environment not found at {path.resolve()}; set env.data_dir or ${env_var}, or fetch it with: {fetch_hint}"
+        )
     return path.resolve()
 
 

@@ -129,13 +129,44 @@ def written_test_count(test_code: str) -> int:
 
 # What a solution has no business touching, by the tampering pattern it shows (`tampering_patterns`).
 _UNITTEST_NAME = re.compile(r"^(unittest|(Base)?Test(Case|Result|Suite|Loader|Program)|TextTest(Result|Runner)|defaultTestLoader)$")
-_RESULT_ATTRIBUTES = frozenset({"wasSuccessful", "addSuccess", "addFailure", "addError", "addSkip", "addSubTest", "addExpectedFailure", "addUnexpectedSuccess", "startTest", "stopTest", "testsRun", "_callTestMethod", "failureException"})
+_RESULT_ATTRIBUTES = frozenset(
+    {
+        "wasSuccessful",
+        "addSuccess",
+        "addFailure",
+        "addError",
+        "addSkip",
+        "addSubTest",
+        "addExpectedFailure",
+        "addUnexpectedSuccess",
+        "startTest",
+        "stopTest",
+        "testsRun",
+        "_callTestMethod",
+        "failureException",
+    }
+)
 _EXITS = frozenset({("sys", "exit"), ("os", "_exit"), ("os", "write")})
 _MODULE_TABLE_WRITES = frozenset({"update", "__setitem__", "setdefault", "pop", "popitem", "clear", "__delitem__"})
 _FRAME_ATTRIBUTES = frozenset({"f_back", "f_locals", "f_globals", "tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 _CALLS = {
-    "inspects_frames": frozenset({("sys", "_getframe"), ("sys", "_current_frames"), ("sys", "settrace"), ("sys", "setprofile"), ("threading", "settrace"), ("inspect", "stack"), ("inspect", "trace"), ("inspect", "currentframe"), ("inspect", "getouterframes"), ("inspect", "getinnerframes")}),
-    "scans_memory": frozenset({("gc", "get_objects"), ("gc", "get_referrers"), ("gc", "get_referents"), ("ctypes", "string_at"), ("ctypes", "wstring_at")}),
+    "inspects_frames": frozenset(
+        {
+            ("sys", "_getframe"),
+            ("sys", "_current_frames"),
+            ("sys", "settrace"),
+            ("sys", "setprofile"),
+            ("threading", "settrace"),
+            ("inspect", "stack"),
+            ("inspect", "trace"),
+            ("inspect", "currentframe"),
+            ("inspect", "getouterframes"),
+            ("inspect", "getinnerframes"),
+        }
+    ),
+    "scans_memory": frozenset(
+        {("gc", "get_objects"), ("gc", "get_referrers"), ("gc", "get_referents"), ("ctypes", "string_at"), ("ctypes", "wstring_at")}
+    ),
 }
 _PROCESS_FILES = re.compile(r"/proc/(self|thread-self|\d+|\{\})/(fd|mem|environ|maps)|/dev/fd/")
 
@@ -178,7 +209,12 @@ def tampering_patterns(code: str) -> set[str]:
     tree = _syntax(code)
     if tree is None:
         return set()  # it does not run at all
-    imported = {alias.asname or alias.name: (node.module.split(".")[0], alias.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module for alias in node.names}
+    imported = {
+        alias.asname or alias.name: (node.module.split(".")[0], alias.name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
@@ -207,7 +243,11 @@ def tampering_patterns(code: str) -> set[str]:
         elif isinstance(node, ast.Attribute) and node.attr == "from_address":
             found.add("scans_memory")
         elif isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
-            text = node.value if isinstance(node, ast.Constant) else "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+            text = (
+                node.value
+                if isinstance(node, ast.Constant)
+                else "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+            )
             if isinstance(text, str) and _PROCESS_FILES.search(text):
                 found.add("reads_process_files")
     return found
@@ -290,9 +330,19 @@ class BigCodeBenchEnv(Env):
         folder = data_dir(self.settings.data_dir, "MEMRL_BENCH_BIGCODEBENCH_DIR", "bigcodebench", _FETCH)
         self.runner = CodeRunner(limits, self.isolation, DEFAULT_HIDDEN_PATHS + (str(folder),))  # the tests must stay unreadable
         self._all, data_hash = self._load(folder)
-        key = ["bigcodebench v1", hashlib.sha256(_RUNNER.encode()).hexdigest(), data_hash, sys.version, repr(limits), self.isolation, _packages_fingerprint()]
+        key = [
+            "bigcodebench v1",
+            hashlib.sha256(_RUNNER.encode()).hexdigest(),
+            data_hash,
+            sys.version,
+            repr(limits),
+            self.isolation,
+            _packages_fingerprint(),
+        ]
         enabled, workers = self.settings.exclude_gold_failures, self.settings.gold_workers
-        self._gold = GoldFilter(self.name, key, self._all, self._gold_failure, self.tasks_per_split, enabled, workers, needs_sandbox=self.isolation == "sandbox")
+        self._gold = GoldFilter(
+            self.name, key, self._all, self._gold_failure, self.tasks_per_split, enabled, workers, needs_sandbox=self.isolation == "sandbox"
+        )
         self._task: Task | None = None
 
     def _load(self, folder: Path) -> tuple[dict[str, list[Task]], str]:
@@ -355,7 +405,9 @@ class BigCodeBenchEnv(Env):
         solution = solution_code(action, task.data["code_prompt"], task.data["entry_point"]).replace("\r\n", "\n").replace("\r", "\n")
         tag = secrets.token_hex(16)
         first_test_line = solution.count("\n") + 3
-        libs = ",".join("".join(lib.split()) for lib in task.data["libs"]) or "-"  # the runner lets ctypes load only for tasks whose libraries may need it
+        libs = (
+            ",".join("".join(lib.split()) for lib in task.data["libs"]) or "-"
+        )  # the runner lets ctypes load only for tasks whose libraries may need it
         result = self.runner.run(solution + "\n\n" + task.data["test"], launcher=_RUNNER, secret=f"{tag} {first_test_line} {libs}")
         passed, tampering, problem = judge(result.reported, result.exit_code, tag, written_test_count(task.data["test"]))
         tampering |= tampering_patterns(solution)

@@ -102,7 +102,9 @@ def _memrl_runner() -> None:
         os.dup2(null, 0)
         os.close(null)
 
-        def report(kind: bytes, payload: str, _tag=tag, _channel=int(descriptor), _write=os.write) -> None:  # the program may replace os.write
+        def report(
+            kind: bytes, payload: str, _tag=tag, _channel=int(descriptor), _write=os.write
+        ) -> None:  # the program may replace os.write
             line = b"%s %s %s\n" % (_tag, kind, payload.encode())
             while line:
                 line = line[_write(_channel, line) :]
@@ -113,11 +115,14 @@ def _memrl_runner() -> None:
     report, first_test_line, libs = read_the_harness_line()
     leave = os._exit  # the program may replace os._exit
     libraries = {name for name in libs.split(",") if name and name != "-"}
-    # ctypes writes memory and calls C with no audit event (memmove, cast, a Union, a foreign function): it is loaded only where the task's libraries may need it.
+    # ctypes writes memory and calls C with no audit event (memmove, cast, a Union, a foreign function): it is loaded only where the task's
+    # libraries may need it.
     c_allowed = "ctypes" in libraries or any(name.split(".")[0] not in sys.stdlib_module_names for name in libraries)
 
     watched: dict[tuple[str, str], tuple[object, str, object]] = {}
-    codes: dict[int, tuple[types.FunctionType, types.CodeType]] = {}  # the code of each watched function: memory written under it (ctypes) changes it unseen
+    codes: dict[
+        int, tuple[types.FunctionType, types.CodeType]
+    ] = {}  # the code of each watched function: memory written under it (ctypes) changes it unseen
 
     def watch(pattern: str, label: str, namespace, keys=None) -> None:
         for key in list(namespace) if keys is None else keys:
@@ -127,7 +132,16 @@ def _memrl_runner() -> None:
             if type(function) is types.FunctionType:
                 codes[id(function)] = (function, function.__code__)
 
-    for module in (unittest, unittest.case, unittest.loader, unittest.result, unittest.runner, unittest.signals, unittest.suite, unittest.util):
+    for module in (
+        unittest,
+        unittest.case,
+        unittest.loader,
+        unittest.result,
+        unittest.runner,
+        unittest.signals,
+        unittest.suite,
+        unittest.util,
+    ):
         watch("patches_unittest", module.__name__, vars(module))
         for value in list(vars(module).values()):
             if isinstance(value, type) and value.__module__.startswith("unittest"):
@@ -141,21 +155,36 @@ def _memrl_runner() -> None:
     source_text = source.decode(errors="replace")
     test_text = "\n".join(source_text.splitlines()[first_test_line - 1 :])
     # The libraries' assert helpers the tests call: imported first (the tests would import them anyway) so they can be watched.
-    for package, helpers in (("numpy", ("numpy.testing", "numpy.testing._private.utils")), ("pandas", ("pandas.testing", "pandas._testing.asserters", "pandas._libs.testing"))):
+    for package, helpers in (
+        ("numpy", ("numpy.testing", "numpy.testing._private.utils")),
+        ("pandas", ("pandas.testing", "pandas._testing.asserters", "pandas._libs.testing")),
+    ):
         if package in test_text and importlib.util.find_spec(package) is not None:
             for name in helpers:
                 try:
                     helper = importlib.import_module(name)
                 except Exception:  # noqa: S112 - a library that does not import here: the tests will say so
                     continue
-                watch("patches_a_library", name, vars(helper), [key for key, value in vars(helper).items() if callable(value) and not isinstance(value, type)])
-            watch("patches_a_library", package, vars(importlib.import_module(package)))  # numpy.allclose ...: any name replaced, by whatever callable
+                watch(
+                    "patches_a_library",
+                    name,
+                    vars(helper),
+                    [key for key, value in vars(helper).items() if callable(value) and not isinstance(value, type)],
+                )
+            watch(
+                "patches_a_library", package, vars(importlib.import_module(package))
+            )  # numpy.allclose ...: any name replaced, by whatever callable
     watch("patches_builtins_or_exit", "builtins", vars(builtins))
     watch("patches_builtins_or_exit", "sys", vars(sys), ("exit",))
     watch("patches_builtins_or_exit", "os", vars(os), ("_exit", "write"))
 
     getframe, realpath, isfile, basename, open_file = sys._getframe, os.path.realpath, os.path.isfile, os.path.basename, io.open
-    load, text_runner, stdout, stderr = unittest.defaultTestLoader.loadTestsFromTestCase, unittest.runner.TextTestRunner, sys.stdout, sys.stderr
+    load, text_runner, stdout, stderr = (
+        unittest.defaultTestLoader.loadTestsFromTestCase,
+        unittest.runner.TextTestRunner,
+        sys.stdout,
+        sys.stderr,
+    )
 
     frames, armed, seen = set(), [False], set()  # the runner's own frames; their ids stay valid while they run
     frame = sys._getframe()
@@ -183,7 +212,11 @@ def _memrl_runner() -> None:
             if type(function) is not types.FunctionType or function.__code__.co_filename == path:
                 break
             function = getattr(function, "__wrapped__", None)
-        return type(function) is types.FunctionType and function.__code__.co_filename == path and function.__code__.co_firstlineno >= first_test_line
+        return (
+            type(function) is types.FunctionType
+            and function.__code__.co_filename == path
+            and function.__code__.co_firstlineno >= first_test_line
+        )
 
     def exact(text):
         """A str of the program's as a plain str: no method of its class runs (the hook runs no code of the program's)."""
@@ -197,25 +230,89 @@ def _memrl_runner() -> None:
         module, name = exact(getattr(function, "__module__", "")) or "", exact(getattr(function, "__qualname__", "")) or ""
         return str.startswith(module, "unittest") or str.startswith(name, ("_memrl_runner.", "TestCases."))
 
-    inside, thread = set(), _thread.get_ident  # the threads running the hook: a thread's own events there are the runner's (another thread's are not)
+    inside, thread = (
+        set(),
+        _thread.get_ident,
+    )  # the threads running the hook: a thread's own events there are the runner's (another thread's are not)
     folders = sysconfig.get_paths()
-    library_folders = tuple({os.path.join(folder, "") for key in ("stdlib", "platstdlib", "purelib", "platlib") for folder in (folders[key], os.path.realpath(folders[key]))})
+    library_folders = tuple(
+        {
+            os.path.join(folder, "")
+            for key in ("stdlib", "platstdlib", "purelib", "platlib")
+            for folder in (folders[key], os.path.realpath(folders[key]))
+        }
+    )
     stdlib = os.path.dirname(os.__file__)
-    import_machinery = {"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>", importlib.__file__, importlib.util.__file__}
+    import_machinery = {
+        "<frozen importlib._bootstrap>",
+        "<frozen importlib._bootstrap_external>",
+        importlib.__file__,
+        importlib.util.__file__,
+    }
     ctypes_folder = os.path.join(stdlib, "ctypes", "")
-    never_loaded = {"_testcapi", "_testinternalcapi", "_testbuffer", "_testimportmultiple", "_testmultiphase", "_testsinglephase", "_testclinic", "_ctypes_test", "_xxsubinterpreters", "_xxtestfuzz", "xxlimited", "xxlimited_35"}
-    c_events = {"ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.cdata", "ctypes.addressof", "ctypes.PyObj_FromPtr", "ctypes.call_function"}
+    never_loaded = {
+        "_testcapi",
+        "_testinternalcapi",
+        "_testbuffer",
+        "_testimportmultiple",
+        "_testmultiphase",
+        "_testsinglephase",
+        "_testclinic",
+        "_ctypes_test",
+        "_xxsubinterpreters",
+        "_xxtestfuzz",
+        "xxlimited",
+        "xxlimited_35",
+    }
+    c_events = {
+        "ctypes.dlopen",
+        "ctypes.dlsym",
+        "ctypes.dlsym/handle",
+        "ctypes.cdata",
+        "ctypes.addressof",
+        "ctypes.PyObj_FromPtr",
+        "ctypes.call_function",
+    }
     # The library functions that hand a frame to their caller (the others that take one keep it: namedtuple, logging's findCaller).
     inspect_file, traceback_file = os.path.join(stdlib, "inspect.py"), os.path.join(stdlib, "traceback.py")
     returners = {(inspect_file, name) for name in ("currentframe", "stack", "trace", "getinnerframes", "getouterframes")}
     returners |= {(traceback_file, name) for name in ("walk_stack", "walk_tb", "_walk_tb_with_full_positions")}
-    returners |= {(os.path.join(stdlib, "logging", "__init__.py"), "<lambda>"), (os.path.join(stdlib, "asyncio", "base_tasks.py"), "_task_get_stack")}
+    returners |= {
+        (os.path.join(stdlib, "logging", "__init__.py"), "<lambda>"),
+        (os.path.join(stdlib, "asyncio", "base_tasks.py"), "_task_get_stack"),
+    }
     frame_attributes = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")
     bootstrap_external = modules["_frozen_importlib_external"]
     get_code, compile_bytecode = bootstrap_external.SourceLoader.get_code.__code__, bootstrap_external._compile_bytecode.__code__
     memory_folder = re.compile(r"/proc(/\d+(/task(/\d+)?)?)?")  # a folder to open mem from (dir_fd)
-    watched_events = {"import", "open", "compile", "code.__new__", "sys._getframe", "object.__getattr__", "object.__setattr__", "sys.settrace", "sys.setprofile", "sys._current_frames", "sys._current_exceptions"}
-    watched_events |= {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes.string_at", "ctypes.wstring_at", "os.rename", "os.link", "os.symlink", "memrl.create_builtin", "memrl.signal", "memrl.fix_co_filename", "marshal.loads", "marshal.load"} | c_events
+    watched_events = {
+        "import",
+        "open",
+        "compile",
+        "code.__new__",
+        "sys._getframe",
+        "object.__getattr__",
+        "object.__setattr__",
+        "sys.settrace",
+        "sys.setprofile",
+        "sys._current_frames",
+        "sys._current_exceptions",
+    }
+    watched_events |= {
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "ctypes.string_at",
+        "ctypes.wstring_at",
+        "os.rename",
+        "os.link",
+        "os.symlink",
+        "memrl.create_builtin",
+        "memrl.signal",
+        "memrl.fix_co_filename",
+        "marshal.loads",
+        "marshal.load",
+    } | c_events
 
     def a_library(code) -> bool:
         name = exact(code.co_filename)
@@ -309,9 +406,13 @@ def _memrl_runner() -> None:
             refusal = refused_import(args)
             if refusal is None:
                 return None, None
-            return ("calls_c_directly" if refusal[1] or not asked_by_a_library(raising) else None), ImportError(refusal[0])  # a library's attempt (pandas) just fails
+            return ("calls_c_directly" if refusal[1] or not asked_by_a_library(raising) else None), ImportError(
+                refusal[0]
+            )  # a library's attempt (pandas) just fails
         if event in c_events:
-            return (None if (event == "ctypes.dlopen" and "ctypes" in libraries) or asked_by_a_library(raising) else "calls_c_directly"), None
+            return (
+                None if (event == "ctypes.dlopen" and "ctypes" in libraries) or asked_by_a_library(raising) else "calls_c_directly"
+            ), None
         if event == "memrl.create_builtin":  # a fresh module of a built-in (a _signal whose signal() is the original)
             return "recreates_a_builtin_module", None
         if event == "memrl.fix_co_filename":  # gives code another file name: only importlib, for a source file it compiled
@@ -327,7 +428,9 @@ def _memrl_runner() -> None:
             return "inspects_frames", None  # a trace or profile callback is handed every frame (threading.settrace too, as a thread starts)
         if event == "object.__getattr__" or event == "object.__setattr__":
             target, name = (args[0], exact(args[1])) if len(args) > 1 else (None, None)
-            if id(target) in protected and name in ("__defaults__", "__kwdefaults__", "__code__") and raising.f_code not in runner_codes:  # what the result class and report hold
+            if (
+                id(target) in protected and name in ("__defaults__", "__kwdefaults__", "__code__") and raising.f_code not in runner_codes
+            ):  # what the result class and report hold
                 return "reaches_the_runner", PermissionError(f"{name} of the runner's functions")
             if event == "object.__setattr__":
                 return ("replaces_function_code" if name == "__code__" and relied_on(target) else None), None
@@ -343,15 +446,27 @@ def _memrl_runner() -> None:
         if event == "open" and args and issubclass(type(args[0]), (str, bytes)):
             target, mode = os.fsdecode(exact(args[0])), args[1] if len(args) > 1 else None
             flags = args[2] if len(args) > 2 and type(args[2]) is int else 0
-            writing = (type(mode) is str and any(letter in mode for letter in "wax+")) or (mode is None and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND))
+            writing = (type(mode) is str and any(letter in mode for letter in "wax+")) or (
+                mode is None and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND)
+            )
             if writing and writes_a_library(target, raising):  # refused too: in process isolation the libraries' folders are the host's
                 return "writes_a_library", PermissionError(f"{target}: the libraries' folders are not written here")
             return ("scans_memory" if opens_memory(target) else None), None
-        if event in ("os.rename", "os.link", "os.symlink") and len(args) > 1 and issubclass(type(args[1]), (str, bytes)):  # args: source, destination
-            if event == "os.symlink" and issubclass(type(args[0]), (str, bytes)) and str.startswith(realpath(os.fsdecode(exact(args[0]))), "/proc/"):
+        if (
+            event in ("os.rename", "os.link", "os.symlink") and len(args) > 1 and issubclass(type(args[1]), (str, bytes))
+        ):  # args: source, destination
+            if (
+                event == "os.symlink"
+                and issubclass(type(args[0]), (str, bytes))
+                and str.startswith(realpath(os.fsdecode(exact(args[0]))), "/proc/")
+            ):
                 return "scans_memory", None
             target = os.fsdecode(exact(args[1]))
-            return ("writes_a_library", PermissionError(f"{target}: the libraries' folders are not written here")) if writes_a_library(target, raising) else (None, None)
+            return (
+                ("writes_a_library", PermissionError(f"{target}: the libraries' folders are not written here"))
+                if writes_a_library(target, raising)
+                else (None, None)
+            )
         return None, None
 
     def audit(event: str, args: tuple) -> None:
@@ -557,7 +672,19 @@ def _memrl_runner() -> None:
         if function.__code__ is not code:
             replaced.setdefault("replaces_function_code", []).append(exact(function.__qualname__))
     started, good, bad = counts
-    report(b"result", json.dumps({"started": started, "good": good, "bad": bad, "error": error, "replaced": {k: v[:3] for k, v in replaced.items()}, "tampering": sorted(seen)}))
+    report(
+        b"result",
+        json.dumps(
+            {
+                "started": started,
+                "good": good,
+                "bad": bad,
+                "error": error,
+                "replaced": {k: v[:3] for k, v in replaced.items()},
+                "tampering": sorted(seen),
+            }
+        ),
+    )
     leave(0 if error is None and bad == 0 and good == started else 1)
 
 

@@ -77,7 +77,9 @@ def check_spawn(env: Env) -> None:
     twin = env.spawn()
     try:
         if type(twin) is not type(env) or twin.splits() != env.splits():
-            raise SpawnError(f"{env.name}: spawn() must return another {type(env).__name__} with the same splits, got {type(twin).__name__}")
+            raise SpawnError(
+                f"{env.name}: spawn() must return another {type(env).__name__} with the same splits, got {type(twin).__name__}"
+            )
     finally:
         if twin is not env:
             twin.close()
@@ -94,8 +96,17 @@ def check_episode(env: Env, max_steps: int = 5, action: str = "look") -> None:
         if not (isinstance(result, tuple) and len(result) == 4):
             raise EpisodeError(f"{env.name}: step() must return (observation, reward, done, info), got {result!r:.200}")
         observation, reward, done, info = result
-        if not isinstance(observation, str) or not isinstance(done, bool) or not isinstance(info, dict) or not isinstance(reward, (int, float)) or isinstance(reward, bool):
-            raise EpisodeError(f"{env.name}: step() must return (str, float, bool, dict), got ({type(observation).__name__}, {type(reward).__name__}, {type(done).__name__}, {type(info).__name__})")
+        if (
+            not isinstance(observation, str)
+            or not isinstance(done, bool)
+            or not isinstance(info, dict)
+            or not isinstance(reward, (int, float))
+            or isinstance(reward, bool)
+        ):
+            raise EpisodeError(
+                f"{env.name}: step() must return (str, float, bool, dict), got ({type(observation).__name__}, {type(reward).__name__}, "
+                f"{type(done).__name__}, {type(info).__name__})"
+            )
         if done:
             if not isinstance(info.get("success"), bool):
                 raise EpisodeError(f"{env.name}: info['success'] (a bool) is missing when the episode ends")

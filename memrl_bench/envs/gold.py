@@ -34,7 +34,17 @@ class GoldFilter:
     they are kept in memory (a check that takes milliseconds).
     """
 
-    def __init__(self, env_name: str, key_parts: list[str] | None, all_tasks: dict[str, list[Task]], run_gold: Callable[[Task], str], limit: int | None = None, enabled: bool = True, workers: int = 2, needs_sandbox: bool = True):
+    def __init__(
+        self,
+        env_name: str,
+        key_parts: list[str] | None,
+        all_tasks: dict[str, list[Task]],
+        run_gold: Callable[[Task], str],
+        limit: int | None = None,
+        enabled: bool = True,
+        workers: int = 2,
+        needs_sandbox: bool = True,
+    ):
         self.path: Path | None = None
         if key_parts is not None:
             key = hashlib.sha256("\n".join([*key_parts, *([CONTAINMENT] if needs_sandbox else [])]).encode()).hexdigest()[:16]
@@ -116,12 +126,14 @@ def _read_cache(path: Path, warn: bool) -> dict[str, str]:
     except (OSError, UnreadableJSONError, CorruptRunFolderError) as err:
         problem = str(err)
     if warn:
-        print(f"memrl-bench: warning: {path}: the gold check cache is damaged ({problem}); checking the gold answers again", file=sys.stderr)
+        print(
+            f"memrl-bench: warning: {path}: the gold check cache is damaged ({problem}); checking the gold answers again", file=sys.stderr
+        )
     return {}
 
 
 def gold_failure(env: Env, task: Task) -> str:
-    """"" if playing `task.data["gold"]` (an answer, or a list of actions) through `env` succeeds, else why not."""
+    """ "" if playing `task.data["gold"]` (an answer, or a list of actions) through `env` succeeds, else why not."""
     gold = task.data["gold"]
     try:
         env.reset(task)

@@ -86,7 +86,9 @@ def _unfenced(text: str) -> str:
 
 def rename_identifiers(sql: str, renamed: dict[str, str]) -> str:
     """`sql` with each identifier in `renamed` replaced (case-insensitively, whole words), string literals left alone."""
-    pattern = re.compile(r"(?<!\w)(" + "|".join(re.escape(old) for old in sorted(renamed, key=len, reverse=True)) + r")(?!\w)", re.IGNORECASE)
+    pattern = re.compile(
+        r"(?<!\w)(" + "|".join(re.escape(old) for old in sorted(renamed, key=len, reverse=True)) + r")(?!\w)", re.IGNORECASE
+    )
     lower = {old.lower(): new for old, new in renamed.items()}
     parts = _STRING_LITERAL.split(sql)
     literals = _STRING_LITERAL.findall(sql)
@@ -186,6 +188,7 @@ def _top_level_offset(sql: str) -> bool:
 
 def _mysql_table_md5(rows: list[Row]) -> str:
     """LLB's table hash: md5 of the sorted first 5 hex digits of md5(CONCAT_WS(',', row))."""
+
     def text(value: Any) -> str:
         return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
@@ -258,7 +261,16 @@ class LLBDBEnv(Env):
                 task = self._make_task(key, entries[key], source)
                 self._all[task.split].append(task)
         self._references: dict[str, tuple] = {}
-        self._gold = GoldFilter(self.name, None, self._all, self._gold_failure, self.tasks_per_split, self.settings.exclude_gold_failures, workers=1, needs_sandbox=False)
+        self._gold = GoldFilter(
+            self.name,
+            None,
+            self._all,
+            self._gold_failure,
+            self.tasks_per_split,
+            self.settings.exclude_gold_failures,
+            workers=1,
+            needs_sandbox=False,
+        )
         self._worker: SQLWorker | None = None  # started at the first reset, kept across episodes
         self._task: Task | None = None
         self._last_rows: list[Row] | None = None
@@ -298,11 +310,25 @@ class LLBDBEnv(Env):
         table = task.data["table"]
         columns = {c["name"]: c["name"] + _DRIFT_SUFFIX for c in table["column_info_list"]}
         renamed = {table["name"]: table["name"] + _DRIFT_SUFFIX, **columns}
-        new_table = {**table, "name": renamed[table["name"]], "column_info_list": [{**c, "name": columns[c["name"]]} for c in table["column_info_list"]]}
+        new_table = {
+            **table,
+            "name": renamed[table["name"]],
+            "column_info_list": [{**c, "name": columns[c["name"]]} for c in table["column_info_list"]],
+        }
         shown = {old: new for old, new in renamed.items() if old == table["name"] or "_" in old}
-        description = re.sub(r"\b(" + "|".join(re.escape(old) for old in sorted(shown, key=len, reverse=True)) + r")\b", lambda m: shown[m.group(1)], task.description)
+        description = re.sub(
+            r"\b(" + "|".join(re.escape(old) for old in sorted(shown, key=len, reverse=True)) + r")\b",
+            lambda m: shown[m.group(1)],
+            task.description,
+        )
         gold_sql = rename_identifiers(task.data["gold_sql"], renamed)
-        data = {**task.data, "table": new_table, "original_table": table, "renamed_columns": columns, "gold": [f"SQL: {gold_sql}", "COMMIT"]}
+        data = {
+            **task.data,
+            "table": new_table,
+            "original_table": table,
+            "renamed_columns": columns,
+            "gold": [f"SQL: {gold_sql}", "COMMIT"],
+        }
         return Task(task.id, task.split, description, task.intent, data)
 
     def _gold_failure(self, task: Task) -> str:
@@ -344,10 +370,20 @@ class LLBDBEnv(Env):
             if kind in ("answer", "commit"):
                 success, detail = self._check(content if kind == "answer" else None)
                 self._task = None
-                return ("The answer is right." if success else "The answer is wrong."), float(success), True, {"success": success, "detail": detail}
+                return (
+                    ("The answer is right." if success else "The answer is wrong."),
+                    float(success),
+                    True,
+                    {"success": success, "detail": detail},
+                )
         except WorkerLimit as limit:
             return self._ended_by(limit)
-        return "Unknown action. Use `SQL: <statement>`, `ANSWER: <rows>` or `COMMIT`.", 0.0, False, {"multiline_actions": True, "invalid_action": True}
+        return (
+            "Unknown action. Use `SQL: <statement>`, `ANSWER: <rows>` or `COMMIT`.",
+            0.0,
+            False,
+            {"multiline_actions": True, "invalid_action": True},
+        )
 
     def _ended_by(self, limit: WorkerLimit) -> tuple[str, float, bool, dict[str, Any]]:
         """The episode ends with status env_limit: the worker crashed or hit a limit (it is gone)."""
@@ -385,7 +421,9 @@ class LLBDBEnv(Env):
         self._last_rows = rows[: self.max_answer_rows]
         more = len(rows) - self.max_shown_rows
         shown = "\n".join(repr(row) for row in rows[: self.max_shown_rows])
-        text = f"columns: {tuple(columns)}\n{shown}" + (f"\n... {more}{'+' if len(rows) > self.max_answer_rows else ''} more rows" if more > 0 else "")
+        text = f"columns: {tuple(columns)}\n{shown}" + (
+            f"\n... {more}{'+' if len(rows) > self.max_answer_rows else ''} more rows" if more > 0 else ""
+        )
         return text if len(text) <= self.max_output_chars else text[: self.max_output_chars] + "\n... (output cut)"
 
     def _reference(self, task: Task) -> tuple:

@@ -33,7 +33,15 @@ from memrl_bench.core.config import ConfigError
 from memrl_bench.core.schema import Task
 from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file
 from memrl_bench.envs.gold import GoldFilter, gold_failure
-from memrl_bench.envs.sandbox import DEFAULT_HIDDEN_PATHS, Limits, Sandbox, SandboxSettingError, check_hidden_paths, check_workdir, require_sandbox
+from memrl_bench.envs.sandbox import (
+    DEFAULT_HIDDEN_PATHS,
+    Limits,
+    Sandbox,
+    SandboxSettingError,
+    check_hidden_paths,
+    check_workdir,
+    require_sandbox,
+)
 from memrl_bench.envs.settings import SandboxLimits
 
 _FILES = {"train": "os_interaction_train.json", "validation": "os_interaction_val.json"}
@@ -110,7 +118,15 @@ class LLBOSEnv(Env):
         self.hidden_paths = DEFAULT_HIDDEN_PATHS + (str(folder),) + extra
         self._all, data_hash = self._load(folder)
         key = ["llb_os v1", data_hash, self.workdir, repr(self.hidden_paths), repr(self.limits), platform.release(), _os_release()]
-        self._gold = GoldFilter(self.name, key, self._all, self._gold_failure, self.tasks_per_split, self.settings.exclude_gold_failures, self.settings.gold_workers)
+        self._gold = GoldFilter(
+            self.name,
+            key,
+            self._all,
+            self._gold_failure,
+            self.tasks_per_split,
+            self.settings.exclude_gold_failures,
+            self.settings.gold_workers,
+        )
         self._sandbox: Sandbox | None = None
         self._task: Task | None = None
 
@@ -154,7 +170,9 @@ class LLBOSEnv(Env):
         return self._gold.excluded()
 
     def instructions(self) -> str:
-        return prompts.render("llb_os_instructions", workdir=self.workdir, timeout_s=f"{self.limits.timeout_s:g}", max_output_chars=self.limits.output_bytes)
+        return prompts.render(
+            "llb_os_instructions", workdir=self.workdir, timeout_s=f"{self.limits.timeout_s:g}", max_output_chars=self.limits.output_bytes
+        )
 
     def reset(self, task: Task) -> tuple[str, dict[str, Any]]:
         self.close()
@@ -170,10 +188,18 @@ class LLBOSEnv(Env):
             check = self._sandbox.check(self._task.data["evaluation"])
             self.close()
             result, changes = check.result, check.system_changes
-            info: dict[str, Any] = {"success": result.ok and not changes, "answer": answer, "detail": f"evaluation script: exit {result.exit_code}, timed out: {result.timed_out}, output: {result.output[-300:].strip()!r}"}
+            info: dict[str, Any] = {
+                "success": result.ok and not changes,
+                "answer": answer,
+                "detail": (
+                    f"evaluation script: exit {result.exit_code}, timed out: {result.timed_out}, output: {result.output[-300:].strip()!r}"
+                ),
+            }
             if changes:
                 changed = "; ".join(f"{pattern}: {', '.join(paths)}" for pattern, paths in sorted(changes.items()))
-                info.update(status="tampered", tampering=sorted(changes), detail=f"{info['detail']}; system files changed ({changed})"[-600:])
+                info.update(
+                    status="tampered", tampering=sorted(changes), detail=f"{info['detail']}; system files changed ({changed})"[-600:]
+                )
                 return f"The task is not solved: the episode changed system files ({', '.join(sorted(changes))}).", 0.0, True, info
             return ("The task is solved." if info["success"] else "The task is not solved."), float(info["success"]), True, info
         if not command:
@@ -204,7 +230,10 @@ class LLBOSEnv(Env):
             result = sandbox.run(task.data["initialization"])
             if not result.ok:
                 sandbox.close()
-                raise RuntimeError(f"{self.name}: task {task.id}: initialization script failed (exit {result.exit_code}, timed out: {result.timed_out}): {result.output[-500:]}")
+                raise RuntimeError(
+                    f"{self.name}: task {task.id}: initialization script failed (exit {result.exit_code}, timed out: {result.timed_out}): "
+                    f"{result.output[-500:]}"
+                )
         return sandbox
 
     def spawn(self) -> LLBOSEnv:

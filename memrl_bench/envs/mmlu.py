@@ -80,7 +80,12 @@ class MMLUEnv(Env):
 
     @staticmethod
     def _make_task(record: dict[str, Any], split: str) -> Task:
-        data = {"subject": record["subject"], "question": record["question"].strip(), "choices": list(record["choices"]), "gold": record["answer"]}
+        data = {
+            "subject": record["subject"],
+            "question": record["question"].strip(),
+            "choices": list(record["choices"]),
+            "gold": record["answer"],
+        }
         return Task(id=f"mmlu/{record['id']}", split=split, description=format_question(record["question"], record["choices"]), data=data)
 
     def splits(self) -> dict[str, str]:
@@ -101,7 +106,13 @@ class MMLUEnv(Env):
         subject = task.data["subject"].replace("_", " ")
         # For the harness, never shown to the model: the options and the stem to read the answer
         # with (memrl_bench.core.answers), the key for the report's chance references.
-        info = {"answer_format": "letter", "answer_letters": LETTERS, "answer_choices": task.data["choices"], "answer_question": task.data["question"], "answer_key": task.data["gold"]}
+        info = {
+            "answer_format": "letter",
+            "answer_letters": LETTERS,
+            "answer_choices": task.data["choices"],
+            "answer_question": task.data["question"],
+            "answer_key": task.data["gold"],
+        }
         return f"The following is a multiple choice question about {subject}.\n\n{task.description}", info
 
     def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:

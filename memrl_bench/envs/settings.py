@@ -17,7 +17,9 @@ class EnvSettings(Settings):
 
     name: str
     seed: int = Field(0, ge=0, description="The env's own seed (its world, for the synthetic env).")
-    roles: dict[Literal["train", "validation", "test"], str | list[str] | None] | None = Field(None, description="Which split plays which role (null: the env's default).")
+    roles: dict[Literal["train", "validation", "test"], str | list[str] | None] | None = Field(
+        None, description="Which split plays which role (null: the env's default)."
+    )
 
     # Not in a composed config unless set (+env.roles=...); a data env's seed too (synthetic lists its own).
     unlisted = ("roles", "seed")
@@ -45,5 +47,7 @@ class SandboxLimits(GoldCheckedSettings):
     gold_workers: int = Field(2, ge=1, description="Parallel sandboxes when checking gold answers.")
     max_output_chars: int = Field(4000, ge=1, description="Output kept per command or program.")
     memory_mb: int = Field(1024, ge=64, description="Memory cap (at least 64 MiB: a shell, the check's tools and Python).")
-    max_processes: int = Field(256, ge=8, description="Live process cap (at least 8: the container's own processes and a command's pipeline).")
+    max_processes: int = Field(
+        256, ge=8, description="Live process cap (at least 8: the container's own processes and a command's pipeline)."
+    )
     disk_mb: int = Field(512, ge=16, description="Size of the tmpfs holding what an episode writes (at least 16 MiB).")

@@ -72,9 +72,14 @@ class SyntheticSettings(EnvSettings):
     n_ood_types: int = Field(4, ge=0, description="Extra types only in test_out_of_distribution.")
     intent_dim: int = Field(32, ge=2, description="Dimension of intent vectors.")
     intent_noise: float = Field(0.35, ge=0, description="Std of a task's intent around its type centre.")
-    type_logit_range: list[float] = Field([-2.0, 0.0], min_length=2, max_length=2, description="Per-type base logit drawn uniformly from [low, high].")
+    type_logit_range: list[float] = Field(
+        [-2.0, 0.0], min_length=2, max_length=2, description="Per-type base logit drawn uniformly from [low, high]."
+    )
     task_logit_std: float = Field(0.5, ge=0, description="Per-task spread of the base logit.")
-    tasks: dict[str, int] = Field(default_factory=lambda: {"train": 200, "validation": 100, "test_in_distribution": 100, "test_out_of_distribution": 100}, description="Tasks per split.")
+    tasks: dict[str, int] = Field(
+        default_factory=lambda: {"train": 200, "validation": 100, "test_in_distribution": 100, "test_out_of_distribution": 100},
+        description="Tasks per split.",
+    )
     quality_success: float = Field(0.8, description="Mean lesson quality of a successful episode.")
     quality_failure: float = Field(0.1, description="Mean lesson quality of a failed episode.")
     quality_std: float = Field(0.4, ge=0, description="Spread of lesson quality.")
@@ -83,9 +88,25 @@ class SyntheticSettings(EnvSettings):
     harmful_quality: float = Field(-1.5, description="Quality of a harmful lesson.")
     cross_type_match: float = Field(0.0, ge=0, le=1, description="Match between different training types.")
     ood_match: float = Field(0.5, ge=0, le=1, description="Match between an OOD type and its parent training type.")
-    outcome_temperature: float = Field(0.0, ge=0, description="0: deterministic outcome per (task, injected set); > 0: resampled per episode.")
-    reward_flip_share: float = Field(0.0, ge=0, le=1, description="Reward noise: share of training episodes whose success the method learns flipped (seeded; the logged success stays true).")
-    task_types: list[int] | None = Field(None, min_length=1, description="The training types this world's train, validation and in-distribution test tasks are drawn from (null: all n_types); worlds of one seed with other type sets share their types' centres (the transfer protocol).")
+    outcome_temperature: float = Field(
+        0.0, ge=0, description="0: deterministic outcome per (task, injected set); > 0: resampled per episode."
+    )
+    reward_flip_share: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description=(
+            "Reward noise: share of training episodes whose success the method learns flipped (seeded; the logged success stays true)."
+        ),
+    )
+    task_types: list[int] | None = Field(
+        None,
+        min_length=1,
+        description=(
+            "The training types this world's train, validation and in-distribution test tasks are drawn from (null: all n_types); worlds "
+            "of one seed with other type sets share their types' centres (the transfer protocol)."
+        ),
+    )
 
     @field_validator("tasks")
     @classmethod
@@ -104,8 +125,12 @@ class SyntheticSettings(EnvSettings):
 
     @model_validator(mode="after")
     def _types_exist(self) -> SyntheticSettings:
-        if self.task_types is not None and (len(set(self.task_types)) != len(self.task_types) or not all(0 <= t < self.n_types for t in self.task_types)):
-            raise ValueError(f"env.task_types must be distinct types in 0..{self.n_types - 1} (env.n_types={self.n_types}), got {self.task_types}")
+        if self.task_types is not None and (
+            len(set(self.task_types)) != len(self.task_types) or not all(0 <= t < self.n_types for t in self.task_types)
+        ):
+            raise ValueError(
+                f"env.task_types must be distinct types in 0..{self.n_types - 1} (env.n_types={self.n_types}), got {self.task_types}"
+            )
         return self
 
 
@@ -156,14 +181,21 @@ class SyntheticEnv(Env):
         world's match does when both worlds draw their types alike (same seed, n_types,
         n_ood_types, intent_dim: same centres), else as unrelated types (cross_type_match)."""
         if env_config.get("name") != self.name:
-            raise ConfigError(f"protocol.transfer_from: the synthetic world values a memory by the synthetic world that wrote it; the source run's env is {env_config.get('name')!r}")
+            raise ConfigError(
+                "protocol.transfer_from: the synthetic world values a memory by the synthetic world that wrote it; the source run's env "
+                f"is {env_config.get('name')!r}"
+            )
         writer = SyntheticEnv({k: v for k, v in env_config.items() if k not in ("name", "roles", "seed")}, seed=seed)
         universe = ("n_types", "n_ood_types", "intent_dim")
         self._writer = writer
-        self._shared_types = writer.seed == self.seed and all(getattr(writer.settings, key) == getattr(self.settings, key) for key in universe)
+        self._shared_types = writer.seed == self.seed and all(
+            getattr(writer.settings, key) == getattr(self.settings, key) for key in universe
+        )
 
     def _make_task(self, split: str, index: int, task_type: int, rng: np.random.Generator) -> Task:
-        intent = self.centres[task_type] + self.settings.intent_noise * rng.normal(size=self.centres.shape[1]) / np.sqrt(self.centres.shape[1])
+        intent = self.centres[task_type] + self.settings.intent_noise * rng.normal(size=self.centres.shape[1]) / np.sqrt(
+            self.centres.shape[1]
+        )
         base_logit = float(self.type_logit[task_type] + self.settings.task_logit_std * rng.normal())
         return Task(
             id=f"synthetic/{split}/{index:05d}",
@@ -176,7 +208,11 @@ class SyntheticEnv(Env):
     def splits(self) -> dict[str, str]:
         k = self.settings.n_types
         return {
-            split: (f"{n} tasks drawn from the {k} training types" if split != "test_out_of_distribution" else f"{n} tasks of {self.settings.n_ood_types} held-out types")
+            split: (
+                f"{n} tasks drawn from the {k} training types"
+                if split != "test_out_of_distribution"
+                else f"{n} tasks of {self.settings.n_ood_types} held-out types"
+            )
             + f", world seed {self.seed}"
             for split, n in self.settings.tasks.items()
         }
@@ -248,7 +284,13 @@ class SyntheticEnv(Env):
 
     def drifted(self, task: Task, drift: DriftSettings) -> Task:
         """The same task in the changed world: its data names the change's epoch and the flipped types."""
-        return Task(task.id, task.split, task.description, task.intent, {**task.data, "drift": {"epoch": drift.epoch, "flipped_types": self.flipped_types(drift)}})
+        return Task(
+            task.id,
+            task.split,
+            task.description,
+            task.intent,
+            {**task.data, "drift": {"epoch": drift.epoch, "flipped_types": self.flipped_types(drift)}},
+        )
 
     def p_success(self, task: Task, injected: list[RetrievedItem]) -> float:
         """P(success) of `task` with these memories injected: pure, for any set (e.g. an oracle's)."""

@@ -106,11 +106,18 @@ class TextWorldExpressEnv(Env):
         described = {}
         for split, fold in FOLD_OF_SPLIT.items():
             seeds = self._fold_seeds(fold)
-            described[split] = f"game {self._game_tag()}: the first {len(seeds)} seeds ({seeds[0]}-{seeds[-1]}) of TextWorldExpress's built-in '{fold}' fold"
+            described[split] = (
+                f"game {self._game_tag()}: the first {len(seeds)} seeds ({seeds[0]}-{seeds[-1]}) of TextWorldExpress's built-in '{fold}' "
+                "fold"
+            )
         return described
 
     def _fold_seeds(self, fold: str) -> list[int]:
-        seeds = {"train": self._simulator.getValidSeedsTrain, "dev": self._simulator.getValidSeedsDev, "test": self._simulator.getValidSeedsTest}[fold]()
+        seeds = {
+            "train": self._simulator.getValidSeedsTrain,
+            "dev": self._simulator.getValidSeedsDev,
+            "test": self._simulator.getValidSeedsTest,
+        }[fold]()
         return sorted(int(s) for s in seeds)[: self.tasks_per_split]
 
     def tasks(self, split: str) -> list[Task]:
@@ -124,7 +131,9 @@ class TextWorldExpressEnv(Env):
                 # The goal text comes from the generated game (one reset, a few ms).
                 _, info = self._simulator.reset(seed=game_seed, gameFold=fold, generateGoldPath=False)
                 data = {"game": self.game, "game_params": self.params, "fold": fold, "seed": game_seed}
-                listed.append(Task(id=f"twx/{self._game_tag()}/{split}/{game_seed}", split=split, description=info["taskDescription"], data=data))
+                listed.append(
+                    Task(id=f"twx/{self._game_tag()}/{split}/{game_seed}", split=split, description=info["taskDescription"], data=data)
+                )
             self._done = True
             self._tasks[split] = listed
         return list(self._tasks[split])
@@ -143,10 +152,16 @@ class TextWorldExpressEnv(Env):
         """The task's seed generated with the changed simulator properties (module doc)."""
         variant = drift.game_params if drift.game_params is not None else DRIFT_VARIANT.get(self.game)
         if variant is None:
-            raise ConfigError(f"protocol.drift.game_params: no default change for game {self.game!r} (defaults: {', '.join(DRIFT_VARIANT)}); name the simulator properties after the change")
+            raise ConfigError(
+                f"protocol.drift.game_params: no default change for game {self.game!r} (defaults: {', '.join(DRIFT_VARIANT)}); name the "
+                "simulator properties after the change"
+            )
         params = _params_string({**self.settings.game_params, **variant})
         if params == self.params:
-            raise ConfigError(f"protocol.drift.game_params={variant!r}: the game {self._game_tag()!r} already has these properties; the change would change nothing")
+            raise ConfigError(
+                f"protocol.drift.game_params={variant!r}: the game {self._game_tag()!r} already has these properties; the change would "
+                "change nothing"
+            )
         data = {**task.data, "game_params": params}
         self._load(self.game, params)
         _, info = self._simulator.reset(seed=data["seed"], gameFold=data["fold"], generateGoldPath=False)
@@ -169,7 +184,12 @@ class TextWorldExpressEnv(Env):
         observation, reward, _, info = self._simulator.step(action)
         success = bool(info.get("tasksuccess"))
         self._done = success or bool(info.get("taskfailure"))
-        step_info = {"admissible_commands": list(info.get("validActions", [])), "score": info.get("score", 0.0), "success": success, "invalid_action": action not in self._valid}
+        step_info = {
+            "admissible_commands": list(info.get("validActions", [])),
+            "score": info.get("score", 0.0),
+            "success": success,
+            "invalid_action": action not in self._valid,
+        }
         self._valid = set(step_info["admissible_commands"])
         return observation, float(reward), self._done, step_info
 

@@ -27,10 +27,37 @@ from memrl_bench.findings import fairness_claims  # noqa: F401
 from memrl_bench.findings import drift_claims  # noqa: F401
 
 # isort: on
-from memrl_bench.findings.claim import STUDY_KINDS, Claim, ClaimError, Finding, Row, Section, StudyKind, claim, claim_by_id, claims, outcome_temperature, row, text_row, unregister
+from memrl_bench.findings.claim import (
+    STUDY_KINDS,
+    Claim,
+    ClaimError,
+    Finding,
+    Row,
+    Section,
+    StudyKind,
+    claim,
+    claim_by_id,
+    claims,
+    outcome_temperature,
+    row,
+    text_row,
+    unregister,
+)
 from memrl_bench.findings.measures import test_split
 from memrl_bench.findings.render import SECTION_TITLE, comparison_table, render_html, render_markdown
-from memrl_bench.findings.runs import Run, Study, arm_label, is_greedy_epsilon_zero, load_run, load_runs, paired, per_order, summary, task_differences, warn_on_stderr
+from memrl_bench.findings.runs import (
+    Run,
+    Study,
+    arm_label,
+    is_greedy_epsilon_zero,
+    load_run,
+    load_runs,
+    paired,
+    per_order,
+    summary,
+    task_differences,
+    warn_on_stderr,
+)
 from memrl_bench.findings.section import SYNTHETIC, findings, real_section
 
 __all__ = [

@@ -18,7 +18,11 @@ def order_spread(runs: list[Run], measure: str) -> dict[str, float | None]:
     groups = [g for g in by_method_seed(runs, measure) if len(g) > 1]
     if not groups:
         return {"std": None, "range": None, "orders": 0}
-    return {"std": float(np.mean([np.std(g, ddof=1) for g in groups])), "range": float(np.mean([max(g) - min(g) for g in groups])), "orders": max(len(g) for g in groups)}
+    return {
+        "std": float(np.mean([np.std(g, ddof=1) for g in groups])),
+        "range": float(np.mean([max(g) - min(g) for g in groups])),
+        "orders": max(len(g) for g in groups),
+    }
 
 
 def retrieval_agreement(runs: list[Run]) -> dict[int, float]:
@@ -46,7 +50,9 @@ def retrieval_overlap(runs: list[Run]) -> dict[int, float]:
     for a in runs:
         for b in runs:
             if a.method_seed == b.method_seed and a.order_seed != b.order_seed:
-                tasks = sorted(t for t in set(a.test_sources) & set(b.test_sources) if a.test_sources[t] or b.test_sources[t])  # sorted: a float sum in a fixed order
+                tasks = sorted(
+                    t for t in set(a.test_sources) & set(b.test_sources) if a.test_sources[t] or b.test_sources[t]
+                )  # sorted: a float sum in a fixed order
                 if tasks:
                     out[a.order_seed].append(float(np.mean([metrics.jaccard(a.test_sources[t], b.test_sources[t]) for t in tasks])))
     return {o: float(np.mean(v)) for o, v in sorted(out.items())}

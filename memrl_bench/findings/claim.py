@@ -45,7 +45,10 @@ class StudyKind:
     real_study: str | None = None  # the real-model study measuring these claims on an LLM env (its presets: Claim.real_measured_by)
 
 
-STUDY_KINDS = {kind.name: kind for kind in (StudyKind("critique", critique_world, "critique_study", "critique_real"), StudyKind("drift", drift_world, "drift_study"))}
+STUDY_KINDS = {
+    kind.name: kind
+    for kind in (StudyKind("critique", critique_world, "critique_study", "critique_real"), StudyKind("drift", drift_world, "drift_study"))
+}
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,17 @@ def row(label: str, interval: Interval, direction: int | None = None, null: floa
         return None
     found = verdict(interval, direction or 1, null) if primary else None
     where = side(interval, null) if direction is not None and not primary else None
-    return Row(label, interval.text(), interval.mean, interval.low, interval.high, interval.n, primary, found, f"{_SIDES[where]} {null:g}" if where is not None else None)
+    return Row(
+        label,
+        interval.text(),
+        interval.mean,
+        interval.low,
+        interval.high,
+        interval.n,
+        primary,
+        found,
+        f"{_SIDES[where]} {null:g}" if where is not None else None,
+    )
 
 
 def text_row(label: str, text: str, mean: float) -> Row:
@@ -174,7 +187,10 @@ def claim(
 
     def register(measure: Callable[[Study], Iterable[Row | None]]) -> Claim:
         if id in _REGISTRY:
-            raise ClaimError(f"claim {id!r} is registered twice: by {_REGISTRY[id].measure.__module__}.{_REGISTRY[id].measure.__qualname__} and {measure.__module__}.{measure.__qualname__}")
+            raise ClaimError(
+                f"claim {id!r} is registered twice: by {_REGISTRY[id].measure.__module__}.{_REGISTRY[id].measure.__qualname__} and "
+                f"{measure.__module__}.{measure.__qualname__}"
+            )
         registered = Claim(id, text, measurement, tuple(measured_by), study_kind, needs_ground_truth, tuple(real_measured_by), measure)
         _REGISTRY[id] = registered
         return registered

@@ -96,7 +96,11 @@ def run_measures(read: RunRecords, kind: str) -> dict[str, float | None]:
         good = metrics.good_memories_never_retrieved(records, items)
         harmful = metrics.harmful_in_last_epoch(records, items)
         out["good_never_retrieved"], out["good_injection_share"] = good["never_retrieved"], good["injection_share"]
-        out["harmful_retrieval_share"], out["harmful_retrieved_share"], out["harmful_bank_share"] = harmful["retrieval_share"], harmful["retrieved_share"], harmful["bank_share"]
+        out["harmful_retrieval_share"], out["harmful_retrieved_share"], out["harmful_bank_share"] = (
+            harmful["retrieval_share"],
+            harmful["retrieved_share"],
+            harmful["bank_share"],
+        )
         out["early_amplification"] = metrics.early_amplification(records, items)
         out["spearman_q_utility"] = (stored.synthetic or {}).get("spearman_q_true_utility")
         method = config["method"]
@@ -107,7 +111,9 @@ def run_measures(read: RunRecords, kind: str) -> dict[str, float | None]:
 
 
 def _drift_measures(records: list[Episode], setting: DriftSettings) -> dict[str, float | None]:
-    """The drift block's numbers (memrl_bench/protocols/drift.py) and the injected tokens per test prompt (as the report's gain against cost counts them)."""
+    """The drift block's numbers (memrl_bench/protocols/drift.py) and the injected tokens per test prompt (as the report's gain against cost
+    counts them).
+    """
     block = drift.metrics(records, setting)
     by_window = block.get("stale_share_by_window") or [None]
     test = [r for r in records if r.phase == "test"]

@@ -24,11 +24,14 @@ def _how_to_measure(f: Finding) -> str:
         return f"not measured by the presets of {f.study}"
     presets = " and ".join(f.presets)
     commands = "; ".join(f"memrl-bench -m +experiment={p}" for p in f.presets)
-    return f"needs the runs of the preset{'s' if len(f.presets) > 1 else ''} {presets} ({commands}; or all presets: memrl-bench +experiment={f.study})"
+    return (
+        f"needs the runs of the preset{'s' if len(f.presets) > 1 else ''} {presets} ({commands}; or all presets: memrl-bench "
+        f"+experiment={f.study})"
+    )
 
 
 def _title_suffix(found: list[Finding]) -> str:
-    """" (synthetic)", or the model and env of a real-env section ("" with nothing found)."""
+    """ " (synthetic)", or the model and env of a real-env section ("" with nothing found)."""
     if not found:
         return ""
     section = found[0].section
@@ -52,10 +55,22 @@ def render_markdown(found: list[Finding], results_dir: Path) -> str:
     if not found:
         return "\n".join(lines + [f"No complete runs under {markdown_text(results_dir)}."]) + "\n"
     measured = [f for f in found if f.verdict != NOT_MEASURED]
-    lines += [f"All numbers: {markdown_text(found[0].section.label)}. Means with 95% t-intervals over task orders (n); runs: {markdown_text(_shown(results_dir))}. Each claim's verdict is that of the row marked (decides); other rows say where their interval lies.", ""]
+    lines += [
+        f"All numbers: {markdown_text(found[0].section.label)}. Means with 95% t-intervals over task orders (n); runs: "
+        f"{markdown_text(_shown(results_dir))}. Each claim's verdict is that of the row marked (decides); other rows say where their "
+        "interval lies.",
+        "",
+    ]
     cell = markdown_text
     for i, f in enumerate(measured, 1):
-        lines += [f"### {i}. {f.claim.text}", "", f"**Verdict: {f.verdict}.** {f.claim.measurement}", "", "| measurement | value | verdict |", "|---|---|---|"]
+        lines += [
+            f"### {i}. {f.claim.text}",
+            "",
+            f"**Verdict: {f.verdict}.** {f.claim.measurement}",
+            "",
+            "| measurement | value | verdict |",
+            "|---|---|---|",
+        ]
         lines += [f"| {cell(r.label)}{' (decides)' if r.primary else ''} | {cell(r.text)} | {_row_verdict(r)} |" for r in f.rows]
         lines.append("")
     unmeasured = [f for f in found if f.verdict == NOT_MEASURED]
@@ -73,9 +88,15 @@ def render_html(found: list[Finding], results_dir: Path) -> str:
     if not found:
         return parts[0] + f"<p>No complete runs under {esc(str(results_dir))}.</p></section>"
     measured = [f for f in found if f.verdict != NOT_MEASURED]
-    parts.append(f"<p><strong>{esc(found[0].section.label)}.</strong> Means with 95% t-intervals over task orders (n). Each claim's verdict is that of the row marked <em>(decides)</em>; other rows say where their interval lies.</p>")
+    parts.append(
+        f"<p><strong>{esc(found[0].section.label)}.</strong> Means with 95% t-intervals over task orders (n). Each claim's verdict is that "
+        "of the row marked <em>(decides)</em>; other rows say where their interval lies.</p>"
+    )
     for i, f in enumerate(measured, 1):
-        parts.append(f'<h3>{i}. {esc(f.claim.text)}</h3><p class="verdict {esc(f.verdict.replace(" ", "-"))}"><strong>Verdict: {esc(f.verdict)}.</strong> {esc(f.claim.measurement)}</p>')
+        parts.append(
+            f'<h3>{i}. {esc(f.claim.text)}</h3><p class="verdict {esc(f.verdict.replace(" ", "-"))}"><strong>Verdict: '
+            f"{esc(f.verdict)}.</strong> {esc(f.claim.measurement)}</p>"
+        )
         parts.append("<table><thead><tr><th>measurement</th><th>value</th><th>verdict</th></tr></thead><tbody>")
         for r in f.rows:
             label = esc(r.label) + (" <em>(decides)</em>" if r.primary else "")
@@ -106,7 +127,15 @@ def comparison_table(sections: list[tuple[str, list[Finding]]]) -> str:
             f = found.get(listed.id)
             primary = f.primary if f else None
             if primary is None:
-                why = "not run" if f is None else ("needs ground truth (synthetic only)" if f.claim.needs_ground_truth and not f.section.synthetic else "not measured by these runs")
+                why = (
+                    "not run"
+                    if f is None
+                    else (
+                        "needs ground truth (synthetic only)"
+                        if f.claim.needs_ground_truth and not f.section.synthetic
+                        else "not measured by these runs"
+                    )
+                )
                 cells += [why, "–"]
             else:
                 cells += [f"{cell(primary.label)}: {primary.text}", primary.verdict]

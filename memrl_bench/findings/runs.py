@@ -181,7 +181,9 @@ def load_runs(results_dir: Path, workers: int | None = None, warn: Warn | None =
     workers = workers or min(4, os.cpu_count() or 1)
     if workers > 1 and len(folders) > 8:
         # forked by this thread, which waits for them here: killed with it (a SIGKILLed report left them hung)
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=interrupts.die_with_parent, initargs=(os.getpid(),)) as pool:
+        with ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("fork"), initializer=interrupts.die_with_parent, initargs=(os.getpid(),)
+        ) as pool:
             loaded = list(pool.map(_load_or_why, folders, chunksize=8))
     else:
         loaded = [_load_or_why(f) for f in folders]

@@ -78,7 +78,11 @@ def cache_key(identity: dict[str, Any], messages: list[dict[str, Any]], settings
 def count_key(identity: dict[str, Any], messages: list[dict[str, Any]]) -> str:
     """The sha256 of what determines a prompt's token count: the model and the messages."""
     stable_identity = {k: v for k, v in identity.items() if k not in VOLATILE_IDENTITY_KEYS}
-    return hashlib.sha256(json.dumps({"identity": stable_identity, "messages": messages, "count": "prompt_tokens"}, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps(
+            {"identity": stable_identity, "messages": messages, "count": "prompt_tokens"}, sort_keys=True, ensure_ascii=False
+        ).encode()
+    ).hexdigest()
 
 
 def entry_checksum(key: str, response: CachedResponse) -> str:
@@ -106,7 +110,9 @@ class ResponseCache:
         if mode == "off":
             return
         if mode == "read_only" and not self.path.exists():
-            raise FileNotFoundError(errno.ENOENT, f"llm cache {self.path} does not exist (cache mode read_only needs an existing cache)", str(self.path))
+            raise FileNotFoundError(
+                errno.ENOENT, f"llm cache {self.path} does not exist (cache mode read_only needs an existing cache)", str(self.path)
+            )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._warned_unchecked = False
         with self._named_errors():
@@ -137,7 +143,9 @@ class ResponseCache:
         with self._lock, self._named_errors():
             try:
                 row = self._db.execute(
-                    f"SELECT text, finish_reason, prompt_tokens, completion_tokens, {self._dropped_column}, {self._checksum_column} FROM responses WHERE key = ?", (key,)
+                    f"SELECT text, finish_reason, prompt_tokens, completion_tokens, {self._dropped_column}, {self._checksum_column} FROM "
+                    "responses WHERE key = ?",
+                    (key,),
                 ).fetchone()
             except sqlite3.OperationalError as err:
                 if "no such table" in str(err):  # a read-only cache that was never written
@@ -153,7 +161,11 @@ class ResponseCache:
 
     def _report_unchecked(self, key: str, written_before_checksums: bool) -> None:
         if not written_before_checksums:
-            print(f"memrl-bench: warning: {self.path}: the entry {key[:12]} does not match its checksum (edited or damaged); computing it again", file=sys.stderr)
+            print(
+                f"memrl-bench: warning: {self.path}: the entry {key[:12]} does not match its checksum (edited or damaged); computing it "
+                "again",
+                file=sys.stderr,
+            )
         elif not self._warned_unchecked:
             self._warned_unchecked = True
             print(f"memrl-bench: warning: {self.path}: entries written before entries had checksums are computed again", file=sys.stderr)
@@ -163,8 +175,18 @@ class ResponseCache:
             return
         with self._lock, self._named_errors():
             self._db.execute(
-                "INSERT OR REPLACE INTO responses (key, text, finish_reason, prompt_tokens, completion_tokens, created, checksum, dropped_chars) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, response.text, response.finish_reason, response.prompt_tokens, response.completion_tokens, time.time(), entry_checksum(key, response), response.dropped_chars),
+                "INSERT OR REPLACE INTO responses (key, text, finish_reason, prompt_tokens, completion_tokens, created, checksum, "
+                "dropped_chars) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    response.text,
+                    response.finish_reason,
+                    response.prompt_tokens,
+                    response.completion_tokens,
+                    time.time(),
+                    entry_checksum(key, response),
+                    response.dropped_chars,
+                ),
             )
 
     def get_count(self, key: str) -> int | None:

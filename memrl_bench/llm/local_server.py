@@ -131,7 +131,12 @@ class LocalLlamaServer:
             raise LocalServerError("the local LLM server needs the xllamacpp package: pip install 'memrl-bench[local]'")
         if not self.model_path.is_file():
             raise FileNotFoundError(f"GGUF model file {self.model_path} does not exist")
-        for name, value in (("threads", self.threads), ("batch_threads", self.batch_threads), ("ctx_size", self.ctx_size), ("parallel", self.parallel)):
+        for name, value in (
+            ("threads", self.threads),
+            ("batch_threads", self.batch_threads),
+            ("ctx_size", self.ctx_size),
+            ("parallel", self.parallel),
+        ):
             if value is not None and value < 1:
                 raise ValueError(f"local server {name} must be >= 1, got {value}")
         if self.ctx_size is None:
@@ -201,7 +206,13 @@ class LocalLlamaServer:
 
     def info(self) -> dict[str, Any]:
         """What a run manifest records about the server."""
-        return {**server_identity(self.model_path.name, self.parallel), "threads": self.threads, "batch_threads": self.batch_threads, "poll": self.poll, "ctx_size": self.ctx_size}
+        return {
+            **server_identity(self.model_path.name, self.parallel),
+            "threads": self.threads,
+            "batch_threads": self.batch_threads,
+            "poll": self.poll,
+            "ctx_size": self.ctx_size,
+        }
 
 
 def server_identity(model_file: str, parallel: int) -> dict[str, Any]:
@@ -225,7 +236,10 @@ def context_size(model_path: str | Path, parallel: int, available_bytes: int | N
     budget = KV_CACHE_MEMORY_SHARE * (available_memory() if available_bytes is None else available_bytes)
     fits = int(budget // (max(1, parallel) * model.kv_bytes_per_token)) // CONTEXT_STEP * CONTEXT_STEP
     if fits < CONTEXT_STEP:
-        raise LocalServerError(f"the KV cache of {model_path} needs {model.kv_bytes_per_token * CONTEXT_STEP * parallel / 2**20:.0f} MB for {parallel} slot(s) of {CONTEXT_STEP} tokens; only {budget / 2**20:.0f} MB may be used (set llm.ctx_size or fewer llm.parallel)")
+        raise LocalServerError(
+            f"the KV cache of {model_path} needs {model.kv_bytes_per_token * CONTEXT_STEP * parallel / 2**20:.0f} MB for {parallel} "
+            f"slot(s) of {CONTEXT_STEP} tokens; only {budget / 2**20:.0f} MB may be used (set llm.ctx_size or fewer llm.parallel)"
+        )
     return min(model.context_length, fits)
 
 

@@ -22,7 +22,9 @@ class GenerationSettings(Settings):
     seed: int | None = Field(None, description="The server's sampling seed.")
     max_tokens: int | None = Field(None, ge=1, description="Most tokens per completion.")
     stop: str | list[str] | None = Field(None, description="Stop sequences.")
-    response_format: dict[str, Any] | None = Field(None, description="Structured output (OpenAI's response_format: a JSON schema), sent as given.")
+    response_format: dict[str, Any] | None = Field(
+        None, description="Structured output (OpenAI's response_format: a JSON schema), sent as given."
+    )
 
     # An actor's overrides (actor.generation) compose as {}: a key not set is the llm group's.
     unlisted = ("temperature", "top_p", "seed", "max_tokens", "stop", "response_format")
@@ -39,7 +41,9 @@ def checked_url(url: str | None) -> str | None:
     if not re.match(r"^https?://[^/\s]+", url):
         raise ValueError("must be an http(s) URL such as http://127.0.0.1:8000/v1")
     if url_host(url) != urlsplit(url).netloc.rpartition("@")[2]:  # HTTP clients take the host from before the first '/'
-        raise ValueError("its host is ambiguous: a '/' before the last '@' (a password holding '/', or a path holding '@'); percent-encode it (%2F, %40)")
+        raise ValueError(
+            "its host is ambiguous: a '/' before the last '@' (a password holding '/', or a path holding '@'); percent-encode it (%2F, %40)"
+        )
     _, colon, port = url_host(url).rpartition("]")[2].partition(":")  # host:port, [IPv6]:port; host:9:9 has port "9:9"
     if colon and not (port.isdigit() and 1 <= int(port) <= 65535):  # not an outage: no server can listen there
         # never the port itself: after a password holding '?', '#' or a space, it is part of the password
@@ -64,7 +68,9 @@ class LLMConfig(GenerationSettings):
 
     unlisted = ()  # GenerationSettings' unset keys are this group's set ones
 
-    name: Literal["local", "openai", "none"] = Field("none", description="local: a llama.cpp server started here; openai: any running OpenAI-compatible server; none: no LLM.")
+    name: Literal["local", "openai", "none"] = Field(
+        "none", description="local: a llama.cpp server started here; openai: any running OpenAI-compatible server; none: no LLM."
+    )
     model: str | None = Field(None, description="A catalogue name or .gguf path (local), the served model name (openai).")
     base_url: str | None = Field(None, description="The server's URL, ending in /v1 (openai).")
     api_key_env: str = Field("OPENAI_API_KEY", description="The environment variable holding the API key.")
@@ -80,7 +86,14 @@ class LLMConfig(GenerationSettings):
     cache_mode: Literal["read_write", "read_only", "off"] = Field("off", description="The SQLite response cache.")
     cache_path: str | None = Field(None, description="The cache file (null: the default under MEMRL_BENCH_CACHE).")
     threads: int | None = Field(None, ge=1, description="CPU threads of a local server.")
-    ctx_size: int | None = Field(None, ge=1, description="The model's context, tokens per request (prompt + completion); prompts are trimmed to fit it. null: local, the model's own (GGUF), capped by memory; openai, unknown (nothing trimmed).")
+    ctx_size: int | None = Field(
+        None,
+        ge=1,
+        description=(
+            "The model's context, tokens per request (prompt + completion); prompts are trimmed to fit it. null: local, the model's own "
+            "(GGUF), capped by memory; openai, unknown (nothing trimmed)."
+        ),
+    )
     parallel: int | None = Field(None, ge=1, description="Requests a local server decodes together.")
     startup_timeout_s: float | None = Field(None, gt=0, description="Seconds a local server may take to start.")
 
@@ -97,9 +110,9 @@ class LLMConfig(GenerationSettings):
     @model_validator(mode="after")
     def _model_given(self) -> LLMConfig:
         if self.name != "none" and (not self.model or self.model == _MISSING):
-            raise ValueError(f"llm.model is required for llm={self.name} (a catalogue name or .gguf path for local, the served model name for openai)")
+            raise ValueError(
+                f"llm.model is required for llm={self.name} (a catalogue name or .gguf path for local, the served model name for openai)"
+            )
         if self.name == "openai" and not self.base_url:
             raise ValueError("llm.base_url is required for llm=openai (e.g. http://127.0.0.1:8000/v1 for vLLM)")
         return self
-
-

@@ -67,7 +67,9 @@ def memory_op(op: str, item_id: str, **values: float | int | list[str]) -> dict[
     return {"op": op, "item_id": item_id, **values}
 
 
-def memory_call(purpose: str, messages: list[dict[str, str]], completion: Any = None, *, parsed: Any = None, problem: str | None = None) -> dict[str, Any]:
+def memory_call(
+    purpose: str, messages: list[dict[str, str]], completion: Any = None, *, parsed: Any = None, problem: str | None = None
+) -> dict[str, Any]:
     """A memory-management LLM call as the transcript keeps it: what it was for (the prompt
     template), its messages, the completion (None: the call failed) and what was read from
     it (operations, facts, a script), or the problem that kept it from being used."""

@@ -119,7 +119,9 @@ def _state(method: MemoryMethod) -> dict[str, bytes]:
         try:
             held[name] = pickle.dumps(value)
         except Exception as err:  # any failure to pickle means the same here
-            raise RetrievalError(f"{method.name}: attribute {name!r} cannot be pickled ({err}); the check compares a method's state by pickling it") from None
+            raise RetrievalError(
+                f"{method.name}: attribute {name!r} cannot be pickled ({err}); the check compares a method's state by pickling it"
+            ) from None
     return held
 
 
@@ -129,7 +131,9 @@ Build = Callable[[], MemoryMethod]
 def check_interface(build: Build, scratch: Path) -> None:
     method = build()
     if not isinstance(method, MemoryMethod) or not isinstance(getattr(method, "name", None), str) or not method.name:
-        raise InterfaceError(f"{type(method).__name__}: a method must be a MemoryMethod subclass with a class attribute `name` (a non-empty str)")
+        raise InterfaceError(
+            f"{type(method).__name__}: a method must be a MemoryMethod subclass with a class attribute `name` (a non-empty str)"
+        )
     method.learn(first_batch())
     if not isinstance(method.stats(), MemoryStats):
         raise InterfaceError(f"{method.name}: stats() must return a MemoryStats, got {method.stats()!r:.200}")
@@ -147,7 +151,10 @@ def check_retrieval_changes_no_state(build: Build, scratch: Path) -> None:
     now = _state(method)
     changed = sorted(name for name in held.keys() | now.keys() if held.get(name) != now.get(name))
     if changed:
-        raise RetrievalError(f"{method.name}: retrieve_batch changed self.{changed[0]}; retrieval changes no state, and what learn needs of it travels in Retrieval.trace")
+        raise RetrievalError(
+            f"{method.name}: retrieve_batch changed self.{changed[0]}; retrieval changes no state, and what learn needs of it travels in "
+            "Retrieval.trace"
+        )
     if found != again:
         raise RetrievalError(f"{method.name}: retrieving twice from the same memory chose other items the second time")
 
@@ -182,7 +189,10 @@ def check_snapshot_restores(build: Build, scratch: Path) -> None:
     for each in (method, twin):
         each.learn(second)
     if fingerprint(twin, scratch / "twin") != fingerprint(method, scratch / "method"):
-        raise SnapshotError(f"{method.name}: after the same learn, a restored method holds another memory than the method it came from: the snapshot misses state learn reads")
+        raise SnapshotError(
+            f"{method.name}: after the same learn, a restored method holds another memory than the method it came from: the snapshot "
+            "misses state learn reads"
+        )
 
 
 def check_items(build: Build, scratch: Path) -> None:
@@ -215,7 +225,9 @@ def check_method(cls: type, settings: dict[str, Any] | None = None, llm: Any = N
         except ValidationError as err:
             raise SettingsError(f"{cls.__name__}: {config_error(err, 'method')}") from None
         if settings and not isinstance(getattr(method, "config", None), BaseModel):  # as the runner refuses them
-            raise SettingsError(f"{cls.__name__}: settings given ({', '.join(sorted(settings))}) but the method has none (no pydantic model in self.config)")
+            raise SettingsError(
+                f"{cls.__name__}: settings given ({', '.join(sorted(settings))}) but the method has none (no pydantic model in self.config)"
+            )
         return method
 
     try:

@@ -44,18 +44,31 @@ RuleOperation = tuple[str, str | None, str]  # op, rule id (all but ADD), rule t
 
 
 class ExpeLConfig(Settings):
-
     max_rules: int = Field(10, ge=1, description="Rules kept; at the cap the prompt asks for REMOVE first and REMOVE counts 3.")
     k_examples: int = Field(2, ge=0, description="Most similar successful trajectories (one per task) injected as examples.")
     success_critique_num: int = Field(8, ge=1, description="Successful trials shown together in one insight call (official 8).")
-    pair_sim_floor: float = Field(0.8, ge=-1, le=1, description="A failure is compared with the most similar stored success if their task keys' cosine is at least this.")
+    pair_sim_floor: float = Field(
+        0.8,
+        ge=-1,
+        le=1,
+        description="A failure is compared with the most similar stored success if their task keys' cosine is at least this.",
+    )
     temperature: float = Field(0.0, ge=0, description="LLM temperature of insight calls (official 0).")
     max_trajectory_chars: int = Field(2000, ge=0, description="Trajectory text is cut to this many characters.")
 
 
 def rule_operations(answer: Any, shown: dict[str, str]) -> list[RuleOperation]:
     """The insight call's operations, checked whole: any bad entry rejects all of them."""
-    return operation_list(answer, shown, list_key="operations", kind_key="op", text_key="rule", kinds=OPERATIONS, with_id={"REMOVE", "AGREE", "EDIT"}, with_text={"ADD", "EDIT"})
+    return operation_list(
+        answer,
+        shown,
+        list_key="operations",
+        kind_key="op",
+        text_key="rule",
+        kinds=OPERATIONS,
+        with_id={"REMOVE", "AGREE", "EDIT"},
+        with_text={"ADD", "EDIT"},
+    )
 
 
 def _same(a: str, b: str) -> bool:
@@ -91,7 +104,9 @@ class ExpeL(MemoryMethod):
         if self.rules:
             sections.append(prompts.render("expel_rules", rules=self._numbered()).strip())
         if examples:
-            sections.append(prompts.render("expel_examples", examples="\n\n".join(self.examples.get(r.item_id).content for r in examples)).strip())
+            sections.append(
+                prompts.render("expel_examples", examples="\n\n".join(self.examples.get(r.item_id).content for r in examples)).strip()
+            )
         return Retrieval(items=chosen + examples, prompt_block="\n\n".join(sections), candidates=len(self.rules) + len(self.examples))
 
     def _numbered(self) -> str:
@@ -103,7 +118,9 @@ class ExpeL(MemoryMethod):
         calls = MemoryCalls(self.ctx)
         successes = [exp for exp in batch if exp.episode.success]
         for exp in successes:
-            content = prompts.render("expel_example", task=exp.task.description, trajectory=trajectory_text(exp.episode, c.max_trajectory_chars)).strip()
+            content = prompts.render(
+                "expel_example", task=exp.task.description, trajectory=trajectory_text(exp.episode, c.max_trajectory_chars)
+            ).strip()
             self.examples.add(MemoryItem(exp.episode.episode_id, content, Provenance.of(exp.episode)), exp.key)
         for exp in batch:
             if exp.episode.success or not len(self.examples):
@@ -111,7 +128,9 @@ class ExpeL(MemoryMethod):
             sims = self.examples.similarities(exp.key)
             best = int(np.argmax(sims))
             if sims[best] >= c.pair_sim_floor:
-                failed = prompts.render("expel_example", task=exp.task.description, trajectory=trajectory_text(exp.episode, c.max_trajectory_chars)).strip()
+                failed = prompts.render(
+                    "expel_example", task=exp.task.description, trajectory=trajectory_text(exp.episode, c.max_trajectory_chars)
+                ).strip()
                 self._extend_rules(exp.episode, "expel_compare", {"failed": failed, "succeeded": self.examples.items[best].content}, calls)
         for start in range(0, len(successes), c.success_critique_num):
             group = successes[start : start + c.success_critique_num]
@@ -123,9 +142,13 @@ class ExpeL(MemoryMethod):
         """One insight call on the current rules; its operations applied if valid."""
         full = len(self.rules) >= self.config.max_rules
         shown = small_ids([rule.id for rule in self.rules], start=1)
-        operations_text = prompts.render("expel_operations", rules=self._numbered() or "(none yet)", full=prompts.render("expel_full") if full else "")
+        operations_text = prompts.render(
+            "expel_operations", rules=self._numbered() or "(none yet)", full=prompts.render("expel_full") if full else ""
+        )
         prompt = prompts.render(template, operations=operations_text.strip(), **values)
-        ops = calls.ask_now(episode.episode_id, template, prompt, lambda answer: rule_operations(answer, shown), temperature=self.config.temperature)
+        ops = calls.ask_now(
+            episode.episode_id, template, prompt, lambda answer: rule_operations(answer, shown), temperature=self.config.temperature
+        )
         if ops is not None:
             self.apply(ops, episode, full)
 
@@ -138,7 +161,9 @@ class ExpeL(MemoryMethod):
                     continue
                 if op == "ADD":
                     if not any(_same(text, rule.content) for rule in self.rules):
-                        self.rules.append(MemoryItem(f"rule-{self.next_rule}", text, Provenance.of(episode), {"importance": 2, "edited_by": []}))
+                        self.rules.append(
+                            MemoryItem(f"rule-{self.next_rule}", text, Provenance.of(episode), {"importance": 2, "edited_by": []})
+                        )
                         self.next_rule += 1
                     continue
                 rule = by_id[rule_id]

@@ -22,7 +22,9 @@ from memrl_bench.methods.rag import trajectory_item
 
 
 class FullContextConfig(Settings):
-    budget_tokens: int = Field(2000, ge=1, description="Most estimated tokens (UTF-8 bytes / 3) of the injected block; the newest episodes that fit are injected.")
+    budget_tokens: int = Field(
+        2000, ge=1, description="Most estimated tokens (UTF-8 bytes / 3) of the injected block; the newest episodes that fit are injected."
+    )
     max_trajectory_chars: int = Field(2000, ge=0, description="Stored trajectory text is cut to this many characters.")
 
 
@@ -43,7 +45,9 @@ class FullContext(StoreMethod):
         if not chosen:
             return Retrieval(candidates=len(newest_first))
         block = header + "\n".join(newest_first[p].content for p in chosen)
-        return Retrieval(items=[RetrievedItem.of(newest_first[p], similarity[p]) for p in chosen], prompt_block=block, candidates=len(newest_first))
+        return Retrieval(
+            items=[RetrievedItem.of(newest_first[p], similarity[p]) for p in chosen], prompt_block=block, candidates=len(newest_first)
+        )
 
     def learn(self, batch: list[Experience]) -> LearnResult:
         for exp in batch:  # stored as rag stores an episode; only the choice of what to inject differs

@@ -91,7 +91,15 @@ def resolve_id(shown: Any, mapping: dict[str, str]) -> str:
 
 
 def operation_list(
-    answer: Any, shown: dict[str, str], *, list_key: str, kind_key: str, text_key: str, kinds: tuple[str, ...], with_id: set[str], with_text: set[str]
+    answer: Any,
+    shown: dict[str, str],
+    *,
+    list_key: str,
+    kind_key: str,
+    text_key: str,
+    kinds: tuple[str, ...],
+    with_id: set[str],
+    with_text: set[str],
 ) -> list[tuple[str, str | None, str]]:
     """A list of memory operations `{kind_key: KIND, "id": ..., text_key: ...}` as (kind, stored id, text),
     checked whole: any bad entry rejects all of it. Kinds in `with_id` name a shown id
@@ -130,7 +138,9 @@ class MemoryCalls:
     def _charge(self, episode_id: str, usage: Usage) -> None:
         self.usage.setdefault(episode_id, Usage()).add(usage)
 
-    async def ask(self, episode_id: str, purpose: str, prompt: str, validate: Callable[[Any], T], *, as_json: bool = True, **overrides: Any) -> T | None:
+    async def ask(
+        self, episode_id: str, purpose: str, prompt: str, validate: Callable[[Any], T], *, as_json: bool = True, **overrides: Any
+    ) -> T | None:
         """The validated answer, after at most one repair; None (an op error counted) if none.
         `purpose` names the call in the transcript (its prompt template)."""
         messages = [{"role": "user", "content": prompt}]
@@ -157,7 +167,9 @@ class MemoryCalls:
         self.errors[episode_id] = self.errors.get(episode_id, 0) + 1
         return None
 
-    def ask_now(self, episode_id: str, purpose: str, prompt: str, validate: Callable[[Any], T], *, as_json: bool = True, **overrides: Any) -> T | None:
+    def ask_now(
+        self, episode_id: str, purpose: str, prompt: str, validate: Callable[[Any], T], *, as_json: bool = True, **overrides: Any
+    ) -> T | None:
         """`ask` run to completion on the runner's event loop (for sequential learning)."""
         return self.run(self.ask(episode_id, purpose, prompt, validate, as_json=as_json, **overrides))
 

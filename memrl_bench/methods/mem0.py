@@ -45,16 +45,28 @@ Operation = tuple[str, str | None, str]  # event, stored id (UPDATE / DELETE), t
 
 
 class Mem0Config(Settings):
-
     top_k: int = Field(10, ge=1, description="Memories injected into the acting prompt, the most similar to the task.")
-    s: int = Field(10, ge=1, description="Stored memories retrieved per new fact for the update decision (paper: 10; the library searches 5).")
+    s: int = Field(
+        10, ge=1, description="Stored memories retrieved per new fact for the update decision (paper: 10; the library searches 5)."
+    )
     temperature: float = Field(0.0, ge=0, description="LLM temperature of extraction and update (paper: 0).")
-    max_trajectory_chars: int = Field(2000, ge=0, description="Trajectory text shown to the extraction call is cut to this many characters.")
+    max_trajectory_chars: int = Field(
+        2000, ge=0, description="Trajectory text shown to the extraction call is cut to this many characters."
+    )
 
 
 def operations(answer: Any, shown: dict[str, str]) -> list[Operation]:
     """The update call's operation list, checked whole: any bad entry rejects all of it."""
-    return operation_list(answer, shown, list_key="memory", kind_key="event", text_key="text", kinds=EVENTS, with_id={"UPDATE", "DELETE"}, with_text={"ADD", "UPDATE"})
+    return operation_list(
+        answer,
+        shown,
+        list_key="memory",
+        kind_key="event",
+        text_key="text",
+        kinds=EVENTS,
+        with_id={"UPDATE", "DELETE"},
+        with_text={"ADD", "UPDATE"},
+    )
 
 
 class Mem0(MemoryMethod):
@@ -76,7 +88,9 @@ class Mem0(MemoryMethod):
         chosen = [RetrievedItem.of(self.store.items[i], sims[i]) for i in top]
         block = ""
         if chosen:
-            block = prompts.render("mem0_memory_block", memories="\n".join(f"- {self.store.get(r.item_id).content}" for r in chosen)).strip()
+            block = prompts.render(
+                "mem0_memory_block", memories="\n".join(f"- {self.store.get(r.item_id).content}" for r in chosen)
+            ).strip()
         return Retrieval(items=chosen, prompt_block=block, candidates=len(self.store))
 
     # ---- learning --------------------------------------------------------------
@@ -100,7 +114,9 @@ class Mem0(MemoryMethod):
             outcome=end_reason(ep),
             trajectory=trajectory_text(ep, c.max_trajectory_chars),
         )
-        facts = calls.ask_now(ep.episode_id, "mem0_extract", extraction, lambda answer: text_list(answer, "facts"), temperature=c.temperature)
+        facts = calls.ask_now(
+            ep.episode_id, "mem0_extract", extraction, lambda answer: text_list(answer, "facts"), temperature=c.temperature
+        )
         if not facts:
             return
         similar: list[str] = []
@@ -110,7 +126,11 @@ class Mem0(MemoryMethod):
                 if self.store.items[i].id not in similar:
                     similar.append(self.store.items[i].id)
         shown = small_ids(similar)
-        memories = json.dumps([{"id": small, "text": self.store.get(real).content} for small, real in shown.items()], indent=1) if shown else "(memory is empty)"
+        memories = (
+            json.dumps([{"id": small, "text": self.store.get(real).content} for small, real in shown.items()], indent=1)
+            if shown
+            else "(memory is empty)"
+        )
         update = prompts.render("mem0_update", memories=memories, facts=json.dumps(facts, indent=1))
         ops = calls.ask_now(ep.episode_id, "mem0_update", update, lambda answer: operations(answer, shown), temperature=c.temperature)
         if ops is not None:

@@ -51,14 +51,24 @@ from memrl_bench.methods.llm_ops import MemoryCalls, OpError, non_empty_text, re
 
 
 class MemPConfig(Settings):
-
-    build: Literal["trajectory", "script", "proceduralization"] = Field("proceduralization", description="What a memory holds: the trajectory, an LLM-distilled script, or both (paper's best).")
-    retrieve: Literal["query", "avefact", "random"] = Field("query", description="Retrieval key: task embedding, LLM-extracted task keywords (needs a text embedder), or random.")
-    update: Literal["vanilla", "validation", "adjustment"] = Field("adjustment", description="Write every episode, successes only, or successes plus in-place rewrites of workflows that failed (paper's best).")
+    build: Literal["trajectory", "script", "proceduralization"] = Field(
+        "proceduralization", description="What a memory holds: the trajectory, an LLM-distilled script, or both (paper's best)."
+    )
+    retrieve: Literal["query", "avefact", "random"] = Field(
+        "query", description="Retrieval key: task embedding, LLM-extracted task keywords (needs a text embedder), or random."
+    )
+    update: Literal["vanilla", "validation", "adjustment"] = Field(
+        "adjustment",
+        description="Write every episode, successes only, or successes plus in-place rewrites of workflows that failed (paper's best).",
+    )
     top_k: int = Field(10, ge=1, description="Memories injected into the prompt (official retrieve_num 10).")
-    sim_floor: float = Field(0.5, ge=-1, le=1, description="retrieve=query: minimum cosine similarity of an injected memory (official 0.5).")
+    sim_floor: float = Field(
+        0.5, ge=-1, le=1, description="retrieve=query: minimum cosine similarity of an injected memory (official 0.5)."
+    )
     discard_min_uses: int = Field(3, ge=1, description="A memory is judged for discarding once used this many times (official 3).")
-    discard_success_rate: float = Field(0.5, ge=0, le=1, description="A judged memory whose uses succeeded less often than this is deleted (official 0.5).")
+    discard_success_rate: float = Field(
+        0.5, ge=0, le=1, description="A judged memory whose uses succeeded less often than this is deleted (official 0.5)."
+    )
     one_memory_per_task: bool = Field(True, description="Do not write a task that already has a memory (official).")
     temperature: float = Field(0.2, ge=0, description="LLM temperature of scripts and keywords (official 0.2).")
     adjust_temperature: float = Field(1.0, ge=0, description="LLM temperature of workflow adjustments (official 1.0).")
@@ -81,7 +91,9 @@ class MemP(MemoryMethod):
         self.config = MemPConfig(**cfg)
         require_llm(ctx, self.name)
         if self.config.retrieve == "avefact" and ctx.embed is None:
-            raise ConfigError("method.retrieve=avefact compares keyword embeddings and needs a text embedder: set embedder=minilm (or use retrieve=query)")
+            raise ConfigError(
+                "method.retrieve=avefact compares keyword embeddings and needs a text embedder: set embedder=minilm (or use retrieve=query)"
+            )
         self.store = ItemStore()
         self.keywords = ItemStore()  # one row per keyword of a memory (retrieve=avefact); fields["memory"] names it
 
@@ -187,7 +199,9 @@ class MemP(MemoryMethod):
                 raise OpError('"keywords" is empty; give at least one keyword')
             return keywords[: self.config.max_keywords]
 
-        return await calls.ask(episode_id, "memp_keywords", prompts.render("memp_keywords", task=task), validate, temperature=self.config.temperature)
+        return await calls.ask(
+            episode_id, "memp_keywords", prompts.render("memp_keywords", task=task), validate, temperature=self.config.temperature
+        )
 
     async def _build(self, exp: Experience, calls: MemoryCalls) -> dict[str, Any] | None:
         """A new memory's fields, or None if an LLM step of the build failed (counted)."""
@@ -204,7 +218,9 @@ class MemP(MemoryMethod):
         }
         if c.build != "trajectory":
             prompt = prompts.render("memp_script", task=exp.task.description, trajectory=trajectory)
-            fields["script"] = await calls.ask(ep.episode_id, "memp_script", prompt, lambda text: text, as_json=False, temperature=c.temperature)
+            fields["script"] = await calls.ask(
+                ep.episode_id, "memp_script", prompt, lambda text: text, as_json=False, temperature=c.temperature
+            )
             if fields["script"] is None:
                 return None
         if c.retrieve == "avefact":
@@ -233,7 +249,9 @@ class MemP(MemoryMethod):
         """Rewrite the memory's workflow (its script, or its trajectory when it has none) from the failure."""
         c, ep = self.config, exp.episode
         part = "script" if memory.fields["script"] is not None else "trajectory"
-        prompt = prompts.render("memp_adjust", workflow=memory.fields[part], task=exp.task.description, trajectory=trajectory_text(ep, c.max_trajectory_chars))
+        prompt = prompts.render(
+            "memp_adjust", workflow=memory.fields[part], task=exp.task.description, trajectory=trajectory_text(ep, c.max_trajectory_chars)
+        )
         workflow = calls.ask_now(ep.episode_id, "memp_adjust", prompt, _adjusted_workflow, temperature=c.adjust_temperature)
         if workflow is None:
             return

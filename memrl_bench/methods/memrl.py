@@ -62,7 +62,17 @@ from memrl_bench.core.config import Settings
 from memrl_bench.core.schema import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
 from memrl_bench.core.vector_index import Hits, IndexConfig, empty_hits, top_k, unit_rows
 from memrl_bench.llm import LLMError
-from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, end_reason, memory_call, memory_op, trajectory_text
+from memrl_bench.methods.base import (
+    Experience,
+    ItemStore,
+    LearnResult,
+    MemoryMethod,
+    Query,
+    end_reason,
+    memory_call,
+    memory_op,
+    trajectory_text,
+)
 
 ORPHANED = -1  # the group of a memory whose group was taken over by a later memory of the same task text
 NEXT_STATE_VALUE = 0.0  # max Q of the next state in the Q target: the official runners pass none
@@ -84,35 +94,79 @@ QUIRK_SWITCHES = ("group_within_batch", "keep_repeated_task_members", "q_stats_a
 class MemRLConfig(Settings):
     model_config = ConfigDict(populate_by_name=True)  # "lambda" in configs, lambda_ in code
 
-    k_groups: int = Field(5, ge=1, description="Phase A: intent groups whose memories form the candidate pool (official memory.k_retrieve).")
+    k_groups: int = Field(
+        5, ge=1, description="Phase A: intent groups whose memories form the candidate pool (official memory.k_retrieve)."
+    )
     k_select: int = Field(3, ge=1, description="Memories injected into the prompt (official rl_config.topk).")
-    sim_threshold: float = Field(0.5, ge=-1, le=1, description="Phase A: minimum cosine similarity of a stored intent (official 0.5; paper delta 0.62 on ALFWorld).")
+    sim_threshold: float = Field(
+        0.5, ge=-1, le=1, description="Phase A: minimum cosine similarity of a stored intent (official 0.5; paper delta 0.62 on ALFWorld)."
+    )
     q_min: float = Field(-10.0, description="Phase B: candidates with Q below this are dropped (official q_min_threshold).")
-    sim_normalisation: Literal["fixed", "pool"] = Field("fixed", description="sim_z from fixed constants (official) or z-scored within the pool (paper).")
+    sim_normalisation: Literal["fixed", "pool"] = Field(
+        "fixed", description="sim_z from fixed constants (official) or z-scored within the pool (paper)."
+    )
     sim_mean: float = Field(0.5187, description="Fixed mean of similarity for sim_z (official sim_norm_mean).")
     sim_std: float = Field(0.1203, gt=0, description="Fixed std of similarity for sim_z (official sim_norm_std).")
-    lambda_: float = Field(0.5, alias="lambda", ge=0, le=1, description="Weight of q_z in the score; sim_z gets 1 - lambda (official weight_q / weight_sim).")
+    lambda_: float = Field(
+        0.5, alias="lambda", ge=0, le=1, description="Weight of q_z in the score; sim_z gets 1 - lambda (official weight_q / weight_sim)."
+    )
     alpha: float = Field(0.3, ge=0, le=1, description="Learning rate of the Monte-Carlo Q update.")
-    gamma: float = Field(0.0, description="Discount of the next state's max Q in the target r + gamma * max Q'; the official runners pass no next state, so the target is r.")
+    gamma: float = Field(
+        0.0,
+        description=(
+            "Discount of the next state's max Q in the target r + gamma * max Q'; the official runners pass no next state, so the target "
+            "is r."
+        ),
+    )
     q_init: float = Field(0.0, description="Q of a new memory from a successful episode (official q_init_pos).")
     q_init_failure: float | None = Field(None, description="Q of a new memory from a failed episode (official q_init_neg); null = q_init.")
-    q_floor: float | None = Field(None, description="Q never goes below this, in the update and in phase B (official q_floor; LLB 0.0); null = no floor.")
-    recency_boost: float = Field(0.0, description="Added to every candidate's Q in phase B when > 0 (official: every memory carries a last-used time).")
+    q_floor: float | None = Field(
+        None, description="Q never goes below this, in the update and in phase B (official q_floor; LLB 0.0); null = no floor."
+    )
+    recency_boost: float = Field(
+        0.0, description="Added to every candidate's Q in phase B when > 0 (official: every memory carries a last-used time)."
+    )
     reward_success: float = Field(1.0, description="r of a successful episode.")
     reward_failure: float = Field(-1.0, description="r of a failed episode.")
-    epsilon: float = Field(0.0, ge=0, le=1, description="Probability of a uniform random selection from the pool (0 in the ALFWorld config).")
-    selection: Literal["greedy", "softmax", "ucb", "thompson"] = Field("greedy", description="How k_select memories are chosen from the ranked pool.")
+    epsilon: float = Field(
+        0.0, ge=0, le=1, description="Probability of a uniform random selection from the pool (0 in the ALFWorld config)."
+    )
+    selection: Literal["greedy", "softmax", "ucb", "thompson"] = Field(
+        "greedy", description="How k_select memories are chosen from the ranked pool."
+    )
     softmax_temperature: float = Field(1.0, gt=0, description="Temperature of softmax selection over scores.")
     ucb_c: float = Field(1.0, ge=0, description="Exploration bonus c * sqrt(ln(N + 1) / (visits + 1)) for UCB selection.")
-    add_similarity_threshold: float = Field(0.9, ge=-1, le=1, description="A new memory joins an intent group of its retrieval at this similarity or above.")
-    group_within_batch: bool = Field(False, description="Correction: a new memory may also join a group founded earlier in its learn batch (official: only groups its retrieval found).")
-    keep_repeated_task_members: bool = Field(False, description="Correction: a memory founding a group for a task text that has one joins it (official: orphans the old members).")
-    q_stats_after_q_min: bool = Field(False, description="Correction: phase B's mean and std of Q over the candidates with Q >= q_min (official: over the whole pool).")
-    join_after_empty_retrieval: bool = Field(False, description="Correction: a memory whose retrieval returned nothing may still join a group of its phase A (official: founds a group).")
-    write_with_llm: bool = Field(True, description="On text tasks, store an LLM-written script (success) or reflection (failure) with the trajectory.")
+    add_similarity_threshold: float = Field(
+        0.9, ge=-1, le=1, description="A new memory joins an intent group of its retrieval at this similarity or above."
+    )
+    group_within_batch: bool = Field(
+        False,
+        description=(
+            "Correction: a new memory may also join a group founded earlier in its learn batch (official: only groups its retrieval found)."
+        ),
+    )
+    keep_repeated_task_members: bool = Field(
+        False,
+        description="Correction: a memory founding a group for a task text that has one joins it (official: orphans the old members).",
+    )
+    q_stats_after_q_min: bool = Field(
+        False, description="Correction: phase B's mean and std of Q over the candidates with Q >= q_min (official: over the whole pool)."
+    )
+    join_after_empty_retrieval: bool = Field(
+        False,
+        description=(
+            "Correction: a memory whose retrieval returned nothing may still join a group of its phase A (official: founds a group)."
+        ),
+    )
+    write_with_llm: bool = Field(
+        True, description="On text tasks, store an LLM-written script (success) or reflection (failure) with the trajectory."
+    )
     reflection_temperature: float = Field(0.3, ge=0, description="LLM temperature of failure reflections (official 0.3).")
     max_trajectory_chars: int = Field(2000, ge=0, description="Stored trajectory text is cut to this many characters.")
-    index: IndexConfig = Field(default_factory=IndexConfig, description="Phase A search over intent groups: exact (official results) or hnsw (approximate, for large memories).")
+    index: IndexConfig = Field(
+        default_factory=IndexConfig,
+        description="Phase A search over intent groups: exact (official results) or hnsw (approximate, for large memories).",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> MemRLConfig:
@@ -233,7 +287,8 @@ class MemRL(MemoryMethod):
         return positions, np.repeat(groups.similarities.astype(np.float64), ends - starts)
 
     def _member_index(self) -> tuple[np.ndarray, np.ndarray]:
-        """Memory positions sorted by group (stable: in order of writing within a group; orphans first, in no group), and each group's offset."""
+        """Memory positions sorted by group (stable: in order of writing within a group; orphans first, in no group),
+        and each group's offset."""
         if self._members is None:
             groups = self.store.column("group").astype(np.int64)
             order = np.argsort(groups, kind="stable")
@@ -403,7 +458,13 @@ class MemRL(MemoryMethod):
         else:
             self._add_members(first_position, np.array([m.fields["group"] for m in memories], dtype=np.int64))
         return {
-            m.id: memory_op("add", m.id, q=m.fields["q_value"], group=m.fields["group"], **({"orphaned": orphans_of[m.id]} if m.id in orphans_of else {}))
+            m.id: memory_op(
+                "add",
+                m.id,
+                q=m.fields["q_value"],
+                group=m.fields["group"],
+                **({"orphaned": orphans_of[m.id]} if m.id in orphans_of else {}),
+            )
             for m in memories
         }
 
@@ -453,7 +514,14 @@ class MemRL(MemoryMethod):
         c = self.config
         trajectories = [trajectory_text(exp.episode, c.max_trajectory_chars) for exp in batch]
         if not (c.write_with_llm and self.ctx.llm is not None):
-            return [f"Task: {exp.task.description}\nOutcome: {'success' if exp.episode.success else 'failure'}\n{t}".rstrip() for exp, t in zip(batch, trajectories)], {}, {}
+            return (
+                [
+                    f"Task: {exp.task.description}\nOutcome: {'success' if exp.episode.success else 'failure'}\n{t}".rstrip()
+                    for exp, t in zip(batch, trajectories)
+                ],
+                {},
+                {},
+            )
 
         def messages_of(exp: Experience, trajectory: str) -> list[dict[str, str]]:
             values = {"task": exp.task.description, "trajectory": trajectory}
@@ -464,14 +532,19 @@ class MemRL(MemoryMethod):
         requests = [messages_of(e, t) for e, t in zip(batch, trajectories)]
 
         async def all_summaries():
-            calls = (self.ctx.llm.chat(m, **({} if e.episode.success else {"temperature": c.reflection_temperature})) for e, m in zip(batch, requests))
+            calls = (
+                self.ctx.llm.chat(m, **({} if e.episode.success else {"temperature": c.reflection_temperature}))
+                for e, m in zip(batch, requests)
+            )
             return await asyncio.gather(*calls, return_exceptions=True)
 
         contents, usage, records = [], {}, {}
         for exp, trajectory, messages, result in zip(batch, trajectories, requests, self.ctx.run(all_summaries())):
             if isinstance(result, LLMError):
                 summary, call_usage = "(not available: the LLM call failed)", Usage(calls=1, failures=1)
-                records[exp.episode.episode_id] = [memory_call(_summary_template(exp), messages, problem=f"{type(result).__name__}: {result}")]
+                records[exp.episode.episode_id] = [
+                    memory_call(_summary_template(exp), messages, problem=f"{type(result).__name__}: {result}")
+                ]
             elif isinstance(result, BaseException):
                 raise result
             else:

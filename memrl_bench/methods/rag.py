@@ -19,7 +19,10 @@ class RAGConfig(Settings):
     top_k: int = Field(3, ge=1, description="Stored episodes injected into the prompt.")
     sim_floor: float = Field(-1.0, ge=-1.0, le=1.0, description="Minimum cosine similarity of an injected episode.")
     max_trajectory_chars: int = Field(2000, ge=0, description="Stored trajectory text is cut to this many characters.")
-    index: IndexConfig = Field(default_factory=IndexConfig, description="Search over stored episodes: exact (a full scan) or hnsw (approximate, for large memories).")
+    index: IndexConfig = Field(
+        default_factory=IndexConfig,
+        description="Search over stored episodes: exact (a full scan) or hnsw (approximate, for large memories).",
+    )
 
 
 class RAG(StoreMethod):
@@ -51,7 +54,6 @@ class RAG(StoreMethod):
         for exp in batch:
             self.store.add(trajectory_item(exp, self.config.max_trajectory_chars), exp.key)
         return LearnResult()
-
 
 
 def trajectory_item(exp: Experience, max_trajectory_chars: int) -> MemoryItem:

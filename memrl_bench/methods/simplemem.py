@@ -40,14 +40,18 @@ from memrl_bench.methods.llm_ops import MemoryCalls, require_llm
 
 
 class SimpleMemConfig(Settings):
-    budget_tokens: int = Field(550, ge=1, description="Most estimated tokens (UTF-8 bytes / 3) of the injected block (SimpleMem reports ~550 per query).")
+    budget_tokens: int = Field(
+        550, ge=1, description="Most estimated tokens (UTF-8 bytes / 3) of the injected block (SimpleMem reports ~550 per query)."
+    )
     top_k: int = Field(10, ge=1, description="Most relevant entries considered for the budget (SimpleMem-Cross's semantic top_k).")
     sim_floor: float = Field(-1.0, ge=-1.0, le=1.0, description="Minimum cosine similarity of a considered entry.")
     write_with_llm: bool = Field(True, description="Compress each episode with the LLM; false: a deterministic outcome-and-actions entry.")
     max_words: int = Field(60, ge=1, description="Words the compression prompt allows a lesson (our choice).")
     max_entry_chars: int = Field(600, ge=1, description="A lesson is cut to this many characters (a model may ignore max_words).")
     temperature: float = Field(0.0, ge=0, description="LLM temperature of the compression call.")
-    max_trajectory_chars: int = Field(2000, ge=0, description="Trajectory text shown to the compression call is cut to this many characters.")
+    max_trajectory_chars: int = Field(
+        2000, ge=0, description="Trajectory text shown to the compression call is cut to this many characters."
+    )
 
 
 def plain_lesson(episode: Episode) -> str:
@@ -78,7 +82,9 @@ class SimpleMem(StoreMethod):
         if not chosen:
             return Retrieval(candidates=len(pool))
         block = header + "\n".join(self.store.items[i].content for i in chosen)
-        return Retrieval(items=[RetrievedItem.of(self.store.items[i], float(sims[i])) for i in chosen], prompt_block=block, candidates=len(pool))
+        return Retrieval(
+            items=[RetrievedItem.of(self.store.items[i], float(sims[i])) for i in chosen], prompt_block=block, candidates=len(pool)
+        )
 
     def learn(self, batch: list[Experience]) -> LearnResult:
         calls = MemoryCalls(self.ctx)
@@ -107,7 +113,14 @@ class SimpleMem(StoreMethod):
             end_reason=end_reason(exp.episode),
             trajectory=trajectory_text(exp.episode, c.max_trajectory_chars),
         )
-        return await calls.ask(exp.episode.episode_id, "simplemem_compress", prompt, lambda text: " ".join(text.split()), as_json=False, temperature=c.temperature)
+        return await calls.ask(
+            exp.episode.episode_id,
+            "simplemem_compress",
+            prompt,
+            lambda text: " ".join(text.split()),
+            as_json=False,
+            temperature=c.temperature,
+        )
 
 
 METHOD = SimpleMem

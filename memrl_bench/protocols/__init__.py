@@ -5,9 +5,33 @@ from typing import Any
 
 from memrl_bench.core import registry
 from memrl_bench.core.config import ConfigError, validated
-from memrl_bench.protocols.base import EPISODE_TAGS, FLIPPED, Batch, Protocol, ProtocolSettings, ProtocolViolation, epoch_order, name_of, role_splits, split_hash
+from memrl_bench.protocols.base import (
+    EPISODE_TAGS,
+    FLIPPED,
+    Batch,
+    Protocol,
+    ProtocolSettings,
+    ProtocolViolation,
+    epoch_order,
+    name_of,
+    role_splits,
+    split_hash,
+)
 
-__all__ = ["EPISODE_TAGS", "FLIPPED", "Batch", "Protocol", "ProtocolSettings", "ProtocolViolation", "build", "epoch_order", "name_of", "named", "role_splits", "split_hash"]
+__all__ = [
+    "EPISODE_TAGS",
+    "FLIPPED",
+    "Batch",
+    "Protocol",
+    "ProtocolSettings",
+    "ProtocolViolation",
+    "build",
+    "epoch_order",
+    "name_of",
+    "named",
+    "role_splits",
+    "split_hash",
+]
 
 
 def named(settings: dict[str, Any]) -> type[Protocol]:
@@ -23,5 +47,7 @@ def build(settings: dict[str, Any]) -> Protocol:
     for key in settings:
         if key not in protocol_cls.Settings.model_fields:
             owners = [n for n in registry.names("protocol") if key in registry.get("protocol", n).Settings.model_fields]
-            raise ConfigError(f"protocol.{key}: not a setting of protocol={name}" + (f"; it belongs to protocol={' / '.join(owners)}" if owners else ""))
+            raise ConfigError(
+                f"protocol.{key}: not a setting of protocol={name}" + (f"; it belongs to protocol={' / '.join(owners)}" if owners else "")
+            )
     return protocol_cls(validated(protocol_cls.Settings, settings, "protocol"))

@@ -97,12 +97,22 @@ class ProtocolSettings(Settings):
     test_at_end: bool = Field(True, description="Play every test split once after training, memory frozen.")
     eval_samples: int = Field(1, ge=1, description="Samples per evaluation task, for pass@k.")
     allow_finetuned: bool = Field(False, description="Run a backbone declared fine-tuned on this env's data (then labelled).")
-    checkpoint_interval_s: float = Field(30, ge=0, description="Seconds between memory checkpoints (resume replays learn() after the last one).")
-    max_tasks: dict[Literal["train", "validation", "test"], int | None] = Field(default_factory=dict, description="Per role: use only the first N tasks (N >= 1; null: all).")
-    skip_tasks: dict[Literal["train", "validation", "test"], int] = Field(
-        default_factory=dict, description="Per role: leave out the first N tasks of each split, before max_tasks (a pilot on tasks a study that takes the first ones never sees)."
+    checkpoint_interval_s: float = Field(
+        30, ge=0, description="Seconds between memory checkpoints (resume replays learn() after the last one)."
     )
-    epoch_order_seeds: list[int] | None = Field(None, description="Per-epoch task-order seeds, overriding task_order_seed (order counterfactuals).")
+    max_tasks: dict[Literal["train", "validation", "test"], int | None] = Field(
+        default_factory=dict, description="Per role: use only the first N tasks (N >= 1; null: all)."
+    )
+    skip_tasks: dict[Literal["train", "validation", "test"], int] = Field(
+        default_factory=dict,
+        description=(
+            "Per role: leave out the first N tasks of each split, before max_tasks (a pilot on tasks a study that takes the first ones "
+            "never sees)."
+        ),
+    )
+    epoch_order_seeds: list[int] | None = Field(
+        None, description="Per-epoch task-order seeds, overriding task_order_seed (order counterfactuals)."
+    )
 
     unlisted = ("skip_tasks",)  # set with +protocol.skip_tasks.<role>=N
 
@@ -248,7 +258,10 @@ def check_disjoint(tasks: dict[str, list[Task]]) -> None:
     for split, split_tasks in tasks.items():
         for task in split_tasks:
             if task.id in seen and seen[task.id] != split:
-                raise ProtocolViolation(f"splits {seen[task.id]!r} and {split!r} overlap: task {task.id!r} is in both; held-out evaluation needs disjoint splits")
+                raise ProtocolViolation(
+                    f"splits {seen[task.id]!r} and {split!r} overlap: task {task.id!r} is in both; held-out evaluation needs disjoint "
+                    "splits"
+                )
             seen[task.id] = split
 
 

@@ -52,12 +52,27 @@ REPORTED = ("sr_dip", "tasks_until_recovery", "sr_change", "post_sr", "stale_sha
 class DriftSettings(Settings):
     """protocol.drift: the environment changes under the agent at the start of one training epoch."""
 
-    epoch: int = Field(3, ge=2, description="The training epoch at whose start the environment changes; it and everything after (validation, test) play the changed world.")
+    epoch: int = Field(
+        3,
+        ge=2,
+        description=(
+            "The training epoch at whose start the environment changes; it and everything after (validation, test) play the changed world."
+        ),
+    )
     seed: int = Field(0, ge=0, description="Which task types flip (synthetic).")
-    flip_share: float = Field(0.5, ge=0, le=1, description="synthetic: the share of task types whose lessons written before the change flip (helpful <-> harmful).")
-    game_params: dict[str, int | float | bool | str] | None = Field(None, description="textworld_express: the simulator properties after the change (null: the env's own variant of the game).")
+    flip_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="synthetic: the share of task types whose lessons written before the change flip (helpful <-> harmful).",
+    )
+    game_params: dict[str, int | float | bool | str] | None = Field(
+        None, description="textworld_express: the simulator properties after the change (null: the env's own variant of the game)."
+    )
     window: int = Field(10, ge=1, description="Training episodes per window of the drift metrics.")
-    tolerance: float = Field(0.05, ge=0, le=1, description="Recovered: a window's SR within this of the SR of the window before the change.")
+    tolerance: float = Field(
+        0.05, ge=0, le=1, description="Recovered: a window's SR within this of the SR of the window before the change."
+    )
 
 
 class DriftingSettings(ProtocolSettings):
@@ -66,7 +81,10 @@ class DriftingSettings(ProtocolSettings):
     @model_validator(mode="after")
     def _changes_in_training(self) -> DriftingSettings:
         if self.drift.epoch > self.epochs:
-            raise ValueError(f"protocol.drift.epoch={self.drift.epoch} is after the last epoch (protocol.epochs={self.epochs}): the environment would never change")
+            raise ValueError(
+                f"protocol.drift.epoch={self.drift.epoch} is after the last epoch (protocol.epochs={self.epochs}): the environment would "
+                "never change"
+            )
         return self
 
 
@@ -165,7 +183,9 @@ class Drift(Protocol):
 
     def schedule(self, roles: dict[str, Any], tasks: dict[str, list[Task]], task_order_seed: int, env: Any) -> list[Batch]:
         if not isinstance(env, Drifts):
-            raise ConfigError(f"protocol=drift: env {env.name!r} has no drift (synthetic, llb_db and textworld_express do); use protocol=held_out")
+            raise ConfigError(
+                f"protocol=drift: env {env.name!r} has no drift (synthetic, llb_db and textworld_express do); use protocol=held_out"
+            )
         return apply(super().schedule(roles, tasks, task_order_seed, env), self.settings.drift, env)
 
     def metrics(self, records: list[Episode], items: list[MemoryItem], roles: dict[str, Any]) -> dict[str, Any]:

@@ -25,13 +25,17 @@ class WritesPoison(Capability):
 
 
 class PoisonSettings(ProtocolSettings):
-    poison_share: float = Field(0.1, ge=0, le=1, description="Adversarial memories fed to learn() at the start of poison_epoch, as a share of the train split.")
+    poison_share: float = Field(
+        0.1, ge=0, le=1, description="Adversarial memories fed to learn() at the start of poison_epoch, as a share of the train split."
+    )
     poison_epoch: int = Field(1, ge=1, description="The training epoch whose start receives the poison batch.")
 
     @model_validator(mode="after")
     def _fed_in_a_training_epoch(self) -> PoisonSettings:
         if self.poison_epoch > self.epochs:
-            raise ValueError(f"protocol.poison_epoch={self.poison_epoch} is after the last epoch (protocol.epochs={self.epochs}): no poison would be fed")
+            raise ValueError(
+                f"protocol.poison_epoch={self.poison_epoch} is after the last epoch (protocol.epochs={self.epochs}): no poison would be fed"
+            )
         return self
 
 
@@ -53,8 +57,17 @@ class Poison(Protocol):
         """The poison batch's episodes: logged as training input with status "poison", never scored."""
         return [
             Episode(
-                episode_id=batch.episode_id(i, 0), task_id=task.id, split=batch.split, phase="train", epoch=batch.epoch,
-                batch_index=batch.index, order_index=i, success=True, reward=0.0, status="poison", turns=poison_turns(env, task),
+                episode_id=batch.episode_id(i, 0),
+                task_id=task.id,
+                split=batch.split,
+                phase="train",
+                epoch=batch.epoch,
+                batch_index=batch.index,
+                order_index=i,
+                success=True,
+                reward=0.0,
+                status="poison",
+                turns=poison_turns(env, task),
                 info={"poison": True},
             )
             for i, task in enumerate(batch.tasks)

@@ -18,15 +18,23 @@ from memrl_bench.protocols.base import FLIPPED, Batch, Protocol, ProtocolSetting
 
 
 class RepairSettings(ProtocolSettings):
-    corrupt_share: float = Field(0.3, ge=0, le=1, description="Share of the training episodes of each corrupted epoch whose success learn() sees flipped (0: the clean twin).")
-    corrupt_epochs: int = Field(2, ge=1, description="Epochs 1..corrupt_epochs are the corrupted phase, the rest the repair phase (true rewards).")
+    corrupt_share: float = Field(
+        0.3,
+        ge=0,
+        le=1,
+        description="Share of the training episodes of each corrupted epoch whose success learn() sees flipped (0: the clean twin).",
+    )
+    corrupt_epochs: int = Field(
+        2, ge=1, description="Epochs 1..corrupt_epochs are the corrupted phase, the rest the repair phase (true rewards)."
+    )
     corrupt_seed: int = Field(0, ge=0, description="Seed choosing the corrupted episodes of each epoch.")
 
     @model_validator(mode="after")
     def _has_a_repair_phase(self) -> RepairSettings:
         if self.corrupt_share > 0 and (self.corrupt_epochs >= self.epochs or not self.validate_every_epoch):
             raise ValueError(
-                f"protocol.corrupt_share>0 needs a repair phase and held-out SR after each phase: protocol.corrupt_epochs ({self.corrupt_epochs}) "
+                "protocol.corrupt_share>0 needs a repair phase and held-out SR after each phase: protocol.corrupt_epochs "
+                f"({self.corrupt_epochs}) "
                 f"< protocol.epochs ({self.epochs}) and protocol.validate_every_epoch=true"
             )
         return self

@@ -16,8 +16,12 @@ from memrl_bench.protocols.streaming import Streaming, StreamingSettings, stream
 
 
 class ReplaySettings(StreamingSettings):
-    replay_every: int = Field(10, ge=1, description="m: after every m learned stream tasks, re-test replay_tasks of them with memory frozen.")
-    replay_tasks: int = Field(5, ge=1, description="n: tasks sampled (replay_seed) from those already learned, re-tested at each replay point.")
+    replay_every: int = Field(
+        10, ge=1, description="m: after every m learned stream tasks, re-test replay_tasks of them with memory frozen."
+    )
+    replay_tasks: int = Field(
+        5, ge=1, description="n: tasks sampled (replay_seed) from those already learned, re-tested at each replay point."
+    )
     replay_seed: int = Field(0, ge=0, description="Seed of the replay samples.")
 
 

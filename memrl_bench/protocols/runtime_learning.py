@@ -12,7 +12,10 @@ class RuntimeLearningSettings(ProtocolSettings):
     @model_validator(mode="after")
     def _scores_training(self) -> RuntimeLearningSettings:
         if self.validate_every_epoch or self.test_at_end:
-            raise ValueError("protocol=runtime_learning scores the training episodes; set protocol.validate_every_epoch=false and protocol.test_at_end=false")
+            raise ValueError(
+                "protocol=runtime_learning scores the training episodes; set protocol.validate_every_epoch=false and "
+                "protocol.test_at_end=false"
+            )
         return self
 
 

@@ -38,8 +38,12 @@ _MISSING = "???"  # OmegaConf's mark of a mandatory value not given
 
 
 class TransferSettings(ProtocolSettings):
-    transfer_from: str | None = Field(None, description="The source run's folder, or a folder of runs holding exactly one source for this run.")
-    transfer_source_env: dict[str, Any] = Field(default_factory=dict, description="Env settings the source run's env must have, to choose among the runs of transfer_from.")
+    transfer_from: str | None = Field(
+        None, description="The source run's folder, or a folder of runs holding exactly one source for this run."
+    )
+    transfer_source_env: dict[str, Any] = Field(
+        default_factory=dict, description="Env settings the source run's env must have, to choose among the runs of transfer_from."
+    )
 
     # Its YAML marks it mandatory (???, given on the command line); merged over a composed null, that mark would be lost.
     unlisted = ("skip_tasks", "transfer_from")
@@ -47,9 +51,15 @@ class TransferSettings(ProtocolSettings):
     @model_validator(mode="after")
     def _consistent(self) -> TransferSettings:  # replaces the base rule: a transfer run has 0 epochs
         if self.transfer_from in (None, "", _MISSING):
-            raise ValueError("protocol.transfer_from is required for protocol=transfer: the source run's folder, or a folder of runs holding one for this run")
+            raise ValueError(
+                "protocol.transfer_from is required for protocol=transfer: the source run's folder, or a folder of runs holding one for "
+                "this run"
+            )
         if self.epochs != 0 or not self.test_at_end:
-            raise ValueError("protocol=transfer tests a source run's memory frozen, with no training here: needs protocol.epochs=0 and protocol.test_at_end=true")
+            raise ValueError(
+                "protocol=transfer tests a source run's memory frozen, with no training here: needs protocol.epochs=0 and "
+                "protocol.test_at_end=true"
+            )
         return self
 
 
@@ -92,7 +102,11 @@ class Source:
 
     def identity(self) -> dict[str, str]:
         """What the transfer run's manifest records of its source (and a resume checks)."""
-        return {"source_run": str(self.path), "source_config_hash": self.records.manifest.config_hash, "source_memory_sha256": self.memory_sha256}
+        return {
+            "source_run": str(self.path),
+            "source_config_hash": self.records.manifest.config_hash,
+            "source_memory_sha256": self.memory_sha256,
+        }
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -105,12 +119,18 @@ def _mismatch(source: dict, cfg: dict, seeds: bool) -> str | None:
         if not _same(source.get(group), cfg.get(group)):
             mine, theirs = cfg.get(group) or {}, source.get(group) or {}
             keys = sorted(k for k in {*mine, *theirs} if not _same(mine.get(k), theirs.get(k)))
-            return f"its {group} settings differ ({', '.join(f'{group}.{k}: {theirs.get(k)!r} there, {mine.get(k)!r} here' for k in keys[:3])})"
+            return (
+                f"its {group} settings differ "
+                f"({', '.join(f'{group}.{k}: {theirs.get(k)!r} there, {mine.get(k)!r} here' for k in keys[:3])})"
+            )
     wanted = (cfg.get("protocol") or {}).get("transfer_source_env") or {}
     env = source.get("env") or {}
     off = [k for k, v in wanted.items() if not _same(env.get(k), v)]
     if off:
-        return f"its env has {', '.join(f'{k}={env.get(k)!r}' for k in off)}, protocol.transfer_source_env asks for {', '.join(f'{k}={wanted[k]!r}' for k in off)}"
+        return (
+            f"its env has {', '.join(f'{k}={env.get(k)!r}' for k in off)}, protocol.transfer_source_env asks for "
+            f"{', '.join(f'{k}={wanted[k]!r}' for k in off)}"
+        )
     if seeds:
         for key in ("seed", "task_order_seed"):
             if not _same(source.get(key), cfg.get(key)):
@@ -134,10 +154,16 @@ def find_source(cfg: dict) -> Path:
         raise TransferViolation(f"protocol.transfer_from: {root} cannot be this run's source: {why[root]}")
     if not fitting:
         near = "; ".join(f"{p.name}: {reason}" for p, reason in list(why.items())[:3])
-        raise TransferViolation(f"protocol.transfer_from: no run under {root} is this run's source (same method settings, embedder, seed and task order{' and protocol.transfer_source_env' if (cfg['protocol'].get('transfer_source_env')) else ''}); e.g. {near}")
+        raise TransferViolation(
+            f"protocol.transfer_from: no run under {root} is this run's source (same method settings, embedder, seed and task "
+            f"order{' and protocol.transfer_source_env' if (cfg['protocol'].get('transfer_source_env')) else ''}); e.g. {near}"
+        )
     if len(fitting) > 1:
         names = ", ".join(str(p.relative_to(root)) for p in fitting[:4])
-        raise TransferViolation(f"protocol.transfer_from: {len(fitting)} runs under {root} could be this run's source ({names}); name one folder, or tell them apart with protocol.transfer_source_env.<env key>=<value>")
+        raise TransferViolation(
+            f"protocol.transfer_from: {len(fitting)} runs under {root} could be this run's source ({names}); name one folder, or tell them "
+            "apart with protocol.transfer_source_env.<env key>=<value>"
+        )
     return fitting[0]
 
 
@@ -150,13 +176,20 @@ def load_source(cfg: dict) -> Source:
     path = find_source(cfg)
     folder = RunFolder(path)
     if not folder.is_complete():
-        raise TransferViolation(f"protocol.transfer_from: the source run {path} is not complete; finish it first (its own command resumes it)")
+        raise TransferViolation(
+            f"protocol.transfer_from: the source run {path} is not complete; finish it first (its own command resumes it)"
+        )
     records = read_run(path, require_complete=True)
     if (records.manifest.config.get("protocol") or {}).get("transfer_from"):
-        raise TransferViolation(f"protocol.transfer_from: {path} is itself a transfer run (it learned nothing); use the run it started from, {(records.manifest.config['protocol'])['transfer_from']}")
+        raise TransferViolation(
+            f"protocol.transfer_from: {path} is itself a transfer run (it learned nothing); use the run it started from, "
+            f"{(records.manifest.config['protocol'])['transfer_from']}"
+        )
     final = folder.snapshot_path("final")
     if final is None or not (final / CHECKSUMS).exists():
-        raise CorruptRunFolderError(f"{path} has no checksummed final memory snapshot (memory/final/{CHECKSUMS}); re-run the source into a new folder")
+        raise CorruptRunFolderError(
+            f"{path} has no checksummed final memory snapshot (memory/final/{CHECKSUMS}); re-run the source into a new folder"
+        )
     folder.verify_snapshot(final)
     source = Source(records, final, _memory_sha256(final))
     if not source.train_episodes:
@@ -168,7 +201,8 @@ def check_unchanged(source: Source, recorded: dict | None) -> None:
     """A resumed transfer run's source must still hold the memory the run started from."""
     if recorded and recorded != source.identity():
         raise ConfigMismatchError(
-            f"the transfer source {source.path} changed since this run started (memory {recorded.get('source_memory_sha256', '?')[:12]} then, "
+            f"the transfer source {source.path} changed since this run started (memory {recorded.get('source_memory_sha256', '?')[:12]} "
+            "then, "
             f"{source.memory_sha256[:12]} now): refusing to mix two memories in one run; use another results_dir / experiment_name"
         )
 
@@ -179,7 +213,10 @@ def check_held_out(source: Source, test_tasks: dict[str, list[Task]]) -> None:
     for split, tasks in test_tasks.items():
         seen = sorted(t.id for t in tasks if t.id in learned)
         if seen:
-            raise ProtocolViolation(f"test split {split!r} holds {len(seen)} task(s) the source run {source.path} learned from (e.g. {seen[0]!r}): transfer is tested on tasks the source never saw")
+            raise ProtocolViolation(
+                f"test split {split!r} holds {len(seen)} task(s) the source run {source.path} learned from (e.g. {seen[0]!r}): transfer is "
+                "tested on tasks the source never saw"
+            )
 
 
 def audit(items: list[MemoryItem], source: Source) -> None:
@@ -189,9 +226,16 @@ def audit(items: list[MemoryItem], source: Source) -> None:
     for item in items:
         p = item.provenance
         origin = inherited.get(item.id)
-        if origin is None or (origin.episode_id, origin.split) != (p.episode_id, p.split) or p.phase != "train" or p.split != source.train_split or p.episode_id not in train_ids:
+        if (
+            origin is None
+            or (origin.episode_id, origin.split) != (p.episode_id, p.split)
+            or p.phase != "train"
+            or p.split != source.train_split
+            or p.episode_id not in train_ids
+        ):
             raise ProtocolViolation(
-                f"memory item {item.id!r} (provenance phase={p.phase!r} split={p.split!r} episode={p.episode_id!r}) is not a memory the source run "
+                f"memory item {item.id!r} (provenance phase={p.phase!r} split={p.split!r} episode={p.episode_id!r}) is not a memory the "
+                "source run "
                 f"{source.path} learned in training: a transfer run only reads the source's memory"
             )
 
@@ -232,6 +276,7 @@ class Transfer(Protocol):
     def report_numbers(cls, blocks: dict[str, Any]) -> dict[str, float | None]:
         t = blocks["transfer"]
         return {"transfer_sr": t["test_success"][t["test_split"]], "transfer_injected_share": t["test_injected_share"][t["test_split"]]}
+
     source: Source
 
     def start(self, config: dict[str, Any], recorded: dict[str, Any] | None) -> None:

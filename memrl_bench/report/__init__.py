@@ -48,7 +48,9 @@ def write_report(results: Results, out_dir: Path | str | None = None) -> Path:
     out = Path(out_dir) if out_dir is not None else results.root / "report"
     foreign = sorted(p.name for p in out.iterdir() if p.name not in REPORT_FILES) if out.is_dir() else []
     if out.exists() and (not out.is_dir() or foreign):
-        raise ReportInputError(f"{out} holds files a report does not write ({', '.join(foreign[:3]) or 'it is a file'}); choose another --out")
+        raise ReportInputError(
+            f"{out} holds files a report does not write ({', '.join(foreign[:3]) or 'it is a file'}); choose another --out"
+        )
     above = next((p for p in out.parents if p.exists()), None)
     if above is not None and not above.is_dir():
         raise ReportInputError(f"{out}: {above} is a file, not a folder; choose another --out")

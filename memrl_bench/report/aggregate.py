@@ -38,7 +38,9 @@ class BootstrapDifference:
     pairs: int
 
 
-def paired_bootstrap(a: pd.DataFrame, b: pd.DataFrame, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> BootstrapDifference | None:
+def paired_bootstrap(
+    a: pd.DataFrame, b: pd.DataFrame, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+) -> BootstrapDifference | None:
     """Paired bootstrap of success(A) - success(B).
 
     `a`, `b`: episode rows with seed, task_id, success. Episodes pair by (seed,
@@ -65,13 +67,18 @@ def whole_phases(results: Results) -> pd.DataFrame:
     played = results.episodes.groupby(keys)["task_id"].nunique().rename("tasks").reset_index()
     if played.empty:
         return pd.DataFrame(columns=[*keys, "tasks", "whole"])
-    sizes = {(run, split): size for run, by_split in results.runs.set_index("run")["split_sizes"].items() for split, size in by_split.items()}
-    played["whole"] = [sizes.get((run, split)) in (None, tasks) for run, split, tasks in zip(played["run"], played["split"], played["tasks"])]
+    sizes = {
+        (run, split): size for run, by_split in results.runs.set_index("run")["split_sizes"].items() for split, size in by_split.items()
+    }
+    played["whole"] = [
+        sizes.get((run, split)) in (None, tasks) for run, split, tasks in zip(played["run"], played["split"], played["tasks"])
+    ]
     return played
 
 
 def per_run_epoch(results: Results) -> pd.DataFrame:
-    """One row per (run, phase, epoch): SR, CSR, both forgetting rates (as memrl_bench.core.metrics computes them), and whether it is whole."""
+    """One row per (run, phase, epoch): SR, CSR, both forgetting rates (as memrl_bench.core.metrics computes them),
+    and whether it is whole."""
     whole = whole_phases(results)[["run", "phase_name", "epoch", "whole"]]
     table = results.rates.merge(whole, on=["run", "phase_name", "epoch"], how="left")
     return table.join(results.runs.set_index("run")[["method", "variant", "seed", "labels"]], on="run")
@@ -84,7 +91,16 @@ def over_seeds(per_run: pd.DataFrame, keys: list[str], values: list[str]) -> pd.
         for metric in values:
             interval = t_interval(group[metric])
             if interval.n:
-                rows.append({**dict(zip(keys, key)), "metric": metric, "n": interval.n, "mean": interval.mean, "ci_low": _nan(interval.low), "ci_high": _nan(interval.high)})
+                rows.append(
+                    {
+                        **dict(zip(keys, key)),
+                        "metric": metric,
+                        "n": interval.n,
+                        "mean": interval.mean,
+                        "ci_low": _nan(interval.low),
+                        "ci_high": _nan(interval.high),
+                    }
+                )
     return pd.DataFrame(rows, columns=[*keys, "metric", "n", "mean", "ci_low", "ci_high"])
 
 
@@ -147,7 +163,19 @@ def differences_vs_baseline(results: Results) -> pd.DataFrame:
             in_split = test[test["split"] == split]
             diff = paired_bootstrap(in_split[in_split["variant"] == variant], in_split[in_split["variant"] == baseline])
             if diff is not None:
-                rows.append({"variant": variant, "baseline": baseline, "split": split, "diff_mean": diff.mean, "ci_low": diff.low, "ci_high": diff.high, "tasks": diff.tasks, "pairs": diff.pairs, "note": ""})
+                rows.append(
+                    {
+                        "variant": variant,
+                        "baseline": baseline,
+                        "split": split,
+                        "diff_mean": diff.mean,
+                        "ci_low": diff.low,
+                        "ci_high": diff.high,
+                        "tasks": diff.tasks,
+                        "pairs": diff.pairs,
+                        "note": "",
+                    }
+                )
     return pd.DataFrame(rows, columns=["variant", "baseline", "split", "diff_mean", "ci_low", "ci_high", "tasks", "pairs", "note"])
 
 
@@ -164,7 +192,16 @@ def latency_percentiles(results: Results) -> pd.DataFrame:
                 seconds = seconds[~group["act_all_cached"]]
             seconds = seconds.dropna()
             if len(seconds):
-                rows.append({"variant": variant, "method": group["method"].iloc[0], "stage": stage, "n": len(seconds), "p50_s": float(seconds.quantile(0.5)), "p95_s": float(seconds.quantile(0.95))})
+                rows.append(
+                    {
+                        "variant": variant,
+                        "method": group["method"].iloc[0],
+                        "stage": stage,
+                        "n": len(seconds),
+                        "p50_s": float(seconds.quantile(0.5)),
+                        "p95_s": float(seconds.quantile(0.95)),
+                    }
+                )
     return pd.DataFrame(rows, columns=["variant", "method", "stage", "n", "p50_s", "p95_s"])
 
 
@@ -182,7 +219,9 @@ def per_run_end(results: Results) -> pd.DataFrame:
     end["injected_chars_last_epoch"] = _last_training_epoch(episodes).groupby("run")["injected_chars"].mean()
     end["injected_chars_test"] = episodes[episodes["phase"] == "test"].groupby("run")["injected_chars"].mean()
     # The harness's token estimate (memrl_bench.llm: bytes / 3, rounded up) per prompt; characters stand in for bytes.
-    end["injected_tokens_test"] = (-(-episodes.loc[episodes["phase"] == "test", "injected_chars"] // ESTIMATE_BYTES_PER_TOKEN)).groupby(episodes["run"]).mean()
+    end["injected_tokens_test"] = (
+        (-(-episodes.loc[episodes["phase"] == "test", "injected_chars"] // ESTIMATE_BYTES_PER_TOKEN)).groupby(episodes["run"]).mean()
+    )
     usage_columns = [f"{purpose}_{key}" for purpose in ("act", "memory") for key in USAGE_KEYS]
     usage = episodes.groupby("run")[usage_columns + ["memory_op_errors", *HARNESS_COUNTS]].sum()
     usage["episodes"] = episodes.groupby("run").size()
@@ -241,7 +280,11 @@ def protocol_numbers(runs: pd.DataFrame) -> pd.DataFrame:
         m = run.protocol_metrics
         if "streaming" in m and run.method != BASELINE_METHOD and (none := stream_sr.get(_twin_key(run, ("method",)))) is not None:
             rows[run.run]["stream_gain_over_none"] = m["streaming"]["success_rate"] - none
-        if "repair" in m and (run.config.get("protocol") or {}).get("corrupt_share") and (twin := clean.get(_twin_key(run, ("protocol.corrupt_share",)))):
+        if (
+            "repair" in m
+            and (run.config.get("protocol") or {}).get("corrupt_share")
+            and (twin := clean.get(_twin_key(run, ("protocol.corrupt_share",))))
+        ):
             rows[run.run] |= against_clean(m["repair"], twin)
         if "transfer" in m and run.method != BASELINE_METHOD and (none := transfer_sr.get(_twin_key(run, ("method",)))) is not None:
             rows[run.run]["transfer_gain"] = rows[run.run]["transfer_sr"] - none
@@ -273,29 +316,61 @@ def transfer_matrix(results: Results, numbers: pd.DataFrame) -> pd.DataFrame:
     `none` (`numbers`: protocol_numbers' columns by run) as a mean with a 95% t-interval over
     the replicate runs, and the mean transfer SR. Envs are named by what tells them apart here (env_labels)."""
     runs = results.runs[results.runs["complete"]]
-    runs = runs[[bool(m.get("transfer")) and r in numbers.index and not np.isnan(numbers.loc[r, "transfer_gain"]) for r, m in zip(runs["run"], runs["protocol_metrics"])]]
+    runs = runs[
+        [
+            bool(m.get("transfer")) and r in numbers.index and not np.isnan(numbers.loc[r, "transfer_gain"])
+            for r, m in zip(runs["run"], runs["protocol_metrics"])
+        ]
+    ]
     if runs.empty:
         return pd.DataFrame(columns=TRANSFER_COLUMNS)
     sources = [m["transfer"]["source_env"] or {} for m in runs["protocol_metrics"]]
     targets = [c["env"] for c in runs["config"]]
     labels = env_labels(sources + targets)
-    frame = pd.DataFrame({
-        "arm": [results.places[v].arm for v in runs["variant"]],
-        "source": labels[: len(runs)],
-        "target": labels[len(runs) :],
-        "gain": numbers.loc[runs["run"], "transfer_gain"].to_numpy(),
-        "transfer_sr": numbers.loc[runs["run"], "transfer_sr"].to_numpy(),
-    })
+    frame = pd.DataFrame(
+        {
+            "arm": [results.places[v].arm for v in runs["variant"]],
+            "source": labels[: len(runs)],
+            "target": labels[len(runs) :],
+            "gain": numbers.loc[runs["run"], "transfer_gain"].to_numpy(),
+            "transfer_sr": numbers.loc[runs["run"], "transfer_sr"].to_numpy(),
+        }
+    )
     rows = []
     for (arm, source, target), cell in frame.groupby(["arm", "source", "target"], sort=True):
         interval = t_interval(cell["gain"])
-        rows.append({"arm": arm, "source": source, "target": target, "n": interval.n, "mean": interval.mean, "ci_low": _nan(interval.low), "ci_high": _nan(interval.high), "transfer_sr": float(cell["transfer_sr"].mean())})
+        rows.append(
+            {
+                "arm": arm,
+                "source": source,
+                "target": target,
+                "n": interval.n,
+                "mean": interval.mean,
+                "ci_low": _nan(interval.low),
+                "ci_high": _nan(interval.high),
+                "transfer_sr": float(cell["transfer_sr"].mean()),
+            }
+        )
     return pd.DataFrame(rows, columns=TRANSFER_COLUMNS)
 
 
-GAIN_COLUMNS = ["variant", "method", "baseline", "gain_mean", "gain_low", "gain_high", "tasks", "pairs", "injected_tokens", "memory_calls_per_episode"]
+GAIN_COLUMNS = [
+    "variant",
+    "method",
+    "baseline",
+    "gain_mean",
+    "gain_low",
+    "gain_high",
+    "tasks",
+    "pairs",
+    "injected_tokens",
+    "memory_calls_per_episode",
+]
 COSTS = {"injected_tokens": "injected_tokens_test", "memory_calls_per_episode": "memory_calls_per_episode"}  # column -> per_run_end metric
-RATIOS = {"gain_per_1k_tokens": ("injected_tokens", 1000.0), "gain_per_call": ("memory_calls_per_episode", 1.0)}  # ratio -> (cost it divides by, cost unit)
+RATIOS = {
+    "gain_per_1k_tokens": ("injected_tokens", 1000.0),
+    "gain_per_call": ("memory_calls_per_episode", 1.0),
+}  # ratio -> (cost it divides by, cost unit)
 
 
 def gain_and_cost(results: Results, end: pd.DataFrame) -> pd.DataFrame:
@@ -346,7 +421,12 @@ def retrieval_spread(results: Results) -> pd.DataFrame:
     """Per run with a final snapshot: share of memories never retrieved in any phase, retrieval Gini."""
     counts = retrieval_counts(results)
     grouped = counts.groupby("run")["retrievals"]
-    return pd.DataFrame({"never_retrieved_any_phase_share": grouped.apply(lambda c: float((c == 0).mean())), "retrieval_gini": grouped.apply(metrics_lib.gini)})
+    return pd.DataFrame(
+        {
+            "never_retrieved_any_phase_share": grouped.apply(lambda c: float((c == 0).mean())),
+            "retrieval_gini": grouped.apply(metrics_lib.gini),
+        }
+    )
 
 
 def q_utility_pairs(results: Results) -> pd.DataFrame:
@@ -360,7 +440,10 @@ def q_utility_pairs(results: Results) -> pd.DataFrame:
 def q_utility_spearman(results: Results) -> pd.DataFrame:
     """Spearman(Q, true utility) per run (as metrics.json's synthetic.spearman_q_true_utility)."""
     pairs = q_utility_pairs(results)
-    rows = [{"run": run, "spearman_q_utility": metrics_lib.spearman(list(g["q_value"]), list(g["lesson_utility"]))} for run, g in pairs.groupby("run")]
+    rows = [
+        {"run": run, "spearman_q_utility": metrics_lib.spearman(list(g["q_value"]), list(g["lesson_utility"]))}
+        for run, g in pairs.groupby("run")
+    ]
     return pd.DataFrame(rows, columns=["run", "spearman_q_utility"]).set_index("run")
 
 

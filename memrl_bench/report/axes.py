@@ -112,13 +112,21 @@ def places(configs: dict[str, dict]) -> dict[str, Place]:
     by_method: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for f in flat.values():
         by_method[f.get("method.name")].append(f)
-    method_keys = [k for k in keys if k.startswith("method.") and k != "method.name" and any(_varies(k, group) for group in by_method.values())]
+    method_keys = [
+        k for k in keys if k.startswith("method.") and k != "method.name" and any(_varies(k, group) for group in by_method.values())
+    ]
     categorical = [k for k in method_keys if not any(isinstance(f.get(k), float) for f in flat.values())]
     numeric = [k for k in method_keys if k not in categorical]
     conditions = [k for k in keys if not k.startswith("method.") and _varies(k, list(flat.values()))]
-    usual = {k: Counter(json.dumps(f.get(k, _ABSENT)) for f in flat.values()).most_common(1)[0][0] for k in conditions if role_of(k) is KeyRole.EVALUATION}
+    usual = {
+        k: Counter(json.dumps(f.get(k, _ABSENT)) for f in flat.values()).most_common(1)[0][0]
+        for k in conditions
+        if role_of(k) is KeyRole.EVALUATION
+    }
 
-    family_of = {v: " ".join([str(f.get("method.name")), *(f"{_short(k)}={_text(f[k])}" for k in categorical if k in f)]) for v, f in flat.items()}
+    family_of = {
+        v: " ".join([str(f.get("method.name")), *(f"{_short(k)}={_text(f[k])}" for k in categorical if k in f)]) for v, f in flat.items()
+    }
     members: dict[str, list[str]] = defaultdict(list)
     for v, family in family_of.items():
         members[family].append(v)
@@ -130,5 +138,11 @@ def places(configs: dict[str, dict]) -> dict[str, Place]:
         for v in variants:
             extra = [f"{_short(k)}={_text(flat[v][k])}" for k in moving[1:] if k in flat[v]]
             condition = tuple((k, flat[v][k]) for k in conditions if k in flat[v] and usual.get(k) != json.dumps(flat[v][k]))
-            out[v] = Place(str(flat[v].get("method.name")), " ".join([family, *extra]), parameter, flat[v].get(parameter) if parameter else None, condition)
+            out[v] = Place(
+                str(flat[v].get("method.name")),
+                " ".join([family, *extra]),
+                parameter,
+                flat[v].get(parameter) if parameter else None,
+                condition,
+            )
     return out

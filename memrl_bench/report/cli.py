@@ -10,8 +10,12 @@ from memrl_bench.report import ReportInputError, load_for_report, write_report
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="memrl-bench-report", description="Tables, figures and report.html for every run folder under RESULTS_DIR.")
-    parser.add_argument("results_dir", type=Path, help="a results folder (searched for run folders holding manifest.json), or one run folder")
+    parser = argparse.ArgumentParser(
+        prog="memrl-bench-report", description="Tables, figures and report.html for every run folder under RESULTS_DIR."
+    )
+    parser.add_argument(
+        "results_dir", type=Path, help="a results folder (searched for run folders holding manifest.json), or one run folder"
+    )
     parser.add_argument("--out", type=Path, default=None, help="where to write the report (default: RESULTS_DIR/report)")
     args = parser.parse_args(argv)
     try:

@@ -107,7 +107,13 @@ class Styles:
 
     def line(self, variant: str, marker: str | None = "o") -> dict:
         """Keyword arguments of ax.plot for a variant's line."""
-        style = {"color": self.colour[variant], "linestyle": self.linestyle[variant], "label": variant, "gid": f"series-{self.index[variant]}", "linewidth": 1.5}
+        style = {
+            "color": self.colour[variant],
+            "linestyle": self.linestyle[variant],
+            "label": variant,
+            "gid": f"series-{self.index[variant]}",
+            "linewidth": 1.5,
+        }
         if self.marked(variant):
             return style | {"linewidth": 2.6, "marker": "D", "markersize": 6, "markeredgecolor": "black", "zorder": 3}
         return style | ({"marker": marker, "markersize": 3} if marker else {})
@@ -149,12 +155,21 @@ def _epoch_grid(rates: pd.DataFrame, metrics: list[str], styles: Styles, ylabel:
         for col, metric in enumerate(metrics):
             ax = axes[row][col]
             for variant in styles.order:
-                cells = rates[(rates["variant"] == variant) & (rates["phase_name"] == phase) & (rates["metric"] == metric)].sort_values("epoch")
+                cells = rates[(rates["variant"] == variant) & (rates["phase_name"] == phase) & (rates["metric"] == metric)].sort_values(
+                    "epoch"
+                )
                 if cells.empty:
                     continue
                 ax.plot(cells["epoch"], 100 * cells["mean"], **styles.line(variant))
                 banded = cells.dropna(subset=["ci_low"])  # rates live in [0, 100]: the band is drawn clipped to it
-                ax.fill_between(banded["epoch"], (100 * banded["ci_low"]).clip(0, 100), (100 * banded["ci_high"]).clip(0, 100), color=styles.colour[variant], alpha=0.12, linewidth=0)
+                ax.fill_between(
+                    banded["epoch"],
+                    (100 * banded["ci_low"]).clip(0, 100),
+                    (100 * banded["ci_high"]).clip(0, 100),
+                    color=styles.colour[variant],
+                    alpha=0.12,
+                    linewidth=0,
+                )
             ax.set_title(f"{RATE_NAMES[metric]} — {phase}", fontsize=10)
             ax.set_xlabel("epoch")
             ax.set_ylabel(ylabel)
@@ -180,7 +195,15 @@ def _bars_per_condition(frame: pd.DataFrame, group_column: str, groups: list[str
             height, below, above = bar(frame[frame["variant"] == variant].set_index(group_column).reindex(groups))
             x = np.arange(len(groups)) + (i - (len(variants) - 1) / 2) * width
             edge = {"edgecolor": "black", "linewidth": 1.6} if styles.marked(variant) else {"edgecolor": "white", "linewidth": 0.5}
-            ax.bar(x, height, width, color=styles.colour[variant], label=styles.places[variant].arm, gid=f"series-{styles.index[variant]}", **edge)  # the panel names the condition
+            ax.bar(
+                x,
+                height,
+                width,
+                color=styles.colour[variant],
+                label=styles.places[variant].arm,
+                gid=f"series-{styles.index[variant]}",
+                **edge,
+            )  # the panel names the condition
             ax.errorbar(x, height, yerr=[below, above], fmt="none", ecolor="black", capsize=2, linewidth=0.8)
         ax.set_xticks(np.arange(len(groups)), [g.replace("_", " ") for g in groups], fontsize=8)
         ax.set_title(condition or "all runs", fontsize=9)
@@ -201,7 +224,10 @@ def _axis_numbers(results: Results, agg: Aggregates) -> dict[str, dict[str, tupl
 
     def put(name: str, rows: pd.DataFrame, scale: float) -> None:
         if not rows.empty:
-            out[name] = {r["variant"]: (scale * r["mean"], *np.clip([scale * r["ci_low"], scale * r["ci_high"]], 0, scale)) for _, r in rows.iterrows()}
+            out[name] = {
+                r["variant"]: (scale * r["mean"], *np.clip([scale * r["ci_low"], scale * r["ci_high"]], 0, scale))
+                for _, r in rows.iterrows()
+            }
 
     if agg.test_splits:
         split = next((s for s in agg.test_splits if "in_distribution" in s), agg.test_splits[0])
@@ -216,43 +242,77 @@ def _axis_numbers(results: Results, agg: Aggregates) -> dict[str, dict[str, tupl
 def axes_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
     """Each headline number against the swept setting: a line per family that sweeps it (one
     per selection rule when epsilon is swept under several), a flat line per other variant."""
-    title = "Along the study's axes: each headline number against the swept method setting (x), a line per family sweeping it, one panel per condition; flat lines are the condition's other variants"
+    title = (
+        "Along the study's axes: each headline number against the swept method setting (x), a line per family sweeping it, one panel per "
+        "condition; flat lines are the condition's other variants"
+    )
     swept = [(p.family, p.parameter) for p in styles.places.values() if p.parameter is not None]
     if not swept:
         return Figure("axes", title, None, "no method setting takes several numeric values within a family (e.g. method.epsilon=0,0.1)")
     family, parameter = max(dict.fromkeys(swept), key=lambda fp: (sum(p.family == fp[0] for p in styles.places.values()), fp[0]))
     families = list(dict.fromkeys(f for f, p in swept if p == parameter))
     sweep = [v for v in styles.order if styles.places[v].family in families]
-    reach = {c: len({styles.places[v].value for v in sweep if styles.places[v].condition_label == c}) for c in dict.fromkeys(styles.places[v].condition_label for v in sweep)}
+    reach = {
+        c: len({styles.places[v].value for v in sweep if styles.places[v].condition_label == c})
+        for c in dict.fromkeys(styles.places[v].condition_label for v in sweep)
+    }
     conditions = [c for c, n in reach.items() if n == max(reach.values())]  # where the sweep was run in full
     numbers = _axis_numbers(results, agg)
     if not numbers:
         return Figure("axes", title, None, "no headline number (test SR, training SR, retrieval Gini) was measured")
     name = parameter.removeprefix("method.")
     title = title.replace("the swept method setting", parameter)
-    fig, axes = plt.subplots(len(numbers), len(conditions), figsize=(4.6 * len(conditions), 2.7 * len(numbers) + 0.4), squeeze=False, sharex=True)
+    fig, axes = plt.subplots(
+        len(numbers), len(conditions), figsize=(4.6 * len(conditions), 2.7 * len(numbers) + 0.4), squeeze=False, sharex=True
+    )
     for col, condition in enumerate(conditions):
         here = [v for v in styles.order if styles.places[v].condition_label == condition]
         for row, (metric, by_variant) in enumerate(numbers.items()):
             ax = axes[row][col]
             xs: set[float] = set()
             for line_family in families:
-                on_line = sorted((v for v in here if styles.places[v].family == line_family and v in by_variant), key=lambda v: styles.places[v].value)
+                on_line = sorted(
+                    (v for v in here if styles.places[v].family == line_family and v in by_variant), key=lambda v: styles.places[v].value
+                )
                 points = [(styles.places[v].value, *by_variant[v], v) for v in on_line]
                 if not points:
                     continue
                 x, mean, *_ = zip(*points)
                 xs |= set(x)
-                ax.plot(x, mean, color=styles.family_colour[line_family], linewidth=1.5, label="_line", gid=f"series-{styles.index[on_line[0]]}")
+                ax.plot(
+                    x, mean, color=styles.family_colour[line_family], linewidth=1.5, label="_line", gid=f"series-{styles.index[on_line[0]]}"
+                )
                 for xi, m, lo, hi, v in points:
-                    ax.errorbar([xi], [m], yerr=np.nan_to_num([[m - lo], [hi - m]]), fmt="none", ecolor=styles.colour[v], capsize=2, linewidth=0.9)
-                    marker = {"marker": "D", "markersize": 8, "markeredgecolor": "black"} if styles.marked(v) else {"marker": "o", "markersize": 6, "markeredgecolor": styles.colour[v]}
-                    ax.plot([xi], [m], linestyle="none", color=styles.colour[v], label=styles.places[v].arm, gid=f"series-{styles.index[v]}", zorder=3, **marker)
+                    ax.errorbar(
+                        [xi], [m], yerr=np.nan_to_num([[m - lo], [hi - m]]), fmt="none", ecolor=styles.colour[v], capsize=2, linewidth=0.9
+                    )
+                    marker = (
+                        {"marker": "D", "markersize": 8, "markeredgecolor": "black"}
+                        if styles.marked(v)
+                        else {"marker": "o", "markersize": 6, "markeredgecolor": styles.colour[v]}
+                    )
+                    ax.plot(
+                        [xi],
+                        [m],
+                        linestyle="none",
+                        color=styles.colour[v],
+                        label=styles.places[v].arm,
+                        gid=f"series-{styles.index[v]}",
+                        zorder=3,
+                        **marker,
+                    )
             if 0.0 in xs:
                 ax.axvline(0.0, color="black", linewidth=0.8, linestyle=":", label=f"_{name} = 0")
             for v in here:
                 if styles.places[v].family not in families and v in by_variant:
-                    ax.axhline(by_variant[v][0], color=styles.colour[v], linestyle="--", linewidth=1.3, label=styles.places[v].arm, gid=f"series-{styles.index[v]}")
+                    ax.axhline(
+                        by_variant[v][0],
+                        color=styles.colour[v],
+                        linestyle="--",
+                        linewidth=1.3,
+                        label=styles.places[v].arm,
+                        gid=f"series-{styles.index[v]}",
+                    )
             if row == 0:
                 ax.set_title(condition or "all runs", fontsize=9)
             ax.set_ylabel(metric, fontsize=9)
@@ -318,7 +378,17 @@ def memory_growth_figure(results: Results, agg: Aggregates, styles: Styles) -> F
             curve = train[train["variant"] == variant].groupby("episodes_seen")[column].mean()
             if len(curve):  # earlier lines wider, so equal curves stay visible
                 style = styles.line(variant, marker=None)
-                ax.plot(curve.index, curve.to_numpy() * scale, **(style | {"linewidth": style["linewidth"] + 1.5 * (len(styles.order) - 1 - i) / len(styles.order), "markevery": [len(curve) - 1]}))
+                ax.plot(
+                    curve.index,
+                    curve.to_numpy() * scale,
+                    **(
+                        style
+                        | {
+                            "linewidth": style["linewidth"] + 1.5 * (len(styles.order) - 1 - i) / len(styles.order),
+                            "markevery": [len(curve) - 1],
+                        }
+                    ),
+                )
         ax.set_xlabel("training episodes played")
         ax.set_ylabel(f"memory {label}")
         ax.grid(alpha=0.3)
@@ -328,12 +398,20 @@ def memory_growth_figure(results: Results, agg: Aggregates, styles: Styles) -> F
 
 
 def retrieval_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
-    title = "Retrieval concentration: Lorenz curve of per-memory retrieval counts (final memories, episodes of every phase, seeds pooled); Gini as in the memory table (mean over seeds)"
+    title = (
+        "Retrieval concentration: Lorenz curve of per-memory retrieval counts (final memories, episodes of every phase, seeds pooled); "
+        "Gini as in the memory table (mean over seeds)"
+    )
     counts = retrieval_counts(results)
     used = counts.groupby("run")["retrievals"].transform("sum") > 0
     counts = counts[used].join(results.runs.set_index("run")["variant"], on="run")
     if counts.empty:
-        return Figure("retrieval", title, None, "no run has a final memory snapshot whose items were retrieved (e.g. only `none` runs, or no complete run)")
+        return Figure(
+            "retrieval",
+            title,
+            None,
+            "no run has a final memory snapshot whose items were retrieved (e.g. only `none` runs, or no complete run)",
+        )
     gini = agg.end[agg.end["metric"] == "retrieval_gini"].set_index("variant")["mean"]
     fig, ax = plt.subplots(figsize=(6.5, 5.0))
     ax.plot([0, 1], [0, 1], color="black", linewidth=0.8, linestyle=":", label="equal use")
@@ -359,7 +437,12 @@ def q_utility_figure(results: Results, agg: Aggregates, styles: Styles) -> Figur
     title = "Learned Q against true utility of the memory (synthetic env, final snapshot, seeds pooled)"
     pairs = q_utility_pairs(results)
     if pairs.empty:
-        return Figure("q_utility", title, None, "needs final memories with a q_value (e.g. memrl; none and rag keep no Q) and a synthetic env's lesson_utility")
+        return Figure(
+            "q_utility",
+            title,
+            None,
+            "needs final memories with a q_value (e.g. memrl; none and rag keep no Q) and a synthetic env's lesson_utility",
+        )
     variants = [v for v in styles.order if (pairs["variant"] == v).any()]
     spearman = agg.end[agg.end["metric"] == "spearman_q_utility"].set_index("variant")["mean"]
     columns = min(len(variants), GRID_COLUMNS)
@@ -370,9 +453,20 @@ def q_utility_figure(results: Results, agg: Aggregates, styles: Styles) -> Figur
     for ax, variant in zip(axes.ravel(), variants):
         p = pairs[pairs["variant"] == variant]
         rho = spearman.get(variant)
-        ax.scatter(p["lesson_utility"], p["q_value"], s=6, alpha=0.35, color=styles.colour[variant], linewidths=0, gid=f"series-{styles.index[variant]}", rasterized=True)  # thousands of points: an image inside the SVG
+        ax.scatter(
+            p["lesson_utility"],
+            p["q_value"],
+            s=6,
+            alpha=0.35,
+            color=styles.colour[variant],
+            linewidths=0,
+            gid=f"series-{styles.index[variant]}",
+            rasterized=True,
+        )  # thousands of points: an image inside the SVG
         name = "\n".join(textwrap.wrap(variant, 52))  # panels sit side by side: long variant names wrap
-        ax.set_title(f"{name}\nSpearman ρ = {'n/a' if rho is None or rho != rho else f'{rho:.2f}'} (mean over seeds; n = {len(p)})", fontsize=9)
+        ax.set_title(
+            f"{name}\nSpearman ρ = {'n/a' if rho is None or rho != rho else f'{rho:.2f}'} (mean over seeds; n = {len(p)})", fontsize=9
+        )
         ax.set_xlabel("true utility of the lesson (synthetic info.lesson_utility)")
         ax.set_ylabel("learned Q value")
         ax.grid(alpha=0.3)
@@ -396,7 +490,10 @@ def split_sr_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure
 
 
 def gain_cost_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
-    title = "Gain against cost: test SR gain over `none` (pp; whiskers: 95% paired-bootstrap interval) against injected tokens per prompt (test, estimated; whiskers: 95% t-interval over seeds)"
+    title = (
+        "Gain against cost: test SR gain over `none` (pp; whiskers: 95% paired-bootstrap interval) against injected tokens per prompt "
+        "(test, estimated; whiskers: 95% t-interval over seeds)"
+    )
     gains = agg.gain_cost.dropna(subset=["injected_tokens"]).set_index("variant")
     if gains.empty:
         return Figure("gain_cost", title, None, "needs a `none` variant and a memory method tested on the same tasks (complete runs)")
@@ -411,7 +508,9 @@ def gain_cost_figure(results: Results, agg: Aggregates, styles: Styles) -> Figur
         xerr = [[x - t["ci_low"]], [t["ci_high"] - x]] if t is not None and not np.isnan(t["ci_low"]) else None
         style = {k: v for k, v in styles.line(variant).items() if k != "linestyle"}
         style["markersize"] = max(style.get("markersize", 0), 6)
-        ax.errorbar(x, y, yerr=[[y - 100 * g["gain_low"]], [100 * g["gain_high"] - y]], xerr=xerr, fmt=style.pop("marker", "o"), capsize=3, **style)
+        ax.errorbar(
+            x, y, yerr=[[y - 100 * g["gain_low"]], [100 * g["gain_high"] - y]], xerr=xerr, fmt=style.pop("marker", "o"), capsize=3, **style
+        )
     ax.set_xlabel("injected tokens per prompt (test; estimated from injected characters)")
     ax.set_ylabel("test SR gain over none (pp)")
     ax.grid(alpha=0.3)
@@ -460,7 +559,16 @@ def streaming_figure(results: Results, agg: Aggregates, styles: Styles) -> Figur
         _curves(ax, np.arange(1, length + 1), [s["running_success"][:length] for s in sections], variant, styles)
 
     title = "Streaming: running success over the stream (mean over runs; band: their range)"
-    return _protocol_figure("streaming", title, _protocol_runs(results, "streaming", styles), draw, "tasks of the stream", "running SR %", styles, "no streaming run (protocol=streaming)")
+    return _protocol_figure(
+        "streaming",
+        title,
+        _protocol_runs(results, "streaming", styles),
+        draw,
+        "tasks of the stream",
+        "running SR %",
+        styles,
+        "no streaming run (protocol=streaming)",
+    )
 
 
 def replay_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
@@ -470,8 +578,19 @@ def replay_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
         ks = sorted(after)
         _curves(ax, [after[k] for k in ks], [[ps.get(k, {}).get("forgotten") for k in ks] for ps in points], variant, styles)
 
-    title = "Replay: share of the re-tested tasks solved at first attempt that fail now, over the stream (mean over runs; band: their range)"
-    return _protocol_figure("replay", title, _protocol_runs(results, "replay", styles), draw, "tasks learned", "forgotten %", styles, "no replay run (protocol=replay)")
+    title = (
+        "Replay: share of the re-tested tasks solved at first attempt that fail now, over the stream (mean over runs; band: their range)"
+    )
+    return _protocol_figure(
+        "replay",
+        title,
+        _protocol_runs(results, "replay", styles),
+        draw,
+        "tasks learned",
+        "forgotten %",
+        styles,
+        "no replay run (protocol=replay)",
+    )
 
 
 def repair_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
@@ -482,8 +601,19 @@ def repair_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
         ax.axvline(sections[0]["corrupt_epochs"] + 0.5, color="black", linewidth=0.8, linestyle=":")
         ax.xaxis.get_major_locator().set_params(integer=True)
 
-    title = "Repair: held-out (validation) SR after each epoch; the dotted line ends the corrupted phase (mean over runs; band: their range)"
-    return _protocol_figure("repair", title, _protocol_runs(results, "repair", styles), draw, "epoch", "validation SR %", styles, "no repair run (protocol=repair)")
+    title = (
+        "Repair: held-out (validation) SR after each epoch; the dotted line ends the corrupted phase (mean over runs; band: their range)"
+    )
+    return _protocol_figure(
+        "repair",
+        title,
+        _protocol_runs(results, "repair", styles),
+        draw,
+        "epoch",
+        "validation SR %",
+        styles,
+        "no repair run (protocol=repair)",
+    )
 
 
 MARKS = {1: " ▲", -1: " ▼", 0: ""}  # a heatmap cell whose 95% interval lies above / below 0 (memrl_bench.core.stats.side)
@@ -502,14 +632,19 @@ def annotated_heatmap(ax, means: np.ndarray, labels: list[list[str]], scale: flo
 def transfer_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
     """The transfer matrix as heatmaps, a panel per method: rows the env the memory was learned
     in, columns the env it was tested in; each cell its gain over none with its interval."""
-    title = "Transfer matrix: test SR gain over none (pp) of a memory learned in one env (rows) and tested, frozen, in another (columns); ▲ / ▼: the 95% interval lies above / below 0"
+    title = (
+        "Transfer matrix: test SR gain over none (pp) of a memory learned in one env (rows) and tested, frozen, in another (columns); ▲ / "
+        "▼: the 95% interval lies above / below 0"
+    )
     matrix = agg.transfer
     if matrix.empty:
         return Figure("transfer", title, None, "no transfer run with a none twin (protocol=transfer)")
     arms = list(dict.fromkeys(matrix["arm"]))
     sources, targets = sorted(set(matrix["source"])), sorted(set(matrix["target"]))
     scale = float(np.nanmax(np.abs(100 * matrix["mean"]))) or 1.0
-    fig, axes = plt.subplots(1, len(arms), figsize=(max(4.5, 1.6 * len(targets) + 2.5) * len(arms), 1.0 * len(sources) + 2.0), squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(arms), figsize=(max(4.5, 1.6 * len(targets) + 2.5) * len(arms), 1.0 * len(sources) + 2.0), squeeze=False
+    )
     for ax, arm in zip(axes[0], arms):
         cells = matrix[matrix["arm"] == arm].set_index(["source", "target"])
         means = np.full((len(sources), len(targets)), np.nan)
@@ -518,7 +653,12 @@ def transfer_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure
             for j, target in enumerate(targets):
                 if (source, target) in cells.index:
                     c = cells.loc[(source, target)]
-                    interval = Interval(c["mean"], None if np.isnan(c["ci_low"]) else c["ci_low"], None if np.isnan(c["ci_high"]) else c["ci_high"], int(c["n"]))
+                    interval = Interval(
+                        c["mean"],
+                        None if np.isnan(c["ci_low"]) else c["ci_low"],
+                        None if np.isnan(c["ci_high"]) else c["ci_high"],
+                        int(c["n"]),
+                    )
                     spread = f"\n[{100 * interval.low:+.1f}, {100 * interval.high:+.1f}]" if interval.low is not None else ""
                     means[i, j] = 100 * interval.mean
                     labels[i][j] = f"{means[i, j]:+.1f}{MARKS[side(interval) or 0]}{spread}"
@@ -554,5 +694,8 @@ def all_figures(results: Results, agg: Aggregates) -> dict[str, Figure]:
     figures = {name: make(results, agg, styles) for name, make in FIGURES.items()}
     if styles.left_out:
         for figure in figures.values():
-            figure.title += f" [the {len(styles.order)} variants with the most runs; {styles.left_out} more are in the tables, and a report of a sub-folder draws them]"
+            figure.title += (
+                f" [the {len(styles.order)} variants with the most runs; {styles.left_out} more are in the tables, and a report of a "
+                "sub-folder draws them]"
+            )
     return figures

@@ -52,7 +52,11 @@ SECTIONS = (
     ("drift", "Drift", ("drift",)),
     ("gain_cost", "Gain against cost", ("fig:gain_cost", "gain_cost")),
     # "fig?:" a figure shown only when drawn: a folder has runs of some of these protocols, not all
-    ("protocols", "Streaming, replay, repair and transfer", ("protocols", "fig?:streaming", "fig?:replay", "fig?:repair", "fig?:transfer", "transfer")),
+    (
+        "protocols",
+        "Streaming, replay, repair and transfer",
+        ("protocols", "fig?:streaming", "fig?:replay", "fig?:repair", "fig?:transfer", "transfer"),
+    ),
 )
 LIST_COLUMNS = {"split hashes"}  # "a; b" cells shown one item per line
 TEXT_COLUMNS = {"variant", "metric", "labels", "run", "status", "model", "embedder", "split hashes", "config hash", "git commit"}
@@ -126,7 +130,9 @@ def _warnings(results: Results) -> str:
             "a partly played epoch is left out; end-of-run memory and usage tables use complete runs only."
         )
     if results.missing:
-        notes.append(f"Missing runs (asked for by a sweep's multirun.yaml, no run folder): {', '.join(html.escape(m) for m in results.missing)}.")
+        notes.append(
+            f"Missing runs (asked for by a sweep's multirun.yaml, no run folder): {', '.join(html.escape(m) for m in results.missing)}."
+        )
     if results.skipped:
         notes.append("Run folders left out because they cannot be read: " + "; ".join(html.escape(s) for s in results.skipped) + ".")
     return "".join(f'<p class="warn">{n}</p>' for n in notes)
@@ -150,7 +156,8 @@ def _runs_section(results: Results, tables: dict[str, Table]) -> str:
         missing = "<h3>Missing runs</h3><ul>" + "".join(f"<li>{html.escape(m)}</li>" for m in results.missing) + "</ul>"
     return (
         '<section id="runs"><h2>Runs</h2>'
-        f"<details><summary>Provenance of {_status_line(results)}: config hash, git commit, model, embedder, split hashes, labels, status</summary>"
+        f"<details><summary>Provenance of {_status_line(results)}: config hash, git commit, model, embedder, split hashes, labels, "
+        "status</summary>"
         f"{table_html(tables['runs'])}{missing}</details></section>"
     )
 
@@ -193,4 +200,4 @@ def render(results: Results, tables: dict[str, Table], figures: dict[str, Figure
 {_runs_section(results, tables)}
 <p class="note">Files beside this page: tables.md (every table in Markdown), tables/*.csv (the numbers), figures/*.svg.</p>
 </main></body></html>
-"""
+"""  # noqa: E501 (a program's or page's text, kept as written)

@@ -47,7 +47,6 @@ SWEEP_FILE = "multirun.yaml"
 USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "failures")
 
 
-
 class ReportInputError(InputError, ValueError):
     """A results folder or file cannot be read; the message names it."""
 
@@ -114,7 +113,13 @@ def _run_row(run: RunRecords, name: str) -> dict:
         "poison_retrieval_share": (run.metrics.poison or {}).get("share_of_retrievals") if run.metrics is not None else None,
         **{f"drift_{key}": (run.metrics.drift or {}).get(key) if run.metrics is not None else None for key in drift.REPORTED},
         "episodes": len(played),
-        "protocol_metrics": {k: getattr(run.metrics, k, None) for k in protocols.named(manifest.config.get("protocol") or {}).metrics_keys if k != "drift" and getattr(run.metrics, k, None)} if run.metrics is not None else {},
+        "protocol_metrics": {
+            k: getattr(run.metrics, k, None)
+            for k in protocols.named(manifest.config.get("protocol") or {}).metrics_keys
+            if k != "drift" and getattr(run.metrics, k, None)
+        }
+        if run.metrics is not None
+        else {},
     }
 
 
@@ -166,7 +171,10 @@ def _episode_frame(records: list[Episode], run: str) -> pd.DataFrame:
 
 
 def _item_rows(run: RunRecords, name: str) -> list[dict]:
-    return [{"run": name, "item_id": item.id, "source_episode_id": item.provenance.episode_id, "q_value": item.fields.get("q_value", np.nan)} for item in run.items]
+    return [
+        {"run": name, "item_id": item.id, "source_episode_id": item.provenance.episode_id, "q_value": item.fields.get("q_value", np.nan)}
+        for item in run.items
+    ]
 
 
 def _rate_rows(records: list[Episode], name: str) -> list[dict]:
@@ -176,7 +184,16 @@ def _rate_rows(records: list[Episode], name: str) -> list[dict]:
         csr = metrics.cumulative_success_rates(records, phase) if phase in LEARNING_PHASES else {}
         forgetting = metrics.forgetting_rates(records, phase) if phase in LEARNING_PHASES else {}
         for epoch, rate in by_epoch.items():
-            rows.append({"run": name, "phase_name": phase, "epoch": epoch, "sr": rate, "csr": csr.get(epoch, np.nan), **{k: (by[epoch] if by.get(epoch) is not None else np.nan) for k, by in forgetting.items()}})
+            rows.append(
+                {
+                    "run": name,
+                    "phase_name": phase,
+                    "epoch": epoch,
+                    "sr": rate,
+                    "csr": csr.get(epoch, np.nan),
+                    **{k: (by[epoch] if by.get(epoch) is not None else np.nan) for k, by in forgetting.items()},
+                }
+            )
     return rows
 
 
@@ -195,7 +212,11 @@ def _with_places(runs: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Place]]:
     """Each run's variant (the label of its condition's place on the folder's axes) and the places by label."""
     by_condition = places(dict(zip(runs["condition_key"], runs["config"])))
     label = runs["condition_key"].map(lambda key: by_condition[key].label)
-    columns = {"variant": label, "family": runs["condition_key"].map(lambda key: by_condition[key].family), "condition": runs["condition_key"].map(lambda key: by_condition[key].condition_label)}
+    columns = {
+        "variant": label,
+        "family": runs["condition_key"].map(lambda key: by_condition[key].family),
+        "condition": runs["condition_key"].map(lambda key: by_condition[key].condition_label),
+    }
     return runs.assign(**columns), {place.label: place for place in by_condition.values()}
 
 
@@ -223,9 +244,21 @@ def expected_sweep_runs(sweep_dir: Path) -> list[str] | None:
         return [run_name(job) for job in sweep_jobs(params + list(hydra_cfg.overrides.task))]
     except (HydraException, OmegaConfBaseException):
         return None
-    except (yaml.YAMLError, UnicodeDecodeError, OSError, AttributeError, TypeError, CorruptRunFolderError, YAMLTooLargeError, SweepTooLargeError) as err:  # damaged, hostile, or not Hydra's record
+    except (
+        yaml.YAMLError,
+        UnicodeDecodeError,
+        OSError,
+        AttributeError,
+        TypeError,
+        CorruptRunFolderError,
+        YAMLTooLargeError,
+        SweepTooLargeError,
+    ) as err:  # damaged, hostile, or not Hydra's record
         what = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
-        raise ReportInputError(f"{path} is not a readable record of a Hydra sweep ({type(err).__name__}: {what}); repair it, or move it away to report without listing the sweep's missing runs") from None
+        raise ReportInputError(
+            f"{path} is not a readable record of a Hydra sweep ({type(err).__name__}: {what}); repair it, or move it away to report "
+            "without listing the sweep's missing runs"
+        ) from None
 
 
 MAX_SWEEP_FILE_BYTES = 1 << 20  # Hydra's multirun.yaml is a few KB
@@ -318,10 +351,25 @@ def load(results_dir: Path, keep: Callable[[RunRecords, str], Any] | None = None
     runs, variant_places = _with_places(pd.DataFrame(run_rows))
     runs["status"] = np.where(runs["complete"], "complete", "incomplete")
     # typed even when no run has an episode yet, so joins on these keys still work
-    episodes = pd.concat(episode_frames, ignore_index=True).astype({"run": "str", "episode_id": "str", "task_id": "str", "phase": "str", "split": "str", "epoch": "int64", "success": "bool"})
+    episodes = pd.concat(episode_frames, ignore_index=True).astype(
+        {"run": "str", "episode_id": "str", "task_id": "str", "phase": "str", "split": "str", "epoch": "int64", "success": "bool"}
+    )
     per_run = runs.set_index("run")[["method", "variant", "seed", "task_order_seed", "labels"]]
     episodes = episodes.join(per_run, on="run")
     episodes["phase_name"] = np.where(episodes["phase"] == "test", episodes["split"], episodes["phase"])
-    items = pd.DataFrame(item_rows, columns=["run", "item_id", "source_episode_id", "q_value"]).astype({"run": "str", "item_id": "str", "source_episode_id": "str", "q_value": "float64"})
+    items = pd.DataFrame(item_rows, columns=["run", "item_id", "source_episode_id", "q_value"]).astype(
+        {"run": "str", "item_id": "str", "source_episode_id": "str", "q_value": "float64"}
+    )
     rates = pd.DataFrame(rate_rows, columns=["run", "phase_name", "epoch", *RATE_COLUMNS])
-    return Results(root=root, runs=runs, episodes=episodes, items=items, rates=rates, places=variant_places, missing=_missing_runs(root, sweeps), skipped=skipped, repeated=repeated, kept=kept)
+    return Results(
+        root=root,
+        runs=runs,
+        episodes=episodes,
+        items=items,
+        rates=rates,
+        places=variant_places,
+        missing=_missing_runs(root, sweeps),
+        skipped=skipped,
+        repeated=repeated,
+        kept=kept,
+    )

@@ -93,7 +93,9 @@ def cell_of(runs: list[Run], values: dict[str, Any]) -> Cell | None:
     """The cell of one world's runs; None without both memrl ε=0 and ε=0.1 held-out runs."""
     arms = Study(runs).arms("held_out", runs[0].temperature)  # a cell has one outcome temperature
     greedy = next((a for a in arms.values() if is_greedy_epsilon_zero(a[0].method)), None)
-    reference = next((a for a in arms.values() if arm_label(a[0].method) == arm_label({"name": "memrl", "epsilon": REFERENCE_EPSILON})), None)
+    reference = next(
+        (a for a in arms.values() if arm_label(a[0].method) == arm_label({"name": "memrl", "epsilon": REFERENCE_EPSILON})), None
+    )
     if greedy is None or reference is None:
         return None
     levels = {a[0].arm: {m: summary(a, m) for m in MEASURES} for a in arms.values()}
@@ -130,7 +132,9 @@ def grid_of(cells: list[Cell]) -> PhaseDiagrams | None:
     if not diagrams:
         return None
     moved = lambda c: [k for k in PARAMETERS if c.values[k] != centre[k]]  # noqa: E731
-    cells = sorted(cells, key=lambda c: (len(moved(c)), [list(PARAMETERS).index(k) for k in moved(c)], [c.values[k] for k in moved(c)]))  # the centre, then by what moved
+    cells = sorted(
+        cells, key=lambda c: (len(moved(c)), [list(PARAMETERS).index(k) for k in moved(c)], [c.values[k] for k in moved(c)])
+    )  # the centre, then by what moved
     return PhaseDiagrams(centre, cells, diagrams)
 
 
@@ -164,14 +168,20 @@ def lock_in_sentence(grid: PhaseDiagrams) -> str:
     """One sentence saying where ε = 0 locks in harmful memories on this grid (module doc: the rule)."""
     cells = grid.cells
     n_locked, n_fewer = sum(c.lock_in > 0 for c in cells), sum(c.lock_in < 0 for c in cells)
-    counts = f"{n_locked} of {len(cells)} cells lock in, {n_fewer} show ε = 0 injecting fewer harmful memories than ε = {REFERENCE_EPSILON:g}, {len(cells) - n_locked - n_fewer} are inconclusive"
+    counts = (
+        f"{n_locked} of {len(cells)} cells lock in, {n_fewer} show ε = 0 injecting fewer harmful memories than ε = {REFERENCE_EPSILON:g}, "
+        f"{len(cells) - n_locked - n_fewer} are inconclusive"
+    )
     centre = ", ".join(f"{k} = {v:g}" for k, v in grid.centre.items())
     in_diagrams = {id(c) for d in grid.diagrams for c in d.cells.values()}
     regions = [r for r in (_region(d) for d in grid.diagrams) if r]
     regions += [_setting(c, grid.centre) for c in grid.cells if c.lock_in > 0 and id(c) not in in_diagrams]  # cells of no diagram
     if not regions:
         return f"ε = 0 locks in harmful memories nowhere on this grid (centre {centre}): {counts}."
-    return f"ε = 0 locks in harmful memories when {'; or when '.join(regions)} (the other parameters at the centre, {centre}); elsewhere not ({counts})."
+    return (
+        f"ε = 0 locks in harmful memories when {'; or when '.join(regions)} (the other parameters at the centre, {centre}); elsewhere not "
+        f"({counts})."
+    )
 
 
 # ---- rendering ----------------------------------------------------------------------------
@@ -198,14 +208,27 @@ def level_rows(grid: PhaseDiagrams, measure: str = LOCK_IN_MEASURE) -> tuple[lis
     arms without it (none injects nothing) are left out."""
     arms = list(dict.fromkeys(arm for c in grid.cells for arm, levels in c.levels.items() if levels[measure].mean is not None))
     header = ["cell (vs the centre)", *arms]
-    rows = [[_setting(c, grid.centre), *(f"{c.levels[a][measure].mean:.3f}" if a in c.levels and c.levels[a][measure].mean is not None else "" for a in arms)] for c in grid.cells]
+    rows = [
+        [
+            _setting(c, grid.centre),
+            *(f"{c.levels[a][measure].mean:.3f}" if a in c.levels and c.levels[a][measure].mean is not None else "" for a in arms),
+        ]
+        for c in grid.cells
+    ]
     return header, rows
 
 
 def render_markdown(grid: PhaseDiagrams) -> str:
     lines = [f"## {TITLE} (synthetic sensitivity)", "", "SYNTHETIC (simulation, not LLM results).", "", f"**{lock_in_sentence(grid)}**", ""]
-    lines += ["A cell locks in when the 95% t-interval over task orders of the harmful share of last-epoch injections, ε=0 minus ε=0.1, lies above 0.", ""]
-    for title, (header, rows) in (("Every cell", table_rows(grid)), (f"Each arm's {MEASURES[LOCK_IN_MEASURE]} (mean over task orders)", level_rows(grid))):
+    lines += [
+        "A cell locks in when the 95% t-interval over task orders of the harmful share of last-epoch injections, ε=0 minus ε=0.1, lies "
+        "above 0.",
+        "",
+    ]
+    for title, (header, rows) in (
+        ("Every cell", table_rows(grid)),
+        (f"Each arm's {MEASURES[LOCK_IN_MEASURE]} (mean over task orders)", level_rows(grid)),
+    ):
         lines += [f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(row) + " |" for row in rows]
         lines.append("")
@@ -222,8 +245,20 @@ def _table_html(header: list[str], rows: list[list[str]]) -> str:
 def render_html(grid: PhaseDiagrams, figures: list[str] = ()) -> str:
     """The section as HTML; `figures`: SVG markup of the phase diagrams (memrl_bench.report.phase_diagrams)."""
     esc = html.escape
-    parts = [f'<section id="sensitivity"><h2>{esc(TITLE)}</h2>', "<p><strong>SYNTHETIC (simulation, not LLM results).</strong></p>", f"<p><strong>{esc(lock_in_sentence(grid))}</strong></p>"]
-    parts.append(f"<p>A cell locks in when the 95% t-interval over task orders of the harmful share of last-epoch injections, ε=0 minus ε={REFERENCE_EPSILON:g}, lies above 0 (marked ▲ in the diagrams; ▼ below 0).</p>")
+    parts = [
+        f'<section id="sensitivity"><h2>{esc(TITLE)}</h2>',
+        "<p><strong>SYNTHETIC (simulation, not LLM results).</strong></p>",
+        f"<p><strong>{esc(lock_in_sentence(grid))}</strong></p>",
+    ]
+    parts.append(
+        "<p>A cell locks in when the 95% t-interval over task orders of the harmful share of last-epoch injections, ε=0 minus "
+        f"ε={REFERENCE_EPSILON:g}, lies above 0 (marked ▲ in the diagrams; ▼ below 0).</p>"
+    )
     parts += [f'<div class="figure">{svg}</div>' for svg in figures]
-    parts += [_table_html(*table_rows(grid)), f"<h3>Each arm's {esc(MEASURES[LOCK_IN_MEASURE])}</h3>", _table_html(*level_rows(grid)), "</section>"]
+    parts += [
+        _table_html(*table_rows(grid)),
+        f"<h3>Each arm's {esc(MEASURES[LOCK_IN_MEASURE])}</h3>",
+        _table_html(*level_rows(grid)),
+        "</section>",
+    ]
     return "\n".join(parts)

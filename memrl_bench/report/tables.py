@@ -18,7 +18,12 @@ from memrl_bench.report.aggregate import BASELINE_METHOD, Aggregates, protocol_c
 from memrl_bench.report.load import LEARNING_PHASES, Results
 
 INTERVAL_NOTE = "± is the half-width of the 95% Student-t interval over seeds; (n=1): a single seed, no interval."
-RATE_NAMES = {"sr": "SR", "csr": "CSR", "forgetting_rate": "FR (lost / failed)", "forgetting_of_solved": "FR of solved (lost / solved before)"}
+RATE_NAMES = {
+    "sr": "SR",
+    "csr": "CSR",
+    "forgetting_rate": "FR (lost / failed)",
+    "forgetting_of_solved": "FR of solved (lost / solved before)",
+}
 
 
 @dataclass
@@ -82,7 +87,9 @@ def _seeds(runs: pd.DataFrame) -> dict[str, str]:
     return out
 
 
-def _per_epoch_table(name: str, title: str, rates: pd.DataFrame, metrics: list[str], order: list[str], labels: dict[str, str], seeds: dict[str, str]) -> Table:
+def _per_epoch_table(
+    name: str, title: str, rates: pd.DataFrame, metrics: list[str], order: list[str], labels: dict[str, str], seeds: dict[str, str]
+) -> Table:
     data = rates[rates["metric"].isin(metrics)].copy()
     rows = []
     for variant in order:
@@ -114,8 +121,19 @@ def learning_tables(results: Results, agg: Aggregates) -> list[Table]:
         rates = agg.epoch_rates[(agg.epoch_rates["phase_name"] == phase) & agg.epoch_rates["metric"].str.startswith("forgetting")]
         if rates.empty:
             continue
-        table = _per_epoch_table(f"forgetting_{phase}", f"Forgetting per epoch ({phase})", rates, ["forgetting_rate", "forgetting_of_solved"], order, labels, seeds)
-        table.note = "Percent. FR (MemRL v2): tasks solved at e-1 and failed at e over all tasks failed at e; FR of solved: the same count over tasks solved at e-1. " + INTERVAL_NOTE
+        table = _per_epoch_table(
+            f"forgetting_{phase}",
+            f"Forgetting per epoch ({phase})",
+            rates,
+            ["forgetting_rate", "forgetting_of_solved"],
+            order,
+            labels,
+            seeds,
+        )
+        table.note = (
+            "Percent. FR (MemRL v2): tasks solved at e-1 and failed at e over all tasks failed at e; FR of solved: the same count over "
+            "tasks solved at e-1. " + INTERVAL_NOTE
+        )
         tables.append(table)
     return tables
 
@@ -136,10 +154,18 @@ def split_sr_table(results: Results, agg: Aggregates) -> Table | None:
             if not diffs.empty:
                 row[f"{split} Δ vs none (pp)"] = _difference_cell(diffs, variant, split, methods[variant])
         rows.append(row | {"runs": seeds[variant], "labels": labels[variant]})
-    data = agg.test_rates.merge(agg.differences.drop(columns=["note"]).rename(columns={"diff_mean": "diff_vs_baseline", "ci_low": "diff_ci_low", "ci_high": "diff_ci_high"}), on=["variant", "split"], how="left")
+    data = agg.test_rates.merge(
+        agg.differences.drop(columns=["note"]).rename(
+            columns={"diff_mean": "diff_vs_baseline", "ci_low": "diff_ci_low", "ci_high": "diff_ci_high"}
+        ),
+        on=["variant", "split"],
+        how="left",
+    )
     data["labels"] = data["variant"].map(labels)
     note = (
-        "SR in percent. " + INTERVAL_NOTE + " Δ vs none: percentage points, mean difference to the `none` baseline over tasks paired by task id and seed, "
+        "SR in percent. "
+        + INTERVAL_NOTE
+        + " Δ vs none: percentage points, mean difference to the `none` baseline over tasks paired by task id and seed, "
         "with the 95% percentile interval of a paired bootstrap over tasks (10,000 resamples, fixed seed)."
     )
     return Table("test_sr", "Test SR per split", data, pd.DataFrame(rows), note)
@@ -164,10 +190,15 @@ def latency_table(results: Results, agg: Aggregates) -> Table | None:
         row = {"variant": variant}
         for stage in stages:
             cell = agg.latency[(agg.latency["variant"] == variant) & (agg.latency["stage"] == stage)]
-            row[f"{stage} p50 / p95"] = f"{fmt_duration(cell['p50_s'].iloc[0])} / {fmt_duration(cell['p95_s'].iloc[0])}" if len(cell) else "–"
+            row[f"{stage} p50 / p95"] = (
+                f"{fmt_duration(cell['p50_s'].iloc[0])} / {fmt_duration(cell['p95_s'].iloc[0])}" if len(cell) else "–"
+            )
         rows.append(row | {"labels": labels[variant]})
     data = agg.latency.assign(labels=agg.latency["variant"].map(labels))
-    note = "Per episode, over every episode of every seed. act leaves out episodes answered wholly from the LLM cache; learn is the batch's time shared over its episodes."
+    note = (
+        "Per episode, over every episode of every seed. act leaves out episodes answered wholly from the LLM cache; learn is the batch's "
+        "time shared over its episodes."
+    )
     return Table("latency", "Latency per stage", data, pd.DataFrame(rows), note)
 
 
@@ -229,7 +260,9 @@ POISON_COLUMNS = {
 }
 
 
-def end_table(results: Results, agg: Aggregates, name: str, title: str, columns: dict[str, tuple[str, float, int]], note: str) -> Table | None:
+def end_table(
+    results: Results, agg: Aggregates, name: str, title: str, columns: dict[str, tuple[str, float, int]], note: str
+) -> Table | None:
     """One row per variant of end-of-run numbers: `columns` maps metric -> (title, scale, digits)."""
     if agg.end.empty:
         return None
@@ -243,8 +276,10 @@ def protocol_table(results: Results, agg: Aggregates) -> Table | None:
     if not results.runs["protocol_metrics"].map(bool).any():
         return None
     note = (
-        "Streaming, replay, repair and transfer protocols (memrl_bench/protocols/streaming.py, replay.py, repair.py and transfer.py define each number). Paired numbers need a twin run "
-        "of the same seeds in the folder: the none run on the same stream or target, or the same repair config with protocol.corrupt_share=0."
+        "Streaming, replay, repair and transfer protocols (memrl_bench/protocols/streaming.py, replay.py, repair.py and transfer.py define "
+        "each number). Paired numbers need a twin run "
+        "of the same seeds in the folder: the none run on the same stream or target, or the same repair config with "
+        "protocol.corrupt_share=0."
     )
     return end_table(results, agg, "protocols", "Streaming, replay, repair and transfer", protocol_columns(results.runs), note)
 
@@ -253,17 +288,20 @@ def transfer_table(results: Results, agg: Aggregates) -> Table | None:
     """The transfer matrix in long form: per method, source env and target env, the transfer gain over none."""
     if agg.transfer.empty:
         return None
-    view = pd.DataFrame({
-        "method": agg.transfer["arm"],
-        "learned in (source)": agg.transfer["source"],
-        "tested in (target)": agg.transfer["target"],
-        "transfer gain over none pp": [fmt_interval(r.mean, r.ci_low, r.ci_high, int(r.n), 100, 1) for r in agg.transfer.itertuples()],
-        "test SR with the source's memory %": [f"{100 * sr:.1f}" for sr in agg.transfer["transfer_sr"]],
-    })
+    view = pd.DataFrame(
+        {
+            "method": agg.transfer["arm"],
+            "learned in (source)": agg.transfer["source"],
+            "tested in (target)": agg.transfer["target"],
+            "transfer gain over none pp": [fmt_interval(r.mean, r.ci_low, r.ci_high, int(r.n), 100, 1) for r in agg.transfer.itertuples()],
+            "test SR with the source's memory %": [f"{100 * sr:.1f}" for sr in agg.transfer["transfer_sr"]],
+        }
+    )
     note = (
-        "protocol=transfer (memrl_bench/protocols/transfer.py): each source run's final memory tested, frozen, on the target's first test split; the gain is "
-        "that SR minus the none run's of the same command, over the replicate runs. A source tested on its own env repeats its held-out test (the diagonal). "
-        + INTERVAL_NOTE
+        "protocol=transfer (memrl_bench/protocols/transfer.py): each source run's final memory tested, frozen, on the target's first test "
+        "split; the gain is "
+        "that SR minus the none run's of the same command, over the replicate runs. A source tested on its own env repeats its held-out "
+        "test (the diagonal). " + INTERVAL_NOTE
     )
     return Table("transfer", "Transfer matrix", agg.transfer, view, note)
 
@@ -275,7 +313,10 @@ def poison_table(results: Results, agg: Aggregates) -> Table | None:
     """
     if not (results.runs["poison_memories"] > 0).any():
         return None
-    note = "Adversarial memories fed to learn() at the start of protocol.poison_epoch (status poison in episodes.jsonl, never scored); compare each variant's SR per epoch above with its poison_share=0 twin."
+    note = (
+        "Adversarial memories fed to learn() at the start of protocol.poison_epoch (status poison in episodes.jsonl, never scored); "
+        "compare each variant's SR per epoch above with its poison_share=0 twin."
+    )
     return end_table(results, agg, "poisoning", "Memory poisoning", POISON_COLUMNS, note)
 
 
@@ -293,7 +334,10 @@ def drift_table(results: Results, agg: Aggregates) -> Table | None:
     """The drift protocol's numbers (metrics.json's drift block, memrl_bench/protocols/drift.py), per variant."""
     if results.runs["drift_post_sr"].isna().all():
         return None
-    note = "The environment changes at the start of protocol.drift.epoch (memrl_bench/protocols/drift.py defines each number); tasks until recovery averages the runs that recovered (– when none did); stale: synthetic ground truth."
+    note = (
+        "The environment changes at the start of protocol.drift.epoch (memrl_bench/protocols/drift.py defines each number); tasks until "
+        "recovery averages the runs that recovered (– when none did); stale: synthetic ground truth."
+    )
     return end_table(results, agg, "drift", "Drift", DRIFT_COLUMNS, note)
 
 
@@ -333,17 +377,28 @@ def gain_cost_table(results: Results, agg: Aggregates) -> Table | None:
         for title, _, _ in GAIN_COST_COLUMNS.values():
             row[title] = costs.loc[variant, title] if variant in costs.index else "–"
         row["retrieve p50"] = fmt_duration(retrieve[variant]) if variant in retrieve.index else "–"
-        for ratio, title in (("gain_per_1k_tokens", "gain per 1k injected tokens (pp)"), ("gain_per_call", "gain per memory call / episode (pp)")):
-            row[title] = _gain_cell(*(gains.loc[variant, f"{ratio}_{b}"] for b in ("mean", "low", "high")), digits=2) if variant in gains.index else "–"
+        for ratio, title in (
+            ("gain_per_1k_tokens", "gain per 1k injected tokens (pp)"),
+            ("gain_per_call", "gain per memory call / episode (pp)"),
+        ):
+            row[title] = (
+                _gain_cell(*(gains.loc[variant, f"{ratio}_{b}"] for b in ("mean", "low", "high")), digits=2)
+                if variant in gains.index
+                else "–"
+            )
         rows.append(row | {"labels": labels[variant]})
     note = (
-        "Gain: test SR minus its `none` baseline's, every test split pooled, paired bootstrap over tasks (pairs by seed and task), 95% interval in brackets. "
-        "Injected tokens are estimated from the logged injected_chars as the harness counts tokens (memrl_bench.llm: bytes / 3, rounded up; one character taken as one byte), "
+        "Gain: test SR minus its `none` baseline's, every test split pooled, paired bootstrap over tasks (pairs by seed and task), 95% "
+        "interval in brackets. "
+        "Injected tokens are estimated from the logged injected_chars as the harness counts tokens (memrl_bench.llm: bytes / 3, rounded "
+        "up; one character taken as one byte), "
         "so they over-count a real tokenizer's. Memory calls and tokens: memory management (memory_usage), all phases, per episode played. "
-        "Gain per 1k tokens and per call: the gain and its interval divided by the mean cost (– where the cost is 0); the costs' spread over seeds is in their own columns. "
-        + INTERVAL_NOTE
+        "Gain per 1k tokens and per call: the gain and its interval divided by the mean cost (– where the cost is 0); the costs' spread "
+        "over seeds is in their own columns. " + INTERVAL_NOTE
     )
-    return Table("gain_cost", "Gain against cost", agg.gain_cost.assign(labels=agg.gain_cost["variant"].map(labels)), pd.DataFrame(rows), note)
+    return Table(
+        "gain_cost", "Gain against cost", agg.gain_cost.assign(labels=agg.gain_cost["variant"].map(labels)), pd.DataFrame(rows), note
+    )
 
 
 def choice_table(results: Results) -> Table | None:
@@ -367,7 +422,11 @@ def choice_table(results: Results) -> Table | None:
         if slice_name not in references:
             shares = keys.value_counts(normalize=True)
             best = shares.idxmax()
-            references[slice_name] = {"variant": f"key letters ({slice_name})", "episodes": len(keys), "SR %": f"best constant letter {best}: {100 * shares[best]:.1f}"}
+            references[slice_name] = {
+                "variant": f"key letters ({slice_name})",
+                "episodes": len(keys),
+                "SR %": f"best constant letter {best}: {100 * shares[best]:.1f}",
+            }
             references[slice_name].update({f"{letter} %": fmt_number(100 * shares.get(letter, 0.0)) for letter in letters})
         answered = scored["answer"].fillna("none").value_counts(normalize=True)
         row = {"variant": variant, "episodes": len(scored), "SR %": fmt_number(100 * scored["success"].mean())}
@@ -378,9 +437,10 @@ def choice_table(results: Results) -> Table | None:
         rows.append(row)
     view = pd.DataFrame([*references.values(), *rows]).fillna("")
     note = (
-        "Multiple choice. Key letters: how the scored questions' right letters are spread, and the SR a model answering one letter to every question would get "
-        "(the chance reference; 25% only when the letters are even). Each variant: the letters it answered, over its scored episodes (test; train under runtime learning), pooled over seeds."
-        + synthetic_suffix(list(labels), labels)
+        "Multiple choice. Key letters: how the scored questions' right letters are spread, and the SR a model answering one letter to "
+        "every question would get "
+        "(the chance reference; 25% only when the letters are even). Each variant: the letters it answered, over its scored episodes "
+        "(test; train under runtime learning), pooled over seeds." + synthetic_suffix(list(labels), labels)
     )
     return Table("choice_letters", "Answer letters against the key (multiple choice)", view, view, note)
 
@@ -411,8 +471,14 @@ def runs_table(results: Results) -> Table:
 
 
 def all_tables(results: Results, agg: Aggregates) -> dict[str, Table]:
-    memory_note = "At the end of training (complete runs). Retrieval counts are over the episodes of every phase and the final snapshot's items, as in metrics.json."
-    usage_note = "LLM usage summed over each run's episodes (all phases), then averaged over seeds: acting (act_usage) and memory management (memory_usage)."
+    memory_note = (
+        "At the end of training (complete runs). Retrieval counts are over the episodes of every phase and the final snapshot's items, as "
+        "in metrics.json."
+    )
+    usage_note = (
+        "LLM usage summed over each run's episodes (all phases), then averaged over seeds: acting (act_usage) and memory management "
+        "(memory_usage)."
+    )
     tables = learning_tables(results, agg) + [
         split_sr_table(results, agg),
         choice_table(results),

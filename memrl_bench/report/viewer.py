@@ -45,7 +45,9 @@ ASSETS = Path(__file__).with_name("viewer_assets")
 
 
 def read_transcripts(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """The transcript records of a run by episode id ({} without the file; whole gzip members only, damaged members and bad lines skipped with a warning)."""
+    """The transcript records of a run by episode id ({} without the file; whole gzip members only, damaged members
+    and bad lines skipped with a warning).
+    """
     return TranscriptLog(run_dir).by_episode()
 
 
@@ -99,7 +101,10 @@ def run_data(run: RunRecords, name: str) -> dict[str, Any]:
         contents = [items[r.item_id] for r in e.retrieved if r.item_id in items]
         for call in acting:
             messages = call.get("messages") if isinstance(call.get("messages"), list) else []
-            call["memory_spans"] = [memory_spans(str(m.get("content", "")), e.injected_chars, contents, markers) if isinstance(m, dict) else [] for m in messages]
+            call["memory_spans"] = [
+                memory_spans(str(m.get("content", "")), e.injected_chars, contents, markers) if isinstance(m, dict) else []
+                for m in messages
+            ]
         episode["acting"] = acting
         episode["memory_calls"] = [c for c in record.get("memory_calls") or [] if isinstance(c, dict)]
         episode["memory_ops"] = [o for o in record.get("memory_ops") or [] if isinstance(o, dict)]
@@ -148,7 +153,11 @@ def _read_page(path: str, name: str) -> RunPage | str:
 
 def _page(title: str, body: str, scripts: list[str]) -> str:
     tags = "".join(f'<script src="{html.escape(s)}"></script>' for s in scripts)
-    return f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{html.escape(title)}</title><script src="viewer.js"></script></head>\n<body><main>{body}</main>{tags}</body></html>\n'
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, '
+        f'initial-scale=1"><title>{html.escape(title)}</title><script '
+        f'src="viewer.js"></script></head>\n<body><main>{body}</main>{tags}</body></html>\n'
+    )
 
 
 def write_viewer(results: Results, out: Path) -> list[str]:
@@ -163,25 +172,44 @@ def write_viewer(results: Results, out: Path) -> list[str]:
             continue
         (out / "data" / f"{n}.js").write_text(f'memrlViewer.add({n}, "{page.packed}", {json.dumps({"variant": run_row.variant})});\n')
         title = f"{run_row.run} — episodes"
-        (out / f"{n}.html").write_text(_page(title, f'<p class="meta"><a href="index.html">all runs</a> · <a href="../report.html">report</a></p><div id="app" data-run="{n}">loading…</div>', [f"data/{n}.js"]))
+        (out / f"{n}.html").write_text(
+            _page(
+                title,
+                '<p class="meta"><a href="index.html">all runs</a> · <a href="../report.html">report</a></p><div id="app" '
+                f'data-run="{n}">loading…</div>',
+                [f"data/{n}.js"],
+            )
+        )
         rate = page.successes / page.episodes if page.episodes else 0.0
         index.append({"n": n, "run": run_row.run, "variant": run_row.variant})
         rows.append(
-            f'<tr><td class="text"><a href="{n}.html">{html.escape(run_row.run)}</a></td><td class="text">{html.escape(run_row.variant)}</td><td>{html.escape(str(run_row.seed))}</td>'
-            f'<td>{page.episodes}</td><td>{rate:.3f}</td><td>{"yes" if page.transcripts else "no"}</td><td>{"complete" if run_row.complete else "incomplete"}</td></tr>'
+            f'<tr><td class="text"><a href="{n}.html">{html.escape(run_row.run)}</a></td><td '
+            f'class="text">{html.escape(run_row.variant)}</td><td>{html.escape(str(run_row.seed))}</td>'
+            f"<td>{page.episodes}</td><td>{rate:.3f}</td><td>{'yes' if page.transcripts else 'no'}</td>"
+            f"<td>{'complete' if run_row.complete else 'incomplete'}</td></tr>"
         )
     runs_json = script_json(index)  # run names are folder names: any text, "<!--" and "</script" included
-    table = '<table><thead><tr><th class="text">run</th><th class="text">variant</th><th>seed</th><th>episodes</th><th>success rate</th><th>transcripts</th><th>status</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>"
-    # the runs the loader left out (damaged: a COMPLETE run failing its checks, a snapshot failing its checksum) and those no page could be made of
+    table = (
+        '<table><thead><tr><th class="text">run</th><th class="text">variant</th><th>seed</th><th>episodes</th><th>success '
+        "rate</th><th>transcripts</th><th>status</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+    )
+    # the runs the loader left out (damaged: a COMPLETE run failing its checks, a snapshot failing its checksum) and those no page could be
+    # made of
     notes = "".join(f'<p class="warn">Left out (damaged or cannot be read): {html.escape(s)}</p>' for s in [*results.skipped, *skipped])
     (out / "index.html").write_text(
         _page(
             "memrl-bench episodes",
-            f'<h1>Episodes</h1><p class="meta"><a href="../report.html">report</a> · <a href="compare.html">compare two runs on the same tasks</a></p>{notes}<div class="scroll">{table}</div>',
+            '<h1>Episodes</h1><p class="meta"><a href="../report.html">report</a> · <a href="compare.html">compare two runs on the same '
+            f'tasks</a></p>{notes}<div class="scroll">{table}</div>',
             [],
         )
     )
     (out / "compare.html").write_text(
-        _page("memrl-bench: compare two runs", f'<p class="meta"><a href="index.html">all runs</a></p><script type="application/json" id="runs">{runs_json}</script><div id="compare">loading…</div>', [])
+        _page(
+            "memrl-bench: compare two runs",
+            f'<p class="meta"><a href="index.html">all runs</a></p><script type="application/json" id="runs">{runs_json}</script><div '
+            'id="compare">loading…</div>',
+            [],
+        )
     )
     return skipped

@@ -55,7 +55,19 @@ def _git_commit() -> str | None:
 
 def _versions() -> dict[str, str]:
     versions = {"python": platform.python_version()}
-    for name in ("memrl-bench", "numpy", "pandas", "hydra-core", "openai", "faiss-cpu", "pydantic", "xllamacpp", "onnxruntime", "textworld-express", "alfworld"):
+    for name in (
+        "memrl-bench",
+        "numpy",
+        "pandas",
+        "hydra-core",
+        "openai",
+        "faiss-cpu",
+        "pydantic",
+        "xllamacpp",
+        "onnxruntime",
+        "textworld-express",
+        "alfworld",
+    ):
         with contextlib.suppress(metadata.PackageNotFoundError):
             versions[name] = metadata.version(name)
     return versions
@@ -103,12 +115,22 @@ class Runner:
         for role in roles:
             for split in role_splits(roles, role):
                 if split in role_of:
-                    raise ProtocolViolation(f"env.roles: split {split!r} plays both {role_of[split]!r} and {role!r}; the splits overlap, and held-out evaluation needs them disjoint")
+                    raise ProtocolViolation(
+                        f"env.roles: split {split!r} plays both {role_of[split]!r} and {role!r}; the splits overlap, and held-out "
+                        "evaluation needs them disjoint"
+                    )
                 role_of[split] = role
-                if role == "test" and split in EPISODE_TAGS and (split != "validation" or roles.get("validation")):  # Batch.episode_id names a test episode by its split
-                    raise ConfigError(f"env.roles.test: split {split!r} cannot play test: its episodes would take the ids of the {split} phase's; give test other splits")
+                if (
+                    role == "test" and split in EPISODE_TAGS and (split != "validation" or roles.get("validation"))
+                ):  # Batch.episode_id names a test episode by its split
+                    raise ConfigError(
+                        f"env.roles.test: split {split!r} cannot play test: its episodes would take the ids of the {split} phase's; give "
+                        "test other splits"
+                    )
                 if split not in env.splits():
-                    raise ConfigError(f"env.roles.{role}: split {split!r} does not exist in env {env.name!r}; valid: {', '.join(env.splits())}")
+                    raise ConfigError(
+                        f"env.roles.{role}: split {split!r} does not exist in env {env.name!r}; valid: {', '.join(env.splits())}"
+                    )
                 skip, limit = protocol.settings.skip_tasks.get(role, 0), protocol.settings.max_tasks.get(role)
                 tasks[split] = env.tasks(split)[skip:][:limit] if limit else env.tasks(split)[skip:]
                 if not tasks[split]:
@@ -121,7 +143,9 @@ class Runner:
         embedder = self._given_embedder or make_embedder(checked.embedder.settings)
         method_cfg = {k: v for k, v in cfg["method"].items() if k != "name"}
         method_cls = registry.get("method", cfg["method"]["name"])
-        ctx = MethodContext(seed=int(cfg.get("seed", 0)), embed=embedder.embed if embedder else None, llm=llm, run=self.loop.run_until_complete)
+        ctx = MethodContext(
+            seed=int(cfg.get("seed", 0)), embed=embedder.embed if embedder else None, llm=llm, run=self.loop.run_until_complete
+        )
         try:
             method = method_cls(method_cfg, ctx)
         except ValidationError as err:
@@ -138,22 +162,27 @@ class Runner:
     def _manifest(self, parts: RunParts, config: dict, digest: str, schedule: list[Batch]) -> dict:
         """manifest.json's content, checked against its schema (ManifestRecord; the protocol's entries its own)."""
         own = parts.protocol.manifest()
-        return ManifestRecord.checked(scrub_data({
-            **own,
-            "config": config,
-            "config_hash": digest,
-            "git_commit": _git_commit(),
-            "versions": _versions(),
-            "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
-            "labels": parts.labels,
-            "env": {"name": parts.env.name, "splits": parts.env.splits(), "roles": parts.roles, "excluded": parts.env.excluded()},
-            "split_hashes": {split: split_hash(t) for split, t in parts.tasks.items()},
-            "split_sizes": {split: len(t) for split, t in parts.tasks.items()},
-            SCHEDULE_EPISODES: sum(b.size for b in schedule),  # what a COMPLETE log holds (RunFolder.verify_complete)
-            "model": getattr(parts.llm, "identity", None),
-            "embedder": getattr(parts.embedder, "identity", None) or ("env_intent" if parts.embedder is None else None),
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }), own=tuple(own))
+        return ManifestRecord.checked(
+            scrub_data(
+                {
+                    **own,
+                    "config": config,
+                    "config_hash": digest,
+                    "git_commit": _git_commit(),
+                    "versions": _versions(),
+                    "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
+                    "labels": parts.labels,
+                    "env": {"name": parts.env.name, "splits": parts.env.splits(), "roles": parts.roles, "excluded": parts.env.excluded()},
+                    "split_hashes": {split: split_hash(t) for split, t in parts.tasks.items()},
+                    "split_sizes": {split: len(t) for split, t in parts.tasks.items()},
+                    SCHEDULE_EPISODES: sum(b.size for b in schedule),  # what a COMPLETE log holds (RunFolder.verify_complete)
+                    "model": getattr(parts.llm, "identity", None),
+                    "embedder": getattr(parts.embedder, "identity", None) or ("env_intent" if parts.embedder is None else None),
+                    "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                }
+            ),
+            own=tuple(own),
+        )
 
     # ---- keys ---------------------------------------------------------------------
     def keys_for(self, tasks: list[Task], embedder: Any) -> np.ndarray:
@@ -194,7 +223,8 @@ class Runner:
         existing = self.folder.read_manifest()
         if existing and digest not in (existing.get("config_hash"), config_hash(upgrade(existing.get("config") or {}))):
             raise ConfigMismatchError(
-                f"{self.folder.path} holds a run with config hash {existing.get('config_hash', '?')[:12]}, this command's is {digest[:12]}: "
+                f"{self.folder.path} holds a run with config hash {existing.get('config_hash', '?')[:12]}, this command's is "
+                f"{digest[:12]}: "
                 "refusing to mix them; use another results_dir / experiment_name or delete the folder"
             )
         if self.folder.is_complete():
@@ -288,7 +318,9 @@ class Runner:
             except Exception as err:  # a snapshot that matches its checksums yet cannot be restored (written by another version)
                 raise CorruptRunFolderError(f"{path} cannot be restored ({type(err).__name__}: {err}); {REBUILD_HINT}") from None
             if position > done:
-                raise CorruptRunFolderError(f"{path} is past the end of {self.folder.episodes_path} ({position} batches, the log {done}); {REBUILD_HINT}")
+                raise CorruptRunFolderError(
+                    f"{path} is past the end of {self.folder.episodes_path} ({position} batches, the log {done}); {REBUILD_HINT}"
+                )
         for i, batch in enumerate(schedule[:done]):
             if batch.phase != "train" or not _phase_ends(schedule, i):
                 continue
@@ -303,7 +335,9 @@ class Runner:
         """A bar on a terminal; log lines (episodes/s, LLM calls, retries, ETA) when stderr is not one."""
         return make_progress(total, initial, self.folder.path.name, enabled=bool(self.cfg.get("progress", True)))
 
-    def _experiences(self, episodes: list[Episode], tasks: list[Task], parts: RunParts, retrievals: list[Retrieval] | None = None) -> list[Experience]:
+    def _experiences(
+        self, episodes: list[Episode], tasks: list[Task], parts: RunParts, retrievals: list[Retrieval] | None = None
+    ) -> list[Experience]:
         """What learn() sees: each episode (its success as the protocol's learning signal gives it, e.g. flipped
         where the repair protocol corrupts it, then through the env's reward noise) with its task, the task's key
         (keys are cached) and, when it was just played, its retrieval. The log keeps the true success."""
@@ -317,7 +351,14 @@ class Runner:
             episodes = parts.protocol.unplayed_episodes(batch, parts.env)
             result = parts.method.learn(self._experiences(episodes, list(batch.tasks), parts))
             records = self._finish(parts, episodes, started)
-            self.transcripts.append([transcript_record(r, [], result.calls_by_episode.get(r["episode_id"], []), result.ops_by_episode.get(r["episode_id"], [])) for r in records])
+            self.transcripts.append(
+                [
+                    transcript_record(
+                        r, [], result.calls_by_episode.get(r["episode_id"], []), result.ops_by_episode.get(r["episode_id"], [])
+                    )
+                    for r in records
+                ]
+            )
             return records
         tasks = [t for t in batch.tasks for _ in range(batch.samples)]
         samples = [s for _ in batch.tasks for s in range(batch.samples)]
@@ -331,7 +372,10 @@ class Runner:
         outcomes: list[Outcome] = self.loop.run_until_complete(parts.actor.play_batch(jobs, pool))
         if parts.llm is not None and any(o.status == "llm_error" for o in outcomes):
             parts.llm.confirm_up()  # a server that is down stops the run before the batch is logged
-        episodes = [self._episode(batch, job, retrieval, outcome, position, retrieve_s) for job, retrieval, outcome, position in zip(jobs, retrievals, outcomes, positions)]
+        episodes = [
+            self._episode(batch, job, retrieval, outcome, position, retrieve_s)
+            for job, retrieval, outcome, position in zip(jobs, retrievals, outcomes, positions)
+        ]
         memory_calls = {e.episode_id: list(r.memory_calls) for e, r in zip(episodes, retrievals)}
         for e in episodes:
             if e.task_id in batch.flipped:  # logged with its true success; learn() sees it flipped
@@ -350,7 +394,12 @@ class Runner:
             memory_ops = result.ops_by_episode
         records = self._finish(parts, episodes, started)
         # before the batch reaches the log, so that every logged episode has its transcript
-        self.transcripts.append([transcript_record(r, o.info.get("transcript", []), memory_calls[r["episode_id"]], memory_ops.get(r["episode_id"], [])) for r, o in zip(records, outcomes)])
+        self.transcripts.append(
+            [
+                transcript_record(r, o.info.get("transcript", []), memory_calls[r["episode_id"]], memory_ops.get(r["episode_id"], []))
+                for r, o in zip(records, outcomes)
+            ]
+        )
         return records
 
     def _finish(self, parts: RunParts, episodes: list[Episode], started: float) -> list[dict]:
@@ -381,7 +430,10 @@ class Runner:
             act_usage=outcome.usage,
             memory_usage=dataclasses.replace(retrieval.usage),
             latency_s={"retrieve": retrieve_s, **outcome.latency_s},
-            info={**{k: v for k, v in outcome.info.items() if k != "transcript"}, **({"retrieval": retrieval.info} if retrieval.info else {})},
+            info={
+                **{k: v for k, v in outcome.info.items() if k != "transcript"},
+                **({"retrieval": retrieval.info} if retrieval.info else {}),
+            },
         )
 
     def _write_hydra_config(self, config: dict) -> None:

@@ -30,12 +30,28 @@ GROUPS = ("env", "method", "protocol", "actor", "embedder", "llm")
 OPTIONS = [(group, path.stem) for group in GROUPS for path in sorted((CONF / group).glob("*.yaml"))]
 PRESETS = sorted(path.stem for path in (CONF / "memrl_preset").glob("*.yaml"))
 EXPERIMENTS = sorted(path.stem for path in (CONF / "experiment").glob("*.yaml"))
-NEEDS = {"llm/openai": ["llm.model=m"], "protocol/transfer": ["protocol.transfer_from=runs/source"]}  # a mandatory value (???) the YAML leaves to the command
+NEEDS = {
+    "llm/openai": ["llm.model=m"],
+    "protocol/transfer": ["protocol.transfer_from=runs/source"],
+}  # a mandatory value (???) the YAML leaves to the command
 
 # The values a YAML that lists its keys sets apart from its model's defaults: its part's name aside, on purpose.
 DELIBERATE: dict[str, set[str]] = {
     "llm/local": {"model", "temperature", "top_p", "seed", "max_tokens", "cache_mode", "startup_timeout_s"},
-    "llm/openai": {"base_url", "model", "max_concurrency", "max_retries", "backoff_base_s", "backoff_max_s", "max_retry_after_s", "temperature", "top_p", "seed", "max_tokens", "cache_mode"},
+    "llm/openai": {
+        "base_url",
+        "model",
+        "max_concurrency",
+        "max_retries",
+        "backoff_base_s",
+        "backoff_max_s",
+        "max_retry_after_s",
+        "temperature",
+        "top_p",
+        "seed",
+        "max_tokens",
+        "cache_mode",
+    },
 }
 
 
@@ -102,7 +118,10 @@ def test_a_yaml_sets_only_what_differs_from_the_defaults_it_starts_from(group, o
         defaults = defaults_of(model)
         listed = DELIBERATE.get(f"{group}/{option}", set()) | {key}
         restated = {k: v for k, v in own.items() if k not in listed and (k not in defaults or canonical(v) != canonical(defaults[k]))}
-        assert not restated, f"{group}/{option}.yaml sets {restated}, not the model's defaults {({k: defaults.get(k) for k in restated})}: list them in DELIBERATE if on purpose"
+        assert not restated, (
+            f"{group}/{option}.yaml sets {restated}, not the model's defaults { ({k: defaults.get(k) for k in restated}) }: list them in "
+            "DELIBERATE if on purpose"
+        )
         assert DELIBERATE.get(f"{group}/{option}", set()) <= set(own)
         return
     same = {k: v for k, v in own.items() if k in start and canonical(v) == canonical(start[k])}
@@ -112,7 +131,9 @@ def test_a_yaml_sets_only_what_differs_from_the_defaults_it_starts_from(group, o
 def test_the_settings_a_yaml_starts_from_are_its_parts_name_and_its_models_defaults():
     assert served("settings/env/llb_db") == {"name": "llb_db", **defaults_of(registry.get("env", "llb_db").Settings)}
     assert served("settings/actor/react")["kind"] == "react" and served("settings/actor/react")["generation"] == {}
-    assert "skip_tasks" not in served("settings/protocol/held_out") and "task_types" not in served("settings/env/synthetic")  # unlisted: +key=... sets them
+    assert "skip_tasks" not in served("settings/protocol/held_out") and "task_types" not in served(
+        "settings/env/synthetic"
+    )  # unlisted: +key=... sets them
     assert served("settings/method/none") == {"name": "none"}
     with pytest.raises(ConfigLoadError, match="no part's settings"):
         served("settings/env/nosuchenv")

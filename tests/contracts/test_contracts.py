@@ -35,11 +35,18 @@ def test_parts_are_checked_by_name_reference_or_class():
 
 def test_the_command_takes_a_parts_yaml_then_the_pairs_and_exits_by_outcome(capsys):
     main(["method", "rag", "top_k=2", "index.kind=hnsw"])
-    assert capsys.readouterr().out == "method rag keeps its contract (check_interface, check_retrieval_changes_no_state, check_learn_replays, check_snapshot_restores, check_items)\n"
+    assert capsys.readouterr().out == (
+        "method rag keeps its contract (check_interface, check_retrieval_changes_no_state, check_learn_replays, "
+        "check_snapshot_restores, check_items)\n"
+    )
     main(["env", "synthetic", "tasks.train=4"])
     assert capsys.readouterr().out.startswith("env synthetic keeps its contract (check_splits, ")
     for argv, code, line in (
-        (["method", "rag", "top_k=0"], 1, "method rag breaks its contract: SettingsError: RAG: method.top_k: Input should be greater than or equal to 1 (got 0)\n"),
+        (
+            ["method", "rag", "top_k=0"],
+            1,
+            "method rag breaks its contract: SettingsError: RAG: method.top_k: Input should be greater than or equal to 1 (got 0)\n",
+        ),
         (["method", "rag", "top_n=2"], 2, "error: Could not override 'method.top_n'. To append to your config use +method.top_n=2\n"),
         (["method", "nope"], 2, "error: unknown method 'nope'; valid methods: "),
         (["method"], 2, "usage: python -m memrl_bench.cli.contracts method|env NAME [key=value ...]\n"),

@@ -39,14 +39,26 @@ def broken(**methods) -> Coin:
     "env, error, message",
     [
         (broken(splits=lambda self: {}), SplitsError, "splits\\(\\) must be a non-empty dict"),
-        (broken(tasks=lambda self, split: [Task("coin/1", split, "x"), Task("coin/1", split, "x")]), TaskListError, "coin/1 is twice in split 'train'"),
+        (
+            broken(tasks=lambda self, split: [Task("coin/1", split, "x"), Task("coin/1", split, "x")]),
+            TaskListError,
+            "coin/1 is twice in split 'train'",
+        ),
         (broken(tasks=lambda self, split: [Task("coin/1", split, "x")]), TaskListError, "coin/1 is in splits 'train' and 'test'"),
-        (broken(tasks=lambda self, split: [Task("coin/9", "train", "x")] if split == "test" else []), TaskListError, "says split 'train' but is listed in 'test'"),
+        (
+            broken(tasks=lambda self, split: [Task("coin/9", "train", "x")] if split == "test" else []),
+            TaskListError,
+            "says split 'train' but is listed in 'test'",
+        ),
         (broken(tasks=lambda self, split: [{"id": "coin/1"}]), TaskListError, "must return Task records, got a dict"),
         (broken(excluded=lambda self: {"coin/1": "its gold fails"}), ExcludedError, "coin/1 is excluded but still listed"),
         (broken(spawn=lambda self: SyntheticEnv({})), SpawnError, "spawn\\(\\) must return another Broken"),
         (broken(reset=lambda self, task: "A coin."), EpisodeError, "reset\\(\\) must return \\(observation: str, info: dict\\)"),
-        (broken(step=lambda self, action: ("heads", 1.0, "yes", {})), EpisodeError, "step\\(\\) must return \\(str, float, bool, dict\\), got \\(str, float, str, dict\\)"),
+        (
+            broken(step=lambda self, action: ("heads", 1.0, "yes", {})),
+            EpisodeError,
+            "step\\(\\) must return \\(str, float, bool, dict\\), got \\(str, float, str, dict\\)",
+        ),
         (broken(step=lambda self, action: ("heads", 1.0, True, {})), EpisodeError, "info\\['success'\\] \\(a bool\\) is missing"),
     ],
 )

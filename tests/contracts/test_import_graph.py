@@ -53,7 +53,9 @@ def package_graph() -> dict[str, set[str]]:
                 targets |= {alias.name for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 # `from a import b` names the module a.b when there is one, else a
-                targets |= {f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in files else node.module for alias in node.names}
+                targets |= {
+                    f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in files else node.module for alias in node.names
+                }
         graph[name] = {t for t in targets if t in files and t != name}
     return graph
 
@@ -68,7 +70,12 @@ def layer(module: str, layers: dict[str, int]) -> int:
 
 
 def upward_imports(graph: dict[str, set[str]], layers: dict[str, int]) -> list[str]:
-    return sorted(f"{a} (layer {layer(a, layers)}) imports {b} (layer {layer(b, layers)})" for a, targets in graph.items() for b in targets if layer(b, layers) > layer(a, layers))
+    return sorted(
+        f"{a} (layer {layer(a, layers)}) imports {b} (layer {layer(b, layers)})"
+        for a, targets in graph.items()
+        for b in targets
+        if layer(b, layers) > layer(a, layers)
+    )
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -109,7 +116,9 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_every_module_lives_in_a_layer_folder():
     """No module sits loose at the package root (but the API and __main__): its folder says its layer."""
     loose = [m for m in package_graph() if m.count(".") == 1 and m not in LAYERS]
-    assert not loose, f"move these modules into the folder of their layer (ARCHITECTURE.md), or give a new folder a layer in LAYERS: {loose}"
+    assert not loose, (
+        f"move these modules into the folder of their layer (ARCHITECTURE.md), or give a new folder a layer in LAYERS: {loose}"
+    )
 
 
 def test_imports_run_one_way():
@@ -123,9 +132,21 @@ def test_no_module_imports_itself_through_others():
 @pytest.mark.parametrize(
     "graph, upward, circular",
     [
-        ({"memrl_bench.core.config": {"memrl_bench.runner.loop"}, "memrl_bench.runner.loop": set()}, ["memrl_bench.core.config (layer 0) imports memrl_bench.runner.loop (layer 2)"], []),
-        ({"memrl_bench.cli.main": {"memrl_bench.cli.study"}, "memrl_bench.cli.study": {"memrl_bench.cli.main"}}, [], [["memrl_bench.cli.main", "memrl_bench.cli.study"]]),
-        ({"memrl_bench.actors.base": {"memrl_bench.envs.base"}, "memrl_bench.envs.base": {"memrl_bench.actors.base"}}, [], [["memrl_bench.actors.base", "memrl_bench.envs.base"]]),
+        (
+            {"memrl_bench.core.config": {"memrl_bench.runner.loop"}, "memrl_bench.runner.loop": set()},
+            ["memrl_bench.core.config (layer 0) imports memrl_bench.runner.loop (layer 2)"],
+            [],
+        ),
+        (
+            {"memrl_bench.cli.main": {"memrl_bench.cli.study"}, "memrl_bench.cli.study": {"memrl_bench.cli.main"}},
+            [],
+            [["memrl_bench.cli.main", "memrl_bench.cli.study"]],
+        ),
+        (
+            {"memrl_bench.actors.base": {"memrl_bench.envs.base"}, "memrl_bench.envs.base": {"memrl_bench.actors.base"}},
+            [],
+            [["memrl_bench.actors.base", "memrl_bench.envs.base"]],
+        ),
     ],
 )
 def test_the_checks_find_what_they_look_for(graph, upward, circular):

@@ -132,7 +132,9 @@ class World:
 
     def new_task(self, text: str) -> str:
         centre = self.centres[self.rng.integers(len(self.centres))]
-        self.keys[text] = (centre + self.rng.choice([0.15, 0.3, 0.6]) * self.rng.standard_normal(self.dim) / np.sqrt(self.dim)).astype(np.float32)
+        self.keys[text] = (centre + self.rng.choice([0.15, 0.3, 0.6]) * self.rng.standard_normal(self.dim) / np.sqrt(self.dim)).astype(
+            np.float32
+        )
         return text
 
 
@@ -182,7 +184,15 @@ def make_world(rng: np.random.Generator, cfg: MemRLConfig, max_size: float) -> t
         members = []
         for i in range(size):
             kind = rng.random()
-            q = float(rng.choice(lattice)) if kind < 0.7 else cfg.q_min if kind < 0.8 else float(np.nextafter(cfg.q_min, -np.inf)) if kind < 0.85 else float(rng.uniform(-1, 1))
+            q = (
+                float(rng.choice(lattice))
+                if kind < 0.7
+                else cfg.q_min
+                if kind < 0.8
+                else float(np.nextafter(cfg.q_min, -np.inf))
+                if kind < 0.85
+                else float(rng.uniform(-1, 1))
+            )
             members.append((f"bank-{g}-{i}", q, bool(rng.random() < 0.5)))
         groups.append((text, world.keys[text], members))
         made += size
@@ -195,10 +205,26 @@ def write_snapshot(path, groups) -> None:
     items, keys, group_items = [], [], []
     for g, (text, key, members) in enumerate(groups):
         for memory_id, q, success in members:
-            provenance = {"task_id": f"bank/{memory_id}", "split": "train", "phase": "train", "epoch": 1, "episode_id": memory_id, "success": success}
-            items.append({"id": memory_id, "content": f"Task: {text}", "provenance": provenance, "fields": {"q_value": q, "visits": 0, "successes": 0, "failures": 0, "group": g}})
+            provenance = {
+                "task_id": f"bank/{memory_id}",
+                "split": "train",
+                "phase": "train",
+                "epoch": 1,
+                "episode_id": memory_id,
+                "success": success,
+            }
+            items.append(
+                {
+                    "id": memory_id,
+                    "content": f"Task: {text}",
+                    "provenance": provenance,
+                    "fields": {"q_value": q, "visits": 0, "successes": 0, "failures": 0, "group": g},
+                }
+            )
             keys.append(key)
-        group_items.append({"id": f"group-{g}", "content": text, "provenance": items[-1]["provenance"], "fields": {"members": [m[0] for m in members]}})
+        group_items.append(
+            {"id": f"group-{g}", "content": text, "provenance": items[-1]["provenance"], "fields": {"members": [m[0] for m in members]}}
+        )
     for folder, rows, matrix in ((path, items, keys), (path / "groups", group_items, [key for _, key, _ in groups])):
         (folder / "items.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
         np.save(folder / "keys.npy", np.array(matrix, dtype=np.float32))
@@ -272,9 +298,17 @@ def run_trial(preset: str, seed: int, workdir, counts: Counts, max_size: float) 
             counts.single_candidate_pools += a.candidates == 1
             counts.explored += ours._explores(query.episode_id) and a.candidates > 0
         successes = rng.random(len(queries)) < 0.5
-        episodes = [Episode(q.episode_id, q.task.id, "train", "train", 1, b, j, bool(s), float(s), "ok", retrieved=r.items) for j, (q, r, s) in enumerate(zip(queries, mine, successes))]
+        episodes = [
+            Episode(q.episode_id, q.task.id, "train", "train", 1, b, j, bool(s), float(s), "ok", retrieved=r.items)
+            for j, (q, r, s) in enumerate(zip(queries, mine, successes))
+        ]
         ours.learn([Experience(e, q.task, q.key, r) for e, q, r in zip(episodes, queries, mine)])
-        theirs.learn([(e.episode_id, q.task.description, e.success, [i.item_id for i in e.retrieved], o.phase_a) for e, q, o in zip(episodes, queries, official)])
+        theirs.learn(
+            [
+                (e.episode_id, q.task.description, e.success, [i.item_id for i in e.retrieved], o.phase_a)
+                for e, q, o in zip(episodes, queries, official)
+            ]
+        )
         where = f"{preset} seed {seed} after batch {b}"
         assert [(g.content, g.fields["members"]) for g in ours.group_keys.items] == theirs.groups(), where
         official_q = theirs.q_values()
@@ -302,8 +336,10 @@ def report(name: str, counts: Counts, capsys) -> None:
         print(
             f"\n[memrl vs official, {name}] {counts.trials} trials (banks of {min(counts.sizes)}-{max(counts.sizes)} memories),"
             f" {counts.retrievals} retrievals ({counts.empty_retrievals} empty, {counts.single_candidate_pools} single-candidate pools,"
-            f" {counts.explored} epsilon samples), {counts.selections} selections, similarities bit-equal {counts.similarities_bit_equal}/{counts.similarities},"
-            f" {counts.boundary_cosines} phase A cosines of exactly 0.5/0.9/0.99, {counts.q_values} Q values and {counts.groups} group states after learn,"
+            f" {counts.explored} epsilon samples), {counts.selections} selections, similarities bit-equal "
+            f"{counts.similarities_bit_equal}/{counts.similarities},"
+            f" {counts.boundary_cosines} phase A cosines of exactly 0.5/0.9/0.99, {counts.q_values} Q values and {counts.groups} group "
+            "states after learn,"
             f" {counts.orphaned} orphaned memories; mismatches 0, proven ties {counts.proven_ties}"
         )
 
@@ -358,7 +394,18 @@ def test_a_synthetic_run_retrieves_what_the_official_code_retrieves(tmp_path, mo
 
         def learn(self, batch):
             result = super().learn(batch)
-            self.official.learn([(e.episode.episode_id, e.task.description, e.episode.success, [i.item_id for i in e.episode.retrieved], self.retrieved[e.episode.episode_id].phase_a) for e in batch])
+            self.official.learn(
+                [
+                    (
+                        e.episode.episode_id,
+                        e.task.description,
+                        e.episode.success,
+                        [i.item_id for i in e.episode.retrieved],
+                        self.retrieved[e.episode.episode_id].phase_a,
+                    )
+                    for e in batch
+                ]
+            )
             assert [(g.content, g.fields["members"]) for g in self.group_keys.items] == self.official.groups()
             official_q = self.official.q_values()
             assert close([i.fields["q_value"] for i in self.store.items], [official_q[i.id] for i in self.store.items])
@@ -366,7 +413,11 @@ def test_a_synthetic_run_retrieves_what_the_official_code_retrieves(tmp_path, mo
             return result
 
     monkeypatch.setattr(memrl_module, "METHOD", Shadowed)
-    world = {"name": "synthetic", "seed": 3, "tasks": {"train": 400, "validation": 20, "test_in_distribution": 20, "test_out_of_distribution": 20}}
+    world = {
+        "name": "synthetic",
+        "seed": 3,
+        "tasks": {"train": 400, "validation": 20, "test_in_distribution": 20, "test_out_of_distribution": 20},
+    }
     protocol = {"epochs": 3, "batch_size": 32, "checkpoint_interval_s": 0, "validate_every_epoch": False, "test_at_end": False}
     near_pairs = []
     for order in range(3):
@@ -381,8 +432,11 @@ def test_a_synthetic_run_retrieves_what_the_official_code_retrieves(tmp_path, mo
             near_pairs = [(sims[np.triu_indices(len(keys), 1)] >= 0.9).mean()]
     assert seen.retrievals == 3 * 1200 and near_pairs[0] > 0.01  # some task pairs above 0.9: grouping within a batch matters
     with capsys.disabled():
-        print(f"\n[memrl vs official, synthetic runs] 3 task orders x 3 epochs x 400 tasks, batches of 32: {seen.retrievals} retrievals"
-              f" ({seen.selections} selections) identical, groups and Q identical after all {seen.groups} batches; {100 * near_pairs[0]:.1f}% of task pairs at cosine >= 0.9")
+        print(
+            f"\n[memrl vs official, synthetic runs] 3 task orders x 3 epochs x 400 tasks, batches of 32: {seen.retrievals} retrievals"
+            f" ({seen.selections} selections) identical, groups and Q identical after all {seen.groups} batches; "
+            f"{100 * near_pairs[0]:.1f}% of task pairs at cosine >= 0.9"
+        )
 
 
 # ---- the completion order of update_values (issue 28) ------------------------------------

@@ -15,10 +15,16 @@ from memrl_bench.methods.checker import ReplayError, RetrievalError, SnapshotErr
 from memrl_bench.methods.none import NoMemory
 from tests.memory_llm_helpers import ScriptedModel, generic_reply
 
-CASES = [(name, {}) for name in registry.names("method")] + [("memp", {"retrieve": "avefact"}), ("memrl", {"epsilon": 0.5, "sim_threshold": -1.0}), ("memrl", {"selection": "thompson"})]
+CASES = [(name, {}) for name in registry.names("method")] + [
+    ("memp", {"retrieve": "avefact"}),
+    ("memrl", {"epsilon": 0.5, "sim_threshold": -1.0}),
+    ("memrl", {"selection": "thompson"}),
+]
 
 
-@pytest.mark.parametrize("name, cfg", CASES, ids=lambda v: v if isinstance(v, str) else ",".join(f"{k}={x}" for k, x in v.items()) or "defaults")
+@pytest.mark.parametrize(
+    "name, cfg", CASES, ids=lambda v: v if isinstance(v, str) else ",".join(f"{k}={x}" for k, x in v.items()) or "defaults"
+)
 def test_every_method_keeps_the_contract(name, cfg):
     check_method(name, cfg, llm=ScriptedModel(generic_reply))
 
@@ -58,13 +64,14 @@ class ForgetsOnRestore(NeedsTheTrace):
         return super(NeedsTheTrace, self).learn(batch)
 
 
-@pytest.mark.parametrize("cls, error, message", [
-    (CountsRetrievals, RetrievalError, "none: retrieve_batch changed self.retrievals"),
-    (NeedsTheTrace, ReplayError, "none: learn given the batch's retrievals"),
-    (ForgetsOnRestore, SnapshotError, "none: a method restored from a snapshot writes another snapshot"),
-])
+@pytest.mark.parametrize(
+    "cls, error, message",
+    [
+        (CountsRetrievals, RetrievalError, "none: retrieve_batch changed self.retrievals"),
+        (NeedsTheTrace, ReplayError, "none: learn given the batch's retrievals"),
+        (ForgetsOnRestore, SnapshotError, "none: a method restored from a snapshot writes another snapshot"),
+    ],
+)
 def test_a_broken_promise_is_its_own_error(cls, error, message):
     with pytest.raises(error, match=message):
         check_method(cls)
-
-

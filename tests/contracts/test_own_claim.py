@@ -16,7 +16,22 @@ from memrl_bench import CONF_DIR
 from memrl_bench import findings as fd
 from memrl_bench.core.stats import INCONCLUSIVE, NOT_MEASURED, NOT_SUPPORTED, SUPPORTED
 
-BUILT_IN = ["determinism", "epoch1_lock_in", "epoch1_counterfactual", "never_tested", "good_amplified", "bad_locked_in", "regret", "order_dependence", "memory_helps", "runtime_learning", "weak_baselines", "drift_stale_kept", "drift_adaptation", "drift_gain_per_token"]
+BUILT_IN = [
+    "determinism",
+    "epoch1_lock_in",
+    "epoch1_counterfactual",
+    "never_tested",
+    "good_amplified",
+    "bad_locked_in",
+    "regret",
+    "order_dependence",
+    "memory_helps",
+    "runtime_learning",
+    "weak_baselines",
+    "drift_stale_kept",
+    "drift_adaptation",
+    "drift_gain_per_token",
+]
 
 
 @pytest.fixture
@@ -42,7 +57,12 @@ def test_an_own_claim_is_found_and_rendered_with_the_others(tmp_path, own_claim)
     mine = found[-1]
     assert mine.claim is own_claim and mine.verdict in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE)
     (decides,) = mine.rows
-    test_sr = {name: [json.loads((tmp_path / f"{name}-{o}" / "metrics.json").read_text())["success_rate"]["test_in_distribution"] for o in (0, 1, 2)] for name in ("memrl", "none")}
+    test_sr = {
+        name: [
+            json.loads((tmp_path / f"{name}-{o}" / "metrics.json").read_text())["success_rate"]["test_in_distribution"] for o in (0, 1, 2)
+        ]
+        for name in ("memrl", "none")
+    }
     last = lambda by_epoch: by_epoch[max(by_epoch, key=int)]  # noqa: E731
     assert decides.n == 3 and decides.mean == pytest.approx(sum(last(m) - last(n) for m, n in zip(test_sr["memrl"], test_sr["none"])) / 3)
     markdown, page = fd.render_markdown(found, tmp_path), fd.render_html(found, tmp_path)
@@ -76,7 +96,15 @@ def test_registering_a_claim_wrongly_is_one_clear_error(own_claim):
     with pytest.raises(fd.ClaimError, match="claim 'x': measured_by and real_measured_by are lists of presets"):
         fd.claim(id="x", text="t", measurement="m", measured_by="critique", study_kind="critique")
     with pytest.raises(fd.ClaimError, match="claim 'x' needs the synthetic env's ground truth"):
-        fd.claim(id="x", text="t", measurement="m", measured_by=("critique",), study_kind="critique", needs_ground_truth=True, real_measured_by=("critique_real_methods",))
+        fd.claim(
+            id="x",
+            text="t",
+            measurement="m",
+            measured_by=("critique",),
+            study_kind="critique",
+            needs_ground_truth=True,
+            real_measured_by=("critique_real_methods",),
+        )
     assert [c.id for c in fd.claims()] == [*BUILT_IN, own_claim.id]  # nothing half-registered
 
 

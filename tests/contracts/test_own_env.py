@@ -28,7 +28,9 @@ def answer(messages: list[dict[str, str]]) -> str:
 
 def test_an_own_env_passes_the_checker_and_runs_through_runner_report_and_findings(tmp_path):
     check_env(get("env", "tests.own_env:Parity")({}))
-    cfg = composed("env=parity", f"hydra.searchpath=[file://{CONF}]", "method=rag", "embedder=minilm", "protocol.epochs=1", "protocol.batch_size=4")
+    cfg = composed(
+        "env=parity", f"hydra.searchpath=[file://{CONF}]", "method=rag", "embedder=minilm", "protocol.epochs=1", "protocol.batch_size=4"
+    )
     assert cfg["env"]["name"] == "tests.own_env:Parity"
     metrics = run(cfg, tmp_path / "runs" / "parity", llm=ScriptedChatModel(answer))
     expected = sum(n % 3 != 0 for n in range(200, 208)) / 8  # 201, 204, 207 answered wrong

@@ -54,7 +54,10 @@ def shims(folder: Path, site: Path) -> Path:
         "python": f'exec "{python}" "$@"',
         "memrl-bench": f'exec "{python}" -m memrl_bench "$@"',
         "memrl-bench-report": f'exec "{python}" -m memrl_bench.report "$@"',
-        "pip": f'[ "$*" = "install -e ." ] || {{ echo "pip: only pip install -e . runs here" >&2; exit 1; }}\nexec "{python}" -m pip install -q --no-deps --target "{site}" .',
+        "pip": (
+            f'[ "$*" = "install -e ." ] || {{ echo "pip: only pip install -e . runs here" >&2; exit 1; }}\nexec "{python}" -m pip install '
+            f'-q --no-deps --target "{site}" .'
+        ),
     }
     bin_dir = folder / "bin"
     bin_dir.mkdir()
@@ -84,7 +87,14 @@ def walked(tmp_path_factory):
         (project / path).parent.mkdir(parents=True, exist_ok=True)
         (project / path).write_text(text)
     bin_dir = shims(folder, site)
-    done = subprocess.run(["bash", "-e", "-c", "\n".join(blocks("bash"))], cwd=folder, env=environment(bin_dir, site), capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        ["bash", "-e", "-c", "\n".join(blocks("bash"))],
+        cwd=folder,
+        env=environment(bin_dir, site),
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     assert package_files() == before  # no file of memrl-bench written
     return folder, project, site, done.stdout
@@ -92,8 +102,13 @@ def walked(tmp_path_factory):
 
 def test_the_readme_walk_through_installs_checks_sweeps_and_reports_a_method_of_ones_own(walked):
     folder, project, site, output = walked
-    assert (site / "my_memory" / "conf" / "method" / "last_k.yaml").exists() and list(site.glob("my_memory-0.1.0.dist-info/entry_points.txt"))
-    assert "method last_k keeps its contract (check_interface, check_retrieval_changes_no_state, check_learn_replays, check_snapshot_restores, check_items)" in output
+    assert (site / "my_memory" / "conf" / "method" / "last_k.yaml").exists() and list(
+        site.glob("my_memory-0.1.0.dist-info/entry_points.txt")
+    )
+    assert (
+        "method last_k keeps its contract (check_interface, check_retrieval_changes_no_state, check_learn_replays, "
+        "check_snapshot_restores, check_items)" in output
+    )
     runs = {p.name: p for p in (project / "results" / "mine").iterdir() if p.is_dir() and p.name != "report"}
     assert set(runs) == {"method=none,env=synthetic,protocol.epochs=1", "method=last_k,env=synthetic,protocol.epochs=1"}
     assert all((run / "COMPLETE").exists() for run in runs.values())
@@ -113,7 +128,13 @@ def test_a_method_breaking_its_contract_fails_the_check_with_the_promised_line(w
     retrieve = "    def retrieve(self, query: Query) -> Retrieval:  # changes no state: the contract checks it\n"
     assert retrieve in source.read_text()
     source.write_text(source.read_text().replace(retrieve, retrieve + "        self.last_query = query\n"))
-    done = subprocess.run([sys.executable, "-m", "memrl_bench.cli.contracts", "method", "last_k"], cwd=broken, env=environment(folder / "bin", site), capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "memrl_bench.cli.contracts", "method", "last_k"],
+        cwd=broken,
+        env=environment(folder / "bin", site),
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 1 and done.stderr == promised
 
 
@@ -122,7 +143,14 @@ def test_the_method_runs_named_as_module_and_class_without_its_yaml(walked):
     (command,) = re.findall(r"`(memrl-bench method=none method\.name=\S+)`", section())
     assert "+method.k=5" in section()
     arguments = [*command.split()[1:], "+method.k=5", "protocol.epochs=1", "experiment_name=direct"]
-    done = subprocess.run([sys.executable, "-m", "memrl_bench", *arguments], cwd=project, env=environment(folder / "bin", site), capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [sys.executable, "-m", "memrl_bench", *arguments],
+        cwd=project,
+        env=environment(folder / "bin", site),
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     (run,) = (project / "results" / "direct").iterdir()
     assert (run / "COMPLETE").exists()

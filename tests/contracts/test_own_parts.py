@@ -35,7 +35,10 @@ def test_own_parts_are_checked_by_their_own_models_and_get_them_typed():
         ("actor.wrong_every=1", "actor.wrong_every: Input should be greater than or equal to 2 (got 1)"),
         ("+embedder.colour=blue", "embedder.colour: Extra inputs are not permitted"),
         ("llm.reason=''", "llm.reason: String should have at least 1 character"),
-        ("actor.kind=tests.own_parts:Nobody", "actor.kind: actor 'tests.own_parts:Nobody': module 'tests.own_parts' has no attribute 'Nobody'"),
+        (
+            "actor.kind=tests.own_parts:Nobody",
+            "actor.kind: actor 'tests.own_parts:Nobody': module 'tests.own_parts' has no attribute 'Nobody'",
+        ),
     ],
 )
 def test_a_bad_value_of_an_own_part_is_one_line_naming_its_key(override, message):

@@ -14,7 +14,14 @@ from memrl_bench.runner.loop import run
 from tests.helpers import composed
 
 CONF = Path(__file__).parents[1] / "own_protocol_conf"
-SMALL = ["env.tasks.train=20", "env.tasks.validation=10", "env.tasks.test_in_distribution=10", "env.tasks.test_out_of_distribution=10", "protocol.epochs=2", "protocol.batch_size=10"]
+SMALL = [
+    "env.tasks.train=20",
+    "env.tasks.validation=10",
+    "env.tasks.test_in_distribution=10",
+    "env.tasks.test_out_of_distribution=10",
+    "protocol.epochs=2",
+    "protocol.batch_size=10",
+]
 
 
 def test_an_own_protocol_runs_through_runner_metrics_report_and_findings(tmp_path):
@@ -26,7 +33,7 @@ def test_an_own_protocol_runs_through_runner_metrics_report_and_findings(tmp_pat
     log = [json.loads(line) for line in (tmp_path / "runs" / "unlabelled" / "episodes.jsonl").read_text().splitlines()]
     train = [r["success"] for r in log if r["phase"] == "train"]
     assert metrics["unlabelled"] == {"hidden_successes": sum(train) / len(train)} and "unlabelled" in metrics["labels"]
-    memory = (tmp_path / "runs" / "unlabelled" / "memory" / "final")
+    memory = tmp_path / "runs" / "unlabelled" / "memory" / "final"
     assert memory.is_dir()  # memrl stored what it learned: every memory a failure, as the protocol told it
     stored = [json.loads(line)["provenance"]["success"] for line in (memory / "items.jsonl").read_text().splitlines()]
     assert stored and not any(stored)

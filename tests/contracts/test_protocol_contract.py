@@ -16,7 +16,13 @@ from memrl_bench.findings import load_runs
 from memrl_bench.runner.loop import run
 from tests.helpers import composed
 
-SMALL = ["env.tasks.train=16", "env.tasks.validation=8", "env.tasks.test_in_distribution=8", "env.tasks.test_out_of_distribution=8", "method=memrl"]
+SMALL = [
+    "env.tasks.train=16",
+    "env.tasks.validation=8",
+    "env.tasks.test_in_distribution=8",
+    "env.tasks.test_out_of_distribution=8",
+    "method=memrl",
+]
 # What a protocol needs beyond its YAML to run on the small world (its own keys, sized to it).
 NEEDS = {
     "held_out": ["protocol.epochs=2", "protocol.batch_size=8"],
@@ -51,7 +57,9 @@ def test_the_protocol_keeps_its_contract(name, tmp_path):
     assert type(protocol) is registry.get("protocol", name)
 
     # metrics.json: its declared blocks and labels
-    assert set(protocol.metrics_keys) <= set(metrics), f"declared blocks missing from metrics.json: {set(protocol.metrics_keys) - set(metrics)}"
+    assert set(protocol.metrics_keys) <= set(metrics), (
+        f"declared blocks missing from metrics.json: {set(protocol.metrics_keys) - set(metrics)}"
+    )
     assert set(protocol.run_labels()) <= set(metrics["labels"])
     # the report: exactly its columns, each a number or None
     numbers = type(protocol).report_numbers({k: metrics[k] for k in protocol.metrics_keys})
@@ -63,7 +71,9 @@ def test_the_protocol_keeps_its_contract(name, tmp_path):
     log = [json.loads(line) for line in (folder / "episodes.jsonl").read_text().splitlines()]
     assert manifest["schedule_episodes"] == len(log)
     again = run(cfg, tmp_path / "again" / name)
-    assert [json.loads(line)["task_id"] for line in (tmp_path / "again" / name / "episodes.jsonl").read_text().splitlines()] == [r["task_id"] for r in log]
+    assert [json.loads(line)["task_id"] for line in (tmp_path / "again" / name / "episodes.jsonl").read_text().splitlines()] == [
+        r["task_id"] for r in log
+    ]
     assert again["labels"] == metrics["labels"]
 
     # the findings: a kind, its own

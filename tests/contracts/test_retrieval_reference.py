@@ -54,7 +54,12 @@ def play_rounds(method, reference, tasks, keys, rng, rounds: int, batch: int, ch
         ]
         method.learn([Experience(e, q.task, q.key) for e, q in zip(episodes, queries)])
         if isinstance(reference, ReferenceMemRL):
-            reference.learn([ReferenceEpisode(e.episode_id, q.task.description, q.key, e.success, [i.item_id for i in e.retrieved], *s) for e, q, s in zip(episodes, queries, seen)])
+            reference.learn(
+                [
+                    ReferenceEpisode(e.episode_id, q.task.description, q.key, e.success, [i.item_id for i in e.retrieved], *s)
+                    for e, q, s in zip(episodes, queries, seen)
+                ]
+            )
         elif reference is not None:
             reference.learn(queries)
 
@@ -86,9 +91,26 @@ MEMRL_VARIANTS = [
     {"sim_normalisation": "pool", "q_min": -0.2, "k_groups": 3, "k_select": 5},
     {"sim_threshold": 0.8, "lambda": 0.9, "add_similarity_threshold": 0.95},
     # LLB-like: Q floored at 0, failures reward 0, q_min reachable (with a boost) and the stats before it
-    {"k_groups": 10, "k_select": 5, "add_similarity_threshold": 0.99, "q_init": 0.5, "q_init_failure": 0.4, "reward_failure": 0.0, "q_floor": 0.0, "q_min": 0.45, "recency_boost": 0.1},
+    {
+        "k_groups": 10,
+        "k_select": 5,
+        "add_similarity_threshold": 0.99,
+        "q_init": 0.5,
+        "q_init_failure": 0.4,
+        "reward_failure": 0.0,
+        "q_floor": 0.0,
+        "q_min": 0.45,
+        "recency_boost": 0.1,
+    },
     # BCB-like q_min -0.8, every correction switched on
-    {"k_select": 5, "q_min": -0.8, "group_within_batch": True, "keep_repeated_task_members": True, "q_stats_after_q_min": True, "join_after_empty_retrieval": True},
+    {
+        "k_select": 5,
+        "q_min": -0.8,
+        "group_within_batch": True,
+        "keep_repeated_task_members": True,
+        "q_stats_after_q_min": True,
+        "join_after_empty_retrieval": True,
+    },
 ]
 
 
@@ -122,7 +144,12 @@ def test_the_variants_reach_the_official_quirks():
     corrected = MemRL({"write_with_llm": False, **MEMRL_VARIANTS[4]}, MethodContext(seed=0))
     play_rounds(corrected, None, tasks, keys, np.random.default_rng(1), rounds=12, batch=32, check=None)
     assert not any(i.fields["group"] == -1 for i in corrected.store.items)
-    assert corrected.labels == ("memrl_group_within_batch", "memrl_keep_repeated_task_members", "memrl_q_stats_after_q_min", "memrl_join_after_empty_retrieval")
+    assert corrected.labels == (
+        "memrl_group_within_batch",
+        "memrl_keep_repeated_task_members",
+        "memrl_q_stats_after_q_min",
+        "memrl_join_after_empty_retrieval",
+    )
     assert official.labels == ()
 
 

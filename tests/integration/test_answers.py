@@ -21,7 +21,12 @@ import pytest
 from memrl_bench.core.answers import read_answer
 
 CORPUS = [json.loads(line) for line in (Path(__file__).parents[1] / "fixtures" / "answers_corpus.jsonl").read_text().splitlines()]
-MARKETING = ["Zero price elasticity of demand.", "Infinite price elasticity of demand.", "Unit price elasticity of demand.", "Indefinite price elasticity of demand."]
+MARKETING = [
+    "Zero price elasticity of demand.",
+    "Infinite price elasticity of demand.",
+    "Unit price elasticity of demand.",
+    "Indefinite price elasticity of demand.",
+]
 
 
 def expected(entry: dict) -> str | None:
@@ -37,7 +42,11 @@ def expected(entry: dict) -> str | None:
 def read(entry: dict) -> str | None:
     answer_format = "letter" if entry["env"] == "mmlu" else "code"
     return read_answer(
-        entry["completion"], answer_format, finished=entry["finish_reason"] != "length", choices=entry.get("choices"), question=entry.get("question", "")
+        entry["completion"],
+        answer_format,
+        finished=entry["finish_reason"] != "length",
+        choices=entry.get("choices"),
+        question=entry.get("question", ""),
     ).answer
 
 
@@ -47,8 +56,15 @@ def test_the_corpus_is_real_distinct_and_labelled():
     assert len({(e["model"], e["task_id"], e["completion"], e["finish_reason"]) for e in CORPUS}) == len(CORPUS)
     unlabelled = [e["id"] for e in CORPUS if e["label"] is None]
     assert not unlabelled, f"label these completions by reading them (scripts/collect_answer_corpus.py): {unlabelled}"
-    assert {(e["model"], e["env"]) for e in CORPUS} == {("qwen2.5-coder-0.5b", "mmlu"), ("qwen2.5-coder-1.5b", "mmlu"), ("qwen2.5-coder-1.5b", "bigcodebench")}
-    assert {e["model"] for e in CORPUS if e["finish_reason"] == "length" and e["env"] == "mmlu"} == {"qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"}
+    assert {(e["model"], e["env"]) for e in CORPUS} == {
+        ("qwen2.5-coder-0.5b", "mmlu"),
+        ("qwen2.5-coder-1.5b", "mmlu"),
+        ("qwen2.5-coder-1.5b", "bigcodebench"),
+    }
+    assert {e["model"] for e in CORPUS if e["finish_reason"] == "length" and e["env"] == "mmlu"} == {
+        "qwen2.5-coder-0.5b",
+        "qwen2.5-coder-1.5b",
+    }
 
 
 @pytest.mark.parametrize("entry", CORPUS, ids=lambda e: e["id"])
@@ -68,7 +84,12 @@ def test_the_reader_agrees_with_the_labels_on_99_percent_of_completions_as_they_
 def test_an_answer_line_of_the_form_letter_dot_text_counts():
     # Qwen 0.5B, MMLU marketing test/71: restates the question, then its answer line (scored "no answer" before).
     completion = "The term marketing refers to:\nC. a philosophy that stresses customer value and satisfaction."
-    choices = ["new product concepts and improvements.", "advertising and promotion activities.", "a philosophy that stresses customer value and satisfaction.", "planning sales campaigns."]
+    choices = [
+        "new product concepts and improvements.",
+        "advertising and promotion activities.",
+        "a philosophy that stresses customer value and satisfaction.",
+        "planning sales campaigns.",
+    ]
     assert read_answer(completion, "letter", choices=choices).answer == "C"
     listing = "A. new product concepts\nB. advertising\nC. a philosophy\nD. planning sales campaigns"
     assert read_answer(listing, "letter", choices=choices).answer is None  # listing the choices answers nothing
@@ -78,14 +99,25 @@ def test_an_answer_stated_as_an_option_text_counts():
     # Qwen 0.5B, MMLU marketing test/40: the option's text without its letter (scored 0 before).
     completion = "The process by which individuals accept and use new propositions is referred to as adoption."
     choices = ["Decision.", "Adoption.", "Acquisition.", "Awareness."]
-    assert read_answer(completion, "letter", choices=choices, question="The process by which individuals accept and use new propositions is referred to as:").answer == "B"
+    assert (
+        read_answer(
+            completion,
+            "letter",
+            choices=choices,
+            question="The process by which individuals accept and use new propositions is referred to as:",
+        ).answer
+        == "B"
+    )
     both = "It is either adoption or awareness."
     assert read_answer(both, "letter", choices=choices).answer is None  # two options named: no single answer
 
 
 def test_letters_are_matched_case_sensitively_so_the_article_a_is_no_answer():
     # Qwen 0.5B, MMLU marketing test/88: "answer is given because ... to use a brand" was scored A before.
-    completion = "The correct answer is:\nC. Trade name\nThis answer is given because trade names are legally recognized trademarks and are exclusive rights by law to use a brand."
+    completion = (
+        "The correct answer is:\nC. Trade name\nThis answer is given because trade names are legally recognized trademarks and are "
+        "exclusive rights by law to use a brand."
+    )
     assert read_answer(completion, "letter", choices=["Brand loyalty", "Brand mark", "Trade name", "Trademark"]).answer == "C"
     assert read_answer("The answer is to use a brand.", "letter").answer is None
     assert read_answer("The answer is A because it fits.", "letter").answer == "A"
@@ -108,9 +140,19 @@ def _mmlu_run(tmp_path: Path, replies, **actor) -> tuple[list[dict], object]:
 
     llm = ScriptedChatModel(replies)
     cfg = {
-        "env": {"name": "mmlu", "data_dir": str(tiny_mmlu(tmp_path / "mmlu", questions=4)), "roles": {"train": "train", "validation": None, "test": ["test"]}},
-        "method": {"name": "none"}, "llm": {"name": "none"}, "embedder": {"name": "minilm"},
-        "protocol": {"epochs": 1, "batch_size": 4, "checkpoint_interval_s": 0}, "actor": actor, "seed": 0, "task_order_seed": 0, "progress": False,
+        "env": {
+            "name": "mmlu",
+            "data_dir": str(tiny_mmlu(tmp_path / "mmlu", questions=4)),
+            "roles": {"train": "train", "validation": None, "test": ["test"]},
+        },
+        "method": {"name": "none"},
+        "llm": {"name": "none"},
+        "embedder": {"name": "minilm"},
+        "protocol": {"epochs": 1, "batch_size": 4, "checkpoint_interval_s": 0},
+        "actor": actor,
+        "seed": 0,
+        "task_order_seed": 0,
+        "progress": False,
     }
     run(cfg, tmp_path / "run", llm=llm)
     return [e.to_dict() for e in read_run(tmp_path / "run").episodes], llm
@@ -163,9 +205,19 @@ def test_a_real_local_server_holds_the_constrained_answer_to_the_schema(tmp_path
     from tests.helpers import composed, tiny_mmlu
 
     cfg = composed(
-        "env=mmlu", f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu', questions=3)}", "method=none", "llm=local", "llm.threads=1", "llm.max_tokens=48",
-        f"llm.cache_path={tmp_path / 'cache.sqlite'}", "embedder=minilm", "+actor.answer_constraint=json_schema", "protocol.epochs=1", "protocol.batch_size=3",
-        "protocol.validate_every_epoch=false", "progress=false",
+        "env=mmlu",
+        f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu', questions=3)}",
+        "method=none",
+        "llm=local",
+        "llm.threads=1",
+        "llm.max_tokens=48",
+        f"llm.cache_path={tmp_path / 'cache.sqlite'}",
+        "embedder=minilm",
+        "+actor.answer_constraint=json_schema",
+        "protocol.epochs=1",
+        "protocol.batch_size=3",
+        "protocol.validate_every_epoch=false",
+        "progress=false",
     )
     run(cfg, tmp_path / "run")
     episodes = read_run(tmp_path / "run").episodes

@@ -22,9 +22,15 @@ BIGCODEBENCH = Path(os.environ.get("MEMRL_BENCH_BIGCODEBENCH_DIR") or DATA / "bi
 
 def test_bigcodebench_audit_reads_the_code_a_person_reads():
     body = "    return 1\n"
-    assert bcb.read_code("Here:\n```python\nimport os\ndef task_func(x):\n    return x\n```\nDone.", "task_func") == "import os\ndef task_func(x):\n    return x"
+    assert (
+        bcb.read_code("Here:\n```python\nimport os\ndef task_func(x):\n    return x\n```\nDone.", "task_func")
+        == "import os\ndef task_func(x):\n    return x"
+    )
     # the block that defines the entry point, not a first block of example usage
-    assert bcb.read_code("```python\nprint(task_func(2))\n```\n```python\ndef task_func(x):\n    return x\n```", "task_func") == "def task_func(x):\n    return x"
+    assert (
+        bcb.read_code("```python\nprint(task_func(2))\n```\n```python\ndef task_func(x):\n    return x\n```", "task_func")
+        == "def task_func(x):\n    return x"
+    )
     assert bcb.read_code("```\nx = 1\n```", "task_func") == "x = 1"  # no block defines it: the first block
     assert bcb.read_code("def task_func():\n    pass", "task_func") == "def task_func():\n    pass"  # no block: the whole text
     task = {"entry_point": "task_func", "code_prompt": "import os\ndef task_func():\n"}
@@ -101,7 +107,10 @@ def test_llb_os_state_left_at_the_step_limit_passes_both_the_route_and_the_env()
 
 # ---- TextWorldExpress (scripts/audit_twx.py) ------------------------------------------------
 
-AUDIT_TWX_CONFIG = {"game": "coin", "game_params": {"numLocations": 3, "includeDoors": 0, "numDistractorItems": 0}}  # as run_all.sh's twx runs
+AUDIT_TWX_CONFIG = {
+    "game": "coin",
+    "game_params": {"numLocations": 3, "includeDoors": 0, "numDistractorItems": 0},
+}  # as run_all.sh's twx runs
 
 
 def _turns(actions: list[str], observations: list[str]) -> list[dict]:
@@ -129,7 +138,10 @@ def test_twx_route_reads_the_task_id_against_the_run_config():
         game_of(task_id, {"game": "coin", "game_params": {"numLocations": 4, "includeDoors": 0, "numDistractorItems": 0}})
 
 
-@pytest.mark.parametrize(("config", "split", "seeds"), [(AUDIT_TWX_CONFIG, "validation", range(10000, 10008)), ({"game": "twc", "game_params": {}}, "train", range(0, 3))])
+@pytest.mark.parametrize(
+    ("config", "split", "seeds"),
+    [(AUDIT_TWX_CONFIG, "validation", range(10000, 10008)), ({"game": "twc", "game_params": {}}, "train", range(0, 3))],
+)
 def test_twx_route_passes_gold_and_fails_wrong_actions(twx_simulator, config, split, seeds):
     from scripts.audit_twx import audit_episode, game_of, params_text
 
@@ -249,12 +261,16 @@ def test_alfworld_route_passes_expert_plans_and_fails_wrong_ones(alfworld_data, 
         turns = _turns(plan, won.observations)
         turns.insert(1, {"action": "Thought only", "observation": "(format notice)", "format_failure": "no_action"})
         assert audit_episode({"task_id": task_id, "turns": turns}, alfworld_data) == (True, [])
-        verdict, notes = audit_episode({"task_id": task_id, "turns": [*turns, {"action": "look", "observation": won.observations[-1]}]}, alfworld_data)
+        verdict, notes = audit_episode(
+            {"task_id": task_id, "turns": [*turns, {"action": "look", "observation": won.observations[-1]}]}, alfworld_data
+        )
         assert verdict is True and "won after action" in notes[-1]  # won, and the episode went on
 
 
 def test_alfworld_route_fails_actions_that_do_not_win(alfworld_data):
     from scripts.audit_alfworld import game_folder, replay
 
-    result = replay(game_folder(alfworld_data, ALFWORLD_EXPERT_GAMES[0]), ["look", "inventory", "go to desk 1", "take desk 1", "move mug 1 to desk 1"])
+    result = replay(
+        game_folder(alfworld_data, ALFWORLD_EXPERT_GAMES[0]), ["look", "inventory", "go to desk 1", "take desk 1", "move mug 1 to desk 1"]
+    )
     assert not result.won and result.won_at is None and result.observations[3] == "Nothing happens."

@@ -28,7 +28,15 @@ from memrl_bench.runner.loop import run
 from tests.helpers import composed
 
 ROOT = Path(__file__).resolve().parents[2]
-SMALL = ("env.tasks.train=16", "env.tasks.validation=8", "env.tasks.test_in_distribution=8", "env.tasks.test_out_of_distribution=8", "protocol.epochs=2", "protocol.batch_size=8", "progress=false")
+SMALL = (
+    "env.tasks.train=16",
+    "env.tasks.validation=8",
+    "env.tasks.test_in_distribution=8",
+    "env.tasks.test_out_of_distribution=8",
+    "protocol.epochs=2",
+    "protocol.batch_size=8",
+    "progress=false",
+)
 OTHER_ENV = ("protocol.epochs=2", "protocol.batch_size=8", "progress=false")  # SMALL without the synthetic env's keys
 MISSING = "/nonexistent/memrl-bench-data"
 
@@ -73,8 +81,14 @@ CONFIG_INPUTS = [
     (("llm=local", "llm.temperature=banana"), "llm.temperature: Input should be a valid number (got 'banana')"),
     (("llm=local", "llm.max_retries=-3"), "llm.max_retries: Input should be greater than or equal to 0"),
     (("llm=openai", "llm.model=m", "llm.base_url=localhost:8000"), "llm.base_url: must be an http(s) URL"),
-    (("llm=openai", "llm.model=m", "llm.base_url=http://127.0.0.1:99999/v1"), "llm.base_url: the port must be a number in 1-65535 (got 'http://127.0.0.1:99999/v1')"),  # not exit 3 (a server down)
-    (("embedder=openai", "embedder.base_url=http://127.0.0.1:0/v1"), "embedder.base_url: the port must be a number in 1-65535 (got 'http://127.0.0.1:0/v1')"),
+    (
+        ("llm=openai", "llm.model=m", "llm.base_url=http://127.0.0.1:99999/v1"),
+        "llm.base_url: the port must be a number in 1-65535 (got 'http://127.0.0.1:99999/v1')",
+    ),  # not exit 3 (a server down)
+    (
+        ("embedder=openai", "embedder.base_url=http://127.0.0.1:0/v1"),
+        "embedder.base_url: the port must be a number in 1-65535 (got 'http://127.0.0.1:0/v1')",
+    ),
     (("llm=openai", "llm.model=m", "llm.base_url='http://user:pa/ss@127.0.0.1:8000/v1'"), "llm.base_url: its host is ambiguous"),
     (("method.epsilon='0.1'",), "method.epsilon: Input should be a valid number (got '0.1')"),
     (("method=rag", "method.top_k='3'"), "method.top_k: Input should be a valid integer (got '3')"),
@@ -89,8 +103,14 @@ CONFIG_INPUTS = [
     (("protocol=repair", "protocol.corrupt_epochs=2"), "protocol.corrupt_share>0 needs a repair phase"),
     (("+protocol.corrupt_share=0.3",), "protocol.corrupt_share: not a setting of protocol=held_out; it belongs to protocol=repair"),
     (("protocol=transfer",), "protocol.transfer_from is required for protocol=transfer"),
-    (("protocol=transfer", "protocol.epochs=0", "protocol.transfer_from=/nonexistent-source"), "protocol.transfer_from: /nonexistent-source is not a folder"),
-    (("protocol=transfer", "protocol.transfer_from=/tmp"), "protocol=transfer tests a source run's memory frozen, with no training here: needs protocol.epochs=0"),
+    (
+        ("protocol=transfer", "protocol.epochs=0", "protocol.transfer_from=/nonexistent-source"),
+        "protocol.transfer_from: /nonexistent-source is not a folder",
+    ),
+    (
+        ("protocol=transfer", "protocol.transfer_from=/tmp"),
+        "protocol=transfer tests a source run's memory frozen, with no training here: needs protocol.epochs=0",
+    ),
     (("protocol.epochs=0",), "protocol.epochs=0 trains nothing: only protocol=transfer tests memory learned elsewhere"),
     (("+env.task_types=[0,9]",), "env.task_types must be distinct types in 0..7"),
     (("protocol.checkpoint_interval_s=-1",), "protocol.checkpoint_interval_s"),
@@ -190,7 +210,17 @@ FOLDER_INPUTS = [
 @pytest.mark.parametrize(
     "make, damage, overrides, message",
     FOLDER_INPUTS,
-    ids=["log_line", "manifest_json", "manifest_edited", "other_config", "complete_no_log", "duplicate_ids", "final_snapshot", "checkpoint", "snapshot_file"],
+    ids=[
+        "log_line",
+        "manifest_json",
+        "manifest_edited",
+        "other_config",
+        "complete_no_log",
+        "duplicate_ids",
+        "final_snapshot",
+        "checkpoint",
+        "snapshot_file",
+    ],
 )
 def test_a_damaged_run_folder_is_one_line_naming_the_file(tmp_path, make, damage, overrides, message):
     folder = make(tmp_path / "run")
@@ -221,7 +251,16 @@ def test_an_unreadable_response_cache_is_one_line_naming_the_file(tmp_path, monk
     cache = tmp_path / "cache.sqlite"
     cache.write_bytes(content)
     with FaultServer() as server:
-        overrides = ("env=mmlu", "env.tasks_per_split=2", "method=none", "llm=openai", f"llm.base_url={server.base_url}", "llm.model=m", f"llm.cache_path={cache}", "protocol.epochs=1")
+        overrides = (
+            "env=mmlu",
+            "env.tasks_per_split=2",
+            "method=none",
+            "llm=openai",
+            f"llm.base_url={server.base_url}",
+            "llm.model=m",
+            f"llm.cache_path={cache}",
+            "protocol.epochs=1",
+        )
         line, code = outcome_of(overrides, tmp_path / "results" / "run")
     assert code == 2 and f"{cache}: the LLM response cache cannot be used" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache.sqlite"]
@@ -254,7 +293,11 @@ COMMAND_INPUTS = [
 ]
 
 
-@pytest.mark.parametrize("args, message", COMMAND_INPUTS, ids=["method", "env", "protocol", "struct", "long_name", "dotdot", "absolute_sweep", "file", "below_file", "proc"])
+@pytest.mark.parametrize(
+    "args, message",
+    COMMAND_INPUTS,
+    ids=["method", "env", "protocol", "struct", "long_name", "dotdot", "absolute_sweep", "file", "below_file", "proc"],
+)
 def test_the_command_refuses_bad_input_before_it_runs(tmp_path, args, message):
     (tmp_path / "a_file").write_text("not a folder\n")
     args = tuple(a.replace("{tmp}", str(tmp_path)) for a in args)
@@ -262,7 +305,9 @@ def test_the_command_refuses_bad_input_before_it_runs(tmp_path, args, message):
         args = (*(a for a in args if a.startswith("-")), f"results_dir={tmp_path / 'results'}", *(a for a in args if not a.startswith("-")))
     out = command(*args)
     assert out.returncode == 2, out.stderr
-    assert message.replace("{tmp}", str(tmp_path)) in out.stderr and "Traceback" not in out.stderr and out.stderr.count("\n") == 1, out.stderr
+    assert message.replace("{tmp}", str(tmp_path)) in out.stderr and "Traceback" not in out.stderr and out.stderr.count("\n") == 1, (
+        out.stderr
+    )
     assert tree(tmp_path) == [tmp_path / "a_file"]
     assert not Path("/proc/memrl-bench").exists()
 
@@ -284,14 +329,21 @@ def in_a_mount_namespace(script: str, tmp_path: Path) -> subprocess.CompletedPro
     probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"], capture_output=True, text=True)
     if probe.returncode != 0:
         pytest.skip(f"needs a private mount namespace (root): unshare says {probe.stderr.strip()}")
-    return subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "bash", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_a_read_only_results_dir_is_one_line(tmp_path):
     (tmp_path / "ro").mkdir()
-    script = f"mount -t tmpfs -o ro,size=1m tmpfs {tmp_path}/ro && {sys.executable} -m memrl_bench results_dir={tmp_path}/ro/results {' '.join(SMALL)}"
+    script = (
+        f"mount -t tmpfs -o ro,size=1m tmpfs {tmp_path}/ro && {sys.executable} -m memrl_bench results_dir={tmp_path}/ro/results "
+        f"{' '.join(SMALL)}"
+    )
     out = in_a_mount_namespace(script, tmp_path)
-    assert out.returncode == 2 and f"{tmp_path}/ro/results: Read-only file system" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert out.returncode == 2 and f"{tmp_path}/ro/results: Read-only file system" in out.stderr and "Traceback" not in out.stderr, (
+        out.stderr
+    )
 
 
 def test_a_full_disk_stops_with_one_line_and_the_same_command_resumes(tmp_path):
@@ -300,7 +352,10 @@ def test_a_full_disk_stops_with_one_line_and_the_same_command_resumes(tmp_path):
     reference = tmp_path / "reference"
     run(composed(*SMALL, "protocol.epochs=4"), reference)
     (tmp_path / "disk").mkdir()
-    cmd = f"{sys.executable} -m memrl_bench results_dir={tmp_path}/disk/results hydra.run.dir={tmp_path}/disk/run {' '.join(SMALL)} protocol.epochs=4"
+    cmd = (
+        f"{sys.executable} -m memrl_bench results_dir={tmp_path}/disk/results hydra.run.dir={tmp_path}/disk/run {' '.join(SMALL)} "
+        "protocol.epochs=4"
+    )
     script = (
         f"mount -t tmpfs -o size=160k tmpfs {tmp_path}/disk && {cmd} 2>{tmp_path}/full.err; echo $? > {tmp_path}/full.rc; "
         f"cat {tmp_path}/disk/run/episodes.jsonl | wc -l > {tmp_path}/partial.count; "
@@ -309,9 +364,13 @@ def test_a_full_disk_stops_with_one_line_and_the_same_command_resumes(tmp_path):
     out = in_a_mount_namespace(script, tmp_path)
     full_err = (tmp_path / "full.err").read_text()
     assert (tmp_path / "full.rc").read_text().strip() == "2", full_err
-    assert "No space left on device; free some space and re-run the same command to resume" in full_err and "Traceback" not in full_err, full_err
+    assert "No space left on device; free some space and re-run the same command to resume" in full_err and "Traceback" not in full_err, (
+        full_err
+    )
     assert out.returncode == 0, out.stderr
-    assert 0 < int((tmp_path / "partial.count").read_text()) < len((reference / "episodes.jsonl").read_text().splitlines())  # stopped mid-run
+    assert (
+        0 < int((tmp_path / "partial.count").read_text()) < len((reference / "episodes.jsonl").read_text().splitlines())
+    )  # stopped mid-run
 
     def stripped(path: Path) -> list[dict]:
         return [strip_measured(json.loads(line)) for line in path.read_text().splitlines()]

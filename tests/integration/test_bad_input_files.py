@@ -48,8 +48,12 @@ def gguf_bytes(metadata: dict[str, int | str] | None = None, tensors: int = 2, v
     """A whole GGUF v3 file: u32 / string metadata, then `tensors` F32 tensors of `values` values, aligned data."""
     metadata = {"general.architecture": "llama", "llama.context_length": 512, **(metadata or {})}
     head = b"GGUF" + struct.pack("<IQQ", 3, tensors, len(metadata))
-    head += b"".join(_string(k) + (struct.pack("<I", 8) + _string(v) if isinstance(v, str) else struct.pack("<II", 4, v)) for k, v in metadata.items())
-    head += b"".join(_string(f"t{i}") + struct.pack("<IQIQ", 1, values, 0, i * values * 4) for i in range(tensors))  # 1 dimension, F32, offset
+    head += b"".join(
+        _string(k) + (struct.pack("<I", 8) + _string(v) if isinstance(v, str) else struct.pack("<II", 4, v)) for k, v in metadata.items()
+    )
+    head += b"".join(
+        _string(f"t{i}") + struct.pack("<IQIQ", 1, values, 0, i * values * 4) for i in range(tensors)
+    )  # 1 dimension, F32, offset
     head += b"\0" * (-len(head) % 32)
     return head + b"\1" * (tensors * values * 4)
 
@@ -70,11 +74,35 @@ MODEL_INPUTS: list[tuple[str, Callable[[Path], str], str]] = [
     ("a_folder", lambda d: str((d / "folder.gguf").mkdir() or d / "folder.gguf"), "folder.gguf is a folder"),
     ("missing", lambda d: str(d / "missing.gguf"), "missing.gguf does not exist"),
     ("unknown_name", lambda d: "no-such-model", f"unknown model 'no-such-model'; known: {', '.join(sorted(CATALOGUE))}, or a path"),
-    ("string_of_2^40_bytes", lambda d: _file(d / "m.gguf", b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", 2**40) + b"k" * 64), "a length of 1099511627776 bytes at byte 32 runs past the end"),
-    ("array_of_2^62_values", lambda d: _file(d / "m.gguf", b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + _string("a") + struct.pack("<IIQ", 9, 10, 2**62) + b"\0" * 64), "4611686018427387904 array values"),
-    ("array_of_2^62_strings", lambda d: _file(d / "m.gguf", b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + _string("a") + struct.pack("<IIQ", 9, 8, 2**62) + b"\0" * 64), "4611686018427387904 array values"),
-    ("2^62_entries", lambda d: _file(d / "m.gguf", b"GGUF" + struct.pack("<IQQ", 3, 0, 2**62) + b"\0" * 64), "4611686018427387904 metadata entries"),
-    ("2^62_tensors", lambda d: _file(d / "m.gguf", b"GGUF" + struct.pack("<IQQ", 3, 2**62, 0) + b"\0" * 64), "4611686018427387904 tensor descriptions"),
+    (
+        "string_of_2^40_bytes",
+        lambda d: _file(d / "m.gguf", b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", 2**40) + b"k" * 64),
+        "a length of 1099511627776 bytes at byte 32 runs past the end",
+    ),
+    (
+        "array_of_2^62_values",
+        lambda d: _file(
+            d / "m.gguf", b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + _string("a") + struct.pack("<IIQ", 9, 10, 2**62) + b"\0" * 64
+        ),
+        "4611686018427387904 array values",
+    ),
+    (
+        "array_of_2^62_strings",
+        lambda d: _file(
+            d / "m.gguf", b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + _string("a") + struct.pack("<IIQ", 9, 8, 2**62) + b"\0" * 64
+        ),
+        "4611686018427387904 array values",
+    ),
+    (
+        "2^62_entries",
+        lambda d: _file(d / "m.gguf", b"GGUF" + struct.pack("<IQQ", 3, 0, 2**62) + b"\0" * 64),
+        "4611686018427387904 metadata entries",
+    ),
+    (
+        "2^62_tensors",
+        lambda d: _file(d / "m.gguf", b"GGUF" + struct.pack("<IQQ", 3, 2**62, 0) + b"\0" * 64),
+        "4611686018427387904 tensor descriptions",
+    ),
 ]
 
 
@@ -107,8 +135,14 @@ LLB_OS_TASK = {
     "evaluation_info": {"evaluation_command_item": {"script": "test -e /tmp/x"}, "ground_truth_command_item": {"script": "touch /tmp/x"}},
 }
 BCB_TASK = {
-    "task_id": "BigCodeBench/0", "code_prompt": "def task_func():\n", "canonical_solution": "    return 1\n", "test": "import unittest\n", "entry_point": "task_func",
-    "instruct_prompt": "Return 1.", "complete_prompt": "def task_func():\n", "libs": "['math']",
+    "task_id": "BigCodeBench/0",
+    "code_prompt": "def task_func():\n",
+    "canonical_solution": "    return 1\n",
+    "test": "import unittest\n",
+    "entry_point": "task_func",
+    "instruct_prompt": "Return 1.",
+    "complete_prompt": "def task_func():\n",
+    "libs": "['math']",
 }
 
 
@@ -125,7 +159,9 @@ def bcb_data(folder: Path) -> Path:
     """BigCodeBench: tasks 0-1 to train, 10-19 validated."""
     folder.mkdir()
     ids = [f"BigCodeBench/{i}" for i in (0, 1, *range(10, 20))]
-    (folder / "BigCodeBench.jsonl.gz").write_bytes(gzip.compress("".join(json.dumps({**BCB_TASK, "task_id": i}) + "\n" for i in ids).encode()))
+    (folder / "BigCodeBench.jsonl.gz").write_bytes(
+        gzip.compress("".join(json.dumps({**BCB_TASK, "task_id": i}) + "\n" for i in ids).encode())
+    )
     (folder / "full_seed123.json").write_text(json.dumps({"train_ids": ids[:2], "val_ids": ids[2:]}))
     return folder
 
@@ -142,37 +178,138 @@ def without(record: dict, *path: str) -> dict:
 NOT_UTF8 = b'{"1": {"instruction": "caf\xe9"}}'
 # (env, data folder maker, file, its new content, message)
 DATA_INPUTS = [
-    ("mmlu", tiny_mmlu, "dev.jsonl", b'{"id": "d/0", "question": "caf\xe9"}\n', "dev.jsonl is not UTF-8 text (byte 30: invalid continuation byte)"),
+    (
+        "mmlu",
+        tiny_mmlu,
+        "dev.jsonl",
+        b'{"id": "d/0", "question": "caf\xe9"}\n',
+        "dev.jsonl is not UTF-8 text (byte 30: invalid continuation byte)",
+    ),
     ("mmlu", tiny_mmlu, "dev.jsonl", b"", "dev.jsonl is empty"),
     ("mmlu", tiny_mmlu, "dev.jsonl", b'["d/0", "q", ["a", "b", "c", "d"], "B"]\n', "dev.jsonl: line 1 must be a JSON object, not a list"),
-    ("mmlu", tiny_mmlu, "dev.jsonl", b'{"id": "d/0", "subject": "s", "question": "q", "choices": ["a", "b", "c", "d"]}\n', "dev.jsonl: line 1: answer: Field required"),
-    ("mmlu", tiny_mmlu, "test.jsonl", b'{"id": "t/0", "subject": "s", "question": "q", "choices": ["a", "b"], "answer": "B"}\n', "test.jsonl: line 1: choices: List should have at least 4 items"),
+    (
+        "mmlu",
+        tiny_mmlu,
+        "dev.jsonl",
+        b'{"id": "d/0", "subject": "s", "question": "q", "choices": ["a", "b", "c", "d"]}\n',
+        "dev.jsonl: line 1: answer: Field required",
+    ),
+    (
+        "mmlu",
+        tiny_mmlu,
+        "test.jsonl",
+        b'{"id": "t/0", "subject": "s", "question": "q", "choices": ["a", "b"], "answer": "B"}\n',
+        "test.jsonl: line 1: choices: List should have at least 4 items",
+    ),
     ("mmlu", tiny_mmlu, "validation.jsonl", b'{"id": "v/0"\n', "validation.jsonl: line 1 is not valid JSON"),
-    ("mmlu", tiny_mmlu, "validation.jsonl", b'{"id": ' + b"1" * 5000 + b"}\n", "validation.jsonl: line 1 is not valid JSON (Exceeds the limit (4300 digits)"),
+    (
+        "mmlu",
+        tiny_mmlu,
+        "validation.jsonl",
+        b'{"id": ' + b"1" * 5000 + b"}\n",
+        "validation.jsonl: line 1 is not valid JSON (Exceeds the limit (4300 digits)",
+    ),
     ("llb_db", llb_data, "db_train.json", NOT_UTF8, "db_train.json is not UTF-8 text"),
-    ("llb_db", llb_data, "db_val.json", b"[" * 100_000 + b"]" * 100_000, "db_val.json: the file is not valid JSON (arrays or objects nested too deeply to read)"),
-    ("llb_db", llb_data, "db_train.json", json.dumps([LLB_DB_TASK]).encode(), "db_train.json must hold a JSON object of tasks keyed by id, not a list"),
-    ("llb_db", llb_data, "db_val.json", json.dumps({"first": LLB_DB_TASK}).encode(), "db_val.json: the task ids (the object's keys) must be integers, got 'first'"),
+    (
+        "llb_db",
+        llb_data,
+        "db_val.json",
+        b"[" * 100_000 + b"]" * 100_000,
+        "db_val.json: the file is not valid JSON (arrays or objects nested too deeply to read)",
+    ),
+    (
+        "llb_db",
+        llb_data,
+        "db_train.json",
+        json.dumps([LLB_DB_TASK]).encode(),
+        "db_train.json must hold a JSON object of tasks keyed by id, not a list",
+    ),
+    (
+        "llb_db",
+        llb_data,
+        "db_val.json",
+        json.dumps({"first": LLB_DB_TASK}).encode(),
+        "db_val.json: the task ids (the object's keys) must be integers, got 'first'",
+    ),
     ("llb_db", llb_data, "db_train.json", b"  \n", "db_train.json is empty"),
-    ("llb_db", llb_data, "db_train.json", json.dumps({"1": without(LLB_DB_TASK, "answer_info", "sql")}).encode(), "db_train.json: task 1: answer_info.sql: Field required"),
+    (
+        "llb_db",
+        llb_data,
+        "db_train.json",
+        json.dumps({"1": without(LLB_DB_TASK, "answer_info", "sql")}).encode(),
+        "db_train.json: task 1: answer_info.sql: Field required",
+    ),
     ("llb_os", llb_data, "os_interaction_train.json", NOT_UTF8, "os_interaction_train.json is not UTF-8 text"),
-    ("llb_os", llb_data, "os_interaction_train.json", json.dumps([LLB_OS_TASK]).encode(), "os_interaction_train.json must hold a JSON object of tasks keyed by id, not a list"),
-    ("llb_os", llb_data, "os_interaction_val.json", json.dumps({"x1": LLB_OS_TASK}).encode(), "os_interaction_val.json: the task ids (the object's keys) must be integers, got 'x1'"),
+    (
+        "llb_os",
+        llb_data,
+        "os_interaction_train.json",
+        json.dumps([LLB_OS_TASK]).encode(),
+        "os_interaction_train.json must hold a JSON object of tasks keyed by id, not a list",
+    ),
+    (
+        "llb_os",
+        llb_data,
+        "os_interaction_val.json",
+        json.dumps({"x1": LLB_OS_TASK}).encode(),
+        "os_interaction_val.json: the task ids (the object's keys) must be integers, got 'x1'",
+    ),
     ("llb_os", llb_data, "os_interaction_val.json", b"", "os_interaction_val.json is empty"),
-    ("llb_os", llb_data, "os_interaction_train.json", json.dumps({"1": without(LLB_OS_TASK, "evaluation_info", "evaluation_command_item")}).encode(), "task 1: evaluation_info.evaluation_command_item: Field required"),
-    ("bigcodebench", bcb_data, "BigCodeBench.jsonl.gz", gzip.compress(b'{"task_id": "BigCodeBench/0"}\n' * 50)[:-30], "BigCodeBench.jsonl.gz is not a readable gzip file"),
+    (
+        "llb_os",
+        llb_data,
+        "os_interaction_train.json",
+        json.dumps({"1": without(LLB_OS_TASK, "evaluation_info", "evaluation_command_item")}).encode(),
+        "task 1: evaluation_info.evaluation_command_item: Field required",
+    ),
+    (
+        "bigcodebench",
+        bcb_data,
+        "BigCodeBench.jsonl.gz",
+        gzip.compress(b'{"task_id": "BigCodeBench/0"}\n' * 50)[:-30],
+        "BigCodeBench.jsonl.gz is not a readable gzip file",
+    ),
     ("bigcodebench", bcb_data, "BigCodeBench.jsonl.gz", b"not gzip at all", "BigCodeBench.jsonl.gz is not a readable gzip file"),
-    ("bigcodebench", bcb_data, "BigCodeBench.jsonl.gz", gzip.compress(json.dumps({**BCB_TASK, "libs": "math, os"}).encode()), "BigCodeBench.jsonl.gz: line 1: libs: must be a Python list of module names, got 'math, os'"),
-    ("bigcodebench", bcb_data, "full_seed123.json", json.dumps({"train_ids": ["BigCodeBench/9"], "val_ids": []}).encode(), "full_seed123.json: task 'BigCodeBench/9' is not in"),
-    ("bigcodebench", bcb_data, "full_seed123.json", json.dumps({"train_ids": "BigCodeBench/0", "val_ids": []}).encode(), "full_seed123.json: train_ids: Input should be a valid list"),
+    (
+        "bigcodebench",
+        bcb_data,
+        "BigCodeBench.jsonl.gz",
+        gzip.compress(json.dumps({**BCB_TASK, "libs": "math, os"}).encode()),
+        "BigCodeBench.jsonl.gz: line 1: libs: must be a Python list of module names, got 'math, os'",
+    ),
+    (
+        "bigcodebench",
+        bcb_data,
+        "full_seed123.json",
+        json.dumps({"train_ids": ["BigCodeBench/9"], "val_ids": []}).encode(),
+        "full_seed123.json: task 'BigCodeBench/9' is not in",
+    ),
+    (
+        "bigcodebench",
+        bcb_data,
+        "full_seed123.json",
+        json.dumps({"train_ids": "BigCodeBench/0", "val_ids": []}).encode(),
+        "full_seed123.json: train_ids: Input should be a valid list",
+    ),
 ]
 
 
-@pytest.mark.parametrize("env, make, name, content, message", DATA_INPUTS, ids=[f"{e}-{n}-{i}" for i, (e, _, n, _, _) in enumerate(DATA_INPUTS)])
+@pytest.mark.parametrize(
+    "env, make, name, content, message", DATA_INPUTS, ids=[f"{e}-{n}-{i}" for i, (e, _, n, _, _) in enumerate(DATA_INPUTS)]
+)
 def test_a_bad_data_file_is_one_line_naming_it(tmp_path, env, make, name, content, message):
     folder = make(tmp_path / "data")
     no_gold_check = ("env.exclude_gold_failures=false",) if env in ("llb_os", "bigcodebench") else ()  # no sandbox needed
-    overrides = (f"env={env}", f"env.data_dir={folder}", *no_gold_check, "method=none", "llm=openai", "llm.model=m", "llm.base_url=http://127.0.0.1:9/v1", *QUICK)
+    overrides = (
+        f"env={env}",
+        f"env.data_dir={folder}",
+        *no_gold_check,
+        "method=none",
+        "llm=openai",
+        "llm.model=m",
+        "llm.base_url=http://127.0.0.1:9/v1",
+        *QUICK,
+    )
     line, code = outcome_of(overrides, tmp_path / "results" / "run")  # the control: the env loads, and the run stops at the server (down)
     assert code == 3 and "cannot reach the LLM server" in line, line
     (folder / name).write_bytes(content)
@@ -194,17 +331,32 @@ def test_the_shipped_data_files_pass_their_checks():
     shared = ROOT.parent / "shared" / "data"
     if not shared.exists():
         pytest.skip("needs the benchmark data in ../shared/data")
-    files = {"mmlu/dev.jsonl": (MMLURecord, False), "mmlu/validation.jsonl": (MMLURecord, False), "mmlu/test.jsonl": (MMLURecord, False),
-             "llb/db_train.json": (LLBDBRecord, True), "llb/db_val.json": (LLBDBRecord, True), "llb/os_interaction_train.json": (LLBOSRecord, True),
-             "llb/os_interaction_val.json": (LLBOSRecord, True), "bigcodebench/BigCodeBench.jsonl.gz": (BigCodeBenchRecord, False),
-             "bigcodebench/full_seed123.json": (BigCodeBenchSplits, False), "bigcodebench/hard_seed42.json": (BigCodeBenchSplits, False)}
+    files = {
+        "mmlu/dev.jsonl": (MMLURecord, False),
+        "mmlu/validation.jsonl": (MMLURecord, False),
+        "mmlu/test.jsonl": (MMLURecord, False),
+        "llb/db_train.json": (LLBDBRecord, True),
+        "llb/db_val.json": (LLBDBRecord, True),
+        "llb/os_interaction_train.json": (LLBOSRecord, True),
+        "llb/os_interaction_val.json": (LLBOSRecord, True),
+        "bigcodebench/BigCodeBench.jsonl.gz": (BigCodeBenchRecord, False),
+        "bigcodebench/full_seed123.json": (BigCodeBenchSplits, False),
+        "bigcodebench/hard_seed42.json": (BigCodeBenchSplits, False),
+    }
     sizes = {name: len(read_data_file(shared / name, model, by_id=by_id)) for name, (model, by_id) in files.items()}
     assert sizes["mmlu/test.jsonl"] == 14042 and sizes["llb/db_train.json"] == 361 and sizes["bigcodebench/BigCodeBench.jsonl.gz"] == 1140
 
 
 @pytest.mark.parametrize(
     "content",
-    [b'{"llb_os/1": ', b"\xff\xfe garbage", b'["llb_os/1"]', b'{"llb_os/1": 3}', b'{"llb_os/1": ' + b"1" * 5000 + b"}", b"[" * 100_000 + b"]" * 100_000],
+    [
+        b'{"llb_os/1": ',
+        b"\xff\xfe garbage",
+        b'["llb_os/1"]',
+        b'{"llb_os/1": 3}',
+        b'{"llb_os/1": ' + b"1" * 5000 + b"}",
+        b"[" * 100_000 + b"]" * 100_000,
+    ],
     ids=["truncated", "not_utf8", "a_list", "not_reasons", "number_of_5000_digits", "nested_100000_deep"],
 )
 def test_a_damaged_gold_cache_is_a_warning_and_the_gold_is_checked_again(tmp_path, monkeypatch, capsys, content):
@@ -249,7 +401,9 @@ def _gold_cache_sparse(path: Path) -> None:
     ],
     ids=["fifo", "symlink_to_dev_zero", "sparse_20_gb"],
 )
-def test_a_gold_cache_that_is_no_regular_file_or_too_large_is_a_warning_and_the_gold_is_checked_again(tmp_path, monkeypatch, capsys, replace, problem):
+def test_a_gold_cache_that_is_no_regular_file_or_too_large_is_a_warning_and_the_gold_is_checked_again(
+    tmp_path, monkeypatch, capsys, replace, problem
+):
     """gold14.py: a FIFO blocked the read forever, /dev/zero read without end (MemoryError)."""
     monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
     tasks = {"train": [Task(id=f"llb_os/{i}", split="train", description="d") for i in range(2)]}
@@ -260,8 +414,15 @@ def test_a_gold_cache_that_is_no_regular_file_or_too_large_is_a_warning_and_the_
     checked: list[str] = []
     GoldFilter("llb_os", ["key"], tasks, lambda task: checked.append(task.id) or "", needs_sandbox=False).tasks("train")
     err = capsys.readouterr().err
-    assert checked == ["llb_os/0", "llb_os/1"] and err.count("\n") == 1 and f"memrl-bench: warning: {path}: the gold check cache is damaged" in err and problem in err, err
-    assert path.is_file() and not path.is_symlink() and json.loads(path.read_text()) == {"llb_os/0": "", "llb_os/1": ""}  # replaced by a cache
+    assert (
+        checked == ["llb_os/0", "llb_os/1"]
+        and err.count("\n") == 1
+        and f"memrl-bench: warning: {path}: the gold check cache is damaged" in err
+        and problem in err
+    ), err
+    assert (
+        path.is_file() and not path.is_symlink() and json.loads(path.read_text()) == {"llb_os/0": "", "llb_os/1": ""}
+    )  # replaced by a cache
 
 
 # ---- the commands: the report and the models ---------------------------------------------------
@@ -275,12 +436,29 @@ def command(module: str, *args: str) -> subprocess.CompletedProcess:
 def results(tmp_path_factory) -> Path:
     """A sweep's folder of one run (synthetic), with the multirun.yaml Hydra wrote."""
     root = tmp_path_factory.mktemp("report")
-    out = command("memrl_bench", "-m", f"results_dir={root}", "env.tasks.train=16", "env.tasks.validation=8", "env.tasks.test_in_distribution=8", "env.tasks.test_out_of_distribution=8", "seed=0", *QUICK)
+    out = command(
+        "memrl_bench",
+        "-m",
+        f"results_dir={root}",
+        "env.tasks.train=16",
+        "env.tasks.validation=8",
+        "env.tasks.test_in_distribution=8",
+        "env.tasks.test_out_of_distribution=8",
+        "seed=0",
+        *QUICK,
+    )
     assert out.returncode == 0, out.stderr
     return root
 
 
-@pytest.mark.parametrize("out, message", [("/dev/null/x", "/dev/null/x: /dev/null is a file, not a folder"), ("{results}/default/multirun.yaml/report", "multirun.yaml is a file, not a folder")], ids=["below_dev_null", "below_a_file"])
+@pytest.mark.parametrize(
+    "out, message",
+    [
+        ("/dev/null/x", "/dev/null/x: /dev/null is a file, not a folder"),
+        ("{results}/default/multirun.yaml/report", "multirun.yaml is a file, not a folder"),
+    ],
+    ids=["below_dev_null", "below_a_file"],
+)
 def test_a_report_out_below_a_file_is_one_line(results, out, message):
     out = out.replace("{results}", str(results))
     before = sorted(results.rglob("*"))
@@ -291,7 +469,10 @@ def test_a_report_out_below_a_file_is_one_line(results, out, message):
 
 def _sweep(params: dict[str, str], task: str = "[]") -> bytes:
     lines = "".join(f"      {key}: {value}\n" for key, value in params.items())
-    return f"hydra:\n  sweeper:\n    _target_: hydra._internal.core_plugins.basic_sweeper.BasicSweeper\n    params:\n{lines}  overrides:\n    task: {task}\n".encode()
+    return (
+        f"hydra:\n  sweeper:\n    _target_: hydra._internal.core_plugins.basic_sweeper.BasicSweeper\n    params:\n{lines}  overrides:\n    "
+        f"task: {task}\n"
+    ).encode()
 
 
 def _alias_bomb() -> bytes:
@@ -305,7 +486,11 @@ def _alias_bomb() -> bytes:
 
 HOSTILE_SWEEPS = [  # mr11.sh: each ran out of memory, hung or overflowed the stack
     ("range_of_10_8_seeds", _sweep({"seed": "range(0,100000000)"}), "SweepTooLargeError: seed=range(0,100000000): more than 10000 values"),
-    ("product_of_10_8_jobs", _sweep({key: "0,1,2,3,4,5,6,7,8,9" for key in "abcdefgh"}), "SweepTooLargeError: 10 x 10 x 10 x 10 x 10 x 10 x 10 x 10 jobs, more than 10000"),
+    (
+        "product_of_10_8_jobs",
+        _sweep({key: "0,1,2,3,4,5,6,7,8,9" for key in "abcdefgh"}),
+        "SweepTooLargeError: 10 x 10 x 10 x 10 x 10 x 10 x 10 x 10 jobs, more than 10000",
+    ),
     ("alias_bomb", _alias_bomb(), "YAMLTooLargeError: more than 100000 nodes once its aliases are expanded"),
     ("nested_20000_deep", b"hydra: " + b"[" * 20000 + b"]" * 20000 + b"\n", "YAMLTooLargeError: nested more than 64 deep"),
     ("larger_than_1_mib", b"hydra: {sweeper: {}}\n" + b"# padding\n" * 110_000, "YAMLTooLargeError: larger than 1048576 bytes"),
@@ -314,7 +499,12 @@ HOSTILE_SWEEPS = [  # mr11.sh: each ran out of memory, hung or overflowed the st
 
 @pytest.mark.parametrize(
     "content, message",
-    [(b"hydra: {sweeper: [1, 2\n", "ParserError: while parsing a flow sequence"), (b"\xff\xfe", "UnicodeDecodeError"), (b"hydra: 5\n", "AttributeError")] + [(c, m) for _, c, m in HOSTILE_SWEEPS],
+    [
+        (b"hydra: {sweeper: [1, 2\n", "ParserError: while parsing a flow sequence"),
+        (b"\xff\xfe", "UnicodeDecodeError"),
+        (b"hydra: 5\n", "AttributeError"),
+    ]
+    + [(c, m) for _, c, m in HOSTILE_SWEEPS],
     ids=["yaml_syntax", "not_utf8", "not_hydras"] + [name for name, _, _ in HOSTILE_SWEEPS],
 )
 def test_a_damaged_multirun_yaml_is_one_line_naming_it(results, tmp_path, content, message):
@@ -365,7 +555,9 @@ def _fifo(name: str) -> Callable[[Path], None]:
 
 
 def _sparse(name: str) -> Callable[[Path], None]:
-    """`name` made a sparse file of 20 GB (its bytes, then zero bytes without a newline): a reader that read it whole ran out of memory (fifo15.sh)."""
+    """`name` made a sparse file of 20 GB (its bytes, then zero bytes without a newline): a reader that read it whole ran out of memory
+    (fifo15.sh).
+    """
 
     def damage(run: Path) -> None:
         import os
@@ -376,12 +568,32 @@ def _sparse(name: str) -> Callable[[Path], None]:
 
 
 UNREADABLE_RUN_FILES = [
-    ("manifest_number_of_5000_digits", _json_file("manifest.json", HUGE_NUMBER), "manifest.json is not valid JSON (Exceeds the limit (4300 digits) for integer string conversion)"),
-    ("manifest_nested_100000_deep", _json_file("manifest.json", DEEP_ARRAY), "manifest.json is not valid JSON (arrays or objects nested too deeply to read)"),
-    ("episodes_number_in_line_11", _episode_line(10, HUGE_NUMBER), "episodes.jsonl line 11 is not valid JSON (Exceeds the limit (4300 digits)"),
+    (
+        "manifest_number_of_5000_digits",
+        _json_file("manifest.json", HUGE_NUMBER),
+        "manifest.json is not valid JSON (Exceeds the limit (4300 digits) for integer string conversion)",
+    ),
+    (
+        "manifest_nested_100000_deep",
+        _json_file("manifest.json", DEEP_ARRAY),
+        "manifest.json is not valid JSON (arrays or objects nested too deeply to read)",
+    ),
+    (
+        "episodes_number_in_line_11",
+        _episode_line(10, HUGE_NUMBER),
+        "episodes.jsonl line 11 is not valid JSON (Exceeds the limit (4300 digits)",
+    ),
     ("episodes_nested_in_last_line", _episode_line(-1, DEEP_ARRAY), "is not valid JSON (arrays or objects nested too deeply to read)"),
-    ("metrics_number_of_5000_digits", _json_file("metrics.json", HUGE_NUMBER), "metrics.json is not valid JSON (Exceeds the limit (4300 digits)"),
-    ("metrics_nested_100000_deep", _json_file("metrics.json", DEEP_ARRAY), "metrics.json is not valid JSON (arrays or objects nested too deeply to read)"),
+    (
+        "metrics_number_of_5000_digits",
+        _json_file("metrics.json", HUGE_NUMBER),
+        "metrics.json is not valid JSON (Exceeds the limit (4300 digits)",
+    ),
+    (
+        "metrics_nested_100000_deep",
+        _json_file("metrics.json", DEEP_ARRAY),
+        "metrics.json is not valid JSON (arrays or objects nested too deeply to read)",
+    ),
     ("manifest_is_a_fifo", _fifo("manifest.json"), "manifest.json is not a regular file"),
     ("episodes_is_a_fifo", _fifo("episodes.jsonl"), "episodes.jsonl is not a regular file"),
     ("metrics_is_a_fifo", _fifo("metrics.json"), "metrics.json is not a regular file"),
@@ -404,7 +616,13 @@ def test_an_unreadable_run_file_stops_the_export_with_one_line_naming_it(results
     copy = tmp_path / "results"
     shutil.copytree(results, copy)
     damage(run_folders(copy)[0])
-    done = subprocess.run([sys.executable, "-m", "memrl_bench.core.export", str(copy), "--out", str(tmp_path / "export")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "memrl_bench.core.export", str(copy), "--out", str(tmp_path / "export")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     one_line_exit_2(done.stderr.strip(), done.returncode, message)
     assert done.stderr.count("\n") == 1 and not (tmp_path / "export").exists()
 
@@ -417,13 +635,22 @@ def test_a_fifo_manifest_leaves_the_run_out_of_the_report_with_one_line(results,
     from memrl_bench.core.runfolder import run_folders
 
     _fifo("manifest.json")(run_folders(copy)[0])
-    done = subprocess.run([sys.executable, "-m", "memrl_bench.report", str(copy), "--out", str(tmp_path / "report")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "memrl_bench.report", str(copy), "--out", str(tmp_path / "report")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "Traceback" not in done.stderr and "manifest.json is not a regular file" in done.stderr, done.stderr
 
 
 def test_pulling_an_unknown_model_is_one_line_listing_the_known_ones():
     done = command("memrl_bench.llm.catalogue", "pull", "no-such-model")
-    assert done.returncode == 2 and done.stderr == f"error: unknown model 'no-such-model'; known: {', '.join(sorted(CATALOGUE))}, or a path to a .gguf file\n"
+    assert (
+        done.returncode == 2
+        and done.stderr == f"error: unknown model 'no-such-model'; known: {', '.join(sorted(CATALOGUE))}, or a path to a .gguf file\n"
+    )
 
 
 # ---- a server answering megabytes per completion ------------------------------------------------
@@ -435,20 +662,43 @@ def test_a_completion_past_the_cap_is_stored_cut_and_the_answer_read_from_what_i
     answer = "Answer: B\n" + "x" * 4_000_000
     cache = tmp_path / "llm.sqlite"
     with FaultServer(reply=lambda messages: answer) as server:
-        overrides = ("env=mmlu", f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu', questions=3)}", "method=none", "llm=openai", f"llm.base_url={server.base_url}", "llm.model=m",
-                     "llm.cache_mode=read_write", f"llm.cache_path={cache}", "embedder=openai", f"embedder.base_url={server.base_url}", "embedder.model=e", *QUICK)
+        overrides = (
+            "env=mmlu",
+            f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu', questions=3)}",
+            "method=none",
+            "llm=openai",
+            f"llm.base_url={server.base_url}",
+            "llm.model=m",
+            "llm.cache_mode=read_write",
+            f"llm.cache_path={cache}",
+            "embedder=openai",
+            f"embedder.base_url={server.base_url}",
+            "embedder.model=e",
+            *QUICK,
+        )
         run(composed(*overrides), tmp_path / "run")
     episodes = [json.loads(line) for line in (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()]
     assert len(episodes) == 9 and all(e["success"] for e in episodes)
     assert {e["info"]["dropped_completion_chars"] for e in episodes} == {len(answer) - MIN_COMPLETION_CHARS}
-    assert {len(e["turns"][0]["raw_output"]) for e in episodes} == {MIN_COMPLETION_CHARS} and {e["turns"][0]["finish_reason"] for e in episodes} == {"length"}
+    assert {len(e["turns"][0]["raw_output"]) for e in episodes} == {MIN_COMPLETION_CHARS} and {
+        e["turns"][0]["finish_reason"] for e in episodes
+    } == {"length"}
     stored = sum(p.stat().st_size for p in (tmp_path / "run").rglob("*") if p.is_file())
     assert stored < 9 * 2 * MIN_COMPLETION_CHARS  # the log and the transcripts: one kept part each at most
     assert sum(p.stat().st_size for p in tmp_path.glob("llm.sqlite*")) < 9 * 2 * MIN_COMPLETION_CHARS
 
 
 def test_an_unknown_mmlu_subject_is_one_line_naming_the_valid_ones(tmp_path):
-    overrides = ("env=mmlu", f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu')}", "+env.subjects=[virology]", "method=none", "llm=openai", "llm.model=m", "llm.base_url=http://127.0.0.1:9/v1", *QUICK)
+    overrides = (
+        "env=mmlu",
+        f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu')}",
+        "+env.subjects=[virology]",
+        "method=none",
+        "llm=openai",
+        "llm.model=m",
+        "llm.base_url=http://127.0.0.1:9/v1",
+        *QUICK,
+    )
     one_line_exit_2(*outcome_of(overrides, tmp_path / "results" / "run"), "env.subjects: unknown MMLU subject(s) virology; valid: demo")
 
 

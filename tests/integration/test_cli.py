@@ -5,7 +5,14 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SMALL = ["env.tasks.train=24", "env.tasks.validation=8", "env.tasks.test_in_distribution=8", "env.tasks.test_out_of_distribution=8", "protocol.epochs=2", "protocol.batch_size=8"]
+SMALL = [
+    "env.tasks.train=24",
+    "env.tasks.validation=8",
+    "env.tasks.test_in_distribution=8",
+    "env.tasks.test_out_of_distribution=8",
+    "protocol.epochs=2",
+    "protocol.batch_size=8",
+]
 
 
 def memrl_bench(*args: str) -> subprocess.CompletedProcess:
@@ -18,7 +25,15 @@ def test_a_run_prints_its_table_and_writes_a_complete_folder(tmp_path):
     assert "SR" in out.stdout and "synthetic" in out.stdout
     (folder,) = (tmp_path / "default").iterdir()
     assert "env.tasks.train=24" in folder.name and "protocol.epochs=2" in folder.name
-    for name in ("manifest.json", "episodes.jsonl", "metrics.json", "COMPLETE", ".hydra/config.yaml", "memory/epoch_1/items.jsonl", "memory/final/items.jsonl"):
+    for name in (
+        "manifest.json",
+        "episodes.jsonl",
+        "metrics.json",
+        "COMPLETE",
+        ".hydra/config.yaml",
+        "memory/epoch_1/items.jsonl",
+        "memory/final/items.jsonl",
+    ):
         assert (folder / name).exists(), name
 
 

@@ -28,7 +28,9 @@ def _log() -> list:
     After: 0 0 | 0 1 | 1 1 | 1 (windows 0, 0.5, 1; the last, short, is left out)."""
     before = [record(f"t{i}", 1, ok) for i, ok in enumerate([True, True, False, True])]
     stale = [[True, False], [True], [False], [], [True], [False, False], [False]]
-    after = [record(f"t{i}", 2, ok, info={drift.STALE: s}) for i, (ok, s) in enumerate(zip([False, False, False, True, True, True, True], stale))]
+    after = [
+        record(f"t{i}", 2, ok, info={drift.STALE: s}) for i, (ok, s) in enumerate(zip([False, False, False, True, True, True, True], stale))
+    ]
     test = [record("x", 2, True, phase="test", split="test_in_distribution", info={drift.STALE: [True, False]})]
     return before + after + test
 
@@ -125,7 +127,10 @@ def test_stale_is_written_before_the_change_for_a_flipped_type_and_the_outcome_f
 
 
 def test_a_synthetic_drift_run_logs_stale_per_injection_and_its_drift_block(tmp_path):
-    cfg = config(method={"name": "rag"}, protocol={"name": "drift", "epochs": 3, "batch_size": 8, "checkpoint_interval_s": 0, "drift": {"epoch": 2, "window": 8}})
+    cfg = config(
+        method={"name": "rag"},
+        protocol={"name": "drift", "epochs": 3, "batch_size": 8, "checkpoint_interval_s": 0, "drift": {"epoch": 2, "window": 8}},
+    )
     metrics, folder = run_to(tmp_path, "rag", cfg)
     run = read_run(folder)
     env = SyntheticEnv({k: v for k, v in SMALL_WORLD.items() if k != "name"})
@@ -217,7 +222,14 @@ def test_an_llb_db_drift_run_plays_the_renamed_schema_and_injects_the_old_one(tm
         method={"name": "rag"},
         embedder={"name": "minilm"},
         actor={"max_steps": 3},
-        protocol={"name": "drift", "epochs": 2, "batch_size": 3, "checkpoint_interval_s": 0, "validate_every_epoch": False, "drift": {"epoch": 2, "window": 3}},
+        protocol={
+            "name": "drift",
+            "epochs": 2,
+            "batch_size": 3,
+            "checkpoint_interval_s": 0,
+            "validate_every_epoch": False,
+            "drift": {"epoch": 2, "window": 3},
+        },
     )
     cfg["env"] = env_cfg
     metrics = run(cfg, tmp_path / "llb", llm=ScriptedChatModel(reply))

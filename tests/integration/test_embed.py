@@ -69,7 +69,14 @@ def test_minilm_shape_norm_and_dtype(minilm: MiniLMOnnxEmbedder) -> None:
 
 
 def test_minilm_deterministic_and_independent_of_batching(minilm: MiniLMOnnxEmbedder) -> None:
-    texts = [UNRELATED, "a much longer sentence about a kitchen with a fridge, a sink and two cabinets", APPLE, APPLE_PARAPHRASE, "go to cabinet 1", "ok"]
+    texts = [
+        UNRELATED,
+        "a much longer sentence about a kitchen with a fridge, a sink and two cabinets",
+        APPLE,
+        APPLE_PARAPHRASE,
+        "go to cabinet 1",
+        "ok",
+    ]
     together = minilm.embed(texts)
     np.testing.assert_array_equal(together, minilm.embed(texts))
     one_by_one = np.stack([minilm.embed([t])[0] for t in texts])
@@ -150,7 +157,6 @@ def test_cache_many_texts_over_the_parameter_chunk(tmp_path: Path) -> None:
     np.testing.assert_array_equal(vectors, inner.embed(texts))
 
 
-
 def test_random_bytes_embedding_cache_is_one_line(tmp_path: Path) -> None:
     """A cache file that is not SQLite: one error naming it (exit 2 from the command), the file kept."""
     path = tmp_path / "cache.sqlite"
@@ -161,7 +167,15 @@ def test_random_bytes_embedding_cache_is_one_line(tmp_path: Path) -> None:
     assert isinstance(error.value, InputError) and str(path) in str(error.value) and "\n" not in str(error.value)
     assert path.read_bytes() == garbage
     results = tmp_path / "results"
-    args = [f"results_dir={results}", "embedder=openai", "embedder.model=m", "embedder.base_url=http://127.0.0.1:9/v1", "embedder.dim=3", f"embedder.cache_path={path}", "progress=false"]
+    args = [
+        f"results_dir={results}",
+        "embedder=openai",
+        "embedder.model=m",
+        "embedder.base_url=http://127.0.0.1:9/v1",
+        "embedder.dim=3",
+        f"embedder.cache_path={path}",
+        "progress=false",
+    ]
     done = subprocess.run([sys.executable, "-m", "memrl_bench", *args], capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.strip().count("\n") == 0 and f"{path}: the embedding cache cannot be used (file is not a database)" in done.stderr
@@ -184,7 +198,10 @@ def test_short_vector_in_embedding_cache_is_not_used(tmp_path: Path, capsys: pyt
     np.testing.assert_array_equal(cache.embed(["a", "b", "c"]), truth)
     assert inner.calls == [["a", "b"]] and (cache.hits, cache.misses) == (1, 2)
     warning = capsys.readouterr().err.strip()
-    assert warning == f"memrl-bench: warning: {path}: 2 cached vector(s) do not match their checksums (edited or damaged); embedding them again"
+    assert (
+        warning
+        == f"memrl-bench: warning: {path}: 2 cached vector(s) do not match their checksums (edited or damaged); embedding them again"
+    )
     again = CountingEmbedder()
     np.testing.assert_array_equal(CachedEmbedder(again, path).embed(["a", "b", "c"]), truth)
     assert again.calls == [] and capsys.readouterr().err == ""  # written back whole
@@ -194,8 +211,13 @@ def test_vectors_cached_before_checksums_are_embedded_again(tmp_path: Path, caps
     path = tmp_path / "cache.sqlite"
     identity = hashlib.sha256(json.dumps(CountingEmbedder().identity, sort_keys=True).encode()).hexdigest()
     with sqlite3.connect(path) as db:  # the schema before checksums, one entry of another length
-        db.execute("CREATE TABLE embeddings (identity TEXT NOT NULL, text_sha256 TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (identity, text_sha256))")
-        db.execute("INSERT INTO embeddings VALUES (?, ?, ?)", (identity, hashlib.sha256(b"a").hexdigest(), np.ones(3, dtype=np.float32).tobytes()))
+        db.execute(
+            "CREATE TABLE embeddings (identity TEXT NOT NULL, text_sha256 TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (identity, "
+            "text_sha256))"
+        )
+        db.execute(
+            "INSERT INTO embeddings VALUES (?, ?, ?)", (identity, hashlib.sha256(b"a").hexdigest(), np.ones(3, dtype=np.float32).tobytes())
+        )
     inner = CountingEmbedder()
     np.testing.assert_array_equal(CachedEmbedder(inner, path).embed(["a"]), CountingEmbedder().embed(["a"]))
     assert inner.calls == [["a"]] and "vectors cached before entries had checksums are embedded again" in capsys.readouterr().err
@@ -210,7 +232,9 @@ class _EmbeddingsHandler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
         data = [{"object": "embedding", "index": i, "embedding": [float(len(t)), 3.0, 4.0]} for i, t in enumerate(body["input"])]
-        payload = json.dumps({"object": "list", "model": body["model"], "data": data[::-1], "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode()
+        payload = json.dumps(
+            {"object": "list", "model": body["model"], "data": data[::-1], "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -250,7 +274,9 @@ def test_make_embedder(minilm_dir: Path, embeddings_server: str, tmp_path: Path)
     assert make_embedder({"name": "env_intent"}) is None
     minilm = make_embedder({"name": "minilm", "model_dir": str(minilm_dir), "threads": 1})
     assert isinstance(minilm, MiniLMOnnxEmbedder)
-    cached = make_embedder({"name": "openai", "model": "m", "base_url": embeddings_server, "dim": 3, "cache_path": str(tmp_path / "c.sqlite")})
+    cached = make_embedder(
+        {"name": "openai", "model": "m", "base_url": embeddings_server, "dim": 3, "cache_path": str(tmp_path / "c.sqlite")}
+    )
     assert isinstance(cached, CachedEmbedder) and isinstance(cached.inner, OpenAIEmbedder)
     assert cached.embed(["x"]).shape == (1, 3)
     with pytest.raises(ConfigError, match="embedder.name: unknown embedder 'word2vec'; valid embedders: env_intent, minilm, openai"):

@@ -24,9 +24,15 @@ NOOP_STEPS = 30  # the actor's default step limit
 FIXTURE_TASKS = {
     "pick_and_place_simple": "alfworld/valid_unseen/pick_and_place_simple-Mug-None-Desk-308/trial_T20190909_203041_433487",
     "look_at_obj_in_light": "alfworld/valid_seen/look_at_obj_in_light-CD-None-DeskLamp-302/trial_T20190907_154618_526741",
-    "pick_clean_then_place_in_recep": "alfworld/valid_unseen/pick_clean_then_place_in_recep-Bowl-None-Cabinet-10/trial_T20190909_061232_368489",
-    "pick_heat_then_place_in_recep": "alfworld/valid_unseen/pick_heat_then_place_in_recep-Apple-None-Fridge-10/trial_T20190906_182259_116320",
-    "pick_cool_then_place_in_recep": "alfworld/valid_seen/pick_cool_then_place_in_recep-Apple-None-CounterTop-14/trial_T20190909_044933_815840",
+    "pick_clean_then_place_in_recep": (
+        "alfworld/valid_unseen/pick_clean_then_place_in_recep-Bowl-None-Cabinet-10/trial_T20190909_061232_368489"
+    ),
+    "pick_heat_then_place_in_recep": (
+        "alfworld/valid_unseen/pick_heat_then_place_in_recep-Apple-None-Fridge-10/trial_T20190906_182259_116320"
+    ),
+    "pick_cool_then_place_in_recep": (
+        "alfworld/valid_seen/pick_cool_then_place_in_recep-Apple-None-CounterTop-14/trial_T20190909_044933_815840"
+    ),
     "pick_two_obj_and_place": "alfworld/valid_unseen/pick_two_obj_and_place-CD-None-Safe-308/trial_T20190907_051013_060265",
 }
 

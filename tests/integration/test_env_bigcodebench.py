@@ -74,7 +74,9 @@ def answer(env: BigCodeBenchEnv, task_id: str, completion: str) -> tuple[str, di
 
 def test_solution_code_keeps_a_full_definition_or_completes_a_body():
     assert solution_code("def task_func(a, b):\n    return 1\n", "PROMPT\n", "task_func") == "def task_func(a, b):\n    return 1\n"
-    assert solution_code("    return 1\n", "import x\ndef task_func(a, b):\n", "task_func") == "import x\ndef task_func(a, b):\n    return 1\n"
+    assert (
+        solution_code("    return 1\n", "import x\ndef task_func(a, b):\n", "task_func") == "import x\ndef task_func(a, b):\n    return 1\n"
+    )
     assert is_stdlib_only(["os", "collections.abc"]) and not is_stdlib_only(["os", "numpy"])
 
 
@@ -85,7 +87,9 @@ def test_gold_body_and_wrong_answers(env: BigCodeBenchEnv):
     observation, info = answer(env, "BigCodeBench/0", "def task_func(a, b):\n    return a - b\n")
     assert not info["success"] and "FAILED" in observation
     assert not answer(env, "BigCodeBench/0", "look")[1]["success"]
-    assert not answer(env, "BigCodeBench/0", "def task_func(a, b):\n    import os\n    os._exit(0)\n")[1]["success"]  # exit 0 before the suite ends
+    assert not answer(env, "BigCodeBench/0", "def task_func(a, b):\n    import os\n    os._exit(0)\n")[1][
+        "success"
+    ]  # exit 0 before the suite ends
 
 
 @needs_sandbox
@@ -150,7 +154,9 @@ def test_bigcodebench_program_cannot_read_the_success_marker(data: Path, tmp_pat
     tag = "0123456789abcdef" * 2
     monkeypatch.setattr("memrl_bench.envs.bigcodebench.secrets.token_hex", lambda n: tag)  # the tag this step will use, known to the test
     env = BigCodeBenchEnv({"data_dir": str(data), "timeout_s": 20, "isolation": isolation, "exclude_gold_failures": False})
-    looker = WRONG + """
+    looker = (
+        WRONG
+        + """
 import os, sys
 seen = open(__file__).read() + open(sys.argv[0]).read() + open("/proc/self/cmdline", "rb").read().decode(errors="replace")
 seen += open("/proc/self/environ", "rb").read().decode(errors="replace") + repr(sys.argv) + repr(dict(os.environ))
@@ -159,6 +165,7 @@ for name in os.listdir("."):
 print("SEEN", len(seen), "tag" if "0123456789abcdef" * 2 in seen else "no tag", flush=True)
 sys.exit(0)
 """
+    )
     observation, info = answer(env, "BigCodeBench/0", looker)
     assert "SEEN" in info["detail"] and "no tag" in info["detail"], info  # it ran, read everything it could, and found no tag
     assert not info["success"] and tag not in observation
@@ -171,7 +178,8 @@ sys.exit(0)
     [
         "import unittest\nunittest.TestResult.wasSuccessful = lambda self: True\n" + WRONG,
         # the same, out of the syntax's sight: found when the run checks what it relies on
-        "b = __import__('built' + 'ins')\nu = b.__import__('unit' + 'test')\nb.setattr(b.getattr(u, 'Test' + 'Result'), 'was' + 'Successful', lambda self: True)\n" + WRONG,
+        "b = __import__('built' + 'ins')\nu = b.__import__('unit' + 'test')\nb.setattr(b.getattr(u, 'Test' + 'Result'), 'was' + "
+        "'Successful', lambda self: True)\n" + WRONG,
     ],
     ids=["plain", "obfuscated"],
 )
@@ -197,7 +205,9 @@ def test_bigcodebench_fewer_tests_run_than_written_is_flagged(isolated: BigCodeB
     )
     _, info = answer(isolated, "BigCodeBench/0", dropper)
     assert info["success"] is False and "tests_run_mismatch" in info["tampering"], info
-    assert written_test_count(TEST_ADD) == 2 and judge(b"t result " + json.dumps({"started": 1, "good": 1, "bad": 0, "error": None}).encode(), 0, "t", 2) == (False, {"tests_run_mismatch"}, "1 tests ran, 2 are written")
+    assert written_test_count(TEST_ADD) == 2 and judge(
+        b"t result " + json.dumps({"started": 1, "good": 1, "bad": 0, "error": None}).encode(), 0, "t", 2
+    ) == (False, {"tests_run_mismatch"}, "1 tests ran, 2 are written")
 
 
 @pytest.mark.parametrize(
@@ -220,7 +230,9 @@ def test_bigcodebench_tampering_patterns_are_flagged(isolated: BigCodeBenchEnv, 
 
 
 # A solution that swaps the unittest the tests import for its own, whose TestCase runs no test (red team, issue 26).
-FAKE_UNITTEST = WRONG + """import sys, types, unittest
+FAKE_UNITTEST = (
+    WRONG
+    + """import sys, types, unittest
 class _T(unittest.TestCase):
     def _callSetUp(self): pass
     def _callTestMethod(self, method): pass
@@ -231,8 +243,11 @@ class _Fake(types.ModuleType):
         return getattr(unittest, name)
 getattr(sys, "mod" + "ules").update({"unit" + "test": _Fake("unittest")})
 """
+)
 # The same with a copy of unittest whose TestCase blanks every test of a class made from it.
-BLANKING_UNITTEST = WRONG + """import sys, types, unittest
+BLANKING_UNITTEST = (
+    WRONG
+    + """import sys, types, unittest
 class _T(unittest.TestCase):
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -244,6 +259,7 @@ vars(m).update(vars(unittest))
 vars(m).update({"Test" + "Case": _T})
 getattr(sys, "mod" + "ules").update({"unit" + "test": m})
 """
+)
 # A walk from a frame up to the runner's, whose locals hold its report function: from a
 # traceback's frame, or from a frame the solution is handed with no audited call (a signal
 # handler's, a trace function's: red team, round 2).
@@ -257,12 +273,22 @@ HANDED_WALK = """
     n = sum(1 for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.name == "TestCases" for f in c.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test"))
     loc["report"](b"result", json.dumps({"started": n, "good": n, "bad": 0, "error": None, "replaced": {}, "tampering": []}))
     loc["leave"](0)
-"""
-FRAME_WALK = WRONG + 'try:\n    raise KeyError\nexcept KeyError as e:\n    fr = getattr(e.__traceback__, "tb_" + "frame")\ndef walk(frame):' + HANDED_WALK + "walk(fr)\n"
-SIGNAL_WALK = WRONG + "import signal\ndef h(signum, frame):" + HANDED_WALK + "signal.signal(signal.SIGUSR1, h)\nsignal.raise_signal(signal.SIGUSR1)\n"
+"""  # noqa: E501 (a program's or page's text, kept as written)
+FRAME_WALK = (
+    WRONG
+    + 'try:\n    raise KeyError\nexcept KeyError as e:\n    fr = getattr(e.__traceback__, "tb_" + "frame")\ndef walk(frame):'
+    + HANDED_WALK
+    + "walk(fr)\n"
+)
+SIGNAL_WALK = (
+    WRONG + "import signal\ndef h(signum, frame):" + HANDED_WALK + "signal.signal(signal.SIGUSR1, h)\nsignal.raise_signal(signal.SIGUSR1)\n"
+)
 TRACE_WALK = WRONG + "import sys\ndef h(frame, event, arg):" + HANDED_WALK + 'getattr(sys, "settr" + "ace")(h)\ndef _x(): pass\n_x()\n'
-THREAD_TRACE_WALK = WRONG + "import threading\ndef h(frame, event, arg):" + HANDED_WALK + (
-    'getattr(threading, "settr" + "ace")(h)\nt = threading.Thread(target=lambda: None)\nt.start()\nt.join()\n'
+THREAD_TRACE_WALK = (
+    WRONG
+    + "import threading\ndef h(frame, event, arg):"
+    + HANDED_WALK
+    + ('getattr(threading, "settr" + "ace")(h)\nt = threading.Thread(target=lambda: None)\nt.start()\nt.join()\n')
 )
 
 
@@ -272,8 +298,16 @@ THREAD_TRACE_WALK = WRONG + "import threading\ndef h(frame, event, arg):" + HAND
         (FAKE_UNITTEST, {"replaces_unittest_module", "replaces_test_machinery"}),
         (BLANKING_UNITTEST, {"replaces_unittest_module", "replaces_test_machinery", "replaces_a_test"}),
         (FRAME_WALK, {"inspects_frames"}),
-        (FRAME_WALK.replace('getattr(e.__traceback__, "tb_" + "frame")', "next(__import__('trace' + 'back').walk_tb(e.__traceback__))[0]"), {"inspects_frames"}),
-        (FRAME_WALK.replace('getattr(e.__traceback__, "tb_" + "frame")', "getattr(__import__('sys'), '_get' + 'frame')(0)"), {"inspects_frames"}),
+        (
+            FRAME_WALK.replace(
+                'getattr(e.__traceback__, "tb_" + "frame")', "next(__import__('trace' + 'back').walk_tb(e.__traceback__))[0]"
+            ),
+            {"inspects_frames"},
+        ),
+        (
+            FRAME_WALK.replace('getattr(e.__traceback__, "tb_" + "frame")', "getattr(__import__('sys'), '_get' + 'frame')(0)"),
+            {"inspects_frames"},
+        ),
         (SIGNAL_WALK, {"inspects_frames"}),
         (TRACE_WALK, {"inspects_frames"}),
         (TRACE_WALK.replace('"settr" + "ace"', '"setpro" + "file"'), {"inspects_frames"}),
@@ -299,16 +333,41 @@ def test_bigcodebench_forged_test_runs_out_of_the_syntax_sight_are_flagged(isola
 
 # C reached through ctypes (issue 26, fourth round): a frame from PyEval_GetFrame, a C signal handler raised through libc,
 # memory written under a function of unittest (its code pointer swapped for a test that does nothing: every test passes).
-C_FRAME = WRONG + "import ctypes\nget = ctypes.pythonapi.PyEval_GetFrame\nget.restype = ctypes.py_object\ndef walk(frame):" + HANDED_WALK + "walk(get())\n"
-C_SIGNAL = WRONG + "import ctypes, signal\nlibc = ctypes.CDLL(None)\nget = ctypes.pythonapi.PyEval_GetFrame\nget.restype = ctypes.py_object\ndef walk(frame):" + HANDED_WALK + (
-    "def h(signum):\n    walk(get())\nkeep = ctypes.CFUNCTYPE(None, ctypes.c_int)(h)\nlibc.signal(signal.SIGUSR1, keep)\ngetattr(libc, 'raise')(signal.SIGUSR1)\n"
+C_FRAME = (
+    WRONG
+    + "import ctypes\nget = ctypes.pythonapi.PyEval_GetFrame\nget.restype = ctypes.py_object\ndef walk(frame):"
+    + HANDED_WALK
+    + "walk(get())\n"
 )
-CODE_SWAP = WRONG + "import ctypes, unittest\nskip = eval(compile('lambda self, method: None', 'x', 'eval'))\nf = getattr(unittest.TestCase, '_callTest' + 'Method')\ncode = skip.__code__\n"
-C_CAST = CODE_SWAP + "ctypes.cast(id(f) + 48, ctypes.POINTER(ctypes.c_void_p))[0] = id(code)\n"  # func_code: 48 bytes into a function (3.11)
+C_SIGNAL = (
+    WRONG
+    + (
+        "import ctypes, signal\nlibc = ctypes.CDLL(None)\nget = ctypes.pythonapi.PyEval_GetFrame\nget.restype = ctypes.py_object\ndef "
+        "walk(frame):"
+    )
+    + HANDED_WALK
+    + (
+        "def h(signum):\n    walk(get())\nkeep = ctypes.CFUNCTYPE(None, ctypes.c_int)(h)\nlibc.signal(signal.SIGUSR1, keep)\ngetattr(libc, "
+        "'raise')(signal.SIGUSR1)\n"
+    )
+)
+CODE_SWAP = WRONG + (
+    "import ctypes, unittest\nskip = eval(compile('lambda self, method: None', 'x', 'eval'))\nf = getattr(unittest.TestCase, "
+    "'_callTest' + 'Method')\ncode = skip.__code__\n"
+)
+C_CAST = (
+    CODE_SWAP + "ctypes.cast(id(f) + 48, ctypes.POINTER(ctypes.c_void_p))[0] = id(code)\n"
+)  # func_code: 48 bytes into a function (3.11)
 C_MEMMOVE = CODE_SWAP + "ctypes.memmove(id(f) + 48, ctypes.byref(ctypes.c_void_p(id(code))), 8)\n"
 C_FROM_ADDRESS = CODE_SWAP + "getattr(ctypes.c_void_p, 'from_' + 'address')(id(f) + 48).value = id(code)\n"
 C_CALLS = [C_FRAME, C_SIGNAL, C_CAST, C_MEMMOVE, C_FROM_ADDRESS]
-C_IDS = ["pythonapi.PyEval_GetFrame", "CDLL(None).signal and raise", "cast writing memory", "memmove writing memory", "from_address writing memory"]
+C_IDS = [
+    "pythonapi.PyEval_GetFrame",
+    "CDLL(None).signal and raise",
+    "cast writing memory",
+    "memmove writing memory",
+    "from_address writing memory",
+]
 
 
 @pytest.mark.parametrize(
@@ -352,16 +411,36 @@ def test_bigcodebench_a_library_that_needs_ctypes_fails_to_import_without_a_flag
 # A signal handler installed around the runner's guard of signal.signal (fourth round): through a fresh _signal module
 # (multi-phase: its own signal(), the same handlers table), or through the original read from the guard's closure.
 SIGNAL_HANDLER = "def h(signum, frame):" + HANDED_WALK
-FRESH_SIGNAL = WRONG + "import importlib.util, importlib.machinery, signal\nfresh = importlib.util.module_from_spec(importlib.machinery.BuiltinImporter.find_spec('_sig' + 'nal'))\n" + SIGNAL_HANDLER
+FRESH_SIGNAL = (
+    WRONG
+    + (
+        "import importlib.util, importlib.machinery, signal\nfresh = "
+        "importlib.util.module_from_spec(importlib.machinery.BuiltinImporter.find_spec('_sig' + 'nal'))\n"
+    )
+    + SIGNAL_HANDLER
+)
 FRESH_SIGNAL += "getattr(fresh, 'sig' + 'nal')(signal.SIGUSR1, h)\nsignal.raise_signal(signal.SIGUSR1)\n"
-CREATE_BUILTIN = WRONG + "import _imp, importlib.machinery, os, signal\nfresh = _imp.create_builtin(importlib.machinery.BuiltinImporter.find_spec('_sig' + 'nal'))\n" + SIGNAL_HANDLER
+CREATE_BUILTIN = (
+    WRONG
+    + (
+        "import _imp, importlib.machinery, os, signal\nfresh = _imp.create_builtin(importlib.machinery.BuiltinImporter.find_spec('_sig' + "
+        "'nal'))\n"
+    )
+    + SIGNAL_HANDLER
+)
 CREATE_BUILTIN += "getattr(fresh, 'sig' + 'nal')(signal.SIGUSR1, h)\nos.kill(os.getpid(), signal.SIGUSR1)\n"
 GUARD_CLOSURE = WRONG + "import signal\ncells = [c.cell_contents for c in signal.signal.__closure__ or ()]\n"
-GUARD_CLOSURE += "real = [c for c in cells if type(c).__name__ == 'builtin_function_or_method' and c.__name__ == 'sig' + 'nal'][0]\n" + SIGNAL_HANDLER
+GUARD_CLOSURE += (
+    "real = [c for c in cells if type(c).__name__ == 'builtin_function_or_method' and c.__name__ == 'sig' + 'nal'][0]\n" + SIGNAL_HANDLER
+)
 GUARD_CLOSURE += "real(signal.SIGUSR1, h)\nsignal.raise_signal(signal.SIGUSR1)\n"
 
 
-@pytest.mark.parametrize("completion", [FRESH_SIGNAL, CREATE_BUILTIN, GUARD_CLOSURE], ids=["importlib module_from_spec", "_imp.create_builtin", "the guard's closure"])
+@pytest.mark.parametrize(
+    "completion",
+    [FRESH_SIGNAL, CREATE_BUILTIN, GUARD_CLOSURE],
+    ids=["importlib module_from_spec", "_imp.create_builtin", "the guard's closure"],
+)
 def test_bigcodebench_a_signal_handler_installed_around_the_guard_does_not_pass(isolated: BigCodeBenchEnv, completion: str):
     _, info = answer(isolated, "BigCodeBench/0", completion)
     assert info["success"] is False, info
@@ -371,7 +450,10 @@ def test_bigcodebench_a_signal_handler_installed_around_the_guard_does_not_pass(
 
 def test_bigcodebench_sig_ign_and_sig_dfl_are_still_set(isolated: BigCodeBenchEnv):
     honest = "import os, signal\nsignal.signal(signal.SIGUSR2, signal.SIG_IGN)\nos.kill(os.getpid(), signal.SIGUSR2)\n"
-    honest += "assert signal.getsignal(signal.SIGUSR2) == signal.SIG_IGN\nsignal.signal(signal.SIGUSR2, signal.SIG_DFL)\ndef task_func(a, b):\n    return a + b\n"
+    honest += (
+        "assert signal.getsignal(signal.SIGUSR2) == signal.SIG_IGN\nsignal.signal(signal.SIGUSR2, signal.SIG_DFL)\ndef task_func(a, b):\n  "
+        "  return a + b\n"
+    )
     _, info = answer(isolated, "BigCodeBench/0", honest)
     assert info["success"] and "status" not in info, info
 
@@ -401,17 +483,47 @@ def forge(report):
     n = sum(1 for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.name == 'TestCases' for f in c.body if isinstance(f, ast.FunctionDef) and f.name.startswith('test'))
     report(b'result', json.dumps({'started': n, 'good': n, 'bad': 0, 'error': None, 'replaced': {}, 'tampering': []}))
     getattr(__import__('os'), '_ex' + 'it')(0)
-"""
-RESULT_CLASS = "def subclasses(k):\n    for s in type.__subclasses__(k):\n        yield s\n        yield from subclasses(s)\nrecorder = [k for k in subclasses(object) if k.__name__ == 'Recorder'][0]\n"
+"""  # noqa: E501 (a program's or page's text, kept as written)
+RESULT_CLASS = (
+    "def subclasses(k):\n    for s in type.__subclasses__(k):\n        yield s\n        yield from subclasses(s)\nrecorder = [k for k in "
+    "subclasses(object) if k.__name__ == 'Recorder'][0]\n"
+)
 GUARD_REPORT = WRONG + REACH + "import signal\nforge(reach(signal.signal))\n"
 RESULT_CLASS_REPORT = WRONG.replace("return 0", "forge(reach(recorder))") + REACH + RESULT_CLASS
-RESULT_CLASS_COUNTS = WRONG + RESULT_CLASS + "recorder.bad = property(lambda self: 0, lambda self, v: None)\nrecorder.good = property(lambda self: self.started, lambda self, v: None)\n"
-RESULT_CLASS_DEFAULTS = WRONG + RESULT_CLASS + "counts = [d for d in recorder.addSuccess.__defaults__ if isinstance(d, list)][0]\nrecorder.addFailure = lambda self, test, err: counts.__setitem__(1, counts[1] + 1)\n"
-DISARMED = WRONG + "import signal, sys\nfor c in signal.signal.__closure__ or ():\n    if c.cell_contents == [True]:\n        c.cell_contents[0] = False\ndef walk(frame):" + HANDED_WALK
+RESULT_CLASS_COUNTS = (
+    WRONG
+    + RESULT_CLASS
+    + (
+        "recorder.bad = property(lambda self: 0, lambda self, v: None)\nrecorder.good = property(lambda self: self.started, lambda self, "
+        "v: None)\n"
+    )
+)
+RESULT_CLASS_DEFAULTS = (
+    WRONG
+    + RESULT_CLASS
+    + (
+        "counts = [d for d in recorder.addSuccess.__defaults__ if isinstance(d, list)][0]\nrecorder.addFailure = lambda self, test, err: "
+        "counts.__setitem__(1, counts[1] + 1)\n"
+    )
+)
+DISARMED = (
+    WRONG
+    + (
+        "import signal, sys\nfor c in signal.signal.__closure__ or ():\n    if c.cell_contents == [True]:\n        c.cell_contents[0] = "
+        "False\ndef walk(frame):"
+    )
+    + HANDED_WALK
+)
 DISARMED += "walk(getattr(sys, '_get' + 'frame')(0))\n"
 # A unittest function replaced for one call, undoing itself: the failure recorded as a success (seen: the caller is not TestCase.run).
-SELF_RESTORING = "def task_func(a, b):\n    import sys\n    case = sys.modules['unittest.case']\n    name = '_add' + 'Error'\n    real = vars(case)[name]\n"
-SELF_RESTORING += "    def fake(result, test, exc_info):\n        vars(case)[name] = real\n        result.addSuccess(test)\n    vars(case)[name] = fake\n    return 0\n"
+SELF_RESTORING = (
+    "def task_func(a, b):\n    import sys\n    case = sys.modules['unittest.case']\n    name = '_add' + 'Error'\n    real = "
+    "vars(case)[name]\n"
+)
+SELF_RESTORING += (
+    "    def fake(result, test, exc_info):\n        vars(case)[name] = real\n        result.addSuccess(test)\n    vars(case)[name] = "
+    "fake\n    return 0\n"
+)
 
 
 @pytest.mark.parametrize(
@@ -424,7 +536,14 @@ SELF_RESTORING += "    def fake(result, test, exc_info):\n        vars(case)[nam
         (DISARMED, {"inspects_frames"}),
         (SELF_RESTORING, {"forges_a_result"}),
     ],
-    ids=["report through signal.signal's closure", "report through the result class's closures", "counts as properties of the result class", "counts through the result class's defaults", "audit hook switched off through a closure cell", "self-restoring _addError"],
+    ids=[
+        "report through signal.signal's closure",
+        "report through the result class's closures",
+        "counts as properties of the result class",
+        "counts through the result class's defaults",
+        "audit hook switched off through a closure cell",
+        "self-restoring _addError",
+    ],
 )
 def test_bigcodebench_the_runners_internals_are_out_of_reach(isolated: BigCodeBenchEnv, completion: str, patterns: set[str]):
     _, info = answer(isolated, "BigCodeBench/0", completion)
@@ -432,17 +551,44 @@ def test_bigcodebench_the_runners_internals_are_out_of_reach(isolated: BigCodeBe
 
 
 # Code the runner calls after the suite (fourth round): a stream's flush set on the real stderr, the program's exception's __str__.
-AFTER_THE_SUITE_FLUSH = WRONG + "import sys\ndef walk(frame):" + HANDED_WALK + "def flush():\n    walk(getattr(sys, '_get' + 'frame')(1))\nsys.stderr.flush = flush\n"
-AFTER_THE_SUITE_STR = WRONG + "import sys\ndef walk(frame):" + HANDED_WALK + "class E(Exception):\n    def __str__(self):\n        walk(getattr(sys, '_get' + 'frame')(1))\n        return ''\nraise E\n"
+AFTER_THE_SUITE_FLUSH = (
+    WRONG
+    + "import sys\ndef walk(frame):"
+    + HANDED_WALK
+    + "def flush():\n    walk(getattr(sys, '_get' + 'frame')(1))\nsys.stderr.flush = flush\n"
+)
+AFTER_THE_SUITE_STR = (
+    WRONG
+    + "import sys\ndef walk(frame):"
+    + HANDED_WALK
+    + "class E(Exception):\n    def __str__(self):\n        walk(getattr(sys, '_get' + 'frame')(1))\n        return ''\nraise E\n"
+)
 # A frame taken by code compiled under another file name (two calls deep: neither is the solution's), by a library function
 # that hands frames to its caller (inspect.trace), by code given a library's or the tests' file name.
-COMPILED = "ns = {}\nexec(compile('import sys\\ndef g():\\n    return getattr(sys, \"_get\" + \"frame\")(0)\\ndef h():\\n    return g()\\n', 'x', 'exec'), ns)\n"
+COMPILED = (
+    "ns = {}\nexec(compile('import sys\\ndef g():\\n    return getattr(sys, \"_get\" + \"frame\")(0)\\ndef h():\\n    return g()\\n', 'x', "
+    "'exec'), ns)\n"
+)
 COMPILED_ELSEWHERE = WRONG + COMPILED + "def walk(frame):" + HANDED_WALK + "walk(ns['h']())\n"
-INSPECT_TRACE = WRONG + "import inspect\ndef walk(frame):" + HANDED_WALK + "try:\n    raise KeyError\nexcept KeyError:\n    fr = getattr(inspect, 'tr' + 'ace')()[0][0]\nwalk(fr)\n"
+INSPECT_TRACE = (
+    WRONG
+    + "import inspect\ndef walk(frame):"
+    + HANDED_WALK
+    + "try:\n    raise KeyError\nexcept KeyError:\n    fr = getattr(inspect, 'tr' + 'ace')()[0][0]\nwalk(fr)\n"
+)
 # /proc/self/mem written through a link or from a folder opened first: the code pointer of TestCase._callTestMethod swapped.
-PROC_MEM = WRONG + "import os, struct, unittest\nskip = eval(compile('lambda self, method: None', 'x', 'eval'))\nf = getattr(unittest.TestCase, '_callTest' + 'Method')\ncode = skip.__code__\n"
-PROC_MEM_LINK = PROC_MEM + "os.symlink('/pr' + 'oc/self/m' + 'em', 'm')\nfd = os.open('m', os.O_RDWR)\nos.pwrite(fd, struct.pack('Q', id(code)), id(f) + 48)\n"
-PROC_MEM_DIR_FD = PROC_MEM + "d = os.open('/pr' + 'oc/self', os.O_RDONLY)\nfd = os.open('m' + 'em', os.O_RDWR, dir_fd=d)\nos.pwrite(fd, struct.pack('Q', id(code)), id(f) + 48)\n"
+PROC_MEM = WRONG + (
+    "import os, struct, unittest\nskip = eval(compile('lambda self, method: None', 'x', 'eval'))\nf = getattr(unittest.TestCase, "
+    "'_callTest' + 'Method')\ncode = skip.__code__\n"
+)
+PROC_MEM_LINK = (
+    PROC_MEM
+    + "os.symlink('/pr' + 'oc/self/m' + 'em', 'm')\nfd = os.open('m', os.O_RDWR)\nos.pwrite(fd, struct.pack('Q', id(code)), id(f) + 48)\n"
+)
+PROC_MEM_DIR_FD = PROC_MEM + (
+    "d = os.open('/pr' + 'oc/self', os.O_RDONLY)\nfd = os.open('m' + 'em', os.O_RDWR, dir_fd=d)\nos.pwrite(fd, struct.pack('Q', "
+    "id(code)), id(f) + 48)\n"
+)
 
 
 @pytest.mark.parametrize(
@@ -452,15 +598,39 @@ PROC_MEM_DIR_FD = PROC_MEM + "d = os.open('/pr' + 'oc/self', os.O_RDONLY)\nfd = 
         (COMPILED_ELSEWHERE, "inspects_frames"),
         (COMPILED_ELSEWHERE.replace("'x'", "__import__('os').__file__"), "disguises_code"),
         (COMPILED_ELSEWHERE.replace("compile('", "compile('\\n' * 900 + '").replace("'x'", "__file__"), "disguises_code"),
-        (COMPILED_ELSEWHERE.replace("walk(ns['h']())", "__import__('_imp')._fix_co_filename(ns['g'].__code__, __import__('os').__file__)\nwalk(ns['h']())"), "disguises_code"),
+        (
+            COMPILED_ELSEWHERE.replace(
+                "walk(ns['h']())", "__import__('_imp')._fix_co_filename(ns['g'].__code__, __import__('os').__file__)\nwalk(ns['h']())"
+            ),
+            "disguises_code",
+        ),
         (INSPECT_TRACE, "inspects_frames"),
-        (WRONG + COMPILED + "import sys\ndef walk(frame):" + HANDED_WALK + "class W:\n    def write(self, text):\n        walk(ns['h']())\n    def flush(self):\n        pass\nsys.stdout = W()\n", "inspects_frames"),
+        (
+            WRONG
+            + COMPILED
+            + "import sys\ndef walk(frame):"
+            + HANDED_WALK
+            + "class W:\n    def write(self, text):\n        walk(ns['h']())\n    def flush(self):\n        pass\nsys.stdout = W()\n",
+            "inspects_frames",
+        ),
         (PROC_MEM_LINK, "scans_memory"),
         (PROC_MEM_DIR_FD, "scans_memory"),
     ],
-    ids=["exception __str__ after the suite", "compiled under another name", "compiled under a library's name", "compiled under the tests' name", "renamed by _imp._fix_co_filename", "inspect.trace", "a replaced sys.stdout's write", "/proc/self/mem through a link", "/proc/self/mem from a folder's descriptor"],
+    ids=[
+        "exception __str__ after the suite",
+        "compiled under another name",
+        "compiled under a library's name",
+        "compiled under the tests' name",
+        "renamed by _imp._fix_co_filename",
+        "inspect.trace",
+        "a replaced sys.stdout's write",
+        "/proc/self/mem through a link",
+        "/proc/self/mem from a folder's descriptor",
+    ],
 )
-def test_bigcodebench_frames_and_memory_reached_past_the_direct_checks_are_flagged(isolated: BigCodeBenchEnv, completion: str, pattern: str):
+def test_bigcodebench_frames_and_memory_reached_past_the_direct_checks_are_flagged(
+    isolated: BigCodeBenchEnv, completion: str, pattern: str
+):
     _, info = answer(isolated, "BigCodeBench/0", completion)
     assert info["success"] is False and info["status"] == "tampered" and pattern in info["tampering"], info
 
@@ -476,7 +646,10 @@ def test_bigcodebench_a_module_written_into_the_libraries_is_refused(data: Path,
     monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
     env = BigCodeBenchEnv({"data_dir": str(data), "timeout_s": 20, "isolation": "sandbox", "exclude_gold_failures": False})
     planted = WRONG + "import sysconfig, os, importlib\np = os.path.join(sysconfig.get_paths()['purelib'], 'zz_helper.py')\n"
-    planted += "open(p, 'w').write('import sys\\ndef grab():\\n    return getattr(sys, \"_get\" + \"frame\")(1)\\n')\nimportlib.invalidate_caches()\nimport zz_helper\n"
+    planted += (
+        "open(p, 'w').write('import sys\\ndef grab():\\n    return getattr(sys, \"_get\" + "
+        '"frame")(1)\\n\')\nimportlib.invalidate_caches()\nimport zz_helper\n'
+    )
     planted += "def walk(frame):" + HANDED_WALK + "walk(zz_helper.grab())\n"
     _, info = answer(env, "BigCodeBench/0", planted)
     assert info["success"] is False and "writes_a_library" in info["tampering"], info
@@ -485,7 +658,10 @@ def test_bigcodebench_a_module_written_into_the_libraries_is_refused(data: Path,
 def test_bigcodebench_library_functions_that_keep_the_frame_they_take_are_not_flagged(isolated: BigCodeBenchEnv):
     # namedtuple, Enum's functional form and typing.NamedTuple read their caller's frame for its module name; logging's
     # findCaller walks frames; traceback formats them: none hands a frame to the solution.
-    honest = "import collections, enum, logging, traceback, typing\nP = collections.namedtuple('P', 'x y')\nColor = enum.Enum('Color', 'RED GREEN')\n"
+    honest = (
+        "import collections, enum, logging, traceback, typing\nP = collections.namedtuple('P', 'x y')\nColor = enum.Enum('Color', 'RED "
+        "GREEN')\n"
+    )
     honest += "Q = typing.NamedTuple('Q', [('x', int)])\ndef task_func(a, b):\n    logging.getLogger('t').warning('adding %s', a)\n"
     honest += "    try:\n        raise ValueError\n    except ValueError:\n        traceback.format_exc()\n    return P(a, b).x + Q(b).x\n"
     _, info = answer(isolated, "BigCodeBench/0", honest)
@@ -514,21 +690,34 @@ def numpy_env(request, tmp_path: Path, monkeypatch) -> BigCodeBenchEnv:
         out.write(json.dumps(record(20, ["numpy"], canonical=RIGHT_NUMPY.split("\n", 1)[1], test=TEST_NUMPY)) + "\n")
     (folder / "full_seed123.json").write_text(json.dumps({"seed": 1, "train_ids": ["BigCodeBench/20"], "val_ids": []}))
     monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
-    return BigCodeBenchEnv({"data_dir": str(folder), "subset": "full", "timeout_s": 20, "isolation": request.param, "exclude_gold_failures": False})
+    return BigCodeBenchEnv(
+        {"data_dir": str(folder), "subset": "full", "timeout_s": 20, "isolation": request.param, "exclude_gold_failures": False}
+    )
 
 
 @pytest.mark.parametrize(
     "patch",
     [
         "import numpy\nvars(numpy.testing).update(assert_array_equal=lambda *a, **k: None)\n",
-        "import numpy.testing._private.utils as u\nvars(u).update(assert_array_compare=lambda *a, **k: None)\n",  # what assert_array_equal calls
+        # what assert_array_equal calls
+        "import numpy.testing._private.utils as u\nvars(u).update(assert_array_compare=lambda *a, **k: None)\n",
         "import numpy\nvars(numpy.testing).update(assert_array_equal=print)\n",  # a builtin: compiled from nothing
-        "\r\r\r\rimport json\rjson.dumps = lambda *a, **k: ''\r",  # any library; \r ends a line for Python: the runner still knows the solution's lines
-        "import numpy, functools\nnumpy.allclose = functools.partial(lambda *a, **k: True)\n",  # numpy's own names, by a callable that is no function
+        # any library; \r ends a line for Python: the runner still knows the solution's lines
+        "\r\r\r\rimport json\rjson.dumps = lambda *a, **k: ''\r",
+        # numpy's own names, by a callable that is no function
+        "import numpy, functools\nnumpy.allclose = functools.partial(lambda *a, **k: True)\n",
         "import numpy\nfrom unittest import mock\nnumpy.array_equal = mock.Mock(return_value=True)\n",
         "import numpy.testing as t, functools, operator\nt.assert_array_equal = functools.partial(operator.truth)\n",
     ],
-    ids=["lambda", "lambda deeper", "builtin", "CR line ends", "numpy.allclose partial", "numpy.array_equal Mock", "assert_array_equal partial"],
+    ids=[
+        "lambda",
+        "lambda deeper",
+        "builtin",
+        "CR line ends",
+        "numpy.allclose partial",
+        "numpy.array_equal Mock",
+        "assert_array_equal partial",
+    ],
 )
 def test_bigcodebench_patched_library_assert_helper_is_flagged(numpy_env: BigCodeBenchEnv, patch: str):
     right = answer(numpy_env, "BigCodeBench/20", RIGHT_NUMPY)[1]  # the honest answer: numpy's helpers watched, nothing flagged
@@ -539,7 +728,13 @@ def test_bigcodebench_patched_library_assert_helper_is_flagged(numpy_env: BigCod
 
 @pytest.mark.parametrize(
     "completion, pattern",
-    [(C_FRAME, "calls_c_directly"), (C_SIGNAL, "calls_c_directly"), (C_FROM_ADDRESS, "calls_c_directly"), (C_CAST, "replaces_function_code"), (C_MEMMOVE, "replaces_function_code")],
+    [
+        (C_FRAME, "calls_c_directly"),
+        (C_SIGNAL, "calls_c_directly"),
+        (C_FROM_ADDRESS, "calls_c_directly"),
+        (C_CAST, "replaces_function_code"),
+        (C_MEMMOVE, "replaces_function_code"),
+    ],
     ids=C_IDS[:2] + C_IDS[4:] + C_IDS[2:4],
 )
 def test_bigcodebench_c_calls_are_flagged_where_ctypes_is_loaded(numpy_env: BigCodeBenchEnv, completion: str, pattern: str):

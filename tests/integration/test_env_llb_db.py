@@ -17,18 +17,31 @@ from memrl_bench.envs.llb_db import LLBDBEnv, parse_rows, rows_match
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "llb"
 TABLE = {
     "name": "staff",
-    "column_info_list": [{"name": "id", "type": "INT"}, {"name": "name", "type": "TEXT"}, {"name": "team", "type": "TEXT"}, {"name": "salary", "type": "INT"}],
+    "column_info_list": [
+        {"name": "id", "type": "INT"},
+        {"name": "name", "type": "TEXT"},
+        {"name": "team", "type": "TEXT"},
+        {"name": "salary", "type": "INT"},
+    ],
     "row_list": [[1, "Ann", "red", 100], [2, "Bob", "red", 200], [3, "Cid", "blue", 150], [4, "Dee", "blue", 150], [5, "Eve", "green", 90]],
 }
 
 
 def entry(instruction: str, sql: str) -> dict:
     is_query = sql.split()[0].upper() == "SELECT"
-    return {"instruction": instruction, "table_info": TABLE, "skill_list": ["select"], "answer_info": {"sql": sql, "direct": [] if is_query else None, "md5": None if is_query else "0" * 32}}
+    return {
+        "instruction": instruction,
+        "table_info": TABLE,
+        "skill_list": ["select"],
+        "answer_info": {"sql": sql, "direct": [] if is_query else None, "md5": None if is_query else "0" * 32},
+    }
 
 
 TASKS = {
-    "1": entry("Average salary per team, highest first.", "SELECT team, AVG(salary) AS avg_salary FROM staff GROUP BY team ORDER BY avg_salary DESC;"),
+    "1": entry(
+        "Average salary per team, highest first.",
+        "SELECT team, AVG(salary) AS avg_salary FROM staff GROUP BY team ORDER BY avg_salary DESC;",
+    ),
     "2": entry("Names of people in the blue team.", "SELECT name FROM staff WHERE team = 'blue';"),
     "3": entry("Give everyone in red a raise of 10.", "UPDATE staff SET salary = salary + 10 WHERE team = 'red';"),
     "4": entry("MySQL-only syntax that SQLite rejects.", "UPDATE staff s JOIN (SELECT 1) x SET s.salary = 0;"),
@@ -43,7 +56,9 @@ def data(tmp_path: Path) -> Path:
     folder = tmp_path / "llb"
     folder.mkdir()
     (folder / "db_train.json").write_text(json.dumps(TASKS))
-    (folder / "db_val.json").write_text(json.dumps({str(k): entry(f"Count rows {k}.", "SELECT COUNT(*) FROM staff;") for k in range(10, 40)}))
+    (folder / "db_val.json").write_text(
+        json.dumps({str(k): entry(f"Count rows {k}.", "SELECT COUNT(*) FROM staff;") for k in range(10, 40)})
+    )
     return folder
 
 
@@ -89,13 +104,22 @@ def test_offset_without_order_by_is_checked_against_the_stored_order(env: LLBDBE
     """The audit's one disagreement (scripts/audit_llb_db.py on the LLB-DB pilot): a query that
     forgot the OFFSET matched the gold run on the reversed copy and was scored right."""
     assert play(env, "6", "SQL: SELECT name FROM staff LIMIT 3 OFFSET 2", "COMMIT")["success"]
-    assert not play(env, "6", "SQL: SELECT name FROM staff LIMIT 3", "COMMIT")["success"]  # Ann, Bob, Cid: the gold's rows on the reversed copy
+    assert not play(env, "6", "SQL: SELECT name FROM staff LIMIT 3", "COMMIT")[
+        "success"
+    ]  # Ann, Bob, Cid: the gold's rows on the reversed copy
     assert play(env, "7", 'ANSWER: [["Eve"], ["Dee"]]')["success"]  # LIMIT alone: either stored order still counts
 
 
 @pytest.mark.parametrize(
     "answer",
-    ["[" * 100_000 + "]" * 100_000, "[" * 5_000 + "]" * 5_000, "[" * 900 + "1" + "]" * 900, "[[" + "9" * 400 + "], [1]]", "[[-" + "9" * 400 + "], [1]]", '[[{"a": [1]}]]'],
+    [
+        "[" * 100_000 + "]" * 100_000,
+        "[" * 5_000 + "]" * 5_000,
+        "[" * 900 + "1" + "]" * 900,
+        "[[" + "9" * 400 + "], [1]]",
+        "[[-" + "9" * 400 + "], [1]]",
+        '[[{"a": [1]}]]',
+    ],
     ids=["100k_deep", "5k_deep", "900_deep", "int_past_float", "negative_int_past_float", "dict_cell"],
 )
 def test_a_hostile_answer_text_is_a_wrong_answer_not_an_error(env: LLBDBEnv, answer: str):
@@ -183,7 +207,9 @@ def test_db_format_failures_are_counted_per_episode(env: LLBDBEnv):
 
     env.reset(task(env, "2"))
     assert env.step("look")[3]["invalid_action"] and "invalid_action" not in env.step("SQL: SELECT 1")[3]
-    llm = ScriptedChatModel(["Think: first look.", "Action: look around", "Action: SQL: SELECT name FROM staff WHERE team = 'red'", "Action: COMMIT"])
+    llm = ScriptedChatModel(
+        ["Think: first look.", "Action: look around", "Action: SQL: SELECT name FROM staff WHERE team = 'red'", "Action: COMMIT"]
+    )
     outcome = asyncio.run(ReActActor(llm).play(Job(task(env, "2"), Retrieval(), "ep-2"), env))
     assert outcome.info["format_failures"] == 1 and outcome.info["invalid_actions"] == 1  # a Think without action; an unknown action
     assert len(outcome.turns) == 4 and outcome.turns[0].format_failure == "no_action"

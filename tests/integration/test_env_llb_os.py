@@ -37,11 +37,23 @@ def entry(instruction: str, init: str, gold: str, evaluation: str) -> dict:
 
 
 TASKS = {
-    "1": entry("Make /data/a.txt readable only by its owner.", "mkdir -p /data && echo hello > /data/a.txt && chmod 644 /data/a.txt", "chmod 600 /data/a.txt", "[ $(stat -c %a /data/a.txt) = 600 ]"),
-    "2": entry(f"Create user {USER} with a home folder holding docs/.", "", f"useradd -m {USER} && mkdir /home/{USER}/docs && chown {USER} /home/{USER}/docs", f"id {USER} && [ -d /home/{USER}/docs ] && [ $(stat -c %U /home/{USER}/docs) = {USER} ]"),
+    "1": entry(
+        "Make /data/a.txt readable only by its owner.",
+        "mkdir -p /data && echo hello > /data/a.txt && chmod 644 /data/a.txt",
+        "chmod 600 /data/a.txt",
+        "[ $(stat -c %a /data/a.txt) = 600 ]",
+    ),
+    "2": entry(
+        f"Create user {USER} with a home folder holding docs/.",
+        "",
+        f"useradd -m {USER} && mkdir /home/{USER}/docs && chown {USER} /home/{USER}/docs",
+        f"id {USER} && [ -d /home/{USER}/docs ] && [ $(stat -c %U /home/{USER}/docs) = {USER} ]",
+    ),
     "3": entry("A task whose check can never pass.", "", "true", "exit 1"),
     "4": entry("Count the lines of /etc/hostname into /root/n.txt.", "", "wc -l < /etc/hostname > /root/n.txt", "[ -s /root/n.txt ]"),
-    "5": entry("Write 'done' into /tmp/flag after 1 second, in the background.", "", "(sleep 1; echo done > /tmp/flag) &", "grep -q done /tmp/flag"),
+    "5": entry(
+        "Write 'done' into /tmp/flag after 1 second, in the background.", "", "(sleep 1; echo done > /tmp/flag) &", "grep -q done /tmp/flag"
+    ),
 }
 VALIDATION_IDS = [str(k) for k in range(10, 40)]
 
@@ -164,7 +176,12 @@ def play(env: LLBOSEnv, task: Task, *actions: str) -> dict:
 
 
 def own_task(evaluation: str) -> Task:
-    return Task(id="llb_os/own", split="train", description="", data={"initialization": "", "evaluation": evaluation, "gold": ["true", "finish"], "skills": []})
+    return Task(
+        id="llb_os/own",
+        split="train",
+        description="",
+        data={"initialization": "", "evaluation": evaluation, "gold": ["true", "finish"], "skills": []},
+    )
 
 
 @needs_sandbox
@@ -174,11 +191,16 @@ def test_llb_os_check_runs_with_host_tools_after_bash_is_replaced(env: LLBOSEnv)
     assert info["success"] is False and info["status"] == "tampered" and info["tampering"] == ["changed_system_file"], info
     assert "exit 1" in info["detail"] and "/usr/bin/bash" in info["detail"]  # the host's bash ran the check, and it failed
     with Sandbox(Limits(timeout_s=20)) as sandbox:
-        sandbox.run("rm -f /usr/bin/bash; cp /usr/bin/true /usr/bin/bash; printf '#!/bin/sh\\necho made by the episode\\n' > /usr/bin/user_check; chmod +x /usr/bin/user_check; echo /nonexistent.so > /etc/ld.so.preload")
+        sandbox.run(
+            "rm -f /usr/bin/bash; cp /usr/bin/true /usr/bin/bash; printf '#!/bin/sh\\necho made by the episode\\n' > /usr/bin/user_check; "
+            "chmod +x /usr/bin/user_check; echo /nonexistent.so > /etc/ld.so.preload"
+        )
         episode = sandbox.run('echo "bash $BASH_VERSION"')
         check = sandbox.check('echo "bash $BASH_VERSION"; /usr/bin/user_check; wc -c < /etc/ld.so.preload')
     assert episode.ok and "bash" not in episode.output  # the episode's bash is `true` (the preload only warns)
-    assert check.result.ok and check.result.output.splitlines() == [f"bash {bash_version()}", "made by the episode", "0"], check.result.output
+    assert check.result.ok and check.result.output.splitlines() == [f"bash {bash_version()}", "made by the episode", "0"], (
+        check.result.output
+    )
     assert check.trusted_view == "overlay" and set(check.system_changes) == {"changed_system_file", "changed_loader_config"}
 
 
@@ -186,8 +208,13 @@ def test_llb_os_check_runs_with_host_tools_after_bash_is_replaced(env: LLBOSEnv)
 def test_check_python_starts_no_user_site_and_no_module_of_the_working_folder():
     # Each writes Python code that exits 0 at start-up; the check's one-liner must still run and exit 1.
     setups = {
-        "usercustomize": "d=$(python3 -c 'import site;print(site.getusersitepackages())'); mkdir -p $d; printf 'import os\\nos._exit(0)\\n' > $d/usercustomize.py",
-        "pth": "d=$(python3 -c 'import site;print(site.getusersitepackages())'); mkdir -p $d; printf 'import os; os._exit(0)\\n' > $d/zz.pth",
+        "usercustomize": (
+            "d=$(python3 -c 'import site;print(site.getusersitepackages())'); mkdir -p $d; printf 'import os\\nos._exit(0)\\n' > "
+            "$d/usercustomize.py"
+        ),
+        "pth": (
+            "d=$(python3 -c 'import site;print(site.getusersitepackages())'); mkdir -p $d; printf 'import os; os._exit(0)\\n' > $d/zz.pth"
+        ),
         "json.py in the working folder": "printf 'import os\\nos._exit(0)\\n' > json.py",
     }
     for name, setup in setups.items():
@@ -212,19 +239,31 @@ TAMPERING = [
     ("rm /usr/bin/grep", "deleted_system_file"),
     ("cp /usr/bin/true /usr/bin/stat", "changed_system_file"),
     ("chmod 777 /usr/bin", "changed_system_file"),
-    ("printf '#!/bin/sh\\necho 600\\n' > /usr/sbin/stat && chmod +x /usr/sbin/stat", "shadowed_system_command"),  # /usr/sbin comes before /usr/bin on PATH
+    (
+        "printf '#!/bin/sh\\necho 600\\n' > /usr/sbin/stat && chmod +x /usr/sbin/stat",
+        "shadowed_system_command",
+    ),  # /usr/sbin comes before /usr/bin on PATH
     ("printf '#!/bin/sh\\necho 600\\n' > /usr/local/bin/stat && chmod +x /usr/local/bin/stat", "shadowed_system_command"),
     ("echo x > /usr/lib/libmemrl-evil.so.1", "added_system_library"),
     ("echo /usr/lib/libmemrl-evil.so.1 > /etc/ld.so.preload", "changed_loader_config"),
-    ("mkdir -p /usr/local/lib/python3/dist-packages && echo 'import os' > /usr/local/lib/python3/dist-packages/memrl.pth", "python_startup_hook"),
+    (
+        "mkdir -p /usr/local/lib/python3/dist-packages && echo 'import os' > /usr/local/lib/python3/dist-packages/memrl.pth",
+        "python_startup_hook",
+    ),
     # Debian's /usr/lib/python3.X/sitecustomize.py links to /etc/python3.X/sitecustomize.py: a file there runs in every check's Python
-    ("d=/etc/python3.$(python3 -c 'import sys; print(sys.version_info[1])') && mkdir -p $d && echo 'import os; os._exit(0)' > $d/sitecustomize.py", "python_startup_hook"),
+    (
+        "d=/etc/python3.$(python3 -c 'import sys; print(sys.version_info[1])') && mkdir -p $d && echo 'import os; os._exit(0)' > "
+        "$d/sitecustomize.py",
+        "python_startup_hook",
+    ),
     ("FOLDER", "replaced_system_folder"),
 ]
 
 
 @needs_sandbox
-@pytest.mark.parametrize("tampering, pattern", TAMPERING, ids=[p for _, p in TAMPERING][:-2] + ["etc_python_sitecustomize", "replaced_system_folder"])
+@pytest.mark.parametrize(
+    "tampering, pattern", TAMPERING, ids=[p for _, p in TAMPERING][:-2] + ["etc_python_sitecustomize", "replaced_system_folder"]
+)
 def test_llb_os_replaced_system_binary_is_flagged(env: LLBOSEnv, tampering: str, pattern: str):
     if tampering == "FOLDER":
         folder = some_folder_of("/usr/share")
@@ -237,7 +276,12 @@ def test_llb_os_replaced_system_binary_is_flagged(env: LLBOSEnv, tampering: str,
 @needs_sandbox
 def test_llb_os_tools_a_task_adds_are_no_tampering(env: LLBOSEnv):
     made = "printf '#!/bin/sh\\nexit 0\\n' > {0} && chmod +x {0}"
-    actions = [made.format("/usr/bin/user_check"), made.format("/usr/local/bin/sleeper.sh"), "mkdir -p /usr/local/scripts && touch /usr/local/scripts/run.sh", "useradd -m checked && echo 'checked:pw' | chpasswd"]
+    actions = [
+        made.format("/usr/bin/user_check"),
+        made.format("/usr/local/bin/sleeper.sh"),
+        "mkdir -p /usr/local/scripts && touch /usr/local/scripts/run.sh",
+        "useradd -m checked && echo 'checked:pw' | chpasswd",
+    ]
     info = play(env, own_task("/usr/bin/user_check && /usr/local/bin/sleeper.sh && grep -q '^checked:\\$' /etc/shadow"), *actions)
     assert info["success"] is True and "status" not in info, info
 
@@ -245,13 +289,18 @@ def test_llb_os_tools_a_task_adds_are_no_tampering(env: LLBOSEnv):
 @needs_sandbox
 def test_llb_os_a_command_shadowed_while_the_check_runs_is_flagged(env: LLBOSEnv):
     # A process the episode left running waits for the check, then puts a fake `stat` before the real one on PATH.
-    daemon = "nohup sh -c 'while ! pgrep -f memrl-check-mark[e]r >/dev/null; do sleep 0.02; done; printf \"#!/bin/sh\\necho 600\\n\" > /usr/sbin/stat; chmod +x /usr/sbin/stat' >/dev/null 2>&1 &"
+    daemon = (
+        'nohup sh -c \'while ! pgrep -f memrl-check-mark[e]r >/dev/null; do sleep 0.02; done; printf "#!/bin/sh\\necho 600\\n" > '
+        "/usr/sbin/stat; chmod +x /usr/sbin/stat' >/dev/null 2>&1 &"
+    )
     info = play(env, own_task(": memrl-check-marker; sleep 1; [ $(stat -c %a /etc) = 600 ]"), daemon)
     assert info["success"] is False and info["status"] == "tampered" and info["tampering"] == ["shadowed_system_command"], info
 
 
 @needs_sandbox
-@pytest.mark.parametrize("commands, solved", [(["chmod 600 /data/a.txt", "ls -l /data"], True), (["ls -l /data"], False)], ids=["state_right", "state_wrong"])
+@pytest.mark.parametrize(
+    "commands, solved", [(["chmod 600 /data/a.txt", "ls -l /data"], True), (["ls -l /data"], False)], ids=["state_right", "state_wrong"]
+)
 def test_llb_os_episode_cut_at_the_step_limit_is_judged_by_its_final_state(env: LLBOSEnv, commands: list[str], solved: bool):
     # LifelongAgentBench's OS task checks the machine whatever ended the session, and MemRL's
     # LLB runner scores that check: the 1.5B model left 3 of 30 real episodes solved but unfinished

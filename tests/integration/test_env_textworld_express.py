@@ -140,7 +140,9 @@ def test_spawn_is_independent_and_close_ends_each_jvm(env):
 
 def noise(output: str) -> list[str]:
     """Lines of py4j's logging or of a traceback."""
-    return [line for line in output.splitlines() if any(mark in line for mark in ("[HYDRA]", "Traceback", "Py4J", "Gateway", "Callback Server"))]
+    return [
+        line for line in output.splitlines() if any(mark in line for mark in ("[HYDRA]", "Traceback", "Py4J", "Gateway", "Callback Server"))
+    ]
 
 
 def twx_command(results, server, *extra: str) -> list[str]:
@@ -148,9 +150,22 @@ def twx_command(results, server, *extra: str) -> list[str]:
     import sys
 
     return [
-        sys.executable, "-m", "memrl_bench", f"results_dir={results}", "env=textworld_express", "method=none", "llm=openai",
-        f"llm.base_url={server.base_url}", "llm.model=m", "llm.cache_mode=off", "embedder=openai", f"embedder.base_url={server.base_url}",
-        "embedder.model=e", "actor.max_steps=3", "progress=false", *extra,
+        sys.executable,
+        "-m",
+        "memrl_bench",
+        f"results_dir={results}",
+        "env=textworld_express",
+        "method=none",
+        "llm=openai",
+        f"llm.base_url={server.base_url}",
+        "llm.model=m",
+        "llm.cache_mode=off",
+        "embedder=openai",
+        f"embedder.base_url={server.base_url}",
+        "embedder.model=e",
+        "actor.max_steps=3",
+        "progress=false",
+        *extra,
     ]
 
 
@@ -167,11 +182,26 @@ def test_a_run_ends_quietly_on_success_and_on_ctrl_c(tmp_path):
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "OPENAI_API_KEY": "test-key-not-a-secret"}
     with FaultServer() as server:
-        done = subprocess.run(twx_command(tmp_path / "done", server, "env.tasks_per_split=2", "protocol.epochs=1", "llm.max_concurrency=2"), cwd=root, capture_output=True, text=True, env=env, timeout=300)
+        done = subprocess.run(
+            twx_command(tmp_path / "done", server, "env.tasks_per_split=2", "protocol.epochs=1", "llm.max_concurrency=2"),
+            cwd=root,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
         assert done.returncode == 0 and done.stderr == "", done.stderr
         assert not noise(done.stdout), done.stdout
         server.delay_s = 0.05  # each answer waits, as a real model's does: the run cannot end before its Ctrl-C, however loaded the machine
-        proc = subprocess.Popen(twx_command(tmp_path / "stopped", server, "env.tasks_per_split=6", "protocol.epochs=40", "protocol.batch_size=2"), cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            twx_command(tmp_path / "stopped", server, "env.tasks_per_split=6", "protocol.epochs=40", "protocol.batch_size=2"),
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 120
         while not list(tmp_path.glob("stopped/default/*/episodes.jsonl")):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()

@@ -26,7 +26,12 @@ def study(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("export")
     for epsilon in EPSILONS:
         for seed in SEEDS:
-            cfg = config(method={"name": "memrl", "epsilon": epsilon}, protocol={"epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0}, seed=seed, task_order_seed=seed)
+            cfg = config(
+                method={"name": "memrl", "epsilon": epsilon},
+                protocol={"epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0},
+                seed=seed,
+                task_order_seed=seed,
+            )
             run(cfg, root / "critique" / "epsilon" / f"method.epsilon={epsilon},seed={seed}")
     return root
 
@@ -39,7 +44,9 @@ def test_every_logged_episode_is_one_row_with_the_varied_settings(study):
     episodes = memrl_bench.load_episodes(study)
     logged = _logged(study)
     assert len(episodes) == len(logged)
-    assert sorted(episodes["episode_id"] + episodes["run"]) == sorted(e["episode_id"] + r for r in episodes["run"].unique() for e in _logged(study / r))
+    assert sorted(episodes["episode_id"] + episodes["run"]) == sorted(
+        e["episode_id"] + r for r in episodes["run"].unique() for e in _logged(study / r)
+    )
     assert {"method", "env", "seed", "task_order_seed", "method.epsilon"} <= set(episodes.columns)
     assert sorted(episodes["method.epsilon"].unique()) == list(EPSILONS)
     assert "protocol.epochs" not in episodes.columns  # the same in every run: not a varied setting
@@ -60,7 +67,9 @@ def test_retrievals_are_every_retrieved_memory(study):
 
 def test_the_command_writes_parquet_and_csv_that_agree(study, tmp_path):
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "memrl_bench.core.export", str(study), "--out", str(out), "--retrievals"], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "memrl_bench.core.export", str(study), "--out", str(out), "--retrievals"], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [str(out / f) for f in ("episodes.parquet", "episodes.csv", "retrievals.parquet", "retrievals.csv")]
     parquet, csv = pd.read_parquet(out / "episodes.parquet"), pd.read_csv(out / "episodes.csv")
@@ -104,7 +113,9 @@ def test_export_refuses_a_damaged_run(study, tmp_path, damage):
         manifest["labels"] = []
         (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
         why = "its manifest_sha256 does not match its contents"
-    done = subprocess.run([sys.executable, "-m", "memrl_bench.core.export", str(target), "--out", str(tmp_path / "out")], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "memrl_bench.core.export", str(target), "--out", str(tmp_path / "out")], capture_output=True, text=True
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and str(run_dir) in done.stderr and why in done.stderr, done.stderr
     assert not (tmp_path / "out").exists()
@@ -143,7 +154,9 @@ def test_killed_export_leaves_no_partial_file(study, tmp_path):
     out = tmp_path / "out"
 
     def killed() -> None:
-        done = subprocess.run([sys.executable, "-c", KILLED_WHILE_WRITING_THE_CSV, str(study), "--out", str(out)], capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-c", KILLED_WHILE_WRITING_THE_CSV, str(study), "--out", str(out)], capture_output=True, text=True
+        )
         assert done.returncode == -9, done.stderr
 
     killed()
@@ -169,4 +182,7 @@ def test_ctrl_c_during_export_or_report_is_one_line_and_exit_130(tmp_path, monke
     monkeypatch.setattr(module, "read_runs" if command.endswith("export") else "load_for_report", interrupted)
     with pytest.raises(SystemExit) as stop:
         module.main([str(tmp_path)])
-    assert stop.value.code == 130 and capsys.readouterr().err.strip() in ("memrl-bench-export: interrupted", "memrl-bench-report: interrupted")
+    assert stop.value.code == 130 and capsys.readouterr().err.strip() in (
+        "memrl-bench-export: interrupted",
+        "memrl-bench-report: interrupted",
+    )

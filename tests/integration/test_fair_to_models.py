@@ -24,11 +24,20 @@ def gguf(path, metadata: dict) -> None:
     def string(s: str) -> bytes:
         return struct.pack("<Q", len(s.encode())) + s.encode()
 
-    body = b"".join(string(k) + (struct.pack("<I", 8) + string(v) if isinstance(v, str) else struct.pack("<II", 4, v)) for k, v in metadata.items())
+    body = b"".join(
+        string(k) + (struct.pack("<I", 8) + string(v) if isinstance(v, str) else struct.pack("<II", 4, v)) for k, v in metadata.items()
+    )
     path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, len(metadata)) + body)
 
 
-QWEN_SHAPE = {"general.architecture": "qwen2", "qwen2.block_count": 24, "qwen2.attention.head_count": 14, "qwen2.attention.head_count_kv": 2, "qwen2.embedding_length": 896, "qwen2.context_length": 32768}
+QWEN_SHAPE = {
+    "general.architecture": "qwen2",
+    "qwen2.block_count": 24,
+    "qwen2.attention.head_count": 14,
+    "qwen2.attention.head_count_kv": 2,
+    "qwen2.embedding_length": 896,
+    "qwen2.context_length": 32768,
+}
 
 
 def test_local_context_comes_from_the_gguf_capped_by_memory(tmp_path):
@@ -70,7 +79,11 @@ def test_the_reflection_is_told_how_the_episode_ended_and_its_call_is_kept():
     prompt = model.calls[0][0]["content"]
     assert "How the attempt ended: step limit: all 2 steps were used without finishing the task" in prompt
     (call,) = result.calls_by_episode[failed.episode.episode_id]
-    assert (call["purpose"], call["completion"], call["parsed"]) == ("memrl_reflection", "Next time, COMMIT after the UPDATE.", "Next time, COMMIT after the UPDATE.")
+    assert (call["purpose"], call["completion"], call["parsed"]) == (
+        "memrl_reflection",
+        "Next time, COMMIT after the UPDATE.",
+        "Next time, COMMIT after the UPDATE.",
+    )
     assert call["messages"][0]["content"] == prompt
 
 
@@ -88,7 +101,10 @@ def test_memrl_logs_similarity_quantiles_and_warns_when_the_threshold_removes_he
     finally:
         loop.close()
     assert seen.items == [] and seen.info == {"top_similarity": pytest.approx(0.4, abs=1e-4), "threshold": 0.5}
-    held_out = [record(f"v{i}", 1, False, phase="validation", info={"retrieval": {"top_similarity": 0.3 + i / 100, "threshold": 0.5}}) for i in range(10)]
+    held_out = [
+        record(f"v{i}", 1, False, phase="validation", info={"retrieval": {"top_similarity": 0.3 + i / 100, "threshold": 0.5}})
+        for i in range(10)
+    ]
     train = [record("t", 1, True, info={"retrieval": {"top_similarity": 0.9, "threshold": 0.5}})]
     similarity = metrics.compute(held_out + train)["retrieval_similarity"]
     assert similarity["validation"]["below_threshold_share"] == 1.0 and similarity["validation"]["q50"] == pytest.approx(0.345)

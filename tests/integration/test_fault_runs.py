@@ -23,11 +23,26 @@ def answer_b(messages) -> str:
 
 def mmlu_config(server: FaultServer, **extra: str) -> dict:
     overrides = {
-        "env": "mmlu", "env.tasks_per_split": "4", "method": "rag", "llm": "openai", "llm.base_url": server.base_url,
-        "llm.model": "fault-server-model", "llm.timeout_s": "0.5", "llm.max_retries": "3", "llm.backoff_base_s": "0.01",
-        "llm.backoff_max_s": "0.05", "llm.cache_mode": "off", "llm.max_concurrency": "1", "llm.max_consecutive_failures": "3",
-        "embedder": "openai", "embedder.base_url": server.base_url, "embedder.model": "fault-server-embed",
-        "protocol.epochs": "2", "protocol.batch_size": "2", "progress": "false", **extra,
+        "env": "mmlu",
+        "env.tasks_per_split": "4",
+        "method": "rag",
+        "llm": "openai",
+        "llm.base_url": server.base_url,
+        "llm.model": "fault-server-model",
+        "llm.timeout_s": "0.5",
+        "llm.max_retries": "3",
+        "llm.backoff_base_s": "0.01",
+        "llm.backoff_max_s": "0.05",
+        "llm.cache_mode": "off",
+        "llm.max_concurrency": "1",
+        "llm.max_consecutive_failures": "3",
+        "embedder": "openai",
+        "embedder.base_url": server.base_url,
+        "embedder.model": "fault-server-embed",
+        "protocol.epochs": "2",
+        "protocol.batch_size": "2",
+        "progress": "false",
+        **extra,
     }
     return composed(*(f"{k}={v}" for k, v in overrides.items()))
 
@@ -44,8 +59,15 @@ def api_key(monkeypatch):
 def test_every_fault_kind_is_survived_and_counted(tmp_path):
     with FaultServer(reply=answer_b) as server:
         server.script(
-            Fault.http_error(429, retry_after="0.05"), Fault.http_error(500), Fault.http_error(503), Fault.slow(1.5),
-            Fault("reset"), Fault("truncated"), Fault("invalid_json"), Fault("empty"), Fault("ignore_format"),
+            Fault.http_error(429, retry_after="0.05"),
+            Fault.http_error(500),
+            Fault.http_error(503),
+            Fault.slow(1.5),
+            Fault("reset"),
+            Fault("truncated"),
+            Fault("invalid_json"),
+            Fault("empty"),
+            Fault("ignore_format"),
         )
         metrics = run(mmlu_config(server, **{"llm.max_retries": "10"}), tmp_path / "run")
     episodes = log(tmp_path / "run")
@@ -100,9 +122,23 @@ def test_the_cli_names_an_unreachable_base_url_and_leaves_no_folder(tmp_path):  
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     out = subprocess.run(
-        [sys.executable, "-m", "memrl_bench", f"results_dir={tmp_path}", "env=mmlu", "env.tasks_per_split=2", "llm=openai",
-         f"llm.base_url=http://127.0.0.1:{port}/v1", "llm.model=m", "embedder=minilm", "protocol.epochs=1"],
-        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "memrl_bench",
+            f"results_dir={tmp_path}",
+            "env=mmlu",
+            "env.tasks_per_split=2",
+            "llm=openai",
+            f"llm.base_url=http://127.0.0.1:{port}/v1",
+            "llm.model=m",
+            "embedder=minilm",
+            "protocol.epochs=1",
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert out.returncode == 3 and f"127.0.0.1:{port}" in out.stderr and "Traceback" not in out.stderr
     assert not list(tmp_path.rglob("manifest.json"))

@@ -18,9 +18,17 @@ from memrl_bench.findings.runs import arm_order
 # ---- cross-run measures on hand-built runs ---------------------------------------------
 
 
-def run(order: int, seed: int = 0, method: dict | None = None, kind: str = "held_out", epoch_order_seeds: list[int] | None = None, **data) -> Run:
+def run(
+    order: int, seed: int = 0, method: dict | None = None, kind: str = "held_out", epoch_order_seeds: list[int] | None = None, **data
+) -> Run:
     protocol = {"name": kind, "epochs": 3, "eval_samples": 1, "epoch_order_seeds": epoch_order_seeds}
-    config = {"env": {"name": "synthetic", "outcome_temperature": 0.0}, "method": method or {"name": "memrl", "epsilon": 0.0}, "protocol": protocol, "seed": seed, "task_order_seed": order}
+    config = {
+        "env": {"name": "synthetic", "outcome_temperature": 0.0},
+        "method": method or {"name": "memrl", "epsilon": 0.0},
+        "protocol": protocol,
+        "seed": seed,
+        "task_order_seed": order,
+    }
     return Run(Path(f"run-{order}-{seed}"), config, ["synthetic"], **data)
 
 
@@ -42,7 +50,12 @@ def test_order_spread_is_per_method_seed():
 
 def test_retrieval_agreement_and_overlap():
     same = {"e1": ("a", "b"), "e2": ("c",)}
-    runs = [run(0, 0, train_choices=same), run(0, 1, train_choices={"e1": ("a", "b"), "e2": ("d",)}), run(1, 0, train_choices=same), run(1, 1, train_choices=same)]
+    runs = [
+        run(0, 0, train_choices=same),
+        run(0, 1, train_choices={"e1": ("a", "b"), "e2": ("d",)}),
+        run(1, 0, train_choices=same),
+        run(1, 1, train_choices=same),
+    ]
     assert retrieval_agreement(runs) == {0: 0.5, 1: 1.0}
     # Test retrievals, by source task: order 0 vs order 1 share T1 of {T1, T2} for task q.
     x = [run(0, 0, test_sources={"q": frozenset({"T1", "T2"})}), run(1, 0, test_sources={"q": frozenset({"T1"})})]
@@ -54,8 +67,16 @@ def test_retrieval_agreement_and_overlap():
 def test_order_counterfactual_pairs_each_run_with_its_reference():
     common = {"test_sources": {"q": frozenset({"T1", "T2"})}}
     ref = run(0, measures={"test_expected_sr": 0.5, "final_sr": 0.5}, top_sources=frozenset({"A", "B"}), **common)
-    first = run(0, epoch_order_seeds=[7], measures={"test_expected_sr": 0.8, "final_sr": 0.4}, top_sources=frozenset({"C", "D"}), test_sources={"q": frozenset({"T3"})})
-    second = run(0, epoch_order_seeds=[0, 7], measures={"test_expected_sr": 0.45, "final_sr": 0.5}, top_sources=frozenset({"A", "C"}), **common)
+    first = run(
+        0,
+        epoch_order_seeds=[7],
+        measures={"test_expected_sr": 0.8, "final_sr": 0.4},
+        top_sources=frozenset({"C", "D"}),
+        test_sources={"q": frozenset({"T3"})},
+    )
+    second = run(
+        0, epoch_order_seeds=[0, 7], measures={"test_expected_sr": 0.45, "final_sr": 0.5}, top_sources=frozenset({"A", "C"}), **common
+    )
     out = order_counterfactual([ref, first, second])
     assert out["test_expected_sr"] == {1: {7: pytest.approx(0.3)}, 2: {7: pytest.approx(0.05)}}
     assert out["bank"] == {1: {7: 1.0}, 2: {7: pytest.approx(1 - 1 / 3)}}
@@ -80,7 +101,17 @@ print(repr(retrieval_overlap([run(0, 0, test_sources=a), run(1, 0, test_sources=
 print(repr(order_counterfactual([run(0, test_sources=a), run(0, epoch_order_seeds=[7], test_sources=b)])["retrieval"]))
 """
     root = Path(__file__).resolve().parents[2]
-    outputs = {subprocess.run([sys.executable, "-c", program], cwd=root, env={"PYTHONHASHSEED": str(seed), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, check=True).stdout for seed in range(1, 6)}
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", program],
+            cwd=root,
+            env={"PYTHONHASHSEED": str(seed), "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(1, 6)
+    }
     assert len(outputs) == 1, outputs
 
 
@@ -101,7 +132,12 @@ def test_arm_labels():
 
 
 def test_arms_sort_greedy_zero_first_then_by_selection_rule_and_value_as_numbers():
-    methods = [{"name": "rag"}, {"name": "memrl", "selection": "softmax", "softmax_temperature": 1.0}, {"name": "memrl", "epsilon": 0.2}, {"name": "memrl", "selection": "softmax", "softmax_temperature": 0.1}]
+    methods = [
+        {"name": "rag"},
+        {"name": "memrl", "selection": "softmax", "softmax_temperature": 1.0},
+        {"name": "memrl", "epsilon": 0.2},
+        {"name": "memrl", "selection": "softmax", "softmax_temperature": 0.1},
+    ]
     methods += [{"name": "memrl", "epsilon": 0.05}, {"name": "none"}, {"name": "memrl", "epsilon": 0.0}, {"name": "memrl", "epsilon": 0.1}]
     labels = [fd.arm_label(m) for m in sorted(methods, key=arm_order)]
     assert labels == ["memrl ε=0", "memrl ε=0.05", "memrl ε=0.1", "memrl ε=0.2", "memrl softmax T=0.1", "memrl softmax T=1", "none", "rag"]
@@ -110,7 +146,10 @@ def test_arms_sort_greedy_zero_first_then_by_selection_rule_and_value_as_numbers
 def test_measured_claims_come_first_and_each_unmeasured_one_names_its_presets():
     from memrl_bench.core.stats import t_interval
 
-    rows = (fd.row("memrl ε=0 - memrl ε=0.1", t_interval([0.19, 0.2, 0.21]), +1, primary=True), fd.row("other", t_interval([-0.21, -0.2, -0.19]), +1))
+    rows = (
+        fd.row("memrl ε=0 - memrl ε=0.1", t_interval([0.19, 0.2, 0.21]), +1, primary=True),
+        fd.row("other", t_interval([-0.21, -0.2, -0.19]), +1),
+    )
     measured = fd.Finding(fd.claim_by_id("regret"), rows, fd.SYNTHETIC)
     unmeasured = fd.Finding(fd.claim_by_id("epoch1_counterfactual"), (), fd.SYNTHETIC)
     regret, order = measured.claim.text, unmeasured.claim.text
@@ -118,7 +157,7 @@ def test_measured_claims_come_first_and_each_unmeasured_one_names_its_presets():
     page = fd.render_html(found, Path("results"))
     assert page.count('<section id="findings">') == 1 and page.count("<h2>") == 1
     assert page.index(regret) < page.index("Not measured by the runs in this folder") < page.index(order)
-    assert "+experiment=critique_order" in page[page.index(order):]
+    assert "+experiment=critique_order" in page[page.index(order) :]
     assert measured.verdict == SUPPORTED and "interval below 0" in page  # the other row says where it lies, not a verdict
     markdown = fd.render_markdown(found, Path("results"))
     assert markdown.count("**Verdict:") == 1 and f"- {order} — needs the runs of the preset critique_order" in markdown
@@ -142,7 +181,10 @@ def test_presets_compose_on_the_synthetic_world_and_can_point_elsewhere():
             folders.add(cfg.experiment_name)
         # Run folders are named by the overrides, so presets must not share a folder.
         assert len(folders) == len(PRESETS)
-        assert compose("config", overrides=["+experiment=critique_fairness"], return_hydra_config=True).hydra.sweeper.params.protocol == "runtime_learning"
+        assert (
+            compose("config", overrides=["+experiment=critique_fairness"], return_hydra_config=True).hydra.sweeper.params.protocol
+            == "runtime_learning"
+        )
         moved = compose("config", overrides=["+experiment=critique", "env.n_types=6"])
         assert moved.env.n_types == 6
 
@@ -150,8 +192,16 @@ def test_presets_compose_on_the_synthetic_world_and_can_point_elsewhere():
 # ---- one tiny study, end to end ---------------------------------------------------------
 
 TINY = {
-    "env": {"name": "synthetic", "seed": 0, "n_types": 2, "n_ood_types": 1, "intent_dim": 8, "harmful_early_share": 0.5, "outcome_temperature": 0.0,
-            "tasks": {"train": 8, "validation": 4, "test_in_distribution": 4, "test_out_of_distribution": 4}},
+    "env": {
+        "name": "synthetic",
+        "seed": 0,
+        "n_types": 2,
+        "n_ood_types": 1,
+        "intent_dim": 8,
+        "harmful_early_share": 0.5,
+        "outcome_temperature": 0.0,
+        "tasks": {"train": 8, "validation": 4, "test_in_distribution": 4, "test_out_of_distribution": 4},
+    },
     "method": {"name": "memrl"},
     "llm": {"name": "none"},
     "embedder": {"name": "env_intent"},
@@ -174,7 +224,11 @@ def tiny(method: dict, order: int, seed: int = 0, temperature: float = 0.0, **pr
 
 def tiny_study() -> list[dict]:
     """The shape of the critique presets on a world of 8 training tasks, two task orders."""
-    greedy, explore, softmax = {"name": "memrl"}, {"name": "memrl", "epsilon": 0.1}, {"name": "memrl", "selection": "softmax", "softmax_temperature": 0.3}
+    greedy, explore, softmax = (
+        {"name": "memrl"},
+        {"name": "memrl", "epsilon": 0.1},
+        {"name": "memrl", "selection": "softmax", "softmax_temperature": 0.3},
+    )
     orders = (0, 1)
     cfgs = [tiny(m, o, s) for m in (greedy, explore, softmax) for o in orders for s in (0, 1)]
     cfgs += [tiny(m, o) for m in ({"name": "none"}, {"name": "rag"}) for o in orders]
@@ -190,7 +244,22 @@ def test_tiny_study_end_to_end_yields_every_finding(tmp_path):
     for i, cfg in enumerate(tiny_study()):
         run_one(cfg, tmp_path / "study" / f"run-{i:03d}")
     found = fd.findings(tmp_path)
-    assert [f.id for f in found] == ["determinism", "epoch1_lock_in", "epoch1_counterfactual", "never_tested", "good_amplified", "bad_locked_in", "regret", "order_dependence", "memory_helps", "runtime_learning", "weak_baselines", "drift_stale_kept", "drift_adaptation", "drift_gain_per_token"]
+    assert [f.id for f in found] == [
+        "determinism",
+        "epoch1_lock_in",
+        "epoch1_counterfactual",
+        "never_tested",
+        "good_amplified",
+        "bad_locked_in",
+        "regret",
+        "order_dependence",
+        "memory_helps",
+        "runtime_learning",
+        "weak_baselines",
+        "drift_stale_kept",
+        "drift_adaptation",
+        "drift_gain_per_token",
+    ]
     for f in found[:11]:
         assert f.section.label == "SYNTHETIC (simulation, not LLM results)" and f.section.synthetic
         assert f.verdict in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE), f.id
@@ -200,7 +269,16 @@ def test_tiny_study_end_to_end_yields_every_finding(tmp_path):
     # epsilon = 0 with temperature-0 outcomes: the method seed changes no retrieval at all.
     assert by_id["determinism"].verdict == SUPPORTED
     labels = " | ".join(r.label for f in found for r in f.rows)
-    for expected in ("memrl ε=0.1", "memrl softmax T=0.3", "epoch 1 - epoch 2", "test pass@3", "pass@3 (CSR over 3 epochs", "gap - none gap", "memrl ε=0 - none, outcome T=0: held-out test success, paired on the test task", "interval needs at this spread"):
+    for expected in (
+        "memrl ε=0.1",
+        "memrl softmax T=0.3",
+        "epoch 1 - epoch 2",
+        "test pass@3",
+        "pass@3 (CSR over 3 epochs",
+        "gap - none gap",
+        "memrl ε=0 - none, outcome T=0: held-out test success, paired on the test task",
+        "interval needs at this spread",
+    ):
         assert expected in labels
     markdown = fd.render_markdown(found, tmp_path)
     assert markdown.startswith("## Findings on the critique's claims (synthetic)")
@@ -219,7 +297,14 @@ def test_a_tiny_drift_study_yields_the_three_drift_findings(tmp_path):
     from memrl_bench.runner.loop import run as run_one
 
     methods = [{"name": "none"}, {"name": "rag"}, {"name": "memrl"}, {"name": "simplemem", "write_with_llm": False}]
-    protocol = {"name": "drift", "epochs": 3, "batch_size": 10, "checkpoint_interval_s": 0, "validate_every_epoch": False, "drift": {"epoch": 2, "window": 10}}
+    protocol = {
+        "name": "drift",
+        "epochs": 3,
+        "batch_size": 10,
+        "checkpoint_interval_s": 0,
+        "validate_every_epoch": False,
+        "drift": {"epoch": 2, "window": 10},
+    }
     for method in methods:
         for order in (0, 1, 2):
             run_one(config(method=method, protocol=protocol, task_order_seed=order), tmp_path / "drift" / f"{method['name']}-{order}")
@@ -231,7 +316,11 @@ def test_a_tiny_drift_study_yields_the_three_drift_findings(tmp_path):
         assert [r.verdict for r in f.rows if r.verdict is not None] == [f.verdict], key
         assert all(r.n == 3 for r in f.rows if r.primary), key
     labels = " | ".join(r.label for f in found.values() for r in f.rows)
-    for expected in ("rag, outcome T=0: stale share of injections, last window after the change", "memrl ε=0 - rag, outcome T=0: SR after the change - SR of the epoch before it", "simplemem - memrl ε=0, outcome T=0: gain per 1k injected tokens"):
+    for expected in (
+        "rag, outcome T=0: stale share of injections, last window after the change",
+        "memrl ε=0 - rag, outcome T=0: SR after the change - SR of the epoch before it",
+        "simplemem - memrl ε=0, outcome T=0: gain per 1k injected tokens",
+    ):
         assert expected in labels
     assert not any(r.label.startswith("none,") for r in found["drift_stale_kept"].rows)  # injects nothing: no share
 
@@ -252,7 +341,12 @@ def test_study_runs_the_same_job_as_the_hydra_cli(tmp_path):
     jobs = study.expand("critique_fairness", [f"results_dir={tmp_path / 'study'}", "progress=false", *pick])
     assert len(jobs) == 1 and "protocol=runtime_learning" in jobs[0]
     study.run_jobs(jobs)
-    subprocess.run([sys.executable, "-m", "memrl_bench", "+experiment=critique_fairness", f"results_dir={tmp_path / 'cli'}", "progress=false", *pick], cwd=root, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "memrl_bench", "+experiment=critique_fairness", f"results_dir={tmp_path / 'cli'}", "progress=false", *pick],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    )
 
     (a,) = (tmp_path / "study").rglob("manifest.json")
     (b,) = (tmp_path / "cli").rglob("manifest.json")
@@ -268,8 +362,26 @@ def test_study_command_runs_its_presets_then_writes_the_findings(tmp_path):
     import sys
 
     root = Path(__file__).resolve().parents[2]
-    small = ["env.tasks.train=8", "env.tasks.validation=4", "env.tasks.test_in_distribution=4", "env.tasks.test_out_of_distribution=4", "protocol.epochs=2", "task_order_seed=0", "seed=0"]
-    command = [sys.executable, "-m", "memrl_bench", "+experiment=critique_study", "study.presets=[critique,critique_bandit]", "study.workers=1", f"results_dir={tmp_path}", "progress=false", *small]
+    small = [
+        "env.tasks.train=8",
+        "env.tasks.validation=4",
+        "env.tasks.test_in_distribution=4",
+        "env.tasks.test_out_of_distribution=4",
+        "protocol.epochs=2",
+        "task_order_seed=0",
+        "seed=0",
+    ]
+    command = [
+        sys.executable,
+        "-m",
+        "memrl_bench",
+        "+experiment=critique_study",
+        "study.presets=[critique,critique_bandit]",
+        "study.workers=1",
+        f"results_dir={tmp_path}",
+        "progress=false",
+        *small,
+    ]
     done = subprocess.run(command, cwd=root, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     # a fixed value replaces a preset's sweep: critique 3 methods x 2 outcome temperatures; bandit 2 selections x 2
@@ -290,7 +402,14 @@ def test_study_command_runs_its_presets_then_writes_the_findings(tmp_path):
     logs = list(tmp_path.rglob("episodes.jsonl"))
     frame = load_episodes(tmp_path / "critique")
     assert len(logs) == 10 and len(frame) == sum(len(p.read_text().splitlines()) for p in logs)
-    overrides = [dict(o.split("=", 1) for o in yaml.safe_load((p.parent / ".hydra" / "overrides.yaml").read_text()) if not o.startswith(("+", "hydra", "results_dir", "progress"))) for p in logs]
+    overrides = [
+        dict(
+            o.split("=", 1)
+            for o in yaml.safe_load((p.parent / ".hydra" / "overrides.yaml").read_text())
+            if not o.startswith(("+", "hydra", "results_dir", "progress"))
+        )
+        for p in logs
+    ]
     varied = {k for k in set().union(*overrides) if len({o.get(k) for o in overrides}) > 1}
     assert varied and varied <= set(frame.columns) | {"method"}, varied - set(frame.columns)
 
@@ -303,10 +422,33 @@ def test_the_readme_drift_study_commands_write_the_findings_and_the_report(tmp_p
     import sys
 
     root = Path(__file__).resolve().parents[2]
-    small = ["env.tasks.train=10", "env.tasks.validation=4", "env.tasks.test_in_distribution=4", "env.tasks.test_out_of_distribution=4",
-             "protocol.epochs=3", "++protocol.drift.epoch=2", "++protocol.drift.window=5", "protocol.batch_size=5", "task_order_seed=0", "seed=0"]
-    study = subprocess.run([sys.executable, "-m", "memrl_bench", "+experiment=drift_study", "study.workers=1", f"results_dir={tmp_path}", "progress=false", *small],
-                           cwd=root, capture_output=True, text=True)
+    small = [
+        "env.tasks.train=10",
+        "env.tasks.validation=4",
+        "env.tasks.test_in_distribution=4",
+        "env.tasks.test_out_of_distribution=4",
+        "protocol.epochs=3",
+        "++protocol.drift.epoch=2",
+        "++protocol.drift.window=5",
+        "protocol.batch_size=5",
+        "task_order_seed=0",
+        "seed=0",
+    ]
+    study = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memrl_bench",
+            "+experiment=drift_study",
+            "study.workers=1",
+            f"results_dir={tmp_path}",
+            "progress=false",
+            *small,
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     assert study.returncode == 0, study.stderr
     assert len(list((tmp_path / "drift").glob("*/*/COMPLETE"))) == 5  # none, rag, memrl, full_context; simplemem
     findings = (tmp_path / "drift" / "findings.md").read_text()
@@ -320,6 +462,7 @@ def test_the_readme_drift_study_commands_write_the_findings_and_the_report(tmp_p
 def test_a_comparison_on_new_tasks_pairs_each_test_task_over_the_orders(tmp_path):
     """task_differences: per test task, the arm's success averaged over its runs minus none's;
     tasks only one arm played are left out."""
+
     def run(order: int, outcomes: dict[str, float]) -> fd.Run:
         return fd.Run(tmp_path, {"method": {"name": "x"}, "task_order_seed": order, "env": {}}, [], test_outcomes=outcomes)
 
@@ -331,6 +474,10 @@ def test_a_comparison_on_new_tasks_pairs_each_test_task_over_the_orders(tmp_path
 def test_the_test_split_is_the_one_playing_test():
     from memrl_bench.core.schema import EnvRecord, ManifestRecord
 
-    manifest = ManifestRecord(config={"method": {"name": "none"}}, config_hash="x", env=EnvRecord(name="mmlu", roles={"train": "test", "validation": None, "test": ["validation"]}))
+    manifest = ManifestRecord(
+        config={"method": {"name": "none"}},
+        config_hash="x",
+        env=EnvRecord(name="mmlu", roles={"train": "test", "validation": None, "test": ["validation"]}),
+    )
     assert fd.test_split(manifest) == "validation"
     assert fd.test_split(ManifestRecord(config={"method": {"name": "none"}}, config_hash="x")) == "test_in_distribution"

@@ -26,7 +26,8 @@ class TestCases(unittest.TestCase):
 WRONG = "def task_func(a, b):\n    return 0\n"
 # What the model answers, by the number in the task's prompt: the old forgeries and one honest answer.
 ANSWERS = {
-    0: WRONG + "import re, sys\nprint(*re.findall(r'[0-9a-f]{32}', open(__file__).read()))\nsys.exit(0)\n",  # prints any marker its file holds
+    0: WRONG
+    + "import re, sys\nprint(*re.findall(r'[0-9a-f]{32}', open(__file__).read()))\nsys.exit(0)\n",  # prints any marker its file holds
     1: "import unittest\nunittest.TestResult.wasSuccessful = lambda self: True\n" + WRONG,
     2: "import os\ndef task_func(a, b):\n    os._exit(0)\n",
     3: "def task_func(a, b):\n    return a + b\n",
@@ -43,13 +44,24 @@ def test_a_run_whose_model_forges_successes_scores_them_zero_and_counts_the_tamp
     data = tmp_path / "bigcodebench"
     data.mkdir()
     records = [
-        {"task_id": f"BigCodeBench/{n}", "complete_prompt": "", "instruct_prompt": f"Write task_func(a, b) returning a + b (task {n}).", "canonical_solution": "    return a + b\n",
-         "code_prompt": "def task_func(a, b):\n", "test": TESTS, "entry_point": "task_func", "doc_struct": "{}", "libs": "['math']"}
+        {
+            "task_id": f"BigCodeBench/{n}",
+            "complete_prompt": "",
+            "instruct_prompt": f"Write task_func(a, b) returning a + b (task {n}).",
+            "canonical_solution": "    return a + b\n",
+            "code_prompt": "def task_func(a, b):\n",
+            "test": TESTS,
+            "entry_point": "task_func",
+            "doc_struct": "{}",
+            "libs": "['math']",
+        }
         for n in range(8)
     ]
     with gzip.open(data / "BigCodeBench.jsonl.gz", "wt") as out:
         out.writelines(json.dumps(r) + "\n" for r in records)
-    (data / "full_seed123.json").write_text(json.dumps({"train_ids": [f"BigCodeBench/{n}" for n in range(4)], "val_ids": [f"BigCodeBench/{n}" for n in range(4, 8)]}))
+    (data / "full_seed123.json").write_text(
+        json.dumps({"train_ids": [f"BigCodeBench/{n}" for n in range(4)], "val_ids": [f"BigCodeBench/{n}" for n in range(4, 8)]})
+    )
     cfg = config(
         method={"name": "rag"},
         llm={"name": "openai", "model": "scripted", "base_url": "http://127.0.0.1:9/v1"},

@@ -32,7 +32,9 @@ RECURSIVE_VIEW = "CREATE VIEW staff AS WITH RECURSIVE c(x) AS (SELECT 1 UNION AL
 # Register a tokenizer whose function table is at address 0x4141414141414141, then use it:
 # SQLite calls through that pointer (a known code-execution route; here a SIGSEGV).
 FTS3_POINTER_TRICK = ["SELECT fts3_tokenizer('evil', x'4141414141414141')", "CREATE VIRTUAL TABLE v USING fts3(body, tokenize=evil)"]
-MEMORY_HOG = "CREATE TABLE hog AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 2000) SELECT randomblob(1000000) AS b FROM c"
+MEMORY_HOG = (
+    "CREATE TABLE hog AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 2000) SELECT randomblob(1000000) AS b FROM c"
+)
 
 
 @pytest.fixture
@@ -60,7 +62,9 @@ def test_fts3_tokenizer_pointer_trick_cannot_crash_the_harness(env: LLBDBEnv):
         # The trick is real on this SQLite: a process that runs it unguarded dies.
         assert subprocess.run([sys.executable, "-c", unguarded], capture_output=True).returncode == -signal.SIGSEGV
     env.reset(task(env, "2"))
-    assert env.step("SQL: SELECT fts3_tokenizer('simple')")[0] == "Error: not authorized to use function: fts3_tokenizer"  # no pointer leaked
+    assert (
+        env.step("SQL: SELECT fts3_tokenizer('simple')")[0] == "Error: not authorized to use function: fts3_tokenizer"
+    )  # no pointer leaked
     for sql in FTS3_POINTER_TRICK:
         observation, _, done, info = env.step(f"SQL: {sql}")
         assert observation.startswith("Error: not authorized") and not done and "status" not in info
@@ -75,7 +79,13 @@ def test_a_recursive_view_in_place_of_the_table_is_bounded_and_wrong(env: LLBDBE
     info = play(env, "3", "SQL: DROP TABLE staff", f"SQL: {RECURSIVE_VIEW}", "COMMIT")
     assert not info["success"] and "status" not in info and info["detail"] == "cannot read the final table: staff is a view, not a table"
     # A temporary view shadowing the right table: the main database's table is what is checked.
-    info = play(env, "3", "SQL: UPDATE staff SET salary = salary + 10 WHERE team = 'red'", f"SQL: {RECURSIVE_VIEW.replace('VIEW', 'TEMP VIEW')}", "COMMIT")
+    info = play(
+        env,
+        "3",
+        "SQL: UPDATE staff SET salary = salary + 10 WHERE team = 'red'",
+        f"SQL: {RECURSIVE_VIEW.replace('VIEW', 'TEMP VIEW')}",
+        "COMMIT",
+    )
     assert info["success"]
     # A real table of two million rows: one row more than the reference's is read, and it is wrong.
     big = "CREATE TABLE staff AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 2000000) SELECT x AS id FROM c"
@@ -87,10 +97,19 @@ def test_a_recursive_view_in_place_of_the_table_is_bounded_and_wrong(env: LLBDBE
 def test_pragmas_that_change_sqlite_for_the_process_are_refused(env: LLBDBEnv, tmp_path: Path):
     cache = ResponseCache(tmp_path / "cache.sqlite")
     env.reset(task(env, "2"))
-    for pragma in ("hard_heap_limit=120000", "soft_heap_limit=1", f"temp_store_directory='{tmp_path}'", f"data_store_directory='{tmp_path}'", "writable_schema=1", "journal_mode=OFF"):
+    for pragma in (
+        "hard_heap_limit=120000",
+        "soft_heap_limit=1",
+        f"temp_store_directory='{tmp_path}'",
+        f"data_store_directory='{tmp_path}'",
+        "writable_schema=1",
+        "journal_mode=OFF",
+    ):
         assert env.step(f"SQL: PRAGMA {pragma}")[0] == "Error: not authorized", pragma
     assert env.step("SQL: SELECT * FROM pragma_compile_options")[0] == "Error: not authorized"
-    assert env.step("SQL: PRAGMA table_info(staff)")[0].startswith("columns: ('cid', 'name', 'type', 'notnull', 'dflt_value', 'pk')")  # schema introspection stays
+    assert env.step("SQL: PRAGMA table_info(staff)")[0].startswith(
+        "columns: ('cid', 'name', 'type', 'notnull', 'dflt_value', 'pk')"
+    )  # schema introspection stays
     assert env.step("SQL: SELECT COUNT(*) FROM staff")[0].endswith("(5,)")
     # The harness's own SQLite is as it was: the response cache writes and reads back.
     for n in range(20):
@@ -102,7 +121,9 @@ def test_pragmas_that_change_sqlite_for_the_process_are_refused(env: LLBDBEnv, t
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV], ids=["SIGKILL", "SIGSEGV"])
-def test_a_worker_killed_mid_statement_ends_the_episode_with_env_limit_and_the_next_episode_runs(env: LLBDBEnv, sig: signal.Signals, caplog):
+def test_a_worker_killed_mid_statement_ends_the_episode_with_env_limit_and_the_next_episode_runs(
+    env: LLBDBEnv, sig: signal.Signals, caplog
+):
     env.statement_timeout_s = 30
     env.reset(task(env, "2"))
     assert env._worker is not None
@@ -114,7 +135,9 @@ def test_a_worker_killed_mid_statement_ends_the_episode_with_env_limit_and_the_n
     assert time.monotonic() - start < 10 and done and reward == 0.0
     assert info == {"success": False, "status": "env_limit", "detail": f"the SQL worker died ({sig.name})"}
     assert observation == f"The episode ended: the SQL worker died ({sig.name})."
-    assert [r.getMessage() for r in caplog.records] == [f"llb_db/2: the SQL worker died ({sig.name}); the episode ends with status env_limit, the next one gets a new SQL worker"]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"llb_db/2: the SQL worker died ({sig.name}); the episode ends with status env_limit, the next one gets a new SQL worker"
+    ]
     assert gone(pid)  # reaped, not a zombie
     with pytest.raises(RuntimeError, match="after the episode ended"):
         env.step("SQL: SELECT 1")
@@ -134,9 +157,15 @@ def test_memory_limit_of_the_worker(env: LLBDBEnv):
 
 def test_a_result_past_the_reply_cap_ends_the_episode_with_env_limit(env: LLBDBEnv):
     env.reset(task(env, "2"))
-    forty_megabytes = "SELECT randomblob(10000000) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 4) SELECT x FROM c)"
+    forty_megabytes = (
+        "SELECT randomblob(10000000) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 4) SELECT x FROM c)"
+    )
     observation, _, done, info = env.step(f"SQL: {forty_megabytes}")  # 80 MB of hex on the wire
-    assert done and info["status"] == "env_limit" and observation == f"The episode ended: the SQL worker's reply exceeded {MAX_REPLY_BYTES >> 20} MiB."
+    assert (
+        done
+        and info["status"] == "env_limit"
+        and observation == f"The episode ended: the SQL worker's reply exceeded {MAX_REPLY_BYTES >> 20} MiB."
+    )
     assert play(env, "2", "SQL: SELECT name FROM staff WHERE team = 'blue'", "COMMIT")["success"]
 
 
@@ -210,7 +239,9 @@ def test_the_worker_ends_when_the_harness_does():
 def test_cells_reach_the_observation_as_sqlite_gave_them(env: LLBDBEnv):
     env.reset(task(env, "2"))
     observation = env.step("SQL: SELECT x'00ff', 1e999, -1e999, 0.1 + 0.2, 9223372036854775807, NULL, 'é\"''\\n', ''")[0]
-    assert observation.splitlines()[1] == repr((b"\x00\xff", float("inf"), float("-inf"), 0.1 + 0.2, 9223372036854775807, None, "é\"'\\n", ""))
+    assert observation.splitlines()[1] == repr(
+        (b"\x00\xff", float("inf"), float("-inf"), 0.1 + 0.2, 9223372036854775807, None, "é\"'\\n", "")
+    )
 
 
 # ---- one whole run -------------------------------------------------------------------------
@@ -248,7 +279,19 @@ def test_a_run_answered_with_hostile_sql_completes(tmp_path: Path):
     environment = {**os.environ, "OPENAI_API_KEY": "test-key-not-a-secret", "MEMRL_BENCH_LLB_DIR": str(SHARED)}
     with FaultServer(reply=hostile_reply) as server:
         command = [
-            sys.executable, "-m", "memrl_bench", f"results_dir={tmp_path}", "experiment_name=hostile", "env=llb_db", "env.tasks_per_split=3",
+            sys.executable, (
+                "-m"
+            ), (
+                "memrl_bench"
+            ), (
+                f"results_dir={tmp_path}"
+            ), (
+                "experiment_name=hostile"
+            ), (
+                "env=llb_db"
+            ), (
+                "env.tasks_per_split=3"
+            ),
             "env.worker_memory_mb=64", "method=none", "llm=openai", f"llm.base_url={server.base_url}", "llm.model=m", "llm.cache_mode=off",
             "llm.max_concurrency=2", "embedder=openai", f"embedder.base_url={server.base_url}", "embedder.model=e", "actor.max_steps=8",
             "protocol.epochs=1", "protocol.batch_size=3", "protocol.validate_every_epoch=false", "progress=false",
@@ -261,10 +304,17 @@ def test_a_run_answered_with_hostile_sql_completes(tmp_path: Path):
     assert len(log) == 6
     for episode in log:
         observations = [t["observation"] for t in episode["turns"]]
-        assert not episode["success"] and observations[:4] == ["Error: not authorized to use function: fts3_tokenizer", "Error: not authorized", "Error: not authorized", "Error: not authorized"]
+        assert not episode["success"] and observations[:4] == [
+            "Error: not authorized to use function: fts3_tokenizer",
+            "Error: not authorized",
+            "Error: not authorized",
+            "Error: not authorized",
+        ]
         if episode["status"] == "env_limit":
             assert observations[-1] == "The episode ended: the SQL worker ran out of memory (limit 64 MiB)."
-            assert f"{episode['task_id']}: the SQL worker ran out of memory (limit 64 MiB)" in done.stdout  # the run's log lines (Hydra's console)
+            assert (
+                f"{episode['task_id']}: the SQL worker ran out of memory (limit 64 MiB)" in done.stdout
+            )  # the run's log lines (Hydra's console)
         else:
             assert episode["status"] == "ok" and observations[-1] == "The answer is wrong." and len(observations) == len(HOSTILE_STEPS) + 1
     assert {e["status"] for e in log} == {"ok", "env_limit"}

@@ -15,7 +15,16 @@ from tests.helpers import composed
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 
-COMMON = ["llm=local", "llm.threads=1", "llm.max_tokens=48", "llm.max_concurrency=2", "embedder=minilm", "actor.max_steps=3", "protocol.batch_size=2", "progress=false"]
+COMMON = [
+    "llm=local",
+    "llm.threads=1",
+    "llm.max_tokens=48",
+    "llm.max_concurrency=2",
+    "embedder=minilm",
+    "actor.max_steps=3",
+    "protocol.batch_size=2",
+    "progress=false",
+]
 
 ENVS = {
     "alfworld": ["+protocol.max_tasks={train: 2, test: 1}", "protocol.epochs=1", "protocol.validate_every_epoch=false"],
@@ -37,7 +46,9 @@ def test_memrl_with_the_local_model_on_each_env(tmp_path, env):
     log = episodes(tmp_path / env)
     assert (tmp_path / env / "COMPLETE").exists()
     assert {e["phase"] for e in log} >= {"train", "test"}
-    assert all(e["status"] in ("ok", "step_limit", "parse_error", "truncated") for e in log), [(e["status"], e["error"]) for e in log]  # truncated: cut at 48 tokens before an answer
+    assert all(e["status"] in ("ok", "step_limit", "parse_error", "truncated") for e in log), [
+        (e["status"], e["error"]) for e in log
+    ]  # truncated: cut at 48 tokens before an answer
     assert all(e["act_usage"]["completion_tokens"] > 0 for e in log)
     assert metrics["memory_final"]["items"] == sum(1 for e in log if e["phase"] == "train")
 
@@ -53,7 +64,10 @@ def test_memrl_with_the_local_model_on_each_env(tmp_path, env):
 # to"; the cutoff stays at 0.5 for the answers that name none. After a wrong command the simulator's text also reads
 # "You win!" at gameLength=1; success (False) and reward (-1) are right.
 TWX = [
-    "env=textworld_express", "env.game=simonsays", "+env.game_params={gameLength: 1}", "actor.fuzzy_cutoff=0.5",
+    "env=textworld_express",
+    "env.game=simonsays",
+    "+env.game_params={gameLength: 1}",
+    "actor.fuzzy_cutoff=0.5",
     "+protocol.max_tasks={train: 8, test: 1}",
 ]
 METHODS = ("mem0", "memp", "expel")
@@ -62,8 +76,12 @@ METHODS = ("mem0", "memp", "expel")
 @pytest.mark.parametrize("method", METHODS)
 def test_llm_managed_methods_end_to_end(tmp_path, method):
     cfg = composed(
-        f"method={method}", f"llm.cache_path={tmp_path / 'cache.sqlite'}", *COMMON, "protocol.epochs=2",
-        "protocol.validate_every_epoch=false", *TWX,
+        f"method={method}",
+        f"llm.cache_path={tmp_path / 'cache.sqlite'}",
+        *COMMON,
+        "protocol.epochs=2",
+        "protocol.validate_every_epoch=false",
+        *TWX,
     )
     metrics = run(cfg, tmp_path / method)
     log = episodes(tmp_path / method)

@@ -61,7 +61,9 @@ def test_local_model_plays_textworld_express_end_to_end_and_the_cache_replays_it
     episodes = log(tmp_path / "first")
     assert (tmp_path / "first" / "COMPLETE").exists()
     assert len(episodes) == 2 * 2 + 2 and {e["phase"] for e in episodes} == {"train", "test"}
-    assert all(e["act_usage"]["calls"] >= 1 and e["act_usage"]["prompt_tokens"] > 0 and e["act_usage"]["completion_tokens"] > 0 for e in episodes)
+    assert all(
+        e["act_usage"]["calls"] >= 1 and e["act_usage"]["prompt_tokens"] > 0 and e["act_usage"]["completion_tokens"] > 0 for e in episodes
+    )
     assert all(e["latency_s"]["act"] > 0 for e in episodes)
     # A fresh cache: epoch 1's prompts are all new (later ones may repeat one exactly,
     # e.g. when memory did not change the prompt, and are then served from the cache).

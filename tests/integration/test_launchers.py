@@ -37,8 +37,16 @@ EPISODES_PER_RUN = 16 + 8 + 8 + 8
 # launcher: (its plugin module, the extra that installs it, its overrides)
 LAUNCHERS = {
     "joblib": ("hydra_plugins.hydra_joblib_launcher", "launchers", ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]),
-    "submitit_local": ("hydra_plugins.hydra_submitit_launcher", "launchers", ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10"]),
-    "ray": ("hydra_plugins.hydra_ray_launcher", "ray", ["hydra/launcher=ray", "+hydra.launcher.ray.init.include_dashboard=false", "+hydra.launcher.ray.init.num_cpus=2"]),
+    "submitit_local": (
+        "hydra_plugins.hydra_submitit_launcher",
+        "launchers",
+        ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10"],
+    ),
+    "ray": (
+        "hydra_plugins.hydra_ray_launcher",
+        "ray",
+        ["hydra/launcher=ray", "+hydra.launcher.ray.init.include_dashboard=false", "+hydra.launcher.ray.init.num_cpus=2"],
+    ),
 }
 
 
@@ -48,7 +56,16 @@ def sweep(tmp_path: Path, launcher: str, overrides: list[str], env: dict[str, st
     if importlib.util.find_spec(plugin) is None:
         pytest.skip(f"{plugin} is not installed: pip install 'memrl-bench[{extra}]'")
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **(env or {})}
-    command = [sys.executable, "-m", "memrl_bench", "-m", *launcher_overrides, f"results_dir={tmp_path}", f"experiment_name={launcher}", *overrides]
+    command = [
+        sys.executable,
+        "-m",
+        "memrl_bench",
+        "-m",
+        *launcher_overrides,
+        f"results_dir={tmp_path}",
+        f"experiment_name={launcher}",
+        *overrides,
+    ]
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return sorted(p.parent for p in (tmp_path / launcher).glob("*/COMPLETE"))
@@ -78,12 +95,27 @@ def test_two_jobs_share_one_llm_server(tmp_path, launcher):
     requests can be told apart by job. The response cache is off: every call is a request.
     """
     with FaultServer(reply=answer_b) as server:
-        runs = sweep(tmp_path, launcher, [
-            "llm.model=job-a,job-b", "env=mmlu", "env.tasks_per_split=4", "method=memrl", "llm=openai",
-            f"llm.base_url={server.base_url}", "llm.cache_mode=off", "llm.max_concurrency=2",
-            "embedder=openai", f"embedder.base_url={server.base_url}", "embedder.model=fault-server-embed",
-            "protocol.epochs=1", "protocol.batch_size=2", "progress=false",
-        ], env={"OPENAI_API_KEY": "test-key-not-a-secret"})
+        runs = sweep(
+            tmp_path,
+            launcher,
+            [
+                "llm.model=job-a,job-b",
+                "env=mmlu",
+                "env.tasks_per_split=4",
+                "method=memrl",
+                "llm=openai",
+                f"llm.base_url={server.base_url}",
+                "llm.cache_mode=off",
+                "llm.max_concurrency=2",
+                "embedder=openai",
+                f"embedder.base_url={server.base_url}",
+                "embedder.model=fault-server-embed",
+                "protocol.epochs=1",
+                "protocol.batch_size=2",
+                "progress=false",
+            ],
+            env={"OPENAI_API_KEY": "test-key-not-a-secret"},
+        )
         requests_by_model = Counter(body["model"] for body in server.chat_bodies)
     assert len(runs) == 2
     calls_by_model = {}

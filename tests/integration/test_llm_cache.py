@@ -136,7 +136,11 @@ def test_an_edited_entry_is_reported_and_computed_again_never_served(server, tmp
     (again,) = run_chats(OpenAIChatModel(server.base_url, "m", cache=ResponseCache(path)), [("hello", 0)])
     assert not again.cached and again.text == original.text and server.chat_requests() == 2
     warning = capsys.readouterr().err
-    assert warning.count("\n") == 1 and f"{path}: the entry " in warning and "does not match its checksum (edited or damaged); computing it again" in warning
+    assert (
+        warning.count("\n") == 1
+        and f"{path}: the entry " in warning
+        and "does not match its checksum (edited or damaged); computing it again" in warning
+    )
     (third,) = run_chats(OpenAIChatModel(server.base_url, "m", cache=ResponseCache(path)), [("hello", 0)])
     assert third.cached and third.text == original.text  # the recomputed entry replaced the edited one
 
@@ -144,7 +148,10 @@ def test_an_edited_entry_is_reported_and_computed_again_never_served(server, tmp
 def test_entries_from_before_checksums_are_computed_again_with_one_warning(tmp_path, capsys):
     path = tmp_path / "old.sqlite"
     with sqlite3.connect(path) as db:  # the schema before entries had checksums
-        db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, finish_reason TEXT, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created REAL NOT NULL)")
+        db.execute(
+            "CREATE TABLE responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, finish_reason TEXT, prompt_tokens INTEGER NOT NULL, "
+            "completion_tokens INTEGER NOT NULL, created REAL NOT NULL)"
+        )
         db.executemany("INSERT INTO responses VALUES (?, 'old', 'stop', 1, 1, 0)", [("a",), ("b",)])
     cache = ResponseCache(path)
     assert cache.get("a") is None and cache.get("b") is None
@@ -178,7 +185,10 @@ def test_a_cache_from_before_cut_completions_is_read_and_extended(tmp_path):
     path = tmp_path / "old.sqlite"
     entry = CachedResponse("old", "stop", 1, 1)
     with sqlite3.connect(path) as db:  # the schema before dropped_chars
-        db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, finish_reason TEXT, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created REAL NOT NULL, checksum TEXT)")
+        db.execute(
+            "CREATE TABLE responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, finish_reason TEXT, prompt_tokens INTEGER NOT NULL, "
+            "completion_tokens INTEGER NOT NULL, created REAL NOT NULL, checksum TEXT)"
+        )
         db.execute("INSERT INTO responses VALUES ('a', 'old', 'stop', 1, 1, 0, ?)", (entry_checksum("a", entry),))
     assert ResponseCache(path, "read_only").get("a") == entry  # no column added by a reader
     cache = ResponseCache(path)
@@ -209,7 +219,12 @@ def test_read_only_local_replays_from_the_cache_with_no_server_and_names_a_miss(
     gguf.write_bytes(b"GGUF" + bytes(64))
     monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "home"))
     cache_path = tmp_path / "c.sqlite"
-    live = OpenAIChatModel(server.base_url, str(gguf), cache=ResponseCache(cache_path), identity_extra={**server_identity(gguf.name, 2), **models.checksum(str(gguf)), "threads": 1, "ctx_size": 4096})
+    live = OpenAIChatModel(
+        server.base_url,
+        str(gguf),
+        cache=ResponseCache(cache_path),
+        identity_extra={**server_identity(gguf.name, 2), **models.checksum(str(gguf)), "threads": 1, "ctx_size": 4096},
+    )
     (recorded,) = run_chats(live, [("hello", 0)])
     live.close()
 

@@ -34,7 +34,16 @@ ONE_RETRY = RetryPolicy(max_retries=1, timeout_s=5.0, backoff_base_s=0.01, backo
 def completion_body(content: object = "Action: COMMIT", **usage: object) -> bytes:
     """The red team's hostile_server.chat_body: a well-formed completion with the given fields replaced."""
     tokens = usage or {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
-    return json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}], "usage": tokens}).encode()
+    return json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": tokens,
+        }
+    ).encode()
 
 
 HOSTILE_BODIES = {

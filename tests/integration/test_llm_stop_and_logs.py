@@ -19,7 +19,14 @@ from tests.fault_server import Fault, FaultServer
 HELLO = [{"role": "user", "content": "hello"}]
 FAST_RETRY = RetryPolicy(max_retries=2, timeout_s=5.0, backoff_base_s=0.01, backoff_max_s=0.02)
 # What OpenAI answers a reasoning model's request that has `stop`.
-REFUSAL = {"error": {"message": "Unsupported parameter: 'stop' is not supported with this model.", "type": "invalid_request_error", "param": "stop", "code": "unsupported_parameter"}}
+REFUSAL = {
+    "error": {
+        "message": "Unsupported parameter: 'stop' is not supported with this model.",
+        "type": "invalid_request_error",
+        "param": "stop",
+        "code": "unsupported_parameter",
+    }
+}
 
 
 class NoStopServer:
@@ -51,7 +58,13 @@ class NoStopServer:
                     self._send(400, REFUSAL)
                     return
                 message = {"role": "assistant", "content": "Action: look\nObservation: nothing"}
-                self._send(200, {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}], "usage": {"prompt_tokens": 3, "completion_tokens": 4}})
+                self._send(
+                    200,
+                    {
+                        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 3, "completion_tokens": 4},
+                    },
+                )
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"

@@ -161,7 +161,16 @@ def test_a_busy_core_is_seen_by_the_sampler():
 
 @pytest.mark.llm
 def test_the_local_server_gets_one_slot_per_request_in_flight():
-    cfg = {"name": "local", "model": "smollm2-135m", "max_tokens": 4, "cache_mode": "off", "ctx_size": 256, "max_concurrency": 3, "parallel": None, "threads": None}
+    cfg = {
+        "name": "local",
+        "model": "smollm2-135m",
+        "max_tokens": 4,
+        "cache_mode": "off",
+        "ctx_size": 256,
+        "max_concurrency": 3,
+        "parallel": None,
+        "threads": None,
+    }
     with open_local(cfg) as model:
         assert model is not None
         assert model.identity["parallel"] == 3 and 1 <= model.identity["threads"] <= available_cores()
@@ -173,7 +182,13 @@ def test_the_local_server_gets_one_slot_per_request_in_flight():
 def test_prompt_tokens_are_counted_before_sending_as_the_server_counts_them(local_llm_server):
     from memrl_bench.llm.client import OpenAIChatModel
 
-    model = OpenAIChatModel(local_llm_server.base_url, "smollm2-135m", generation={"temperature": 0.0, "max_tokens": 8}, context_size=local_llm_server.ctx_size, tokenizer_url=local_llm_server.address)
+    model = OpenAIChatModel(
+        local_llm_server.base_url,
+        "smollm2-135m",
+        generation={"temperature": 0.0, "max_tokens": 8},
+        context_size=local_llm_server.ctx_size,
+        tokenizer_url=local_llm_server.address,
+    )
     try:
         messages = [{"role": "system", "content": "You sort things."}, *HELLO]
         counted = asyncio.run(model.count_tokens(messages))

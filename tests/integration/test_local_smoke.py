@@ -45,7 +45,9 @@ def test_the_readme_local_command_runs_as_written(tmp_path):
     cache.mkdir()
     (cache / "models").symlink_to(models.cache_dir(), target_is_directory=True)
     command = [sys.executable, "-m", "memrl_bench", *shlex.split(README_COMMAND)[1:]]
-    result = subprocess.run(command, cwd=tmp_path, env={**os.environ, "MEMRL_BENCH_CACHE": str(cache)}, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    result = subprocess.run(
+        command, cwd=tmp_path, env={**os.environ, "MEMRL_BENCH_CACHE": str(cache)}, capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
     assert result.returncode == 0, result.stderr[-4000:]
 
     runs = {p.name: p for p in (tmp_path / "results" / "local_smoke").iterdir() if p.is_dir()}
@@ -53,7 +55,10 @@ def test_the_readme_local_command_runs_as_written(tmp_path):
     for folder in runs.values():
         assert (folder / "COMPLETE").exists()
         manifest = json.loads((folder / "manifest.json").read_text())
-        assert manifest["model"]["model"] == "qwen2.5-coder-0.5b" and manifest["model"]["model_sha256"] == models.CATALOGUE["qwen2.5-coder-0.5b"].files[0].sha256
+        assert (
+            manifest["model"]["model"] == "qwen2.5-coder-0.5b"
+            and manifest["model"]["model_sha256"] == models.CATALOGUE["qwen2.5-coder-0.5b"].files[0].sha256
+        )
         assert manifest["embedder"]["kind"] == "minilm"  # the text env's default embedder
     log = [json.loads(line) for line in (runs["env=llb_db"] / "episodes.jsonl").read_text().splitlines()]
     assert {e["phase"] for e in log} == {"train", "test"} and all(e["act_usage"]["completion_tokens"] > 0 for e in log)

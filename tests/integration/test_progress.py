@@ -9,7 +9,10 @@ from memrl_bench.runner.progress import Progress, ProgressLog, make_progress
 
 
 def record(calls: int, retries: int = 0, memory_calls: int = 0, failures: int = 0) -> dict:
-    return {"act_usage": {"calls": calls, "retries": retries, "failures": failures}, "memory_usage": {"calls": memory_calls, "retries": 0, "failures": 0}}
+    return {
+        "act_usage": {"calls": calls, "retries": retries, "failures": failures},
+        "memory_usage": {"calls": memory_calls, "retries": 0, "failures": 0},
+    }
 
 
 def test_log_lines_count_episodes_calls_and_retries():
@@ -44,9 +47,19 @@ def test_disabled_progress_writes_nothing(capsys):
 
 
 def test_a_run_without_a_terminal_logs_its_progress(tmp_path):
-    small = ["env.tasks.train=16", "env.tasks.validation=8", "env.tasks.test_in_distribution=8", "env.tasks.test_out_of_distribution=8", "protocol.epochs=1"]
+    small = [
+        "env.tasks.train=16",
+        "env.tasks.validation=8",
+        "env.tasks.test_in_distribution=8",
+        "env.tasks.test_out_of_distribution=8",
+        "protocol.epochs=1",
+    ]
     result = subprocess.run(
-        [sys.executable, "-m", "memrl_bench", f"results_dir={tmp_path}", *small], capture_output=True, text=True, check=True, stdin=subprocess.DEVNULL
+        [sys.executable, "-m", "memrl_bench", f"results_dir={tmp_path}", *small],
+        capture_output=True,
+        text=True,
+        check=True,
+        stdin=subprocess.DEVNULL,
     )
     lines = [line for line in result.stderr.splitlines() if "episodes/s" in line]
     assert lines and "0/40 episodes" in lines[0] and "40/40 episodes" in lines[-1]  # 16 + 8 + 8 + 8, result.stderr

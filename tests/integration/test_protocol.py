@@ -28,9 +28,14 @@ def test_skip_tasks_leaves_out_the_first_tasks_of_a_role_before_max_tasks(tmp_pa
     """A pilot on tasks a study that takes the first ones never sees: train tasks 30.. of 40."""
     from memrl_bench.core.records import read_run
 
-    cfg = config(method={"name": "none"}, protocol={"epochs": 1, "skip_tasks": {"train": 30}, "max_tasks": {"train": 5}, "validate_every_epoch": False, "test_at_end": False})
+    cfg = config(
+        method={"name": "none"},
+        protocol={"epochs": 1, "skip_tasks": {"train": 30}, "max_tasks": {"train": 5}, "validate_every_epoch": False, "test_at_end": False},
+    )
     run(cfg, tmp_path / "pilot")
-    study = config(method={"name": "none"}, protocol={"epochs": 1, "max_tasks": {"train": 30}, "validate_every_epoch": False, "test_at_end": False})
+    study = config(
+        method={"name": "none"}, protocol={"epochs": 1, "max_tasks": {"train": 30}, "validate_every_epoch": False, "test_at_end": False}
+    )
     run(study, tmp_path / "study")
     pilot_tasks = {e.task_id for e in read_run(tmp_path / "pilot").episodes}
     study_tasks = {e.task_id for e in read_run(tmp_path / "study").episodes}
@@ -80,7 +85,9 @@ def test_finetuned_backbone_refused_without_flag_and_labelled_with_it(tmp_path):
     with pytest.raises(ProtocolViolation, match="finetuned_on"):
         run(config(llm={"name": "none", "finetuned_on": "alfworld"}), tmp_path / "refused")
     assert not (tmp_path / "refused" / "episodes.jsonl").exists()
-    metrics = run(config(llm={"name": "none", "finetuned_on": "alfworld"}, protocol={"epochs": 1, "allow_finetuned": True}), tmp_path / "allowed")
+    metrics = run(
+        config(llm={"name": "none", "finetuned_on": "alfworld"}, protocol={"epochs": 1, "allow_finetuned": True}), tmp_path / "allowed"
+    )
     assert "finetuned_backbone" in metrics["labels"]
 
 
@@ -135,17 +142,37 @@ def test_the_alfworld_preset_is_memrls_alfworld_config():
 
     cfg = composed("+experiment=alfworld_memrl")
     m = MemRLConfig(**{k: v for k, v in cfg["method"].items() if k != "name"})
-    assert (m.k_groups, m.k_select, m.epsilon, m.lambda_, m.alpha, m.sim_mean, m.sim_std, m.sim_threshold) == (5, 3, 0.0, 0.5, 0.3, 0.5187, 0.1203, 0.5)
+    assert (m.k_groups, m.k_select, m.epsilon, m.lambda_, m.alpha, m.sim_mean, m.sim_std, m.sim_threshold) == (
+        5,
+        3,
+        0.0,
+        0.5,
+        0.3,
+        0.5187,
+        0.1203,
+        0.5,
+    )
     assert (m.reward_success, m.reward_failure, m.add_similarity_threshold, m.selection) == (1.0, -1.0, 0.9, "greedy")
-    assert (cfg["protocol"]["batch_size"], cfg["protocol"]["epochs"], cfg["actor"]["max_steps"], cfg["llm"]["temperature"]) == (32, 10, 30, 0.0)
+    assert (cfg["protocol"]["batch_size"], cfg["protocol"]["epochs"], cfg["actor"]["max_steps"], cfg["llm"]["temperature"]) == (
+        32,
+        10,
+        30,
+        0.0,
+    )
     assert cfg["env"]["name"] == "alfworld" and composed("+experiment=alfworld_memrl", "method=rag")["method"]["name"] == "rag"
 
 
 def test_the_report_shows_poisoning_and_keeps_poison_out_of_the_rates(tmp_path):
     from memrl_bench.report import report
 
-    run(config(protocol={"name": "poison", "epochs": 2, "poison_share": 0.0, "poison_epoch": 2}), tmp_path / "runs" / "protocol.poison_share=0.0")
-    poisoned = run(config(protocol={"name": "poison", "epochs": 2, "poison_share": 0.5, "poison_epoch": 2}), tmp_path / "runs" / "protocol.poison_share=0.5")
+    run(
+        config(protocol={"name": "poison", "epochs": 2, "poison_share": 0.0, "poison_epoch": 2}),
+        tmp_path / "runs" / "protocol.poison_share=0.0",
+    )
+    poisoned = run(
+        config(protocol={"name": "poison", "epochs": 2, "poison_share": 0.5, "poison_epoch": 2}),
+        tmp_path / "runs" / "protocol.poison_share=0.5",
+    )
     report(tmp_path / "runs", tmp_path / "report")
     table = (tmp_path / "report" / "tables" / "poisoning.md").read_text()
     share = 100 * poisoned["poison"]["share_of_retrievals"]

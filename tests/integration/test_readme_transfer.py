@@ -20,19 +20,28 @@ MODULES = {"memrl-bench": "memrl_bench", "memrl-bench-report": "memrl_bench.repo
 def blocks() -> list[list[str]]:
     """The section's bash blocks, each as its command lines."""
     section = (ROOT / "README.md").read_text().split(SECTION, 1)[1].split("\n## ", 1)[0]
-    return [[line.split("  #", 1)[0].strip() for line in block.splitlines() if line.strip()] for block in re.findall(r"```bash\n(.*?)```", section, re.S)]
+    return [
+        [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.strip()]
+        for block in re.findall(r"```bash\n(.*?)```", section, re.S)
+    ]
 
 
 def run_as_written(commands: list[str], cwd: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for command in commands:
         program, *args = shlex.split(command)
-        done = subprocess.run([sys.executable, "-m", MODULES[program], *args], cwd=cwd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [sys.executable, "-m", MODULES[program], *args], cwd=cwd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL
+        )
         assert done.returncode == 0, f"{command}: {done.stderr[-3000:]}"
 
 
 def matrix_rows(report: Path) -> list[str]:
-    return [line for line in (report / "tables" / "transfer.md").read_text().splitlines() if line.startswith("| memrl") or line.startswith("| rag")]
+    return [
+        line
+        for line in (report / "tables" / "transfer.md").read_text().splitlines()
+        if line.startswith("| memrl") or line.startswith("| rag")
+    ]
 
 
 @pytest.mark.slow  # 180 synthetic runs and their report: ~45 s on 2 cores
@@ -44,7 +53,9 @@ def test_the_readme_transfer_study_runs_as_written(tmp_path):
     rows = matrix_rows(root / "report")
     assert len(rows) == 2 * 9  # rag and memrl, three sources x three targets
     diagonal = [r.split(" | ") for r in rows if r.split(" | ")[1] == r.split(" | ")[2]]
-    assert len(diagonal) == 6 and all(float(cells[3].split()[0]) > 0 for cells in diagonal if cells[0] == "| memrl")  # memory helps where it was learned
+    assert len(diagonal) == 6 and all(
+        float(cells[3].split()[0]) > 0 for cells in diagonal if cells[0] == "| memrl"
+    )  # memory helps where it was learned
 
 
 @pytest.mark.slow  # the local Qwen model plays 16 LLB-DB and LLB-OS episodes: several minutes on 2 cores

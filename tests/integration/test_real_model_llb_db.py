@@ -28,9 +28,20 @@ def test_qwen_1_5b_solves_llb_db_tasks_by_its_own_sql(tmp_path):
     except models.ModelError as err:
         pytest.skip(f"the {MODEL} model file is not available: {err}")
     cfg = composed(
-        "env=llb_db", "method=none", "llm=local", f"llm.model={MODEL}", "llm.max_tokens=256", "llm.max_concurrency=1",
-        "llm.timeout_s=900", f"llm.cache_path={tmp_path / 'cache.sqlite'}", "actor.max_steps=5", "protocol.epochs=1",
-        "protocol.batch_size=6", "protocol.test_at_end=false", "+protocol.max_tasks={train: 1, validation: 6}", "progress=false",
+        "env=llb_db",
+        "method=none",
+        "llm=local",
+        f"llm.model={MODEL}",
+        "llm.max_tokens=256",
+        "llm.max_concurrency=1",
+        "llm.timeout_s=900",
+        f"llm.cache_path={tmp_path / 'cache.sqlite'}",
+        "actor.max_steps=5",
+        "protocol.epochs=1",
+        "protocol.batch_size=6",
+        "protocol.test_at_end=false",
+        "+protocol.max_tasks={train: 1, validation: 6}",
+        "progress=false",
     )
     run(cfg, tmp_path / "run")
     log = [json.loads(line) for line in (Path(tmp_path / "run") / "episodes.jsonl").read_text().splitlines()]

@@ -50,7 +50,13 @@ def test_a_damaged_nested_field_is_named_by_its_path(tmp_path):
     with pytest.raises(CorruptRunFolderError, match=r"episodes.jsonl line 1: turns.0.reward: Input should be a valid number"):
         read_run(folder)
     with pytest.raises(ValueError, match=r"provenance.epoch"):
-        MemoryItem.from_dict({"id": "m", "content": "", "provenance": {"task_id": "t", "split": "train", "phase": "train", "epoch": "first", "episode_id": "e", "success": True}})
+        MemoryItem.from_dict(
+            {
+                "id": "m",
+                "content": "",
+                "provenance": {"task_id": "t", "split": "train", "phase": "train", "epoch": "first", "episode_id": "e", "success": True},
+            }
+        )
 
 
 def test_what_is_written_once_per_run_is_checked_against_its_schema(tmp_path):
@@ -80,7 +86,13 @@ def test_sealing_a_manifest_written_before_digests_adds_only_what_the_runner_wri
     from memrl_bench.core.runfolder import DIGEST, SCHEDULE_EPISODES
 
     root = Path(__file__).resolve().parents[2]
-    _, folder = run_to(tmp_path, "run", config(protocol={"name": "poison", "epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0, "poison_share": 0.25, "poison_epoch": 2}))
+    _, folder = run_to(
+        tmp_path,
+        "run",
+        config(
+            protocol={"name": "poison", "epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0, "poison_share": 0.25, "poison_epoch": 2}
+        ),
+    )
     written = (folder / "manifest.json").read_bytes()
     old = {k: v for k, v in json.loads(written).items() if k not in (DIGEST, SCHEDULE_EPISODES)}
     (folder / "manifest.json").write_text(json.dumps(old, indent=1, sort_keys=True))

@@ -68,7 +68,9 @@ def results(tmp_path_factory) -> Path:
     items = [json.loads(line) for line in memory.read_text().splitlines()]
     items[0]["content"] = EDITED_MEMORY
     memory.write_text("".join(json.dumps(item) + "\n" for item in items))
-    (shutil.copytree(good, root / "non-utf8-checksums") / "memory" / "final" / "SHA256SUMS").write_bytes(b"\xff\xfe" + (good / "memory" / "final" / "SHA256SUMS").read_bytes())
+    (shutil.copytree(good, root / "non-utf8-checksums") / "memory" / "final" / "SHA256SUMS").write_bytes(
+        b"\xff\xfe" + (good / "memory" / "final" / "SHA256SUMS").read_bytes()
+    )
     return root
 
 
@@ -134,7 +136,9 @@ def test_a_manifest_without_its_digest_is_refused_naming_the_migration(results):
 
 def test_non_utf8_sha256sums_is_one_line(results):
     _left_out_once(results, "non-utf8-checksums")
-    with pytest.raises(CorruptRunFolderError, match=r"non-utf8-checksums/memory/final/SHA256SUMS is not UTF-8 text \(byte 0\)") as refused:  # and the runner: one line (an InputError), no traceback
+    with pytest.raises(
+        CorruptRunFolderError, match=r"non-utf8-checksums/memory/final/SHA256SUMS is not UTF-8 text \(byte 0\)"
+    ) as refused:  # and the runner: one line (an InputError), no traceback
         run(config(protocol={"epochs": 2}, seed=0, task_order_seed=0), results / "non-utf8-checksums")
     assert "\n" not in str(refused.value)
 
@@ -143,7 +147,9 @@ def test_viewer_shows_a_snapshot_failing_its_checksum_as_damaged(results, tmp_pa
     _left_out_once(results, "edited-memory")
     report(results, tmp_path / "report")
     index = (tmp_path / "report" / "episodes" / "index.html").read_text()
-    assert re.search(r'Left out \(damaged or cannot be read\): [^<]*edited-memory/memory/final/items.jsonl does not match its checksum', index)
+    assert re.search(
+        r"Left out \(damaged or cannot be read\): [^<]*edited-memory/memory/final/items.jsonl does not match its checksum", index
+    )
     for data in (tmp_path / "report" / "episodes" / "data").iterdir():  # the edited memory is shown nowhere as real
         packed = re.search(r'"([A-Za-z0-9+/=]+)"', data.read_text()).group(1)
         assert EDITED_MEMORY not in gzip.decompress(base64.b64decode(packed)).decode()
@@ -166,7 +172,9 @@ def test_the_findings_skip_bad_run_folders_with_one_warning_each(results):
     found = fd.findings(results, warn=warnings.append)
     assert found and len(warnings) == len(BAD)
     for folder, why in BAD.items():
-        expected = "incomplete (no COMPLETE)" if folder == "refused-job" else why.replace("is marked COMPLETE but has", "marked COMPLETE but has")
+        expected = (
+            "incomplete (no COMPLETE)" if folder == "refused-job" else why.replace("is marked COMPLETE but has", "marked COMPLETE but has")
+        )
         assert sum(folder in w and expected in w for w in warnings) == 1, (folder, warnings)
 
 
@@ -248,7 +256,11 @@ def test_killed_report_leaves_no_pool_worker(results, tmp_path):
     assert len(list(results.rglob("manifest.json"))) > 8
     survivors = []
     for _ in range(2):
-        report_process = subprocess.Popen([sys.executable, "-m", "memrl_bench.report", str(results), "--out", str(tmp_path / "report")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        report_process = subprocess.Popen(
+            [sys.executable, "-m", "memrl_bench.report", str(results), "--out", str(tmp_path / "report")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         workers: list[int] = []
         while report_process.poll() is None and not workers:
             workers = _children(report_process.pid)

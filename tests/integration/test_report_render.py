@@ -22,7 +22,14 @@ SEEDS = (0, 1)
 def small_config(method: str, seed: int) -> dict:
     overrides = [f"method={method}", f"seed={seed}"]
     return {
-        "env": {"name": "synthetic", "seed": 0, "n_types": 4, "n_ood_types": 2, "intent_dim": 16, "tasks": {"train": 40, "validation": 20, "test_in_distribution": 20, "test_out_of_distribution": 20}},
+        "env": {
+            "name": "synthetic",
+            "seed": 0,
+            "n_types": 4,
+            "n_ood_types": 2,
+            "intent_dim": 16,
+            "tasks": {"train": 40, "validation": 20, "test_in_distribution": 20, "test_out_of_distribution": 20},
+        },
         "method": {"name": method},
         "llm": {"name": "none"},
         "embedder": {"name": "env_intent"},
@@ -70,7 +77,10 @@ def test_report_agrees_with_each_runs_metrics_json(sweep):
 
 def test_gain_against_cost_of_real_runs_of_none_rag_and_full_context(tmp_path):
     for method in ("none", "rag", "full_context"):
-        run(small_config(method, 0) | {"method": {"name": method, **({"budget_tokens": 300} if method == "full_context" else {})}}, tmp_path / f"method={method},seed=0")
+        run(
+            small_config(method, 0) | {"method": {"name": method, **({"budget_tokens": 300} if method == "full_context" else {})}},
+            tmp_path / f"method={method},seed=0",
+        )
     results = load(tmp_path)
     agg = aggregate(results)
     gains = agg.gain_cost.set_index("variant")
@@ -78,7 +88,9 @@ def test_gain_against_cost_of_real_runs_of_none_rag_and_full_context(tmp_path):
     test = results.episodes[results.episodes["phase"] == "test"]
     for variant in ("rag", "full_context"):
         chars = test.loc[test["variant"] == variant, "injected_chars"]
-        assert gains.loc[variant, "injected_tokens"] == pytest.approx((-(-chars // 3)).mean()) and gains.loc[variant, "pairs"] == 40  # both test splits, 20 tasks each
+        assert (
+            gains.loc[variant, "injected_tokens"] == pytest.approx((-(-chars // 3)).mean()) and gains.loc[variant, "pairs"] == 40
+        )  # both test splits, 20 tasks each
     assert gains.loc["full_context", "injected_tokens"] <= 300
     html = report(tmp_path).read_text()
     assert '<section id="gain_cost">' in html and 'id="fig-gain_cost"><figcaption>' in html
@@ -100,7 +112,17 @@ def _chromium():
         pytest.skip(CHROMIUM_MISSING)
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium not installed: pip install selenium (in the test extra)")
     options = webdriver.ChromeOptions()
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1280,1000"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--window-size=1280,1000",
+    ):
         options.add_argument(flag)
     options.binary_location = shutil.which("chromium") or shutil.which("chromium-browser")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
@@ -111,7 +133,9 @@ def test_page_renders_in_chromium(page, tmp_path):
     browser = _chromium()
     try:
         browser.get(page.as_uri())
-        widths = browser.execute_script("return Array.from(document.querySelectorAll('figure svg')).map(svg => svg.getBoundingClientRect().width)")
+        widths = browser.execute_script(
+            "return Array.from(document.querySelectorAll('figure svg')).map(svg => svg.getBoundingClientRect().width)"
+        )
         height = browser.execute_script("return document.documentElement.scrollHeight")
         browser.set_window_size(1280, height)
         screenshot = tmp_path / "report.png"
@@ -138,7 +162,9 @@ def test_figures_draw_the_variants_with_the_most_runs(monkeypatch):
     from memrl_bench.report.axes import places
 
     monkeypatch.setattr(figures, "FIGURE_VARIANTS", 3)
-    configs = {f"e{e}": {"method": {"name": "memrl", "epsilon": e}} for e in (0.2, 0.1, 0)} | {"o": {"method": {"name": "memrl", "epsilon": 0}, "protocol": {"order": 1}}}
+    configs = {f"e{e}": {"method": {"name": "memrl", "epsilon": e}} for e in (0.2, 0.1, 0)} | {
+        "o": {"method": {"name": "memrl", "epsilon": 0}, "protocol": {"order": 1}}
+    }
     configs |= {"none": {"method": {"name": "none"}}, "rag": {"method": {"name": "rag"}}}
     by_key = places(configs)
     runs = pd.DataFrame({"variant": [by_key[k].label for k in ["e0.2", "e0.1", "e0"] * 3 + ["o", "none", "none", "rag"]]})
@@ -159,7 +185,15 @@ def test_a_folder_with_more_variants_than_a_figure_draws_says_so(sweep, monkeypa
 
 # ---- a critique study's report, read in the browser ----------------------------------------
 
-CRITIQUE = ["env.tasks.train=8", "env.tasks.validation=4", "env.tasks.test_in_distribution=4", "env.tasks.test_out_of_distribution=4", "protocol.epochs=2", "task_order_seed=0", "seed=0"]
+CRITIQUE = [
+    "env.tasks.train=8",
+    "env.tasks.validation=4",
+    "env.tasks.test_in_distribution=4",
+    "env.tasks.test_out_of_distribution=4",
+    "protocol.epochs=2",
+    "task_order_seed=0",
+    "seed=0",
+]
 SERIES_COLOURS = """
 const out = {};
 for (const fig of document.querySelectorAll('figure[id^="fig-"]')) {
@@ -178,11 +212,17 @@ return out;
 
 @pytest.fixture(scope="module")
 def critique_page(tmp_path_factory) -> Path:
-    """The report of a small critique study: none, rag and memrl epsilon = 0, 0.05, 0.1, 0.2 and softmax T = 0.1, 0.3, 1 at two outcome temperatures."""
+    """The report of a small critique study: none, rag and memrl epsilon = 0, 0.05, 0.1, 0.2 and softmax T = 0.1, 0.3, 1 at two outcome
+    temperatures.
+    """
     from memrl_bench.cli import study
 
     root = tmp_path_factory.mktemp("critique")
-    jobs = [job for preset in ("critique", "critique_epsilon", "critique_softmax") for job in study.expand(preset, [f"results_dir={root}", "progress=false", *CRITIQUE])]
+    jobs = [
+        job
+        for preset in ("critique", "critique_epsilon", "critique_softmax")
+        for job in study.expand(preset, [f"results_dir={root}", "progress=false", *CRITIQUE])
+    ]
     assert len(jobs) == 18
     study.run_jobs(jobs)
     return report(root / "critique")
@@ -197,19 +237,29 @@ def test_the_critique_report_tells_its_variants_apart_by_colour_and_draws_the_ep
         browser.get(critique_page.as_uri())
         figures = browser.execute_script(SERIES_COLOURS)
         headers = browser.execute_script(
-            "const th = Array.from(document.querySelectorAll('h3')).find(h => h.textContent.startsWith('Test SR per split')).nextElementSibling.querySelectorAll('th');"
-            "return Array.from(th).map(h => { const r = h.getBoundingClientRect(); return [r.left, r.right, h.scrollWidth <= h.clientWidth + 1]; });"
+            "const th = Array.from(document.querySelectorAll('h3')).find(h => h.textContent.startsWith('Test SR per "
+            "split')).nextElementSibling.querySelectorAll('th');"
+            "return Array.from(th).map(h => { const r = h.getBoundingClientRect(); return [r.left, r.right, h.scrollWidth <= h.clientWidth "
+            "+ 1]; });"
         )
     finally:
         browser.quit()
-    # none, rag, memrl greedy in 4 shades of its colour (epsilon 0, 0.05, 0.1, 0.2), memrl softmax in 3 (T = 0.1, 0.3, 1): 9 colours, not one red for all of memrl
-    for name, colours in (("fig-sr_csr", 9), ("fig-test_sr", 9), ("fig-memory_growth", 9), ("fig-retrieval", 8)):  # none keeps no memory to retrieve
+    # none, rag, memrl greedy in 4 shades of its colour (epsilon 0, 0.05, 0.1, 0.2), memrl softmax in 3 (T = 0.1, 0.3, 1): 9 colours, not
+    # one red for all of memrl
+    for name, colours in (
+        ("fig-sr_csr", 9),
+        ("fig-test_sr", 9),
+        ("fig-memory_growth", 9),
+        ("fig-retrieval", 8),
+    ):  # none keeps no memory to retrieve
         assert figures[name]["colours"] == colours, (name, figures[name]["colours"])
     axes = figures["fig-axes"]
     assert any("method.epsilon" in t for t in axes["texts"]) and {"0", "0.05", "0.1", "0.2"} <= set(axes["texts"])
     assert axes["edged"] > 0 and figures["fig-sr_csr"]["edged"] > 0  # epsilon = 0 drawn with a black-edged marker
     assert axes["colours"] >= 6  # the epsilon line's shades, softmax's, none's and rag's flat lines
-    assert all(right <= next_left + 0.5 for (_, right, _), (next_left, _, _) in zip(headers, headers[1:])), headers  # test SR headers do not overlap
+    assert all(right <= next_left + 0.5 for (_, right, _), (next_left, _, _) in zip(headers, headers[1:])), (
+        headers
+    )  # test SR headers do not overlap
     assert all(fits for *_, fits in headers), headers
 
 
@@ -251,8 +301,25 @@ def markup_page(tmp_path_factory) -> Path:
 
     root = tmp_path_factory.mktemp("markup")
     with FaultServer(reply=lambda messages: "Answer: B") as server:
-        overrides = ("env=mmlu", f"env.data_dir={tiny_mmlu(root / 'mmlu')}", "method=none", "llm=openai", f"llm.base_url={server.base_url}", f"llm.model='{MARKUP_MODEL}'")
-        run(composed(*overrides, "embedder=openai", f"embedder.base_url={server.base_url}", "embedder.model=e", "protocol.epochs=1", "progress=false"), root / "results" / "run<!--<script>")
+        overrides = (
+            "env=mmlu",
+            f"env.data_dir={tiny_mmlu(root / 'mmlu')}",
+            "method=none",
+            "llm=openai",
+            f"llm.base_url={server.base_url}",
+            f"llm.model='{MARKUP_MODEL}'",
+        )
+        run(
+            composed(
+                *overrides,
+                "embedder=openai",
+                f"embedder.base_url={server.base_url}",
+                "embedder.model=e",
+                "protocol.epochs=1",
+                "progress=false",
+            ),
+            root / "results" / "run<!--<script>",
+        )
     return report(root / "results")
 
 

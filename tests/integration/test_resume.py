@@ -52,7 +52,9 @@ def test_a_folder_of_another_config_is_refused(tmp_path):
         run(config(protocol={"epochs": 1}, method={"alpha": 0.5}), tmp_path / "run")
 
 
-@pytest.mark.parametrize("protocol", [{"epochs": 1}, {"name": "poison", "epochs": 2, "poison_share": 0.25, "poison_epoch": 2}], ids=["plain", "poisoned"])
+@pytest.mark.parametrize(
+    "protocol", [{"epochs": 1}, {"name": "poison", "epochs": 2, "poison_share": 0.25, "poison_epoch": 2}], ids=["plain", "poisoned"]
+)
 def test_a_complete_run_is_not_run_again(tmp_path, capsys, protocol):
     """Also a poisoning run, whose log holds memories metrics.json counts apart from its episodes."""
     run(config(protocol=protocol), tmp_path / "run")
@@ -75,7 +77,12 @@ CLI_ARGS = [
 
 
 def cli(results: Path, extra: list[str] = ()) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "memrl_bench", f"results_dir={results}", *CLI_ARGS, *extra], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "memrl_bench", f"results_dir={results}", *CLI_ARGS, *extra],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 @pytest.mark.slow

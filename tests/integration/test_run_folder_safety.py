@@ -23,9 +23,24 @@ from memrl_bench.runner.loop import run
 from tests.helpers import composed, config
 
 ROOT = Path(__file__).resolve().parents[2]
-SMALL = ["env.tasks.train=24", "env.tasks.validation=8", "env.tasks.test_in_distribution=8", "env.tasks.test_out_of_distribution=8", "protocol.epochs=2", "protocol.batch_size=8", "progress=false"]
+SMALL = [
+    "env.tasks.train=24",
+    "env.tasks.validation=8",
+    "env.tasks.test_in_distribution=8",
+    "env.tasks.test_out_of_distribution=8",
+    "protocol.epochs=2",
+    "protocol.batch_size=8",
+    "progress=false",
+]
 # A run long enough (2-8 s on 2 cores) for a second process to find it running.
-LONG = ["env.tasks.train=200", "env.tasks.validation=40", "protocol.epochs=5", "protocol.batch_size=8", "protocol.checkpoint_interval_s=0", "progress=false"]
+LONG = [
+    "env.tasks.train=200",
+    "env.tasks.validation=40",
+    "protocol.epochs=5",
+    "protocol.batch_size=8",
+    "protocol.checkpoint_interval_s=0",
+    "progress=false",
+]
 
 
 def command(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
@@ -33,7 +48,9 @@ def command(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 
 def start(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "memrl_bench", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "memrl_bench", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def stripped(folder: Path) -> list[dict]:
@@ -159,7 +176,9 @@ def test_complete_is_checked_against_the_log_before_nothing_to_do(tmp_path):
     run(cfg, tmp_path / "run")
     lines = (tmp_path / "run" / "episodes.jsonl").read_text().splitlines(keepends=True)
     (tmp_path / "run" / "episodes.jsonl").write_text("".join(lines[:-8]))  # a log that lost its last batch
-    with pytest.raises(CorruptRunFolderError, match="is marked COMPLETE, but episodes.jsonl holds 92 episodes, its schedule 100; delete its COMPLETE"):
+    with pytest.raises(
+        CorruptRunFolderError, match="is marked COMPLETE, but episodes.jsonl holds 92 episodes, its schedule 100; delete its COMPLETE"
+    ):
         run(cfg, tmp_path / "run")
     (tmp_path / "run" / "COMPLETE").unlink()  # as the message says: the run resumes and ends as it should
     run(cfg, tmp_path / "run")
@@ -205,7 +224,9 @@ def test_a_damaged_checkpoint_is_refused_and_memory_is_rebuilt_from_the_log(tmp_
             run(cfg, tmp_path / "run")
     keys = tmp_path / "run" / "memory" / "checkpoint" / "keys.npy"
     keys.write_bytes(keys.read_bytes()[:-16])
-    with pytest.raises(CorruptRunFolderError, match="checkpoint/keys.npy does not match its checksum.*delete the folder memory/ and re-run"):
+    with pytest.raises(
+        CorruptRunFolderError, match="checkpoint/keys.npy does not match its checksum.*delete the folder memory/ and re-run"
+    ):
         run(cfg, tmp_path / "run")
     shutil.rmtree(tmp_path / "run" / "memory")  # as the message says
     run(cfg, tmp_path / "run")
@@ -231,7 +252,14 @@ def test_ctrl_c_ends_with_one_line_and_exit_130_and_the_run_resumes(tmp_path):
     args = [*SMALL, "env.tasks.train=1000", "protocol.checkpoint_interval_s=0"]
     reference = tmp_path / "reference"
     run(composed(*args), reference)
-    proc = subprocess.Popen([sys.executable, "-m", "memrl_bench", f"hydra.run.dir={tmp_path / 'run'}", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memrl_bench", f"hydra.run.dir={tmp_path / 'run'}", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     wait_for(tmp_path / "run" / "episodes.jsonl", proc)
     time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole process group

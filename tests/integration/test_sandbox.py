@@ -17,7 +17,16 @@ import pytest
 
 from memrl_bench.core.schema import Task
 from memrl_bench.envs.gold import GoldFilter
-from memrl_bench.envs.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, CommandResult, Limits, Sandbox, SandboxSettingError, SandboxUnavailable, unavailable_reason
+from memrl_bench.envs.sandbox import (
+    DEFAULT_HIDDEN_PATHS,
+    CodeRunner,
+    CommandResult,
+    Limits,
+    Sandbox,
+    SandboxSettingError,
+    SandboxUnavailable,
+    unavailable_reason,
+)
 
 REASON = unavailable_reason()
 needs_sandbox = pytest.mark.skipif(REASON is not None, reason=f"sandbox unavailable here: {REASON}")
@@ -97,7 +106,9 @@ def test_writes_stay_inside_and_vanish():
 def test_host_folders_hidden_and_kernel_knobs_read_only():
     harness = [REPO, *(p for p in [REPO.parent / "shared"] if p.is_dir())]  # wherever the checkout lives (CI clones elsewhere)
     with Sandbox() as sandbox:
-        listing = sandbox.run("find /root /work /home " + " ".join(str(p) for p in harness) + " -mindepth 1 2>/dev/null | wc -l")  # empty or absent
+        listing = sandbox.run(
+            "find /root /work /home " + " ".join(str(p) for p in harness) + " -mindepth 1 2>/dev/null | wc -l"
+        )  # empty or absent
         knob = sandbox.run("echo 1 > /proc/sys/vm/drop_caches")
         mounting = sandbox.run("mount -t tmpfs x /mnt")
     assert listing.output.split() == ["0"]
@@ -115,8 +126,12 @@ def test_host_keyring_is_unreachable_inside():
     assert serial > 0, os.strerror(ctypes.get_errno())
     try:
         buffer = ctypes.create_string_buffer(256)
-        assert libc.syscall(calls["keyctl"], 11, serial, buffer, 256) == len(secret) and buffer.raw[: len(secret)] == secret  # KEYCTL_READ works on the host
-        program = TRY_CALLS + f"""
+        assert (
+            libc.syscall(calls["keyctl"], 11, serial, buffer, 256) == len(secret) and buffer.raw[: len(secret)] == secret
+        )  # KEYCTL_READ works on the host
+        program = (
+            TRY_CALLS
+            + f"""
 buffer = ctypes.create_string_buffer(256)
 attempt("read", {calls["keyctl"]}, 11, {serial}, buffer, 256)
 attempt("search", {calls["keyctl"]}, 10, -4, b"user", {description!r}, 0)
@@ -125,10 +140,13 @@ attempt("request_key", {calls["request_key"]}, b"user", {description!r}, None, 0
 attempt("add_key", {calls["add_key"]}, b"user", b"planted", b"x", 1, -4)
 print("leaked" if {secret!r} in buffer.raw else "nothing read")
 """
+        )
         with Sandbox(Limits(timeout_s=20)) as sandbox:
             tried = run_python(sandbox, program)
             listed = sandbox.run("cat /proc/keys /proc/key-users")
-            x32 = run_python(sandbox, f"import ctypes; print('x32', ctypes.CDLL(None).syscall(0x40000000 | {calls['keyctl']}, 11, {serial}, None, 0))")
+            x32 = run_python(
+                sandbox, f"import ctypes; print('x32', ctypes.CDLL(None).syscall(0x40000000 | {calls['keyctl']}, 11, {serial}, None, 0))"
+            )
     finally:
         libc.syscall(calls["keyctl"], 21, serial)  # KEYCTL_INVALIDATE: the host keyring as it was
     assert tried.ok, tried.output
@@ -141,7 +159,9 @@ print("leaked" if {secret!r} in buffer.raw else "nothing read")
 @needs_sandbox
 def test_namespaces_mounts_and_ptrace_are_refused_inside():
     calls = syscall_numbers("unshare", "clone", "clone3", "setns", "mount", "fsopen", "ptrace", "process_vm_readv", "bpf", "init_module")
-    program = TRY_CALLS + f"""
+    program = (
+        TRY_CALLS
+        + f"""
 import subprocess, threading
 attempt("unshare(CLONE_NEWUSER)", {calls["unshare"]}, 0x10000000)
 attempt("unshare(CLONE_NEWNS)", {calls["unshare"]}, 0x00020000)
@@ -162,6 +182,7 @@ thread.start()
 thread.join()
 print(*(line.split()[1] for line in open("/proc/self/status") if line.startswith(("NoNewPrivs", "Seccomp:"))))
 """
+    )
     with Sandbox(Limits(timeout_s=30)) as sandbox:
         tried = run_python(sandbox, program)
         tool = sandbox.run("unshare --user --map-current-user true")
@@ -190,7 +211,10 @@ print(*(line.split()[1] for line in open("/proc/self/status") if line.startswith
 @needs_sandbox
 def test_dev_shm_shares_the_disk_cap():
     with Sandbox(Limits(timeout_s=30, disk_bytes=64 << 20)) as sandbox:
-        result = sandbox.run("head -c 40M /dev/zero > /root/a && echo wrote a; head -c 40M /dev/zero > /dev/shm/b && echo wrote b; df -B1M --output=size / /dev/shm")
+        result = sandbox.run(
+            "head -c 40M /dev/zero > /root/a && echo wrote a; head -c 40M /dev/zero > /dev/shm/b && echo wrote b; df -B1M --output=size / "
+            "/dev/shm"
+        )
     assert result.output.split("\n")[:2] == ["wrote a", "head: error writing 'standard output': No space left on device"], result.output
     assert result.output.split()[-2:] == ["64", "64"]  # df: / and /dev/shm are one tmpfs of disk_bytes
 
@@ -273,8 +297,13 @@ def test_non_root_gets_a_clear_reason():
     python = shutil.which("python3", path="/usr/bin:/bin")
     if python is None or shutil.which("setpriv") is None or os.geteuid() != 0:
         pytest.skip("needs root, setpriv and a system /usr/bin/python3 to run the probe as user nobody")
-    code = f"import sys; sys.path.insert(0, {str(REPO)!r}); from memrl_bench.envs.sandbox import unavailable_reason; print(unavailable_reason())"
-    probe = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", code], capture_output=True, text=True, cwd="/")
+    code = (
+        f"import sys; sys.path.insert(0, {str(REPO)!r}); from memrl_bench.envs.sandbox import unavailable_reason; "
+        "print(unavailable_reason())"
+    )
+    probe = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", code], capture_output=True, text=True, cwd="/"
+    )
     assert probe.returncode == 0, probe.stderr
     assert "needs root" in probe.stdout and "geteuid() returned 65534" in probe.stdout
 
@@ -356,7 +385,9 @@ def test_hidden_paths_in_any_spelling_hide_their_folder():
     finally:
         shutil.rmtree(data)
     assert seen == dict.fromkeys(seen, ""), seen
-    assert CodeRunner(Limits(timeout_s=5), hidden_paths=(*DEFAULT_HIDDEN_PATHS, f"/{data}/.")).hidden_paths[-1] == str(data)  # its Python's binds compare the same form
+    assert CodeRunner(Limits(timeout_s=5), hidden_paths=(*DEFAULT_HIDDEN_PATHS, f"/{data}/.")).hidden_paths[-1] == str(
+        data
+    )  # its Python's binds compare the same form
 
 
 def test_code_runner_process_mode_limits_time_and_memory():
@@ -389,7 +420,9 @@ def test_gold_filter_checks_each_task_once(tmp_path, monkeypatch):
     assert [t.id for t in again.tasks("train")] == ["t1", "t2", "t4", "t5"]
     assert sorted(calls) == ["t0", "t1", "t2", "t3", "t4", "t5"]  # results on disk were not re-run
     assert again.excluded() == {"t0": "broken", "t3": "broken"}
-    assert list(tmp_path.glob("demo/gold_*.json")) and GoldFilter("demo", ["v2"], tasks, run_gold).results == {}  # another key, another file
+    assert (
+        list(tmp_path.glob("demo/gold_*.json")) and GoldFilter("demo", ["v2"], tasks, run_gold).results == {}
+    )  # another key, another file
     assert GoldFilter("demo", ["v1"], tasks, run_gold).path != first.path  # checked in a sandbox: its CONTAINMENT is part of the key
     off = GoldFilter("demo", ["v1"], tasks, run_gold, enabled=False)
     assert len(off.tasks("train")) == 6 and off.excluded() == {}
@@ -415,12 +448,16 @@ from memrl_bench.envs.sandbox import Limits, Sandbox
 with Sandbox(Limits(timeout_s=20)) as sandbox:
     print(sandbox.run("grep -h ^memrl /etc/shadow /etc/shadow-; stat -c '%U:%G %a' /etc/shadow /etc/gshadow").output)
     print(sandbox.run("useradd memrlnew && echo memrlnew:secret | chpasswd && grep -c '^memrlnew:[$]' /etc/shadow && passwd -S memrlnew").output)
-"""
-    inside = subprocess.run(["unshare", "--mount", "--propagation", "private", sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+"""  # noqa: E501 (a program's or page's text, kept as written)
+    inside = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", sys.executable, "-c", program], capture_output=True, text=True, timeout=120
+    )
     assert inside.returncode == 0, inside.stderr
     lines = inside.stdout.splitlines()
     assert lines[:4] == ["memrlcanary:*:20000:0:99999:7:::", "memrllocked:!*:20000::::::"] * 2, inside.stdout  # no hash is readable inside
-    host_owner = subprocess.run(["stat", "-c", "%U:%G %a", "/etc/shadow", "/etc/gshadow"], capture_output=True, text=True).stdout.splitlines()
+    host_owner = subprocess.run(
+        ["stat", "-c", "%U:%G %a", "/etc/shadow", "/etc/gshadow"], capture_output=True, text=True
+    ).stdout.splitlines()
     assert lines[4:6] == host_owner  # the copy keeps the host file's owner and mode
     assert hashed not in inside.stdout and lines[7] == "1" and lines[8].startswith("memrlnew P")  # useradd and chpasswd work on the copy
     assert "memrlnew" not in Path("/etc/shadow").read_text()
@@ -441,7 +478,9 @@ print("found", sorted(set(found)))
 """
 
 
-@pytest.mark.parametrize("isolation, user", [pytest.param("sandbox", "root", marks=needs_sandbox), ("process", "root"), ("process", "nobody")])
+@pytest.mark.parametrize(
+    "isolation, user", [pytest.param("sandbox", "root", marks=needs_sandbox), ("process", "root"), ("process", "nobody")]
+)
 def test_process_mode_program_sees_no_harness_secret(isolation, user):
     canary = f"sk-canary-{uuid.uuid4().hex}"
     python = sys.executable if user == "root" else shutil.which("python3", path="/usr/bin:/bin")  # a harness run by a user without root
@@ -453,17 +492,31 @@ sys.path.insert(0, {str(REPO)!r})
 from memrl_bench.envs.sandbox import CodeRunner, Limits
 print(CodeRunner(Limits(timeout_s=30), isolation={isolation!r}).run({PEEK!r}.replace("CANARY", {repr(repr(canary))})).output)
 """
-    command = [python, "-c", harness] if user == "root" else ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", harness]
+    command = (
+        [python, "-c", harness]
+        if user == "root"
+        else ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", harness]
+    )
     out = subprocess.run(command, capture_output=True, text=True, cwd="/", timeout=120, env={**os.environ, "OPENAI_API_KEY": canary})
     assert out.returncode == 0, out.stderr
     assert "ran as" in out.stdout and "found []" in out.stdout, out.stdout
 
 
 def test_hidden_root_is_refused_by_the_sandbox():
-    for hidden, refusal in [("/", "the whole filesystem"), ("//", "the whole filesystem"), ("/usr/..", "the whole filesystem"), ("/usr", "would hide /usr/bin"), ("/etc", "would hide /etc"), ("/lib", "would hide /(usr/)?lib"), ("tmp", "not an absolute path")]:
+    for hidden, refusal in [
+        ("/", "the whole filesystem"),
+        ("//", "the whole filesystem"),
+        ("/usr/..", "the whole filesystem"),
+        ("/usr", "would hide /usr/bin"),
+        ("/etc", "would hide /etc"),
+        ("/lib", "would hide /(usr/)?lib"),
+        ("tmp", "not an absolute path"),
+    ]:
         with pytest.raises(SandboxSettingError, match=refusal):
             Sandbox(hidden_paths=(*DEFAULT_HIDDEN_PATHS, hidden))
     with pytest.raises(SandboxSettingError, match="not an absolute path"):
         Sandbox(workdir="root")
     with pytest.raises(SandboxSettingError, match="lies inside the hidden folder /root"):
-        Sandbox(workdir=str(next(p for p in Path("/root").iterdir() if p.is_dir()))) if any(p.is_dir() for p in Path("/root").iterdir()) else Sandbox(workdir="/root/x")
+        Sandbox(workdir=str(next(p for p in Path("/root").iterdir() if p.is_dir()))) if any(
+            p.is_dir() for p in Path("/root").iterdir()
+        ) else Sandbox(workdir="/root/x")

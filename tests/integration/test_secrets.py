@@ -53,10 +53,25 @@ def test_a_canary_key_through_every_channel_is_written_nowhere(tmp_path, environ
         leak = f"invalid request with key {KEY} for {url} (Authorization: Bearer {KEY})"
         server.script(*[Fault.http_error(500, message=leak)] * 2)  # one call's attempts: an llm_error episode with that text
         out = memrl_bench(
-            "-m", f"results_dir={results}", "env=mmlu", "env.tasks_per_split=2", "method=rag", "llm=openai", f"llm.base_url={url}",
-            "llm.model=fault-server-model", "llm.max_retries=1", "llm.backoff_base_s=0.01", "llm.max_concurrency=1", f"llm.cache_path={caches}/llm.sqlite",
-            "embedder=openai", f"embedder.base_url={url}", "embedder.model=fault-server-embed", f"embedder.cache_path={caches}/embed.sqlite",
-            "protocol.epochs=1", "seed=0", env=environment,
+            "-m",
+            f"results_dir={results}",
+            "env=mmlu",
+            "env.tasks_per_split=2",
+            "method=rag",
+            "llm=openai",
+            f"llm.base_url={url}",
+            "llm.model=fault-server-model",
+            "llm.max_retries=1",
+            "llm.backoff_base_s=0.01",
+            "llm.max_concurrency=1",
+            f"llm.cache_path={caches}/llm.sqlite",
+            "embedder=openai",
+            f"embedder.base_url={url}",
+            "embedder.model=fault-server-embed",
+            f"embedder.cache_path={caches}/embed.sqlite",
+            "protocol.epochs=1",
+            "seed=0",
+            env=environment,
         )
         assert out.returncode == 0, out.stderr
         (folder,) = [p for p in (results / "default").iterdir() if p.is_dir()]
@@ -66,9 +81,20 @@ def test_a_canary_key_through_every_channel_is_written_nowhere(tmp_path, environ
 
         server.script(Fault.http_error(401, message=f"Incorrect API key provided: {KEY}"))  # the key refused, mid-run
         refused = memrl_bench(
-            f"results_dir={results}", "experiment_name=refused", "env=mmlu", "env.tasks_per_split=2", "method=none", "llm=openai",
-            f"llm.base_url={url}", "llm.model=fault-server-model", "llm.cache_mode=off", "embedder=openai", f"embedder.base_url={url}",
-            "embedder.model=fault-server-embed", "protocol.epochs=1", env=environment,
+            f"results_dir={results}",
+            "experiment_name=refused",
+            "env=mmlu",
+            "env.tasks_per_split=2",
+            "method=none",
+            "llm=openai",
+            f"llm.base_url={url}",
+            "llm.model=fault-server-model",
+            "llm.cache_mode=off",
+            "embedder=openai",
+            f"embedder.base_url={url}",
+            "embedder.model=fault-server-embed",
+            "protocol.epochs=1",
+            env=environment,
         )
     # stderr is not a terminal here: a progress line tells that the run started, then the one error line
     lines = [line for line in refused.stderr.splitlines() if not re.match(r"\[\d\d:\d\d:\d\d\] ", line)]
@@ -173,9 +199,24 @@ def test_a_canary_in_every_url_shape_is_written_nowhere(tmp_path, monkeypatch):
             server.script(*[Fault.http_error(500, message=f"cannot serve {urls[-1]}")] * 2)  # one call's attempts: an llm_error episode
         sweep = ",".join(f"'{url}'" for url in urls)
         out = memrl_bench(
-            "-m", f"results_dir={results}", "env=mmlu", f"env.data_dir={data}", "method=none", "llm=openai", f"llm.base_url={sweep}", "llm.model=m",
-            "llm.max_retries=1", "llm.backoff_base_s=0.01", "llm.max_concurrency=1", f"llm.cache_path={caches}/llm.sqlite", "llm.cache_mode=read_write",
-            "embedder=openai", f"embedder.base_url={embedder.base_url}", "embedder.model=e", f"embedder.cache_path={caches}/embed.sqlite", "protocol.epochs=1",
+            "-m",
+            f"results_dir={results}",
+            "env=mmlu",
+            f"env.data_dir={data}",
+            "method=none",
+            "llm=openai",
+            f"llm.base_url={sweep}",
+            "llm.model=m",
+            "llm.max_retries=1",
+            "llm.backoff_base_s=0.01",
+            "llm.max_concurrency=1",
+            f"llm.cache_path={caches}/llm.sqlite",
+            "llm.cache_mode=read_write",
+            "embedder=openai",
+            f"embedder.base_url={embedder.base_url}",
+            "embedder.model=e",
+            f"embedder.cache_path={caches}/embed.sqlite",
+            "protocol.epochs=1",
             env={**os.environ, "OPENAI_API_KEY": KEY},
         )
     assert out.returncode == 0, out.stderr[-3000:]
@@ -193,7 +234,16 @@ def test_a_password_holding_a_raw_slash_is_refused_without_being_printed(tmp_pat
     from tests.helpers import tiny_mmlu
 
     url = f"http://user:{CANARY}/x@127.0.0.1:9/v1"  # clients would read the host "user" and the port from the password
-    out = memrl_bench(f"results_dir={tmp_path / 'results'}", "env=mmlu", f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu')}", "method=none", "llm=openai", f"llm.base_url='{url}'", "llm.model=m", env=dict(os.environ))
+    out = memrl_bench(
+        f"results_dir={tmp_path / 'results'}",
+        "env=mmlu",
+        f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu')}",
+        "method=none",
+        "llm=openai",
+        f"llm.base_url='{url}'",
+        "llm.model=m",
+        env=dict(os.environ),
+    )
     assert out.returncode == 2 and "llm.base_url: its host is ambiguous" in out.stderr and "Traceback" not in out.stderr, out.stderr
     assert CANARY not in out.stdout + out.stderr and not (tmp_path / "results").exists()
 
@@ -210,5 +260,9 @@ def test_a_bugs_traceback_is_printed_without_url_secrets(monkeypatch, capsys):
     with pytest.raises(SystemExit) as stop:
         cli.main()
     err = capsys.readouterr().err
-    assert stop.value.code == 1 and err.startswith("Traceback (most recent call last):") and "RuntimeError: unexpected answer from http://127.0.0.1:8000/v1?api_key=[redacted]" in err
+    assert (
+        stop.value.code == 1
+        and err.startswith("Traceback (most recent call last):")
+        and "RuntimeError: unexpected answer from http://127.0.0.1:8000/v1?api_key=[redacted]" in err
+    )
     assert CANARY not in err

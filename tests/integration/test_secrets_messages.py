@@ -44,22 +44,36 @@ MALFORMED = {
 @pytest.mark.parametrize("url", MALFORMED.values(), ids=MALFORMED.keys())
 @pytest.mark.parametrize("group", ["llm", "embedder"])
 def test_a_malformed_url_is_refused_without_echoing_its_password(group: str, url: str):
-    model, values = (LLMConfig, {"name": "openai", "model": "m"}) if group == "llm" else (OpenAIEmbedder.Settings, {"name": "openai", "model": "e"})
+    model, values = (
+        (LLMConfig, {"name": "openai", "model": "m"}) if group == "llm" else (OpenAIEmbedder.Settings, {"name": "openai", "model": "e"})
+    )
     with pytest.raises(ConfigError, match=f"^{group}.base_url: ") as refused:
         validated(model, {**values, "base_url": url}, group)
     assert CANARY not in str(refused.value) and "[redacted]@127.0.0.1:" in str(refused.value), refused.value
 
 
 def test_a_malformed_url_on_the_command_line_is_one_line_without_its_password(tmp_path):
-    out = memrl_bench(f"results_dir={tmp_path / 'results'}", "llm=openai", "llm.model=m", f"llm.base_url='http://u:a?{CANARY}@127.0.0.1:8000/v1'")
-    assert out.returncode == 2 and out.stderr.startswith("memrl-bench: error: llm.base_url: the port must be a number") and len(out.stderr.splitlines()) == 1, out.stderr
+    out = memrl_bench(
+        f"results_dir={tmp_path / 'results'}", "llm=openai", "llm.model=m", f"llm.base_url='http://u:a?{CANARY}@127.0.0.1:8000/v1'"
+    )
+    assert (
+        out.returncode == 2
+        and out.stderr.startswith("memrl-bench: error: llm.base_url: the port must be a number")
+        and len(out.stderr.splitlines()) == 1
+    ), out.stderr
     assert CANARY not in out.stdout + out.stderr and not (tmp_path / "results").exists()
 
 
 def test_a_url_with_two_ports_on_the_command_line_is_one_line_naming_the_key(tmp_path):
     """Before (red team round 2): httpx's InvalidURL traceback, exit 1."""
-    out = memrl_bench(f"results_dir={tmp_path / 'results'}", "llm=openai", "llm.model=m", f"llm.base_url='http://u:{CANARY}@127.0.0.1:9:9/v1'")
-    assert out.returncode == 2 and out.stderr.startswith("memrl-bench: error: llm.base_url: the port must be a number") and len(out.stderr.splitlines()) == 1, out.stderr
+    out = memrl_bench(
+        f"results_dir={tmp_path / 'results'}", "llm=openai", "llm.model=m", f"llm.base_url='http://u:{CANARY}@127.0.0.1:9:9/v1'"
+    )
+    assert (
+        out.returncode == 2
+        and out.stderr.startswith("memrl-bench: error: llm.base_url: the port must be a number")
+        and len(out.stderr.splitlines()) == 1
+    ), out.stderr
     assert CANARY not in out.stdout + out.stderr and not (tmp_path / "results").exists()
 
 
@@ -73,11 +87,27 @@ def test_an_embeddings_endpoint_answering_404_is_one_line_without_url_secrets(tm
         host = server.base_url.removeprefix("http://").removesuffix("/v1")
         url = f"http://u:{CANARY}@{host}/nope" if secret == "userinfo" else f"http://{host}/nope?key={CANARY}"
         out = memrl_bench(
-            f"results_dir={tmp_path / 'results'}", "env=mmlu", f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu')}", "method=none", "llm=openai", "llm.model=m",
-            f"llm.base_url='{server.base_url}'", "embedder=openai", "embedder.model=e", f"embedder.base_url='{url}'", f"embedder.cache_path={tmp_path / 'embed.sqlite'}", "progress=false",
+            f"results_dir={tmp_path / 'results'}",
+            "env=mmlu",
+            f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu')}",
+            "method=none",
+            "llm=openai",
+            "llm.model=m",
+            f"llm.base_url='{server.base_url}'",
+            "embedder=openai",
+            "embedder.model=e",
+            f"embedder.base_url='{url}'",
+            f"embedder.cache_path={tmp_path / 'embed.sqlite'}",
+            "progress=false",
         )
-    assert out.returncode == 3 and out.stderr.startswith("memrl-bench: stopped: the embeddings server at http://127.0.0.1:") and "404" in out.stderr, out.stderr[-2000:]
-    assert "Traceback" not in out.stderr and "Error executing job" not in out.stderr and len(out.stderr.splitlines()) == 1, out.stderr[-2000:]
+    assert (
+        out.returncode == 3
+        and out.stderr.startswith("memrl-bench: stopped: the embeddings server at http://127.0.0.1:")
+        and "404" in out.stderr
+    ), out.stderr[-2000:]
+    assert "Traceback" not in out.stderr and "Error executing job" not in out.stderr and len(out.stderr.splitlines()) == 1, out.stderr[
+        -2000:
+    ]
     assert CANARY not in out.stdout + out.stderr
 
 
@@ -90,7 +120,18 @@ def test_a_bug_inside_a_job_prints_no_override_as_typed(tmp_path, monkeypatch, c
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(cli, "run", bug)
-    monkeypatch.setattr(sys, "argv", ["memrl-bench", f"results_dir={tmp_path}", "llm=openai", "llm.model=m", f"llm.base_url=http://u:{CANARY}@127.0.0.1:8000/v1", f"hydra.run.dir={tmp_path / 'run'}"])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [
+            "memrl-bench",
+            f"results_dir={tmp_path}",
+            "llm=openai",
+            "llm.model=m",
+            f"llm.base_url=http://u:{CANARY}@127.0.0.1:8000/v1",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ],
+    )
     monkeypatch.setenv("HYDRA_FULL_ERROR", "1")  # main() sets it: restored after the test
     with pytest.raises(SystemExit) as stop:
         cli.main()
@@ -116,11 +157,29 @@ def test_url_secrets_on_the_command_line_are_not_in_the_harness_proc_cmdline(tmp
     with FaultServer(reply=reply) as server, FaultServer() as embedder:
         host = server.base_url.removeprefix("http://").removesuffix("/v1")
         args = [
-            f"results_dir={tmp_path / 'results'}", "env=mmlu", f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu')}", "method=none", "llm=openai", "llm.model=m",
-            f"llm.base_url='http://u:{CANARY}@{host}/v1'", "embedder=openai", "embedder.model=e", f"embedder.base_url={embedder.base_url}",
-            f"embedder.cache_path={tmp_path / 'embed.sqlite'}", "llm.cache_mode=off", "progress=false", "protocol.epochs=1",
+            f"results_dir={tmp_path / 'results'}",
+            "env=mmlu",
+            f"env.data_dir={tiny_mmlu(tmp_path / 'mmlu')}",
+            "method=none",
+            "llm=openai",
+            "llm.model=m",
+            f"llm.base_url='http://u:{CANARY}@{host}/v1'",
+            "embedder=openai",
+            "embedder.model=e",
+            f"embedder.base_url={embedder.base_url}",
+            f"embedder.cache_path={tmp_path / 'embed.sqlite'}",
+            "llm.cache_mode=off",
+            "progress=false",
+            "protocol.epochs=1",
         ]
-        process = subprocess.Popen([sys.executable, "-m", "memrl_bench", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "OPENAI_API_KEY": "k"})
+        process = subprocess.Popen(
+            [sys.executable, "-m", "memrl_bench", *args],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "OPENAI_API_KEY": "k"},
+        )
         harness.append(process.pid)
         out, err = process.communicate(timeout=300)
     assert process.returncode == 0, err[-2000:]
@@ -131,13 +190,27 @@ def test_url_secrets_on_the_command_line_are_not_in_the_harness_proc_cmdline(tmp
 def test_every_url_secret_form_is_masked_in_the_process_own_cmdline():
     """The same, for key-like query values and malformed passwords: what /proc/self/cmdline shows
     after hide_url_secrets_from_command_line, while sys.argv keeps the values for Hydra."""
-    args = [f"llm.base_url=http://u:{CANARY}@h:1/v1", f"embedder.base_url='http://h:1/v1?api_key={CANARY}&n=1'", f"x='http://u:a?{CANARY}@h:1/v1'", f"y='http://u:a {CANARY}@h:1/v1'", "llm.model=mé"]
-    code = "import sys; from memrl_bench.core.redaction import hide_url_secrets_from_command_line as hide; assert hide(); print(repr(sys.argv[1:])); sys.stdout.flush(); sys.stdout.buffer.write(open('/proc/self/cmdline', 'rb').read())"
+    args = [
+        f"llm.base_url=http://u:{CANARY}@h:1/v1",
+        f"embedder.base_url='http://h:1/v1?api_key={CANARY}&n=1'",
+        f"x='http://u:a?{CANARY}@h:1/v1'",
+        f"y='http://u:a {CANARY}@h:1/v1'",
+        "llm.model=mé",
+    ]
+    code = (
+        "import sys; from memrl_bench.core.redaction import hide_url_secrets_from_command_line as hide; assert hide(); "
+        "print(repr(sys.argv[1:])); sys.stdout.flush(); sys.stdout.buffer.write(open('/proc/self/cmdline', 'rb').read())"
+    )
     out = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, timeout=60)
     assert out.returncode == 0, out.stderr
     argv, cmdline = out.stdout.split(b"\n", 1)
     assert argv.decode() == repr(args) and CANARY.encode() not in cmdline
-    assert cmdline.split(b"\0")[-6:-2] == [b"llm.base_url=http://" + b"*" * 15 + b"h:1/v1", b"embedder.base_url='http://h:1/v1?api_key=" + b"*" * 12 + b"&n=1'", b"x='http://" + b"*" * 17 + b"h:1/v1'", b"y='http://" + b"*" * 17 + b"h:1/v1'"]
+    assert cmdline.split(b"\0")[-6:-2] == [
+        b"llm.base_url=http://" + b"*" * 15 + b"h:1/v1",
+        b"embedder.base_url='http://h:1/v1?api_key=" + b"*" * 12 + b"&n=1'",
+        b"x='http://" + b"*" * 17 + b"h:1/v1'",
+        b"y='http://" + b"*" * 17 + b"h:1/v1'",
+    ]
 
 
 # Arguments argparse or Hydra refuse before the job runs, printing them as typed (red team round 2, B8).
@@ -145,10 +218,18 @@ REFUSED_BEFORE_THE_JOB = {
     "hash_in_pass": ("llm=openai", "llm.model=m", f"llm.base_url=http://u:a#{CANARY}@127.0.0.1:9/v1"),  # Hydra's LexerNoViableAltException
     "quote_in_pass": ("llm=openai", "llm.model=m", f"llm.base_url=http://u:a'{CANARY}@127.0.0.1:9/v1"),
     "double_quote_in_pass": ("llm=openai", "llm.model=m", f'llm.base_url=http://u:a"{CANARY}@127.0.0.1:9/v1'),
-    "interpolation_in_pass": ("llm=openai", "llm.model=m", f"llm.base_url=http://u:${{{CANARY}}}@127.0.0.1:9/v1"),  # "Interpolation key '...' not found"
+    "interpolation_in_pass": (
+        "llm=openai",
+        "llm.model=m",
+        f"llm.base_url=http://u:${{{CANARY}}}@127.0.0.1:9/v1",
+    ),  # "Interpolation key '...' not found"
     "fragment_key": ("llm=openai", "llm.model=m", f"llm.base_url=http://127.0.0.1:9/v1#key={CANARY}"),
     "semicolon_key": ("llm=openai", "llm.model=m", f"llm.base_url=http://127.0.0.1:9/v1;key={CANARY}"),
-    "unknown_option": ("llm.model=m", "--bogus", f"llm.base_url=http://u:{CANARY}@127.0.0.1:9/v1"),  # argparse's "unrecognized arguments: ..."
+    "unknown_option": (
+        "llm.model=m",
+        "--bogus",
+        f"llm.base_url=http://u:{CANARY}@127.0.0.1:9/v1",
+    ),  # argparse's "unrecognized arguments: ..."
 }
 
 

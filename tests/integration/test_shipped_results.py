@@ -34,7 +34,14 @@ def readme() -> str:
 
 
 def memrl_bench(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "memrl_bench", *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return subprocess.run(
+        [sys.executable, "-m", "memrl_bench", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
 
 
 def episodes(folder: Path) -> list[dict]:
@@ -72,7 +79,15 @@ def test_a_slice_run_afresh_from_the_cache_gives_the_shipped_episodes(copy, tmp_
     """MemRL (epsilon = 0) on task order 0, run into an empty folder: every completion and token
     count comes from the shipped cache (a miss would stop the run), and the log equals the shipped one."""
     cache = copy / "results" / "critique_real" / "llm_cache.sqlite"
-    args = ["+experiment=critique_real_methods", "method=memrl", "task_order_seed=0", f"results_dir={tmp_path}", "llm.cache_mode=read_only", f"llm.cache_path={cache}", "progress=false"]
+    args = [
+        "+experiment=critique_real_methods",
+        "method=memrl",
+        "task_order_seed=0",
+        f"results_dir={tmp_path}",
+        "llm.cache_mode=read_only",
+        f"llm.cache_path={cache}",
+        "progress=false",
+    ]
     result = memrl_bench(args, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     name = "method=memrl,task_order_seed=0"

@@ -16,7 +16,14 @@ from memrl_bench.runner.loop import run
 from tests.helpers import build_schedule, config, crash_in_learn_then_resume, protocol, record
 
 # a checkpoint only at epoch ends: with one task per batch, one after every batch is most of a stream's time
-STREAM = {"name": "streaming", "epochs": 1, "batch_size": 1, "validate_every_epoch": False, "test_at_end": False, "checkpoint_interval_s": 1e9}
+STREAM = {
+    "name": "streaming",
+    "epochs": 1,
+    "batch_size": 1,
+    "validate_every_epoch": False,
+    "test_at_end": False,
+    "checkpoint_interval_s": 1e9,
+}
 REPLAY = {**STREAM, "name": "replay", "replay_every": 10, "replay_tasks": 4}
 REPAIR = {"name": "repair", "epochs": 3, "corrupt_share": 0.25, "corrupt_epochs": 2}
 
@@ -104,7 +111,9 @@ def test_reward_corruption_touches_only_the_learning_signal(tmp_path, monkeypatc
     flipped = {i for i, r in train.items() if r["info"].get(FLIPPED)}
     assert len(flipped) == 20 and all(train[i]["epoch"] <= 2 for i in flipped)  # 25% of 40, in epochs 1 and 2
     # the log keeps the true success: the same as the clean run's, episode by episode
-    assert {i: r["success"] for i, r in train.items()} == {r["episode_id"]: r["success"] for r in log(tmp_path / "clean") if r["phase"] == "train"}
+    assert {i: r["success"] for i, r in train.items()} == {
+        r["episode_id"]: r["success"] for r in log(tmp_path / "clean") if r["phase"] == "train"
+    }
     assert learned_clean == {i: r["success"] for i, r in train.items()}
     # learn() saw the flipped success on exactly the flipped episodes
     assert {i for i, s in Recording.seen.items() if s != train[i]["success"]} == flipped

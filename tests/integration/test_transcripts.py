@@ -13,7 +13,15 @@ from tests.helpers import config, crash_in_learn
 
 
 def record(episode_id: str, calls: int = 1, batch: int = 0, phase: str = "train") -> dict:
-    episode = {"episode_id": episode_id, "task_id": "t", "phase": phase, "split": phase, "epoch": 1, "batch_index": batch, "sample_index": 0}
+    episode = {
+        "episode_id": episode_id,
+        "task_id": "t",
+        "phase": phase,
+        "split": phase,
+        "epoch": 1,
+        "batch_index": batch,
+        "sample_index": 0,
+    }
     acting = [{"messages": [{"role": "user", "content": f"prompt {episode_id} {i}"}], "completion": "Action: look"} for i in range(calls)]
     return transcript_record(episode, acting, [])
 
@@ -80,7 +88,12 @@ def test_reading_keeps_every_whole_member_around_damage_and_says_so(tmp_path, ca
     flip(log.path, (hit[0] + hit[1]) // 2, 40)
     assert [r["episode_id"] for r in log.read()] == [f"b{b}-{i}" for b in (0, 1, 3, 4) for i in range(3)]
     warning = capsys.readouterr().err.strip()
-    assert warning.count("\n") == 0 and "transcripts.jsonl.gz: skipped" in warning and "damaged bytes in 1 place(s)" in warning and "12 records" in warning
+    assert (
+        warning.count("\n") == 0
+        and "transcripts.jsonl.gz: skipped" in warning
+        and "damaged bytes in 1 place(s)" in warning
+        and "12 records" in warning
+    )
 
 
 def test_resume_salvages_transcripts_after_flipped_bytes(tmp_path, monkeypatch, capsys):
@@ -125,7 +138,11 @@ def test_resume_keeps_the_decodable_records_of_a_cut_last_member_the_log_holds(t
     log.keep_only([record(i) for i in ["a", "b"] + [f"c{i}" for i in range(8)]])
     assert [r["episode_id"] for r in log.read()] == decodable
     warning = capsys.readouterr().err.strip()
-    assert warning.count("\n") == 0 and "last gzip member is cut short though the log holds its episodes" in warning and f"keeps the {len(decodable)} records" in warning, warning
+    assert (
+        warning.count("\n") == 0
+        and "last gzip member is cut short though the log holds its episodes" in warning
+        and f"keeps the {len(decodable)} records" in warning
+    ), warning
 
 
 def test_resume_drops_a_cut_last_member_the_log_does_not_hold_without_a_word(tmp_path, capsys):
@@ -152,10 +169,15 @@ def test_resume_says_a_last_member_cut_in_its_first_bytes_lost_logged_batches(tm
         start, _, _ = members(log.path)[-1]
         log.path.write_bytes(log.path.read_bytes()[: start + cut])
         assert log.salvage().torn_tail and not log.salvage().torn_records
-        log.keep_only([record("a", batch=0), record("b", batch=0), record("v", phase="validation")] + [record(f"c{i}", batch=1) for i in range(8)])
+        log.keep_only(
+            [record("a", batch=0), record("b", batch=0), record("v", phase="validation")] + [record(f"c{i}", batch=1) for i in range(8)]
+        )
         assert [r["episode_id"] for r in log.read()] == ["a", "b"]
         warning = capsys.readouterr().err.strip()
-        assert warning.count("\n") == 0 and "cut short before its first whole line, though the log holds 1 batch(es) after the last whole member" in warning, warning
+        assert (
+            warning.count("\n") == 0
+            and "cut short before its first whole line, though the log holds 1 batch(es) after the last whole member" in warning
+        ), warning
         assert "keeps the 2 records" in warning
 
 
@@ -194,7 +216,7 @@ def test_transcript_lines_python_cannot_hold_are_skipped_with_the_warning(tmp_pa
     is a bad line like malformed JSON: the report reads on, with one warning, no traceback."""
     log = TranscriptLog(tmp_path)
     log.append([record("a")])
-    lines = b'{"episode_id": "x", "n": 1' + b"0" * 5000 + b'}\n' + b'{"episode_id": "y", "z": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+    lines = b'{"episode_id": "x", "n": 1' + b"0" * 5000 + b"}\n" + b'{"episode_id": "y", "z": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
     with open(log.path, "ab") as f:
         f.write(gzip.compress(lines, mtime=0))
     log.append([record("b")])

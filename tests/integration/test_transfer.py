@@ -53,7 +53,10 @@ def test_a_source_tested_on_its_own_world_repeats_its_held_out_test(tmp_path):
     assert transferred == held_out and all(r["phase"] == "test" for r in log(tmp_path / "target"))
     block = metrics["transfer"]
     assert block["test_split"] == "test_in_distribution" and block["source_method"] == "memrl"
-    assert block["test_success"]["test_in_distribution"] == json.loads((source / "metrics.json").read_text())["success_rate"]["test_in_distribution"]["2"]
+    assert (
+        block["test_success"]["test_in_distribution"]
+        == json.loads((source / "metrics.json").read_text())["success_rate"]["test_in_distribution"]["2"]
+    )
     assert block["inherited_items"] == 2 * 40 and "transfer" in metrics["labels"]
     manifest = json.loads((tmp_path / "target" / "manifest.json").read_text())
     assert manifest["transfer"]["source_config_hash"] == json.loads((source / "manifest.json").read_text())["config_hash"]
@@ -175,7 +178,13 @@ def test_the_audit_refuses_a_memory_the_source_did_not_learn(tmp_path):
     inherited = source.records.items[0]
     theirs = MemoryItem(inherited.id, inherited.content, provenance=Provenance(**inherited.provenance.to_dict()))
     transfer.audit([theirs], source)
-    foreign = MemoryItem("new", "x", provenance=Provenance(task_id="t", split="test_in_distribution", phase="test", epoch=0, episode_id="test-e00-00000-s0", success=True))
+    foreign = MemoryItem(
+        "new",
+        "x",
+        provenance=Provenance(
+            task_id="t", split="test_in_distribution", phase="test", epoch=0, episode_id="test-e00-00000-s0", success=True
+        ),
+    )
     with pytest.raises(ProtocolViolation, match="memory item 'new' .* not a memory the source run"):
         transfer.audit([theirs, foreign], source)
 
@@ -200,7 +209,13 @@ def test_the_transfer_block_on_a_hand_built_log(tmp_path):
 @pytest.mark.parametrize("protocol, message", [
     ({"name": "transfer", "epochs": 2, "transfer_from": "x"}, "needs protocol.epochs=0"),
     ({"epochs": 0}, "protocol.epochs=0 trains nothing: only protocol=transfer"),
-    ({"transfer_source_env": {"task_types": [0]}}, "protocol.transfer_source_env: not a setting of protocol=held_out; it belongs to protocol=transfer"),
+    ({(
+        "transfer_source_env"
+    ): {(
+        "task_types"
+    ): [0]}}, (
+        "protocol.transfer_source_env: not a setting of protocol=held_out; it belongs to protocol=transfer"
+    )),
 ])  # fmt: skip
 def test_transfer_settings_out_of_place_are_refused(tmp_path, protocol, message):
     with pytest.raises(ConfigError, match=message):
@@ -210,7 +225,10 @@ def test_transfer_settings_out_of_place_are_refused(tmp_path, protocol, message)
 def test_a_test_split_named_after_a_phase_is_refused(tmp_path):
     """Its episode ids (the split's name, then the epoch) would be those of that phase's episodes."""
     with pytest.raises(ConfigError, match="env.roles.test: split 'train' cannot play test"):
-        run(config(env=SMALL_WORLD | {"roles": {"train": "validation", "test": ["train"]}}, protocol={"validate_every_epoch": False}), tmp_path / "run")
+        run(
+            config(env=SMALL_WORLD | {"roles": {"train": "validation", "test": ["train"]}}, protocol={"validate_every_epoch": False}),
+            tmp_path / "run",
+        )
 
 
 def test_synthetic_task_types_are_checked(tmp_path):
@@ -226,7 +244,9 @@ def test_the_report_pairs_each_transfer_with_none_and_fills_the_matrix(tmp_path)
     sr = {}
     for method in ("memrl", "none"):
         for types in ([0, 1], [1, 2]):
-            sr[method, types[0]] = run(transfer_cfg(tmp_path / "sources", method, types), tmp_path / "runs" / f"{method}-{types[0]}")["transfer"]["test_success"]["test_in_distribution"]
+            sr[method, types[0]] = run(transfer_cfg(tmp_path / "sources", method, types), tmp_path / "runs" / f"{method}-{types[0]}")[
+                "transfer"
+            ]["test_success"]["test_in_distribution"]
     report(tmp_path / "runs", tmp_path / "report")
     matrix = (tmp_path / "report" / "tables" / "transfer.md").read_text()
     for target in (0, 1):
@@ -257,11 +277,20 @@ def test_an_llm_run_transfers_text_memory_from_llb_db_to_mmlu(tmp_path):
         text = "\n".join(m["content"] for m in messages if m["role"] != "system")
         return "Action: COMMIT" if "columns:" in text else "Action: SQL: SELECT * FROM " + re.findall(r"Table (\w+)\(", text)[-1]
 
-    source_cfg = config(method={"name": "rag"}, embedder={"name": "minilm"}, actor={"max_steps": 3}, protocol={"epochs": 1, "batch_size": 3, "validate_every_epoch": False, "test_at_end": False, "checkpoint_interval_s": 0})
+    source_cfg = config(
+        method={"name": "rag"},
+        embedder={"name": "minilm"},
+        actor={"max_steps": 3},
+        protocol={"epochs": 1, "batch_size": 3, "validate_every_epoch": False, "test_at_end": False, "checkpoint_interval_s": 0},
+    )
     source_cfg["env"] = {"name": "llb_db", "data_dir": str(SHARED / "llb"), "tasks_per_split": 3}
     run(source_cfg, tmp_path / "source", llm=ScriptedChatModel(sql))
     answers = ScriptedChatModel(lambda messages: "Answer: A")
-    cfg = config(method={"name": "rag"}, embedder={"name": "minilm"}, protocol=TRANSFER | {"batch_size": 4, "transfer_from": str(tmp_path / "source")})
+    cfg = config(
+        method={"name": "rag"},
+        embedder={"name": "minilm"},
+        protocol=TRANSFER | {"batch_size": 4, "transfer_from": str(tmp_path / "source")},
+    )
     cfg["env"] = {"name": "mmlu", "data_dir": str(SHARED / "mmlu"), "subjects": ["marketing"], "tasks_per_split": 4}
     metrics = run(cfg, tmp_path / "target", llm=answers)
     learned = {i.content for i in read_run(tmp_path / "source").items}
@@ -275,8 +304,20 @@ def test_an_llm_run_transfers_text_memory_from_llb_db_to_mmlu(tmp_path):
 def test_envs_are_named_by_what_tells_them_apart_among_their_own_kind():
     from memrl_bench.report.aggregate import env_labels
 
-    configs = [{"name": "llb_db", "statement_timeout_s": 5.0}, {"name": "llb_os", "workdir": "/"}, world([0, 1]), world([1, 2]), SMALL_WORLD]
-    assert env_labels(configs) == ["llb_db", "llb_os", "synthetic task_types=[0, 1]", "synthetic task_types=[1, 2]", "synthetic task_types=None"]
+    configs = [
+        {"name": "llb_db", "statement_timeout_s": 5.0},
+        {"name": "llb_os", "workdir": "/"},
+        world([0, 1]),
+        world([1, 2]),
+        SMALL_WORLD,
+    ]
+    assert env_labels(configs) == [
+        "llb_db",
+        "llb_os",
+        "synthetic task_types=[0, 1]",
+        "synthetic task_types=[1, 2]",
+        "synthetic task_types=None",
+    ]
 
 
 def test_transfer_gain_and_the_matrix_on_hand_built_runs():
@@ -292,21 +333,58 @@ def test_transfer_gain_and_the_matrix_on_hand_built_runs():
     from memrl_bench.report.load import Results
 
     def row(run: str, method: str, order: int, sr: float) -> dict:
-        cfg = {"method": {"name": method}, "env": world([1, 2]), "protocol": {"name": "transfer", "transfer_from": "sources"}, "seed": 0, "task_order_seed": order}
-        block = {"test_split": "iid", "test_success": {"iid": sr, "ood": 0.0}, "test_injected_share": {"iid": 0.5, "ood": 0.0}, "source_env": world([0, 1])}
-        return {"run": run, "method": method, "variant": method, "config": cfg, "seed": 0, "task_order_seed": order, "complete": True, "protocol_metrics": {"transfer": block}}
+        cfg = {
+            "method": {"name": method},
+            "env": world([1, 2]),
+            "protocol": {"name": "transfer", "transfer_from": "sources"},
+            "seed": 0,
+            "task_order_seed": order,
+        }
+        block = {
+            "test_split": "iid",
+            "test_success": {"iid": sr, "ood": 0.0},
+            "test_injected_share": {"iid": 0.5, "ood": 0.0},
+            "source_env": world([0, 1]),
+        }
+        return {
+            "run": run,
+            "method": method,
+            "variant": method,
+            "config": cfg,
+            "seed": 0,
+            "task_order_seed": order,
+            "complete": True,
+            "protocol_metrics": {"transfer": block},
+        }
 
-    runs = pd.DataFrame([row("m0", "memrl", 0, 0.6), row("n0", "none", 0, 0.4), row("m1", "memrl", 1, 0.5), row("n1", "none", 1, 0.4), row("m2", "memrl", 2, 0.9)])
+    runs = pd.DataFrame(
+        [
+            row("m0", "memrl", 0, 0.6),
+            row("n0", "none", 0, 0.4),
+            row("m1", "memrl", 1, 0.5),
+            row("n1", "none", 1, 0.4),
+            row("m2", "memrl", 2, 0.9),
+        ]
+    )
     numbers = protocol_numbers(runs)
     assert numbers.loc["m0", "transfer_gain"] == pytest.approx(0.2) and numbers.loc["m1", "transfer_gain"] == pytest.approx(0.1)
-    assert math.isnan(numbers.loc["m2", "transfer_gain"]) and math.isnan(numbers.loc["n0", "transfer_gain"])  # no none twin; the baseline itself
+    assert math.isnan(numbers.loc["m2", "transfer_gain"]) and math.isnan(
+        numbers.loc["n0", "transfer_gain"]
+    )  # no none twin; the baseline itself
     assert numbers.loc["m0", "transfer_sr"] == 0.6 and numbers.loc["m0", "transfer_injected_share"] == 0.5
     places = {m: Place(m, m, None, None, ()) for m in ("memrl", "none")}
     results = Results(root=Path("."), runs=runs, episodes=pd.DataFrame(), items=pd.DataFrame(), rates=pd.DataFrame(), places=places)
     [cell] = transfer_matrix(results, numbers).to_dict("records")
     expected = t_interval([0.2, 0.1])
-    assert (cell["arm"], cell["source"], cell["target"], cell["n"]) == ("memrl", "synthetic task_types=[0, 1]", "synthetic task_types=[1, 2]", 2)
-    assert (cell["mean"], cell["ci_low"], cell["ci_high"]) == pytest.approx((0.15, expected.low, expected.high)) and cell["transfer_sr"] == pytest.approx(0.55)
+    assert (cell["arm"], cell["source"], cell["target"], cell["n"]) == (
+        "memrl",
+        "synthetic task_types=[0, 1]",
+        "synthetic task_types=[1, 2]",
+        2,
+    )
+    assert (cell["mean"], cell["ci_low"], cell["ci_high"]) == pytest.approx((0.15, expected.low, expected.high)) and cell[
+        "transfer_sr"
+    ] == pytest.approx(0.55)
 
 
 def test_the_findings_leave_transfer_runs_to_the_matrix(tmp_path):

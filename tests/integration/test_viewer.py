@@ -46,7 +46,14 @@ def _page_of(episodes_dir: Path, run: str) -> int:
 def synthetic(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("viewer")
     for method in METHODS:
-        run(config(method={"name": method}, protocol={"epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0}, hydra={"overrides": [f"method={method}"]}), root / f"method={method}")
+        run(
+            config(
+                method={"name": method},
+                protocol={"epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0},
+                hydra={"overrides": [f"method={method}"]},
+            ),
+            root / f"method={method}",
+        )
     report(root)
     return root
 
@@ -78,7 +85,14 @@ def llm_run(tmp_path_factory) -> Path:
     records = read_transcripts(folder)  # as the runner wrote them
     assert set(records) == {e["episode_id"] for e in logged}
     records = [records[e["episode_id"]] for e in logged]
-    records[0]["memory_calls"] = [{"purpose": "mem0_update", "messages": [{"role": "user", "content": "New facts: ..."}], "completion": "{}", "parsed": [{"event": "ADD", "text": "A fact."}]}]
+    records[0]["memory_calls"] = [
+        {
+            "purpose": "mem0_update",
+            "messages": [{"role": "user", "content": "New facts: ..."}],
+            "completion": "{}",
+            "parsed": [{"event": "ADD", "text": "A fact."}],
+        }
+    ]
     torn = _gzip_members(records[-1:])[:-9]  # the last episode's member, cut short
     (folder / TRANSCRIPTS).write_bytes(_gzip_members(records[:2]) + _gzip_members(records[2:-1]) + torn)
     report(root)
@@ -88,7 +102,9 @@ def llm_run(tmp_path_factory) -> Path:
 def test_transcripts_are_read_from_whole_members_and_bad_lines_are_skipped(tmp_path):
     good = [{"episode_id": f"e{i}", "acting": []} for i in range(3)]
     damaged = gzip.compress(b'{"episode_id": "e3"}\nnot json\n[1, 2]\n{"no id": true}\n', mtime=0)
-    (tmp_path / TRANSCRIPTS).write_bytes(_gzip_members(good[:2]) + _gzip_members(good[2:]) + damaged + _gzip_members([{"episode_id": "e9"}])[:-5])
+    (tmp_path / TRANSCRIPTS).write_bytes(
+        _gzip_members(good[:2]) + _gzip_members(good[2:]) + damaged + _gzip_members([{"episode_id": "e9"}])[:-5]
+    )
     assert sorted(read_transcripts(tmp_path)) == ["e0", "e1", "e2", "e3"]
     assert read_transcripts(tmp_path / "nowhere") == {}
 
@@ -161,9 +177,14 @@ def test_a_memrl_training_episode_shows_its_q_updates_and_write(synthetic, brows
     assert [u["item_id"] for u in updates] == [r["item_id"] for r in episode["retrieved"]]
     By = _show(browser, f"{(episodes_dir / f'{n}.html').as_uri()}#{episode['episode_id']}")
     rows = browser.find_elements(By.CSS_SELECTOR, "#detail li.q-update")
-    assert [r.text for r in rows] == [f"{u['item_id']} Q {u['q_before']:.3f} -> {u['q_after']:.3f} (reward {u['reward']:g})" for u in updates]
+    assert [r.text for r in rows] == [
+        f"{u['item_id']} Q {u['q_before']:.3f} -> {u['q_after']:.3f} (reward {u['reward']:g})" for u in updates
+    ]
     assert updates[0]["reward"] == -1 and updates[0]["q_after"] < updates[0]["q_before"]  # a failure lowers Q
-    assert browser.find_element(By.CSS_SELECTOR, "#detail .memory-write").text == f"Written: memory {episode['episode_id']} with Q {write['q']:.3f}, group {write['group']}"
+    assert (
+        browser.find_element(By.CSS_SELECTOR, "#detail .memory-write").text
+        == f"Written: memory {episode['episode_id']} with Q {write['q']:.3f}, group {write['group']}"
+    )
     source = episode["retrieved"][1]["source_episode_id"]
     rows[1].find_element(By.CSS_SELECTOR, "a.provenance").click()
     assert browser.find_element(By.CSS_SELECTOR, "#detail .episode").get_attribute("data-episode") == source

@@ -128,7 +128,12 @@ class QuestionEnv(Env):
         return ("correct" if success else "wrong"), float(success), True, {"success": success}
 
 
-SOLUTION = ["Think: the apple is in the kitchen.\nAction: go to kitchen", "Action: take apple", "Action: go to garden", "Action: put apple in basket"]
+SOLUTION = [
+    "Think: the apple is in the kitchen.\nAction: go to kitchen",
+    "Action: take apple",
+    "Action: go to garden",
+    "Action: put apple in basket",
+]
 
 
 def job(task_id: str = "rooms-0", block: str = "", sample_index: int = 0, **data: Any) -> Job:
@@ -161,7 +166,15 @@ def test_react_solves_with_exact_actions() -> None:
 
 
 def test_react_normalised_and_fuzzy_matching_are_logged_and_invalid_actions_counted() -> None:
-    llm = ScriptedChat(["Action: GO TO KITCHEN", "Action: take the apple", "Action: dance wildly", "Action: Go to the garden.", "Action: put the apple into basket"])
+    llm = ScriptedChat(
+        [
+            "Action: GO TO KITCHEN",
+            "Action: take the apple",
+            "Action: dance wildly",
+            "Action: Go to the garden.",
+            "Action: put the apple into basket",
+        ]
+    )
     env = RoomsEnv({})
     sent: list[str] = []
     step = env.step
@@ -173,7 +186,11 @@ def test_react_normalised_and_fuzzy_matching_are_logged_and_invalid_actions_coun
     assert (outcome.info["normalised_actions"], outcome.info["fuzzy_matched_actions"]) == (3, 1)
     assert outcome.turns[0].rewrite == {"raw": "GO TO KITCHEN", "executed": "go to kitchen", "score": 1.0, "kind": "normalised"}
     fuzzy = outcome.turns[4].rewrite
-    assert (fuzzy["raw"], fuzzy["executed"], fuzzy["kind"]) == ("put the apple into basket", "put apple in basket", "fuzzy") and 0.75 <= fuzzy["score"] < 1
+    assert (fuzzy["raw"], fuzzy["executed"], fuzzy["kind"]) == (
+        "put the apple into basket",
+        "put apple in basket",
+        "fuzzy",
+    ) and 0.75 <= fuzzy["score"] < 1
     assert outcome.success
 
 

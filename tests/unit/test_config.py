@@ -8,13 +8,28 @@ import pytest
 
 from memrl_bench import CONF_DIR, protocols
 from memrl_bench.core import registry
-from memrl_bench.core.config import KEY_ROLES, NOT_RESULTS, ConfigError, KeyRole, config_hash, results_folder, role_of, run_name, validate_config
+from memrl_bench.core.config import (
+    KEY_ROLES,
+    NOT_RESULTS,
+    ConfigError,
+    KeyRole,
+    config_hash,
+    results_folder,
+    role_of,
+    run_name,
+    validate_config,
+)
 from memrl_bench.envs.settings import EnvSettings
 from tests.helpers import composed
 
 CONF = Path(CONF_DIR)
-OPTIONS = {group: sorted(p.stem for p in (CONF / group).glob("*.yaml")) for group in ("env", "method", "llm", "embedder", "actor", "protocol")}
-NEEDS = {"llm=openai": ["llm.model=m"], "protocol=transfer": ["protocol.transfer_from=runs/source"]}  # a mandatory value the YAML leaves to the command line
+OPTIONS = {
+    group: sorted(p.stem for p in (CONF / group).glob("*.yaml")) for group in ("env", "method", "llm", "embedder", "actor", "protocol")
+}
+NEEDS = {
+    "llm=openai": ["llm.model=m"],
+    "protocol=transfer": ["protocol.transfer_from=runs/source"],
+}  # a mandatory value the YAML leaves to the command line
 
 
 @pytest.mark.parametrize("choice", [f"{g}={o}" for g, options in OPTIONS.items() for o in options])
@@ -47,7 +62,18 @@ def test_run_names_fit_a_file_name_and_keep_their_start():
 
 
 def test_run_names_start_with_the_method_and_env_and_leave_out_what_changes_no_result():
-    overrides = ["seed=0", "protocol.epochs=3", "llm.cache_path=/tmp/a/cache.sqlite", "llm.threads=2", "+experiment=demo", "env.tasks.train=4", "env=llb_db", "results_dir=r", "method.k=2", "method=mem0"]
+    overrides = [
+        "seed=0",
+        "protocol.epochs=3",
+        "llm.cache_path=/tmp/a/cache.sqlite",
+        "llm.threads=2",
+        "+experiment=demo",
+        "env.tasks.train=4",
+        "env=llb_db",
+        "results_dir=r",
+        "method.k=2",
+        "method=mem0",
+    ]
     assert run_name(overrides) == "method=mem0,method.k=2,env=llb_db,env.tasks.train=4,protocol.epochs=3,seed=0"
     # Long names are cut at the end: runs of four methods stay four names that say their method.
     long = [f"env.subjects=[{'x' * 60}{i}]" for i in range(4)]
@@ -65,7 +91,9 @@ def test_the_key_role_table_decides_hash_and_name_alike():
     assert role_of("method.epsilon=0.1") is KeyRole.ARM and role_of("env.tasks.train=4") is KeyRole.CONDITION
 
 
-@pytest.mark.parametrize("results_dir, experiment_name", [("results", "demo"), ("results", "critique/main"), ("/tmp/x", "."), ("results", 2024)])
+@pytest.mark.parametrize(
+    "results_dir, experiment_name", [("results", "demo"), ("results", "critique/main"), ("/tmp/x", "."), ("results", 2024)]
+)
 def test_results_folders_inside_results_dir_are_accepted(results_dir, experiment_name):
     assert results_folder(results_dir, experiment_name) == Path(results_dir) / str(experiment_name)
 

@@ -16,7 +16,13 @@ SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "mmlu"
 
 
 def question(subject: str, split: str, index: int, answer: str) -> dict:
-    return {"id": f"{subject}/{split}/{index}", "subject": subject, "question": f"Q{index} about {subject}?", "choices": ["w", "x", "y", "z"], "answer": answer}
+    return {
+        "id": f"{subject}/{split}/{index}",
+        "subject": subject,
+        "question": f"Q{index} about {subject}?",
+        "choices": ["w", "x", "y", "z"],
+        "answer": answer,
+    }
 
 
 @pytest.fixture
@@ -36,7 +42,13 @@ def test_gold_passes_wrong_fails(data: Path):
             assert gold_failure(env, task) == ""
     task = env.tasks("test")[1]
     prompt, info = env.reset(task)
-    assert info == {"answer_format": "letter", "answer_letters": "ABCD", "answer_choices": ["w", "x", "y", "z"], "answer_question": "Q1 about virology?", "answer_key": task.data["gold"]}
+    assert info == {
+        "answer_format": "letter",
+        "answer_letters": "ABCD",
+        "answer_choices": ["w", "x", "y", "z"],
+        "answer_question": "Q1 about virology?",
+        "answer_key": task.data["gold"],
+    }
     assert "about virology" in prompt and "B. x" in prompt and task.data["gold"] == "B"
     assert env.step(" (b) ")[3]["success"]
     for wrong in ("A", "look", "B is right", ""):

@@ -14,7 +14,11 @@ from tests.helpers import install_distribution
 SWEEPS = [
     ["method=none,rag,memrl", "seed=0,1,2"],
     ["+experiment=critique_epsilon", "env.outcome_temperature=0,0.7", "task_order_seed=0,1", "seed=0"],
-    ["method.epsilon=0.05,0.1", "protocol.epoch_order_seeds=null,[1],[0,1]", "method.epsilon=0.2"],  # a later value replaces the sweep in its place
+    [
+        "method.epsilon=0.05,0.1",
+        "protocol.epoch_order_seeds=null,[1],[0,1]",
+        "method.epsilon=0.2",
+    ],  # a later value replaces the sweep in its place
     ["~memrl_preset@method", "++progress=false", "env.tasks={train: 4}"],
     ["llm.model='a,b'", "seed=range(0,3)"],
 ]
@@ -36,7 +40,12 @@ def test_compose_runs_inside_a_running_app_and_reads_the_sweep():
 
 
 def test_installed_packages_add_their_config_folders_after_the_harnesss_own(tmp_path, monkeypatch):
-    files = {"plugin_search/__init__.py": "", "plugin_search/conf/__init__.py": "", "plugin_search/conf/method/mine.yaml": "name: mine\nk: 4\n", "plugin_search/conf/method/rag.yaml": "name: not_rag\n"}
+    files = {
+        "plugin_search/__init__.py": "",
+        "plugin_search/conf/__init__.py": "",
+        "plugin_search/conf/method/mine.yaml": "name: mine\nk: 4\n",
+        "plugin_search/conf/method/rag.yaml": "name: not_rag\n",
+    }
     install_distribution(tmp_path, "plugin-search", {"memrl_bench.conf": {"plugin_search": "plugin_search.conf"}}, files)
     monkeypatch.syspath_prepend(tmp_path)
     with composing():
@@ -57,7 +66,11 @@ def test_a_yaml_starts_from_its_parts_settings_as_from_a_file_of_them():
     from memrl_bench.methods.rag import RAG
 
     with composing():
-        assert OmegaConf.to_container(compose(["method=rag", "method.top_k=5"]).method) == {"name": "rag", **defaults_of(RAG.Settings), "top_k": 5}
+        assert OmegaConf.to_container(compose(["method=rag", "method.top_k=5"]).method) == {
+            "name": "rag",
+            **defaults_of(RAG.Settings),
+            "top_k": 5,
+        }
         assert compose(["+env.task_types=[0,1]"]).env.task_types == [0, 1]  # an unlisted key: added, as before
         with pytest.raises(ConfigCompositionException, match="already at 'method.top_k'"):
             compose(["method=rag", "+method.top_k=5"])

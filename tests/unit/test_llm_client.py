@@ -18,7 +18,16 @@ from openai.types.chat import ChatCompletion
 from memrl_bench import CONF_DIR
 from memrl_bench.core import registry
 from memrl_bench.llm import LLMError, LLMOutageError
-from memrl_bench.llm.client import OpenAIChatModel, RetryPolicy, _checked_config, _classify, _InvalidResponse, make_chat_model, read_completion, retry_after_s
+from memrl_bench.llm.client import (
+    OpenAIChatModel,
+    RetryPolicy,
+    _checked_config,
+    _classify,
+    _InvalidResponse,
+    make_chat_model,
+    read_completion,
+    retry_after_s,
+)
 from tests.fault_server import MODEL_ID, OFF_FORMAT_TEXT, Fault, FaultServer
 from tests.scripted_llm import ScriptedChatModel
 
@@ -67,7 +76,9 @@ def test_timeout_then_success(server):
     assert completion.usage.retries == 1
 
 
-@pytest.mark.parametrize("fault", [Fault("reset"), Fault("truncated"), Fault("invalid_json"), Fault.http_error(503)], ids=lambda f: f.kind + str(f.status))
+@pytest.mark.parametrize(
+    "fault", [Fault("reset"), Fault("truncated"), Fault("invalid_json"), Fault.http_error(503)], ids=lambda f: f.kind + str(f.status)
+)
 def test_broken_answers_are_retried(server, fault):
     server.script(fault)
     completion = chat(model_for(server))
@@ -102,14 +113,29 @@ def test_read_completion_equals_openais_parsing(server):
     server.script(Fault("ok"), Fault("empty"), Fault("ignore_format"))
     bodies = []
     for _ in range(3):
-        request = urllib.request.Request(f"{server.base_url}/chat/completions", data=json.dumps({"model": "m", "messages": HELLO}).encode(), headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{server.base_url}/chat/completions",
+            data=json.dumps({"model": "m", "messages": HELLO}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=5) as response:
             bodies.append(response.read())
-    llama_cpp_like = {"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "length"}]}
+    llama_cpp_like = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "length"}],
+    }
     bodies.append(json.dumps(llama_cpp_like).encode())  # null content, no usage
     fields = [read_completion(body) for body in bodies]
     assert fields == [_openai_fields(body) for body in bodies]
-    assert fields[0] == ("echo: hello there", "stop", 2, 3) and fields[1][0] == "" and fields[2][0] == OFF_FORMAT_TEXT and fields[3] == ("", "length", 0, 0)
+    assert (
+        fields[0] == ("echo: hello there", "stop", 2, 3)
+        and fields[1][0] == ""
+        and fields[2][0] == OFF_FORMAT_TEXT
+        and fields[3] == ("", "length", 0, 0)
+    )
 
 
 @pytest.mark.parametrize("body", [b'{"choices": []}', b'{"error": {"message": "busy"}}', b"[]", b'{"choices": [{"message": "hi"}]}'])
@@ -234,7 +260,10 @@ def test_make_chat_model_from_config(server):
 @pytest.mark.parametrize(
     "cfg, message",
     [
-        ({"name": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "m", "max_concurency": 2}, "llm.max_concurency: Extra inputs are not permitted"),
+        (
+            {"name": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "m", "max_concurency": 2},
+            "llm.max_concurency: Extra inputs are not permitted",
+        ),
         ({"name": "vllm", "model": "m"}, "llm.name: Input should be 'local', 'openai' or 'none'"),
         ({"name": "openai", "model": "m"}, "llm.base_url is required"),
         ({"name": "local"}, "llm.model is required for llm=local"),
@@ -279,7 +308,9 @@ def test_scripted_model_counts_usage_and_fails_on_chosen_calls():
 def test_a_context_refusal_is_its_own_error_and_not_retried(server):
     from memrl_bench.llm import ContextOverflowError
 
-    server.script(Fault.http_error(400, message="request (2073 tokens) exceeds the available context size (2048 tokens), try increasing it"))
+    server.script(
+        Fault.http_error(400, message="request (2073 tokens) exceeds the available context size (2048 tokens), try increasing it")
+    )
     with pytest.raises(ContextOverflowError, match="does not fit the model's context"):
         chat(model_for(server))
     assert server.chat_requests() == 1

@@ -40,7 +40,12 @@ def ranking(m: MemRL, key: np.ndarray = QUERY, episode_id: str = "ep") -> tuple[
     twin = copy.deepcopy(m)
     twin.config = m.config.model_copy(update={"k_select": len(m.store), "epsilon": 0.0, "selection": "greedy"})
     items = twin.retrieve(Query(Task("q", "train", "q"), np.asarray(key, dtype=np.float32), episode_id, "train")).items
-    return [r.item_id for r in items], np.array([r.similarity for r in items]), np.array([r.q_value for r in items]), np.array([r.score for r in items])
+    return (
+        [r.item_id for r in items],
+        np.array([r.similarity for r in items]),
+        np.array([r.q_value for r in items]),
+        np.array([r.score for r in items]),
+    )
 
 
 def test_phase_b_ranks_by_hand_computed_scores():
@@ -191,7 +196,10 @@ def test_the_same_task_text_twice_in_a_batch_orphans_the_first_memory():
     m = make(write_with_llm=False)
     ops = m.learn([experience("e1", "a", np.eye(4)[0]), experience("e2", "a", np.eye(4)[0])]).ops_by_episode
     assert members(m) == [("a", ["e2"])] and m.store.get("e1").fields["group"] == -1 and m.stats().items == 2
-    assert ops == {"e1": [{"op": "add", "item_id": "e1", "q": 0.0, "group": -1}], "e2": [{"op": "add", "item_id": "e2", "q": 0.0, "group": 0, "orphaned": ["e1"]}]}
+    assert ops == {
+        "e1": [{"op": "add", "item_id": "e1", "q": 0.0, "group": -1}],
+        "e2": [{"op": "add", "item_id": "e2", "q": 0.0, "group": 0, "orphaned": ["e1"]}],
+    }
     query = Query(Task("task/a", "train", "a"), np.eye(4, dtype=np.float32)[0], "q", "validation")
     assert [r.item_id for r in m.retrieve(query).items] == ["e2"]
     fixed = make(write_with_llm=False, keep_repeated_task_members=True)
@@ -265,7 +273,9 @@ def test_learn_reports_each_q_update_and_write_as_the_state_holds_them():
             for u in updates:
                 chained += u["q_before"] != before[u["item_id"]]
                 floored += u["q_after"] == -0.5
-                assert u["op"] == "q_update" and u["q_before"] == q_now[u["item_id"]] and u["reward"] == (1.0 if exp.episode.success else -2.0)
+                assert (
+                    u["op"] == "q_update" and u["q_before"] == q_now[u["item_id"]] and u["reward"] == (1.0 if exp.episode.success else -2.0)
+                )
                 q_now[u["item_id"]] = u["q_after"]
             stored = m.store.get(exp.episode.episode_id).fields
             assert write == {"op": "add", "item_id": exp.episode.episode_id, "q": after[write["item_id"]], "group": stored["group"]}
@@ -308,7 +318,13 @@ def test_a_runs_transcripts_replay_to_its_final_q_values(tmp_path):
     from memrl_bench.core.transcripts import TranscriptLog
     from tests.helpers import config, run_to
 
-    _, folder = run_to(tmp_path, "run", config(protocol={"name": "poison", "epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0, "poison_share": 0.25, "poison_epoch": 2}))
+    _, folder = run_to(
+        tmp_path,
+        "run",
+        config(
+            protocol={"name": "poison", "epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0, "poison_share": 0.25, "poison_epoch": 2}
+        ),
+    )
     run, records = read_run(folder), TranscriptLog(folder).read()
     train = [e for e in run.episodes if e.phase == "train"]
     assert any(not e.played for e in train)
@@ -330,13 +346,22 @@ def test_a_corrected_quirk_is_labelled_in_the_manifest(tmp_path):
 
     from tests.helpers import config, run_to
 
-    _, folder = run_to(tmp_path, "run", config(method={"name": "memrl", "group_within_batch": True}, protocol={"epochs": 1, "batch_size": 8, "checkpoint_interval_s": 0}))
+    _, folder = run_to(
+        tmp_path,
+        "run",
+        config(method={"name": "memrl", "group_within_batch": True}, protocol={"epochs": 1, "batch_size": 8, "checkpoint_interval_s": 0}),
+    )
     assert json.loads((folder / "manifest.json").read_text())["labels"] == ["synthetic", "memrl_group_within_batch"]
 
 
 @pytest.mark.parametrize(
     "cfg, key",
-    [({"epsilon": -0.1}, "method.epsilon"), ({"k_select": 0}, "method.k_select"), ({"lambda": 2}, "method.lambda"), ({"alpah": 0.3}, "method.alpah")],
+    [
+        ({"epsilon": -0.1}, "method.epsilon"),
+        ({"k_select": 0}, "method.k_select"),
+        ({"lambda": 2}, "method.lambda"),
+        ({"alpah": 0.3}, "method.alpah"),
+    ],
 )
 def test_bad_hyperparameters_name_the_key(cfg, key):
     from memrl_bench.methods.memrl import MemRLConfig

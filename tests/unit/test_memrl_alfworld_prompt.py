@@ -27,7 +27,11 @@ from tests.official_memrl import official_modules, require_official
 from tests.unit.test_agent import ScriptedChat
 
 GAME = "valid_unseen/pick_heat_then_place_in_recep-Apple-None-Fridge-10/trial_T20190906_182259_116320"
-REPLIES = ["Thought: apples are often in the fridge.\nAction: go to fridge 1", "Thought: open it.\nAction: open fridge 1", "Action: take apple 1 from fridge 1"]
+REPLIES = [
+    "Thought: apples are often in the fridge.\nAction: go to fridge 1",
+    "Thought: open it.\nAction: open fridge 1",
+    "Action: take apple 1 from fridge 1",
+]
 
 
 def alfworld_env(tmp_path):
@@ -47,7 +51,19 @@ def memrl_retrieval(task: Task):
     m = MemRL({}, MethodContext(seed=0, llm=ScriptedChat(summaries), run=asyncio.new_event_loop().run_until_complete))
     key = np.ones(8, dtype=np.float32)
     for i, success in enumerate([True, False]):  # one batch each: the second memory joins the first's group
-        ep = Episode(f"e{i}", f"t{i}", "train", "train", 1, 0, i, success, float(success), "ok", turns=[Turn("go to fridge 1", "You arrive at fridge 1.")])
+        ep = Episode(
+            f"e{i}",
+            f"t{i}",
+            "train",
+            "train",
+            1,
+            0,
+            i,
+            success,
+            float(success),
+            "ok",
+            turns=[Turn("go to fridge 1", "You arrive at fridge 1.")],
+        )
         m.learn([Experience(ep, Task(f"t{i}", "train", "heat some apple and put it in fridge"), key)])
     retrieval = m.retrieve(Query(task, key, "q", "train"))
     assert [r.source_success for r in retrieval.items] == [True, False]
@@ -69,7 +85,12 @@ def test_the_actor_sends_what_the_official_agent_sends(tmp_path, monkeypatch):
     from memrl.agent.memp_agent import MempAgent
 
     env = alfworld_env(tmp_path)
-    task = Task(f"alfworld/{GAME}", "test_out_of_distribution", "heat some apple and put it in fridge", data={"source": GAME, "task_type": "pick_heat_then_place_in_recep"})
+    task = Task(
+        f"alfworld/{GAME}",
+        "test_out_of_distribution",
+        "heat some apple and put it in fridge",
+        data={"source": GAME, "task_type": "pick_heat_then_place_in_recep"},
+    )
     raw = "-= Welcome to TextWorld, ALFRED! =-\n\n" + env.reset(task)[0]  # the game's first observation, banner and all
     first = "\n".join(raw.split("\n\n")[1:])  # the official runner's task description
     retrieval, contents = memrl_retrieval(task)
@@ -81,7 +102,9 @@ def test_the_actor_sends_what_the_official_agent_sends(tmp_path, monkeypatch):
     theirs = _OfficialLLM()
     agent = MempAgent(theirs, json.loads((official_dir / "configs/alfworld/alfworld_examples.json").read_text()))
     monkeypatch.setattr(agent, "_format_retrieved_memory", lambda content: content)  # memrl_bench's texts as they are
-    history = agent._construct_messages(first, {"successed": [{"content": contents[0]}], "failed": [{"content": contents[1]}]}, task_type=GAME.split("/", 1)[1])
+    history = agent._construct_messages(
+        first, {"successed": [{"content": contents[0]}], "failed": [{"content": contents[1]}]}, task_type=GAME.split("/", 1)[1]
+    )
     observation = first
     for step, turn in enumerate(outcome.turns):
         agent.act(observation, history, first_step=step == 0)

@@ -18,7 +18,14 @@ from memrl_bench.methods.simplemem import SimpleMem
 from tests.helpers import composed
 from tests.memory_llm_helpers import ScriptedModel, context, experience, generic_reply, query, run_synthetic
 
-TEXT_ENVS = ["alfworld", "bigcodebench", "llb_db", pytest.param("llb_os", marks=pytest.mark.slow), "mmlu", "textworld_express"]  # llb_os takes ~20 s to load
+TEXT_ENVS = [
+    "alfworld",
+    "bigcodebench",
+    "llb_db",
+    pytest.param("llb_os", marks=pytest.mark.slow),
+    "mmlu",
+    "textworld_express",
+]  # llb_os takes ~20 s to load
 BUDGETS = (40, 150, 600, 3000)
 
 
@@ -56,7 +63,9 @@ def test_full_context_injects_the_newest_episodes_that_fit_whatever_the_task(loo
 def test_simplemem_compresses_with_the_llm_and_packs_the_most_relevant(loop):
     model = ScriptedModel(generic_reply)
     m = SimpleMem({"budget_tokens": 45}, context(model, loop))
-    result = m.learn([experience(0, "open the red door", True), experience(1, "heat the soup", False), experience(2, "take the blue key", True)])
+    result = m.learn(
+        [experience(0, "open the red door", True), experience(1, "heat the soup", False), experience(2, "take the blue key", True)]
+    )
     assert [i.content for i in m.items()][1] == "- Task: heat the soup (failure): To heat the soup, look around first, then act."
     assert result.usage_by_episode["train-e01-00001-s0"].calls == 1 and model.overrides[0] == {"temperature": 0.0}
     found = m.retrieve(query("heat the soup"))

@@ -60,7 +60,11 @@ def test_add_from_successes_starts_rules_at_2(loop):
 
 def test_agree_edit_remove_counters_and_drop_at_zero(loop):
     m = with_rules(loop, 3, 2, 1, 1)
-    m.apply([("AGREE", "rule-0", ""), ("EDIT", "rule-1", "rule 1, improved."), ("REMOVE", "rule-2", ""), ("REMOVE", "rule-3", "")], experience(5, "x", True).episode, full=False)
+    m.apply(
+        [("AGREE", "rule-0", ""), ("EDIT", "rule-1", "rule 1, improved."), ("REMOVE", "rule-2", ""), ("REMOVE", "rule-3", "")],
+        experience(5, "x", True).episode,
+        full=False,
+    )
     assert counters(m) == [("rule 0.", 4), ("rule 1, improved.", 3)]  # rules 2 and 3 fell to 0 and were dropped
     assert m.rules[1].fields["edited_by"] == ["train-e01-00005-s0"] and m.rules[1].provenance.episode_id == "train-e01-99999-s0"
 
@@ -120,12 +124,21 @@ def test_successes_are_critiqued_in_groups_charged_to_the_first(loop):
 def test_retrieve_injects_all_rules_and_the_two_most_similar_successes_one_per_task(loop, tmp_path):
     model = ScriptedModel([ops({"op": "ADD", "rule": "Look first."})])
     m = make(model, loop)
-    m.learn([experience(0, "take the red key", True, task_id="a"), experience(1, "take the red key", True, task_id="a"), experience(2, "take the blue key", True), experience(3, "cook", True)])
+    m.learn(
+        [
+            experience(0, "take the red key", True, task_id="a"),
+            experience(1, "take the red key", True, task_id="a"),
+            experience(2, "take the blue key", True),
+            experience(3, "cook", True),
+        ]
+    )
     before = fingerprint(m, tmp_path / "a")
     r = m.retrieve(query("take the red key"))
     assert [i.item_id for i in r.items] == ["rule-0", "train-e01-00000-s0", "train-e01-00002-s0"]
     assert r.items[0].score == 2.0 and r.items[1].similarity == pytest.approx(1.0)
-    assert r.prompt_block.startswith("Rules learned from earlier tasks:\n1. Look first.\n\nSuccessful examples of similar tasks:\nTask: take the red key")
+    assert r.prompt_block.startswith(
+        "Rules learned from earlier tasks:\n1. Look first.\n\nSuccessful examples of similar tasks:\nTask: take the red key"
+    )
     assert fingerprint(m, tmp_path / "b") == before
 
 

@@ -47,7 +47,12 @@ def test_needs_an_llm():
 
 
 def test_add_stores_facts_with_the_episode_provenance_and_text_keys(loop):
-    model = ScriptedModel([facts("Keys open doors.", "The coin is in the kitchen."), ops({"event": "ADD", "text": "Keys open doors."}, {"event": "ADD", "text": "The coin is in the kitchen."})])
+    model = ScriptedModel(
+        [
+            facts("Keys open doors.", "The coin is in the kitchen."),
+            ops({"event": "ADD", "text": "Keys open doors."}, {"event": "ADD", "text": "The coin is in the kitchen."}),
+        ]
+    )
     m = make(model, loop)
     exp = experience(0, "find the coin", True)
     result = m.learn([exp])
@@ -68,7 +73,9 @@ def test_add_stores_facts_with_the_episode_provenance_and_text_keys(loop):
 def test_update_shows_small_ids_and_keeps_the_original_provenance(loop):
     m = seeded(loop, "Keys open doors.")
     first = m.items()[0]
-    model = ScriptedModel([facts("Keys open locked chests too."), ops({"event": "UPDATE", "id": "0", "text": "Keys open doors and locked chests."})])
+    model = ScriptedModel(
+        [facts("Keys open locked chests too."), ops({"event": "UPDATE", "id": "0", "text": "Keys open doors and locked chests."})]
+    )
     m.ctx.llm = model
     exp = experience(1, "open the chest", True)
     m.learn([exp])
@@ -84,7 +91,12 @@ def test_update_shows_small_ids_and_keeps_the_original_provenance(loop):
 
 def test_delete_and_none(loop):
     m = seeded(loop, "The door is red.", "The key is under the mat.")
-    model = ScriptedModel([facts("The door is blue.", "The key is under the mat."), ops({"event": "DELETE", "id": "0"}, {"event": "NONE", "text": "The key is under the mat."})])
+    model = ScriptedModel(
+        [
+            facts("The door is blue.", "The key is under the mat."),
+            ops({"event": "DELETE", "id": "0"}, {"event": "NONE", "text": "The key is under the mat."}),
+        ]
+    )
     m.ctx.llm = model
     exp = experience(1, "the door is blue", False)
     m.learn([exp])
@@ -110,7 +122,9 @@ def test_no_facts_means_no_update_call(loop):
 
 
 def test_invalid_json_is_repaired_once(loop):
-    model = ScriptedModel(["Sure! Here are the facts: keys open doors", facts("Keys open doors."), ops({"event": "ADD", "text": "Keys open doors."})])
+    model = ScriptedModel(
+        ["Sure! Here are the facts: keys open doors", facts("Keys open doors."), ops({"event": "ADD", "text": "Keys open doors."})]
+    )
     m = make(model, loop)
     exp = experience(0, "door", True)
     result = m.learn([exp])
@@ -203,7 +217,9 @@ def test_retrieve_injects_the_top_k_most_similar_and_changes_nothing(loop, tmp_p
 
 
 def test_without_a_text_embedder_memories_take_the_episode_key(loop):
-    model = ScriptedModel([facts("Lesson A.", "Lesson B."), ops({"event": "ADD", "text": "Lesson A."}, {"event": "ADD", "text": "Lesson B."})])
+    model = ScriptedModel(
+        [facts("Lesson A.", "Lesson B."), ops({"event": "ADD", "text": "Lesson A."}, {"event": "ADD", "text": "Lesson B."})]
+    )
     m = Mem0({}, context(model, loop, text_embed=False))
     intent = np.eye(8, dtype=np.float32)[2]
     m.learn([experience(0, "synthetic task", True, key=intent)])
@@ -225,7 +241,10 @@ def scripted_memory_manager(prompt: str) -> str:
 
 def test_snapshot_restore_continue_equals_an_uninterrupted_run(loop, tmp_path):
     tasks = ["open the red door", "take the blue key", "find the coin", "open the door with the key", "cook the meal", "take the coin"]
-    batches = [[experience(i, t, i % 2 == 0) for i, t in enumerate(tasks[:3])], [experience(i + 3, t, i % 2 == 1) for i, t in enumerate(tasks[3:])]]
+    batches = [
+        [experience(i, t, i % 2 == 0) for i, t in enumerate(tasks[:3])],
+        [experience(i + 3, t, i % 2 == 1) for i, t in enumerate(tasks[3:])],
+    ]
     whole = make(ScriptedModel(scripted_memory_manager), loop)
     for batch in batches:
         whole.learn(batch)
@@ -239,7 +258,9 @@ def test_snapshot_restore_continue_equals_an_uninterrupted_run(loop, tmp_path):
     assert {h["event"] for h in whole.history} == {"ADD", "UPDATE"}
     assert fingerprint(resumed, tmp_path / "x") == fingerprint(whole, tmp_path / "y")
     for q in ["red door", "coin", "meal"]:
-        assert [(i.item_id, i.similarity) for i in resumed.retrieve(query(q)).items] == [(i.item_id, i.similarity) for i in whole.retrieve(query(q)).items]
+        assert [(i.item_id, i.similarity) for i in resumed.retrieve(query(q)).items] == [
+            (i.item_id, i.similarity) for i in whole.retrieve(query(q)).items
+        ]
 
 
 def test_a_whole_synthetic_run_is_audited_costed_and_reproducible(tmp_path):

@@ -155,7 +155,10 @@ def test_avefact_score_is_the_mean_best_keyword_cosine(loop):
     r = m.retrieve(query("key box"))
     q = embed(["key", "box"])
     k = embed(["red", "key", "blue", "box"])
-    expected = {"train-e01-00000-s0": np.mean([max(q[0] @ k[0], q[0] @ k[1]), max(q[1] @ k[0], q[1] @ k[1])]), "train-e01-00001-s0": np.mean([max(q[0] @ k[2], q[0] @ k[3]), max(q[1] @ k[2], q[1] @ k[3])])}
+    expected = {
+        "train-e01-00000-s0": np.mean([max(q[0] @ k[0], q[0] @ k[1]), max(q[1] @ k[0], q[1] @ k[1])]),
+        "train-e01-00001-s0": np.mean([max(q[0] @ k[2], q[0] @ k[3]), max(q[1] @ k[2], q[1] @ k[3])]),
+    }
     assert {i.item_id: i.similarity for i in r.items} == pytest.approx(expected)
     assert r.usage.calls == 1 and is_prompt(model.calls[-1][0]["content"], "memp_keywords")  # the query's keywords
 
@@ -166,7 +169,9 @@ def test_avefact_hand_numbers(loop):
     for memory in ("a", "b"):
         m.store.add(MemoryItem(memory, memory, prov), np.ones(2))
     for n, (memory, vec) in enumerate([("a", [1, 0]), ("a", [0, 1]), ("b", [1, 1])]):
-        m.keywords.add(MemoryItem(f"{memory}{n}", "", prov, {"memory": memory}), unit_rows(np.array([vec]))[0])  # stored as given: unit, as embedders give them
+        m.keywords.add(
+            MemoryItem(f"{memory}{n}", "", prov, {"memory": memory}), unit_rows(np.array([vec]))[0]
+        )  # stored as given: unit, as embedders give them
     scores = m.avefact_scores(unit_rows(np.array([[1, 0], [0.6, 0.8]])), np.array([0, 0, 1]))
     # a: mean(max(1, 0), max(0.6, 0.8)) = 0.9; b: mean(1 / sqrt 2, 1.4 / sqrt 2)
     assert scores == pytest.approx([0.9, (0.70711 + 0.98995) / 2], abs=1e-4)
@@ -186,7 +191,12 @@ def test_discard_deletes_memories_used_3_times_with_success_below_half(loop):
     m.learn([experience(i, f"task {i}", True) for i in range(3)])
     bad, good, young = (m.store.items[i].id for i in range(3))
     outcomes = [(bad, True), (bad, False), (bad, False), (good, True), (good, True), (good, False), (young, False), (young, False)]
-    m.learn([experience(10 + n, "another task", success, task_id=f"x{n}", retrieved=[used(m, item)]) for n, (item, success) in enumerate(outcomes)])
+    m.learn(
+        [
+            experience(10 + n, "another task", success, task_id=f"x{n}", retrieved=[used(m, item)])
+            for n, (item, success) in enumerate(outcomes)
+        ]
+    )
     assert bad not in m.store and good in m.store and young in m.store
     assert (m.store.get(good).fields["uses"], m.store.get(good).fields["successes"]) == (3, 2)
 
@@ -224,7 +234,9 @@ def test_snapshot_restore_continue_equals_an_uninterrupted_run(loop, tmp_path):
     assert fingerprint(resumed, tmp_path / "x") == fingerprint(whole, tmp_path / "y")
     for q in ["red key", "door", "soup"]:
         a, b = resumed.retrieve(query(q)), whole.retrieve(query(q))
-        assert [(i.item_id, i.similarity) for i in a.items] == [(i.item_id, i.similarity) for i in b.items] and a.prompt_block == b.prompt_block
+        assert [(i.item_id, i.similarity) for i in a.items] == [
+            (i.item_id, i.similarity) for i in b.items
+        ] and a.prompt_block == b.prompt_block
 
 
 def test_snapshot_round_trip_keeps_adjustments(loop, tmp_path):

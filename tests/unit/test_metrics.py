@@ -36,7 +36,9 @@ def test_forgetting_rates():
 
 
 def test_forgetting_distinguishes_its_two_denominators():
-    log = [record(t, e, ok) for t, e, ok in [("a", 1, True), ("b", 1, True), ("c", 1, False), ("a", 2, False), ("b", 2, True), ("c", 2, False)]]
+    log = [
+        record(t, e, ok) for t, e, ok in [("a", 1, True), ("b", 1, True), ("c", 1, False), ("a", 2, False), ("b", 2, True), ("c", 2, False)]
+    ]
     fr = metrics.forgetting_rates(log)
     assert fr["forgetting_rate"][2] == pytest.approx(1 / 2)  # lost a; failures a, c
     assert fr["forgetting_of_solved"][2] == pytest.approx(1 / 2)  # lost a; solved a, b
@@ -48,7 +50,10 @@ def test_forgetting_distinguishes_its_two_denominators():
 
 
 def test_test_phases_are_named_by_split_and_pass_at_k():
-    log = [record("a", 3, False, phase="test", split="test_in_distribution", sample_index=0), record("a", 3, True, phase="test", split="test_in_distribution", sample_index=1)]
+    log = [
+        record("a", 3, False, phase="test", split="test_in_distribution", sample_index=0),
+        record("a", 3, True, phase="test", split="test_in_distribution", sample_index=1),
+    ]
     log += [record("b", 3, False, phase="test", split="test_in_distribution", sample_index=s) for s in (0, 1)]
     assert metrics.success_rates(log) == {"test_in_distribution": {3: 0.25}}
     assert metrics.pass_at_k(log) == {"test_in_distribution@2": 0.5}
@@ -81,7 +86,10 @@ def test_never_retrieved_counts_retrievals_of_every_phase():
 
 
 def test_step_latency_names_cache_hits_apart():
-    turns = [{"action": "a", "observation": "o", "latency_s": {"act": 2.0, "env": 0.1}, "cache_hit": False}, {"action": "a", "observation": "o", "latency_s": {"act": 0.0, "env": 0.1}, "cache_hit": True}]
+    turns = [
+        {"action": "a", "observation": "o", "latency_s": {"act": 2.0, "env": 0.1}, "cache_hit": False},
+        {"action": "a", "observation": "o", "latency_s": {"act": 0.0, "env": 0.1}, "cache_hit": True},
+    ]
     log = [record("a", 1, True, turns=turns)]
     steps = metrics.step_latency_percentiles(log)
     assert steps["act"]["n"] == 1 and steps["act"]["p50"] == 2.0
@@ -91,7 +99,16 @@ def test_step_latency_names_cache_hits_apart():
 def test_the_findings_count_a_memory_as_tested_only_when_training_injects_it():
     from memrl_bench.core.schema import MemoryItem
 
-    items = [MemoryItem.from_dict({"id": i, "content": "", "provenance": {"task_id": i, "split": "train", "phase": "train", "epoch": 1, "episode_id": f"e-{i}", "success": True}}) for i in ("m1", "m2")]
+    items = [
+        MemoryItem.from_dict(
+            {
+                "id": i,
+                "content": "",
+                "provenance": {"task_id": i, "split": "train", "phase": "train", "epoch": 1, "episode_id": f"e-{i}", "success": True},
+            }
+        )
+        for i in ("m1", "m2")
+    ]
     train = record("a", 1, True, retrieved=[{"item_id": "m1", "similarity": 0.9}])
     test = record("b", 2, False, phase="test", split="test_in_distribution", retrieved=[{"item_id": "m2", "similarity": 0.9}])
     assert metrics.injection_spread([train, test], items) == {"never_retrieved": 0.0, "gini": 0.0}  # metrics.json: any phase

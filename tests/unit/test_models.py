@@ -89,7 +89,9 @@ def test_wrong_size_is_refused(isolated):
 def test_unpulled_unknown_and_local_names(isolated):
     with pytest.raises(ModelError, match="not pulled .*python -m memrl_bench.llm.catalogue pull minilm-l6-int8"):
         models.path("minilm-l6-int8")
-    with pytest.raises(ModelError, match="unknown model 'gpt-9'; known: minilm-l6-int8, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, smollm2-135m"):
+    with pytest.raises(
+        ModelError, match="unknown model 'gpt-9'; known: minilm-l6-int8, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, smollm2-135m"
+    ):
         models.path("gpt-9")
     gguf = isolated / "my.gguf"
     gguf.write_bytes(PAYLOAD)

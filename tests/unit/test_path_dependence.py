@@ -68,14 +68,45 @@ def test_ucb_bonus_picks_the_untested_memory_and_c_zero_is_greedy():
 
 def memory(item_id: str, epoch: int, task: str | None = None, q: float | None = None, success: bool = True) -> MemoryItem:
     """A memory item as a snapshot stores it; its source episode is `item_id`."""
-    provenance = {"task_id": task or f"task-{item_id}", "split": "train", "phase": "train", "epoch": epoch, "episode_id": item_id, "success": success}
-    return MemoryItem.from_dict({"id": item_id, "content": item_id, "provenance": provenance, "fields": {} if q is None else {"q_value": q}})
+    provenance = {
+        "task_id": task or f"task-{item_id}",
+        "split": "train",
+        "phase": "train",
+        "epoch": epoch,
+        "episode_id": item_id,
+        "success": success,
+    }
+    return MemoryItem.from_dict(
+        {"id": item_id, "content": item_id, "provenance": provenance, "fields": {} if q is None else {"q_value": q}}
+    )
 
 
-def episode(episode_id: str, epoch: int, batch: int, used: list[MemoryItem] = (), phase: str = "train", task: str | None = None, success: bool = True, **info) -> Episode:
+def episode(
+    episode_id: str,
+    epoch: int,
+    batch: int,
+    used: list[MemoryItem] = (),
+    phase: str = "train",
+    task: str | None = None,
+    success: bool = True,
+    **info,
+) -> Episode:
     """An episode record injecting the memories `used` (items as built by `memory`)."""
-    ep = Episode(episode_id, task or f"task-{episode_id}", phase if phase != "test" else "test_in_distribution", phase, epoch, batch, 0, success, 1.0, "ok")  # type: ignore[arg-type]
-    ep.retrieved = [RetrievedItem(m.id, 1.0, None, None, m.provenance.task_id, m.id, m.provenance.epoch, m.provenance.success) for m in used]
+    ep = Episode(
+        episode_id,
+        task or f"task-{episode_id}",
+        phase if phase != "test" else "test_in_distribution",
+        phase,
+        epoch,
+        batch,
+        0,
+        success,
+        1.0,
+        "ok",
+    )  # type: ignore[arg-type]
+    ep.retrieved = [
+        RetrievedItem(m.id, 1.0, None, None, m.provenance.task_id, m.id, m.provenance.epoch, m.provenance.success) for m in used
+    ]
     ep.info = {"synthetic": True, **info} if info else {}
     return Episode.from_dict(ep.to_dict())
 
@@ -102,8 +133,10 @@ def test_epoch1_lock_in_against_the_share_of_epoch1_memories_in_the_bank():
 
     m1, m2, m3, m4 = memory("m1", 1), memory("m2", 1), memory("m3", 2), memory("m4", 2)
     records = [
-        episode("m1", 1, 0), episode("m2", 1, 0),  # batch position 0 writes m1, m2
-        episode("m3", 2, 0, [m1]), episode("m4", 2, 0, [m1]),  # position 1: the bank is {m1, m2}, all epoch 1
+        episode("m1", 1, 0),
+        episode("m2", 1, 0),  # batch position 0 writes m1, m2
+        episode("m3", 2, 0, [m1]),
+        episode("m4", 2, 0, [m1]),  # position 1: the bank is {m1, m2}, all epoch 1
         episode("x", 2, 1, [m1, m2]),  # position 2: the bank is {m1..m4}, half epoch 1
     ]
     out = epoch1_lock_in(records, [m1, m2, m3, m4])
@@ -165,7 +198,10 @@ def test_oracle_regret_against_hand_computed_probabilities():
 
     env = SyntheticEnv({"n_types": 1, "n_ood_types": 0, "tasks": {"train": 3}, "harmful_share": 0.0, "quality_std": 0.0})
     t0, t1, t2 = env.tasks("train")
-    first = [episode("e0", 1, 0, task=t0.id), episode("e1", 1, 0, task=t1.id, success=False)]  # lessons of quality 0.8 (success) and 0.1 (failure): both help
+    first = [
+        episode("e0", 1, 0, task=t0.id),
+        episode("e1", 1, 0, task=t1.id, success=False),
+    ]  # lessons of quality 0.8 (success) and 0.1 (failure): both help
     item = lambda r: memory(r.episode_id, 1, task=r.task_id, success=r.success)  # noqa: E731
     sigmoid = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
     base = t2.data["base_logit"]

@@ -65,7 +65,13 @@ def write_run(
     folder.mkdir(parents=True)
     splits = {r["split"] for r in records}
     sizes = split_sizes or {s: len({r["task_id"] for r in records if r["split"] == s}) for s in splits}
-    config = {"method": {"name": method}, "env": {"name": "synthetic"}, "seed": seed, "task_order_seed": seed, "hydra": {"overrides": all_overrides}}
+    config = {
+        "method": {"name": method},
+        "env": {"name": "synthetic"},
+        "seed": seed,
+        "task_order_seed": seed,
+        "hydra": {"overrides": all_overrides},
+    }
     for override in overrides:  # "protocol.epochs=1" sets config["protocol"]["epochs"] = 1
         key, value = override.lstrip("+").split("=", 1)
         *parents, leaf = key.split(".")
@@ -87,7 +93,9 @@ def write_run(
     write_manifest(folder, {**manifest, "schedule_episodes": len(records)})
     (folder / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     if items is not None or complete:
-        RunFolder(folder).save_snapshot("final", lambda tmp: (tmp / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items or [])))
+        RunFolder(folder).save_snapshot(
+            "final", lambda tmp: (tmp / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items or []))
+        )
     if complete:
         (folder / "metrics.json").write_text(json.dumps({"episodes": len(records)}))
         (folder / "COMPLETE").write_text("complete\n")
@@ -160,7 +168,14 @@ def test_aggregation_over_seeds(tmp_path):
     memrl = _row(agg.test_rates, variant="memrl", split=TEST_SPLIT)
     assert memrl["n"] == 1 and math.isnan(memrl["ci_low"])
     rates = agg.epoch_rates
-    expected = {(1, "sr"): 0.5, (2, "sr"): 0.25, (1, "csr"): 0.5, (2, "csr"): 0.75, (2, "forgetting_rate"): 2 / 3, (2, "forgetting_of_solved"): 1.0}
+    expected = {
+        (1, "sr"): 0.5,
+        (2, "sr"): 0.25,
+        (1, "csr"): 0.5,
+        (2, "csr"): 0.75,
+        (2, "forgetting_rate"): 2 / 3,
+        (2, "forgetting_of_solved"): 1.0,
+    }
     for (epoch, metric), value in expected.items():
         cell = _row(rates, variant="rag", phase_name="train", epoch=epoch, metric=metric)
         assert cell["mean"] == pytest.approx(value) and cell["n"] == 3
@@ -216,7 +231,9 @@ def test_partial_sweep_lists_incomplete_run(tmp_path):
 
 
 def test_single_run_folder_and_its_parent(tmp_path):
-    folder = write_run(tmp_path / "exp", "memrl", 0, outcomes("train", "train", 1, successes(1, 4)) + outcomes("test", TEST_SPLIT, 1, successes(3)))
+    folder = write_run(
+        tmp_path / "exp", "memrl", 0, outcomes("train", "train", 1, successes(1, 4)) + outcomes("test", TEST_SPLIT, 1, successes(3))
+    )
     page = report(folder)
     assert page == folder / "report" / "report.html"
     assert "30.0 (n=1)" in page.read_text()
@@ -229,7 +246,8 @@ def test_missing_sweep_runs_from_multirun_yaml(tmp_path):
     write_run(sweep, "none", 0, outcomes("train", "train", 1, successes(1, 4)))
     (sweep / "multirun.yaml").write_text(
         "hydra:\n"
-        "  sweeper:\n    _target_: hydra._internal.core_plugins.basic_sweeper.BasicSweeper\n    params:\n      method: none,memrl\n      seed: 0\n"
+        "  sweeper:\n    _target_: hydra._internal.core_plugins.basic_sweeper.BasicSweeper\n    params:\n      method: none,memrl\n      "
+        "seed: 0\n"
         "  overrides:\n    task:\n    - +experiment=demo\n    - results_dir=/somewhere\n"
     )
     results = load(tmp_path)
@@ -238,7 +256,9 @@ def test_missing_sweep_runs_from_multirun_yaml(tmp_path):
 
 
 def test_variants_are_conditions_named_by_what_varies_and_sorted_numerically(tmp_path):
-    assert settings_overrides(["method=memrl", "seed=1", "+experiment=demo", "method.epsilon=0.1", "task_order_seed=4", "llm.threads=2"]) == ("method.epsilon=0.1",)
+    assert settings_overrides(
+        ["method=memrl", "seed=1", "+experiment=demo", "method.epsilon=0.1", "task_order_seed=4", "llm.threads=2"]
+    ) == ("method.epsilon=0.1",)
     records = outcomes("train", "train", 1, successes(1, 4))
     for seed in (0, 1):
         for epsilon in ("0.1", "0", "0.05"):
@@ -247,7 +267,12 @@ def test_variants_are_conditions_named_by_what_varies_and_sorted_numerically(tmp
     results = load(tmp_path)
     runs = results.runs
     assert common_settings(runs) == ["protocol.epochs=1"]  # named once, not in every variant
-    assert variant_order(results) == ["none", "memrl epsilon=0", "memrl epsilon=0.05", "memrl epsilon=0.1"]  # 0 before 0.05 before 0.1: numbers as numbers
+    assert variant_order(results) == [
+        "none",
+        "memrl epsilon=0",
+        "memrl epsilon=0.05",
+        "memrl epsilon=0.1",
+    ]  # 0 before 0.05 before 0.1: numbers as numbers
     assert runs.groupby("variant").size().eq(2).all()
     assert results.places["memrl epsilon=0"].marked and not results.places["memrl epsilon=0.1"].marked
 
@@ -256,7 +281,9 @@ def test_the_same_condition_from_two_presets_is_one_variant_and_a_repeated_run_c
     records = outcomes("train", "train", 1, successes(1, 4))
     main = write_run(tmp_path / "main", "memrl", 0, records, overrides=("method.epsilon=0.0",))
     write_run(tmp_path / "main", "memrl", 1, records, overrides=("method.epsilon=0.0",))
-    again = write_run(tmp_path / "order", "memrl", 0, records, overrides=("method.epsilon=0",))  # 0 from a command line, 0.0 from a YAML: one condition
+    again = write_run(
+        tmp_path / "order", "memrl", 0, records, overrides=("method.epsilon=0",)
+    )  # 0 from a command line, 0.0 from a YAML: one condition
     results = load(tmp_path)
     assert list(results.runs["variant"].unique()) == ["memrl"] and len(results.runs) == 2
     assert results.repeated == [f"{again.relative_to(tmp_path)} (the same run as {main.relative_to(tmp_path)})"]
@@ -270,7 +297,9 @@ def test_labels_beside_rows_and_in_headings(tmp_path):
     assert view.loc["memrl", "labels"].unique().tolist() == ["runtime_learning"]
     assert view.loc["rag", "labels"].unique().tolist() == ["finetuned_backbone, synthetic"]
     assert "rows labelled synthetic are simulation, not LLM results" in page
-    assert "No command-line setting is common to every run" in page and "Settings shared by every run" not in page  # not read as the method none
+    assert (
+        "No command-line setting is common to every run" in page and "Settings shared by every run" not in page
+    )  # not read as the method none
     assert (tmp_path / "report" / "tables.md").read_text().count("rows labelled synthetic are simulation, not LLM results") >= 1
 
 
@@ -285,7 +314,15 @@ def test_figures_without_data_are_skipped_with_a_note(tmp_path):
 def test_q_and_retrieval_figures_from_snapshot(tmp_path):
     train = [episode(f"train/{i}", "train", "train", 1, i % 2 == 0, info={"synthetic": True, "lesson_utility": i / 10}) for i in range(6)]
     train[5]["retrieved"] = [{"item_id": "train-train-e01-train/0", "similarity": 0.9}]
-    items = [{"id": r["episode_id"], "content": "", "provenance": {k: r[k] for k in ("task_id", "split", "phase", "epoch", "episode_id", "success")}, "fields": {"q_value": float(i)}} for i, r in enumerate(train)]
+    items = [
+        {
+            "id": r["episode_id"],
+            "content": "",
+            "provenance": {k: r[k] for k in ("task_id", "split", "phase", "epoch", "episode_id", "success")},
+            "fields": {"q_value": float(i)},
+        }
+        for i, r in enumerate(train)
+    ]
     write_run(tmp_path, "memrl", 0, train, items=items)
     results = load(tmp_path)
     agg = aggregate(results)
@@ -321,7 +358,15 @@ def test_cli_writes_report_and_prints_its_path(tmp_path, capsys):
     three_seed_sweep(tmp_path / "results")
     cli_main([str(tmp_path / "results"), "--out", str(tmp_path / "out")])
     assert capsys.readouterr().out.strip() == str(tmp_path / "out" / "report.html")
-    assert {p.name for p in (tmp_path / "out" / "tables").glob("*.csv")} == {"sr_csr_train.csv", "forgetting_train.csv", "test_sr.csv", "memory.csv", "usage.csv", "gain_cost.csv", "runs.csv"}
+    assert {p.name for p in (tmp_path / "out" / "tables").glob("*.csv")} == {
+        "sr_csr_train.csv",
+        "forgetting_train.csv",
+        "test_sr.csv",
+        "memory.csv",
+        "usage.csv",
+        "gain_cost.csv",
+        "runs.csv",
+    }
 
 
 def test_latency_percentiles_leave_out_cached_act(tmp_path):
@@ -329,7 +374,17 @@ def test_latency_percentiles_leave_out_cached_act(tmp_path):
     for i in range(100):
         cached = i >= 90  # answered from the cache: act latency of a cache read
         usage = {"calls": 1, "cache_hits": int(cached), "prompt_tokens": 10, "completion_tokens": 2}
-        records.append(episode(f"train/{i}", "train", "train", 1, True, latency_s={"retrieve": (i + 1) / 1000, "act": 0.001 if cached else 1.0 + i}, act_usage=usage))
+        records.append(
+            episode(
+                f"train/{i}",
+                "train",
+                "train",
+                1,
+                True,
+                latency_s={"retrieve": (i + 1) / 1000, "act": 0.001 if cached else 1.0 + i},
+                act_usage=usage,
+            )
+        )
     write_run(tmp_path, "rag", 0, records)
     latency = aggregate(load(tmp_path)).latency.set_index("stage")
     assert latency.loc["retrieve", "p50_s"] == pytest.approx(0.0505) and latency.loc["retrieve", "p95_s"] == pytest.approx(0.09505)
@@ -356,7 +411,13 @@ def test_epsilon_swept_under_two_selection_rules_draws_a_line_per_rule(tmp_path,
     for selection in ("greedy", "softmax"):
         for epsilon, solved in (("0", 2), ("0.1", 5)):
             for seed in (0, 1):
-                write_run(tmp_path, "memrl", seed, outcomes("train", "train", 1, successes(solved + seed, 10)), overrides=(f"method.selection={selection}", f"method.epsilon={epsilon}"))
+                write_run(
+                    tmp_path,
+                    "memrl",
+                    seed,
+                    outcomes("train", "train", 1, successes(solved + seed, 10)),
+                    overrides=(f"method.selection={selection}", f"method.epsilon={epsilon}"),
+                )
     write_run(tmp_path, "none", 0, outcomes("train", "train", 1, successes(1, 10)))
     results = load(tmp_path)
     monkeypatch.setattr(figures, "_svg", lambda fig, name: fig)  # keep the matplotlib figure to read its lines

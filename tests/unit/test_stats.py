@@ -31,7 +31,11 @@ def test_verdict_follows_the_interval(interval, direction, null, expected):
 
 
 def test_side_is_the_verdict_without_a_direction():
-    assert [stats.side(Interval(0.2, 0.1, 0.3, 5)), stats.side(Interval(0.0, -0.1, 0.1, 5)), stats.side(Interval(-0.2, -0.3, -0.1, 5))] == [1, 0, -1]
+    assert [stats.side(Interval(0.2, 0.1, 0.3, 5)), stats.side(Interval(0.0, -0.1, 0.1, 5)), stats.side(Interval(-0.2, -0.3, -0.1, 5))] == [
+        1,
+        0,
+        -1,
+    ]
     assert stats.side(Interval(0.9, None, None, 1)) is None
 
 

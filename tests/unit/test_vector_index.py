@@ -27,7 +27,9 @@ def clustered_keys(n: int, dim: int = 24, topics: int = 10, seed: int = 0) -> np
 
 def item(i: int, **fields) -> MemoryItem:
     episode_id = f"train-e01-{i:05d}-s0"
-    return MemoryItem(episode_id, f"content {i} " + "x" * (i % 7), Provenance(f"task/{i}", "train", "train", 1, episode_id, i % 2 == 0), dict(fields))
+    return MemoryItem(
+        episode_id, f"content {i} " + "x" * (i % 7), Provenance(f"task/{i}", "train", "train", 1, episode_id, i % 2 == 0), dict(fields)
+    )
 
 
 def filled(keys: np.ndarray, index: IndexConfig | None = None, columns: tuple[str, ...] = ()) -> ItemStore:
@@ -232,4 +234,6 @@ def test_hnsw_load_rebuilds_when_the_saved_graph_does_not_fit(tmp_path):
     (tmp_path / HNSW_FILE).unlink()
     missing = ItemStore(index=HNSW)
     missing.load(tmp_path)  # no graph file: built from the keys
-    assert [h.positions.tolist() for h in missing.search(queries, 4)] == [h.positions.tolist() for h in filled(keys, index=HNSW).search(queries, 4)]
+    assert [h.positions.tolist() for h in missing.search(queries, 4)] == [
+        h.positions.tolist() for h in filled(keys, index=HNSW).search(queries, 4)
+    ]

@@ -48,7 +48,15 @@ names the failing call, never with a crash of the harness.
 
 from memrl_bench.envs.sandbox.code_runner import CodeRunner
 from memrl_bench.envs.sandbox.container import CONTAINMENT, Sandbox, require_sandbox, unavailable_reason
-from memrl_bench.envs.sandbox.settings import DEFAULT_HIDDEN_PATHS, CommandResult, Limits, SandboxSettingError, SandboxUnavailable, check_hidden_paths, check_workdir
+from memrl_bench.envs.sandbox.settings import (
+    DEFAULT_HIDDEN_PATHS,
+    CommandResult,
+    Limits,
+    SandboxSettingError,
+    SandboxUnavailable,
+    check_hidden_paths,
+    check_workdir,
+)
 
 # The names the envs, scripts and tests use.
 __all__ = [

@@ -29,7 +29,9 @@ class Cgroup:
             if v1_mount is None or controller not in own:
                 continue
             v1_dir = self._make(Path(v1_mount) / own[controller].lstrip("/") / name)
-            v1_limits = {"memory.limit_in_bytes": memory_bytes, "memory.memsw.limit_in_bytes": memory_bytes} if controller == "memory" else limits
+            v1_limits = (
+                {"memory.limit_in_bytes": memory_bytes, "memory.memsw.limit_in_bytes": memory_bytes} if controller == "memory" else limits
+            )
             if v1_dir and self._write(v1_dir, v1_limits):
                 self.features.append(f"cgroup1 {next(iter(v1_limits))}")
                 self.limited.add(controller)

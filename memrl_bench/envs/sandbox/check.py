@@ -99,7 +99,9 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
         if stat.S_ISCHR(info.st_mode) and info.st_rdev == 0:  # a whiteout: the host's file was deleted
             kinds.append("deleted_system_file")
         elif stat.S_ISDIR(info.st_mode):
-            if lower is not None and (not stat.S_ISDIR(lower.st_mode) or (info.st_mode, info.st_uid, info.st_gid) != (lower.st_mode, lower.st_uid, lower.st_gid)):
+            if lower is not None and (
+                not stat.S_ISDIR(lower.st_mode) or (info.st_mode, info.st_uid, info.st_gid) != (lower.st_mode, lower.st_uid, lower.st_gid)
+            ):
                 kinds.append("changed_system_file")
             elif lower is not None and _opaque(entry):
                 kinds.append("replaced_system_folder")

@@ -14,7 +14,15 @@ from pathlib import Path
 
 from memrl_bench.envs.sandbox.container import Sandbox
 from memrl_bench.envs.sandbox.processes import collect_output, kill_command
-from memrl_bench.envs.sandbox.settings import DEFAULT_HIDDEN_PATHS, PATH, CommandResult, Limits, SandboxUnavailable, find_tools, normal_hidden_paths
+from memrl_bench.envs.sandbox.settings import (
+    DEFAULT_HIDDEN_PATHS,
+    PATH,
+    CommandResult,
+    Limits,
+    SandboxUnavailable,
+    find_tools,
+    normal_hidden_paths,
+)
 
 
 def _python_binds(hidden_paths: tuple[str, ...]) -> tuple[str, ...]:
@@ -75,14 +83,21 @@ class CodeRunner:
 
     def _run(self, source: str, python: list[str], stdin: bytes | None, pass_fds: tuple[int, ...]) -> CommandResult:
         if self.isolation == "sandbox":
-            with Sandbox(self.limits, workdir="/tmp", hidden_paths=self.hidden_paths, readonly_binds=_python_binds(self.hidden_paths), env={**self.env, "HOME": "/tmp"}) as sandbox:
+            with Sandbox(
+                self.limits,
+                workdir="/tmp",
+                hidden_paths=self.hidden_paths,
+                readonly_binds=_python_binds(self.hidden_paths),
+                env={**self.env, "HOME": "/tmp"},
+            ) as sandbox:
                 # The program runs as user nobody in a folder of its own (tests of permission errors
                 # expect a user without root's rights); the run ends with the program: whatever it
                 # left running is killed (kill -1 spares this bash and pid 1). A launcher's input line
                 # travels as the first line of this bash's input, in a variable, then on the launcher's.
                 feed = 'printf "%s\\n" "$line" | ' if stdin is not None else ""
                 command = (
-                    'IFS= read -r line; folder=$(mktemp -d /tmp/run.XXXXXX) && cat > "$folder/program.py" && chown -R 65534:65534 "$folder" && cd "$folder" || exit 125\n'
+                    'IFS= read -r line; folder=$(mktemp -d /tmp/run.XXXXXX) && cat > "$folder/program.py" && chown -R 65534:65534 '
+                    '"$folder" && cd "$folder" || exit 125\n'
                     f"{feed}setpriv --reuid=65534 --regid=65534 --clear-groups -- {shlex.join(python)}; status=$?\n"
                     "kill -9 -1 2>/dev/null; exit $status"
                 )
@@ -90,7 +105,14 @@ class CodeRunner:
         _undumpable()
         with tempfile.TemporaryDirectory(prefix="memrl-code-") as folder:
             Path(folder, "program.py").write_text(source)
-            argv = [find_tools("prlimit")["prlimit"], "--core=0", f"--as={self.limits.memory_bytes}", f"--nproc={self.limits.max_processes}", "--", *python]
+            argv = [
+                find_tools("prlimit")["prlimit"],
+                "--core=0",
+                f"--as={self.limits.memory_bytes}",
+                f"--nproc={self.limits.max_processes}",
+                "--",
+                *python,
+            ]
             if os.geteuid() == 0:  # root without capabilities: no reading of other processes (the harness's environ), no DAC override
                 argv = [find_tools("setpriv")["setpriv"], "--bounding-set=-all", "--no-new-privs", "--", *argv]
             proc = subprocess.Popen(

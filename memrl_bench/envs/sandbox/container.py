@@ -20,7 +20,19 @@ from memrl_bench.envs.sandbox.enter import ENTER
 from memrl_bench.envs.sandbox.overlay import LAYERS_FD, MASKED_PROC, setup_script
 from memrl_bench.envs.sandbox.processes import collect_output, kill_command, live_processes
 from memrl_bench.envs.sandbox.seccomp import syscall_filter
-from memrl_bench.envs.sandbox.settings import DEFAULT_HIDDEN_PATHS, PATH, PYTHON, REQUIREMENT, CommandResult, Limits, SandboxError, SandboxUnavailable, check_workdir, find_tools, normal_hidden_paths
+from memrl_bench.envs.sandbox.settings import (
+    DEFAULT_HIDDEN_PATHS,
+    PATH,
+    PYTHON,
+    REQUIREMENT,
+    CommandResult,
+    Limits,
+    SandboxError,
+    SandboxUnavailable,
+    check_workdir,
+    find_tools,
+    normal_hidden_paths,
+)
 
 # Rights a root shell keeps inside: ownership, permissions and switching users (docker's
 # default set without mknod, raw sockets, chroot and file capabilities).
@@ -67,7 +79,16 @@ class Sandbox:
         self.workdir = workdir  # the cwd of every command
         self.hidden_paths = hidden_paths  # host folders shown empty inside
         self.readonly_binds = readonly_binds  # host folders shown read-only inside, even under a hidden one
-        self.env = {"PATH": PATH, "HOME": "/root", "USER": "root", "LOGNAME": "root", "SHELL": "/bin/bash", "LANG": "C.UTF-8", "TERM": "dumb", **(env or {})}
+        self.env = {
+            "PATH": PATH,
+            "HOME": "/root",
+            "USER": "root",
+            "LOGNAME": "root",
+            "SHELL": "/bin/bash",
+            "LANG": "C.UTF-8",
+            "TERM": "dumb",
+            **(env or {}),
+        }
         self.features: list[str] = []
         self._state: dict[str, Any] = {}
         self._init_pid: int | None = None
@@ -95,10 +116,34 @@ class Sandbox:
         self._state.update(cgroup=cgroup, mount_point=mount_point)
         # The tmpfs is RAM charged to the memory cgroup: full, it must leave room for the processes, else the
         # cgroup's OOM killer goes on to the container's first process
-        disk_bytes = min(self.limits.disk_bytes, self.limits.memory_bytes * 3 // 4) if "memory" in cgroup.limited else self.limits.disk_bytes
-        argv = [self._tools["unshare"], "--mount", "--pid", "--fork", "--net", "--uts", "--ipc", "--propagation", "private", "/bin/sh", "-c", setup_script(disk_bytes, self.hidden_paths, self.readonly_binds, self.workdir), "setup", mount_point]
+        disk_bytes = (
+            min(self.limits.disk_bytes, self.limits.memory_bytes * 3 // 4) if "memory" in cgroup.limited else self.limits.disk_bytes
+        )
+        argv = [
+            self._tools["unshare"],
+            "--mount",
+            "--pid",
+            "--fork",
+            "--net",
+            "--uts",
+            "--ipc",
+            "--propagation",
+            "private",
+            "/bin/sh",
+            "-c",
+            setup_script(disk_bytes, self.hidden_paths, self.readonly_binds, self.workdir),
+            "setup",
+            mount_point,
+        ]
         try:
-            proc = subprocess.Popen(join_cgroups(cgroup.procs_files(), argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env={"PATH": PATH})
+            proc = subprocess.Popen(
+                join_cgroups(cgroup.procs_files(), argv),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={"PATH": PATH},
+            )
         except OSError as err:
             self.close()
             raise SandboxUnavailable(f"{REQUIREMENT}: starting unshare failed: {err}") from err
@@ -146,7 +191,14 @@ class Sandbox:
             log += chunk
         return None
 
-    def run(self, command: str, timeout_s: float | None = None, stdin: bytes | None = None, env: dict[str, str] | None = None, pass_fds: tuple[int, ...] = ()) -> CommandResult:
+    def run(
+        self,
+        command: str,
+        timeout_s: float | None = None,
+        stdin: bytes | None = None,
+        env: dict[str, str] | None = None,
+        pass_fds: tuple[int, ...] = (),
+    ) -> CommandResult:
         """Run `command` with bash as root inside the container (see the package's docstring for when it ends);
         `pass_fds`: descriptors of this process the command inherits, under the same numbers."""
         return self._run(command, timeout_s, stdin, env, None, pass_fds)
@@ -174,7 +226,15 @@ class Sandbox:
             changes[kind] = list(dict.fromkeys(changes.get(kind, []) + paths))
         return CheckResult(result, {kind: paths[:5] for kind, paths in changes.items()}, view)
 
-    def _run(self, command: str, timeout_s: float | None, stdin: bytes | None, env: dict[str, str] | None, check: dict[str, Any] | None, pass_fds: tuple[int, ...]) -> CommandResult:
+    def _run(
+        self,
+        command: str,
+        timeout_s: float | None,
+        stdin: bytes | None,
+        env: dict[str, str] | None,
+        check: dict[str, Any] | None,
+        pass_fds: tuple[int, ...],
+    ) -> CommandResult:
         if not self.running:
             raise SandboxError("the sandbox is not running (never started, closed, or its container died)")
         cgroup: Cgroup = self._state["cgroup"]
@@ -182,7 +242,17 @@ class Sandbox:
         capabilities = ",".join("+" + c for c in _KEPT_CAPABILITIES.split(","))
         syscalls = syscall_filter()
         argv = [tools["nsenter"], "-t", str(self._init_pid), "-u", "-i", "-n", "-p", "--"]  # the mount namespace last, in ENTER
-        argv += [PYTHON, "-I", "-S", "-c", ENTER, str(self._init_pid), syscalls.program, syscalls.calls, json.dumps(check) if check is not None else "-"]
+        argv += [
+            PYTHON,
+            "-I",
+            "-S",
+            "-c",
+            ENTER,
+            str(self._init_pid),
+            syscalls.program,
+            syscalls.calls,
+            json.dumps(check) if check is not None else "-",
+        ]
         argv += [tools["setpriv"], f"--bounding-set=-all,{capabilities}", "--"]
         argv += [tools["prlimit"], "--core=0", f"--nproc={self.limits.max_processes}"]
         if "memory" not in cgroup.limited:
@@ -226,4 +296,7 @@ def require_sandbox() -> None:
 
 
 # What code inside a Sandbox may do, in short; a change makes gold results checked in the sandbox stale.
-CONTAINMENT = "namespaces, overlay, capabilities, cgroup; seccomp filter, fresh session keyring, /dev/shm in the disk tmpfs; own shadow files, checks with the host's system folders"
+CONTAINMENT = (
+    "namespaces, overlay, capabilities, cgroup; seccomp filter, fresh session keyring, /dev/shm in the disk tmpfs; own shadow files, "
+    "checks with the host's system folders"
+)

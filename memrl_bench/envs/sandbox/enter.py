@@ -75,4 +75,4 @@ class Program(ctypes.Structure):
 loaded = Program(len(program) // 8, program)
 require(libc.prctl(22, 2, ctypes.addressof(loaded), 0, 0), "prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER)")
 os.execv(argv[0], argv)
-"""
+"""  # noqa: E501 (a program's or page's text, kept as written)

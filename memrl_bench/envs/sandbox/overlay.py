@@ -78,20 +78,23 @@ def setup_script(disk_bytes: int, hidden_paths: tuple[str, ...], readonly_binds:
     quoted = " ".join(shlex.quote(p) for p in hidden_paths)
     lines = [
         'run() { "$@" || { echo "failing call: $*"; exit 1; }; }',
-        'B=$1; R=$B/root',
+        "B=$1; R=$B/root",
         f'run mount -t tmpfs -o size={disk_bytes},mode=0755 memrl-sandbox "$B"',
         f'exec {LAYERS_FD}<"$B"',  # held by the container's first process: a check reads the upper layer through it
         'run mkdir "$B/upper" "$B/work" "$R"',
         f'run {shlex.quote(PYTHON)} -c {shlex.quote(_PREPARE_UPPER)} "$B/upper" {" ".join(_PASSWORD_FILES)} -- {quoted}',
         'run mount -t overlay overlay -o "lowerdir=/,upperdir=$B/upper,workdir=$B/work" "$R"',
         'run mount -t proc -o nosuid,nodev,noexec proc "$R/proc"',
-        f'for entry in {" ".join(_READONLY_PROC)}; do if [ -e "$R/proc/$entry" ]; then run mount --bind "$R/proc/$entry" "$R/proc/$entry"; run mount -o remount,bind,ro "$R/proc/$entry"; fi; done',
+        f'for entry in {" ".join(_READONLY_PROC)}; do if [ -e "$R/proc/$entry" ]; then run mount --bind "$R/proc/$entry" "$R/proc/$entry"; '
+        'run mount -o remount,bind,ro "$R/proc/$entry"; fi; done',
         f'for entry in {" ".join(MASKED_PROC)}; do if [ -e "$R/proc/$entry" ]; then run mount --bind /dev/null "$R/proc/$entry"; fi; done',
         'run mount -t tmpfs -o size=1m,mode=0755,nosuid dev "$R/dev"',
         f'for device in {" ".join(_DEVICES)}; do run touch "$R/dev/$device"; run mount --bind "/dev/$device" "$R/dev/$device"; done',
-        'run ln -s /proc/self/fd "$R/dev/fd"; run ln -s /proc/self/fd/0 "$R/dev/stdin"; run ln -s /proc/self/fd/1 "$R/dev/stdout"; run ln -s /proc/self/fd/2 "$R/dev/stderr"',
+        'run ln -s /proc/self/fd "$R/dev/fd"; run ln -s /proc/self/fd/0 "$R/dev/stdin"; run ln -s /proc/self/fd/1 "$R/dev/stdout"; run ln '
+        '-s /proc/self/fd/2 "$R/dev/stderr"',
         # /dev/shm is a folder of the same tmpfs as the overlay's upper layer: one disk cap for all writes
-        'run mkdir -m 1777 "$B/shm" "$R/dev/shm"; run mount --bind "$B/shm" "$R/dev/shm"; run mount -o remount,bind,nosuid,nodev "$R/dev/shm"',
+        'run mkdir -m 1777 "$B/shm" "$R/dev/shm"; run mount --bind "$B/shm" "$R/dev/shm"; run mount -o remount,bind,nosuid,nodev '
+        '"$R/dev/shm"',
     ]
     for path in readonly_binds:
         target = '"$R"' + shlex.quote(path)

@@ -14,15 +14,57 @@ from memrl_bench.envs.sandbox.settings import REQUIREMENT, SandboxUnavailable
 # second wall, and the only one for user namespaces, the kernel keyring and ptrace.
 _DENIED_SYSCALLS = {
     "namespaces: a user namespace needs no capability and opens kernel code to its owner": ("unshare", "setns"),
-    "mounts": ("mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr"),
+    "mounts": (
+        "mount",
+        "umount2",
+        "pivot_root",
+        "chroot",
+        "move_mount",
+        "open_tree",
+        "fsopen",
+        "fsconfig",
+        "fsmount",
+        "fspick",
+        "mount_setattr",
+    ),
     "the kernel keyring: uid 0 inside is uid 0 of the host, whose keys it could read": ("keyctl", "add_key", "request_key"),
     "other processes' memory": ("ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd"),
     "kernel modules and kexec": ("init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load"),
-    "kernel interfaces with a record of privilege escalations": ("bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register"),
-    "host-wide state": ("reboot", "swapon", "swapoff", "acct", "syslog", "quotactl", "quotactl_fd", "settimeofday", "clock_settime", "clock_adjtime", "iopl", "ioperm", "open_by_handle_at", "lookup_dcookie"),
+    "kernel interfaces with a record of privilege escalations": (
+        "bpf",
+        "perf_event_open",
+        "userfaultfd",
+        "io_uring_setup",
+        "io_uring_enter",
+        "io_uring_register",
+    ),
+    "host-wide state": (
+        "reboot",
+        "swapon",
+        "swapoff",
+        "acct",
+        "syslog",
+        "quotactl",
+        "quotactl_fd",
+        "settimeofday",
+        "clock_settime",
+        "clock_adjtime",
+        "iopl",
+        "ioperm",
+        "open_by_handle_at",
+        "lookup_dcookie",
+    ),
 }
 # clone() flags that make a namespace; clone() with any of them fails like unshare().
-_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
+_NAMESPACE_FLAGS = (
+    0x00020000,
+    0x02000000,
+    0x04000000,
+    0x08000000,
+    0x10000000,
+    0x20000000,
+    0x40000000,
+)  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
 
 
 @dataclass(frozen=True)
@@ -37,7 +79,9 @@ def syscall_filter() -> SyscallFilter:
     try:
         import pyseccomp as seccomp
     except (ImportError, RuntimeError) as err:  # pyseccomp raises RuntimeError when it finds no libseccomp
-        raise SandboxUnavailable(f"{REQUIREMENT}: its seccomp filter needs the Python package pyseccomp and the system's libseccomp (Debian: libseccomp2): {err}") from err
+        raise SandboxUnavailable(
+            f"{REQUIREMENT}: its seccomp filter needs the Python package pyseccomp and the system's libseccomp (Debian: libseccomp2): {err}"
+        ) from err
     rules = seccomp.SyscallFilter(seccomp.ALLOW)  # calls of another architecture (i386 on x86_64) kill the process
     for names in _DENIED_SYSCALLS.values():
         for name in names:

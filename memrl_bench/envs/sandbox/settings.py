@@ -88,7 +88,9 @@ class Limits:
     output_bytes: int = 16_384  # output kept per command (stdout and stderr merged, head kept)
     memory_bytes: int = 1 << 30  # memory cap (cgroup) or address-space cap per process (RLIMIT_AS)
     max_processes: int = 256  # live processes (cgroup pids.max); RLIMIT_NPROC for non-root users
-    disk_bytes: int = 512 << 20  # size of the tmpfs holding everything the sandbox writes, /dev/shm included (at most 3/4 of a memory cgroup's cap)
+    disk_bytes: int = (
+        512 << 20
+    )  # size of the tmpfs holding everything the sandbox writes, /dev/shm included (at most 3/4 of a memory cgroup's cap)
 
 
 @dataclass
