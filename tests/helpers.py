@@ -149,3 +149,12 @@ def install_distribution(site: Path, name: str, entry_points: dict[str, dict[str
     for path, text in files.items():
         (site / path).parent.mkdir(parents=True, exist_ok=True)
         (site / path).write_text(text)
+
+
+def default_sigint() -> None:
+    """preexec_fn of a command a test interrupts with SIGINT, as a terminal's Ctrl-C would: a test suite started as a
+    background job of a non-interactive shell (`pytest &` in a script) inherits SIGINT ignored (POSIX), the command
+    would inherit that too, and Python keeps an ignored SIGINT ignored: the Ctrl-C would never arrive."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

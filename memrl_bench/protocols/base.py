@@ -206,6 +206,13 @@ class Protocol:
                 out.extend(chunks("test", split, s.epochs, tasks[split], s.batch_size, s.eval_samples))
         return out
 
+    def schedule_size(self, roles: dict[str, Any], split_sizes: dict[str, int]) -> int:
+        """The episodes of the whole schedule, from the roles and split sizes a manifest records (no env:
+        the base schedule, as a change of the world (drift) changes no batch's size). Used to seal old
+        run folders' manifests (scripts/seal_manifests.py)."""
+        tasks = {split: [Task(id=f"{split}/{i}", split=split, description="") for i in range(n)] for split, n in split_sizes.items()}
+        return sum(b.size for b in Protocol.schedule(self, roles, tasks, 0, None))
+
     def epoch_batches(self, order: list[Task], split: str, epoch: int) -> list[Batch]:
         """One training epoch's batches over `order`."""
         return list(chunks("train", split, epoch, order, self.settings.batch_size))

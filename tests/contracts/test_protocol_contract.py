@@ -70,6 +70,8 @@ def test_the_protocol_keeps_its_contract(name, tmp_path):
     manifest = json.loads((folder / "manifest.json").read_text())
     log = [json.loads(line) for line in (folder / "episodes.jsonl").read_text().splitlines()]
     assert manifest["schedule_episodes"] == len(log)
+    if name != "transfer":  # its split sizes are the source's concern: no old transfer folder needs sealing
+        assert protocol.schedule_size(manifest["env"]["roles"], manifest["split_sizes"]) == len(log)
     again = run(cfg, tmp_path / "again" / name)
     assert [json.loads(line)["task_id"] for line in (tmp_path / "again" / name / "episodes.jsonl").read_text().splitlines()] == [
         r["task_id"] for r in log

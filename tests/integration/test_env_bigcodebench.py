@@ -114,7 +114,7 @@ def test_subsets_splits_exclusion_and_check_env(env: BigCodeBenchEnv, data: Path
 
 
 def test_bad_config_and_missing_data(data: Path, tmp_path: Path):
-    with pytest.raises(ValueError, match="unknown BigCodeBench subset 'easy'"):
+    with pytest.raises(ValueError, match=r"env.subset: Input should be 'stdlib', 'hard' or 'full' \(got 'easy'\)"):
         BigCodeBenchEnv({"data_dir": str(data), "subset": "easy"})
     with pytest.raises(DataMissingError, match="fetch_data.py bigcodebench") as missing:
         BigCodeBenchEnv({"data_dir": str(tmp_path / "nowhere")})

@@ -178,6 +178,7 @@ def test_a_run_ends_quietly_on_success_and_on_ctrl_c(tmp_path):
     from pathlib import Path
 
     from tests.fault_server import FaultServer
+    from tests.helpers import default_sigint
 
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "OPENAI_API_KEY": "test-key-not-a-secret"}
@@ -192,7 +193,6 @@ def test_a_run_ends_quietly_on_success_and_on_ctrl_c(tmp_path):
         )
         assert done.returncode == 0 and done.stderr == "", done.stderr
         assert not noise(done.stdout), done.stdout
-        server.delay_s = 0.05  # each answer waits, as a real model's does: the run cannot end before its Ctrl-C, however loaded the machine
         proc = subprocess.Popen(
             twx_command(tmp_path / "stopped", server, "env.tasks_per_split=6", "protocol.epochs=40", "protocol.batch_size=2"),
             cwd=root,
@@ -201,6 +201,7 @@ def test_a_run_ends_quietly_on_success_and_on_ctrl_c(tmp_path):
             text=True,
             env=env,
             start_new_session=True,
+            preexec_fn=default_sigint,
         )
         deadline = time.monotonic() + 120
         while not list(tmp_path.glob("stopped/default/*/episodes.jsonl")):

@@ -20,7 +20,7 @@ import pytest
 from memrl_bench.core.runfolder import CorruptRunFolderError, RunFolder
 from memrl_bench.core.schema import strip_measured
 from memrl_bench.runner.loop import run
-from tests.helpers import composed, config
+from tests.helpers import composed, config, default_sigint
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = [
@@ -248,8 +248,7 @@ def test_snapshots_carry_checksums_sha256sum_can_check(tmp_path):
 
 
 def test_ctrl_c_ends_with_one_line_and_exit_130_and_the_run_resumes(tmp_path):
-    # 1,000 training tasks (~5 s of batches): the run is still going when the signal comes, however loaded the machine
-    args = [*SMALL, "env.tasks.train=1000", "protocol.checkpoint_interval_s=0"]
+    args = [*SMALL, "env.tasks.train=200", "protocol.checkpoint_interval_s=0"]
     reference = tmp_path / "reference"
     run(composed(*args), reference)
     proc = subprocess.Popen(
@@ -259,6 +258,7 @@ def test_ctrl_c_ends_with_one_line_and_exit_130_and_the_run_resumes(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=default_sigint,
     )
     wait_for(tmp_path / "run" / "episodes.jsonl", proc)
     time.sleep(0.2)
