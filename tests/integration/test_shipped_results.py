@@ -134,3 +134,23 @@ def test_the_gpu_command_composes_every_job_of_the_study():
             cfg = OmegaConf.to_container(compose(job), resolve=True)
             assert cfg["env"]["name"] == "alfworld" and cfg["llm"]["name"] == "openai"
             validate_config(cfg)
+
+
+LLB_DATA = Path(os.environ.get("MEMRL_BENCH_LLB_DIR") or ROOT.parent / "shared" / "data" / "llb")
+
+
+@pytest.mark.skipif(not (LLB_DATA / "db_val.json").is_file(), reason=f"LifelongAgentBench data missing at {LLB_DATA} (../shared/data/llb)")
+def test_the_llb_db_studys_finished_none_arm_replays_from_its_committed_cache(tmp_path):
+    """results/llb_db/README.md's command, as written: the finished `none` arm of the study in progress plays again
+    from the committed response cache alone (read-only: a prompt it does not hold would fail the run), with no model
+    file and no server, and gives the README's numbers."""
+    text = (ROOT / "results" / "llb_db" / "README.md").read_text()
+    command = next(line for line in text.splitlines() if line.startswith("memrl-bench +experiment=llb_db_methods method=none"))
+    args = [a.replace("/tmp/llb_db_replay", str(tmp_path / "replay")) for a in shlex.split(command)[1:]]
+    done = memrl_bench([*args, "progress=false"], cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    (run,) = (tmp_path / "replay").rglob("metrics.json")
+    metrics = json.loads(run.read_text())
+    assert metrics["episodes"] == 160
+    assert metrics["success_rate"]["validation"] == {"2": 0.68} and metrics["success_rate"]["test"] == {"2": 0.58}
+    assert "held-out test SR 0.68 on db_val's first half, 0.58 on its second" in text
