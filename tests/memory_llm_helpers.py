@@ -86,7 +86,8 @@ def answer(value: object) -> str:
 
 
 def generic_reply(prompt: str) -> str:
-    """A deterministic, well-formed answer to every memory prompt of Mem0, MemP, ExpeL, MemRL and SimpleMem."""
+    """A deterministic, well-formed answer to every memory prompt of Mem0, MemP, ExpeL, MemRL, SimpleMem, ReasoningBank,
+    Dynamic Cheatsheet and AWM."""
     if is_prompt(prompt, "memrl_script") or is_prompt(prompt, "memrl_reflection"):
         return f"Look first, then act ({len(prompt)} characters read)."
     if is_prompt(prompt, "mem0_update"):
@@ -95,6 +96,11 @@ def generic_reply(prompt: str) -> str:
             return answer({"memory": [{"event": "ADD", "text": fact}]})
         return answer({"memory": [{"event": "ADD", "text": fact}, {"event": "UPDATE", "id": "0", "text": fact + " Again."}]})
     task = prompt.split("Task: ")[1].split("\n")[0]
+    if is_prompt(prompt, "llm_ops_judge"):  # "Taken." is what the contract check's solved episodes end with
+        return f"Thoughts: the attempt at {task} was checked.\nStatus: {'success' if 'Taken.' in prompt else 'failure'}"
+    if is_prompt(prompt, "reasoningbank_success") or is_prompt(prompt, "reasoningbank_failure"):
+        items = [{"title": f"Lesson {n}", "description": f"When doing {task}.", "content": f"Look before acting ({n})."} for n in (1, 2)]
+        return answer({"analysis": "Checked.", "memory_items": items})
     if is_prompt(prompt, "mem0_extract"):
         return answer({"facts": [f"A lesson from {task}."]})
     if is_prompt(prompt, "memp_script"):

@@ -175,3 +175,25 @@ class MemoryCalls:
 
     def result(self) -> LearnResult:
         return LearnResult(usage_by_episode=self.usage, op_errors_by_episode=self.errors, calls_by_episode=self.calls)
+
+
+_STATUS = re.compile(r"status\W{0,4}\s*(success|failure)\b", re.IGNORECASE)
+
+
+def judged_status(text: str) -> tuple[bool, str]:
+    """The self-judgement's verdict (True: success) and its reasoning, from a "Thoughts: ... Status: success|failure"
+    reply; the last "Status" line counts (models often restate the question's options first)."""
+    found = list(_STATUS.finditer(text))
+    if not found:
+        raise OpError('no verdict: end the answer with "Status: success" or "Status: failure"')
+    last = found[-1]
+    thoughts = text[: last.start()].strip()
+    thoughts = re.sub(r"^\W*thoughts\W*", "", thoughts, flags=re.IGNORECASE).strip()
+    return last.group(1).lower() == "success", thoughts
+
+
+async def judge_episode(calls: MemoryCalls, episode_id: str, task: str, trajectory: str, **overrides: Any) -> tuple[bool, str] | None:
+    """The model's own judgement of whether an episode solved its task, from the task and what the agent did and
+    saw (never the environment's reward): ReasoningBank's and AWM's LLM-as-judge. None if no verdict could be read."""
+    prompt = prompts.render("llm_ops_judge", task=task, trajectory=trajectory)
+    return await calls.ask(episode_id, "llm_ops_judge", prompt, judged_status, as_json=False, **overrides)

@@ -19,6 +19,7 @@ LLM_METHODS = {
     "memp": ["method.update=vanilla"],  # its default writes successes only, and SmolLM2 solves few
     "expel": [],  # learns from successes only: on LLB-DB, where SmolLM2 solves none, its writing is shown on the synthetic env
     "simplemem": [],
+    "reasoningbank": [],
 }
 
 TINY_RUN = (
