@@ -101,6 +101,9 @@ def generic_reply(prompt: str) -> str:
     if is_prompt(prompt, "reasoningbank_success") or is_prompt(prompt, "reasoningbank_failure"):
         items = [{"title": f"Lesson {n}", "description": f"When doing {task}.", "content": f"Look before acting ({n})."} for n in (1, 2)]
         return answer({"analysis": "Checked.", "memory_items": items})
+    if is_prompt(prompt, "dynamic_cheatsheet_curate") or is_prompt(prompt, "dynamic_cheatsheet_synthesis"):
+        entry = f"<memory_item><description>For {task}: look first.</description></memory_item> ** Count: 1"
+        return f"<cheatsheet>\n## Solution patterns\n{entry}\n</cheatsheet>"
     if is_prompt(prompt, "mem0_extract"):
         return answer({"facts": [f"A lesson from {task}."]})
     if is_prompt(prompt, "memp_script"):

@@ -17,6 +17,7 @@ from tests.memory_llm_helpers import ScriptedModel, generic_reply
 
 CASES = [(name, {}) for name in registry.names("method")] + [
     ("memp", {"retrieve": "avefact"}),
+    ("dynamic_cheatsheet", {"variant": "retrieval_synthesis"}),
     ("memrl", {"epsilon": 0.5, "sim_threshold": -1.0}),
     ("memrl", {"selection": "thompson"}),
 ]

@@ -20,6 +20,7 @@ LLM_METHODS = {
     "expel": [],  # learns from successes only: on LLB-DB, where SmolLM2 solves none, its writing is shown on the synthetic env
     "simplemem": [],
     "reasoningbank": [],
+    "dynamic_cheatsheet": [],
 }
 
 TINY_RUN = (
