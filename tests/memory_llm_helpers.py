@@ -96,6 +96,9 @@ def generic_reply(prompt: str) -> str:
             return answer({"memory": [{"event": "ADD", "text": fact}]})
         return answer({"memory": [{"event": "ADD", "text": fact}, {"event": "UPDATE", "id": "0", "text": fact + " Again."}]})
     task = prompt.split("Task: ")[1].split("\n")[0]
+    if is_prompt(prompt, "awm_induce"):
+        solved = prompt.split("Solved tasks:\n")[1].split("Task: ")[1].split("\n")[0]
+        return f"Workflow 1: {solved}\nReasoning: look first.\nAction: look\nReasoning: then act.\nAction: take {{object}}"
     if is_prompt(prompt, "llm_ops_judge"):  # "Taken." is what the contract check's solved episodes end with
         return f"Thoughts: the attempt at {task} was checked.\nStatus: {'success' if 'Taken.' in prompt else 'failure'}"
     if is_prompt(prompt, "reasoningbank_success") or is_prompt(prompt, "reasoningbank_failure"):

@@ -21,6 +21,7 @@ LLM_METHODS = {
     "simplemem": [],
     "reasoningbank": [],
     "dynamic_cheatsheet": [],
+    "awm": [],  # its default judge (the model) is called on every training episode, solved or not
 }
 
 TINY_RUN = (
