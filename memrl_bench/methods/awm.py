@@ -20,8 +20,8 @@ examples (ours; the code shows every template), the groups with the newest succe
 task's template is its env's `task_type` (ALFWorld, synthetic), else the task itself; a reply with
 no "Workflow" block is repaired once, then the previous set is kept; the code's two fixed
 web-action notes are not appended; steps are the harness's trajectory text (actions and
-observations), not think/action pairs; induce_max_tokens defaults to the LLM's max_tokens
-(official 2048). Out of scope: the offline (Mind2Web) mode and the rule-based induction.
+observations), not think/action pairs; max_tokens defaults to the LLM's
+(official 2048 for the induction). Out of scope: the offline (Mind2Web) mode and the rule-based induction.
 The workflow set is one item whose provenance is the newest example shown; fields list every
 example shown (contributors); the induction call is charged to the batch's newest success. Pool
 examples are items too (their fields keep the judge's verdict).
@@ -56,8 +56,8 @@ class AWMConfig(Settings):
     max_examples: int = Field(8, ge=1, description="Most examples shown in one induction (ours; the newest templates first).")
     temperature: float = Field(1.0, ge=0, description="LLM temperature of the induction call (official 1.0).")
     judge_temperature: float = Field(0.0, ge=0, description="judge=llm: LLM temperature of the judge (ours; not found in the code).")
-    induce_max_tokens: int | None = Field(
-        None, ge=1, description="Completion tokens of an induction call; None: the LLM's max_tokens (official 2048)."
+    max_tokens: int | None = Field(
+        None, ge=1, description="Completion tokens of a judge or induction call; None: the LLM's max_tokens (official induction 2048)."
     )
     max_trajectory_chars: int = Field(2000, ge=0, description="An example's trajectory text is cut to this many characters.")
 
@@ -119,7 +119,11 @@ class AWM(MemoryMethod):
             return exp.episode.success, ""
         ep = exp.episode
         trajectory = trajectory_text(ep, self.config.max_trajectory_chars)
-        return await judge_episode(calls, ep.episode_id, exp.task.description, trajectory, temperature=self.config.judge_temperature)
+        overrides = {"temperature": self.config.judge_temperature, **self._max_tokens()}
+        return await judge_episode(calls, ep.episode_id, exp.task.description, trajectory, **overrides)
+
+    def _max_tokens(self) -> dict[str, Any]:
+        return {"max_tokens": self.config.max_tokens} if self.config.max_tokens else {}
 
     def shown_examples(self) -> list[int]:
         """Pool positions of the examples a rebuild shows: examples_per_group random ones per template (drawn per
@@ -144,7 +148,7 @@ class AWM(MemoryMethod):
         shown = [self.pool.items[p] for p in self.shown_examples()]
         newest = shown[-1]
         prompt = prompts.render("awm_induce", examples="\n\n".join(item.content for item in shown))
-        overrides: dict[str, Any] = {"temperature": c.temperature} | ({"max_tokens": c.induce_max_tokens} if c.induce_max_tokens else {})
+        overrides = {"temperature": c.temperature, **self._max_tokens()}
         text = calls.ask_now(trigger, "awm_induce", prompt, lambda answer: workflow_text(plain_text(answer)), as_json=False, **overrides)
         if text is None:
             return

@@ -25,7 +25,7 @@ Deviations: the size limit is a prompt instruction in the code (circa 2000-2500 
 also a hard cap, max_cheatsheet_chars, a longer sheet cut at its last line break before the cap
 (fields["cut_chars"]); with an empty memory DC-RS makes no call and injects nothing (the code
 calls the curator on an empty sheet); a failed DC-RS synthesis leaves the carried sheet unchanged;
-curator_max_tokens defaults to the LLM's max_tokens (official 2 x 2048). Out of scope: the
+max_tokens defaults to the LLM's (official 2 x 2048 for the curator). Out of scope: the
 code-execution loop and multi-round refinement (max_num_rounds > 1).
 The sheet is one item whose provenance is its latest contributing episode; fields list every
 contributing episode (contributors) and its version.
@@ -59,7 +59,7 @@ class DynamicCheatsheetConfig(Settings):
         6000, ge=100, description="Hard cap on the sheet's characters (ours; the code only asks for circa 2000-2500 words)."
     )
     temperature: float = Field(0.0, ge=0, description="LLM temperature of the curator (official 0).")
-    curator_max_tokens: int | None = Field(
+    max_tokens: int | None = Field(
         None, ge=1, description="Completion tokens of a curator call; None: the LLM's max_tokens (official 2 x 2048)."
     )
     max_trajectory_chars: int = Field(2000, ge=0, description="An attempt's trajectory text is cut to this many characters.")
@@ -102,7 +102,7 @@ class DynamicCheatsheet(MemoryMethod):
 
     def _overrides(self) -> dict[str, Any]:
         c = self.config
-        return {"temperature": c.temperature} | ({"max_tokens": c.curator_max_tokens} if c.curator_max_tokens else {})
+        return {"temperature": c.temperature} | ({"max_tokens": c.max_tokens} if c.max_tokens else {})
 
     def _previous(self) -> str:
         return self.sheet.content if self.sheet is not None else EMPTY

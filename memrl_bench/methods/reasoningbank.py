@@ -46,6 +46,9 @@ class ReasoningBankConfig(Settings):
     max_items: int = Field(3, ge=1, description="Memory items kept per episode (official: at most 3).")
     extract_temperature: float = Field(1.0, ge=0, description="LLM temperature of the extraction call (official 1.0).")
     judge_temperature: float = Field(0.0, ge=0, description="LLM temperature of the judge (ours; not found in the code).")
+    max_tokens: int | None = Field(
+        None, ge=1, description="Completion tokens of a judge or extraction call; None: the LLM's max_tokens (not found in the code)."
+    )
     max_trajectory_chars: int = Field(2000, ge=0, description="Trajectory text shown to the judge and the extractor is cut to this.")
 
 
@@ -120,7 +123,8 @@ class ReasoningBank(StoreMethod):
         if c.judge == "ground_truth":
             verdict: tuple[bool, str] | None = (ep.success, "")
         else:
-            verdict = await judge_episode(calls, ep.episode_id, exp.task.description, trajectory, temperature=c.judge_temperature)
+            overrides = {"temperature": c.judge_temperature, **self._max_tokens()}
+            verdict = await judge_episode(calls, ep.episode_id, exp.task.description, trajectory, **overrides)
         if verdict is None:
             return None
         succeeded, thoughts = verdict
@@ -128,10 +132,12 @@ class ReasoningBank(StoreMethod):
         outcome = "succeeded" if succeeded else "failed"
         why = prompts.render("reasoningbank_judgement", outcome=outcome, thoughts=thoughts) if thoughts else ""
         prompt = prompts.render(template, task=exp.task.description, trajectory=trajectory, judgement=why)
-        items = await calls.ask(
-            ep.episode_id, template, prompt, lambda answer: memory_items(answer, c.max_items), temperature=c.extract_temperature
-        )
+        overrides = {"temperature": c.extract_temperature, **self._max_tokens()}
+        items = await calls.ask(ep.episode_id, template, prompt, lambda answer: memory_items(answer, c.max_items), **overrides)
         return None if items is None else (succeeded, thoughts, items)
+
+    def _max_tokens(self) -> dict[str, Any]:
+        return {"max_tokens": self.config.max_tokens} if self.config.max_tokens else {}
 
     def _write(self, exp: Experience, succeeded: bool, thoughts: str, items: list[dict[str, str]]) -> None:
         ep = exp.episode

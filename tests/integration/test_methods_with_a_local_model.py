@@ -19,9 +19,10 @@ LLM_METHODS = {
     "memp": ["method.update=vanilla"],  # its default writes successes only, and SmolLM2 solves few
     "expel": [],  # learns from successes only: on LLB-DB, where SmolLM2 solves none, its writing is shown on the synthetic env
     "simplemem": [],
-    "reasoningbank": [],
-    "dynamic_cheatsheet": [],
-    "awm": [],  # its default judge (the model) is called on every training episode, solved or not
+    # llm.max_tokens=96 cuts their JSON items, tagged cheatsheets and judge verdicts: their own calls get more
+    "reasoningbank": ["method.max_tokens=384"],
+    "dynamic_cheatsheet": ["method.max_tokens=384"],
+    "awm": ["method.max_tokens=384"],  # its default judge (the model) is called on every training episode, solved or not
 }
 
 TINY_RUN = (

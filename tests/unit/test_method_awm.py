@@ -89,8 +89,9 @@ def test_a_judged_success_induces_even_if_the_env_says_failure(loop):
 
 def test_judge_env_uses_the_reward_and_makes_no_judge_call(loop):
     model = ScriptedModel(scripted)
-    m = make(loop, model, judge="env")
+    m = make(loop, model, judge="env", max_tokens=300)
     m.learn([experience(0, "take the key", True), experience(1, "open the door", False)])
+    assert model.overrides == [{"temperature": 1.0, "max_tokens": 300}]
     assert len(model.calls) == 1 and is_prompt(model.calls[0][0]["content"], "awm_induce") and m.labels
     assert make(loop, judge="env").learn([experience(1, "open the door", False)]).calls_by_episode == {}  # no success, no call
 

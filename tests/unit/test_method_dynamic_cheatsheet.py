@@ -97,7 +97,7 @@ def test_no_sheet_in_the_answer_is_repaired_then_the_sheet_is_kept(loop):
 def test_the_hard_cap_cuts_at_a_line_break_and_records_the_cut(loop):
     assert capped("abc\ndef\nghi", 9) == ("abc\ndef", 4) and capped("abcdef", 4) == ("abcd", 2) and capped("ab", 4) == ("ab", 0)
     long = "\n".join(f"line {n:03d} of a rambling sheet" for n in range(40))
-    m = make(loop, ScriptedModel([f"<cheatsheet>{long}</cheatsheet>"]), max_cheatsheet_chars=100, curator_max_tokens=512)
+    m = make(loop, ScriptedModel([f"<cheatsheet>{long}</cheatsheet>"]), max_cheatsheet_chars=100, max_tokens=512)
     m.learn([experience(0, "take the key", True)])
     sheet = m.items()[0]
     assert len(sheet.content) <= 100 and sheet.content.endswith("rambling sheet")

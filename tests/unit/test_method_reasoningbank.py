@@ -105,8 +105,9 @@ def test_a_judged_failure_uses_the_failure_prompt_even_if_the_env_says_success(l
 
 def test_ground_truth_judge_makes_no_judge_call_and_is_labelled(loop):
     model = ScriptedModel(scripted())
-    m = make(loop, model, judge="ground_truth")
+    m = make(loop, model, judge="ground_truth", max_tokens=300)
     m.learn([experience(0, "open the door", False)])
+    assert model.overrides == [{"temperature": 1.0, "max_tokens": 300}]
     assert len(model.calls) == 1 and is_prompt(model.calls[0][0]["content"], "reasoningbank_failure")
     assert "A reviewer judged" not in model.calls[0][0]["content"] and m.labels
 
