@@ -62,6 +62,9 @@ class Env(ABC):
     # registry's actors): "react" (multi-turn), "single_turn", or an actor of the env's own
     # ("synthetic": the synthetic env models the agent).
     default_actor: ClassVar[str] = "react"
+    # The observation answering an episode's final action is the env's verdict in words (LLB-DB's "The answer
+    # is right."), not a state the agent could judge from: methods that judge success themselves do not see it.
+    grades_in_observation: ClassVar[bool] = False
 
     def __init__(self, settings: EnvSettings | Mapping[str, Any], seed: int = 0):
         """`settings`: the env group checked by `Settings`, as the runner hands it on (validated once,

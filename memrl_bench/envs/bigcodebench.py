@@ -308,6 +308,7 @@ class BigCodeBenchEnv(Env):
     """One function per task, checked by the task's unittests in a sandbox."""
 
     name = "bigcodebench"
+    grades_in_observation = True
     Settings = BigCodeBenchSettings
     settings: BigCodeBenchSettings
     labels = ("bigcodebench", "code", "sandboxed")

@@ -235,6 +235,7 @@ class LLBDBEnv(Env):
     """SQL over one table; answers checked against the gold SQL run in SQLite."""
 
     name = "llb_db"
+    grades_in_observation = True
     Settings = LLBDBSettings
     settings: LLBDBSettings
     labels = ("lifelongagentbench", "tool-use")

@@ -92,6 +92,7 @@ class LLBOSEnv(Env):
     """Bash tasks checked by an evaluation script, each in its own sandbox."""
 
     name = "llb_os"
+    grades_in_observation = True
     Settings = LLBOSSettings
     settings: LLBOSSettings
     labels = ("lifelongagentbench", "tool-use", "sandboxed")

@@ -54,6 +54,7 @@ class MMLUEnv(Env):
     """One multiple-choice question per task."""
 
     name = "mmlu"
+    grades_in_observation = True
     Settings = MMLUSettings
     settings: MMLUSettings
     labels = ("mmlu", "multiple-choice")

@@ -136,6 +136,7 @@ class SyntheticSettings(EnvSettings):
 
 class SyntheticEnv(Env):
     name = "synthetic"
+    grades_in_observation = True
     Settings = SyntheticSettings
     labels = ("synthetic",)
     default_actor = "synthetic"  # SyntheticActor: the outcome model plays, no LLM

@@ -6,7 +6,8 @@ webarena/induce_prompt.py, webarena/prompt/{instruction,one_shot}.txt, webarena/
 Prompts are ours, written after the code's intents.
 
 Followed (the WebArena online pipeline): each episode is judged, by default by the model itself
-(`judge: llm`, the code's default autoeval; `judge: env` is its `gt` criteria, the env's reward);
+(`judge: llm`, the code's default autoeval, which never sees the env's verdict on the final action
+where the env gives one in words, Env.grades_in_observation; `judge: env` is its `gt` criteria, the env's reward);
 judged successes join a pool; then the workflow set is REBUILT, not appended: the pool grouped by
 task template, examples_per_group random examples per group (official 1, drawn from the method
 seed), each shown as its task and steps, after an instruction and a one-shot example, in one
@@ -105,7 +106,9 @@ class AWM(MemoryMethod):
                 continue
             ep = exp.episode
             content = prompts.render(
-                "awm_example", task=exp.task.description, trajectory=trajectory_text(ep, c.max_trajectory_chars)
+                "awm_example",
+                task=exp.task.description,
+                trajectory=trajectory_text(ep, c.max_trajectory_chars, verdict=c.judge == "env" or not exp.graded_ending),
             ).strip()
             fields = {"group": str(exp.task.data.get(c.group_key, exp.task.id)), "judged_success": True, "judge_thoughts": verdict[1]}
             self.pool.add(MemoryItem(ep.episode_id, content, Provenance.of(ep), fields), exp.key)
@@ -118,7 +121,7 @@ class AWM(MemoryMethod):
         if self.config.judge == "env":
             return exp.episode.success, ""
         ep = exp.episode
-        trajectory = trajectory_text(ep, self.config.max_trajectory_chars)
+        trajectory = trajectory_text(ep, self.config.max_trajectory_chars, verdict=not exp.graded_ending)
         overrides = {"temperature": self.config.judge_temperature, **self._max_tokens()}
         return await judge_episode(calls, ep.episode_id, exp.task.description, trajectory, **overrides)
 

@@ -42,12 +42,14 @@ class Query:
 class Experience:
     """A played episode as `learn` sees it: the record, its task, the task's key, and the
     retrieval it was played with (None when learn replays the log after a resume, or for
-    memories fed in unplayed)."""
+    memories fed in unplayed). `graded_ending`: the final observation is the env's verdict
+    (Env.grades_in_observation), which `trajectory_text(..., verdict=False)` hides."""
 
     episode: Episode
     task: Task
     key: np.ndarray
     retrieval: Retrieval | None = None
+    graded_ending: bool = False
 
 
 @dataclass
@@ -395,9 +397,19 @@ def save_array(path: Path, array: np.ndarray) -> None:
         f.write(array.data)
 
 
-def trajectory_text(episode: Episode, max_chars: int = 2000) -> str:
-    """An episode's actions and observations as text, cut to `max_chars` (the end kept)."""
+ENDED_HERE = "(the episode ended here)"
+
+
+def trajectory_text(episode: Episode, max_chars: int = 2000, *, verdict: bool = True) -> str:
+    """An episode's actions and observations as text, cut to `max_chars` (the end kept).
+
+    verdict=False hides the observation the env answered the final action with, when the env ended the
+    episode: pass it where that observation is the env's grading (Experience.graded_ending: LLB-DB's "The
+    answer is right.", the synthetic "success") and the method judges success itself (ReasoningBank, AWM,
+    Dynamic Cheatsheet), which must not read it."""
     lines = [f"> {t.action}\n{t.observation}" for t in episode.turns]
+    if not verdict and lines and episode.status == "ok":
+        lines[-1] = f"> {episode.turns[-1].action}\n{ENDED_HERE}"
     text = "\n".join(lines)
     return text if len(text) <= max_chars else "...\n" + text[-max_chars:]
 

@@ -9,8 +9,9 @@ Prompts are ours, written after the code's intents.
 Followed: the sheet starts "(empty)"; the curator's answer is the text between <cheatsheet> tags,
 else the previous sheet is kept (here after one repair); temperature 0 (official). The curator
 never sees ground truth: as in the code it gets the task and the model's attempt (here the
-trajectory: actions and what the environment answered) and judges correctness itself; learn reads
-no success or reward.
+trajectory: actions and what the environment answered, but for the env's verdict on the final
+action where it gives one in words, Env.grades_in_observation) and judges correctness itself; learn
+reads no success or reward.
   cumulative: after each training episode, in batch order, the curator rewrites the sheet from the
     previous sheet, the task and the attempt (sequential, so batch size 1 is the paper's loop);
     retrieval injects the whole sheet.
@@ -183,7 +184,9 @@ class DynamicCheatsheet(MemoryMethod):
                 self._commit(trace["sheet"], trace["cut_chars"], last.episode, trace["sources"])
         for exp in batch:
             content = prompts.render(
-                "dynamic_cheatsheet_pair", task=exp.task.description, attempt=trajectory_text(exp.episode, self.config.max_trajectory_chars)
+                "dynamic_cheatsheet_pair",
+                task=exp.task.description,
+                attempt=trajectory_text(exp.episode, self.config.max_trajectory_chars, verdict=not exp.graded_ending),
             ).strip()
             self.pairs.add(MemoryItem(exp.episode.episode_id, content, Provenance.of(exp.episode)), exp.key)
         return calls.result()
@@ -195,7 +198,7 @@ class DynamicCheatsheet(MemoryMethod):
             "dynamic_cheatsheet_curate",
             cheatsheet=self._previous(),
             task=exp.task.description,
-            attempt=trajectory_text(ep, c.max_trajectory_chars),
+            attempt=trajectory_text(ep, c.max_trajectory_chars, verdict=not exp.graded_ending),
             max_chars=c.max_cheatsheet_chars,
         )
         sheet = calls.ask_now(ep.episode_id, "dynamic_cheatsheet_curate", prompt, _sheet, as_json=False, **self._overrides())

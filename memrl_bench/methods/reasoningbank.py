@@ -15,7 +15,9 @@ tasks, the n = 1 most similar past episode, all its items injected (top_n, offic
 With `judge: llm` learn never reads the episode's success or reward: what is written (content,
 fields, keys) is the same whichever outcome the environment gave; each item's fields keep the
 judge's verdict (`judged_success`) and reasoning, its provenance the real outcome, so the report
-can measure the judge's accuracy and the share of items written from a false success.
+can measure the judge's accuracy and the share of items written from a false success. Where the env
+answers the final action with its verdict in words (Env.grades_in_observation: LLB-DB, MMLU, the
+synthetic env), the judge and the extractor see "(the episode ended here)" in its place.
 Deviations: the judge and the extraction see the harness's trajectory text (actions and
 observations, cut to max_trajectory_chars) where the code shows think/action steps (and the judge
 the last page states); the answer is JSON, not Markdown blocks; the key is the run's task key (its
@@ -119,7 +121,7 @@ class ReasoningBank(StoreMethod):
     async def _distil(self, exp: Experience, calls: MemoryCalls) -> tuple[bool, str, list[dict[str, str]]] | None:
         """(judged success, the judge's reasoning, the extracted items), or None if a call gave nothing usable (counted)."""
         c, ep = self.config, exp.episode
-        trajectory = trajectory_text(ep, c.max_trajectory_chars)
+        trajectory = trajectory_text(ep, c.max_trajectory_chars, verdict=c.judge == "ground_truth" or not exp.graded_ending)
         if c.judge == "ground_truth":
             verdict: tuple[bool, str] | None = (ep.success, "")
         else:

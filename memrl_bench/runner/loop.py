@@ -343,7 +343,8 @@ class Runner:
         (keys are cached) and, when it was just played, its retrieval. The log keeps the true success."""
         keys = self.keys_for(tasks, parts.embedder)
         learned = [e if e.status == "poison" else _as_learned(e, parts) for e in episodes]
-        return [Experience(e, t, k, r) for e, t, k, r in zip(learned, tasks, keys, retrievals or [None] * len(episodes))]
+        graded = parts.env.grades_in_observation
+        return [Experience(e, t, k, r, graded) for e, t, k, r in zip(learned, tasks, keys, retrievals or [None] * len(episodes))]
 
     def _play_batch(self, parts: RunParts, batch: Batch, pool: EnvPool) -> list[dict]:
         started = time.time()

@@ -176,3 +176,18 @@ def test_a_whole_synthetic_run_is_audited_costed_and_reproducible(tmp_path):
     assert all(r["memory_usage"]["calls"] == 0 for r in records if r["phase"] != "train")
     assert metrics["memory_final"]["items"] > 0 and any(r["retrieved"] for r in records if r["phase"] == "test")
     assert [strip_measured(r) for r in records] == [strip_measured(r) for r in again]
+
+
+def test_the_judge_and_the_extractor_never_read_the_envs_verdict(loop):
+    """Where the env answers the final action with its verdict (LLB-DB: "The answer is right."), the model judges
+    from the actions and the observations before it; the env's words stay out of every prompt of the method."""
+    model = ScriptedModel(scripted())
+    graded = dataclasses.replace(experience(0, "take the key", True), graded_ending=True)
+    make(loop, model).learn([graded])
+    judge, extract = (call[0]["content"] for call in model.calls)
+    for prompt in (judge, extract):
+        assert "> take key\n(the episode ended here)" in prompt and "> take key\nTaken." not in prompt
+    # The env's reward as the judge (judge=ground_truth) needs no hiding: the label is given.
+    model = ScriptedModel(scripted())
+    make(loop, model, judge="ground_truth").learn([graded])
+    assert "> take key\nTaken." in model.calls[0][0]["content"]
