@@ -39,7 +39,7 @@ from memrl_bench.core.vector_index import unit_rows
 from memrl_bench.envs.base import Env, NoisyRewards
 from memrl_bench.llm import ChatModel
 from memrl_bench.llm.embedders import Embedder, make_embedder
-from memrl_bench.methods.base import Experience, MemoryMethod, MethodContext, Query, fingerprint
+from memrl_bench.methods.base import Experience, LearnResult, MemoryMethod, MethodContext, Query, fingerprint
 from memrl_bench.protocols import EPISODE_TAGS, FLIPPED, Batch, Protocol, ProtocolViolation, role_splits, split_hash
 from memrl_bench.protocols.base import check_backbone, check_disjoint
 from memrl_bench.runner.progress import Progress, make_progress
@@ -351,6 +351,7 @@ class Runner:
         if batch.poison:
             episodes = parts.protocol.unplayed_episodes(batch, parts.env)
             result = parts.method.learn(self._experiences(episodes, list(batch.tasks), parts))
+            _check_charged(result, episodes, parts.method.name)
             records = self._finish(parts, episodes, started)
             self.transcripts.append(
                 [
@@ -385,6 +386,7 @@ class Runner:
         if batch.phase == "train":
             t0 = time.perf_counter()
             result = parts.method.learn(self._experiences(episodes, tasks, parts, retrievals))
+            _check_charged(result, episodes, parts.method.name)
             learn_s = (time.perf_counter() - t0) / len(episodes)
             for e in episodes:
                 e.latency_s["learn"] = learn_s
@@ -478,6 +480,16 @@ def _strings(value: Any) -> list[str]:
         return [value]
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
     return [s for item in items for s in _strings(item)]
+
+
+def _check_charged(result: LearnResult, episodes: list[Episode], method: str) -> None:
+    """Memory cost charged to an episode outside the learned batch would be lost from the log: refuse it."""
+    stray = {*result.usage_by_episode, *result.op_errors_by_episode, *result.calls_by_episode} - {e.episode_id for e in episodes}
+    if stray:
+        raise ProtocolViolation(
+            f"method {method!r}: learn() charged memory calls to {sorted(stray)[0]!r}, which is not an episode of the batch it "
+            "learned from; charge each call to an episode of the batch (its cost would be lost from the log)"
+        )
 
 
 def run(cfg: dict, run_dir: Path, llm: ChatModel | None = None, embedder: Embedder | None = None) -> dict:

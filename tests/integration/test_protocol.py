@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from memrl_bench.core.schema import MemoryItem, Provenance, Task
+from memrl_bench.core.schema import MemoryItem, Provenance, Task, Usage
+from memrl_bench.methods.base import LearnResult
 from memrl_bench.methods.none import NoMemory
 from memrl_bench.protocols.base import ProtocolViolation, check_disjoint
 from memrl_bench.runner.loop import ConfigError, run
@@ -63,6 +64,25 @@ def test_a_method_that_mutates_memory_in_evaluation_fails_the_run(tmp_path, monk
     monkeypatch.setattr(registry, "get", lambda kind, name: MutatingMethod if name == "mutating" else real_get(kind, name))
     with pytest.raises(ProtocolViolation, match="memory changed during the validation phase"):
         run(config(method={"name": "mutating"}), tmp_path / "run")
+    assert not (tmp_path / "run" / "COMPLETE").exists()
+
+
+class ChargesElsewhere(NoMemory):
+    """Charges its memory calls to an episode that is not in the batch: that cost would vanish from the log."""
+
+    name = "charges_elsewhere"
+
+    def learn(self, batch):
+        return LearnResult(usage_by_episode={"train-e99-00000-s0": Usage(calls=1, prompt_tokens=10)})
+
+
+def test_memory_cost_charged_outside_the_learned_batch_fails_the_run(tmp_path, monkeypatch):
+    from memrl_bench.core import registry
+
+    real_get = registry.get
+    monkeypatch.setattr(registry, "get", lambda kind, name: ChargesElsewhere if name == "charges_elsewhere" else real_get(kind, name))
+    with pytest.raises(ProtocolViolation, match="'train-e99-00000-s0', which is not an episode of the batch"):
+        run(config(method={"name": "charges_elsewhere"}), tmp_path / "run")
     assert not (tmp_path / "run" / "COMPLETE").exists()
 
 
