@@ -134,7 +134,7 @@ MISTAKE_FIELDS = {"description": True, "why_it_happens": False, "how_to_avoid": 
 
 def parse_skills(answer: Any) -> dict[str, list[dict[str, str]]]:
     """A distillation answer: its general and task-specific skills (either list may be left out, not both)."""
-    if isinstance(answer, dict) and "general_skills" not in answer and "task_specific_skills" not in answer:
+    if not isinstance(answer, dict) or ("general_skills" not in answer and "task_specific_skills" not in answer):
         raise OpError('expected a JSON object with lists under "general_skills" and "task_specific_skills"')
     return {kind: _entries(answer, f"{kind}_skills", SKILL_FIELDS, optional=True) for kind in ("general", "task_specific")}
 

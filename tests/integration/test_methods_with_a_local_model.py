@@ -19,6 +19,7 @@ LLM_METHODS = {
     "memp": ["method.update=vanilla"],  # its default writes successes only, and SmolLM2 solves few
     "expel": [],  # learns from successes only: on LLB-DB, where SmolLM2 solves none, its writing is shown on the synthetic env
     "simplemem": [],
+    "skillbank": [],  # distils from successes and failures alike: SmolLM2's failures on LLB-DB give it mistakes to write
 }
 
 TINY_RUN = (
@@ -81,4 +82,4 @@ def test_the_method_runs_on_the_synthetic_env_with_a_local_model_writing(tmp_pat
     )
     run(cfg, tmp_path / "run")
     log = check_the_run(tmp_path / "run", method)
-    assert any(e["retrieved"] for e in log if e["phase"] == "train" and e["epoch"] == 2) or method in ("mem0", "simplemem")
+    assert any(e["retrieved"] for e in log if e["phase"] == "train" and e["epoch"] == 2) or method in ("mem0", "simplemem", "skillbank")

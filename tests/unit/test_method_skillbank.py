@@ -3,11 +3,15 @@ template and embedding retrieval, the evolution trigger, the Q switch, resume, a
 
 import asyncio
 import dataclasses
+import json
+import os
+from pathlib import Path
 
 import pytest
 
 from memrl_bench.core.config import ConfigError
 from memrl_bench.core.schema import strip_measured
+from memrl_bench.envs.llb_db import LLBDBEnv, instruction_category
 from memrl_bench.methods.base import MethodContext, fingerprint
 from memrl_bench.methods.memrl import MemRLConfig, updated_q
 from memrl_bench.methods.skillbank import SkillBank, category_of
@@ -72,6 +76,31 @@ def test_the_category_is_the_envs_and_general_without_one():
     assert category_of(exp(0, "clean the mug", True).task) == "general"
 
 
+LLB_DATA = Path(os.environ.get("MEMRL_BENCH_LLB_DIR") or Path(__file__).resolve().parents[3] / "shared" / "data" / "llb")
+
+
+def test_llb_db_categories_come_from_the_instruction_wording():
+    assert [instruction_category(t) for t in ("Insert a row", "increase the price by 5", "Delete all", "What is", "")] == [
+        "insert",
+        "update",
+        "delete",
+        "query",
+        "query",
+    ]
+    task = LLBDBEnv._make_task(
+        "7", {"instruction": "Update the status.", "answer_info": {"sql": "SELECT 1", "direct": [], "md5": ""}, "table_info": {}}, "train"
+    )
+    assert task.data["category"] == "update"  # the wording, not the gold SQL
+
+
+@pytest.mark.skipif(not LLB_DATA.exists(), reason=f"shared LLB data not at {LLB_DATA}")
+def test_llb_db_categories_agree_with_the_gold_statement_on_every_task():
+    gold_kind = {"SELECT": "query", "INSERT": "insert", "UPDATE": "update", "DELETE": "delete"}
+    for name in ("db_train.json", "db_val.json"):
+        for entry in json.loads((LLB_DATA / name).read_text()).values():
+            assert instruction_category(entry["instruction"]) == gold_kind[entry["answer_info"]["sql"].split()[0].upper()]
+
+
 REAL_SKILLS_REPLY = """Looking at the successful trajectories, a few patterns stand out.
 
 ```json
@@ -113,6 +142,14 @@ def test_a_bad_reply_is_repaired_once_then_skipped_and_counted(loop):
     assert len(model.calls) == 2 and 'entry 0: "principle" must be a non-empty string' in model.calls[1][-1]["content"]
     assert first.op_errors_by_episode == {"train-e01-00000-s0": 1} and not m.items()  # a valid JSON of the wrong shape, twice
     assert first.usage_by_episode["train-e01-00000-s0"].calls == 2
+
+
+def test_a_bare_list_of_skills_is_asked_again_for_its_lists(loop):
+    model = ScriptedModel([answer([skill("Look First")]), answer({"general_skills": [skill("Look First")]})])
+    m = make(loop, model)
+    m.learn([exp(0, "heat the soup", True, "heat")])
+    assert 'lists under "general_skills" and "task_specific_skills"' in model.calls[1][-1]["content"]
+    assert [i.id for i in m.items()] == ["gen_001"]  # the repaired answer, task_specific_skills left out
 
 
 def test_an_evolution_reply_may_be_a_bare_list(loop):
