@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,6 +57,7 @@ from memrl_bench.methods.memrl import MemRLConfig, combined_score, reward_of, up
 
 GENERAL = "general"  # the category of a task whose env gives none, and the group of general skills
 FAILURES_KEPT = 10  # SkillRL collects the first 10 failures for an evolution and shows 5
+Job = tuple[Callable[[Any], None], Awaitable[Any]]  # a writer call of learn() and what applies its answer to the bank
 
 
 class SkillBankConfig(Settings):
@@ -263,7 +264,7 @@ class SkillBank(MemoryMethod):
         for exp in batch:
             by_category.setdefault(category_of(exp.task), []).append(exp)
             self._count(exp)
-        jobs: list[tuple[Callable[[Any], None], Any]] = []  # (apply its answer, the call)
+        jobs: list[Job] = []
         for category, exps in by_category.items():
             successes = [e for e in exps if e.episode.success][: c.max_episodes_per_call]
             failures = [e for e in exps if not e.episode.success][: c.max_failures_per_call]
@@ -323,7 +324,7 @@ class SkillBank(MemoryMethod):
     def _known(self, positions: list[int], field: str) -> str:
         return "\n".join(f"- {self.store.items[i].fields[field]}" for i in positions) or "(none yet)"
 
-    def _distil_skills(self, category: str, exps: list[Experience], calls: MemoryCalls) -> list:
+    def _distil_skills(self, category: str, exps: list[Experience], calls: MemoryCalls) -> list[Job]:
         c = self.config
         general = self.section("general")
         own = self.section("task_specific", category) if category != GENERAL else []
@@ -359,7 +360,7 @@ class SkillBank(MemoryMethod):
 
         return [(apply, calls.ask(sources[0].episode_id, "skillbank_skills", prompt, parse_skills, **self._overrides()))]
 
-    def _distil_mistakes(self, category: str, exps: list[Experience], calls: MemoryCalls) -> list:
+    def _distil_mistakes(self, category: str, exps: list[Experience], calls: MemoryCalls) -> list[Job]:
         mistakes = self.section("mistake")
         room = max(0, self.config.max_common_mistakes - len(mistakes))
         if not room:
@@ -379,7 +380,7 @@ class SkillBank(MemoryMethod):
 
         return [(apply, calls.ask(sources[0].episode_id, "skillbank_mistakes", prompt, parse_mistakes, **self._overrides()))]
 
-    def _evolve(self, category: str, calls: MemoryCalls) -> list:
+    def _evolve(self, category: str, calls: MemoryCalls) -> list[Job]:
         """A call for new skills if the category's success rate since its last evolution is below update_threshold; resets its window."""
         c, window = self.config, self.window[category]
         if window["episodes"] < c.evolve_min_episodes or window["successes"] / window["episodes"] >= c.update_threshold:

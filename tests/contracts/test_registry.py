@@ -24,7 +24,7 @@ KIND_TYPES = {"method": MemoryMethod, "env": Env, "actor": Actor, "embedder": Em
 def test_helper_modules_are_not_entries():
     """A module of envs/ or methods/ that assigns no ENV / METHOD (base, gold, checker, the ALFWorld grammar, llm_ops) is no entry."""
     assert registry.names("env") == ["alfworld", "bigcodebench", "llb_db", "llb_os", "mmlu", "synthetic", "textworld_express"]
-    assert registry.names("method") == ["expel", "full_context", "mem0", "memp", "memrl", "none", "rag", "simplemem"]
+    assert registry.names("method") == ["expel", "full_context", "mem0", "memp", "memrl", "none", "rag", "simplemem", "skillbank"]
     for kind, helper in (
         ("env", "alfworld_grammar"),
         ("env", "base"),
