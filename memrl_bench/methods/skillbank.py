@@ -456,7 +456,7 @@ class SkillBank(MemoryMethod):
     @staticmethod
     def _content(fields: dict[str, Any]) -> str:
         if fields["kind"] == "mistake":
-            why = f" ({fields['why_it_happens']})" if fields["why_it_happens"] else ""
+            why = f" Why: {fields['why_it_happens']}" if fields["why_it_happens"] else ""
             return prompts.render(
                 "skillbank_mistake", description=fields["description"], why=why, how_to_avoid=fields["how_to_avoid"]
             ).strip()
