@@ -87,7 +87,7 @@ def answer(value: object) -> str:
 
 def generic_reply(prompt: str) -> str:
     """A deterministic, well-formed answer to every memory prompt of Mem0, MemP, ExpeL, MemRL, SimpleMem, ReasoningBank,
-    Dynamic Cheatsheet and AWM."""
+    Dynamic Cheatsheet, AWM and SkillBank."""
     if is_prompt(prompt, "memrl_script") or is_prompt(prompt, "memrl_reflection"):
         return f"Look first, then act ({len(prompt)} characters read)."
     if is_prompt(prompt, "mem0_update"):
@@ -107,6 +107,17 @@ def generic_reply(prompt: str) -> str:
     if is_prompt(prompt, "dynamic_cheatsheet_curate") or is_prompt(prompt, "dynamic_cheatsheet_synthesis"):
         entry = f"<memory_item><description>For {task}: look first.</description></memory_item> ** Count: 1"
         return f"<cheatsheet>\n## Solution patterns\n{entry}\n</cheatsheet>"
+    if is_prompt(prompt, "skillbank_skills") or is_prompt(prompt, "skillbank_evolve"):
+        skill = {"title": f"Plan: {task}", "principle": f"To {task}, look around first, then act.", "when_to_apply": "A task like it."}
+        return answer(
+            {"new_skills": [skill]}
+            if is_prompt(prompt, "skillbank_evolve")
+            else {"general_skills": [skill], "task_specific_skills": [skill]}
+        )
+    if is_prompt(prompt, "skillbank_mistakes"):
+        return answer(
+            {"common_mistakes": [{"description": f"Acting at once in: {task}.", "why_it_happens": "Haste.", "how_to_avoid": "Look first."}]}
+        )
     if is_prompt(prompt, "mem0_extract"):
         return answer({"facts": [f"A lesson from {task}."]})
     if is_prompt(prompt, "memp_script"):

@@ -136,7 +136,7 @@ class AlfWorldEnv(Env):
             if not converted.solvable:
                 continue
             game_id = f"{game}/{trial_dir.name}"
-            data = {"game": game_id, "source": f"{folder}/{game_id}", "task_type": task_type}
+            data = {"game": game_id, "source": f"{folder}/{game_id}", "task_type": task_type, "category": task_type}
             listed.append(Task(id=f"alfworld/{folder}/{game_id}", split=split, description=converted.goal, data=data))
         return listed
 

@@ -78,6 +78,17 @@ _STRING_LITERAL = re.compile(r"'(?:[^']|'')*'")
 _REFERENCE_TIMEOUT_S = 60.0  # the gold SQL's time limit (it runs once per task)
 
 
+# A task's category (Task.data["category"], read by methods that group tasks, e.g. skillbank): the change its
+# instruction's first word asks for, else a query. Read from the task's text, never from its gold SQL.
+_CHANGE_WORDS = {"insert": "insert", "update": "update", "increase": "update", "decrease": "update", "delete": "delete"}
+
+
+def instruction_category(instruction: str) -> str:
+    """insert, update or delete when the instruction starts by asking for that change; else query."""
+    words = instruction.split(maxsplit=1)
+    return _CHANGE_WORDS.get(words[0].lower(), "query") if words else "query"
+
+
 def _unfenced(text: str) -> str:
     """The first fenced block of `text` if it has one, else `text`, without stray backticks."""
     blocks = _FENCED.findall(text)
@@ -288,6 +299,7 @@ class LLBDBEnv(Env):
             "direct": entry["answer_info"]["direct"],
             "md5": entry["answer_info"]["md5"],
             "skills": list(entry.get("skill_list", [])),
+            "category": instruction_category(entry["instruction"]),
             "gold": [f"SQL: {gold_sql}", "COMMIT"],
         }
         return Task(id=task_id, split=split, description=entry["instruction"], data=data)

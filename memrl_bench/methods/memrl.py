@@ -217,6 +217,27 @@ def _zscore(values: np.ndarray, stats_of: np.ndarray | None = None) -> np.ndarra
     return (values - mean) / (std if std > 1e-9 else 1.0)
 
 
+def reward_of(config: MemRLConfig, success: bool) -> float:
+    """r of an episode: reward_success or reward_failure."""
+    return config.reward_success if success else config.reward_failure
+
+
+def updated_q(config: MemRLConfig, before: float, reward: float) -> float:
+    """The Monte-Carlo update of a used memory: Q <- (1 - alpha) Q + alpha * (r + gamma * max Q'), floored at q_floor
+    (official QValueUpdater). Also skillbank's Q (q_learning), so both learn utilities by this one rule."""
+    target = reward + config.gamma * NEXT_STATE_VALUE
+    q = (1.0 - config.alpha) * before + config.alpha * target
+    return q if config.q_floor is None else max(config.q_floor, q)
+
+
+def combined_score(config: MemRLConfig, sims: np.ndarray, q: np.ndarray, q_stats_of: np.ndarray | None = None) -> np.ndarray:
+    """Phase B's score: sim_z * (1 - lambda) + q_z * lambda, q_z z-scored (by `q_stats_of`, default q) and clipped to [-3, 3]."""
+    c = config
+    sim_z = (sims - c.sim_mean) / c.sim_std if c.sim_normalisation == "fixed" else _zscore(sims)
+    q_z = np.minimum(np.maximum(_zscore(q, q_stats_of), -3.0), 3.0)  # np.clip, without its wrapper's cost
+    return sim_z * (1 - c.lambda_) + q_z * c.lambda_  # the official order of operations
+
+
 # Numeric item fields mirrored into arrays, so phase B reads them without per-item lookups.
 STAT_FIELDS = ("q_value", "visits", "successes", "failures", "group")
 
@@ -273,11 +294,7 @@ class MemRL(MemoryMethod):
         return self.group_keys.search(keys, self.config.k_groups, self.config.sim_threshold)
 
     def score(self, sims: np.ndarray, q: np.ndarray, q_stats_of: np.ndarray | None = None) -> np.ndarray:
-        """sim_z * (1 - lambda) + q_z * lambda, q_z z-scored (by `q_stats_of`, default q) and clipped to [-3, 3]."""
-        c = self.config
-        sim_z = (sims - c.sim_mean) / c.sim_std if c.sim_normalisation == "fixed" else _zscore(sims)
-        q_z = np.minimum(np.maximum(_zscore(q, q_stats_of), -3.0), 3.0)  # np.clip, without its wrapper's cost
-        return sim_z * (1 - c.lambda_) + q_z * c.lambda_  # the official order of operations
+        return combined_score(self.config, sims, q, q_stats_of)
 
     def _pool(self, groups: Hits) -> tuple[np.ndarray, np.ndarray]:
         """Memory positions of the chosen groups (group by group, members in order of writing), with their group's sim."""
@@ -407,14 +424,12 @@ class MemRL(MemoryMethod):
         updates: dict[str, list[dict]] = {}
         for exp in batch:
             ep = exp.episode
-            reward = c.reward_success if ep.success else c.reward_failure
-            target = reward + c.gamma * NEXT_STATE_VALUE
+            reward = reward_of(c, ep.success)
             done = updates[ep.episode_id] = []
             for used in ep.retrieved:
                 fields = self.store.get(used.item_id).fields
                 before = fields["q_value"]
-                q = (1.0 - c.alpha) * before + c.alpha * target
-                fields["q_value"] = q if c.q_floor is None else max(c.q_floor, q)
+                fields["q_value"] = updated_q(c, before, reward)
                 fields["visits"] += 1
                 fields["successes" if ep.success else "failures"] += 1
                 done.append(memory_op("q_update", used.item_id, q_before=float(before), q_after=float(fields["q_value"]), reward=reward))

@@ -20,6 +20,8 @@ CASES = [(name, {}) for name in registry.names("method")] + [
     ("dynamic_cheatsheet", {"variant": "retrieval_synthesis"}),
     ("memrl", {"epsilon": 0.5, "sim_threshold": -1.0}),
     ("memrl", {"selection": "thompson"}),
+    ("skillbank", {"retrieval_mode": "embedding", "q_learning": True}),
+    ("skillbank", {"q_learning": True, "evolve_min_episodes": 1}),
 ]
 
 

@@ -36,6 +36,7 @@ def test_helper_modules_are_not_entries():
         "rag",
         "reasoningbank",
         "simplemem",
+        "skillbank",
     ]
     for kind, helper in (
         ("env", "alfworld_grammar"),
