@@ -159,3 +159,13 @@ def test_config_folders_of_installed_distributions_must_be_packages(tmp_path, mo
     monkeypatch.syspath_prepend(tmp_path / "other")
     with pytest.raises(InputError, match="of plugin-gone 1.0 \\(group memrl_bench.conf\\): no package named 'plugin_gone.conf'"):
         registry.config_packages()
+
+
+def test_every_built_in_method_has_a_readme_row_with_its_family():
+    """README's method table names each method's family of the critique (and its source, deviations)."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    rows = {line.split("|")[1].strip(" `"): line.split("|")[2].strip() for line in readme.splitlines() if line.startswith("| `")}
+    for name in registry.names("method"):
+        assert rows.get(name), f"README's method table has no row, or no family, for method {name!r}"
