@@ -112,9 +112,10 @@ class Runner:
     def _build(self, stack: contextlib.ExitStack, protocol: Protocol, checked: CheckedConfig) -> RunParts:
         """The run's parts: each built from the part validate_config found and its typed settings."""
         cfg = self.cfg
-        labels = protocol.run_labels() + check_backbone(cfg.get("llm", {}), protocol.settings)
-        if cfg.get("memory_llm") and check_backbone(cfg["memory_llm"], protocol.settings) and "finetuned_backbone" not in labels:
-            labels.append("finetuned_backbone")  # a writer fine-tuned on the env's data leaks it into memory as the actor would
+        backbones = check_backbone(cfg.get("llm", {}), protocol.settings) + check_backbone(
+            cfg.get("memory_llm") or {}, protocol.settings, "memory_llm"
+        )
+        labels = protocol.run_labels() + sorted(set(backbones))
 
         env = checked.env.cls(checked.env.settings)
         stack.callback(env.close)

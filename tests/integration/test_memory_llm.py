@@ -18,7 +18,7 @@ import pytest
 from memrl_bench.core.config import ConfigError, config_hash, validate_config
 from tests.fault_server import FaultServer
 from tests.helpers import composed, config, tiny_mmlu
-from tests.memory_llm_helpers import generic_reply
+from tests.memory_llm_helpers import ScriptedModel, generic_reply
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTOR_KEY, WRITER_KEY = "sk-actor-canary-0123456789", "sk-writer-canary-9876543210"
@@ -123,3 +123,16 @@ def test_a_bad_writer_setting_is_one_line_naming_its_key(writer, message):
     with pytest.raises(ConfigError) as err:
         validate_config(config(memory_llm=writer))
     assert str(err.value).startswith(message) and "\n" not in str(err.value) and "sk-abc" not in str(err.value)
+
+
+def test_a_writer_fine_tuned_on_the_env_is_refused_as_the_actor_is_and_labelled_when_allowed(tmp_path):
+    from memrl_bench.protocols import ProtocolViolation
+    from memrl_bench.runner.loop import run
+
+    writer = {"name": "openai", "model": "tuned", "base_url": "http://127.0.0.1:9/v1", "finetuned_on": "synthetic"}
+    with pytest.raises(ProtocolViolation, match=r"^memory_llm.finetuned_on='synthetic': the backbone was fine-tuned"):
+        run(config(memory_llm=writer), tmp_path / "refused")
+    model = ScriptedModel(generic_reply)  # the writer the config names, given (no server)
+    allowed = config(memory_llm=writer, method={"name": "selfrag"}, protocol={"epochs": 1, "allow_finetuned": True})
+    metrics = run(allowed, tmp_path / "run", memory_llm=model)
+    assert metrics["labels"].count("finetuned_backbone") == 1 and model.calls  # selfrag's judgements went to the writer
