@@ -87,7 +87,11 @@ def answer(value: object) -> str:
 
 def generic_reply(prompt: str) -> str:
     """A deterministic, well-formed answer to every memory prompt of Mem0, MemP, ExpeL, MemRL, SimpleMem, ReasoningBank,
-    Dynamic Cheatsheet, AWM and SkillBank."""
+    Dynamic Cheatsheet, AWM, SkillBank and Self-RAG."""
+    if is_prompt(prompt, "selfrag_retrieve"):
+        return " Yes."
+    if is_prompt(prompt, "selfrag_relevance"):  # past successes relevant, failures not: both paths taken
+        return "Yes, it shows how the task was done." if "(outcome: success)" in prompt else "NO"
     if is_prompt(prompt, "memrl_script") or is_prompt(prompt, "memrl_reflection"):
         return f"Look first, then act ({len(prompt)} characters read)."
     if is_prompt(prompt, "mem0_update"):

@@ -46,6 +46,7 @@ TOP_LEVEL_KEYS = (
     "env",
     "method",
     "llm",
+    "memory_llm",
     "embedder",
     "protocol",
     "actor",
@@ -90,13 +91,11 @@ KEY_ROLES: dict[str, KeyRole] = {
     "progress": KeyRole.OPERATION,
     "transcripts": KeyRole.OPERATION,
     "protocol.checkpoint_interval_s": KeyRole.OPERATION,
-    "llm.max_concurrency": KeyRole.OPERATION,
-    "llm.timeout_s": KeyRole.OPERATION,
-    "llm.max_retries": KeyRole.OPERATION,
-    "llm.max_consecutive_failures": KeyRole.OPERATION,
-    "llm.cache_mode": KeyRole.OPERATION,
-    "llm.cache_path": KeyRole.OPERATION,
-    "llm.threads": KeyRole.OPERATION,
+    **{  # the acting model's and the memory writer's (memory_llm: the same settings model) alike
+        f"{group}.{key}": KeyRole.OPERATION
+        for group in ("llm", "memory_llm")
+        for key in ("max_concurrency", "timeout_s", "max_retries", "max_consecutive_failures", "cache_mode", "cache_path", "threads")
+    },
     "env.worker_memory_mb": KeyRole.OPERATION,  # LLB-DB's SQL worker: a cap ordinary SQL stays far below (as llm.timeout_s)
     "protocol.name": KeyRole.EVALUATION,
     "protocol.validate_every_epoch": KeyRole.EVALUATION,
@@ -352,7 +351,7 @@ class RunSettings(Settings):
 
 # ---- checking a run's config ----------------------------------------------------------
 
-_GROUPS = ("env", "method", "llm", "embedder", "protocol", "actor")
+_GROUPS = ("env", "method", "llm", "memory_llm", "embedder", "protocol", "actor")
 NAMED_BY = {"actor": "kind"}  # the key of a group that names its part, when it is not `name`
 
 
@@ -372,6 +371,7 @@ class CheckedConfig:
     llm: Part
     embedder: Part
     actor: Part
+    memory_llm: Part | None = None  # the model of memory calls when it is not the acting model (memory_llm=local|openai)
 
 
 def named_part(kind: str, name: Any, key: str) -> Any:
@@ -384,16 +384,35 @@ def named_part(kind: str, name: Any, key: str) -> Any:
         raise ConfigError(f"{key}: {err}") from None
 
 
-def checked_part(kind: str, group: Any, default: str | None = None) -> Part:
-    """The part a config group names (by its NAMED_BY key; `default` if none) and the group checked by the part's `Settings`."""
+def checked_part(kind: str, group: Any, default: str | None = None, at: str | None = None) -> Part:
+    """The part a config group names (by its NAMED_BY key; `default` if none) and the group checked by the part's `Settings`;
+    `at`: the group's key when it is not the kind's own (memory_llm, a second LLM)."""
+    at = at or kind
     if not isinstance(group, dict):
-        raise ConfigError(f"{kind}: must be a mapping of settings (got {group!r})")
+        raise ConfigError(f"{at}: must be a mapping of settings (got {group!r})")
     key = NAMED_BY.get(kind, "name")
     name = group.get(key) or default
-    cls = named_part(kind, name, f"{kind}.{key}")
+    cls = named_part(kind, name, f"{at}.{key}")
     if getattr(cls, "Settings", None) is None:
-        raise ConfigError(f"{kind}.{key}: {kind} {name!r} declares no settings model (a `Settings` attribute)")
-    return Part(cls, validated(cls.Settings, group, kind))
+        raise ConfigError(f"{at}.{key}: {kind} {name!r} declares no settings model (a `Settings` attribute)")
+    return Part(cls, validated(cls.Settings, group, at))
+
+
+def checked_memory_llm(group: Any) -> Part | None:
+    """The memory writer's LLM kind and settings (the llm group's model, one rule for both); None when the config has no
+    memory_llm group (memory_llm=same composes none): the acting model serves memory calls, as in every run before it."""
+    if group is None:
+        return None
+    try:
+        part = checked_part("llm", group, at="memory_llm")
+    except ConfigError as err:  # a check across the llm model's keys names them as the llm group's
+        message = str(err)
+        raise ConfigError(
+            message.replace("llm.", "memory_llm.", 1).replace("llm=", "memory_llm=", 1) if message.startswith("llm.") else message
+        ) from None
+    if group.get("name") == "none":
+        raise ConfigError("memory_llm.name: 'none' serves no memory calls; memory_llm=same has the acting model serve them")
+    return part
 
 
 def validate_config(cfg: dict) -> CheckedConfig:
@@ -411,8 +430,9 @@ def validate_config(cfg: dict) -> CheckedConfig:
             raise ConfigError(f"{group}.name: missing (choose one with {group}=<name>)")
     env = checked_part("env", cfg["env"])
     llm = checked_part("llm", cfg.get("llm") or {}, default="none")
+    memory_llm = checked_memory_llm(cfg.get("memory_llm"))
     embedder = checked_part("embedder", cfg.get("embedder") or {"name": "env_intent"})
     actor = checked_part("actor", cfg.get("actor") or {}, default=env.cls.default_actor)
     if not isinstance(cfg.get("protocol") or {}, dict):
         raise ConfigError(f"protocol: must be a mapping of settings (got {cfg['protocol']!r})")
-    return CheckedConfig(env, llm, embedder, actor)
+    return CheckedConfig(env, llm, embedder, actor, memory_llm)

@@ -344,6 +344,7 @@ class ManifestRecord(RunFile):
     schedule_episodes: int | None = None  # the whole schedule's episodes (a COMPLETE run without it is refused)
     manifest_sha256: str | None = None  # its digest, checked by RunFolder.read_manifest
     model: dict[str, Any] | str | None = None
+    memory_model: dict[str, Any] | None = None  # the writer of memory calls, only when it is not the acting model (memory_llm)
     embedder: dict[str, Any] | str | None = None
     started: str | None = None
 

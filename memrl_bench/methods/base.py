@@ -112,7 +112,7 @@ class MethodContext:
 
     seed: int
     embed: Callable[[list[str]], np.ndarray] | None = None  # texts -> unit-norm rows
-    llm: Any = None  # a memrl_bench.llm.ChatModel for memory management, or None
+    llm: Any = None  # a memrl_bench.llm.ChatModel for memory management (memory_llm's when set, else the acting model), or None
     run: Callable[[Awaitable[Any]], Any] | None = None  # runs a coroutine on the runner's event loop
 
     def rng_for(self, *keys: str) -> np.random.Generator:

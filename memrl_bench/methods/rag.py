@@ -31,7 +31,7 @@ class RAG(StoreMethod):
 
     def __init__(self, cfg, ctx):
         super().__init__(cfg, ctx)
-        self.config = RAGConfig(**cfg)
+        self.config = self.Settings(**cfg)  # a subclass's own settings (selfrag's), RAG's keys among them
         self.store = ItemStore(index=self.config.index)
 
     def retrieve(self, query: Query) -> Retrieval:

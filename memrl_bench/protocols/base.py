@@ -272,14 +272,15 @@ def check_disjoint(tasks: dict[str, list[Task]]) -> None:
             seen[task.id] = split
 
 
-def check_backbone(llm_cfg: dict, settings: ProtocolSettings) -> list[str]:
-    """Refuse a backbone declared fine-tuned on the env's data unless allowed; return labels."""
+def check_backbone(llm_cfg: dict, settings: ProtocolSettings, group: str = "llm") -> list[str]:
+    """Refuse a backbone declared fine-tuned on the env's data unless allowed; return labels. `group`: the config
+    group of the model (memory_llm: a writer fine-tuned on the env puts what it learned into memory)."""
     finetuned_on = llm_cfg.get("finetuned_on")
     if not finetuned_on:
         return []
     if not settings.allow_finetuned:
         raise ProtocolViolation(
-            f"llm.finetuned_on={finetuned_on!r}: the backbone was fine-tuned on environment data, so 'runtime learning' "
+            f"{group}.finetuned_on={finetuned_on!r}: the backbone was fine-tuned on environment data, so 'runtime learning' "
             "would be measured on a model that already learned the tasks; set protocol.allow_finetuned=true to run it anyway (labelled)"
         )
     return ["finetuned_backbone"]

@@ -104,6 +104,7 @@ def _run_row(run: RunRecords, name: str) -> dict:
         "config_hash": manifest.config_hash,
         "git_commit": manifest.git_commit,
         "model": json.dumps(manifest.model, sort_keys=True) if isinstance(manifest.model, dict) else manifest.model,
+        **({"memory_model": manifest.memory_model.get("model")} if manifest.memory_model else {}),  # a writer apart (memory_llm)
         "embedder": json.dumps(manifest.embedder, sort_keys=True) if isinstance(manifest.embedder, dict) else manifest.embedder,
         "split_hashes": manifest.split_hashes,
         "split_sizes": manifest.split_sizes,

@@ -7,6 +7,7 @@ one seed shows "(n=1)" and no interval. Every row carries its variant's labels
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -271,6 +272,18 @@ def end_table(
     return Table(name, title, data, _end_view(agg, order, labels, columns), note + " " + INTERVAL_NOTE)
 
 
+def usage_table(results: Results, agg: Aggregates, note: str) -> Table | None:
+    """Tokens and calls per variant; with a writer apart from the acting model (memory_llm) in any run, a column naming it."""
+    table = end_table(results, agg, "usage", "Tokens and LLM calls", USAGE_COLUMNS, note)
+    runs = results.runs
+    if table is None or "memory_model" not in runs or runs["memory_model"].isna().all():
+        return table
+    writers = runs.groupby("variant")["memory_model"].agg(lambda m: ", ".join(sorted({str(x) for x in m.dropna()})) or "the acting model")
+    view = table.view.copy()
+    view.insert(4, "memory: model", view["variant"].map(writers).fillna("the acting model"))
+    return dataclasses.replace(table, view=view, note=table.note + " Memory model: the writer of memory calls (memory_llm), when set.")
+
+
 def protocol_table(results: Results, agg: Aggregates) -> Table | None:
     """The streaming, replay, repair and transfer protocols' numbers (memrl_bench/protocols; README, Protocols)."""
     if not results.runs["protocol_metrics"].map(bool).any():
@@ -484,7 +497,7 @@ def all_tables(results: Results, agg: Aggregates) -> dict[str, Table]:
         choice_table(results),
         latency_table(results, agg),
         end_table(results, agg, "memory", "Memory at the end", MEMORY_COLUMNS, memory_note),
-        end_table(results, agg, "usage", "Tokens and LLM calls", USAGE_COLUMNS, usage_note),
+        usage_table(results, agg, usage_note),
         poison_table(results, agg),
         drift_table(results, agg),
         protocol_table(results, agg),

@@ -84,27 +84,38 @@ class RunParts:
     labels: list[str]
     llm: Any
     embedder: Any
+    memory_llm: Any = None  # the writer of memory calls when it is not the acting model (memory_llm=local|openai)
 
 
 class Runner:
-    """One run into `run_dir`. `llm` and `embedder`, when given, are used instead of the ones
-    the config names (which it still records): a caller's ChatModel or Embedder, such as a
-    test's scripted model."""
+    """One run into `run_dir`. `llm`, `embedder` and `memory_llm`, when given, are used instead of the
+    ones the config names (which it still records): a caller's ChatModel or Embedder, such as a
+    test's scripted model (`memory_llm` serves memory calls only when the config has a memory_llm group)."""
 
-    def __init__(self, cfg: dict, run_dir: Path, llm: ChatModel | None = None, embedder: Embedder | None = None):
+    def __init__(
+        self,
+        cfg: dict,
+        run_dir: Path,
+        llm: ChatModel | None = None,
+        embedder: Embedder | None = None,
+        memory_llm: ChatModel | None = None,
+    ):
         self.cfg = cfg
         self.folder = RunFolder(run_dir)
         self.loop = asyncio.new_event_loop()
         self.loop.set_exception_handler(interrupts.quiet_about_interrupted_tasks)
         self._key_cache: dict[str, np.ndarray] = {}
-        self._given_llm, self._given_embedder = llm, embedder
+        self._given_llm, self._given_embedder, self._given_memory_llm = llm, embedder, memory_llm
         self.transcripts = TranscriptLog(run_dir, enabled=bool(cfg.get("transcripts", True)))
 
     # ---- building ---------------------------------------------------------------
     def _build(self, stack: contextlib.ExitStack, protocol: Protocol, checked: CheckedConfig) -> RunParts:
         """The run's parts: each built from the part validate_config found and its typed settings."""
         cfg = self.cfg
-        labels = protocol.run_labels() + check_backbone(cfg.get("llm", {}), protocol.settings)
+        backbones = check_backbone(cfg.get("llm", {}), protocol.settings) + check_backbone(
+            cfg.get("memory_llm") or {}, protocol.settings, "memory_llm"
+        )
+        labels = protocol.run_labels() + sorted(set(backbones))
 
         env = checked.env.cls(checked.env.settings)
         stack.callback(env.close)
@@ -140,11 +151,17 @@ class Runner:
 
         llm_cfg = cfg.get("llm") or {"name": "none"}
         llm = self._given_llm or stack.enter_context(checked.llm.cls(llm_cfg))
+        writer = None  # memory_llm=same: the acting model serves memory calls
+        if checked.memory_llm is not None:  # its server starts and stops with the run's, on the same stack
+            writer = self._given_memory_llm or stack.enter_context(checked.memory_llm.cls(cfg["memory_llm"]))
         embedder = self._given_embedder or make_embedder(checked.embedder.settings)
         method_cfg = {k: v for k, v in cfg["method"].items() if k != "name"}
         method_cls = registry.get("method", cfg["method"]["name"])
         ctx = MethodContext(
-            seed=int(cfg.get("seed", 0)), embed=embedder.embed if embedder else None, llm=llm, run=self.loop.run_until_complete
+            seed=int(cfg.get("seed", 0)),
+            embed=embedder.embed if embedder else None,
+            llm=llm if writer is None else writer,
+            run=self.loop.run_until_complete,
         )
         try:
             method = method_cls(method_cfg, ctx)
@@ -157,7 +174,7 @@ class Runner:
         if actor_cls.needs_llm and llm is None:
             raise ConfigError(f"env {env.name!r} is played by an LLM: set llm=local or llm=openai (llm=none only suits the synthetic env)")
         actor = actor_cls(llm, checked.actor.settings, transcripts=self.transcripts.enabled)
-        return RunParts(env, method, actor, protocol, roles, tasks, labels, llm, embedder)
+        return RunParts(env, method, actor, protocol, roles, tasks, labels, llm, embedder, writer)
 
     def _manifest(self, parts: RunParts, config: dict, digest: str, schedule: list[Batch]) -> dict:
         """manifest.json's content, checked against its schema (ManifestRecord; the protocol's entries its own)."""
@@ -177,6 +194,7 @@ class Runner:
                     "split_sizes": {split: len(t) for split, t in parts.tasks.items()},
                     SCHEDULE_EPISODES: sum(b.size for b in schedule),  # what a COMPLETE log holds (RunFolder.verify_complete)
                     "model": getattr(parts.llm, "identity", None),
+                    **({"memory_model": getattr(parts.memory_llm, "identity", None)} if parts.memory_llm is not None else {}),
                     "embedder": getattr(parts.embedder, "identity", None) or ("env_intent" if parts.embedder is None else None),
                     "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 }
@@ -469,7 +487,7 @@ def _phase_ends(schedule: list[Batch], i: int) -> bool:
 
 def _remember_secrets(cfg: dict) -> None:
     """The API keys the groups name (api_key_env, whether or not their part uses one), and URL userinfo, for redaction."""
-    for group in ("llm", "embedder"):
+    for group in ("llm", "memory_llm", "embedder"):
         remember_secret(os.environ.get((cfg.get(group) or {}).get("api_key_env", "OPENAI_API_KEY")))
     for value in _strings(cfg):
         remember_url(value)
@@ -492,6 +510,8 @@ def _check_charged(result: LearnResult, episodes: list[Episode], method: str) ->
         )
 
 
-def run(cfg: dict, run_dir: Path, llm: ChatModel | None = None, embedder: Embedder | None = None) -> dict:
-    """Run (or resume) one configured run into `run_dir`; return its metrics (`llm`, `embedder`: see Runner)."""
-    return Runner(cfg, run_dir, llm, embedder).run()
+def run(
+    cfg: dict, run_dir: Path, llm: ChatModel | None = None, embedder: Embedder | None = None, memory_llm: ChatModel | None = None
+) -> dict:
+    """Run (or resume) one configured run into `run_dir`; return its metrics (`llm`, `embedder`, `memory_llm`: see Runner)."""
+    return Runner(cfg, run_dir, llm, embedder, memory_llm).run()

@@ -137,3 +137,20 @@ def test_the_settings_a_yaml_starts_from_are_its_parts_name_and_its_models_defau
     assert served("settings/method/none") == {"name": "none"}
     with pytest.raises(ConfigLoadError, match="no part's settings"):
         served("settings/env/nosuchenv")
+
+
+WRITER_OPTIONS = sorted(path.stem for path in (CONF / "memory_llm").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("option", WRITER_OPTIONS)
+def test_a_memory_llm_option_is_the_llm_option_of_its_name_or_composes_nothing(option):
+    """memory_llm=local|openai compose the llm group's YAML of that name (one settings model, one list of keys for both);
+    memory_llm=same composes nothing, so a run without a writer keeps the config (and hash) it had before the group existed."""
+    given = ["memory_llm.model=m"] if option == "openai" else []
+    cfg = composed(f"memory_llm={option}", *given)
+    checked(cfg)
+    if option == "same":
+        assert "memory_llm" not in cfg and cfg == composed()
+    else:
+        assert cfg["memory_llm"] == composed(f"llm={option}", *[g.replace("memory_llm.", "llm.") for g in given])["llm"]
+        assert yaml_file("memory_llm", option) == {"defaults": [f"/llm/{option}@_here_", "_self_"]}

@@ -22,6 +22,7 @@ CASES = [(name, {}) for name in registry.names("method")] + [
     ("memrl", {"selection": "thompson"}),
     ("skillbank", {"retrieval_mode": "embedding", "q_learning": True}),
     ("skillbank", {"q_learning": True, "evolve_min_episodes": 1}),
+    ("selfrag", {"mode": "always_retrieve"}),
 ]
 
 

@@ -35,6 +35,7 @@ def test_helper_modules_are_not_entries():
         "none",
         "rag",
         "reasoningbank",
+        "selfrag",
         "simplemem",
         "skillbank",
     ]

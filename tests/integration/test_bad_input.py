@@ -78,6 +78,9 @@ CONFIG_INPUTS = [
     (("llm=local", "llm.timeout_s=-1"), "llm.timeout_s: Input should be greater than 0"),
     (("llm=local", "llm.model=null"), "llm.model is required for llm=local"),
     (("llm=openai",), "llm.model is required for llm=openai"),
+    (("memory_llm=openai",), "memory_llm.model is required for memory_llm=openai"),
+    (("memory_llm=local", "memory_llm.max_tokens=0"), "memory_llm.max_tokens: Input should be greater than or equal to 1"),
+    (("method=selfrag", "method.mode=sometimes"), "method.mode: Input should be 'adaptive_retrieval' or 'always_retrieve'"),
     (("llm=local", "llm.temperature=banana"), "llm.temperature: Input should be a valid number (got 'banana')"),
     (("llm=local", "llm.max_retries=-3"), "llm.max_retries: Input should be greater than or equal to 0"),
     (("llm=openai", "llm.model=m", "llm.base_url=localhost:8000"), "llm.base_url: must be an http(s) URL"),
@@ -280,7 +283,7 @@ def tree(path: Path) -> list[Path]:
 
 
 COMMAND_INPUTS = [
-    (("method=memrll",), "Could not find 'method/memrll'; Available options in 'method': expel"),
+    (("method=memrll",), "Could not find 'method/memrll'; Available options in 'method': awm"),
     (("env=nope",), "Could not find 'env/nope'"),
     (("protocol=nosuch",), "Could not find 'protocol/nosuch'"),
     (("llm.max_concurrency=2",), "Could not override 'llm.max_concurrency'"),

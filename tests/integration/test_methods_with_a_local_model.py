@@ -24,6 +24,7 @@ LLM_METHODS = {
     "dynamic_cheatsheet": ["method.max_tokens=384"],
     "awm": ["method.max_tokens=384"],  # its default judge (the model) is called on every training episode, solved or not
     "skillbank": [],  # distils from successes and failures alike: SmolLM2's failures on LLB-DB give it mistakes to write
+    "selfrag": [],  # its calls are retrievals' (the decision, IsREL), charged to the episodes retrieved for from epoch 2 on
 }
 
 TINY_RUN = (
@@ -86,4 +87,31 @@ def test_the_method_runs_on_the_synthetic_env_with_a_local_model_writing(tmp_pat
     )
     run(cfg, tmp_path / "run")
     log = check_the_run(tmp_path / "run", method)
-    assert any(e["retrieved"] for e in log if e["phase"] == "train" and e["epoch"] == 2) or method in ("mem0", "simplemem", "skillbank")
+    assert any(e["retrieved"] for e in log if e["phase"] == "train" and e["epoch"] == 2) or method in (
+        "mem0",
+        "simplemem",
+        "selfrag",
+        "skillbank",
+    )  # selfrag: the model may decide against; skillbank: SmolLM2 may write no valid skill
+
+
+def test_memory_calls_go_to_a_writer_on_a_second_local_server(tmp_path):
+    """memory_llm=local: a second llama.cpp server, started and stopped with the run's, serves the memory calls."""
+    cfg = composed(
+        "env=llb_db",
+        "method=memp",
+        "method.update=vanilla",
+        *TINY_RUN,
+        f"llm.cache_path={tmp_path / 'cache.sqlite'}",
+        "memory_llm=local",
+        "memory_llm.max_tokens=96",
+        "memory_llm.max_concurrency=1",
+        f"memory_llm.cache_path={tmp_path / 'cache.sqlite'}",
+        "actor.max_steps=2",
+        "+protocol.max_tasks={train: 2, test: 1}",
+    )
+    run(cfg, tmp_path / "run")
+    check_the_run(tmp_path / "run", "memp")
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["memory_model"]["model"] == manifest["model"]["model"] == "smollm2-135m"
+    assert manifest["memory_model"]["base_url_host"] != manifest["model"]["base_url_host"]  # two servers, two ports
