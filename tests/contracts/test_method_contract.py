@@ -20,6 +20,8 @@ CASES = [(name, {}) for name in registry.names("method")] + [
     ("dynamic_cheatsheet", {"variant": "retrieval_synthesis"}),
     ("memrl", {"epsilon": 0.5, "sim_threshold": -1.0}),
     ("memrl", {"selection": "thompson"}),
+    ("rag", {"retrieval_granularity": "step"}),
+    ("memrl", {"retrieval_granularity": "step"}),
 ]
 
 
