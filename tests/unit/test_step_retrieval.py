@@ -220,5 +220,7 @@ def test_a_step_run_logs_every_later_steps_retrieval_and_task_granularity_leaves
         logs[name] = [strip_measured(json.loads(line)) for line in (tmp_path / name / "episodes.jsonl").read_text().splitlines()]
     assert logs["default"] == logs["task"]
     assert all(
-        set(turn) == {f.name for f in dataclasses.fields(Turn)} - {"retrieval", "latency_s", "cache_hit"} for r in logs["task"] for turn in r["turns"]
+        set(turn) == {f.name for f in dataclasses.fields(Turn)} - {"retrieval", "latency_s", "cache_hit"}
+        for r in logs["task"]
+        for turn in r["turns"]
     )
