@@ -2,8 +2,9 @@
 episodes, indexed by observation clusters, that a method consults at every step of an episode.
 
 Source: kingofspace0wzz/slea-rl @ d247621c8ac64a23824abb37aa82ec65a61faa0e (the code still calls
-it FORGE): verl/trainer/ppo/forge/step_experience.py (leader clustering of observations, per-step
-retrieval, the "minimal" format), forge/experience_library.py (golden and warning zones),
+it FORGE; read here at 763ccb4): verl/trainer/ppo/forge/step_experience.py (are_observations_similar,
+ObservationIndex.find_or_create_cluster: leader clustering; StepExperienceManager's defaults and
+its "minimal" format), forge/experience_library.py (golden and warning zones),
 agent_system/multi_turn_rollout/rollout_loop.py (injection before each step's observation).
 
 Followed: an observation joins the first cluster whose representative is identical to it or has a
