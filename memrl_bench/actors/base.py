@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -73,6 +73,9 @@ class Job:
     phase: str = "train"
     epoch: int = 0
     sample_index: int = 0
+    # retrieval_granularity=step: (observation, step) -> that step's Retrieval, asked before each
+    # step after the first (the method's retrieve_step for this episode); None: the episode's retrieval serves every step.
+    step_retrieval: Callable[[str, int], Retrieval] | None = None
 
 
 class EnvPool:

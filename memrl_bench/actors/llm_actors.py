@@ -38,7 +38,7 @@ from memrl_bench.actors.base import Actor, ActorSettings, Job
 from memrl_bench.actors.matching import match_action
 from memrl_bench.actors.memrl_alfworld import MemRLAlfworldPrompt
 from memrl_bench.core.answers import letter_schema, read_answer, read_constrained
-from memrl_bench.core.schema import EpisodeStatus, Outcome, Task, Turn, Usage
+from memrl_bench.core.schema import EpisodeStatus, Outcome, StepRetrieval, Task, Turn, Usage
 from memrl_bench.envs.base import Env
 from memrl_bench.llm import ChatModel, Completion, ContextOverflowError, LLMError
 
@@ -111,10 +111,15 @@ class _Recorder:
         self.reset_s = self.last_env_s
         return result
 
-    def turn(self, action: str, observation: str, reward: float, completion: Completion, **details: Any) -> None:
+    def turn(
+        self, action: str, observation: str, reward: float, completion: Completion, step: StepMemory | None = None, **details: Any
+    ) -> None:
         """Record one step with its own latency (the LLM time since the last step and the env
-        step; no env step after a format failure) and its completion's finish and tokens."""
+        step; no env step after a format failure; the step's retrieval, if it had one) and its completion's finish and tokens."""
         latency = {"act": self.step_act_s, "env": 0.0 if details.get("format_failure") else self.last_env_s}
+        if step is not None:
+            latency["retrieve"] = step.seconds
+            details["retrieval"] = step.record
         usage = completion.usage
         self.turns.append(
             Turn(
@@ -133,6 +138,22 @@ class _Recorder:
         self.step_act_s = 0.0
         if details.get("format_failure"):
             self.info["format_failures"] = self.info.get("format_failures", 0) + 1
+
+
+@dataclass
+class StepMemory:
+    """One step's retrieval (retrieval_granularity=step): the block its prompt shows, what its turn logs, its seconds."""
+
+    block: str
+    record: StepRetrieval
+    seconds: float
+
+    @classmethod
+    def ask(cls, job: Job, observation: str, step: int) -> StepMemory:
+        start = time.perf_counter()
+        found = job.step_retrieval(observation, step)  # type: ignore[misc]
+        record = StepRetrieval(found.items, found.info.get("cluster"), found.candidates, len(found.prompt_block))
+        return cls(found.prompt_block, record, time.perf_counter() - start)
 
 
 class _LLMActor(Actor):
@@ -372,7 +393,11 @@ class ReActActor(_LLMActor):
         rec.info.update(invalid_actions=0, normalised_actions=0, fuzzy_matched_actions=0)
         generation = {**({"stop": self.cfg.stop_sequences} if self.cfg.stop_sequences else {}), **self.generation}
         kept = 0  # history turns the last prompt showed
-        for _ in range(self.cfg.max_steps):
+        step: StepMemory | None = None
+        for index in range(self.cfg.max_steps):
+            if job.step_retrieval is not None and index > 0:  # this step's memories, by its observation, in place of the episode's
+                step = StepMemory.ask(job, rec.turns[-1].observation, index)
+                system = system_prompt("react_system", env, step.block)
             if conversation is not None:  # the official conversation shows every turn
                 most, build = len(conversation.turns), conversation.messages_with
             else:
@@ -387,7 +412,7 @@ class ReActActor(_LLMActor):
             if failure is not None:  # nothing runs: the model is told why instead
                 rec.info["truncated_actions"] += failure == "truncated"
                 notice = prompts.render("format_failure" if failure == "no_action" else "truncated_action").strip()
-                rec.turn(parsed.action, notice, 0.0, completion, format_failure=failure)
+                rec.turn(parsed.action, notice, 0.0, completion, step, format_failure=failure)
                 if conversation is not None:
                     conversation.add(completion.text, notice)
                 continue
@@ -402,7 +427,7 @@ class ReActActor(_LLMActor):
                 action = match.command or action
             observation, reward, done, info = await rec.env(env.step, action)
             rec.info["invalid_actions"] += bool(unmatched or info.get("invalid_action"))
-            rec.turn(action, observation, float(reward), completion, rewrite=rewrite)
+            rec.turn(action, observation, float(reward), completion, step, rewrite=rewrite)
             if conversation is not None:
                 conversation.add(completion.text, observation)
             if done:

@@ -117,14 +117,20 @@ class RetrievedItem:
     source_episode_id: str = ""
     source_epoch: int = 0
     source_success: bool | None = None
+    # A step memory's step of its source episode (retrieval_granularity=step); absent for an episode's memory.
+    source_step: int | None = None
 
     @classmethod
     def of(cls, item: MemoryItem, similarity: float, q_value: float | None = None, score: float | None = None) -> RetrievedItem:
         p = item.provenance
-        return cls(item.id, float(similarity), q_value, score, p.task_id, p.episode_id, p.epoch, p.success)
+        step = item.fields.get("source_step")
+        return cls(item.id, float(similarity), q_value, score, p.task_id, p.episode_id, p.epoch, p.success, step)
 
     def to_dict(self) -> dict:
-        return _shallow_dict(self)
+        out = _shallow_dict(self)
+        if out["source_step"] is None:  # written only for step memories: episode logs stay as they were
+            del out["source_step"]
+        return out
 
 
 @dataclass
@@ -177,6 +183,36 @@ class Turn:
     # command, "score": similarity, "kind": "normalised" | "fuzzy"}.
     rewrite: dict[str, Any] | None = None
     format_failure: str | None = None  # "no_action" | "truncated": nothing was executed
+    # retrieval_granularity=step: the memories this step's prompt showed in place of the episode's
+    # (chosen by the step's observation; its seconds are latency_s["retrieve"]). Absent otherwise.
+    retrieval: StepRetrieval | None = None
+
+    def to_dict(self) -> dict:
+        out = _shallow_dict(self)
+        if self.retrieval is None:  # absent at task granularity: logs and their hashes stay as they were
+            del out["retrieval"]
+        else:
+            out["retrieval"] = self.retrieval.to_dict()
+        return out
+
+
+@dataclass
+class StepRetrieval:
+    """One step's retrieval as its turn keeps it: the items, the observation cluster they came from
+    (None: the observation joins no cluster), the pool size and the characters injected."""
+
+    items: list[RetrievedItem] = field(default_factory=list)
+    cluster: int | None = None
+    candidates: int = 0
+    injected_chars: int = 0
+
+    def to_dict(self) -> dict:
+        return {
+            "items": [r.to_dict() for r in self.items],
+            "cluster": self.cluster,
+            "candidates": self.candidates,
+            "injected_chars": self.injected_chars,
+        }
 
 
 @dataclass
@@ -223,7 +259,7 @@ class Episode:
             "reward": self.reward,
             "status": self.status,
             "error": self.error,
-            "turns": [_shallow_dict(t) for t in self.turns],
+            "turns": [t.to_dict() for t in self.turns],
             "retrieved": [r.to_dict() for r in self.retrieved],
             "candidates": self.candidates,
             "injected_chars": self.injected_chars,

@@ -23,6 +23,25 @@ wrong, the logged success and the lesson the episode actually wrote stay true. L
 are a fixed function of (world seed, source episode id, its success), so nothing
 here needs state, and a resumed run sees the same world.
 
+Steps (`steps_per_task` n > 1; default 1, the world above): a task is n steps played in order,
+and the episode succeeds when every step does (it ends at the first failed step). Step s has a
+type of its own: the task's type at s = 0, after that a seeded uniform draw among the training
+types (per task and step). Before step s >= 1 the agent observes its type's scene (words fixed
+per type, the same for every step of that type: observations of one type cluster together, of
+two types do not) and its position. Step s succeeds with
+
+    P = sigmoid(logit(base) + sum_m match(source step type of m, type of step s) * q_m)
+
+over the memories m shown at that step: the episode's (task-level) retrieval at every step, or
+with step-level retrieval (Job.step_retrieval) the step's own from s = 1 on. An episode's memory
+holds its whole trajectory, so its source step for step s is its source task's step s; a step
+memory (RetrievedItem.source_step) is the step it recorded, with a lesson quality of its own (drawn
+as an episode's, keyed by episode and step). So a task-level memory of a similar task helps step
+0 and later steps only where the two tasks' step types agree by chance, while a step memory
+found by the observation matches its step's type: the ground truth of step-level retrieval.
+info["p_success"] is the product of the played steps' P (the episode's P(success) when it
+succeeded), info["p_steps"] each.
+
 Drift (protocol=drift, memrl_bench/protocols/drift.py): after the change, the lessons written
 before it about a flipped type (a seeded share `drift.flip_share` of the training types)
 have the opposite effect, q -> -q (helpful <-> harmful); lessons written after the
@@ -35,6 +54,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import time
 from collections.abc import Mapping
 from statistics import NormalDist
 from typing import Any
@@ -44,7 +64,7 @@ from pydantic import Field, field_validator, model_validator
 
 from memrl_bench.actors.base import Actor, EnvPool, Job
 from memrl_bench.core.config import ConfigError
-from memrl_bench.core.schema import Outcome, RetrievedItem, Task, Turn
+from memrl_bench.core.schema import Outcome, RetrievedItem, StepRetrieval, Task, Turn
 from memrl_bench.envs.base import Env
 from memrl_bench.envs.settings import EnvSettings
 from memrl_bench.protocols.drift import STALE, DriftSettings, written_before
@@ -66,7 +86,7 @@ class SyntheticSettings(EnvSettings):
     """The synthetic world (conf/env/synthetic.yaml)."""
 
     # Keys its YAML never listed (world knobs added later; +env.task_types=... sets one), and roles.
-    unlisted = ("roles", "task_logit_std", "task_types", "type_logit_range")
+    unlisted = ("roles", "task_logit_std", "task_types", "type_logit_range", "steps_per_task")
 
     n_types: int = Field(8, ge=1, description="K latent task types seen in training.")
     n_ood_types: int = Field(4, ge=0, description="Extra types only in test_out_of_distribution.")
@@ -98,6 +118,9 @@ class SyntheticSettings(EnvSettings):
         description=(
             "Reward noise: share of training episodes whose success the method learns flipped (seeded; the logged success stays true)."
         ),
+    )
+    steps_per_task: int = Field(
+        1, ge=1, description="Steps of a task, each with its own type (module docstring); 1: one outcome per task, as before."
     )
     task_types: list[int] | None = Field(
         None,
@@ -246,19 +269,45 @@ class SyntheticEnv(Env):
         flipped = _unit_hash(self.seed, "reward_flip", episode_id) < self.settings.reward_flip_share
         return success != flipped
 
-    def item_effect(self, item: RetrievedItem, task_type: int, drift: dict[str, Any] | None = None) -> float:
-        """The true logit shift one injected memory gives a task of `task_type`; after a
-        drift change (`drift`: a changed task's data["drift"]) flipped lessons count negated.
-
-        """
+    def item_effect(self, item: RetrievedItem, task_type: int, drift: dict[str, Any] | None = None, step: int | None = None) -> float:
+        """The true logit shift one injected memory gives a task (or, `step` given, a step) of
+        `task_type`; after a drift change (`drift`: a changed task's data["drift"]) flipped lessons
+        count negated. At a step the memory's type is its source step's (module docstring)."""
         source = self._writer._by_id.get(item.source_task_id)
         if source is None:  # a memory this world did not write (e.g. injected poison) has no effect
             return 0.0
         quality = self._writer._true_quality(item)
         if drift is not None and self._flipped(item, source, drift):
             quality = -quality
-        match = self.match[source.data["task_type"], task_type] if self._shared_types else self.settings.cross_type_match
+        source_type = source.data["task_type"]
+        if step is not None:
+            source_type = self._writer.step_type(source, step if item.source_step is None else item.source_step)
+        match = self.match[source_type, task_type] if self._shared_types else self.settings.cross_type_match
         return float(match * quality)
+
+    def step_type(self, task: Task, step: int) -> int:
+        """The type of a task's step: the task's own at step 0, then a seeded draw among the training types."""
+        if step == 0:
+            return int(task.data["task_type"])
+        return int(_unit_hash(self.seed, "step_type", task.id, step) * self.settings.n_types)
+
+    def step_observation(self, task: Task, step: int) -> str:
+        """What the agent sees before step `step` (>= 1): its type's scene, then where it is."""
+        words = (self._scene_word(self.step_type(task, step), j) for j in range(12))
+        return f"You see {' '.join(words)} (step {step + 1} of {self.settings.steps_per_task})"
+
+    def _scene_word(self, step_type: int, position: int) -> str:
+        """A five-letter word fixed by the world seed, a step type and its position in the scene."""
+        draws = (_unit_hash(self.seed, "scene", step_type, position, i) for i in range(5))
+        return "".join(chr(ord("a") + int(26 * u)) for u in draws)
+
+    def step_outcome(self, task: Task, step: int, injected: list[RetrievedItem], episode_id: str) -> tuple[bool, float]:
+        """(success, P) of one step with these memories shown (steps_per_task > 1)."""
+        step_type, drift = self.step_type(task, step), task.data.get("drift")
+        p = float(_sigmoid(task.data["base_logit"] + sum(self.item_effect(item, step_type, drift, step) for item in injected)))
+        injected_key = ",".join(sorted(item.item_id for item in injected))
+        drawn = (episode_id,) if self.settings.outcome_temperature > 0 else ()
+        return _unit_hash(self.seed, "step_outcome", task.id, step, injected_key, *drawn) < p, p
 
     @staticmethod
     def _flipped(item: RetrievedItem, source: Task, drift: dict[str, Any]) -> bool:
@@ -275,7 +324,8 @@ class SyntheticEnv(Env):
         """The quality of the lesson as written. `item.source_success` is the success its method
         learned; the reward flip is its own inverse, so learned_success gives back the true one."""
         true_success = self.learned_success(item.source_episode_id, bool(item.source_success))
-        return self.lesson_quality(item.source_episode_id, true_success, item.source_epoch)
+        lesson = item.source_episode_id if item.source_step is None else f"{item.source_episode_id}/step{item.source_step}"
+        return self.lesson_quality(lesson, true_success, item.source_epoch)
 
     def flipped_types(self, drift: DriftSettings) -> list[int]:
         """The training types whose old lessons flip at the change: a seeded draw of round(flip_share * n_types)."""
@@ -329,7 +379,11 @@ class SyntheticActor(Actor):
 
     def play_one(self, job: Job, env: SyntheticEnv) -> Outcome:
         task = job.task
-        success, p = env.outcome(task, job.retrieval.items, job.episode_id)
+        if env.settings.steps_per_task > 1:
+            turns, p_steps = self._play_steps(job, env)
+            success, p = turns[-1].reward > 0, float(np.prod(p_steps))
+        else:
+            success, p = env.outcome(task, job.retrieval.items, job.episode_id)
         quality = env.lesson_quality(job.episode_id, success, job.epoch)
         task_type = task.data["task_type"]
         info = {
@@ -342,8 +396,32 @@ class SyntheticActor(Actor):
         }
         if "drift" in task.data:
             info[STALE] = [env.is_stale(item, task.data["drift"]) for item in job.retrieval.items]
+        if env.settings.steps_per_task > 1:
+            info["p_steps"] = p_steps
+            return Outcome(success=success, reward=float(success), turns=turns, info=info)
         turn = Turn(action="act with injected memories", observation="success" if success else "failure", reward=float(success))
         return Outcome(success=success, reward=float(success), turns=[turn], info=info)
+
+    def _play_steps(self, job: Job, env: SyntheticEnv) -> tuple[list[Turn], list[float]]:
+        """The steps of a task in order, up to the first failed one: each shown the episode's memories
+        or (Job.step_retrieval) its own, chosen by its observation. Returns the turns and each step's P."""
+        n, turns, p_steps = env.settings.steps_per_task, [], []
+        for step in range(n):
+            injected, record, latency = job.retrieval.items, None, None
+            if step > 0 and job.step_retrieval is not None:
+                start = time.perf_counter()
+                found = job.step_retrieval(turns[-1].observation, step)
+                latency = {"retrieve": time.perf_counter() - start}
+                injected = found.items
+                record = StepRetrieval(found.items, found.info.get("cluster"), found.candidates, len(found.prompt_block))
+            success, p = env.step_outcome(job.task, step, injected, job.episode_id)
+            p_steps.append(p)
+            last = not success or step == n - 1
+            observation = ("success" if success else "failure") if last else env.step_observation(job.task, step + 1)
+            turns.append(Turn(f"act on step {step + 1}", observation, float(success and last), latency_s=latency, retrieval=record))
+            if last:
+                return turns, p_steps
+        raise AssertionError("unreachable: the last step ends the loop")
 
     async def play(self, job: Job, env: Env) -> Outcome:
         return self.play_one(job, env)  # type: ignore[arg-type]

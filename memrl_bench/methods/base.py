@@ -148,6 +148,22 @@ class MemoryMethod(ABC):
         """Retrieve for every episode of a batch against one memory state; changes no state either."""
         return [self.retrieve(q) for q in queries]
 
+    def retrieve_step(self, query: Query, observation: str, step: int) -> Retrieval:
+        """Optional (retrieval_granularity=step): memories for step `step` (0-based, >= 1) of the episode
+        `query` serves, chosen by the observation the step is taken in; info["cluster"] names the
+        observation cluster they came from. Changes no state. A method without it refuses step granularity."""
+        raise NotImplementedError(f"{self.name} has no step-level retrieval")
+
+    @classmethod
+    def retrieves_steps(cls) -> bool:
+        """Whether the method implements retrieve_step."""
+        return cls.retrieve_step is not MemoryMethod.retrieve_step
+
+    @property
+    def step_level(self) -> bool:
+        """Whether the actor should ask retrieve_step at every step after the first (the method's retrieval_granularity)."""
+        return getattr(getattr(self, "config", None), "retrieval_granularity", "task") == "step"
+
     @abstractmethod
     def learn(self, batch: list[Experience]) -> LearnResult:
         """Update memory from a training batch. Called only during training."""

@@ -26,7 +26,7 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from memrl_bench.core.config import config_error
-from memrl_bench.core.schema import Episode, MemoryStats, Retrieval, Task, Turn
+from memrl_bench.core.schema import Episode, MemoryStats, Retrieval, StepRetrieval, Task, Turn
 from memrl_bench.methods.base import Experience, MemoryMethod, MethodContext, Query, fingerprint
 from memrl_bench.protocols.base import Protocol, ProtocolSettings, ProtocolViolation
 
@@ -110,6 +110,28 @@ def _chosen(method: MemoryMethod, queries: list[Query]) -> list[list[str]]:
     return [[item.item_id for item in r.items] for r in found]
 
 
+def _step_chosen(method: MemoryMethod, experiences: list[Experience]) -> list[list[str]]:
+    """At step granularity, the items retrieve_step chooses for each episode's second step (by the observation of its first); else []."""
+    if not method.step_level:
+        return []
+    found = [method.retrieve_step(query(e), e.episode.turns[0].observation, 1) for e in experiences]
+    if not all(isinstance(r, Retrieval) for r in found):
+        raise InterfaceError(f"{method.name}: retrieve_step must return a Retrieval, got {found!r:.200}")
+    return [[item.item_id for item in r.items] for r in found]
+
+
+def _with_step_retrievals(method: MemoryMethod, experiences: list[Experience]) -> list[Experience]:
+    """The episodes as played at step granularity: the second turn logs what retrieve_step showed it."""
+    if not method.step_level:
+        return experiences
+    played = []
+    for e in experiences:
+        found = method.retrieve_step(query(e), e.episode.turns[0].observation, 1)
+        shown = dataclasses.replace(e.episode.turns[1], retrieval=StepRetrieval(found.items, found.info.get("cluster"), found.candidates))
+        played.append(dataclasses.replace(e, episode=dataclasses.replace(e.episode, turns=[e.episode.turns[0], shown])))
+    return played
+
+
 def _state(method: MemoryMethod) -> dict[str, bytes]:
     """Everything the method holds but the services it was given (the run's LLM, embedder, event loop), pickled."""
     held = {}
@@ -145,7 +167,8 @@ def check_retrieval_changes_no_state(build: Build, scratch: Path) -> None:
     method.learn(first_batch())
     before, held = fingerprint(method, scratch / "before"), _state(method)
     queries = [query(e) for e in second_batch()]
-    found, again = _chosen(method, queries), _chosen(method, queries)
+    found, again = _chosen(method, queries) + _step_chosen(method, second_batch()), _chosen(method, queries)
+    again += _step_chosen(method, second_batch())
     if fingerprint(method, scratch / "after") != before:
         raise RetrievalError(f"{method.name}: retrieve_batch changed the memory (its snapshot differs after retrieving)")
     now = _state(method)
@@ -163,7 +186,7 @@ def check_learn_replays(build: Build, scratch: Path) -> None:
     retrieving, replaying = build(), build()
     for method in (retrieving, replaying):
         method.learn(first_batch())
-    second = second_batch()
+    second = _with_step_retrievals(retrieving, second_batch())
     found = retrieving.retrieve_batch([query(e) for e in second])
     played = [dataclasses.replace(e, episode=dataclasses.replace(e.episode, retrieved=r.items)) for e, r in zip(second, found)]
     retrieving.learn([dataclasses.replace(e, retrieval=r) for e, r in zip(played, found)])
@@ -184,7 +207,9 @@ def check_snapshot_restores(build: Build, scratch: Path) -> None:
     if fingerprint(twin, scratch / "twin") != fingerprint(method, scratch / "method"):
         raise SnapshotError(f"{method.name}: a method restored from a snapshot writes another snapshot than the method it came from")
     second = second_batch()
-    if _chosen(twin, [query(e) for e in second]) != _chosen(method, [query(e) for e in second]):
+    if _chosen(twin, [query(e) for e in second]) + _step_chosen(twin, second) != _chosen(method, [query(e) for e in second]) + _step_chosen(
+        method, second
+    ):
         raise SnapshotError(f"{method.name}: a method restored from a snapshot retrieves other items than the method it came from")
     for each in (method, twin):
         each.learn(second)

@@ -45,6 +45,15 @@ Official quirks and their switches (false = official):
   join_after_empty_retrieval  a memory whose retrieval returned nothing (every
                               candidate below q_min) may still join a group its phase
                               A found (official: it founds a group).
+
+Step level (retrieval_granularity=step, not in the official code; after SLEA-RL, arXiv
+2603.18079, see methods/step_library.py): every executed step of a training episode after the
+first is also kept in a step library with a utility q (q_init, or q_init_failure after a
+failure); each later step is shown its observation cluster's top steps by q. Step-level credit
+without a trained critic: after the batch, every step memory shown at step t of an episode of T
+steps gets q <- q + alpha * (G_t - q), G_t = step_gamma^(T-1-t) * r, r the episode's reward as
+above (SLEA-RL's discounted step return, gamma 0.95; its normalised step advantage is for the
+policy gradient, which is training and out of scope).
 """
 
 from __future__ import annotations
@@ -58,7 +67,6 @@ import numpy as np
 from pydantic import ConfigDict, Field, model_validator
 
 from memrl_bench import prompts
-from memrl_bench.core.config import Settings
 from memrl_bench.core.schema import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
 from memrl_bench.core.vector_index import Hits, IndexConfig, empty_hits, top_k, unit_rows
 from memrl_bench.llm import LLMError
@@ -73,6 +81,7 @@ from memrl_bench.methods.base import (
     memory_op,
     trajectory_text,
 )
+from memrl_bench.methods.step_library import StepLibrary, StepSettings
 
 ORPHANED = -1  # the group of a memory whose group was taken over by a later memory of the same task text
 NEXT_STATE_VALUE = 0.0  # max Q of the next state in the Q target: the official runners pass none
@@ -91,8 +100,9 @@ class PhaseA:
 QUIRK_SWITCHES = ("group_within_batch", "keep_repeated_task_members", "q_stats_after_q_min", "join_after_empty_retrieval")
 
 
-class MemRLConfig(Settings):
+class MemRLConfig(StepSettings):
     model_config = ConfigDict(populate_by_name=True)  # "lambda" in configs, lambda_ in code
+    unlisted = (*StepSettings.unlisted, "step_gamma")
 
     k_groups: int = Field(
         5, ge=1, description="Phase A: intent groups whose memories form the candidate pool (official memory.k_retrieve)."
@@ -166,6 +176,9 @@ class MemRLConfig(Settings):
     index: IndexConfig = Field(
         default_factory=IndexConfig,
         description="Phase A search over intent groups: exact (official results) or hnsw (approximate, for large memories).",
+    )
+    step_gamma: float = Field(
+        0.95, ge=0, le=1, description="Step level: discount of the episode's reward back to a step, G_t = step_gamma^(T-1-t) r (SLEA-RL)."
     )
 
     @model_validator(mode="after")
@@ -253,6 +266,7 @@ class MemRL(MemoryMethod):
         self.group_keys = ItemStore(index=self.config.index)  # one row per intent group; its item holds the task text and the member ids
         self._members: tuple[np.ndarray, np.ndarray] | None = None  # memory positions grouped by group, and offsets
         self._group_of_text: dict[str, int] | None = None  # group position by task text (the official dict's key)
+        self.steps = StepLibrary(self.config)
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -275,6 +289,9 @@ class MemRL(MemoryMethod):
             retrieval.trace = PhaseA(key, hits, bool(retrieval.items))
             retrievals.append(retrieval)
         return retrievals
+
+    def retrieve_step(self, query: Query, observation: str, step: int) -> Retrieval:
+        return self.steps.retrieve(observation, rank_by="utility")
 
     def _top_similarities(self, keys: np.ndarray, found: list[Hits]) -> list[float | None]:
         """Each query's best similarity to any stored intent, below sim_threshold too (None:
@@ -403,7 +420,29 @@ class MemRL(MemoryMethod):
         updates = self._update_q(batch)
         added = self._write_batch(batch, contents, retrievals)
         ops = {episode_id: updates[episode_id] + [added[episode_id]] for episode_id in added}
+        if self.step_level:
+            for exp in batch:
+                ops[exp.episode.episode_id] += self._learn_steps(exp.episode)
         return LearnResult(usage_by_episode=usage, calls_by_episode=calls, ops_by_episode=ops)
+
+    def _learn_steps(self, ep) -> list[dict]:
+        """Step-level credit for the step memories the episode's steps were shown, then its own steps
+        stored (module docstring). Returns the memory_op records."""
+        c = self.config
+        reward = c.reward_success if ep.success else c.reward_failure
+        done, last = [], len(ep.turns) - 1
+        for t, turn in enumerate(ep.turns):
+            for used in turn.retrieval.items if turn.retrieval is not None else []:
+                fields = self.steps.get(used.item_id).fields
+                before, target = fields["q_value"], c.step_gamma ** (last - t) * reward
+                fields["q_value"] = before + c.alpha * (target - before)
+                fields["visits"] += 1
+                done.append(
+                    memory_op("step_q_update", used.item_id, q_before=float(before), q_after=float(fields["q_value"]), reward=target)
+                )
+        q_init = c.q_init if ep.success or c.q_init_failure is None else c.q_init_failure
+        done += [memory_op("add_step", item.id, q=q_init, group=item.fields["cluster"]) for item in self.steps.add(ep, q_init)]
+        return done
 
     def _retrievals(self, batch: list[Experience]) -> list[PhaseA]:
         """Each episode's phase A: its retrieval's trace, or (none with this key, e.g. a batch
@@ -576,18 +615,26 @@ class MemRL(MemoryMethod):
         groups = path / "groups"
         groups.mkdir(exist_ok=True)
         self.group_keys.save(groups)
+        if self.step_level:  # written only at step granularity: task granularity's snapshots are what they were
+            self.steps.save(path)
 
     def restore(self, path: Path) -> None:
         self.store.load(path)
         self.group_keys.load(path / "groups")
         self._members = None
         self._group_of_text = None
+        self.steps.load(path)
 
     def stats(self) -> MemoryStats:
-        return MemoryStats(items=len(self.store), bytes=self.store.nbytes() + self.group_keys.keys.nbytes, groups=len(self.group_keys))
+        step_bytes = sum(len(item.content.encode()) for item in self.steps.items)
+        return MemoryStats(
+            items=len(self.store) + len(self.steps),
+            bytes=self.store.nbytes() + self.group_keys.keys.nbytes + step_bytes,
+            groups=len(self.group_keys),
+        )
 
     def items(self) -> list[MemoryItem]:
-        return list(self.store.items)
+        return list(self.store.items) + self.steps.items
 
 
 METHOD = MemRL

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,12 @@ class Runner:
         embedder = self._given_embedder or make_embedder(checked.embedder.settings)
         method_cfg = {k: v for k, v in cfg["method"].items() if k != "name"}
         method_cls = registry.get("method", cfg["method"]["name"])
+        if method_cfg.get("retrieval_granularity") == "step" and not method_cls.retrieves_steps():
+            step_methods = ", ".join(n for n in registry.names("method") if registry.get("method", n).retrieves_steps())
+            raise ConfigError(
+                f"method.retrieval_granularity=step: method {method_cls.name!r} has no step-level retrieval (retrieve_step); "
+                f"methods with it: {step_methods}"
+            )
         ctx = MethodContext(
             seed=int(cfg.get("seed", 0)),
             embed=embedder.embed if embedder else None,
@@ -174,6 +181,10 @@ class Runner:
         if actor_cls.needs_llm and llm is None:
             raise ConfigError(f"env {env.name!r} is played by an LLM: set llm=local or llm=openai (llm=none only suits the synthetic env)")
         actor = actor_cls(llm, checked.actor.settings, transcripts=self.transcripts.enabled)
+        if method.step_level and getattr(actor.cfg, "prompt", None) == "memrl_alfworld":
+            raise ConfigError(
+                "method.retrieval_granularity=step: actor.prompt=memrl_alfworld shows one memory block an episode; use actor.prompt=harness"
+            )
         return RunParts(env, method, actor, protocol, roles, tasks, labels, llm, embedder, writer)
 
     def _manifest(self, parts: RunParts, config: dict, digest: str, schedule: list[Batch]) -> dict:
@@ -389,6 +400,9 @@ class Runner:
         retrievals = parts.method.retrieve_batch([Query(t, k, e, batch.phase) for t, k, e in zip(tasks, keys, ids)])
         retrieve_s = (time.perf_counter() - t0) / len(tasks)
         jobs = [Job(t, r, e, batch.phase, batch.epoch, s) for t, r, e, s in zip(tasks, retrievals, ids, samples)]
+        if parts.method.step_level:  # the actor asks memory again before each step after the first, by its observation
+            for job, key in zip(jobs, keys):
+                job.step_retrieval = partial(parts.method.retrieve_step, Query(job.task, key, job.episode_id, batch.phase))
         outcomes: list[Outcome] = self.loop.run_until_complete(parts.actor.play_batch(jobs, pool))
         if parts.llm is not None and any(o.status == "llm_error" for o in outcomes):
             parts.llm.confirm_up()  # a server that is down stops the run before the batch is logged

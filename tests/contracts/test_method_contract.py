@@ -23,6 +23,8 @@ CASES = [(name, {}) for name in registry.names("method")] + [
     ("skillbank", {"retrieval_mode": "embedding", "q_learning": True}),
     ("skillbank", {"q_learning": True, "evolve_min_episodes": 1}),
     ("selfrag", {"mode": "always_retrieve"}),
+    ("rag", {"retrieval_granularity": "step"}),
+    ("memrl", {"retrieval_granularity": "step"}),
 ]
 
 
