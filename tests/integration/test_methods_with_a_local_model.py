@@ -42,6 +42,9 @@ def episodes(folder: Path) -> list[dict]:
     return [json.loads(line) for line in (folder / "episodes.jsonl").read_text().splitlines()]
 
 
+# Methods whose valid answer may write nothing: mem0 extracts no fact, simplemem's lessons fall under its
+# floor, selfrag decides against retrieving.
+MAY_WRITE_NOTHING = {"mem0", "simplemem", "selfrag"}
 # Methods that write memory only from a solved episode.
 LEARN_FROM_SUCCESSES = {"expel"}
 
@@ -87,12 +90,11 @@ def test_the_method_runs_on_the_synthetic_env_with_a_local_model_writing(tmp_pat
     )
     run(cfg, tmp_path / "run")
     log = check_the_run(tmp_path / "run", method)
-    assert any(e["retrieved"] for e in log if e["phase"] == "train" and e["epoch"] == 2) or method in (
-        "mem0",
-        "simplemem",
-        "selfrag",
-        "skillbank",
-    )  # selfrag: the model may decide against; skillbank: SmolLM2 may write no valid skill
+    training = [e for e in log if e["phase"] == "train"]
+    written = any(e["retrieved"] for e in training if e["epoch"] == 2)
+    # What SmolLM2 writes is often unusable: then the method refused it and counted it, never silently.
+    refused = sum(e["memory_op_errors"] for e in training)
+    assert written or refused or method in MAY_WRITE_NOTHING, f"{method}: nothing written in epoch 1 and no refusal counted"
 
 
 def test_memory_calls_go_to_a_writer_on_a_second_local_server(tmp_path):
