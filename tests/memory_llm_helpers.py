@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -70,6 +71,23 @@ def experience(
     exp = checked_experience(n, task, success)
     episode = dataclasses.replace(exp.episode, task_id=task_id or exp.episode.task_id, retrieved=list(retrieved))
     return Experience(episode, Task(episode.task_id, "train", task), exp.key if key is None else key)
+
+
+def whole_and_resumed(make: Callable[[], MemoryMethod], batches: list[list[Experience]], folder: Path) -> tuple[MemoryMethod, MemoryMethod]:
+    """A method that learned every batch, and one that learned the first, was snapshot, restored into a fresh
+    method and learned the rest: a resume must end where the uninterrupted run ends."""
+    whole = make()
+    for batch in batches:
+        whole.learn(batch)
+    part = make()
+    part.learn(batches[0])
+    (folder / "snap").mkdir()
+    part.snapshot(folder / "snap")
+    resumed = make()
+    resumed.restore(folder / "snap")
+    for batch in batches[1:]:
+        resumed.learn(batch)
+    return whole, resumed
 
 
 def query(task: str, episode_id: str = "validation-e01-00000-s0", key: np.ndarray | None = None) -> Query:

@@ -11,7 +11,7 @@ from memrl_bench.core.schema import Task, strip_measured
 from memrl_bench.methods.awm import AWM, workflow_text
 from memrl_bench.methods.base import MethodContext, fingerprint
 from memrl_bench.methods.llm_ops import OpError
-from tests.memory_llm_helpers import ScriptedModel, context, experience, is_prompt, query, run_synthetic
+from tests.memory_llm_helpers import ScriptedModel, context, experience, is_prompt, query, run_synthetic, whole_and_resumed
 
 JUDGED_SUCCESS = "Thoughts: the environment answered 'Taken.', so the key was taken.\nStatus: **SUCCESS**"
 JUDGED_FAILURE = "Thoughts: There is no key here, so nothing was taken.\n\nStatus: failure."
@@ -127,17 +127,7 @@ def test_a_reply_without_workflows_is_repaired_then_the_old_set_is_kept(loop):
 
 def test_snapshot_restore_continue_equals_an_uninterrupted_run(loop, tmp_path):
     first = [experience(0, "take the red key", True), experience(1, "heat the soup", False)]
-    second = [experience(2, "take the blue key", True)]
-    whole = make(loop)
-    whole.learn(first)
-    whole.learn(second)
-    part = make(loop)
-    part.learn(first)
-    (tmp_path / "snap").mkdir()
-    part.snapshot(tmp_path / "snap")
-    resumed = make(loop)
-    resumed.restore(tmp_path / "snap")
-    resumed.learn(second)
+    whole, resumed = whole_and_resumed(lambda: make(loop), [first, [experience(2, "take the blue key", True)]], tmp_path)
     assert fingerprint(resumed, tmp_path / "x") == fingerprint(whole, tmp_path / "y")
     assert resumed.retrieve(query("key")).prompt_block == whole.retrieve(query("key")).prompt_block
 

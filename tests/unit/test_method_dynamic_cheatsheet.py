@@ -11,7 +11,7 @@ from memrl_bench.core.schema import strip_measured
 from memrl_bench.methods.base import MethodContext, fingerprint
 from memrl_bench.methods.dynamic_cheatsheet import DynamicCheatsheet, capped, cheatsheet_text
 from memrl_bench.methods.llm_ops import OpError
-from tests.memory_llm_helpers import ScriptedModel, context, experience, is_prompt, query, run_synthetic
+from tests.memory_llm_helpers import ScriptedModel, context, experience, is_prompt, query, run_synthetic, whole_and_resumed
 
 
 @pytest.fixture
@@ -157,17 +157,8 @@ def test_a_failed_synthesis_injects_the_pairs_themselves(loop):
 @pytest.mark.parametrize("variant", ["cumulative", "retrieval_synthesis"])
 def test_snapshot_restore_continue_equals_an_uninterrupted_run(loop, tmp_path, variant):
     first = [experience(0, "take the red key", True), experience(1, "heat the soup", False)]
-    second = [experience(2, "open the blue door", True)]
-    whole = make(loop, variant=variant)
-    whole.learn(first)
-    whole.learn(second)
-    part = make(loop, variant=variant)
-    part.learn(first)
-    (tmp_path / "snap").mkdir()
-    part.snapshot(tmp_path / "snap")
-    resumed = make(loop, variant=variant)
-    resumed.restore(tmp_path / "snap")
-    resumed.learn(second)
+    batches = [first, [experience(2, "open the blue door", True)]]
+    whole, resumed = whole_and_resumed(lambda: make(loop, variant=variant), batches, tmp_path)
     assert fingerprint(resumed, tmp_path / "x") == fingerprint(whole, tmp_path / "y") and resumed.items()[0].id == "cheatsheet"
     assert resumed.retrieve(query("soup")).prompt_block == whole.retrieve(query("soup")).prompt_block
 

@@ -11,7 +11,18 @@ from memrl_bench.core.schema import Usage, strip_measured
 from memrl_bench.llm import LLMError, LLMOutageError
 from memrl_bench.methods.base import MethodContext, fingerprint
 from memrl_bench.methods.mem0 import Mem0
-from tests.memory_llm_helpers import ScriptedModel, answer, context, embed, experience, is_prompt, query, run_synthetic, usage_of
+from tests.memory_llm_helpers import (
+    ScriptedModel,
+    answer,
+    context,
+    embed,
+    experience,
+    is_prompt,
+    query,
+    run_synthetic,
+    usage_of,
+    whole_and_resumed,
+)
 
 
 @pytest.fixture
@@ -245,16 +256,7 @@ def test_snapshot_restore_continue_equals_an_uninterrupted_run(loop, tmp_path):
         [experience(i, t, i % 2 == 0) for i, t in enumerate(tasks[:3])],
         [experience(i + 3, t, i % 2 == 1) for i, t in enumerate(tasks[3:])],
     ]
-    whole = make(ScriptedModel(scripted_memory_manager), loop)
-    for batch in batches:
-        whole.learn(batch)
-    first = make(ScriptedModel(scripted_memory_manager), loop)
-    first.learn(batches[0])
-    (tmp_path / "snap").mkdir()
-    first.snapshot(tmp_path / "snap")
-    resumed = make(ScriptedModel(scripted_memory_manager), loop)
-    resumed.restore(tmp_path / "snap")
-    resumed.learn(batches[1])
+    whole, resumed = whole_and_resumed(lambda: make(ScriptedModel(scripted_memory_manager), loop), batches, tmp_path)
     assert {h["event"] for h in whole.history} == {"ADD", "UPDATE"}
     assert fingerprint(resumed, tmp_path / "x") == fingerprint(whole, tmp_path / "y")
     for q in ["red door", "coin", "meal"]:

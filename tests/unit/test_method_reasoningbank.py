@@ -12,7 +12,7 @@ from memrl_bench.core.config import ConfigError
 from memrl_bench.core.schema import strip_measured
 from memrl_bench.methods.base import MethodContext, fingerprint
 from memrl_bench.methods.reasoningbank import ReasoningBank
-from tests.memory_llm_helpers import ScriptedModel, context, experience, is_prompt, query, run_synthetic
+from tests.memory_llm_helpers import ScriptedModel, context, experience, is_prompt, query, run_synthetic, whole_and_resumed
 
 # What small instruction models really write: prose around the verdict, markdown emphasis, fenced JSON.
 JUDGED_SUCCESS = "Thoughts: The agent took the key and the environment confirmed it with 'Taken.'.\n\n**Status:** Success"
@@ -153,17 +153,7 @@ def test_retrieval_injects_every_item_of_the_top_n_most_similar_episodes(loop):
 
 def test_snapshot_restore_continue_equals_an_uninterrupted_run(loop, tmp_path):
     first = [experience(0, "take the red key", True), experience(1, "heat the soup", False)]
-    second = [experience(2, "open the blue door", True)]
-    whole = make(loop)
-    whole.learn(first)
-    whole.learn(second)
-    part = make(loop)
-    part.learn(first)
-    (tmp_path / "snap").mkdir()
-    part.snapshot(tmp_path / "snap")
-    resumed = make(loop)
-    resumed.restore(tmp_path / "snap")
-    resumed.learn(second)
+    whole, resumed = whole_and_resumed(lambda: make(loop), [first, [experience(2, "open the blue door", True)]], tmp_path)
     assert fingerprint(resumed, tmp_path / "x") == fingerprint(whole, tmp_path / "y")
     assert resumed.retrieve(query("soup")).prompt_block == whole.retrieve(query("soup")).prompt_block
 

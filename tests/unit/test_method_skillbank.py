@@ -15,7 +15,18 @@ from memrl_bench.envs.llb_db import LLBDBEnv, instruction_category
 from memrl_bench.methods.base import MethodContext, fingerprint
 from memrl_bench.methods.memrl import MemRLConfig, updated_q
 from memrl_bench.methods.skillbank import SkillBank, category_of
-from tests.memory_llm_helpers import ScriptedModel, answer, context, embed, experience, is_prompt, query, run_synthetic, used
+from tests.memory_llm_helpers import (
+    ScriptedModel,
+    answer,
+    context,
+    embed,
+    experience,
+    is_prompt,
+    query,
+    run_synthetic,
+    used,
+    whole_and_resumed,
+)
 
 
 @pytest.fixture
@@ -302,14 +313,7 @@ def test_snapshot_restore_continue_equals_an_uninterrupted_run(loop, tmp_path):
         [exp(0, "clean the mug", False, "clean"), exp(1, "heat the soup", True, "heat")],
         [exp(2, "clean the pan", False, "clean"), exp(3, "clean the cup", True, "clean")],
     ]
-    whole = make(loop, evolve_min_episodes=3, q_learning=True)
-    whole.learn(batches[0])
-    (tmp_path / "snap").mkdir()
-    whole.snapshot(tmp_path / "snap")
-    resumed = make(loop, evolve_min_episodes=3, q_learning=True)
-    resumed.restore(tmp_path / "snap")
-    for m in (whole, resumed):
-        m.learn(batches[1])
+    whole, resumed = whole_and_resumed(lambda: make(loop, evolve_min_episodes=3, q_learning=True), batches, tmp_path)
     assert any(i.fields["dynamic"] for i in whole.items())  # the restored window made the same evolution
     assert fingerprint(resumed, tmp_path / "a") == fingerprint(whole, tmp_path / "b")
 
