@@ -62,6 +62,19 @@ def last_epoch_outcomes(records: list[Episode], phase: str | None) -> dict[str, 
     return {task: float(np.mean(v)) for task, v in sorted(by_task.items())}
 
 
+def retrieval_cost(records: list[Episode], phase: str | None) -> dict[str, float | None]:
+    """Per episode of `phase`'s last epoch, the mean characters of memory injected and seconds spent retrieving: the
+    episode's retrieval plus every step's (retrieval_granularity=step: Turn.retrieval, its latency_s["retrieve"])."""
+    chosen = [r for r in records if r.phase_name == phase and r.played]
+    if not chosen:
+        return {"injected_chars": None, "retrieve_s": None}
+    last = max(r.epoch for r in chosen)
+    episodes = [r for r in chosen if r.epoch == last]
+    chars = [r.injected_chars + sum(t.retrieval.injected_chars for t in r.turns if t.retrieval is not None) for r in episodes]
+    seconds = [r.latency_s.get("retrieve", 0.0) + sum((t.latency_s or {}).get("retrieve", 0.0) for t in r.turns) for r in episodes]
+    return {"injected_chars": float(np.mean(chars)), "retrieve_s": float(np.mean(seconds))}
+
+
 def _last(by_epoch: dict[int, float] | None) -> float | None:
     """The value of the last epoch."""
     return by_epoch[max(by_epoch)] if by_epoch else None
@@ -80,6 +93,12 @@ def run_measures(read: RunRecords, kind: str) -> dict[str, float | None]:
         "test_expected_sr": _mean_p(records, test),
         "final_expected_sr": _mean_p(records, "train"),
     }
+    cost = retrieval_cost(records, test)
+    out["test_injected_chars"], out["test_retrieve_s"] = cost["injected_chars"], cost["retrieve_s"]
+    train = metrics.played_train(records)  # what writing memory cost (the writer's tokens: memory calls charged to an episode)
+    out["train_memory_tokens"] = (
+        float(np.mean([r.memory_usage.prompt_tokens + r.memory_usage.completion_tokens for r in train])) if train else None
+    )
     for name, value in stored.pass_at_k.items():
         if name.startswith(f"{test}@"):
             out["test_pass_at_k"] = value
