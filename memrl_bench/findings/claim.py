@@ -19,9 +19,10 @@ not measured by the runs, and its line in the findings names the presets that wo
 Registering is importing the module that holds the function; `claims()` are the registered
 claims in that order, the order of the findings. `study_kind` says which runs the function
 reads (STUDY_KINDS): "critique", the largest world of a folder (synthetic or an LLM env),
-"drift", its largest world of drift runs, or "families", the largest world read by the claims on
-the critique's other families (step-level retrieval, skills, writers, strong baselines; their
-own studies: families_study, synthetic, and llb_db_families, a real model). A claim that needs a
+"drift", its largest world of drift runs, or "families" (the largest world of runs but drift runs) and
+"families_drift" (drift_world), read by the claims on the critique's other families (step-level retrieval, skills, writers, strong
+baselines) with studies of their own: families_study (synthetic) and llb_db_families (a real
+model). A claim that needs a
 real model (`needs_real_model`: the synthetic world has no ground truth for what it measures)
 is not measured on a synthetic section, as one that needs ground truth is not on an LLM env.
 """
@@ -32,7 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from memrl_bench.core.stats import NOT_MEASURED, Interval, side, verdict
-from memrl_bench.findings.runs import Run, Study, critique_world, drift_world
+from memrl_bench.findings.runs import Run, Study, critique_world, drift_world, held_out_world
 
 
 class ClaimError(ValueError):
@@ -54,7 +55,8 @@ STUDY_KINDS = {
     for kind in (
         StudyKind("critique", critique_world, "critique_study", "critique_real"),
         StudyKind("drift", drift_world, "drift_study"),
-        StudyKind("families", critique_world, "families_study", "llb_db_families"),
+        StudyKind("families", held_out_world, "families_study", "llb_db_families"),
+        StudyKind("families_drift", drift_world, "families_study"),
     )
 }
 

@@ -1,6 +1,6 @@
 """The claims on the critique's other families (issue 30): step-level retrieval (after SLEA-RL), a skill
 bank without RL (after SkillRL), the writer model, and the strong prompt-memory baselines. Each claim is
-one function (memrl_bench.findings.claim) of study kind "families".
+one function (memrl_bench.findings.claim) of study kind "families" (the drift claim: "families_drift").
 
 Arms are compared with their twin: the arm whose method config is the same but for the one setting the
 claim varies (retrieval_granularity, q_learning, the writer), a setting at its default counting as absent,
@@ -82,6 +82,50 @@ def step_level_gain(study: Study) -> list[Row | None]:
                 rows.append(row(f"{step[0].arm}{at}: {what} per test episode", summary(step, measure)))
                 rows.append(row(f"{task[0].arm}{at}: {what} per test episode", summary(task, measure)))
                 rows.append(row(f"{step[0].arm} - {task[0].arm}{at}: added {what} per test episode", paired(step, task, measure), +1))
+    return rows
+
+
+@claim(
+    id="step_level_under_drift",
+    text="Step-level retrieval loses more than task-level retrieval when the observations change (its memories are found by them).",
+    measurement=(
+        "Under protocol=drift, per retrieving method, the training SR over every episode after the change minus the SR of the training "
+        "epoch before it (what the change cost, memrl_bench/protocols/drift.py), at step granularity minus at task granularity, paired on "
+        "the task order; with each arm's SR change, its SR after the change and its SR dip, and the share of the step arm's step "
+        "retrievals that joined no observation cluster in the training epoch before the change and the first after it. Synthetic "
+        "ground truth: step_drift redraws every step type's scene at the change and flips no lesson, so only the observations that find "
+        "step memories change. Verdict for memrl (the first MemRL arm with a step twin) at outcome temperature 0: supported if step - "
+        "task lies below 0."
+    ),
+    measured_by=("step_drift",),
+    study_kind="families_drift",
+)
+def step_level_under_drift(study: Study) -> list[Row | None]:
+    rows: list[Row | None] = []
+    decided = False
+    for t in study.temperatures():
+        arms = study.arms("drift", t)
+        for step in (runs for runs in arms.values() if _granularity(runs[0]) == "step"):
+            task = _twin(arms, step, retrieval_granularity="task")
+            if task is None:
+                continue
+            primary = not decided and t == 0 and step[0].method.get("name") == "memrl"
+            decided |= primary
+            at = f", {outcome_temperature(t)}"
+            label = f"{step[0].arm} - {task[0].arm}{at}"
+            rows.append(
+                row(f"{label}: SR after the change - SR of the epoch before it", paired(step, task, "drift_sr_change"), -1, primary=primary)
+            )
+            rows.append(row(f"{label}: SR after the change (training)", paired(step, task, "drift_post_sr"), -1))
+            for runs in (step, task):
+                rows.append(row(f"{runs[0].arm}{at}: SR after the change - SR of the epoch before it", summary(runs, "drift_sr_change")))
+                rows.append(row(f"{runs[0].arm}{at}: SR after the change (training)", summary(runs, "drift_post_sr")))
+                rows.append(row(f"{runs[0].arm}{at}: SR dip (window before - lowest window after)", summary(runs, "drift_dip")))
+            for measure, when in (
+                ("drift_step_unmatched_before", "the epoch before the change"),
+                ("drift_step_unmatched_after", "the first after it"),
+            ):
+                rows.append(row(f"{step[0].arm}{at}: step retrievals joining no observation cluster, {when}", summary(step, measure)))
     return rows
 
 

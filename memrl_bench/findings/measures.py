@@ -148,4 +148,13 @@ def _drift_measures(records: list[Episode], setting: DriftSettings) -> dict[str,
         "drift_stale_last_window": by_window[-1],
         "drift_last_stale_episode": block.get("last_stale_episode"),
         "injected_tokens_test": float(np.mean([-(-r.injected_chars // ESTIMATE_BYTES_PER_TOKEN) for r in test])) if test else None,
+        "drift_step_unmatched_before": _unmatched_steps(records, setting.epoch - 1),
+        "drift_step_unmatched_after": _unmatched_steps(records, setting.epoch),
     }
+
+
+def _unmatched_steps(records: list[Episode], epoch: int) -> float | None:
+    """Share of a training epoch's step retrievals (retrieval_granularity=step) whose observation joined no cluster of the step
+    library (StepRetrieval.cluster None: nothing found by it); None without step retrievals."""
+    found = [t.retrieval.cluster is None for r in metrics.played_train(records) if r.epoch == epoch for t in r.turns if t.retrieval]
+    return float(np.mean(found)) if found else None

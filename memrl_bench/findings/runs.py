@@ -255,6 +255,12 @@ def critique_world(runs: list[Run]) -> Study:
     return Study(max(worlds.values(), key=len) if worlds else [])
 
 
+def held_out_world(runs: list[Run]) -> Study:
+    """The largest world of runs but drift and transfer runs (critique_world's rule): the families' claims on new tasks, whose
+    study also runs drift presets (step_drift) that drift_world reads."""
+    return critique_world([r for r in runs if r.kind != "drift"])
+
+
 def drift_world(runs: list[Run]) -> Study:
     """The largest world of drift runs."""
     worlds: dict[str, list[Run]] = defaultdict(list)

@@ -32,6 +32,7 @@ BUILT_IN = [
     "drift_adaptation",
     "drift_gain_per_token",
     "step_level_gain",
+    "step_level_under_drift",
     "skills_without_rl",
     "writer_model",
     "strong_baselines",
@@ -95,7 +96,7 @@ def test_registering_a_claim_wrongly_is_one_clear_error(own_claim):
 
     with pytest.raises(fd.ClaimError, match="claim 'own_memrl_beats_none' is registered twice: by tests.own_claim.memrl_beats_none and"):
         fd.claim(id="own_memrl_beats_none", text="t", measurement="m", measured_by=("critique",), study_kind="critique")(rows)
-    with pytest.raises(fd.ClaimError, match="claim 'x': study_kind 'real' is not one of critique, drift, families"):
+    with pytest.raises(fd.ClaimError, match="claim 'x': study_kind 'real' is not one of critique, drift, families, families_drift"):
         fd.claim(id="x", text="t", measurement="m", measured_by=("critique",), study_kind="real")
     with pytest.raises(fd.ClaimError, match="claim 'x': measured_by and real_measured_by are lists of presets"):
         fd.claim(id="x", text="t", measurement="m", measured_by="critique", study_kind="critique")
@@ -109,7 +110,9 @@ def test_registering_a_claim_wrongly_is_one_clear_error(own_claim):
             needs_ground_truth=True,
             real_measured_by=("critique_real_methods",),
         )
-    with pytest.raises(fd.ClaimError, match="claim 'x' needs a real model: it needs real_measured_by presets and no synthetic ground truth"):
+    with pytest.raises(
+        fd.ClaimError, match="claim 'x' needs a real model: it needs real_measured_by presets and no synthetic ground truth"
+    ):
         fd.claim(id="x", text="t", measurement="m", measured_by=("critique",), study_kind="critique", needs_real_model=True)
     assert [c.id for c in fd.claims()] == [*BUILT_IN, own_claim.id]  # nothing half-registered
 
