@@ -58,7 +58,8 @@ def _comparison(a: list[Run], b: list[Run], what: str, primary: bool) -> list[Ro
         "Per retrieving method, held-out test success at retrieval_granularity=step minus the same method at task granularity, paired on "
         "the test task (and test SR paired on the task order), beside what the step retrievals add per test episode: retrieval seconds "
         "(the episode's and every step's latency_s.retrieve) and injected characters (the episode's and every step's "
-        "retrieval.injected_chars). Synthetic ground truth: each later step's outcome depends on its own step type, which the step's scene "
+        "retrieval.injected_chars), and with a real model the acting prompts' tokens (a task-level block stays in every later step's "
+        "prompt). Synthetic ground truth: each later step's outcome depends on its own step type, which the step's scene "
         "shows. Verdict for memrl (the first MemRL arm with a step twin), paired on the test task, at outcome temperature 0."
     ),
     measured_by=("step_level",),
@@ -78,7 +79,11 @@ def step_level_gain(study: Study) -> list[Row | None]:
             decided |= primary
             at = f", {outcome_temperature(t)}"
             rows += _comparison(step, task, at, primary)
-            for measure, what in (("test_retrieve_s", "retrieval seconds"), ("test_injected_chars", "injected characters")):
+            for measure, what in (
+                ("test_retrieve_s", "retrieval seconds"),
+                ("test_injected_chars", "injected characters"),
+                ("test_prompt_tokens", "acting prompt tokens"),
+            ):
                 rows.append(row(f"{step[0].arm}{at}: {what} per test episode", summary(step, measure)))
                 rows.append(row(f"{task[0].arm}{at}: {what} per test episode", summary(task, measure)))
                 rows.append(row(f"{step[0].arm} - {task[0].arm}{at}: added {what} per test episode", paired(step, task, measure), +1))
@@ -205,8 +210,9 @@ def writer_model(study: Study) -> list[Row | None]:
         "Held-out test success of memrl (the first MemRL arm: ε=0 where run; task granularity, the acting model as writer) minus each of "
         "reasoningbank, dynamic_cheatsheet (DC-Cu and DC-RS) and awm, paired on the test task (and test SR paired on the task order), "
         "with each arm's injected characters per test episode and their ratio to MemRL's: 'equal' within a factor of 1.25, else the row "
-        "says the comparison is not at equal injected tokens. The synthetic world has no ground truth for a strategy's or a cheatsheet's "
-        "text: a real model only. Verdict on memrl minus the strongest baseline (the highest mean held-out test SR)."
+        "says the comparison is not at equal injected tokens; with each arm's acting prompt tokens per test episode. The synthetic world "
+        "has no ground truth for a strategy's or a cheatsheet's text: a real model only. Verdict on memrl minus the strongest baseline "
+        "(the highest mean held-out test SR)."
     ),
     measured_by=("llb_db_families_baselines", "llb_db_families_dcrs"),
     study_kind="families",
@@ -225,10 +231,12 @@ def strong_baselines(study: Study) -> list[Row | None]:
         strongest = max(baselines, key=lambda a: sum(per_order(a, "test_sr").values()) / max(1, len(per_order(a, "test_sr"))))
         mine = summary(memrl, "test_injected_chars")
         rows.append(row(f"{memrl[0].arm}{at}: injected characters per test episode", mine))
+        rows.append(row(f"{memrl[0].arm}{at}: acting prompt tokens per test episode", summary(memrl, "test_prompt_tokens")))
         for baseline in baselines:
             rows += _comparison(memrl, baseline, at, primary=t == 0 and baseline is strongest)
             theirs = summary(baseline, "test_injected_chars")
             rows.append(row(f"{baseline[0].arm}{at}: injected characters per test episode", theirs))
+            rows.append(row(f"{baseline[0].arm}{at}: acting prompt tokens per test episode", summary(baseline, "test_prompt_tokens")))
             if mine.mean and theirs.mean is not None:
                 ratio = theirs.mean / mine.mean
                 equal = 1 / EQUAL_CHARS <= ratio <= EQUAL_CHARS

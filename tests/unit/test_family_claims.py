@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memrl_bench import findings as fd
-from memrl_bench.core.schema import Episode, StepRetrieval, Turn
+from memrl_bench.core.schema import Episode, StepRetrieval, Turn, Usage
 from memrl_bench.core.stats import NOT_MEASURED
 from memrl_bench.findings.measures import retrieval_cost
 
@@ -112,7 +112,7 @@ def test_writer_model_pairs_each_writer_arm_with_the_acting_model_as_writer():
 
 def test_strong_baselines_decide_on_the_strongest_and_say_how_equal_the_injected_tokens_were():
     runs = [
-        run({"name": "memrl", "epsilon": 0.0}, 6, chars=1000),
+        run({"name": "memrl", "epsilon": 0.0}, 6, chars=1000, test_prompt_tokens=5000.0),
         run({"name": "memrl", "epsilon": 0.1}, 7, chars=1000),  # not the MemRL arm: ε=0 comes first
         run({"name": "reasoningbank"}, 3, chars=1100),
         run({"name": "dynamic_cheatsheet", "variant": "cumulative"}, 5, chars=4000),
@@ -131,28 +131,33 @@ def test_strong_baselines_decide_on_the_strongest_and_say_how_equal_the_injected
         "awm / memrl ε=0: injected characters": "0.70x: NOT at equal injected tokens",
     }
     assert not any("writer=" in r.label or "ε=0.1" in r.label for r in found.rows)
+    tokens = [(r.label, r.mean) for r in found.rows if "prompt tokens" in r.label]
+    assert tokens == [("memrl ε=0: acting prompt tokens per test episode", 5000.0)]  # the baselines' runs did not count theirs
     assert finding("strong_baselines", runs, fd.SYNTHETIC).rows == ()
 
 
-def episode(epoch: int, chars: int, steps: list[tuple[int, float]], retrieve_s: float = 0.5) -> Episode:
+def episode(epoch: int, chars: int, steps: list[tuple[int, float]], retrieve_s: float = 0.5, prompt_tokens: int = 0) -> Episode:
     turns = [Turn("a0", "o0")] + [
         Turn(f"a{i}", f"o{i}", latency_s={"retrieve": s, "act": 2.0}, retrieval=StepRetrieval(injected_chars=c))
         for i, (c, s) in enumerate(steps, 1)
     ]
     return Episode(
         f"test-{epoch}-{chars}", "db/val/000", "test", "test", epoch, 0, 0, True, 1.0, "ok", turns=turns, injected_chars=chars,
-        latency_s={"retrieve": retrieve_s},
+        latency_s={"retrieve": retrieve_s}, act_usage=Usage(calls=len(turns), prompt_tokens=prompt_tokens),
     )  # fmt: skip
 
 
 def test_retrieval_cost_counts_every_step_retrieval_in_the_last_epoch():
     records = [
-        episode(1, 9999, [(9999, 9.0)]),  # an earlier test epoch: not counted
-        episode(2, 100, [(40, 0.25), (60, 0.25)]),
-        episode(2, 300, []),
+        episode(1, 9999, [(9999, 9.0)], prompt_tokens=99999),  # an earlier test epoch: not counted
+        episode(2, 100, [(40, 0.25), (60, 0.25)], prompt_tokens=3000),
+        episode(2, 300, [], prompt_tokens=1000),
     ]
     assert retrieval_cost(records, "test") == {
         "injected_chars": pytest.approx((200 + 300) / 2),
         "retrieve_s": pytest.approx((1.0 + 0.5) / 2),
+        "prompt_tokens": pytest.approx(2000),
     }
-    assert retrieval_cost(records, "train") == {"injected_chars": None, "retrieve_s": None}
+    assert retrieval_cost(records, "train") == {"injected_chars": None, "retrieve_s": None, "prompt_tokens": None}
+    synthetic = [episode(2, 100, [])]  # no server counted tokens: not a count of zero
+    assert retrieval_cost(synthetic, "test")["prompt_tokens"] is None
