@@ -68,7 +68,7 @@ class KeyRole(str, Enum):
     decides the config hash, run folder names, the report's variants and the findings' arms."""
 
     CONDITION = "condition"  # what a run computes: hashed, named, part of the report's variant (every key not in the table)
-    ARM = "arm"  # the memory method and its settings (method=..., method.epsilon=...): hashed, named first; the findings' arms
+    ARM = "arm"  # the memory method, its settings, its writer (method=..., method.epsilon=..., memory_llm): hashed, named; findings' arms
     EVALUATION = "evaluation"  # protocol keys that make another kind of evaluation, not another world (findings)
     REPLICATE = "replicate"  # seeds: hashed and named, aggregated over
     PRESET = "preset"  # a selection of other keys (+experiment=..., a study): its keys are hashed and named, not it
@@ -81,6 +81,7 @@ class KeyRole(str, Enum):
 # A key's role covers what is below it (hydra: the whole group). Keys not listed are conditions.
 KEY_ROLES: dict[str, KeyRole] = {
     "method": KeyRole.ARM,
+    "memory_llm": KeyRole.ARM,  # the writer model: a variant of the method the findings compare (runs.Run.arm_key), not another world
     "seed": KeyRole.REPLICATE,
     "task_order_seed": KeyRole.REPLICATE,
     "experiment": KeyRole.PRESET,

@@ -39,6 +39,8 @@ memory (RetrievedItem.source_step) is the step it recorded, with a lesson qualit
 as an episode's, keyed by episode and step). So a task-level memory of a similar task helps step
 0 and later steps only where the two tasks' step types agree by chance, while a step memory
 found by the observation matches its step's type: the ground truth of step-level retrieval.
+With `drift_scenes` (default off) a drift change redraws every type's scene: the step types and
+their outcomes stay, the observations that found their memories do not.
 info["p_success"] is the product of the played steps' P (the episode's P(success) when it
 succeeded), info["p_steps"] each.
 
@@ -86,7 +88,7 @@ class SyntheticSettings(EnvSettings):
     """The synthetic world (conf/env/synthetic.yaml)."""
 
     # Keys its YAML never listed (world knobs added later; +env.task_types=... sets one), and roles.
-    unlisted = ("roles", "task_logit_std", "task_types", "type_logit_range", "steps_per_task")
+    unlisted = ("roles", "task_logit_std", "task_types", "type_logit_range", "steps_per_task", "drift_scenes")
 
     n_types: int = Field(8, ge=1, description="K latent task types seen in training.")
     n_ood_types: int = Field(4, ge=0, description="Extra types only in test_out_of_distribution.")
@@ -122,6 +124,13 @@ class SyntheticSettings(EnvSettings):
     steps_per_task: int = Field(
         1, ge=1, description="Steps of a task, each with its own type (module docstring); 1: one outcome per task, as before."
     )
+    drift_scenes: bool = Field(
+        False,
+        description=(
+            "protocol=drift with steps_per_task > 1: after the change every step type shows another scene (the same types, new words), "
+            "so observations seen before it match none after it; false: scenes never change."
+        ),
+    )
     task_types: list[int] | None = Field(
         None,
         min_length=1,
@@ -154,6 +163,12 @@ class SyntheticSettings(EnvSettings):
             raise ValueError(
                 f"env.task_types must be distinct types in 0..{self.n_types - 1} (env.n_types={self.n_types}), got {self.task_types}"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _scenes_to_change(self) -> SyntheticSettings:
+        if self.drift_scenes and self.steps_per_task == 1:
+            raise ValueError("env.drift_scenes changes the scenes of later steps: it needs env.steps_per_task > 1 (got 1)")
         return self
 
 
@@ -292,13 +307,15 @@ class SyntheticEnv(Env):
         return int(_unit_hash(self.seed, "step_type", task.id, step) * self.settings.n_types)
 
     def step_observation(self, task: Task, step: int) -> str:
-        """What the agent sees before step `step` (>= 1): its type's scene, then where it is."""
-        words = (self._scene_word(self.step_type(task, step), j) for j in range(12))
+        """What the agent sees before step `step` (>= 1): its type's scene (drift_scenes: the changed world's after a drift
+        change), then where it is."""
+        scene = "scene-drifted" if self.settings.drift_scenes and "drift" in task.data else "scene"
+        words = (self._scene_word(scene, self.step_type(task, step), j) for j in range(12))
         return f"You see {' '.join(words)} (step {step + 1} of {self.settings.steps_per_task})"
 
-    def _scene_word(self, step_type: int, position: int) -> str:
-        """A five-letter word fixed by the world seed, a step type and its position in the scene."""
-        draws = (_unit_hash(self.seed, "scene", step_type, position, i) for i in range(5))
+    def _scene_word(self, scene: str, step_type: int, position: int) -> str:
+        """A five-letter word fixed by the world seed, the scene's world, a step type and its position in the scene."""
+        draws = (_unit_hash(self.seed, scene, step_type, position, i) for i in range(5))
         return "".join(chr(ord("a") + int(26 * u)) for u in draws)
 
     def step_outcome(self, task: Task, step: int, injected: list[RetrievedItem], episode_id: str) -> tuple[bool, float]:

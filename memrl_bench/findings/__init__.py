@@ -4,7 +4,9 @@ The critique this harness was built to test (ARCHITECTURE.md, "The question"): w
 and temperature 0 MemRL's retrieval is greedy and deterministic, so epoch 1 builds the memory
 bank, later epochs only refine what it chose, good early memories are amplified and bad ones
 locked in, and most memories are never tested; and evaluations learn from the tasks they score
-and compare against weak baselines. The drift study adds three claims on a changing world.
+and compare against weak baselines. The drift study adds three claims on a changing world, and the
+families' claims (issue 30) step-level retrieval, skills without RL, the writer model and the strong
+baselines.
 
 Each finding states one claim, the measurement that tests it, the numbers with 95% t-intervals
 and the verdict the interval supports: "supported" when it excludes the null in the claimed
@@ -16,7 +18,7 @@ the claims that need ground truth say so instead of a verdict.
 The package: `runs` (the run model, the loader, a study's arms and the paired statistics),
 `measures` (one run's measures), `across_runs` (measures across runs of an arm), `claim` (the
 claim interface and registry), the claims by theme (`greedy_claims`, `fairness_claims`,
-`drift_claims`; a claim of one's own is one function decorated with `claim` in any imported
+`drift_claims`, `family_claims`; a claim of one's own is one function decorated with `claim` in any imported
 module), `section` (`findings(results_dir)`), `render` (Markdown, HTML) and `__main__` (the CLI).
 """
 
@@ -25,6 +27,7 @@ module), `section` (`findings(results_dir)`), `render` (Markdown, HTML) and `__m
 from memrl_bench.findings import greedy_claims  # noqa: F401
 from memrl_bench.findings import fairness_claims  # noqa: F401
 from memrl_bench.findings import drift_claims  # noqa: F401
+from memrl_bench.findings import family_claims  # noqa: F401
 
 # isort: on
 from memrl_bench.findings.claim import (

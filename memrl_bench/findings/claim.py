@@ -18,8 +18,13 @@ not measured by the runs, and its line in the findings names the presets that wo
 
 Registering is importing the module that holds the function; `claims()` are the registered
 claims in that order, the order of the findings. `study_kind` says which runs the function
-reads (STUDY_KINDS): "critique", the largest world of a folder (synthetic or an LLM env), or
-"drift", its largest world of drift runs.
+reads (STUDY_KINDS): "critique", the largest world of a folder (synthetic or an LLM env),
+"drift", its largest world of drift runs, or "families" (the largest world of runs but drift runs) and
+"families_drift" (drift_world), read by the claims on the critique's other families (step-level retrieval, skills, writers, strong
+baselines) with studies of their own: families_study (synthetic) and llb_db_families (a real
+model). A claim that needs a
+real model (`needs_real_model`: the synthetic world has no ground truth for what it measures)
+is not measured on a synthetic section, as one that needs ground truth is not on an LLM env.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from memrl_bench.core.stats import NOT_MEASURED, Interval, side, verdict
-from memrl_bench.findings.runs import Run, Study, critique_world, drift_world
+from memrl_bench.findings.runs import Run, Study, critique_world, drift_world, held_out_world
 
 
 class ClaimError(ValueError):
@@ -47,7 +52,12 @@ class StudyKind:
 
 STUDY_KINDS = {
     kind.name: kind
-    for kind in (StudyKind("critique", critique_world, "critique_study", "critique_real"), StudyKind("drift", drift_world, "drift_study"))
+    for kind in (
+        StudyKind("critique", critique_world, "critique_study", "critique_real"),
+        StudyKind("drift", drift_world, "drift_study"),
+        StudyKind("families", held_out_world, "families_study", "llb_db_families"),
+        StudyKind("families_drift", drift_world, "families_study"),
+    )
 }
 
 
@@ -119,8 +129,11 @@ class Claim:
     needs_ground_truth: bool  # needs the synthetic env's ground truth: never measured on an LLM env
     real_measured_by: tuple[str, ...]  # the real-model study's presets that measure it (critique_real*.yaml)
     measure: Callable[[Study], Iterable[Row | None]]
+    needs_real_model: bool = False  # the synthetic world has no ground truth for it: never measured on a synthetic section
 
     def finding(self, study: Study, section: Section) -> Finding:
+        if self.needs_real_model and section.synthetic:
+            return Finding(self, (), section)
         rows = tuple(r for r in self.measure(study) if r is not None)
         if not section.synthetic and STUDY_KINDS[self.study_kind].real_study is not None:
             t0 = outcome_temperature(0.0)  # an LLM env has no outcome temperature (the model's is in the label's config)
@@ -161,7 +174,8 @@ class Finding:
     @property
     def study(self) -> str:
         kind = STUDY_KINDS[self.claim.study_kind]
-        return kind.real_study if self.on_real_study and kind.real_study is not None else kind.study
+        real = self.on_real_study or self.claim.needs_real_model
+        return kind.real_study if real and kind.real_study is not None else kind.study
 
 
 _REGISTRY: dict[str, Claim] = {}
@@ -176,6 +190,7 @@ def claim(
     study_kind: str,
     needs_ground_truth: bool = False,
     real_measured_by: Iterable[str] = (),
+    needs_real_model: bool = False,
 ) -> Callable[[Callable[[Study], Iterable[Row | None]]], Claim]:
     """Register the decorated function `(study) -> rows` as the claim `id` (module doc)."""
     if isinstance(measured_by, str) or isinstance(real_measured_by, str):
@@ -184,6 +199,8 @@ def claim(
         raise ClaimError(f"claim {id!r}: study_kind {study_kind!r} is not one of {', '.join(STUDY_KINDS)}")
     if needs_ground_truth and tuple(real_measured_by):
         raise ClaimError(f"claim {id!r} needs the synthetic env's ground truth, so no real-model preset can measure it")
+    if needs_real_model and (needs_ground_truth or not tuple(real_measured_by)):
+        raise ClaimError(f"claim {id!r} needs a real model: it needs real_measured_by presets and no synthetic ground truth")
 
     def register(measure: Callable[[Study], Iterable[Row | None]]) -> Claim:
         if id in _REGISTRY:
@@ -191,7 +208,9 @@ def claim(
                 f"claim {id!r} is registered twice: by {_REGISTRY[id].measure.__module__}.{_REGISTRY[id].measure.__qualname__} and "
                 f"{measure.__module__}.{measure.__qualname__}"
             )
-        registered = Claim(id, text, measurement, tuple(measured_by), study_kind, needs_ground_truth, tuple(real_measured_by), measure)
+        registered = Claim(
+            id, text, measurement, tuple(measured_by), study_kind, needs_ground_truth, tuple(real_measured_by), measure, needs_real_model
+        )
         _REGISTRY[id] = registered
         return registered
 

@@ -62,6 +62,26 @@ def last_epoch_outcomes(records: list[Episode], phase: str | None) -> dict[str, 
     return {task: float(np.mean(v)) for task, v in sorted(by_task.items())}
 
 
+def retrieval_cost(records: list[Episode], phase: str | None) -> dict[str, float | None]:
+    """Per episode of `phase`'s last epoch, the mean characters of memory injected and seconds spent retrieving: the
+    episode's retrieval plus every step's (retrieval_granularity=step: Turn.retrieval, its latency_s["retrieve"]), each block
+    counted once; and the acting prompts' tokens (what the model read, a block repeated in later steps' prompts included:
+    None where no server counted them, the synthetic world)."""
+    chosen = [r for r in records if r.phase_name == phase and r.played]
+    if not chosen:
+        return {"injected_chars": None, "retrieve_s": None, "prompt_tokens": None}
+    last = max(r.epoch for r in chosen)
+    episodes = [r for r in chosen if r.epoch == last]
+    chars = [r.injected_chars + sum(t.retrieval.injected_chars for t in r.turns if t.retrieval is not None) for r in episodes]
+    seconds = [r.latency_s.get("retrieve", 0.0) + sum((t.latency_s or {}).get("retrieve", 0.0) for t in r.turns) for r in episodes]
+    tokens = [r.act_usage.prompt_tokens for r in episodes]
+    return {
+        "injected_chars": float(np.mean(chars)),
+        "retrieve_s": float(np.mean(seconds)),
+        "prompt_tokens": float(np.mean(tokens)) if any(tokens) else None,
+    }
+
+
 def _last(by_epoch: dict[int, float] | None) -> float | None:
     """The value of the last epoch."""
     return by_epoch[max(by_epoch)] if by_epoch else None
@@ -80,6 +100,16 @@ def run_measures(read: RunRecords, kind: str) -> dict[str, float | None]:
         "test_expected_sr": _mean_p(records, test),
         "final_expected_sr": _mean_p(records, "train"),
     }
+    cost = retrieval_cost(records, test)
+    out["test_injected_chars"], out["test_retrieve_s"], out["test_prompt_tokens"] = (
+        cost["injected_chars"],
+        cost["retrieve_s"],
+        cost["prompt_tokens"],
+    )
+    train = metrics.played_train(records)  # what writing memory cost (the writer's tokens: memory calls charged to an episode)
+    out["train_memory_tokens"] = (
+        float(np.mean([r.memory_usage.prompt_tokens + r.memory_usage.completion_tokens for r in train])) if train else None
+    )
     for name, value in stored.pass_at_k.items():
         if name.startswith(f"{test}@"):
             out["test_pass_at_k"] = value
@@ -129,4 +159,13 @@ def _drift_measures(records: list[Episode], setting: DriftSettings) -> dict[str,
         "drift_stale_last_window": by_window[-1],
         "drift_last_stale_episode": block.get("last_stale_episode"),
         "injected_tokens_test": float(np.mean([-(-r.injected_chars // ESTIMATE_BYTES_PER_TOKEN) for r in test])) if test else None,
+        "drift_step_unmatched_before": _unmatched_steps(records, setting.epoch - 1),
+        "drift_step_unmatched_after": _unmatched_steps(records, setting.epoch),
     }
+
+
+def _unmatched_steps(records: list[Episode], epoch: int) -> float | None:
+    """Share of a training epoch's step retrievals (retrieval_granularity=step) whose observation joined no cluster of the step
+    library (StepRetrieval.cluster None: nothing found by it); None without step retrievals."""
+    found = [t.retrieval.cluster is None for r in metrics.played_train(records) if r.epoch == epoch for t in r.turns if t.retrieval]
+    return float(np.mean(found)) if found else None

@@ -24,8 +24,13 @@ def _how_to_measure(f: Finding) -> str:
         return f"not measured by the presets of {f.study}"
     presets = " and ".join(f.presets)
     commands = "; ".join(f"memrl-bench -m +experiment={p}" for p in f.presets)
+    needs = (
+        "needs a real model (no synthetic ground truth) and the runs"
+        if f.claim.needs_real_model and f.section.synthetic
+        else "needs the runs"
+    )
     return (
-        f"needs the runs of the preset{'s' if len(f.presets) > 1 else ''} {presets} ({commands}; or all presets: memrl-bench "
+        f"{needs} of the preset{'s' if len(f.presets) > 1 else ''} {presets} ({commands}; or all presets: memrl-bench "
         f"+experiment={f.study})"
     )
 

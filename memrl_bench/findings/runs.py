@@ -40,10 +40,26 @@ def config_key(value: Any) -> str:
     return json.dumps(canonical(value), sort_keys=True, default=str)
 
 
-def arm_label(method: dict) -> str:
-    """A short name of a method configuration: MemRL by its selection rule, others by name."""
-    if method.get("name") != "memrl":
-        return str(method.get("name"))
+_VARIANT_LABELS = {("dynamic_cheatsheet", "variant"): {"cumulative": "DC-Cu", "retrieval_synthesis": "DC-RS"}}
+
+
+def arm_label(method: dict, writer: str | None = None) -> str:
+    """A short name of a method configuration: MemRL by its selection rule, others by name; then what tells a family's
+    variants apart (step-level retrieval, skills with Q, a cheatsheet's variant) and the writer model when one is set
+    (memory_llm). Arms without these keys keep the names they always had."""
+    name = str(method.get("name"))
+    label = name if name != "memrl" else _memrl_label(method)
+    if method.get("q_learning"):
+        label += "+Q"
+    for (of, key), names in _VARIANT_LABELS.items():
+        if name == of:
+            label += f" {names.get(method.get(key, ''), method.get(key, ''))}".rstrip()
+    if method.get("retrieval_granularity") == "step":
+        label += " step"
+    return f"{label} writer={writer}" if writer else label
+
+
+def _memrl_label(method: dict) -> str:
     selection = method.get("selection", "greedy")
     if selection == "greedy":
         return f"memrl ε={method.get('epsilon', 0.0):g}"
@@ -55,12 +71,16 @@ def arm_label(method: dict) -> str:
 
 
 def is_greedy_epsilon_zero(method: dict) -> bool:
-    return method.get("name") == "memrl" and method.get("selection", "greedy") == "greedy" and not method.get("epsilon", 0.0)
+    """MemRL as the critique describes it: greedy, epsilon = 0, retrieving once per task."""
+    greedy = method.get("selection", "greedy") == "greedy" and not method.get("epsilon", 0.0)
+    return method.get("name") == "memrl" and greedy and method.get("retrieval_granularity", "task") == "task"
 
 
 def arm_rank(method: dict) -> int:
-    """0: MemRL with epsilon = 0; 1: a MemRL that explores; 2: another method."""
-    return 0 if is_greedy_epsilon_zero(method) else 1 if method.get("name") == "memrl" else 2
+    """0: MemRL with epsilon = 0; 1: a MemRL that explores; 2: another method (a step-level MemRL is a variant of its own)."""
+    if is_greedy_epsilon_zero(method):
+        return 0
+    return 1 if method.get("name") == "memrl" and method.get("retrieval_granularity", "task") == "task" else 2
 
 
 _SELECTION_PARAMETER = {"greedy": "epsilon", "softmax": "softmax_temperature", "ucb": "ucb_c"}
@@ -92,12 +112,19 @@ class Run:
         return self.config["method"]
 
     @property
+    def writer(self) -> dict | None:
+        """The writer model's settings that can change results (memory_llm), None when the acting model writes."""
+        writer = without(self.config, keys_with(*NOT_RESULTS)).get("memory_llm")
+        return writer or None
+
+    @property
     def arm(self) -> str:
-        return arm_label(self.method)
+        return arm_label(self.method, (self.writer or {}).get("model") or (self.writer or {}).get("name"))
 
     @property
     def arm_key(self) -> str:
-        return config_key(self.method)
+        """The method's config; with a writer of its own, the method and the writer (memory_llm is an ARM key, KEY_ROLES)."""
+        return config_key(self.method) if self.writer is None else config_key({"method": self.method, "memory_llm": self.writer})
 
     @property
     def protocol(self) -> dict:
@@ -226,6 +253,12 @@ def critique_world(runs: list[Run]) -> Study:
         if r.kind != "transfer":
             worlds[config_key({**json.loads(r.world_key), "env": without(r.config["env"], ("outcome_temperature",))})].append(r)
     return Study(max(worlds.values(), key=len) if worlds else [])
+
+
+def held_out_world(runs: list[Run]) -> Study:
+    """The largest world of runs but drift and transfer runs (critique_world's rule): the families' claims on new tasks, whose
+    study also runs drift presets (step_drift) that drift_world reads."""
+    return critique_world([r for r in runs if r.kind != "drift"])
 
 
 def drift_world(runs: list[Run]) -> Study:

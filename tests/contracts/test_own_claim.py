@@ -31,6 +31,11 @@ BUILT_IN = [
     "drift_stale_kept",
     "drift_adaptation",
     "drift_gain_per_token",
+    "step_level_gain",
+    "step_level_under_drift",
+    "skills_without_rl",
+    "writer_model",
+    "strong_baselines",
 ]
 
 
@@ -91,7 +96,7 @@ def test_registering_a_claim_wrongly_is_one_clear_error(own_claim):
 
     with pytest.raises(fd.ClaimError, match="claim 'own_memrl_beats_none' is registered twice: by tests.own_claim.memrl_beats_none and"):
         fd.claim(id="own_memrl_beats_none", text="t", measurement="m", measured_by=("critique",), study_kind="critique")(rows)
-    with pytest.raises(fd.ClaimError, match="claim 'x': study_kind 'real' is not one of critique, drift"):
+    with pytest.raises(fd.ClaimError, match="claim 'x': study_kind 'real' is not one of critique, drift, families, families_drift"):
         fd.claim(id="x", text="t", measurement="m", measured_by=("critique",), study_kind="real")
     with pytest.raises(fd.ClaimError, match="claim 'x': measured_by and real_measured_by are lists of presets"):
         fd.claim(id="x", text="t", measurement="m", measured_by="critique", study_kind="critique")
@@ -105,6 +110,10 @@ def test_registering_a_claim_wrongly_is_one_clear_error(own_claim):
             needs_ground_truth=True,
             real_measured_by=("critique_real_methods",),
         )
+    with pytest.raises(
+        fd.ClaimError, match="claim 'x' needs a real model: it needs real_measured_by presets and no synthetic ground truth"
+    ):
+        fd.claim(id="x", text="t", measurement="m", measured_by=("critique",), study_kind="critique", needs_real_model=True)
     assert [c.id for c in fd.claims()] == [*BUILT_IN, own_claim.id]  # nothing half-registered
 
 
@@ -116,6 +125,7 @@ def test_every_registered_claim_keeps_the_interface(registered):
     kind = fd.STUDY_KINDS[registered.study_kind]
     assert registered.measured_by and set(registered.measured_by) <= presets and kind.study in presets
     assert set(registered.real_measured_by) <= presets and all(p.startswith(f"{kind.real_study}_") for p in registered.real_measured_by)
+    assert kind.real_study is None or kind.real_study in presets
     finding = registered.finding(fd.Study([]), fd.SYNTHETIC)
     assert finding.rows == () and finding.verdict == NOT_MEASURED and finding.presets == registered.measured_by
     on_llm = registered.finding(fd.Study([]), fd.Section("REAL MODEL m on env e", synthetic=False))

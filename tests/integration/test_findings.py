@@ -259,6 +259,11 @@ def test_tiny_study_end_to_end_yields_every_finding(tmp_path):
         "drift_stale_kept",
         "drift_adaptation",
         "drift_gain_per_token",
+        "step_level_gain",
+        "step_level_under_drift",
+        "skills_without_rl",
+        "writer_model",
+        "strong_baselines",
     ]
     for f in found[:11]:
         assert f.section.label == "SYNTHETIC (simulation, not LLM results)" and f.section.synthetic
@@ -287,8 +292,54 @@ def test_tiny_study_end_to_end_yields_every_finding(tmp_path):
     assert page.startswith('<section id="findings">') and page.count("<table>") == 11 and page.count('<section id="findings">') == 1
     for f in found[:11]:  # one rule: the headline is the deciding row's verdict, and no other row carries one
         assert [r.verdict for r in f.rows if r.verdict is not None] == [f.verdict], f.id
-    assert [f.verdict for f in found[11:]] == [NOT_MEASURED] * 3  # no drift runs here
-    assert "memrl-bench +experiment=drift_study" in markdown
+    assert [f.verdict for f in found[11:]] == [NOT_MEASURED] * 8  # no drift runs, no step-level runs, no real model here
+    assert "memrl-bench +experiment=drift_study" in markdown and "memrl-bench +experiment=families_study" in markdown
+    assert markdown.count("needs a real model (no synthetic ground truth) and the runs of the preset") == 3
+    assert "memrl-bench +experiment=llb_db_families)" in markdown
+
+
+def test_a_tiny_step_level_study_yields_the_step_finding(tmp_path):
+    """rag and memrl at task and step granularity on tasks of three steps: the step claim decides on memrl, with the
+    retrieval seconds and injected characters the step retrievals add."""
+    from memrl_bench.runner.loop import run as run_one
+
+    for name in ("rag", "memrl"):
+        for granularity in ("task", "step"):
+            for order in (0, 1, 2):
+                cfg = tiny({"name": name, "retrieval_granularity": granularity}, order)
+                cfg["env"]["steps_per_task"] = 3
+                run_one(cfg, tmp_path / f"{name}-{granularity}-{order}")
+    found = {f.id: f for f in fd.findings(tmp_path, warn=None)}
+    step = found["step_level_gain"]
+    assert step.section.synthetic and step.verdict in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE)
+    assert step.primary.label == "memrl ε=0 step - memrl ε=0, outcome T=0: held-out test success, paired on the test task"
+    rows = {r.label: r for r in step.rows}
+    chars = rows["memrl ε=0 step, outcome T=0: injected characters per test episode"]
+    assert chars.mean > 0 and "memrl ε=0 step - memrl ε=0, outcome T=0: added injected characters per test episode" in rows
+    assert rows["rag step - rag, outcome T=0: added retrieval seconds per test episode"].mean > 0  # two more retrievals per episode
+    # a step-level MemRL is a variant of its own, not an exploring MemRL the greedy claims compare ε=0 with
+    assert not any("memrl ε=0 - memrl ε=0 step" in r.label for f in found.values() for r in f.rows)
+
+
+def test_a_tiny_step_study_under_a_scene_drift_yields_the_step_drift_finding(tmp_path):
+    """step_drift's shape: the change redraws the scenes and flips no lesson; the step arm's step retrievals find no cluster
+    more often in the first epoch after it than in the one before, and the claim decides on memrl step - task."""
+    from memrl_bench.runner.loop import run as run_one
+
+    protocol = {"name": "drift", "epochs": 4, "drift": {"epoch": 3, "window": 4, "flip_share": 0.0}}
+    for name in ("rag", "memrl"):
+        for granularity in ("task", "step"):
+            for order in (0, 1, 2):
+                cfg = tiny({"name": name, "retrieval_granularity": granularity}, order, **protocol)
+                cfg["env"].update(steps_per_task=3, drift_scenes=True)
+                run_one(cfg, tmp_path / f"{name}-{granularity}-{order}")
+    found = {f.id: f for f in fd.findings(tmp_path, warn=None)}
+    drift = found["step_level_under_drift"]
+    assert drift.primary.label == "memrl ε=0 step - memrl ε=0, outcome T=0: SR after the change - SR of the epoch before it"
+    rows = {r.label: r.mean for r in drift.rows}
+    unmatched = "memrl ε=0 step, outcome T=0: step retrievals joining no observation cluster"
+    assert rows[f"{unmatched}, the epoch before the change"] < rows[f"{unmatched}, the first after it"]
+    assert found["step_level_gain"].verdict == NOT_MEASURED  # no held-out runs: the families' held-out world is empty
 
 
 def test_a_tiny_drift_study_yields_the_three_drift_findings(tmp_path):

@@ -171,6 +171,30 @@ def test_synthetic_step_observations_cluster_by_step_type_and_one_step_is_the_ol
     assert old.tasks("train") == one.tasks("train") and [t.data for t in old.tasks("train")] == [t.data for t in one.tasks("train")]
 
 
+def test_drift_scenes_redraw_each_step_types_scene_after_the_change_only():
+    """env.drift_scenes: the changed world's observations join none of the old world's clusters, still one per step type; the
+    step types (what decides a step's outcome) stay; before the change, and without the setting, scenes are as they were."""
+    from memrl_bench.protocols.drift import DriftSettings
+
+    plain, drifting = (SyntheticEnv({**SMALL_WORLD, "steps_per_task": 3, "drift_scenes": on}, seed=0) for on in (False, True))
+    change = DriftSettings(epoch=3, flip_share=0.0)
+    tasks = drifting.tasks("train")
+    old = [drifting.step_observation(t, 1) for t in tasks]
+    new = [drifting.step_observation(drifting.drifted(t, change), 1) for t in tasks]
+    assert old == [plain.step_observation(t, 1) for t in tasks] == [plain.step_observation(plain.drifted(t, change), 1) for t in tasks]
+    library = StepLibrary(StepSettings())
+    for observation in old:
+        if library.cluster_of(observation) is None:
+            library.clusters.append(observation)
+            library._members.append([])
+    assert len(library.clusters) == SMALL_WORLD["n_types"]
+    assert all(library.cluster_of(o) is None for o in new)
+    assert len(set(new)) == len({drifting.step_type(t, 1) for t in tasks})
+    assert [drifting.step_type(drifting.drifted(t, change), 1) for t in tasks] == [drifting.step_type(t, 1) for t in tasks]
+    with pytest.raises(ValueError, match="env.drift_scenes changes the scenes of later steps: it needs env.steps_per_task > 1"):
+        SyntheticEnv({**SMALL_WORLD, "drift_scenes": True}, seed=0)
+
+
 def test_a_synthetic_step_is_helped_by_a_memory_of_its_own_step_type():
     world = SyntheticEnv({**SMALL_WORLD, "steps_per_task": 3, "harmful_share": 0.0}, seed=0)
     tasks = world.tasks("train")
