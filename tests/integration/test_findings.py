@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from memrl_bench import CONF_DIR
 from memrl_bench import findings as fd
 from memrl_bench.core.stats import INCONCLUSIVE, NOT_MEASURED, NOT_SUPPORTED, SUPPORTED
 from memrl_bench.findings import Run
@@ -169,12 +168,12 @@ PRESETS = ("critique", "critique_epsilon", "critique_softmax", "critique_bandit"
 
 
 def test_presets_compose_on_the_synthetic_world_and_can_point_elsewhere():
-    from hydra import compose, initialize_config_dir
+    from memrl_bench.cli.hydra_support import compose, composing
 
     folders = set()
-    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
+    with composing():  # registers the parts' settings, which the composed groups' defaults name
         for preset in PRESETS:
-            cfg = compose("config", overrides=[f"+experiment={preset}"], return_hydra_config=True)
+            cfg = compose([f"+experiment={preset}"], hydra_config=True)
             assert cfg.env.name == "synthetic" and cfg.env.harmful_early_share == 0.5, preset
             assert cfg.hydra.mode.name == "MULTIRUN" and cfg.hydra.sweeper.params, preset
             assert cfg.experiment_name.startswith("critique/"), preset
@@ -182,10 +181,10 @@ def test_presets_compose_on_the_synthetic_world_and_can_point_elsewhere():
         # Run folders are named by the overrides, so presets must not share a folder.
         assert len(folders) == len(PRESETS)
         assert (
-            compose("config", overrides=["+experiment=critique_fairness"], return_hydra_config=True).hydra.sweeper.params.protocol
+            compose(["+experiment=critique_fairness"], hydra_config=True).hydra.sweeper.params.protocol
             == "runtime_learning"
         )
-        moved = compose("config", overrides=["+experiment=critique", "env.n_types=6"])
+        moved = compose(["+experiment=critique", "env.n_types=6"])
         assert moved.env.n_types == 6
 
 
