@@ -51,7 +51,7 @@ from memrl_bench.protocols.base import ProtocolSettings
 REFLECTIONS_KEPT = 3  # Reflexion: the plans of the last 3 failed trials, in the reflection call and the next trial's prompt
 REFLECTION_GENERATION = {"max_tokens": 256, "temperature": 0.0}  # Reflexion's reflection call
 TRAJECTORY_CHARS = 3000  # an attempt shown to the note, the judge and the reflection call (its end kept)
-_PLAN_LABEL = re.compile(r"^\W*(?:new\s+plan|plan|reflection)\s*\W*:\W*", re.IGNORECASE)
+_PLAN_LABEL = re.compile(r"^[^\w\n]*(new\s+plan|plan|reflection)[^\w\n:]*:[^\w\n]*", re.IGNORECASE | re.MULTILINE)
 
 
 def labels(settings: ProtocolSettings) -> list[str]:
@@ -71,9 +71,13 @@ def kind_suffix(settings: dict[str, Any]) -> str:
 
 
 def reflection_text(text: str) -> str:
-    """A reflection as models write it, without its label ("New plan:", "**Plan:**") or a code fence; empty is an OpError."""
+    """A reflection as models write it: what follows its last plan label ("New plan:", "**Plan:**"; else a "Reflection:"
+    label, else the whole answer), without a code fence; an empty plan is an OpError."""
     text = plain_text(text).strip("`").strip()
-    text = _PLAN_LABEL.sub("", text, count=1).strip()
+    labels = list(_PLAN_LABEL.finditer(text))
+    plans = [m for m in labels if "plan" in m.group(1).lower()] or labels
+    if plans:
+        text = text[plans[-1].end() :].strip("`").strip()
     if not text:
         raise OpError('the plan was empty: write the new plan after "New plan:"')
     return text
