@@ -70,6 +70,22 @@ def kind_suffix(settings: dict[str, Any]) -> str:
     return f"+retry{retries}" if retries else ""
 
 
+REPORTED = ("sr_at_1", "sr_at_k", "attempts_mean", "retry_tokens_mean")  # the report's retry table, of one phase's last epoch
+
+
+def report_numbers(block: dict[str, Any] | None, roles: dict[str, Any] | None) -> dict[str, float | None]:
+    """metrics.json's `retries` block (metrics.retry_rates) as the report shows it: the last epoch of the first test split
+    retried, else of validation, else of training (the first of them the run retried)."""
+    block = block or {}
+    test = (roles or {}).get("test")
+    phases = [*([test] if isinstance(test, str) else list(test or [])), "validation", "train"]
+    phase = next((p for p in phases if block.get(p)), None)
+    if phase is None:
+        return dict.fromkeys(REPORTED)
+    last = block[phase][max(block[phase], key=int)]
+    return {key: last.get(key) for key in REPORTED}
+
+
 def reflection_text(text: str) -> str:
     """A reflection as models write it: what follows its last plan label ("New plan:", "**Plan:**"; else a "Reflection:"
     label, else the whole answer), without a code fence; an empty plan is an OpError."""

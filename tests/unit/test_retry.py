@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import math
 
 import pytest
 
@@ -247,3 +248,41 @@ def test_reflexion_with_a_judge_charges_every_call_to_the_attempt_it_was_for(tmp
     records = [json.loads(line) for line in gzip.open(transcripts, "rt")]
     purposes = [c["purpose"] for t in records for c in t["memory_calls"]]
     assert purposes.count("retry_reflexion") == len(reflected) and purposes.count("llm_ops_judge") == len(judged)
+
+
+def test_the_report_shows_sr_at_1_and_sr_at_k_of_a_retry_run_apart_and_nothing_of_retries_without_them(tmp_path):
+    from memrl_bench.report.aggregate import aggregate
+    from memrl_bench.report.load import load
+    from memrl_bench.report.tables import all_tables
+
+    run(config(**RETRY_RUN), tmp_path / "runs" / "retry")
+    run(config(protocol={"epochs": 2}, env={"outcome_temperature": 1.0}), tmp_path / "runs" / "plain")
+    results = load(tmp_path / "runs")
+    runs = results.runs.set_index("run")
+    retry_row, plain_row = runs.loc[runs.index.str.contains("retr")].iloc[0], runs.loc[~runs.index.str.contains("retr")].iloc[0]
+    metrics = json.loads((tmp_path / "runs" / "retry" / "metrics.json").read_text())
+    assert retry_row["retry_sr_at_k"] == metrics["retries"]["test_in_distribution"]["2"]["sr_at_k"]
+    assert retry_row["retry_sr_at_1"] == metrics["success_rate"]["test_in_distribution"]["2"]
+    assert retry_row["poison_memories"] == 0 and retry_row["episodes"] == metrics["episodes"]  # retries are neither poison nor SR
+    assert math.isnan(plain_row["retry_sr_at_k"])
+    tables = all_tables(results, aggregate(results))
+    assert "retries" in tables and "retry_ground_truth_verdict_at_evaluation" in tables["retries"].note
+    assert "retry_ground_truth_verdict_at_evaluation" in retry_row["labels"]
+
+
+@pytest.mark.parametrize("protocol", ["held_out", "repair", "drift"])
+def test_any_protocol_retries_from_the_command_line_and_its_runs_are_a_kind_of_their_own(protocol, tmp_path):
+    from memrl_bench.findings import load_runs
+    from tests.contracts.test_protocol_contract import NEEDS, SMALL
+    from tests.helpers import composed
+
+    cfg = composed(*SMALL, f"protocol={protocol}", *NEEDS[protocol], "+protocol.retries=2", "env.outcome_temperature=1")
+    plain = composed(*SMALL, f"protocol={protocol}", *NEEDS[protocol], "env.outcome_temperature=1")
+    assert "retries" not in plain["protocol"] and cfg["protocol"]["retries"] == 2
+    metrics = run(cfg, tmp_path / "runs" / "retry")
+    log = _log(tmp_path / "runs" / "retry")
+    manifest = json.loads((tmp_path / "runs" / "retry" / "manifest.json").read_text())
+    assert manifest["schedule_episodes"] == sum(r["attempt"] == 0 for r in log) < len(log)
+    assert {"retry_note", "retry_ground_truth_verdict_at_evaluation"} <= set(metrics["labels"])
+    (kind,) = {r.kind for r in load_runs(tmp_path / "runs")}
+    assert kind.endswith("+retry2") and not kind.startswith("+")
