@@ -436,7 +436,7 @@ class RunFolder:
         elif not isinstance(expected, int) or isinstance(expected, bool):
             problem = f"its {MANIFEST} records no {SCHEDULE_EPISODES}"
         elif scheduled_count(records) != expected:
-            problem = f"{EPISODES} holds {scheduled_count(records)} scheduled episodes, its schedule {expected}"
+            problem = f"{EPISODES} holds {scheduled_count(records)} episodes, its schedule {expected}"
         elif metrics is None or _logged_by_metrics(metrics) != scheduled_count(records):
             problem = f"{METRICS} is missing or counts other episodes than the log"
         if problem is not None:
