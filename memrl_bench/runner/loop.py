@@ -315,7 +315,7 @@ class Runner:
             epoch_ends = is_train and _phase_ends(schedule, i)
             if i < done:
                 if is_train and i >= position:  # memory after the last checkpoint: replay learn from the log
-                    episodes = [Episode.from_dict(r) for r in by_batch[batch.key]]
+                    episodes = final_attempts([Episode.from_dict(r) for r in by_batch[batch.key]])  # as learn() saw them when played
                     by_id = {t.id: t for t in batch.tasks}  # the batch's own versions (a drift change alters tasks)
                     tasks = [by_id[e.task_id] for e in episodes]
                     parts.method.learn(self._experiences(episodes, tasks, parts))
@@ -579,6 +579,12 @@ def _as_learned(episode: Episode, parts: RunParts) -> Episode:
     if isinstance(parts.env, NoisyRewards):
         success = parts.env.learned_success(episode.episode_id, success)
     return episode if success == episode.success else dataclasses.replace(episode, success=success, reward=float(success))
+
+
+def final_attempts(episodes: list[Episode]) -> list[Episode]:
+    """A batch's logged episodes as learn() sees them: each scheduled episode's last attempt (protocol.retries logs a
+    scheduled episode's retries right after it; without retries every episode is its own last attempt)."""
+    return [e for e, after in zip(episodes, [*episodes[1:], None]) if after is None or after.first_attempt]
 
 
 async def _gathered(*calls: Any) -> list[Any]:

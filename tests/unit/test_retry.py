@@ -286,3 +286,26 @@ def test_any_protocol_retries_from_the_command_line_and_its_runs_are_a_kind_of_t
     assert {"retry_note", "retry_ground_truth_verdict_at_evaluation"} <= set(metrics["labels"])
     (kind,) = {r.kind for r in load_runs(tmp_path / "runs")}
     assert kind.endswith("+retry2") and not kind.startswith("+")
+
+
+def test_a_resume_that_replays_learn_from_the_log_ends_where_the_whole_run_ends(tmp_path):
+    import shutil
+
+    from memrl_bench.core.schema import strip_measured
+
+    cfg = config(protocol={"epochs": 2, "retries": 2, "checkpoint_interval_s": 1e9}, env={"outcome_temperature": 1.0})
+    whole, resumed = tmp_path / "whole", tmp_path / "resumed"
+    run(cfg, whole)
+    shutil.copytree(whole, resumed)
+    for name in ("COMPLETE", "metrics.json"):
+        (resumed / name).unlink()
+    for snapshot in ("final", "epoch_2", "checkpoint"):  # memory before epoch 1's end is rebuilt by replaying learn() from the log
+        shutil.rmtree(resumed / "memory" / snapshot)
+    log = _log(whole)
+    cut = next(i for i, r in enumerate(log) if (r["phase"], r["epoch"], r["batch_index"]) == ("train", 2, 2))
+    (resumed / "episodes.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in log[:cut]))
+    run(cfg, resumed)
+    assert [strip_measured(r) for r in _log(resumed)] == [strip_measured(r) for r in log]
+    assert [i.to_dict() for i in memory_items(resumed / "memory" / "final")] == [
+        i.to_dict() for i in memory_items(whole / "memory" / "final")
+    ]
