@@ -153,6 +153,38 @@ def usage_totals(records: list[Episode]) -> dict[str, dict[str, float]]:
     return out
 
 
+def retry_rates(records: list[Episode]) -> dict[str, dict[int, dict[str, float]]]:
+    """protocol.retries: per phase (test phases by split) and epoch, over the scheduled episodes (one per task and
+    sample): sr_at_1 (the first attempt solved it), sr_at_k (an attempt solved it, k = retries + 1 attempts at most;
+    the environment's own success, whatever verdict decided the retries), attempts_mean, and the tokens the retrying
+    cost (retry_tokens_mean per scheduled episode: the retries' acting, the verdict and reflection calls). Never mixed
+    into success_rate."""
+    chains: dict[tuple[str, int, str, int], list[Episode]] = defaultdict(list)
+    for r in records:
+        base = r.episode_id.rsplit("-a", 1)[0] if r.attempt else r.episode_id
+        chains[r.phase_name, r.epoch, base, r.sample_index].append(r)
+    cells: dict[str, dict[int, list[list[Episode]]]] = defaultdict(lambda: defaultdict(list))
+    for (phase, epoch, _, _), chain in chains.items():
+        cells[phase][epoch].append(sorted(chain, key=lambda r: r.attempt or 0))
+    out: dict[str, dict[int, dict[str, float]]] = {}
+    for phase, by_epoch in sorted(cells.items()):
+        out[phase] = {}
+        for epoch, epoch_chains in sorted(by_epoch.items()):
+            retried = [r for chain in epoch_chains for r in chain[1:]]
+            tokens = sum(r.act_usage.prompt_tokens + r.act_usage.completion_tokens for r in retried)
+            tokens += sum(
+                int((r.info.get("retry") or {}).get("call_tokens", 0)) for chain in epoch_chains for r in chain
+            )  # verdicts, reflections
+            out[phase][epoch] = {
+                "tasks": len(epoch_chains),
+                "sr_at_1": float(np.mean([chain[0].success for chain in epoch_chains])),
+                "sr_at_k": float(np.mean([any(r.success for r in chain) for chain in epoch_chains])),
+                "attempts_mean": float(np.mean([len(chain) for chain in epoch_chains])),
+                "retry_tokens_mean": tokens / len(epoch_chains),
+            }
+    return out
+
+
 def gini(counts: Iterable[float]) -> float:
     """Gini coefficient of non-negative counts: 0 equal use, (n-1)/n one item takes all."""
     x = np.sort(np.asarray(list(counts), dtype=np.float64))
@@ -246,6 +278,8 @@ def compute(records: list[Episode], items: list[MemoryItem] | None = None, label
     """Every metric of one run that any protocol has, from its log and its final memory's items
     (a protocol's own blocks come from Protocol.metrics)."""
     items = items or []
+    attempts = [r for r in records if r.played]  # with the retries of protocol.retries: what the run spent
+    records = [r for r in records if r.first_attempt]  # the scheduled episodes: every rate below is SR@1
     spread = injection_spread(records, items)
     poison = [r for r in records if not r.played]
     records = [r for r in records if r.played]
@@ -261,7 +295,7 @@ def compute(records: list[Episode], items: list[MemoryItem] | None = None, label
         "latency_s": latency_percentiles(records),
         "step_latency_s": step_latency_percentiles(records),
         "memory_growth": memory_growth(records),
-        "usage": usage_totals(records),
+        "usage": usage_totals(attempts),
         "memory_final": {
             "items": len(items),
             "never_retrieved_any_phase_share": spread["never_retrieved"],
@@ -278,6 +312,8 @@ def compute(records: list[Episode], items: list[MemoryItem] | None = None, label
             "memories": len(poison),
             "share_of_retrievals": sum(u.source_episode_id in poison_ids for u in injected) / len(injected) if injected else None,
         }
+    if any(r.attempt is not None for r in attempts):
+        out["retries"] = retry_rates(attempts)
     if any(r.info.get("synthetic") for r in records):
         out["synthetic"] = synthetic_q_utility(records, items)
     out["path_dependence"] = path_dependence(records, items)

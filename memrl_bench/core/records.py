@@ -42,7 +42,8 @@ class RunRecords:
 
     @property
     def played(self) -> list[Episode]:
-        return [e for e in self.episodes if e.played]
+        """The scheduled episodes played and scored: not poison, not a retry (protocol.retries), so every rate read from them is SR@1."""
+        return [e for e in self.episodes if e.played and e.first_attempt]
 
 
 def _parsed(record: type, data: Any, where: str) -> Any:

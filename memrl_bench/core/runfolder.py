@@ -218,6 +218,18 @@ def batch_key(record: dict) -> tuple:
     return (record.get("phase"), record.get("split"), record.get("epoch"), record.get("batch_index"))
 
 
+def scheduled_count(records: list[dict]) -> int:
+    """The records of scheduled episodes: retries (protocol.retries, an `attempt` >= 1) are played on top of the schedule."""
+    return sum(1 for r in records if not r.get("attempt"))
+
+
+def retries_complete(records: list[dict]) -> bool:
+    """Whether every scheduled episode of a batch's records is followed by all the retries its record counts
+    (info.retry.attempts; a batch is one write, so a write torn at a line's end can only drop its last records)."""
+    expected = sum(int(((r.get("info") or {}).get("retry") or {}).get("attempts", 1)) for r in records if not r.get("attempt"))
+    return expected == len(records)
+
+
 def duplicate_ids(records: list[dict]) -> list[str]:
     """Episode ids logged more than once (two writers on one folder), sorted."""
     return sorted(i for i, n in Counter(r.get("episode_id") for r in records).items() if n > 1)
@@ -391,7 +403,7 @@ class RunFolder:
             size = expected_size(batch_key(current[0]))
             if size is None:
                 raise CorruptRunFolderError(f"{self.episodes_path}: batch {batch_key(current[0])} is not in this run's schedule")
-            if len(current) == size:
+            if scheduled_count(current) == size and retries_complete(current):
                 keep.extend(current)
         if torn or len(keep) != len(records):
             write_text_atomic(self.episodes_path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in keep))
@@ -423,9 +435,9 @@ class RunFolder:
             problem = f"{EPISODES} logs {len(duplicate_ids(records))} episode ids more than once (two processes wrote it)"
         elif not isinstance(expected, int) or isinstance(expected, bool):
             problem = f"its {MANIFEST} records no {SCHEDULE_EPISODES}"
-        elif len(records) != expected:
-            problem = f"{EPISODES} holds {len(records)} episodes, its schedule {expected}"
-        elif metrics is None or _logged_by_metrics(metrics) != len(records):
+        elif scheduled_count(records) != expected:
+            problem = f"{EPISODES} holds {scheduled_count(records)} episodes, its schedule {expected}"
+        elif metrics is None or _logged_by_metrics(metrics) != scheduled_count(records):
             problem = f"{METRICS} is missing or counts other episodes than the log"
         if problem is not None:
             raise CorruptRunFolderError(f"{self.path} is marked {COMPLETE}, but {problem}; delete its {COMPLETE} file to resume the run")
@@ -501,7 +513,8 @@ class RunFolder:
 
 
 def _logged_by_metrics(metrics: dict) -> int | None:
-    """The log lines metrics.json accounts for: its played episodes and the memories fed to learn() unplayed (poison)."""
+    """The scheduled log lines metrics.json accounts for: its played episodes (first attempts) and the memories fed to
+    learn() unplayed (poison)."""
     played, poison = metrics.get("episodes"), metrics.get("poison") or {}
     unplayed = poison.get("memories", 0) if isinstance(poison, dict) else None
     return played + unplayed if isinstance(played, int) and isinstance(unplayed, int) else None

@@ -244,8 +244,22 @@ class Episode:
     error: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
     wall_time: float = 0.0
+    # protocol.retries >= 1 (memrl_bench/protocols/retry.py): 0 for the scheduled episode, n for its n-th retry
+    # (played after a failure verdict, within the same batch). Absent otherwise: logs and their hashes stay as they were.
+    attempt: int | None = None
 
     def to_dict(self) -> dict:
+        out = self._fields()
+        if self.attempt is not None:
+            out["attempt"] = self.attempt
+        return out
+
+    @property
+    def first_attempt(self) -> bool:
+        """The scheduled episode, not a retry of it (protocol.retries): what SR, SR@1, counts it."""
+        return not self.attempt
+
+    def _fields(self) -> dict:
         return {
             "episode_id": self.episode_id,
             "task_id": self.task_id,
@@ -430,4 +444,5 @@ class MetricsRecord(RunFile):
     poison: dict[str, Any] | None = None  # memories, share_of_retrievals (poison episodes logged)
     synthetic: dict[str, Any] | None = None  # spearman_q_true_utility, n_memories (the synthetic env)
     path_dependence: dict[str, Any] = Field(default_factory=dict)  # memrl_bench.core.metrics.path_dependence
+    retries: dict[str, Any] | None = None  # protocol.retries >= 1: SR@1 and SR@k per phase and epoch (metrics.retry_rates)
     drift: dict[str, Any] | None = None  # the drift protocol's block (memrl_bench/protocols/drift.py), read by the report

@@ -33,6 +33,7 @@ from memrl_bench.core.records import read_run
 from memrl_bench.core.runfolder import MANIFEST, CorruptRunFolderError
 from memrl_bench.core.stats import Interval, t_interval
 from memrl_bench.findings.measures import last_epoch_outcomes, run_measures, test_split
+from memrl_bench.protocols.retry import kind_suffix
 
 
 def config_key(value: Any) -> str:
@@ -145,8 +146,9 @@ class Run:
     @property
     def kind(self) -> str:
         """What its protocol calls it (Protocol.kind): held_out, held_out@k (k evaluation samples), order (per-epoch
-        orders), runtime_learning, streaming, replay, repair, poison, drift, transfer, or a plugin's; an unknown protocol is an error."""
-        return protocols.named(self.protocol).kind(self.protocol)
+        orders), runtime_learning, streaming, replay, repair, poison, drift, transfer, or a plugin's; an unknown protocol is an error.
+        With protocol.retries, +retry<k> (its SR is of attempts with a retry: never compared with another arm's)."""
+        return protocols.named(self.protocol).kind(self.protocol) + kind_suffix(self.protocol)
 
     @property
     def world_key(self) -> str:
@@ -169,6 +171,7 @@ class Run:
 def load_run(path: Path) -> Run:
     """Read one complete run folder (memrl_bench.core.records) and compute its measures."""
     records = read_run(path, require_complete=True)
+    records = replace(records, episodes=[e for e in records.episodes if e.first_attempt])  # retries: their SR@k is metrics' `retries`
     run = Run(path, records.manifest.config, list(records.manifest.labels))
     test = test_split(records.manifest)
     return replace(

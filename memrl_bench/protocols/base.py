@@ -114,7 +114,30 @@ class ProtocolSettings(Settings):
         None, description="Per-epoch task-order seeds, overriding task_order_seed (order counterfactuals)."
     )
 
-    unlisted = ("skip_tasks",)  # set with +protocol.skip_tasks.<role>=N
+    # Reflexion-style retry within a task (memrl_bench/protocols/retry.py): extra attempts, not memory.
+    retries: int = Field(
+        0, ge=0, description="After a failure verdict, play the task again up to this many more times within its batch (0: no retry)."
+    )
+    reflection: Literal["note", "reflexion"] = Field(
+        "note",
+        description=(
+            "What a retry is shown: note, the previous attempt and its verdict (MemRL's baseline_mode=reflection); reflexion, the "
+            "writer model's reflections on the last 3 failed attempts (Reflexion)."
+        ),
+    )
+    verdict: Literal["ground_truth", "llm_judge"] = Field(
+        "ground_truth",
+        description=(
+            "What decides a retry: the environment's success (as MemRL and Reflexion do; at evaluation a scoring leak, labelled) or "
+            "the writer model's judgement of the attempt (it never reads the env's grading)."
+        ),
+    )
+    retry_phases: list[Literal["train", "validation", "test"]] = Field(
+        default_factory=lambda: ["train", "validation", "test"], description="The phases whose episodes are retried."
+    )
+
+    # set with +protocol.<key>=...: absent keys compose the config (and its hash) as before they existed
+    unlisted = ("skip_tasks", "retries", "reflection", "verdict", "retry_phases")
 
     @field_validator("skip_tasks")
     @classmethod
@@ -138,6 +161,13 @@ class ProtocolSettings(Settings):
         if seeds is not None and any(s < 0 for s in seeds):
             raise ValueError(f"seeds must be >= 0, got {seeds}")
         return seeds
+
+    @model_validator(mode="after")
+    def _retry_keys(self) -> ProtocolSettings:
+        given = sorted({"reflection", "verdict", "retry_phases"} & self.model_fields_set)
+        if given and self.retries == 0:
+            raise ValueError(f"protocol.{given[0]} has no effect without retries: set protocol.retries >= 1")
+        return self
 
     @model_validator(mode="after")
     def _consistent(self) -> ProtocolSettings:

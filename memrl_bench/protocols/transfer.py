@@ -46,7 +46,7 @@ class TransferSettings(ProtocolSettings):
     )
 
     # Its YAML marks it mandatory (???, given on the command line); merged over a composed null, that mark would be lost.
-    unlisted = ("skip_tasks", "transfer_from")
+    unlisted = (*ProtocolSettings.unlisted, "transfer_from")
 
     @model_validator(mode="after")
     def _consistent(self) -> TransferSettings:  # replaces the base rule: a transfer run has 0 epochs

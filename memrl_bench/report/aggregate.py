@@ -19,7 +19,7 @@ from memrl_bench import protocols
 from memrl_bench.core import metrics as metrics_lib
 from memrl_bench.core.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean, t_interval
 from memrl_bench.llm import ESTIMATE_BYTES_PER_TOKEN
-from memrl_bench.protocols import drift
+from memrl_bench.protocols import drift, retry
 from memrl_bench.protocols.repair import against_clean
 from memrl_bench.report.axes import BASELINE_METHOD, leaves
 from memrl_bench.report.load import HARNESS_COUNTS, LEARNING_PHASES, RATE_COLUMNS, STAGES, USAGE_KEYS, Results
@@ -228,7 +228,12 @@ def per_run_end(results: Results) -> pd.DataFrame:
     usage["memory_calls_per_episode"] = usage["memory_calls"] / usage["episodes"]
     usage["memory_tokens_per_episode"] = (usage["memory_prompt_tokens"] + usage["memory_completion_tokens"]) / usage["episodes"]
     table = usage.join(end, how="left").join(retrieval_spread(results), how="left").join(q_utility_spearman(results), how="left")
-    run_numbers = ["poison_memories", "poison_retrieval_share", *(f"drift_{key}" for key in drift.REPORTED)]
+    run_numbers = [
+        "poison_memories",
+        "poison_retrieval_share",
+        *(f"drift_{key}" for key in drift.REPORTED),
+        *(f"retry_{key}" for key in retry.REPORTED),
+    ]
     table = table.join(results.runs.set_index("run")[run_numbers].astype("float64"), how="left")
     table = table.join(protocol_numbers(results.runs), how="left")
     return table.join(results.runs.set_index("run")[RUN_COLUMNS[1:]]).reset_index()

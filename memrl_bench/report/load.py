@@ -28,7 +28,7 @@ from memrl_bench.core.config import InputError, KeyRole, override_key, role_of, 
 from memrl_bench.core.records import RunRecords, read_run
 from memrl_bench.core.runfolder import COMPLETE, MANIFEST, CorruptRunFolderError, open_regular
 from memrl_bench.core.schema import Episode
-from memrl_bench.protocols import drift
+from memrl_bench.protocols import drift, retry
 from memrl_bench.report.axes import Place, condition_key, places
 
 # Overrides that are a run's settings (the report's variants): the method's settings, the
@@ -110,9 +110,15 @@ def _run_row(run: RunRecords, name: str) -> dict:
         "split_sizes": manifest.split_sizes,
         "started": manifest.started,
         "config": config,
-        "poison_memories": len(run.episodes) - len(played),
+        "poison_memories": sum(not e.played for e in run.episodes),
         "poison_retrieval_share": (run.metrics.poison or {}).get("share_of_retrievals") if run.metrics is not None else None,
         **{f"drift_{key}": (run.metrics.drift or {}).get(key) if run.metrics is not None else None for key in drift.REPORTED},
+        **{
+            f"retry_{key}": value
+            for key, value in retry.report_numbers(
+                run.metrics.retries if run.metrics is not None else None, manifest.env.roles if manifest.env else None
+            ).items()
+        },
         "episodes": len(played),
         "protocol_metrics": {
             k: getattr(run.metrics, k, None)

@@ -354,6 +354,28 @@ def drift_table(results: Results, agg: Aggregates) -> Table | None:
     return end_table(results, agg, "drift", "Drift", DRIFT_COLUMNS, note)
 
 
+RETRY_COLUMNS = {
+    "retry_sr_at_1": ("SR@1: first attempt %", 100, 1),
+    "retry_sr_at_k": ("SR@k: solved within retries + 1 attempts %", 100, 1),
+    "retry_attempts_mean": ("attempts / task", 1, 2),
+    "retry_tokens_mean": ("tokens of the retrying / task", 1, 0),
+}
+
+
+def retry_table(results: Results, agg: Aggregates) -> Table | None:
+    """protocol.retries (memrl_bench/protocols/retry.py): SR@1 and SR@k apart, per variant."""
+    if results.runs["retry_sr_at_k"].isna().all():
+        return None
+    note = (
+        "Reflexion-style retry within a task (protocol.retries; memrl_bench/protocols/retry.py): a failed attempt is played again, up to "
+        "retries more times, on the first test split retried (else validation, else training), last epoch. SR@1 is the run's SR "
+        "everywhere else in this report; SR@k counts extra attempts and is comparable only with SR@k at the same k. Runs labelled "
+        "retry_ground_truth_verdict_at_evaluation retried on the environment's own verdict at evaluation: a scoring leak. Tokens: the "
+        "retries' acting and the verdict and reflection calls (the usage table counts the scheduled episodes only)."
+    )
+    return end_table(results, agg, "retries", "Retry within a task (SR@1 and SR@k)", RETRY_COLUMNS, note)
+
+
 GAIN_COST_COLUMNS = {
     "injected_tokens_test": ("injected tokens / prompt (test, estimated)", 1, 0),
     "memory_calls_per_episode": ("memory calls / episode", 1, 2),
@@ -500,6 +522,7 @@ def all_tables(results: Results, agg: Aggregates) -> dict[str, Table]:
         usage_table(results, agg, usage_note),
         poison_table(results, agg),
         drift_table(results, agg),
+        retry_table(results, agg),
         protocol_table(results, agg),
         transfer_table(results, agg),
         gain_cost_table(results, agg),

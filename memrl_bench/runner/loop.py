@@ -34,7 +34,7 @@ from memrl_bench.core.config import CheckedConfig, ConfigError, ConfigMismatchEr
 from memrl_bench.core.records import episode_records, memory_items
 from memrl_bench.core.redaction import remember_secret, remember_url, scrub, scrub_data
 from memrl_bench.core.runfolder import REBUILD_HINT, SCHEDULE_EPISODES, CorruptRunFolderError, RunFolder, batch_key, forget_new, note_new
-from memrl_bench.core.schema import Episode, ManifestRecord, MetricsRecord, Outcome, Retrieval, Task
+from memrl_bench.core.schema import Episode, ManifestRecord, MetricsRecord, Outcome, Retrieval, Task, Usage
 from memrl_bench.core.transcripts import TranscriptLog, transcript_record
 from memrl_bench.core.vector_index import unit_rows
 from memrl_bench.envs.base import Env, NoisyRewards
@@ -43,6 +43,8 @@ from memrl_bench.llm.embedders import Embedder, make_embedder
 from memrl_bench.methods.base import Experience, LearnResult, MemoryMethod, MethodContext, Query, fingerprint
 from memrl_bench.protocols import EPISODE_TAGS, FLIPPED, Batch, Protocol, ProtocolViolation, role_splits, split_hash
 from memrl_bench.protocols.base import check_backbone, check_disjoint
+from memrl_bench.protocols.retry import Chain, Retrier
+from memrl_bench.protocols.retry import labels as retry_labels
 from memrl_bench.runner.progress import Progress, make_progress
 
 
@@ -86,6 +88,7 @@ class RunParts:
     llm: Any
     embedder: Any
     memory_llm: Any = None  # the writer of memory calls when it is not the acting model (memory_llm=local|openai)
+    retrier: Retrier | None = None  # protocol.retries >= 1: plays failed episodes again (memrl_bench/protocols/retry.py)
 
 
 class Runner:
@@ -116,7 +119,7 @@ class Runner:
         backbones = check_backbone(cfg.get("llm", {}), protocol.settings) + check_backbone(
             cfg.get("memory_llm") or {}, protocol.settings, "memory_llm"
         )
-        labels = protocol.run_labels() + sorted(set(backbones))
+        labels = protocol.run_labels() + retry_labels(protocol.settings) + sorted(set(backbones))
 
         env = checked.env.cls(checked.env.settings)
         stack.callback(env.close)
@@ -185,7 +188,12 @@ class Runner:
             raise ConfigError(
                 "method.retrieval_granularity=step: actor.prompt=memrl_alfworld shows one memory block an episode; use actor.prompt=harness"
             )
-        return RunParts(env, method, actor, protocol, roles, tasks, labels, llm, embedder, writer)
+        retrier = None
+        if protocol.settings.retries:
+            retrier = Retrier(
+                protocol.settings, writer if writer is not None else llm, env.grades_in_observation, self.loop.run_until_complete
+            )
+        return RunParts(env, method, actor, protocol, roles, tasks, labels, llm, embedder, writer, retrier)
 
     def _manifest(self, parts: RunParts, config: dict, digest: str, schedule: list[Batch]) -> dict:
         """manifest.json's content, checked against its schema (ManifestRecord; the protocol's entries its own)."""
@@ -273,7 +281,8 @@ class Runner:
             protocol.audit(parts.method.items(), {r.episode_id for r in records if r.phase == "train"}, parts.roles)
             final = self.folder.save_snapshot("final", parts.method.snapshot)
             items = memory_items(final)
-            metrics = metrics_lib.compute(records, items, labels=parts.labels) | protocol.metrics(records, items, parts.roles)
+            scheduled = [r for r in records if r.first_attempt]  # a protocol's own blocks: of its schedule's episodes, not retries
+            metrics = metrics_lib.compute(records, items, labels=parts.labels) | protocol.metrics(scheduled, items, parts.roles)
             for line in metrics_lib.similarity_warnings(metrics.get("retrieval_similarity", {})):
                 print(line, file=sys.stderr)
             self.folder.write_metrics(MetricsRecord.checked(metrics, own=protocol.metrics_keys))
@@ -306,7 +315,7 @@ class Runner:
             epoch_ends = is_train and _phase_ends(schedule, i)
             if i < done:
                 if is_train and i >= position:  # memory after the last checkpoint: replay learn from the log
-                    episodes = [Episode.from_dict(r) for r in by_batch[batch.key]]
+                    episodes = final_attempts([Episode.from_dict(r) for r in by_batch[batch.key]])  # as learn() saw them when played
                     by_id = {t.id: t for t in batch.tasks}  # the batch's own versions (a drift change alters tasks)
                     tasks = [by_id[e.task_id] for e in episodes]
                     parts.method.learn(self._experiences(episodes, tasks, parts))
@@ -411,20 +420,26 @@ class Runner:
             for job, retrieval, outcome, position in zip(jobs, retrievals, outcomes, positions)
         ]
         memory_calls = {e.episode_id: list(r.memory_calls) for e, r in zip(episodes, retrievals)}
+        finals = episodes  # what learn() sees: each scheduled episode's last attempt
+        if parts.retrier is not None and parts.retrier.applies(batch.phase):
+            chains = self._retry(parts, batch, jobs, retrievals, episodes, outcomes, positions, pool, memory_calls)
+            finals = [chain.attempts[-1] for chain in chains]
+            episodes = [e for chain in chains for e in chain.attempts]
+            outcomes = [o for chain in chains for o in chain.outcomes]
         for e in episodes:
             if e.task_id in batch.flipped:  # logged with its true success; learn() sees it flipped
                 e.info[FLIPPED] = True
         memory_ops: dict[str, list[dict]] = {}
         if batch.phase == "train":
             t0 = time.perf_counter()
-            result = parts.method.learn(self._experiences(episodes, tasks, parts, retrievals))
-            _check_charged(result, episodes, parts.method.name)
-            learn_s = (time.perf_counter() - t0) / len(episodes)
-            for e in episodes:
+            result = parts.method.learn(self._experiences(finals, tasks, parts, retrievals))
+            _check_charged(result, finals, parts.method.name)
+            learn_s = (time.perf_counter() - t0) / len(finals)
+            for e in finals:
                 e.latency_s["learn"] = learn_s
                 if e.episode_id in result.usage_by_episode:
                     e.memory_usage.add(result.usage_by_episode[e.episode_id])
-                e.memory_op_errors = result.op_errors_by_episode.get(e.episode_id, 0)
+                e.memory_op_errors += result.op_errors_by_episode.get(e.episode_id, 0)
                 memory_calls[e.episode_id] += result.calls_by_episode.get(e.episode_id, [])
             memory_ops = result.ops_by_episode
         records = self._finish(parts, episodes, started)
@@ -436,6 +451,81 @@ class Runner:
             ]
         )
         return records
+
+    def _retry(
+        self,
+        parts: RunParts,
+        batch: Batch,
+        jobs: list[Job],
+        retrievals: list[Retrieval],
+        episodes: list[Episode],
+        outcomes: list[Outcome],
+        positions: list[int],
+        pool: EnvPool,
+        memory_calls: dict[str, list[dict]],
+    ) -> list[Chain]:
+        """protocol.retries: each episode whose verdict is a failure played again (shown the retry's note on top of its
+        memory block), up to `retries` more times; every attempt a record of its own, the verdict and reflection calls
+        charged to the attempt they judged. The chains in the order of `episodes`."""
+        retrier = parts.retrier
+        assert retrier is not None
+        chains = [Chain([e], [o], notes=[""]) for e, o in zip(episodes, outcomes)]
+        calls = retrier.calls()
+        run = self.loop.run_until_complete
+        open_ = list(range(len(chains)))
+        for attempt in range(1, retrier.most):
+            verdicts = run(_gathered(*(retrier.succeeded(calls, chains[i].attempts[-1], jobs[i].task) for i in open_)))
+            for i, ok in zip(open_, verdicts):
+                chains[i].verdicts.append(ok)
+            open_ = [i for i, ok in zip(open_, verdicts) if not ok]
+            if not open_:
+                break
+            notes = run(_gathered(*(retrier.note(calls, chains[i], jobs[i].task) for i in open_)))
+            again = [
+                Job(
+                    jobs[i].task,
+                    dataclasses.replace(retrievals[i], prompt_block="\n\n".join(b for b in (retrievals[i].prompt_block, note) if b)),
+                    f"{jobs[i].episode_id}-a{attempt}",
+                    batch.phase,
+                    batch.epoch,
+                    jobs[i].sample_index,
+                )
+                for i, note in zip(open_, notes)
+            ]
+            for i, job in zip(open_, again):
+                if jobs[i].step_retrieval is not None:  # a step retrieval charged to this attempt
+                    job.step_retrieval = partial(
+                        parts.method.retrieve_step,
+                        Query(job.task, self.keys_for([job.task], parts.embedder)[0], job.episode_id, batch.phase),
+                    )
+            played: list[Outcome] = run(parts.actor.play_batch(again, pool))
+            if parts.llm is not None and any(o.status == "llm_error" for o in played):
+                parts.llm.confirm_up()
+            for i, job, note, outcome in zip(open_, again, notes, played):
+                shown = dataclasses.replace(retrievals[i], usage=Usage(), memory_calls=[])  # retrieved once, shown again: not charged again
+                episode = self._episode(batch, job, shown, outcome, positions[i], 0.0)
+                episode.attempt = attempt
+                chains[i].attempts.append(episode)
+                chains[i].outcomes.append(outcome)
+                chains[i].notes.append(note)
+                memory_calls[episode.episode_id] = []
+        result = calls.result()
+        for chain in chains:
+            chain.verdicts += [None] * (len(chain.attempts) - len(chain.verdicts))
+            for n, (episode, verdict, note) in enumerate(zip(chain.attempts, chain.verdicts, chain.notes)):
+                episode.attempt = n
+                used = result.usage_by_episode.get(episode.episode_id, Usage())
+                episode.memory_usage.add(used)
+                episode.memory_op_errors += result.op_errors_by_episode.get(episode.episode_id, 0)
+                memory_calls[episode.episode_id] += result.calls_by_episode.get(episode.episode_id, [])
+                episode.info["retry"] = {
+                    **({"attempts": len(chain.attempts)} if n == 0 else {}),
+                    "verdict": verdict,
+                    "verdict_by": retrier.settings.verdict,
+                    "note_chars": len(note),
+                    "call_tokens": used.prompt_tokens + used.completion_tokens,
+                }
+        return chains
 
     def _finish(self, parts: RunParts, episodes: list[Episode], started: float) -> list[dict]:
         stats = parts.method.stats()
@@ -489,6 +579,17 @@ def _as_learned(episode: Episode, parts: RunParts) -> Episode:
     if isinstance(parts.env, NoisyRewards):
         success = parts.env.learned_success(episode.episode_id, success)
     return episode if success == episode.success else dataclasses.replace(episode, success=success, reward=float(success))
+
+
+def final_attempts(episodes: list[Episode]) -> list[Episode]:
+    """A batch's logged episodes as learn() sees them: each scheduled episode's last attempt (protocol.retries logs a
+    scheduled episode's retries right after it; without retries every episode is its own last attempt)."""
+    return [e for e, after in zip(episodes, [*episodes[1:], None]) if after is None or after.first_attempt]
+
+
+async def _gathered(*calls: Any) -> list[Any]:
+    """The calls' results, in order, run concurrently on the loop that awaits this (the runner's own)."""
+    return list(await asyncio.gather(*calls))
 
 
 def _phase_ends(schedule: list[Batch], i: int) -> bool:
