@@ -180,10 +180,7 @@ def test_presets_compose_on_the_synthetic_world_and_can_point_elsewhere():
             folders.add(cfg.experiment_name)
         # Run folders are named by the overrides, so presets must not share a folder.
         assert len(folders) == len(PRESETS)
-        assert (
-            compose(["+experiment=critique_fairness"], hydra_config=True).hydra.sweeper.params.protocol
-            == "runtime_learning"
-        )
+        assert compose(["+experiment=critique_fairness"], hydra_config=True).hydra.sweeper.params.protocol == "runtime_learning"
         moved = compose(["+experiment=critique", "env.n_types=6"])
         assert moved.env.n_types == 6
 
