@@ -49,8 +49,10 @@ def test_retry_runs_on_llb_db_with_a_local_model(tmp_path, variant):
         assert cell["sr_at_k"] >= cell["sr_at_1"] == metrics["success_rate"][phase][1]
     calls = [c for t in gzip.open(folder / "transcripts.jsonl.gz", "rt") for c in json.loads(t)["memory_calls"]]
     judged = [e for e in log if e["info"]["retry"]["verdict"] is not None]
-    if "+protocol.reflection=reflexion" in variant:  # one reflection call per failed attempt that was retried
-        assert sum(c["purpose"] == "retry_reflexion" for c in calls) == len(retried)
+    if "+protocol.reflection=reflexion" in variant:  # one reflection per failed attempt that was retried, an unreadable one repaired once
+        reflections = [c for c in calls if c["purpose"] == "retry_reflexion"]
+        assert len(retried) <= len(reflections) <= 2 * len(retried)
+        assert sum(c["problem"] is None for c in reflections) <= len(retried)
     if "+protocol.verdict=llm_judge" in variant:  # every judged attempt was judged by the model, which never saw the env's grading
         assert sum(c["purpose"] == "llm_ops_judge" for c in calls) >= len(judged)
         assert not any("The answer is right" in c["messages"][0]["content"] for c in calls if c["purpose"] == "llm_ops_judge")
