@@ -214,9 +214,9 @@ def writer_model(study: Study) -> list[Row | None]:
         "has no ground truth for a strategy's or a cheatsheet's text: a real model only. Verdict on memrl minus the strongest baseline "
         "(the highest mean held-out test SR)."
     ),
-    measured_by=("llb_db_families_baselines", "llb_db_families_dcrs"),
+    measured_by=("llb_db_families_baselines", "llb_db_families_dc"),
     study_kind="families",
-    real_measured_by=("llb_db_families_baselines", "llb_db_families_dcrs"),
+    real_measured_by=("llb_db_families_baselines", "llb_db_families_dc"),
     needs_real_model=True,
 )
 def strong_baselines(study: Study) -> list[Row | None]:
