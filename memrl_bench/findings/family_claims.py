@@ -13,6 +13,8 @@ measured with a real model only (`needs_real_model`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from memrl_bench.core.stats import t_interval
 from memrl_bench.findings.claim import Row, claim, outcome_temperature, row, text_row
 from memrl_bench.findings.runs import Run, Study, config_key, paired, per_order, summary, task_differences
@@ -38,6 +40,20 @@ def _twin(arms: dict[str, list[Run]], runs: list[Run], writer: bool = True, **ch
 
 def _granularity(run: Run) -> str:
     return str(run.method.get("retrieval_granularity", "task"))
+
+
+def _step_twins(study: Study, kind: str) -> Iterator[tuple[float, list[Run], list[Run], bool]]:
+    """(outcome temperature, a step-level arm, its task-level twin, whether it decides the claim: the first MemRL
+    pair at temperature 0) for every step-level arm of `kind` runs that has a twin."""
+    decided = False
+    for t in study.temperatures():
+        arms = study.arms(kind, t)
+        for step in (runs for runs in arms.values() if _granularity(runs[0]) == "step"):
+            task = _twin(arms, step, retrieval_granularity="task")
+            if task is not None:
+                primary = not decided and t == 0 and step[0].method.get("name") == "memrl"
+                decided |= primary
+                yield t, step, task, primary
 
 
 def _comparison(a: list[Run], b: list[Run], what: str, primary: bool) -> list[Row | None]:
@@ -68,25 +84,17 @@ def _comparison(a: list[Run], b: list[Run], what: str, primary: bool) -> list[Ro
 )
 def step_level_gain(study: Study) -> list[Row | None]:
     rows: list[Row | None] = []
-    decided = False
-    for t in study.temperatures():
-        arms = study.arms("held_out", t)
-        for step in (runs for runs in arms.values() if _granularity(runs[0]) == "step"):
-            task = _twin(arms, step, retrieval_granularity="task")
-            if task is None:
-                continue
-            primary = not decided and t == 0 and step[0].method.get("name") == "memrl"
-            decided |= primary
-            at = f", {outcome_temperature(t)}"
-            rows += _comparison(step, task, at, primary)
-            for measure, what in (
-                ("test_retrieve_s", "retrieval seconds"),
-                ("test_injected_chars", "injected characters"),
-                ("test_prompt_tokens", "acting prompt tokens"),
-            ):
-                rows.append(row(f"{step[0].arm}{at}: {what} per test episode", summary(step, measure)))
-                rows.append(row(f"{task[0].arm}{at}: {what} per test episode", summary(task, measure)))
-                rows.append(row(f"{step[0].arm} - {task[0].arm}{at}: added {what} per test episode", paired(step, task, measure), +1))
+    for t, step, task, primary in _step_twins(study, "held_out"):
+        at = f", {outcome_temperature(t)}"
+        rows += _comparison(step, task, at, primary)
+        for measure, what in (
+            ("test_retrieve_s", "retrieval seconds"),
+            ("test_injected_chars", "injected characters"),
+            ("test_prompt_tokens", "acting prompt tokens"),
+        ):
+            rows.append(row(f"{step[0].arm}{at}: {what} per test episode", summary(step, measure)))
+            rows.append(row(f"{task[0].arm}{at}: {what} per test episode", summary(task, measure)))
+            rows.append(row(f"{step[0].arm} - {task[0].arm}{at}: added {what} per test episode", paired(step, task, measure), +1))
     return rows
 
 
@@ -107,30 +115,22 @@ def step_level_gain(study: Study) -> list[Row | None]:
 )
 def step_level_under_drift(study: Study) -> list[Row | None]:
     rows: list[Row | None] = []
-    decided = False
-    for t in study.temperatures():
-        arms = study.arms("drift", t)
-        for step in (runs for runs in arms.values() if _granularity(runs[0]) == "step"):
-            task = _twin(arms, step, retrieval_granularity="task")
-            if task is None:
-                continue
-            primary = not decided and t == 0 and step[0].method.get("name") == "memrl"
-            decided |= primary
-            at = f", {outcome_temperature(t)}"
-            label = f"{step[0].arm} - {task[0].arm}{at}"
-            rows.append(
-                row(f"{label}: SR after the change - SR of the epoch before it", paired(step, task, "drift_sr_change"), -1, primary=primary)
-            )
-            rows.append(row(f"{label}: SR after the change (training)", paired(step, task, "drift_post_sr"), -1))
-            for runs in (step, task):
-                rows.append(row(f"{runs[0].arm}{at}: SR after the change - SR of the epoch before it", summary(runs, "drift_sr_change")))
-                rows.append(row(f"{runs[0].arm}{at}: SR after the change (training)", summary(runs, "drift_post_sr")))
-                rows.append(row(f"{runs[0].arm}{at}: SR dip (window before - lowest window after)", summary(runs, "drift_dip")))
-            for measure, when in (
-                ("drift_step_unmatched_before", "the epoch before the change"),
-                ("drift_step_unmatched_after", "the first after it"),
-            ):
-                rows.append(row(f"{step[0].arm}{at}: step retrievals joining no observation cluster, {when}", summary(step, measure)))
+    for t, step, task, primary in _step_twins(study, "drift"):
+        at = f", {outcome_temperature(t)}"
+        label = f"{step[0].arm} - {task[0].arm}{at}"
+        rows.append(
+            row(f"{label}: SR after the change - SR of the epoch before it", paired(step, task, "drift_sr_change"), -1, primary=primary)
+        )
+        rows.append(row(f"{label}: SR after the change (training)", paired(step, task, "drift_post_sr"), -1))
+        for runs in (step, task):
+            rows.append(row(f"{runs[0].arm}{at}: SR after the change - SR of the epoch before it", summary(runs, "drift_sr_change")))
+            rows.append(row(f"{runs[0].arm}{at}: SR after the change (training)", summary(runs, "drift_post_sr")))
+            rows.append(row(f"{runs[0].arm}{at}: SR dip (window before - lowest window after)", summary(runs, "drift_dip")))
+        for measure, when in (
+            ("drift_step_unmatched_before", "the epoch before the change"),
+            ("drift_step_unmatched_after", "the first after it"),
+        ):
+            rows.append(row(f"{step[0].arm}{at}: step retrievals joining no observation cluster, {when}", summary(step, measure)))
     return rows
 
 
