@@ -31,18 +31,16 @@ examples are items too (their fields keep the judge's verdict).
 from __future__ import annotations
 
 import asyncio
-import json
 import re
-from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from memrl_bench import prompts
 from memrl_bench.core.config import Settings
-from memrl_bench.core.schema import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem
-from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text
-from memrl_bench.methods.llm_ops import MemoryCalls, OpError, judge_episode, plain_text, require_llm
+from memrl_bench.core.schema import MemoryItem, Provenance, Retrieval, RetrievedItem
+from memrl_bench.methods.base import DocumentMethod, Experience, LearnResult, Query, trajectory_text
+from memrl_bench.methods.llm_ops import MemoryCalls, OpError, call_settings, judge_episode, plain_text, require_llm
 
 WORKFLOWS_ID = "workflows"
 _WORKFLOW = re.compile(r"^\W*workflow\b[^\n]*:", re.IGNORECASE | re.MULTILINE)
@@ -71,26 +69,27 @@ def workflow_text(text: str) -> str:
     return text[found.start() :].strip()
 
 
-class AWM(MemoryMethod):
+class AWM(DocumentMethod):
     name = "awm"
+    document_file = "workflows.json"
     Settings = AWMConfig
 
     def __init__(self, cfg, ctx):
         super().__init__(cfg, ctx)
         self.config = AWMConfig(**cfg)
         require_llm(ctx, self.name)
-        self.pool = ItemStore()  # the successful examples, in the order they were judged; fields["group"] names the template
-        self.workflows: MemoryItem | None = None
+        # sources: the successful examples, in the order they were judged (fields["group"] names the template);
+        # document: the workflow set
 
     @property
     def labels(self) -> tuple[str, ...]:
         return ("awm: successes from the env's reward (the code's gt criteria)",) if self.config.judge == "env" else ()
 
     def retrieve(self, query: Query) -> Retrieval:
-        if self.workflows is None:
+        if self.document is None:
             return Retrieval()
-        block = prompts.render("awm_memory_block", workflows=self.workflows.content).strip()
-        return Retrieval(items=[RetrievedItem.of(self.workflows, 0.0)], prompt_block=block, candidates=1)
+        block = prompts.render("awm_memory_block", workflows=self.document.content).strip()
+        return Retrieval(items=[RetrievedItem.of(self.document, 0.0)], prompt_block=block, candidates=1)
 
     # ---- learning --------------------------------------------------------------
     def learn(self, batch: list[Experience]) -> LearnResult:
@@ -111,7 +110,7 @@ class AWM(MemoryMethod):
                 trajectory=trajectory_text(ep, c.max_trajectory_chars, verdict=c.judge == "env" or not exp.graded_ending),
             ).strip()
             fields = {"group": str(exp.task.data.get(c.group_key, exp.task.id)), "judged_success": True, "judge_thoughts": verdict[1]}
-            self.pool.add(MemoryItem(ep.episode_id, content, Provenance.of(ep), fields), exp.key)
+            self.sources.add(MemoryItem(ep.episode_id, content, Provenance.of(ep), fields), exp.key)
             trigger = ep.episode_id
         if trigger is not None:
             self._induce(trigger, calls)
@@ -122,11 +121,8 @@ class AWM(MemoryMethod):
             return exp.episode.success, ""
         ep = exp.episode
         trajectory = trajectory_text(ep, self.config.max_trajectory_chars, verdict=not exp.graded_ending)
-        overrides = {"temperature": self.config.judge_temperature, **self._max_tokens()}
+        overrides = call_settings(self.config.judge_temperature, self.config.max_tokens)
         return await judge_episode(calls, ep.episode_id, exp.task.description, trajectory, **overrides)
-
-    def _max_tokens(self) -> dict[str, Any]:
-        return {"max_tokens": self.config.max_tokens} if self.config.max_tokens else {}
 
     def shown_examples(self) -> list[int]:
         """Pool positions of the examples a rebuild shows: examples_per_group random ones per template (drawn per
@@ -134,11 +130,11 @@ class AWM(MemoryMethod):
         max_examples in all; in pool order."""
         c = self.config
         groups: dict[str, list[int]] = {}
-        for position, item in enumerate(self.pool.items):
+        for position, item in enumerate(self.sources.items):
             groups.setdefault(item.fields["group"], []).append(position)
         shown: list[int] = []
         for group, members in sorted(groups.items(), key=lambda g: -g[1][-1]):
-            rng = self.ctx.rng_for("awm-examples", group, str(len(self.pool)))
+            rng = self.ctx.rng_for("awm-examples", group, str(len(self.sources)))
             drawn = rng.choice(members, size=min(c.examples_per_group, len(members)), replace=False)
             shown.extend(int(p) for p in drawn[: c.max_examples - len(shown)])
             if len(shown) == c.max_examples:
@@ -148,37 +144,16 @@ class AWM(MemoryMethod):
     def _induce(self, trigger: str, calls: MemoryCalls) -> None:
         """Rebuild the workflow set from the pool; the call is charged to `trigger`, an episode of the batch learned."""
         c = self.config
-        shown = [self.pool.items[p] for p in self.shown_examples()]
+        shown = [self.sources.items[p] for p in self.shown_examples()]
         newest = shown[-1]
         prompt = prompts.render("awm_induce", examples="\n\n".join(item.content for item in shown))
-        overrides = {"temperature": c.temperature, **self._max_tokens()}
+        overrides = call_settings(c.temperature, c.max_tokens)
         text = calls.ask_now(trigger, "awm_induce", prompt, lambda answer: workflow_text(plain_text(answer)), as_json=False, **overrides)
         if text is None:
             return
-        version = self.workflows.fields["version"] + 1 if self.workflows is not None else 1
+        version = self.document.fields["version"] + 1 if self.document is not None else 1
         fields = {"contributors": [item.id for item in shown], "version": version}
-        self.workflows = MemoryItem(WORKFLOWS_ID, text, newest.provenance, fields)
-
-    # ---- state -----------------------------------------------------------------
-    def snapshot(self, path: Path) -> None:
-        self.pool.save(path)
-        (path / "workflows.json").write_text(json.dumps(self.workflows.to_dict() if self.workflows else None, sort_keys=True))
-
-    def restore(self, path: Path) -> None:
-        self.pool.load(path)
-        saved = json.loads((path / "workflows.json").read_text())
-        self.workflows = MemoryItem.from_dict(saved) if saved else None
-
-    def stats(self) -> MemoryStats:
-        workflow_bytes = len(self.workflows.content.encode()) if self.workflows else 0
-        return MemoryStats(
-            items=len(self.pool) + (self.workflows is not None),
-            bytes=self.pool.nbytes() + workflow_bytes,
-            groups=int(self.workflows is not None),
-        )
-
-    def items(self) -> list[MemoryItem]:
-        return ([self.workflows] if self.workflows else []) + list(self.pool.items)
+        self.document = MemoryItem(WORKFLOWS_ID, text, newest.provenance, fields)
 
 
 METHOD = AWM

@@ -203,6 +203,38 @@ class StoreMethod(MemoryMethod):
         return list(self.store.items)
 
 
+class DocumentMethod(MemoryMethod):
+    """A method whose memory is one document rebuilt from the episodes it keeps (Dynamic Cheatsheet's sheet, AWM's
+    workflow set): `sources` holds those episodes, `document` the current text (None before the first build)."""
+
+    document_file: ClassVar[str]  # the document's file in a snapshot, beside the sources' files
+
+    def __init__(self, cfg: dict[str, Any], ctx: MethodContext):
+        super().__init__(cfg, ctx)
+        self.sources = ItemStore()
+        self.document: MemoryItem | None = None
+
+    def snapshot(self, path: Path) -> None:
+        self.sources.save(path)
+        (path / self.document_file).write_text(json.dumps(self.document.to_dict() if self.document else None, sort_keys=True))
+
+    def restore(self, path: Path) -> None:
+        self.sources.load(path)
+        saved = json.loads((path / self.document_file).read_text())
+        self.document = MemoryItem.from_dict(saved) if saved else None
+
+    def stats(self) -> MemoryStats:
+        document_bytes = len(self.document.content.encode()) if self.document else 0
+        return MemoryStats(
+            items=len(self.sources) + (self.document is not None),
+            bytes=self.sources.nbytes() + document_bytes,
+            groups=int(self.document is not None),
+        )
+
+    def items(self) -> list[MemoryItem]:
+        return ([self.document] if self.document else []) + list(self.sources.items)
+
+
 class _MirroredFields(dict):
     """An item's `fields` dict in a store with columns: setting a column field also sets the column."""
 

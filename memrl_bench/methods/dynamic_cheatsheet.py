@@ -35,17 +35,15 @@ contributing episode (contributors) and its version.
 from __future__ import annotations
 
 import asyncio
-import json
-from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from memrl_bench import prompts
 from memrl_bench.core.config import Settings
-from memrl_bench.core.schema import Episode, MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Usage
-from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, trajectory_text
-from memrl_bench.methods.llm_ops import MemoryCalls, OpError, plain_text, require_llm
+from memrl_bench.core.schema import Episode, MemoryItem, Provenance, Retrieval, RetrievedItem, Usage
+from memrl_bench.methods.base import DocumentMethod, Experience, LearnResult, Query, trajectory_text
+from memrl_bench.methods.llm_ops import MemoryCalls, OpError, call_settings, plain_text, require_llm
 
 EMPTY = "(empty)"  # the code's initial sheet
 SHEET_ID = "cheatsheet"
@@ -86,34 +84,31 @@ def capped(sheet: str, max_chars: int) -> tuple[str, int]:
     return cut, len(sheet) - len(cut)
 
 
-class DynamicCheatsheet(MemoryMethod):
+class DynamicCheatsheet(DocumentMethod):
     name = "dynamic_cheatsheet"
+    document_file = "cheatsheet.json"
     Settings = DynamicCheatsheetConfig
 
     def __init__(self, cfg, ctx):
         super().__init__(cfg, ctx)
         self.config = DynamicCheatsheetConfig(**cfg)
         require_llm(ctx, self.name)
-        self.sheet: MemoryItem | None = None  # None: still "(empty)"
-        self.pairs = ItemStore()  # retrieval_synthesis: each training episode's task and attempt, keyed by its task
+        # document: the cheatsheet (None: still "(empty)"); sources (retrieval_synthesis): each training episode's task
+        # and attempt, keyed by its task
 
     @property
     def labels(self) -> tuple[str, ...]:
         return (f"dynamic_cheatsheet: {self.config.variant}",)
 
-    def _overrides(self) -> dict[str, Any]:
-        c = self.config
-        return {"temperature": c.temperature} | ({"max_tokens": c.max_tokens} if c.max_tokens else {})
-
     def _previous(self) -> str:
-        return self.sheet.content if self.sheet is not None else EMPTY
+        return self.document.content if self.document is not None else EMPTY
 
     # ---- retrieval -------------------------------------------------------------
     def retrieve(self, query: Query) -> Retrieval:
         return self.retrieve_batch([query])[0]
 
     def retrieve_batch(self, queries: list[Query]) -> list[Retrieval]:
-        if self.config.variant == "cumulative" or not len(self.pairs):
+        if self.config.variant == "cumulative" or not len(self.sources):
             return [self._sheet_retrieval() for _ in queries]
         calls = MemoryCalls(self.ctx)
 
@@ -122,19 +117,19 @@ class DynamicCheatsheet(MemoryMethod):
 
         out = []
         for query, (sources, sheet, cut_chars) in zip(queries, self.ctx.run(synthesise_all())):
-            chosen = [RetrievedItem.of(self.pairs.items[p], float(s)) for p, s in zip(sources.positions, sources.similarities)]
-            if self.sheet is not None:
-                chosen.insert(0, RetrievedItem.of(self.sheet, 0.0))
+            chosen = [RetrievedItem.of(self.sources.items[p], float(s)) for p, s in zip(sources.positions, sources.similarities)]
+            if self.document is not None:
+                chosen.insert(0, RetrievedItem.of(self.document, 0.0))
             if sheet is not None:
                 block = prompts.render("dynamic_cheatsheet_block", sheet=sheet).strip()
             else:  # the code's fallback when the curator writes no sheet: the retrieved pairs themselves
                 block = prompts.render("dynamic_cheatsheet_pairs_block", pairs=self._pairs_text(sources.positions)).strip()
-            trace = {"sheet": sheet, "cut_chars": cut_chars, "sources": [self.pairs.items[p].id for p in sources.positions]}
+            trace = {"sheet": sheet, "cut_chars": cut_chars, "sources": [self.sources.items[p].id for p in sources.positions]}
             out.append(
                 Retrieval(
                     items=chosen,
                     prompt_block=block,
-                    candidates=len(self.pairs),
+                    candidates=len(self.sources),
                     usage=calls.usage.get(query.episode_id, Usage()),
                     memory_calls=calls.calls.get(query.episode_id, []),
                     trace=trace,
@@ -143,17 +138,17 @@ class DynamicCheatsheet(MemoryMethod):
         return out
 
     def _sheet_retrieval(self) -> Retrieval:
-        if self.sheet is None:
+        if self.document is None:
             return Retrieval()
-        block = prompts.render("dynamic_cheatsheet_block", sheet=self.sheet.content).strip()
-        return Retrieval(items=[RetrievedItem.of(self.sheet, 0.0)], prompt_block=block, candidates=1)
+        block = prompts.render("dynamic_cheatsheet_block", sheet=self.document.content).strip()
+        return Retrieval(items=[RetrievedItem.of(self.document, 0.0)], prompt_block=block, candidates=1)
 
     def _pairs_text(self, positions) -> str:
-        return "\n\n".join(f"[{n}] {self.pairs.items[p].content}" for n, p in enumerate(positions, 1))
+        return "\n\n".join(f"[{n}] {self.sources.items[p].content}" for n, p in enumerate(positions, 1))
 
     async def _synthesise(self, query: Query, calls: MemoryCalls):
         """DC-RS for one task: the retrieved pairs' hits, the sheet written for it (None: no usable answer), characters cut."""
-        sources = self.pairs.search(query.key.reshape(1, -1), self.config.retrieve_top_k)[0]
+        sources = self.sources.search(query.key.reshape(1, -1), self.config.retrieve_top_k)[0]
         prompt = prompts.render(
             "dynamic_cheatsheet_synthesis",
             cheatsheet=self._previous(),
@@ -161,7 +156,14 @@ class DynamicCheatsheet(MemoryMethod):
             task=query.task.description,
             max_chars=self.config.max_cheatsheet_chars,
         )
-        sheet = await calls.ask(query.episode_id, "dynamic_cheatsheet_synthesis", prompt, _sheet, as_json=False, **self._overrides())
+        sheet = await calls.ask(
+            query.episode_id,
+            "dynamic_cheatsheet_synthesis",
+            prompt,
+            _sheet,
+            as_json=False,
+            **call_settings(self.config.temperature, self.config.max_tokens),
+        )
         if sheet is None:
             return sources, None, 0
         return sources, *capped(sheet, self.config.max_cheatsheet_chars)
@@ -176,10 +178,10 @@ class DynamicCheatsheet(MemoryMethod):
         if batch:
             last = batch[-1]
             trace = last.retrieval.trace if last.retrieval is not None else None
-            if trace is None and len(self.pairs):  # a resume: redo the last episode's synthesis on the memory it saw
+            if trace is None and len(self.sources):  # a resume: redo the last episode's synthesis on the memory it saw
                 query = Query(last.task, last.key, last.episode.episode_id, last.episode.phase)
                 sources, sheet, cut_chars = self.ctx.run(self._synthesise(query, calls))
-                trace = {"sheet": sheet, "cut_chars": cut_chars, "sources": [self.pairs.items[p].id for p in sources.positions]}
+                trace = {"sheet": sheet, "cut_chars": cut_chars, "sources": [self.sources.items[p].id for p in sources.positions]}
             if trace is not None and trace["sheet"] is not None:
                 self._commit(trace["sheet"], trace["cut_chars"], last.episode, trace["sources"])
         for exp in batch:
@@ -188,7 +190,7 @@ class DynamicCheatsheet(MemoryMethod):
                 task=exp.task.description,
                 attempt=trajectory_text(exp.episode, self.config.max_trajectory_chars, verdict=not exp.graded_ending),
             ).strip()
-            self.pairs.add(MemoryItem(exp.episode.episode_id, content, Provenance.of(exp.episode)), exp.key)
+            self.sources.add(MemoryItem(exp.episode.episode_id, content, Provenance.of(exp.episode)), exp.key)
         return calls.result()
 
     def _curate(self, exp: Experience, calls: MemoryCalls) -> None:
@@ -201,36 +203,24 @@ class DynamicCheatsheet(MemoryMethod):
             attempt=trajectory_text(ep, c.max_trajectory_chars, verdict=not exp.graded_ending),
             max_chars=c.max_cheatsheet_chars,
         )
-        sheet = calls.ask_now(ep.episode_id, "dynamic_cheatsheet_curate", prompt, _sheet, as_json=False, **self._overrides())
+        sheet = calls.ask_now(
+            ep.episode_id,
+            "dynamic_cheatsheet_curate",
+            prompt,
+            _sheet,
+            as_json=False,
+            **call_settings(self.config.temperature, self.config.max_tokens),
+        )
         if sheet is not None:
             self._commit(*capped(sheet, c.max_cheatsheet_chars), ep, [])
 
     def _commit(self, sheet: str, cut_chars: int, episode: Episode, sources: list[str]) -> None:
-        before = self.sheet.fields if self.sheet is not None else {"contributors": [], "version": 0}
+        before = self.document.fields if self.document is not None else {"contributors": [], "version": 0}
         contributors = [*before["contributors"], *(s for s in sources if s not in before["contributors"])]
         if episode.episode_id not in contributors:
             contributors.append(episode.episode_id)
         fields = {"contributors": contributors, "version": before["version"] + 1, "cut_chars": cut_chars, "sources": sources}
-        self.sheet = MemoryItem(SHEET_ID, sheet, Provenance.of(episode), fields)
-
-    # ---- state -----------------------------------------------------------------
-    def snapshot(self, path: Path) -> None:
-        self.pairs.save(path)
-        (path / "cheatsheet.json").write_text(json.dumps(self.sheet.to_dict() if self.sheet else None, sort_keys=True))
-
-    def restore(self, path: Path) -> None:
-        self.pairs.load(path)
-        saved = json.loads((path / "cheatsheet.json").read_text())
-        self.sheet = MemoryItem.from_dict(saved) if saved else None
-
-    def stats(self) -> MemoryStats:
-        sheet_bytes = len(self.sheet.content.encode()) if self.sheet else 0
-        return MemoryStats(
-            items=len(self.pairs) + (self.sheet is not None), bytes=self.pairs.nbytes() + sheet_bytes, groups=int(self.sheet is not None)
-        )
-
-    def items(self) -> list[MemoryItem]:
-        return ([self.sheet] if self.sheet else []) + list(self.pairs.items)
+        self.document = MemoryItem(SHEET_ID, sheet, Provenance.of(episode), fields)
 
 
 def _sheet(text: str) -> str:

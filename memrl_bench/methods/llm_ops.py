@@ -37,6 +37,11 @@ def require_llm(ctx: MethodContext, method: str) -> None:
         raise ConfigError(f"method {method} manages memory with an LLM: set llm=local or llm=openai")
 
 
+def call_settings(temperature: float | None = None, max_tokens: int | None = None) -> dict[str, Any]:
+    """A memory call's generation overrides: only those the method sets (None: the run's LLM setting)."""
+    return {k: v for k, v in (("temperature", temperature), ("max_tokens", max_tokens)) if v is not None}
+
+
 def parse_json(text: str) -> Any:
     """The JSON value of an answer: the whole text, a ``` fenced block, or the outermost {...}."""
     text = text.strip()

@@ -37,7 +37,7 @@ from memrl_bench import prompts
 from memrl_bench.core.config import Settings
 from memrl_bench.core.schema import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, Query, StoreMethod, trajectory_text
-from memrl_bench.methods.llm_ops import MemoryCalls, OpError, judge_episode, non_empty_text, require_llm
+from memrl_bench.methods.llm_ops import MemoryCalls, OpError, call_settings, judge_episode, non_empty_text, require_llm
 
 
 class ReasoningBankConfig(Settings):
@@ -125,7 +125,7 @@ class ReasoningBank(StoreMethod):
         if c.judge == "ground_truth":
             verdict: tuple[bool, str] | None = (ep.success, "")
         else:
-            overrides = {"temperature": c.judge_temperature, **self._max_tokens()}
+            overrides = call_settings(c.judge_temperature, c.max_tokens)
             verdict = await judge_episode(calls, ep.episode_id, exp.task.description, trajectory, **overrides)
         if verdict is None:
             return None
@@ -134,12 +134,9 @@ class ReasoningBank(StoreMethod):
         outcome = "succeeded" if succeeded else "failed"
         why = prompts.render("reasoningbank_judgement", outcome=outcome, thoughts=thoughts) if thoughts else ""
         prompt = prompts.render(template, task=exp.task.description, trajectory=trajectory, judgement=why)
-        overrides = {"temperature": c.extract_temperature, **self._max_tokens()}
+        overrides = call_settings(c.extract_temperature, c.max_tokens)
         items = await calls.ask(ep.episode_id, template, prompt, lambda answer: memory_items(answer, c.max_items), **overrides)
         return None if items is None else (succeeded, thoughts, items)
-
-    def _max_tokens(self) -> dict[str, Any]:
-        return {"max_tokens": self.config.max_tokens} if self.config.max_tokens else {}
 
     def _write(self, exp: Experience, succeeded: bool, thoughts: str, items: list[dict[str, str]]) -> None:
         ep = exp.episode

@@ -52,7 +52,7 @@ from memrl_bench.core.config import ConfigError, Settings
 from memrl_bench.core.schema import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Task
 from memrl_bench.core.vector_index import unit_rows
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, end_reason
-from memrl_bench.methods.llm_ops import MemoryCalls, OpError, require_llm
+from memrl_bench.methods.llm_ops import MemoryCalls, OpError, call_settings, require_llm
 from memrl_bench.methods.memrl import MemRLConfig, combined_score, reward_of, updated_q
 
 GENERAL = "general"  # the category of a task whose env gives none, and the group of general skills
@@ -318,9 +318,6 @@ class SkillBank(MemoryMethod):
             lines.insert(len(lines) if ep.success else 0, f"({skipped} more steps)")
         return prompts.render("skillbank_episode", task=exp.task.description, outcome=end_reason(ep), steps="\n".join(lines)).strip()
 
-    def _overrides(self) -> dict[str, Any]:
-        return {} if self.config.temperature is None else {"temperature": self.config.temperature}
-
     def _known(self, positions: list[int], field: str) -> str:
         return "\n".join(f"- {self.store.items[i].fields[field]}" for i in positions) or "(none yet)"
 
@@ -358,7 +355,9 @@ class SkillBank(MemoryMethod):
                     cap = c.max_task_specific_skills if kind == "task_specific" else c.max_general_skills
                     self._add(kind, where, skills, sources, keys, dynamic=False, limit=cap - len(self.section(kind, where)))
 
-        return [(apply, calls.ask(sources[0].episode_id, "skillbank_skills", prompt, parse_skills, **self._overrides()))]
+        return [
+            (apply, calls.ask(sources[0].episode_id, "skillbank_skills", prompt, parse_skills, **call_settings(self.config.temperature)))
+        ]
 
     def _distil_mistakes(self, category: str, exps: list[Experience], calls: MemoryCalls) -> list[Job]:
         mistakes = self.section("mistake")
@@ -378,7 +377,12 @@ class SkillBank(MemoryMethod):
             limit = self.config.max_common_mistakes - len(self.section("mistake"))
             self._add("mistake", category, answer, sources, keys, dynamic=False, limit=limit)
 
-        return [(apply, calls.ask(sources[0].episode_id, "skillbank_mistakes", prompt, parse_mistakes, **self._overrides()))]
+        return [
+            (
+                apply,
+                calls.ask(sources[0].episode_id, "skillbank_mistakes", prompt, parse_mistakes, **call_settings(self.config.temperature)),
+            )
+        ]
 
     def _evolve(self, category: str, calls: MemoryCalls) -> list[Job]:
         """A call for new skills if the category's success rate since its last evolution is below update_threshold; resets its window."""
@@ -404,7 +408,12 @@ class SkillBank(MemoryMethod):
         def apply(answer: list[dict[str, str]]) -> None:
             self._add(kind, category, answer, sources, keys, dynamic=True, limit=c.max_new_skills)
 
-        return [(apply, calls.ask(sources[0].episode_id, "skillbank_evolve", prompt, parse_new_skills, **self._overrides()))]
+        return [
+            (
+                apply,
+                calls.ask(sources[0].episode_id, "skillbank_evolve", prompt, parse_new_skills, **call_settings(self.config.temperature)),
+            )
+        ]
 
     def _add(
         self,

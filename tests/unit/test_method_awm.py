@@ -106,7 +106,7 @@ def test_each_rebuild_shows_one_example_per_template_from_the_whole_pool(loop):
     assert {e: u.calls for e, u in result.usage_by_episode.items()} == {"train-e01-00004-s0": 2}  # charged inside the batch
     shown = m.items()[0].fields["contributors"]
     assert len(shown) == 3 and shown[-2:] == ["train-e01-00003-s0", "train-e01-00004-s0"] and m.items()[0].fields["version"] == 2
-    assert shown == [m.pool.items[p].id for p in m.shown_examples()]  # the draw is fixed by the seed and the pool
+    assert shown == [m.sources.items[p].id for p in m.shown_examples()]  # the draw is fixed by the seed and the pool
 
 
 def test_the_cap_keeps_the_templates_with_the_newest_successes(loop):
