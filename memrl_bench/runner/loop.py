@@ -158,6 +158,7 @@ class Runner:
         writer = None  # memory_llm=same: the acting model serves memory calls
         if checked.memory_llm is not None:  # its server starts and stops with the run's, on the same stack
             writer = self._given_memory_llm or stack.enter_context(checked.memory_llm.cls(cfg["memory_llm"]))
+        memory_model = llm if writer is None else writer  # what memory writes, reflections and judgements call
         embedder = self._given_embedder or make_embedder(checked.embedder.settings)
         method_cfg = {k: v for k, v in cfg["method"].items() if k != "name"}
         method_cls = registry.get("method", cfg["method"]["name"])
@@ -170,7 +171,7 @@ class Runner:
         ctx = MethodContext(
             seed=int(cfg.get("seed", 0)),
             embed=embedder.embed if embedder else None,
-            llm=llm if writer is None else writer,
+            llm=memory_model,
             run=self.loop.run_until_complete,
         )
         try:
@@ -190,9 +191,7 @@ class Runner:
             )
         retrier = None
         if protocol.settings.retries:
-            retrier = Retrier(
-                protocol.settings, writer if writer is not None else llm, env.grades_in_observation, self.loop.run_until_complete
-            )
+            retrier = Retrier(protocol.settings, memory_model, env.grades_in_observation, self.loop.run_until_complete)
         return RunParts(env, method, actor, protocol, roles, tasks, labels, llm, embedder, writer, retrier)
 
     def _manifest(self, parts: RunParts, config: dict, digest: str, schedule: list[Batch]) -> dict:
