@@ -468,10 +468,11 @@ def oracle_regret(records: list[Episode], env: Any, k: int) -> dict[str, Any]:
     }
 
 
-def retrieved_sources(records: list[Episode], phase: str) -> dict[str, frozenset[str]]:
+def retrieved_sources(records: list[Episode], phase: str | tuple[str, ...]) -> dict[str, frozenset[str]]:
     """Task id -> source task ids of the memories injected for it in the last epoch of
-    `phase` (train, validation, or a test split's name), over all its samples."""
-    chosen = [r for r in records if r.phase_name == phase and r.played]
+    `phase` (train, validation, a test split's name, or several test splits pooled), over all its samples."""
+    names = (phase,) if isinstance(phase, str) else phase
+    chosen = [r for r in records if r.phase_name in names and r.played]
     if not chosen:
         return {}
     last = max(r.epoch for r in chosen)

@@ -64,6 +64,24 @@ def t_interval(values: Iterable[float | None], confidence: float = CONFIDENCE) -
     return Interval(mean, mean - half, mean + half, len(x))
 
 
+def difference_of_means(a: Iterable[float | None], b: Iterable[float | None], confidence: float = CONFIDENCE) -> Interval:
+    """mean(a) - mean(b) of two independent samples (two task sets) with Welch's t-interval; n: both sizes together."""
+    x, y = _present(a), _present(b)
+    if len(x) == 0 or len(y) == 0:
+        return NO_DATA
+    mean = float(x.mean() - y.mean())
+    if len(x) < 2 or len(y) < 2:
+        return Interval(mean, None, None, len(x) + len(y))
+    vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
+    if vx + vy == 0:
+        return Interval(mean, mean, mean, len(x) + len(y))
+    from scipy.stats import t
+
+    df = (vx + vy) ** 2 / (vx**2 / (len(x) - 1) + vy**2 / (len(y) - 1))
+    half = float(t.ppf(0.5 + confidence / 2, df) * math.sqrt(vx + vy))
+    return Interval(mean, mean - half, mean + half, len(x) + len(y))
+
+
 def bootstrap_mean(
     differences: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED, confidence: float = CONFIDENCE
 ) -> Interval:

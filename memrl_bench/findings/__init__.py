@@ -46,7 +46,7 @@ from memrl_bench.findings.claim import (
     text_row,
     unregister,
 )
-from memrl_bench.findings.measures import test_split
+from memrl_bench.findings.measures import test_splits
 from memrl_bench.findings.render import SECTION_TITLE, comparison_table, render_html, render_markdown
 from memrl_bench.findings.runs import (
     Run,
@@ -93,7 +93,7 @@ __all__ = [
     "row",
     "summary",
     "task_differences",
-    "test_split",
+    "test_splits",
     "text_row",
     "unregister",
     "warn_on_stderr",

@@ -8,9 +8,9 @@ test task (with the number of test tasks a ±0.10 interval needs at the spread m
 
 from __future__ import annotations
 
-from memrl_bench.core.stats import n_for_half_width, t_interval
+from memrl_bench.core.stats import difference_of_means, n_for_half_width, t_interval
 from memrl_bench.findings.claim import Row, claim, outcome_temperature, row, text_row
-from memrl_bench.findings.runs import Study, is_greedy_epsilon_zero, paired, per_order, summary, task_differences
+from memrl_bench.findings.runs import Run, Study, is_greedy_epsilon_zero, one_task_order, paired, per_order, summary, task_differences
 
 
 @claim(
@@ -62,13 +62,27 @@ def memory_helps(study: Study) -> list[Row | None]:
     return rows
 
 
+def _runtime_arms(study: Study, t: float) -> tuple[dict[str, list[Run]], str]:
+    """The runtime-learning arms and how a row names them: the runtime_learning runs, or in a study of held-out runs
+    only (the LLB-DB study) each held-out run's training phase, which is MemRL's runtime-learning protocol on the tasks
+    it learns from (every epoch plays them all, memory updated after each batch)."""
+    learned = study.arms("runtime_learning", t)
+    return (learned, "") if learned else (study.arms("held_out", t), ", training phase of the held-out run")
+
+
+def _none_arm(arms: dict[str, list[Run]]) -> str | None:
+    return next((arm for arm, runs in arms.items() if runs[0].method.get("name") == "none"), None)
+
+
 @claim(
     id="runtime_learning",
     text="Evaluations that learn from the tasks they score (runtime learning) overstate what a memory method does on new tasks.",
     measurement=(
-        "Per method, the last-epoch SR on the training tasks under protocol=runtime_learning against the test SR on held-out tasks of the "
-        "same distribution under the fair protocol, paired on the task order; the gap of each memory method minus the no-memory gap (which "
-        "is only the difference between the task sets). Verdict for memrl ε=0 at outcome temperature 0."
+        "Per method, the last-epoch SR on the training tasks under protocol=runtime_learning (in a study of held-out runs only: the "
+        "held-out run's training phase, which is that protocol) against the test SR on held-out tasks of the same distribution under the "
+        "fair protocol; the gap of each memory method minus the no-memory gap (which is only the difference between the task sets), paired "
+        "on the task order, or with one task order paired on the task within each task set (Welch's interval over the two sets). Verdict "
+        "for memrl ε=0 at outcome temperature 0."
     ),
     measured_by=("critique", "critique_fairness"),
     study_kind="critique",
@@ -76,9 +90,11 @@ def memory_helps(study: Study) -> list[Row | None]:
 )
 def runtime_learning(study: Study) -> list[Row | None]:
     rows: list[Row | None] = []
+    by_task = one_task_order(study)
     for t in study.temperatures():
+        at = outcome_temperature(t)
         held = study.arms("held_out", t)
-        learned = study.arms("runtime_learning", t)
+        learned, where = _runtime_arms(study, t)
         gaps: dict[str, dict[int, float]] = {}
         for arm, runs in learned.items():
             if arm not in held:
@@ -86,27 +102,23 @@ def runtime_learning(study: Study) -> list[Row | None]:
             name = runs[0].arm
             rl, ho = per_order(runs, "final_sr"), per_order(held[arm], "test_sr")
             gaps[arm] = {o: rl[o] - ho[o] for o in rl if o in ho}
-            rows.append(
-                row(f"{name}, {outcome_temperature(t)}: runtime-learning SR (last epoch, the learned tasks)", t_interval(rl.values()))
-            )
-            rows.append(row(f"{name}, {outcome_temperature(t)}: runtime-learning CSR", summary(runs, "csr")))
-            rows.append(row(f"{name}, {outcome_temperature(t)}: held-out test SR", t_interval(ho.values())))
-            rows.append(
-                row(f"{name}, {outcome_temperature(t)}: gap (runtime-learning SR - held-out test SR)", t_interval(gaps[arm].values()))
-            )
-        baseline = next((g for arm, g in gaps.items() if learned[arm][0].method.get("name") == "none"), None)
-        for arm, gap in gaps.items():
+            rows.append(row(f"{name}, {at}: runtime-learning SR (last epoch, the learned tasks{where})", t_interval(rl.values())))
+            rows.append(row(f"{name}, {at}: runtime-learning CSR{where}", summary(runs, "csr")))
+            rows.append(row(f"{name}, {at}: held-out test SR", t_interval(ho.values())))
+            rows.append(row(f"{name}, {at}: gap (runtime-learning SR - held-out test SR)", t_interval(gaps[arm].values())))
+        none = _none_arm({arm: learned[arm] for arm in gaps})
+        for arm, gap in gaps.items() if none else ():
             method = learned[arm][0].method
-            if baseline is not None and method.get("name") != "none":
-                diff = t_interval(gap[o] - baseline[o] for o in gap if o in baseline)
-                rows.append(
-                    row(
-                        f"{learned[arm][0].arm} gap - none gap, {outcome_temperature(t)}",
-                        diff,
-                        +1,
-                        primary=t == 0 and is_greedy_epsilon_zero(method),
-                    )
+            if arm == none:
+                continue
+            decides = t == 0 and is_greedy_epsilon_zero(method)
+            label = f"{learned[arm][0].arm} gap - none gap, {at}"
+            rows.append(row(label, t_interval(gap[o] - gaps[none][o] for o in gap if o in gaps[none]), +1, primary=decides and not by_task))
+            if by_task:
+                on_tasks = difference_of_means(
+                    task_differences(learned[arm], learned[none], "train_outcomes"), task_differences(held[arm], held[none])
                 )
+                rows.append(row(f"{label}, paired on the task within each task set", on_tasks, +1, primary=decides))
     return rows
 
 
@@ -117,10 +129,10 @@ def runtime_learning(study: Study) -> list[Row | None]:
         "success rate."
     ),
     measurement=(
-        "Under runtime learning, the no-memory agent's pass@E (its CSR over E epochs, E independent attempts when the outcome is sampled, "
-        "T > 0) minus MemRL ε=0's CSR over the same E epochs, paired on the task order; with the held-out comparison against RAG and the "
-        "test pass@k of each method. Verdict at the sampled outcome temperature (at T = 0 a no-memory agent repeats itself, so its pass@E "
-        "is its pass@1)."
+        "Under runtime learning (in a study of held-out runs only: their training phase), the no-memory agent's pass@E (its CSR over E "
+        "epochs, E independent attempts when the outcome is sampled, T > 0) minus MemRL ε=0's CSR over the same E epochs, paired on the "
+        "task order, or with one task order on the training task; with the held-out comparison against RAG and the test pass@k of each "
+        "method. Verdict at the sampled outcome temperature (at T = 0 a no-memory agent repeats itself, so its pass@E is its pass@1)."
     ),
     measured_by=("critique_fairness", "critique_passk"),
     study_kind="critique",
@@ -128,33 +140,29 @@ def runtime_learning(study: Study) -> list[Row | None]:
 )
 def weak_baselines(study: Study) -> list[Row | None]:
     rows: list[Row | None] = []
+    by_task = one_task_order(study)
     for t in study.temperatures():
-        learned = study.arms("runtime_learning", t)
-        none = next((runs for runs in learned.values() if runs[0].method.get("name") == "none"), None)
+        at = outcome_temperature(t)
+        learned, where = _runtime_arms(study, t)
+        none = learned.get(_none_arm(learned) or "")
         greedy = next((runs for runs in learned.values() if is_greedy_epsilon_zero(runs[0].method)), None)
         if none and greedy:
             epochs = none[0].protocol.get("epochs")
-            rows.append(row(f"none, {outcome_temperature(t)}: SR per attempt (pass@1)", summary(none, "final_sr")))
-            rows.append(
-                row(f"none, {outcome_temperature(t)}: pass@{epochs} (CSR over {epochs} epochs without memory)", summary(none, "csr"))
-            )
-            rows.append(row(f"memrl ε=0, {outcome_temperature(t)}: CSR over {epochs} epochs", summary(greedy, "csr")))
-            rows.append(
-                row(
-                    f"none pass@{epochs} - memrl ε=0 CSR, {outcome_temperature(t)}",
-                    paired(none, greedy, "csr"),
-                    +1,
-                    primary=t == max(study.temperatures()),
-                )
-            )
+            decides = t == max(study.temperatures())
+            rows.append(row(f"none, {at}: SR per attempt (pass@1){where}", summary(none, "final_sr")))
+            rows.append(row(f"none, {at}: pass@{epochs} (CSR over {epochs} epochs without memory){where}", summary(none, "csr")))
+            rows.append(row(f"memrl ε=0, {at}: CSR over {epochs} epochs{where}", summary(greedy, "csr")))
+            label = f"none pass@{epochs} - memrl ε=0 CSR, {at}"
+            rows.append(row(label, paired(none, greedy, "csr"), +1, primary=decides and not by_task))
+            if by_task:
+                on_tasks = t_interval(task_differences(none, greedy, "train_solved"))
+                rows.append(row(f"{label}, paired on the training task", on_tasks, +1, primary=decides))
         held = study.arms("held_out", t)
         for runs in held.values():
             if runs[0].method.get("name") == "rag":
                 greedy_held = next((g for g in held.values() if is_greedy_epsilon_zero(g[0].method)), [])
-                rows.append(row(f"memrl ε=0 - rag, {outcome_temperature(t)}: held-out test SR", paired(greedy_held, runs, "test_sr")))
-                rows.append(
-                    row(f"memrl ε=0 - rag, {outcome_temperature(t)}: expected test SR", paired(greedy_held, runs, "test_expected_sr"))
-                )
+                rows.append(row(f"memrl ε=0 - rag, {at}: held-out test SR", paired(greedy_held, runs, "test_sr")))
+                rows.append(row(f"memrl ε=0 - rag, {at}: expected test SR", paired(greedy_held, runs, "test_expected_sr")))
     for kind in sorted({r.kind for r in study.runs if r.kind.startswith("held_out@")}):
         k = kind.split("@")[1]
         for t in study.temperatures():

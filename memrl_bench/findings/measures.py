@@ -31,47 +31,57 @@ def _env(env_json: str) -> Any:
     return registry.get("env", cfg["name"])({k: v for k, v in cfg.items() if k not in ("name", "roles")}, seed=int(cfg.get("seed", 0) or 0))
 
 
-def test_split(manifest: ManifestRecord) -> str | None:
-    """The split a claim's "test SR" is measured on: the first that plays the test role in the
-    run (synthetic: test_in_distribution; an env whose roles were reassigned: whichever split
-    plays test); a manifest without its env's roles: the harness's default roles'."""
+OUT_OF_DISTRIBUTION = "out_of_distribution"  # a split whose name holds this is another distribution (ALFWorld, synthetic)
+
+
+def test_splits(manifest: ManifestRecord) -> tuple[str, ...]:
+    """The splits a claim's "test SR" is measured on, pooled: every split playing the test role in the run but the
+    out-of-distribution ones (synthetic, ALFWorld: test_in_distribution; LLB-DB with both halves of db_val playing test:
+    both); a manifest without its env's roles: the harness's default roles'."""
     test = (manifest.env.roles if manifest.env and manifest.env.roles else Env.default_roles).get("test")
     listed = [test] if isinstance(test, str) else list(test or [])
-    return listed[0] if listed else None
+    return tuple(s for s in listed if OUT_OF_DISTRIBUTION not in s)
 
 
-def _mean_p(records: list[Episode], phase: str | None) -> float | None:
-    """Mean P(success) the env reported (synthetic: the expected SR, free of outcome draws)."""
-    chosen = [r for r in records if r.phase_name == phase and "p_success" in r.info]
-    if not chosen:
-        return None
-    last = max(r.epoch for r in chosen)
-    return float(np.mean([r.info["p_success"] for r in chosen if r.epoch == last]))
+Phases = str | tuple[str, ...]
 
 
-def last_epoch_outcomes(records: list[Episode], phase: str | None) -> dict[str, float]:
-    """Task id -> its success in the last epoch of `phase`, averaged over its samples."""
-    chosen = [r for r in records if r.phase_name == phase and r.played]
-    if not chosen:
-        return {}
-    last = max(r.epoch for r in chosen)
+def _last_epoch(records: list[Episode], phases: Phases) -> list[Episode]:
+    """The played episodes of the last epoch of `phases` (one phase name, or several pooled)."""
+    names = (phases,) if isinstance(phases, str) else phases
+    chosen = [r for r in records if r.phase_name in names and r.played]
+    last = max((r.epoch for r in chosen), default=None)
+    return [r for r in chosen if r.epoch == last]
+
+
+def _mean_p(records: list[Episode], phases: Phases) -> float | None:
+    """Mean P(success) the env reported in the last epoch (synthetic: the expected SR, free of outcome draws)."""
+    chosen = [r for r in _last_epoch(records, phases) if "p_success" in r.info]
+    return float(np.mean([r.info["p_success"] for r in chosen])) if chosen else None
+
+
+def last_epoch_outcomes(records: list[Episode], phases: Phases) -> dict[str, float]:
+    """Task id -> its success in the last epoch of `phases`, averaged over its samples."""
     by_task: dict[str, list[float]] = defaultdict(list)
-    for r in chosen:
-        if r.epoch == last:
-            by_task[r.task_id].append(float(r.success))
+    for r in _last_epoch(records, phases):
+        by_task[r.task_id].append(float(r.success))
     return {task: float(np.mean(v)) for task, v in sorted(by_task.items())}
 
 
-def retrieval_cost(records: list[Episode], phase: str | None) -> dict[str, float | None]:
-    """Per episode of `phase`'s last epoch, the mean characters of memory injected and seconds spent retrieving: the
+def _success_rate(records: list[Episode], phases: Phases) -> float | None:
+    """SR of the last epoch of `phases` (several test splits pooled: every episode counts once)."""
+    chosen = _last_epoch(records, phases)
+    return float(np.mean([r.success for r in chosen])) if chosen else None
+
+
+def retrieval_cost(records: list[Episode], phases: Phases) -> dict[str, float | None]:
+    """Per episode of the last epoch of `phases`, the mean characters of memory injected and seconds spent retrieving: the
     episode's retrieval plus every step's (retrieval_granularity=step: Turn.retrieval, its latency_s["retrieve"]), each block
     counted once; and the acting prompts' tokens (what the model read, a block repeated in later steps' prompts included:
     None where no server counted them, the synthetic world)."""
-    chosen = [r for r in records if r.phase_name == phase and r.played]
-    if not chosen:
+    episodes = _last_epoch(records, phases)
+    if not episodes:
         return {"injected_chars": None, "retrieve_s": None, "prompt_tokens": None}
-    last = max(r.epoch for r in chosen)
-    episodes = [r for r in chosen if r.epoch == last]
     chars = [r.injected_chars + sum(t.retrieval.injected_chars for t in r.turns if t.retrieval is not None) for r in episodes]
     seconds = [r.latency_s.get("retrieve", 0.0) + sum((t.latency_s or {}).get("retrieve", 0.0) for t in r.turns) for r in episodes]
     tokens = [r.act_usage.prompt_tokens for r in episodes]
@@ -92,11 +102,11 @@ def run_measures(read: RunRecords, kind: str) -> dict[str, float | None]:
     records, items, stored, config = read.episodes, read.items, read.metrics, read.manifest.config
     assert stored is not None  # read complete
     sr = stored.success_rate
-    test = test_split(read.manifest)
+    test = test_splits(read.manifest)
     out: dict[str, float | None] = {
         "final_sr": _last(sr.get("train")),
         "csr": _last(metrics.cumulative_success_rates(records, "train")),
-        "test_sr": _last(sr.get(test)),
+        "test_sr": _success_rate(records, test),
         "test_expected_sr": _mean_p(records, test),
         "final_expected_sr": _mean_p(records, "train"),
     }
@@ -111,7 +121,7 @@ def run_measures(read: RunRecords, kind: str) -> dict[str, float | None]:
         float(np.mean([r.memory_usage.prompt_tokens + r.memory_usage.completion_tokens for r in train])) if train else None
     )
     for name, value in stored.pass_at_k.items():
-        if name.startswith(f"{test}@"):
+        if test and name.startswith(f"{test[0]}@"):  # stored per split: the first test split's
             out["test_pass_at_k"] = value
     # A memory is tested when a training episode injects it (only then does its Q change), so
     # the claim counts training injections, not the any-phase share of metrics.json.

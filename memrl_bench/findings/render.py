@@ -15,6 +15,7 @@ from memrl_bench.core.stats import NOT_MEASURED
 from memrl_bench.findings.claim import Finding, Row
 
 SECTION_TITLE = "Findings on the critique's claims"
+INTERVALS = "Means with 95% t-intervals over task orders (n), or over tasks where a row says it is paired on the task"
 
 
 def _how_to_measure(f: Finding) -> str:
@@ -61,7 +62,7 @@ def render_markdown(found: list[Finding], results_dir: Path) -> str:
         return "\n".join(lines + [f"No complete runs under {markdown_text(results_dir)}."]) + "\n"
     measured = [f for f in found if f.verdict != NOT_MEASURED]
     lines += [
-        f"All numbers: {markdown_text(found[0].section.label)}. Means with 95% t-intervals over task orders (n); runs: "
+        f"All numbers: {markdown_text(found[0].section.label)}. {INTERVALS}; runs: "
         f"{markdown_text(_shown(results_dir))}. Each claim's verdict is that of the row marked (decides); other rows say where their "
         "interval lies.",
         "",
@@ -94,7 +95,7 @@ def render_html(found: list[Finding], results_dir: Path) -> str:
         return parts[0] + f"<p>No complete runs under {esc(str(results_dir))}.</p></section>"
     measured = [f for f in found if f.verdict != NOT_MEASURED]
     parts.append(
-        f"<p><strong>{esc(found[0].section.label)}.</strong> Means with 95% t-intervals over task orders (n). Each claim's verdict is that "
+        f"<p><strong>{esc(found[0].section.label)}.</strong> {esc(INTERVALS)}. Each claim's verdict is that "
         "of the row marked <em>(decides)</em>; other rows say where their interval lies.</p>"
     )
     for i, f in enumerate(measured, 1):

@@ -31,8 +31,9 @@ from memrl_bench.core import interrupts, metrics
 from memrl_bench.core.config import NOT_RESULTS, KeyRole, canonical, keys_with, without
 from memrl_bench.core.records import read_run
 from memrl_bench.core.runfolder import MANIFEST, CorruptRunFolderError
+from memrl_bench.core.schema import Episode
 from memrl_bench.core.stats import Interval, t_interval
-from memrl_bench.findings.measures import last_epoch_outcomes, run_measures, test_split
+from memrl_bench.findings.measures import last_epoch_outcomes, run_measures, test_splits
 from memrl_bench.protocols.retry import kind_suffix
 
 
@@ -106,6 +107,8 @@ class Run:
     train_choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # episode id -> injected item ids
     test_sources: dict[str, frozenset[str]] = field(default_factory=dict)  # test task -> injected source tasks
     test_outcomes: dict[str, float] = field(default_factory=dict)  # test task -> its success in the last test epoch (mean over samples)
+    train_outcomes: dict[str, float] = field(default_factory=dict)  # training task -> its success in the last training epoch
+    train_solved: dict[str, float] = field(default_factory=dict)  # training task -> 1.0 if solved in any training epoch (its CSR)
     top_sources: frozenset[str] = frozenset()  # source tasks of the top-decile memories by value
 
     @property
@@ -173,15 +176,26 @@ def load_run(path: Path) -> Run:
     records = read_run(path, require_complete=True)
     records = replace(records, episodes=[e for e in records.episodes if e.first_attempt])  # retries: their SR@k is metrics' `retries`
     run = Run(path, records.manifest.config, list(records.manifest.labels))
-    test = test_split(records.manifest)
+    test = test_splits(records.manifest)
+    train = metrics.played_train(records.episodes)
     return replace(
         run,
         measures=run_measures(records, run.kind),
-        train_choices={r.episode_id: tuple(u.item_id for u in r.retrieved) for r in metrics.played_train(records.episodes)},
+        train_choices={r.episode_id: tuple(u.item_id for u in r.retrieved) for r in train},
         test_sources=metrics.retrieved_sources(records.episodes, test),
         test_outcomes=last_epoch_outcomes(records.episodes, test),
+        train_outcomes=last_epoch_outcomes(records.episodes, "train"),
+        train_solved=_solved_in_any_epoch(train),
         top_sources=metrics.top_memory_sources(records.episodes, records.items, max(1, len(records.items) // 10)),
     )
+
+
+def _solved_in_any_epoch(train: list[Episode]) -> dict[str, float]:
+    """Training task -> 1.0 if any of its episodes succeeded (the task's share of the CSR), else 0.0."""
+    solved: dict[str, float] = {}
+    for r in train:
+        solved[r.task_id] = max(solved.get(r.task_id, 0.0), float(r.success))
+    return solved
 
 
 def _load_or_why(path: Path) -> Run | str:
@@ -292,19 +306,25 @@ def paired(a: list[Run], b: list[Run], measure: str) -> Interval:
     return t_interval(x[o] - y[o] for o in x if o in y)
 
 
-def task_differences(a: list[Run], b: list[Run]) -> list[float]:
-    """a - b in held-out test success per test task, each arm's success on the task averaged
-    over its runs (task orders, method seeds): the pairs of a comparison on new tasks."""
+def task_differences(a: list[Run], b: list[Run], outcomes: str = "test_outcomes") -> list[float]:
+    """a - b in held-out test success per test task (`outcomes`: or per training task, "train_outcomes" in the last
+    training epoch, "train_solved" in any), each arm's success on the task averaged over its runs (task orders, method
+    seeds): the pairs of a comparison on the tasks."""
 
     def per_task(runs: list[Run]) -> dict[str, float]:
         by: dict[str, list[float]] = defaultdict(list)
         for r in runs:
-            for task, success in r.test_outcomes.items():
+            for task, success in getattr(r, outcomes).items():
                 by[task].append(success)
         return {task: float(np.mean(v)) for task, v in by.items()}
 
     x, y = per_task(a), per_task(b)
     return [x[task] - y[task] for task in sorted(x) if task in y]
+
+
+def one_task_order(study: Study) -> bool:
+    """The study ran one task order: no spread over orders, so its comparisons are paired on the task instead."""
+    return len({r.order_seed for r in study.runs}) < 2
 
 
 def by_method_seed(runs: list[Run], measure: str) -> list[list[float]]:

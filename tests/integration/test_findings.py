@@ -4,6 +4,7 @@ cross-run measures on hand-built runs, the presets, and one tiny end-to-end stud
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -518,13 +519,92 @@ def test_a_comparison_on_new_tasks_pairs_each_test_task_over_the_orders(tmp_path
     assert fd.task_differences(memory, none) == [0.5, 0.5]
 
 
-def test_the_test_split_is_the_one_playing_test():
+def test_the_test_splits_are_those_playing_test_but_out_of_distribution():
     from memrl_bench.core.schema import EnvRecord, ManifestRecord
 
-    manifest = ManifestRecord(
-        config={"method": {"name": "none"}},
-        config_hash="x",
-        env=EnvRecord(name="mmlu", roles={"train": "test", "validation": None, "test": ["validation"]}),
-    )
-    assert fd.test_split(manifest) == "validation"
-    assert fd.test_split(ManifestRecord(config={"method": {"name": "none"}}, config_hash="x")) == "test_in_distribution"
+    def manifest(roles: dict | None) -> ManifestRecord:
+        env = EnvRecord(name="x", roles=roles) if roles else None
+        return ManifestRecord(config={"method": {"name": "none"}}, config_hash="x", env=env)
+
+    assert fd.test_splits(manifest({"train": "test", "validation": None, "test": ["validation"]})) == ("validation",)
+    # LLB-DB's study: both halves of db_val play test, one distribution, pooled
+    assert fd.test_splits(manifest({"train": "train", "validation": None, "test": ["validation", "test"]})) == ("validation", "test")
+    assert fd.test_splits(manifest(None)) == ("test_in_distribution",)  # the default roles: the OOD split is another distribution
+
+
+def test_a_test_sr_pools_every_test_split_and_counts_each_episode_once():
+    from memrl_bench.core.schema import Episode
+    from memrl_bench.findings.measures import last_epoch_outcomes, retrieval_cost
+
+    def episode(split: str, task: str, success: bool, epoch: int = 2) -> Episode:
+        return Episode(
+            episode_id=f"{split}-{task}-{epoch}",
+            task_id=task,
+            split=split,
+            phase="test",
+            epoch=epoch,
+            batch_index=0,
+            order_index=0,
+            success=success,
+            reward=float(success),
+            status="ok",
+            injected_chars=10 * len(task),
+        )
+
+    records = [episode("validation", "a", True), episode("validation", "b", False), episode("test", "c", True), episode("test", "d", True)]
+    records.append(episode("test", "c", False, epoch=1))  # an earlier epoch is not the last
+    assert last_epoch_outcomes(records, ("validation", "test")) == {"a": 1.0, "b": 0.0, "c": 1.0, "d": 1.0}
+    assert last_epoch_outcomes(records, "validation") == {"a": 1.0, "b": 0.0}
+    assert retrieval_cost(records, ("validation", "test"))["injected_chars"] == 10.0
+
+
+def test_a_difference_of_two_task_sets_has_welchs_interval():
+    from scipy.stats import ttest_ind
+
+    from memrl_bench.core.stats import difference_of_means
+
+    a, b = [1, 0, 1, 1, 0, 1, 1], [0, 0, 1, 0, 1, 0]
+    got = difference_of_means(a, b)
+    want = ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert got.mean == pytest.approx(sum(a) / 7 - sum(b) / 6) and got.n == 13
+    assert (got.low, got.high) == (pytest.approx(want.low), pytest.approx(want.high))
+    assert difference_of_means([1], b).low is None and difference_of_means([], b).mean is None
+
+
+def test_a_study_of_one_task_order_and_held_out_runs_only_decides_runtime_learning_on_the_tasks():
+    """The LLB-DB study: one task order, held-out runs whose training phase is runtime learning. Verdicts come from the rows
+    paired on the task (an order-paired interval of one pair has no width)."""
+    from memrl_bench.findings.fairness_claims import runtime_learning, weak_baselines
+
+    train = [f"t{i}" for i in range(10)]
+    test = [f"v{i}" for i in range(12)]
+
+    def arm(method: dict, train_sr: list[int], ever: list[int], test_sr: list[int]) -> Run:
+        measures = {"final_sr": sum(train_sr) / 10, "csr": sum(ever) / 10, "test_sr": sum(test_sr) / 12}
+        return run(
+            0,
+            method=method,
+            measures=measures,
+            train_outcomes=dict(zip(train, map(float, train_sr))),
+            train_solved=dict(zip(train, map(float, ever))),
+            test_outcomes=dict(zip(test, map(float, test_sr))),
+        )
+
+    none = arm({"name": "none"}, [1, 0] * 5, [1, 0] * 5, [1, 0, 0] * 4)
+    # MemRL solves every training task by its last epoch (it learned them) and gains nothing on new tasks
+    memrl = arm({"name": "memrl", "epsilon": 0.0}, [1] * 10, [1] * 10, [1, 0, 0] * 4)
+    study = fd.Study([none, memrl])
+    rows = {r.label: r for r in runtime_learning.measure(study)}
+    decides = rows["memrl ε=0 gap - none gap, outcome T=0, paired on the task within each task set"]
+    assert decides.primary and decides.mean == pytest.approx(0.5) and decides.n == 22 and decides.low > 0
+    assert not rows["memrl ε=0 gap - none gap, outcome T=0"].primary  # one pair: no interval to decide with
+    assert "training phase of the held-out run" in rows["none, outcome T=0: runtime-learning CSR, training phase of the held-out run"].label
+    assert runtime_learning.finding(study, fd.SYNTHETIC).verdict == SUPPORTED
+    weak = {r.label: r for r in weak_baselines.measure(study)}
+    on_tasks = weak["none pass@3 - memrl ε=0 CSR, outcome T=0, paired on the training task"]
+    assert on_tasks.primary and on_tasks.mean == pytest.approx(-0.5) and on_tasks.n == 10
+    # with two task orders the order-paired rows decide, as before, and no task-paired row is added
+    second = [replace(r, config={**r.config, "task_order_seed": 1}) for r in (none, memrl)]
+    study2 = fd.Study([none, memrl, *second])
+    labels = [r.label for r in runtime_learning.measure(study2) if r.primary]
+    assert labels == ["memrl ε=0 gap - none gap, outcome T=0"]
