@@ -67,6 +67,7 @@ class Section:
 
     label: str  # "SYNTHETIC (simulation, not LLM results)", or "REAL MODEL <model> on env <env>"
     synthetic: bool  # a synthetic world: the claims that need ground truth have it
+    study: str | None = None  # the study whose runs these are (the first part of their experiment_name), where known
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,12 @@ INTERVALS = "Means with 95% t-intervals over task orders (n), or over tasks wher
 
 
 def _how_to_measure(f: Finding) -> str:
+    how = _presets_that_measure(f)
+    other_study = not f.section.synthetic and f.section.study and f.section.study != f.study  # another real study's runs (LLB-DB's)
+    return f"not measured by the runs of {f.section.study}; {how}" if other_study and not f.claim.needs_ground_truth else how
+
+
+def _presets_that_measure(f: Finding) -> str:
     if f.claim.needs_ground_truth and not f.section.synthetic:
         return "needs the synthetic env's ground truth (which memories are harmful, their true utility, an oracle); an LLM env has none"
     if not f.presets:

@@ -21,7 +21,8 @@ def real_section(config: dict) -> Section:
     env, llm = config["env"], config.get("llm") or {}
     setting = env.get("subjects") or env.get("game") or env.get("task_types")
     which = f" ({', '.join(setting) if isinstance(setting, list) else setting})" if setting else ""
-    return Section(f"REAL MODEL {llm.get('model') or llm.get('name')} on env {env.get('name')}{which}", synthetic=False)
+    study = str(config.get("experiment_name") or "").split("/")[0] or None
+    return Section(f"REAL MODEL {llm.get('model') or llm.get('name')} on env {env.get('name')}{which}", synthetic=False, study=study)
 
 
 def findings(results_dir: Path, warn: Warn | None = warn_on_stderr, runs: list[Run] | None = None) -> list[Finding]:

@@ -608,3 +608,14 @@ def test_a_study_of_one_task_order_and_held_out_runs_only_decides_runtime_learni
     study2 = fd.Study([none, memrl, *second])
     labels = [r.label for r in runtime_learning.measure(study2) if r.primary]
     assert labels == ["memrl ε=0 gap - none gap, outcome T=0"]
+
+
+def test_an_unmeasured_claim_of_another_real_study_says_whose_runs_these_are():
+    """The LLB-DB study's findings name its own runs before the presets of the study that would measure a claim."""
+    section = fd.Section("REAL MODEL m on env llb_db", synthetic=False, study="llb_db")
+    found = [fd.claim_by_id(i).finding(fd.Study([]), section) for i in ("order_dependence", "good_amplified")]
+    lines = fd.render_markdown(found, Path("results/llb_db")).splitlines()
+    order, amplified = (next(line for line in lines if f.claim.text in line) for f in found)
+    assert "not measured by the runs of llb_db; needs the runs of the presets critique_real_methods" in order
+    assert "llb_db" not in amplified.split(" — ", 1)[1]  # a claim needing ground truth says only that
+    assert fd.real_section({"env": {"name": "llb_db"}, "llm": {"model": "m"}, "experiment_name": "llb_db/greedy"}).study == "llb_db"
