@@ -9,8 +9,8 @@ numbers are MemRL's (arXiv 2601.03192, GPT-4o-mini on LifelongAgentBench-DB): Ta
 CSR), and Table 2, the held-out 30%. Ours: the last training epoch's SR and the CSR over the training epochs on the tasks
 memory is learned from (runtime learning), and the held-out test SR with its 95% interval over the test tasks and the
 difference to no memory paired on the test task. Cost: tokens and calls per episode, injected characters per test
-episode, the share of episodes ending at the step limit, and act seconds per episode over the episodes whose every call
-reached the server (a cache hit costs nothing), with the load they were measured under stated by the study's notes.
+episode and the share of episodes ending at the step limit (seconds: scripts/bench_llb_db_cost.py, on an idle machine;
+an arm replayed from the response cache logs the replay's seconds).
 """
 
 from __future__ import annotations
@@ -20,9 +20,11 @@ import statistics
 import sys
 from pathlib import Path
 
+from memrl_bench.core import metrics
 from memrl_bench.core.records import read_run
 from memrl_bench.core.stats import t_interval
 from memrl_bench.findings import arm_label, test_splits
+from memrl_bench.findings.measures import last_epoch_outcomes
 
 START, END = "<!-- llb-db-paper:start -->", "<!-- llb-db-paper:end -->"
 
@@ -36,6 +38,7 @@ PAPER = {
     "memrl": ("0.960 / 0.972", "0.942"),
 }
 NAMES = {"none": "No memory", "rag": "RAG", "selfrag": "Self-RAG", "mem0": "Mem0", "memp": "MemP"}
+OFFICIAL = "memrl ε=0.01"  # the official LLB preset's arm (conf/memrl_preset/llb_db.yaml)
 
 
 def load(study: Path) -> dict[str, object]:
@@ -50,13 +53,19 @@ def load(study: Path) -> dict[str, object]:
 
 def _order(label: str) -> tuple:
     method = label.split()[0]
-    return (list(PAPER).index(method) if method in PAPER else len(PAPER), label != "memrl ε=0.01", label)
+    return (list(PAPER).index(method) if method in PAPER else len(PAPER), label != OFFICIAL, label)
 
 
 def _test(records) -> dict[str, float]:
-    splits = test_splits(records.manifest)
-    last = max(e.epoch for e in records.episodes if e.phase == "test")
-    return {e.task_id: float(e.success) for e in records.episodes if e.phase == "test" and e.split in splits and e.epoch == last}
+    """Test task -> its success in the last test epoch, every split playing test pooled (as the findings read it)."""
+    return last_epoch_outcomes(records.episodes, test_splits(records.manifest))
+
+
+def _name(label: str) -> str:
+    """How the table names an arm: the paper's names; MemRL by its epsilon, the official preset said."""
+    method = label.split()[0]
+    name = f"MemRL {label.removeprefix('memrl ')}" if method == "memrl" else NAMES.get(method, label)
+    return name + (" (the official LLB preset)" if label == OFFICIAL else "")
 
 
 def paper_table(runs: dict) -> str:
@@ -73,19 +82,13 @@ def paper_table(runs: dict) -> str:
         method = records.manifest.config["method"]["name"]
         paper = PAPER.get(method, ("–", "–")) if method not in shown else ("", "")
         shown.add(method)
-        train = [e for e in records.episodes if e.phase == "train"]
-        epochs = sorted({e.epoch for e in train})
-        last = statistics.fmean(e.success for e in train if e.epoch == epochs[-1])
-        csr = statistics.fmean(max(e.success for e in train if e.task_id == t) for t in {e.task_id for e in train})
+        sr, csr = metrics.success_rates(records.episodes)["train"], metrics.cumulative_success_rates(records.episodes)
+        tasks = len({e.task_id for e in records.episodes if e.phase == "train"})
         test = _test(records)
-        sr = t_interval(test.values())
-        diff = t_interval(test[t] - none[t] for t in test if t in none) if label != "none" else None
-        name = NAMES.get(method, label) + (" (the official LLB preset)" if label == "memrl ε=0.01" else "")
-        if method == "memrl":
-            name = f"MemRL {label.removeprefix('memrl ')}" + (" (the official LLB preset)" if label == "memrl ε=0.01" else "")
+        diff = t_interval(test[t] - none[t] for t in test if t in none).text() if label != "none" else "baseline"
         lines.append(
-            f"| {name} | {paper[0]} | {paper[1]} | {last:.3f} / {csr:.3f} ({len(epochs)} epochs, {len(set(e.task_id for e in train))} "
-            f"tasks) | {sr.text()} | {diff.text() if diff else 'baseline'} |"
+            f"| {_name(label)} | {paper[0]} | {paper[1]} | {sr[max(sr)]:.3f} / {csr[max(csr)]:.3f} ({max(sr)} epochs, {tasks} tasks) "
+            f"| {t_interval(test.values()).text()} | {diff} |"
         )
     for method in PAPER:
         if method not in shown:
@@ -96,21 +99,19 @@ def paper_table(runs: dict) -> str:
 def cost_table(runs: dict) -> str:
     lines = [
         "| arm | episodes | act calls / episode | act prompt tokens / episode (train, test) | completion tokens / episode | memory-call "
-        "tokens / training episode | injected chars / test episode | ended at the step limit | act s / episode, live (n) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "tokens / training episode | injected chars / test episode | ended at the step limit |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label in sorted(runs, key=_order):
         eps = [e for e in runs[label].episodes if e.first_attempt]
         train, test = [e for e in eps if e.phase == "train"], [e for e in eps if e.phase == "test"]
-        live = [e.latency_s.get("act", 0.0) for e in eps if e.act_usage.cache_hits == 0 and e.memory_usage.cache_hits == 0]
         mean = statistics.fmean
-        seconds = f"{statistics.median(live):.1f} ({len(live)})" if live else "– (0)"
         lines.append(
             f"| {label} | {len(eps)} | {mean(e.act_usage.calls for e in eps):.2f} | "
             f"{_prompt_tokens(train):,.0f}, {_prompt_tokens(test):,.0f} | "
             f"{mean(e.act_usage.completion_tokens for e in eps):.0f} | "
             f"{mean(e.memory_usage.prompt_tokens + e.memory_usage.completion_tokens for e in train):,.0f} | "
-            f"{mean(e.injected_chars for e in test):,.0f} | {mean(e.status == 'step_limit' for e in eps):.2f} | {seconds} |"
+            f"{mean(e.injected_chars for e in test):,.0f} | {mean(e.status == 'step_limit' for e in eps):.2f} |"
         )
     return "\n".join(lines)
 

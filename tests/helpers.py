@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import shlex
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -158,3 +159,13 @@ def default_sigint() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def readme_command(text: str, start: str) -> list[str]:
+    """The words of the command in `text` whose line starts with `start`, its backslash-continued lines joined."""
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith(start))
+    command = [lines[first]]
+    while command[-1].endswith("\\"):
+        command.append(lines[first + len(command)])
+    return shlex.split(" ".join(line.rstrip("\\") for line in command))

@@ -533,23 +533,13 @@ def test_the_test_splits_are_those_playing_test_but_out_of_distribution():
 
 
 def test_a_test_sr_pools_every_test_split_and_counts_each_episode_once():
+    from helpers import record
+
     from memrl_bench.core.schema import Episode
     from memrl_bench.findings.measures import last_epoch_outcomes, retrieval_cost
 
     def episode(split: str, task: str, success: bool, epoch: int = 2) -> Episode:
-        return Episode(
-            episode_id=f"{split}-{task}-{epoch}",
-            task_id=task,
-            split=split,
-            phase="test",
-            epoch=epoch,
-            batch_index=0,
-            order_index=0,
-            success=success,
-            reward=float(success),
-            status="ok",
-            injected_chars=10 * len(task),
-        )
+        return record(task, epoch, success, phase="test", split=split, injected_chars=10 * len(task))
 
     records = [episode("validation", "a", True), episode("validation", "b", False), episode("test", "c", True), episode("test", "d", True)]
     records.append(episode("test", "c", False, epoch=1))  # an earlier epoch is not the last

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import readme_command
 
 from memrl_bench.core.schema import strip_measured
 
@@ -114,12 +115,7 @@ def test_the_gpu_command_composes_every_job_of_the_study():
     from memrl_bench.cli.study import study_jobs
     from memrl_bench.core.config import validate_config
 
-    lines = readme().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(GPU_COMMAND_START))
-    command = [lines[start]]
-    while command[-1].endswith("\\"):
-        command.append(lines[start + len(command)])
-    words = shlex.split(" ".join(line.rstrip("\\") for line in command))[1:]
+    words = readme_command(readme(), GPU_COMMAND_START)[1:]
     overrides = [w for w in words if not w.startswith("+experiment=")]
     with composing():
         presets = list(compose(["+experiment=llb_db"]).study.presets)
