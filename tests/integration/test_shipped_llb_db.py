@@ -126,3 +126,14 @@ def test_the_gpu_command_composes_every_job_of_the_study():
             cfg = OmegaConf.to_container(compose(job), resolve=True)
             assert cfg["env"]["name"] == "llb_db" and cfg["llm"]["name"] == "openai" and cfg["protocol"]["max_tasks"]["test"] == 50
             validate_config(cfg)
+
+
+@pytest.mark.slow
+def test_the_readme_report_command_writes_the_report_and_the_viewer(copy):
+    """`memrl-bench-report results/llb_db`, as README gives it, on a copy: the report page and the episode viewer."""
+    assert "\nmemrl-bench-report results/llb_db\n" in readme()
+    result = run_cli(["results/llb_db"], cwd=copy, module="memrl_bench.report")
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = copy / "results" / "llb_db" / "report"
+    assert (report / "episodes" / "index.html").exists()
+    assert "REAL MODEL qwen2.5-coder-1.5b on env llb_db" in (report / "report.html").read_text()
