@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from memrl_bench.core.stats import t_interval, variance_ratio
+from memrl_bench.core.stats import Interval, t_interval, variance_ratio
 from memrl_bench.findings.across_runs import order_counterfactual, order_spread, retrieval_agreement, retrieval_overlap
 from memrl_bench.findings.claim import Row, claim, outcome_temperature, row, text_row
-from memrl_bench.findings.runs import Run, Study, arm_rank, by_method_seed, is_greedy_epsilon_zero, paired, summary
+from memrl_bench.findings.runs import Run, Study, arm_rank, by_method_seed, is_greedy_epsilon_zero, one_task_order, paired, summary
 
 
 def _exploration(arms: dict[str, list[Run]]) -> list[list[Run]]:
@@ -153,8 +153,8 @@ def epoch1_counterfactual(study: Study) -> list[Row | None]:
     id="never_tested",
     text="Most memories are never tested.",
     measurement=(
-        "Share of the final memories never injected in training (a memory's Q changes only when it is injected), against one half. Verdict "
-        "for memrl ε=0 at outcome temperature 0."
+        "Share of the final memories never injected in training (a memory's Q changes only when it is injected), against one half, over "
+        "the task orders, or with one task order over the final memories. Verdict for memrl ε=0 at outcome temperature 0."
     ),
     measured_by=("critique",),
     study_kind="critique",
@@ -162,21 +162,28 @@ def epoch1_counterfactual(study: Study) -> list[Row | None]:
 )
 def never_tested(study: Study) -> list[Row | None]:
     rows: list[Row | None] = []
+    by_memory = one_task_order(study)
     for t in study.temperatures():
         for runs in study.arms("held_out", t).values():
             if runs[0].measures.get("never_retrieved") is not None:
                 primary = t == 0 and is_greedy_epsilon_zero(runs[0].method)
-                rows.append(
-                    row(
-                        f"{runs[0].arm}, {outcome_temperature(t)}: never injected",
-                        summary(runs, "never_retrieved"),
-                        +1,
-                        null=0.5,
-                        primary=primary,
-                    )
-                )
+                label = f"{runs[0].arm}, {outcome_temperature(t)}: never injected"
+                rows.append(row(label, summary(runs, "never_retrieved"), +1, null=0.5, primary=primary and not by_memory))
+                if by_memory:
+                    rows.append(row(f"{label}, over its final memories", _over_memories(runs), +1, null=0.5, primary=primary))
                 rows.append(row(f"{runs[0].arm}, {outcome_temperature(t)}: Gini of injection counts", summary(runs, "gini")))
     return rows
+
+
+def _over_memories(runs: list[Run]) -> Interval:
+    """The share never injected with its interval over the final memories (one per memory: never injected or not), the
+    runs' memories pooled: the spread a study of one task order has."""
+    flags: list[float] = []
+    for r in runs:
+        n = int(r.measures.get("memories") or 0)
+        never = round((r.measures.get("never_retrieved") or 0.0) * n)
+        flags += [1.0] * never + [0.0] * (n - never)
+    return t_interval(flags)
 
 
 @claim(

@@ -127,6 +127,7 @@ def run_measures(read: RunRecords, kind: str) -> dict[str, float | None]:
     # the claim counts training injections, not the any-phase share of metrics.json.
     spread = metrics.injection_spread(records, items, ("train",))
     out["never_retrieved"], out["gini"] = spread["never_retrieved"], spread["gini"]
+    out["memories"] = float(len(items)) if spread["never_retrieved"] is not None else None  # the final memories it is a share of
     lock = metrics.epoch1_lock_in(records, items)
     out["lock_in"], out["lock_in_bank"] = lock["share"], lock["bank_share"]
     out["lock_in_excess"] = lock["share"] - lock["bank_share"] if lock["share"] is not None else None

@@ -609,3 +609,15 @@ def test_an_unmeasured_claim_of_another_real_study_says_whose_runs_these_are():
     assert "not measured by the runs of llb_db; needs the runs of the presets critique_real_methods" in order
     assert "llb_db" not in amplified.split(" — ", 1)[1]  # a claim needing ground truth says only that
     assert fd.real_section({"env": {"name": "llb_db"}, "llm": {"model": "m"}, "experiment_name": "llb_db/greedy"}).study == "llb_db"
+
+
+def test_with_one_task_order_never_tested_decides_over_the_final_memories():
+    """0.3 of 60 memories never injected: below one half with an interval over the memories; the single run's share alone has none."""
+    from memrl_bench.findings.greedy_claims import never_tested
+
+    greedy = run(0, method={"name": "memrl", "epsilon": 0.0}, measures={"never_retrieved": 0.3, "gini": 0.5, "memories": 60.0})
+    rows = {r.label: r for r in never_tested.measure(fd.Study([greedy]))}
+    decides = rows["memrl ε=0, outcome T=0: never injected, over its final memories"]
+    assert decides.primary and decides.n == 60 and decides.mean == pytest.approx(0.3) and decides.high < 0.5
+    assert never_tested.finding(fd.Study([greedy]), fd.SYNTHETIC).verdict == NOT_SUPPORTED
+    assert not rows["memrl ε=0, outcome T=0: never injected"].primary
