@@ -8,6 +8,9 @@ hook remember such an interrupt instead of printing it, and the runner calls
 `raise_if_interrupted` before every batch and before marking a run complete. An interrupt
 that lands inside an asyncio task is raised out of the loop by asyncio itself;
 `close_event_loop` and `quiet_about_interrupted_tasks` keep it from also being printed.
+Nor does a Ctrl-C that lands between a coroutine's creation and its `await` print "coroutine
+... was never awaited": after the first interrupt that warning is ignored (before it, it is
+a bug and still shown).
 
 Nor is a killed process's pool left behind: `die_with_parent`, a pool's initializer, has
 the kernel kill each worker when the process that forked it dies, however it dies (a
@@ -23,6 +26,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from typing import Any
 
 _dropped = threading.Event()
@@ -36,12 +40,20 @@ def _hook(unraisable: Any) -> None:
     _next_hook(unraisable)
 
 
+def _on_sigint(signum: int, frame: Any) -> None:
+    warnings.filterwarnings("ignore", message="coroutine .* was never awaited", category=RuntimeWarning)
+    signal.default_int_handler(signum, frame)
+
+
 def keep_dropped_interrupts() -> None:
-    """Install the hook (once per process; other unraisable errors go to the previous hook)."""
+    """Install the hook and the SIGINT handler (once per process; other unraisable errors go to
+    the previous hook; a SIGINT that is ignored or handled by someone else is left so)."""
     global _next_hook
     if sys.unraisablehook is not _hook:
         _next_hook = sys.unraisablehook
         sys.unraisablehook = _hook
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)
 
 
 def raise_if_interrupted() -> None:

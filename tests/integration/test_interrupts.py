@@ -95,3 +95,34 @@ def test_a_task_left_with_an_interrupt_prints_nothing_when_collected(caplog):
         gc.collect()
     loop.close()
     assert "KeyboardInterrupt" not in caplog.text and "still reported" in caplog.text
+
+
+def test_a_coroutine_an_interrupt_left_unawaited_is_not_reported(recwarn):
+    """A Ctrl-C between a coroutine's creation and its `await` prints no 'never awaited' warning;
+    before any interrupt that warning is a bug and still shown."""
+    import os
+    import signal
+    import warnings
+
+    async def chat():
+        return None
+
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            interrupts.keep_dropped_interrupts()
+            chat()
+            gc.collect()
+            assert [str(w.message) for w in recwarn if "never awaited" in str(w.message)]
+            recwarn.clear()
+            with pytest.raises(KeyboardInterrupt):
+                coroutine = chat()  # noqa: F841 (created, and the interrupt comes before its await)
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(1000):  # the handler runs at the next check between bytecodes
+                    pass
+            del coroutine
+            gc.collect()
+            assert not [str(w.message) for w in recwarn if "never awaited" in str(w.message)]
+    finally:
+        signal.signal(signal.SIGINT, before)
