@@ -12,10 +12,13 @@ for texts that come from a server and are logged or printed.
 How a URL is read: it starts at `scheme://` (Hydra writes `scheme\\://`) and ends at
 whitespace, a quote or the next `scheme://`. Its userinfo is everything up to the LAST
 `@` before the query (`?`) or fragment (`#`), so a password may hold `@ : / % , ;`.
-A query parameter is key-like when its name, split at `_` and `-`, holds one of
-CREDENTIAL_WORDS (api_key, X-Api-Key, access_token, X-Amz-Signature, ...; any case).
-A path holding `@` (http://host/v1/@me) loses the part before it: redaction errs on
-the side of removing too much.
+Its parameters start after `?`, `#`, `;` or `&` (a query, a fragment such as OAuth's
+`#access_token=`, path parameters `/v1;password=`, `;` as a query separator); one is key-like
+when a word of its name (split at `_`, `-`, `.` and camelCase) is one of CREDENTIAL_WORDS or
+ends in one of CREDENTIAL_ENDINGS (api_key, X-Api-Key, accessToken, clientsecret,
+X-Amz-Signature, ...; any case), and its value runs to the next `&` or `#`
+(`;` included: a password may hold one). A path holding `@` (http://host/v1/@me) loses the
+part before it: redaction errs on the side of removing too much.
 """
 
 from __future__ import annotations
@@ -52,7 +55,9 @@ CREDENTIAL_WORDS = frozenset(
         "code",
     }
 )
-_QUERY_PARAM = re.compile(r"(?P<name>[^=&#?\s]+)(?P<eq>\\?=)(?P<value>[^&#]*)")
+_PARAM_START = re.compile(r"[?#;&]")  # a URL's parameter (query, fragment, path parameter) starts after one of these
+_PARAM_NAME = re.compile(r"(?P<name>[^=&;#?/\s]+)\\?=")  # Hydra writes '=' as '\='
+_VALUE_END = re.compile(r"[&#]")
 # the characters Hydra escapes with a backslash in the overrides it writes back (a sweep's jobs)
 _HYDRA_ESCAPED = re.compile(r"([\\()\[\]{}:=,\s])")
 _KEY_LIKE = re.compile(
@@ -69,9 +74,29 @@ SERVER_TEXT_CHARS = 2_000
 _CUT_MARGIN_CHARS = 1_000  # redacted past the cut: longer than any key
 
 
+# ...also as the end of a word run together (accesstoken, clientsecret); not "key" itself (monkey, turkey)
+CREDENTIAL_ENDINGS = ("token", "secret", "password", "passwd", "signature", "credential", "credentials", "apikey", "authkey")
+_WORD_BREAK = re.compile(r"[_\-.]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")  # snake, kebab, camelCase, APIKey
+
+
 def _is_credential(name: str) -> bool:
-    words = re.split(r"[_\-.]+", unquote(name).replace("\\", "").lower())
-    return any(word in CREDENTIAL_WORDS for word in words)
+    words = [word.lower() for word in _WORD_BREAK.split(unquote(name).replace("\\", "")) if word]
+    return any(word in CREDENTIAL_WORDS or word.endswith(CREDENTIAL_ENDINGS) for word in words)
+
+
+def _secret_value_spans(text: str, start: int = 0) -> list[tuple[int, int]]:
+    """(start, end) of the value of every key-like parameter in `text[start:]` (a URL's part after its host)."""
+    spans: list[tuple[int, int]] = []
+    for mark in _PARAM_START.finditer(text, start):
+        if spans and mark.start() < spans[-1][1]:
+            continue  # a ';' inside a value already redacted
+        name = _PARAM_NAME.match(text, mark.end())
+        if name and _is_credential(name.group("name")):
+            end = _VALUE_END.search(text, name.end())
+            span = (name.end(), end.start() if end else len(text))
+            if span[1] > span[0]:
+                spans.append(span)
+    return spans
 
 
 def _url_spans(text: str) -> list[tuple[int, int]]:
@@ -93,24 +118,17 @@ def _split(rest: str) -> tuple[str, str]:
     return (rest[: at + 1], rest[at + 1 :]) if at >= 0 else ("", rest)
 
 
-def _query_secrets(rest: str) -> list[str]:
-    """The values of the key-like query parameters of a URL's remainder (after its userinfo)."""
-    query = rest.partition("?")[2].partition("#")[0]
-    return [m.group("value") for m in _QUERY_PARAM.finditer(query) if m.group("value") and _is_credential(m.group("name"))]
+def _parameter_secrets(rest: str) -> list[str]:
+    """The values of the key-like parameters of a URL's remainder (after its userinfo)."""
+    return [rest[start:end] for start, end in _secret_value_spans(rest)]
 
 
-def _without_query_secrets(rest: str) -> str:
-    head, mark, tail = rest.partition("?")
-    if not mark:
-        return rest
-    query, hash_mark, fragment = tail.partition("#")
-
-    def replace(match: re.Match) -> str:
-        if match.group("value") and _is_credential(match.group("name")):
-            return f"{match.group('name')}{match.group('eq')}{REDACTED}"
-        return match.group(0)
-
-    return f"{head}?{_QUERY_PARAM.sub(replace, query)}{hash_mark}{fragment}"
+def _without_parameter_secrets(rest: str) -> str:
+    out, position = [], 0
+    for start, end in _secret_value_spans(rest):
+        out += [rest[position:start], REDACTED]
+        position = end
+    return "".join(out) + rest[position:]
 
 
 def strip_url_secrets(text: str) -> str:
@@ -118,7 +136,7 @@ def strip_url_secrets(text: str) -> str:
     out, position = [], 0
     for start, end in _url_spans(text):
         _, rest = _split(text[start:end])
-        out += [text[position:start], _without_query_secrets(rest)]
+        out += [text[position:start], _without_parameter_secrets(rest)]
         position = end
     return "".join(out) + text[position:]
 
@@ -152,7 +170,7 @@ def remember_url(text: str) -> None:
             _USERINFOS.update(_variants(userinfo))
             plain = userinfo[:-1].replace("\\:", ":")
             remember_secret(plain.partition(":")[2] or plain)
-        for value in _query_secrets(rest):
+        for value in _parameter_secrets(rest):
             remember_secret(value)
 
 
@@ -201,7 +219,7 @@ def redact_url_value(url: str) -> str:
     hidden = ""
     if "@" in rest:
         hidden, rest = f"{REDACTED}@", rest.rpartition("@")[2]
-    return head + hidden + scrub(_without_query_secrets(rest))
+    return head + hidden + scrub(_without_parameter_secrets(rest))
 
 
 class ScrubFilter(logging.Filter):
@@ -221,11 +239,7 @@ def _argument_secret_spans(arg: str) -> list[tuple[int, int]]:
         host = arg.rfind("@", start) + 1  # 0: no userinfo
         if host > start:
             spans.append((start, host))
-        # parameters start at '?', also at '#' or ';' (a fragment or path parameters: Hydra's lexer quotes them)
-        query = min((i for i in (arg.find(mark, max(start, host)) for mark in "?#;") if i >= 0), default=-1)
-        for match in _QUERY_PARAM.finditer(arg, query + 1) if query >= 0 else ():
-            if match.group("value") and _is_credential(match.group("name")):
-                spans.append((match.start("value"), match.end("value")))
+        spans += _secret_value_spans(arg, max(start, host))  # to the argument's end: Hydra's lexer quotes what ends a URL
     return spans
 
 

@@ -155,6 +155,14 @@ URL_SHAPES = [
     ("query_signature", "http://{h}/v1?sig={c}"),
     ("query_oauth_code", "http://{h}/v1?code={c}"),  # an OAuth authorization code (red team round 2)
     ("userinfo_and_query", "http://user:{c}@{h}/v1?token={c}"),
+    # round 4: camelCase names, ';' as the query separator, a fragment without a query, path parameters
+    ("query_camel_access_token", "http://{h}/v1?accessToken={c}"),
+    ("query_camel_auth_key", "http://{h}/v1?authKey={c}"),
+    ("query_run_together", "http://{h}/v1?clientsecret={c}"),
+    ("query_semicolon_separator", "http://{h}/v1?a=1;api_key={c}"),
+    ("query_value_holding_semicolon", "http://{h}/v1?token=x;{c}&model=m"),
+    ("fragment_token", "http://{h}/v1#access_token={c}"),
+    ("path_parameter", "http://{h}/v1;password={c}"),
 ]
 HOST = "127.0.0.1:8000"
 
