@@ -259,9 +259,9 @@ def judge(reported: bytes, exit_code: int | None, tag: str, expected: int) -> tu
     Passed: the report is there, no error, every test started ended well, as many started as the
     harness counted (`expected`, at least 1), and the program exited 0 right after. Tampering: what
     the runner saw (replaced test machinery, memory scans, frame inspection), fewer or more tests
-    run than written, an exit with status 0 and no report."""
+    run than written, an exit with status 0 and no report, a second report."""
     tampering: set[str] = set()
-    outcome = None
+    outcome, results = None, 0
     for line in reported.decode(errors="replace").splitlines():
         head, _, payload = line.partition(" ")
         kind, _, payload = payload.partition(" ")
@@ -270,6 +270,9 @@ def judge(reported: bytes, exit_code: int | None, tag: str, expected: int) -> tu
         if kind == "tampering":
             tampering.add(payload.strip())
         elif kind == "result":
+            results += 1
+            if results > 1:  # the runner writes one: a second comes from a copy of it the program forked
+                tampering.add("reports_twice")
             try:
                 outcome = json.loads(payload)
             except ValueError:

@@ -6,7 +6,7 @@ tests) was written, and it runs as that program's `__main__`. The program file h
 and no runner, so nothing it can read says what success looks like. Before the program is
 imported the runner:
 
-- reads the number of its report descriptor (a pipe to the harness, apart from the output),
+- reads the number of its report descriptor (a socket to the harness, apart from the output),
   its tag, the program's first line of test code and the task's libraries from its standard
   input (the one line the harness sends; the tag is in no argv, environment or file, and in no
   frame's locals: only in the defaults of its report function), then puts /dev/null there;
@@ -114,6 +114,20 @@ def _memrl_runner() -> None:
 
     report, first_test_line, libs = read_the_harness_line()
     leave = os._exit  # the program may replace os._exit
+    quote = json.encoder.encode_basestring_ascii  # C (_json); the program may replace json's Python functions
+
+    def as_json(value) -> str:
+        """The result as JSON by the runner's own code and C only: json.dumps would run whatever the program put in its place."""
+        if type(value) is int:
+            return int.__repr__(value)
+        if type(value) is str:
+            return quote(value)
+        if type(value) is list:
+            return "[" + ", ".join([as_json(item) for item in value]) + "]"
+        if type(value) is dict:
+            return "{" + ", ".join([quote(key) + ": " + as_json(item) for key, item in dict.items(value)]) + "}"
+        return "null"
+
     libraries = {name for name in libs.split(",") if name and name != "-"}
     # ctypes writes memory and calls C with no audit event (memmove, cast, a Union, a foreign function): it is loaded only where the task's
     # libraries may need it.
@@ -674,7 +688,7 @@ def _memrl_runner() -> None:
     started, good, bad = counts
     report(
         b"result",
-        json.dumps(
+        as_json(
             {
                 "started": started,
                 "good": good,

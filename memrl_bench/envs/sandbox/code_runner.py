@@ -6,6 +6,7 @@ import contextlib
 import ctypes
 import os
 import shlex
+import socket
 import subprocess
 import sys
 import tempfile
@@ -70,15 +71,22 @@ class CodeRunner:
             return self._run(source, [self.python, "program.py"], None, ())
         if "\n" in secret:
             raise ValueError("a launcher's secret is one line")
-        read, write = os.pipe()
-        with os.fdopen(read, "rb") as channel:
+        # A socket, not a pipe: a pipe's write end reopened through /proc/self/fd is its read end, where the program would
+        # read the launcher's lines (its tag) back; a socket cannot be opened there, and the launcher's end reads nothing.
+        ours, theirs = socket.socketpair()
+        with ours:
             try:
-                result = self._run(source, [self.python, "-c", launcher], f"{write} {secret}\n".encode(), (write,))
+                ours.shutdown(socket.SHUT_WR)
+                theirs.shutdown(socket.SHUT_RD)
+                result = self._run(source, [self.python, "-c", launcher], f"{theirs.fileno()} {secret}\n".encode(), (theirs.fileno(),))
             finally:
-                os.close(write)
-            os.set_blocking(read, False)  # what was written is there; a process the run left behind may still hold the pipe
+                theirs.close()
+            ours.setblocking(False)  # what was written is there; a process the run left behind may still hold the socket
+            chunks = []
             with contextlib.suppress(BlockingIOError):
-                result.reported = channel.read() or b""
+                while chunk := ours.recv(1 << 16):
+                    chunks.append(chunk)
+            result.reported = b"".join(chunks)
         return result
 
     def _run(self, source: str, python: list[str], stdin: bytes | None, pass_fds: tuple[int, ...]) -> CommandResult:
