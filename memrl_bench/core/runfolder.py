@@ -9,7 +9,8 @@ of the run's schedule. Memory snapshots carry the sha256 of each of their files
 The manifest carries the size of the run's schedule (`schedule_episodes`) and the sha256
 of all of itself (`manifest_sha256`, over its canonical JSON), checked whenever it is read:
 a label, a split hash or a schedule edited by hand is refused, as an edited config is by
-its config hash. A folder marked COMPLETE is checked against its log, its metrics and its
+its config hash. COMPLETE carries the sha256 of metrics.json, written just before it. A folder
+marked COMPLETE is checked against its log, its metrics (their count and their digest) and its
 final snapshot (`verify_complete`) by the runner and by every reader alike.
 
 One writer: a run holds an exclusive lock on the folder's `.lock` file (flock) for
@@ -46,13 +47,14 @@ METRICS = "metrics.json"
 COMPLETE = "COMPLETE"
 LOCK = ".lock"
 CHECKSUMS = "SHA256SUMS"
+METRICS_DIGEST = "metrics_sha256"  # the line of COMPLETE that holds metrics.json's sha256
 REBUILD_HINT = "delete the folder memory/ and re-run the same command: memory is rebuilt from the episode log"
 FINAL_REBUILD_HINT = (
     f"delete the folder memory/ and the {COMPLETE} file, and re-run the same command: memory is rebuilt from the episode log"
 )
 DIGEST = "manifest_sha256"  # the manifest's own digest, a field of it
 SCHEDULE_EPISODES = "schedule_episodes"  # the episodes of the run's whole schedule, recorded in its manifest
-SEAL_HINT = "if it is as its run wrote it, add the digest with `python scripts/seal_manifests.py FOLDER` (a memrl-bench checkout)"
+SEAL_HINT = "if it is as its run wrote it, add the digest with `python scripts/seal_run_folders.py FOLDER` (a memrl-bench checkout)"
 # What a reader accepts of each kind of file, so a huge or sparse file is one error line, not a MemoryError.
 MAX_SMALL_FILE_BYTES = 16 << 20  # manifest.json, metrics.json, SHA256SUMS, the gold cache: a run writes kilobytes
 MAX_LINE_BYTES = (
@@ -441,6 +443,12 @@ class RunFolder:
             problem = f"{METRICS} is missing or counts other episodes than the log"
         if problem is not None:
             raise CorruptRunFolderError(f"{self.path} is marked {COMPLETE}, but {problem}; delete its {COMPLETE} file to resume the run")
+        problem = self._metrics_problem()
+        if problem is not None:
+            raise CorruptRunFolderError(
+                f"{self.path} is marked {COMPLETE}, but {problem}; delete its {COMPLETE} file to compute the metrics again from the log "
+                f"(the same command), or {SEAL_HINT}"
+            )
         final = self.snapshot_path("final")
         if final is None:
             raise CorruptRunFolderError(
@@ -478,7 +486,7 @@ class RunFolder:
     def verify_snapshot(self, path: Path, hint: str = REBUILD_HINT) -> None:
         """Every file of a snapshot against its SHA256SUMS; CorruptRunFolderError naming the first that differs."""
         sums = path / CHECKSUMS
-        if not sums.is_file():  # a sealed manifest's run writes one with every snapshot (scripts/seal_manifests.py seals no other)
+        if not sums.is_file():  # a sealed manifest's run writes one with every snapshot (scripts/seal_run_folders.py seals no other)
             raise CorruptRunFolderError(f"{sums} is missing: the memory snapshot was damaged or edited; {hint}")
         expected = _read_checksums(sums, hint)
         actual = _digests(path)
@@ -509,7 +517,22 @@ class RunFolder:
             ) from None
 
     def mark_complete(self) -> None:
-        write_text_atomic(self.path / COMPLETE, "complete\n")
+        """Write COMPLETE with the sha256 of metrics.json (written first), which every reader checks."""
+        digest = hashlib.sha256(read_regular(self.path / METRICS, MAX_SMALL_FILE_BYTES)).hexdigest()
+        write_text_atomic(self.path / COMPLETE, f"complete\n{METRICS_DIGEST} {digest}\n")
+
+    def _metrics_problem(self) -> str | None:
+        """What is wrong with metrics.json against the digest COMPLETE records (None: it is as the run wrote it)."""
+        recorded = dict(
+            line.split(" ", 1)
+            for line in read_regular(self.path / COMPLETE, MAX_SMALL_FILE_BYTES).decode(errors="replace").splitlines()
+            if " " in line
+        ).get(METRICS_DIGEST)
+        if recorded is None:
+            return f"its {COMPLETE} records no {METRICS_DIGEST} (written before it did, or the digest was removed)"
+        if recorded != hashlib.sha256(read_regular(self.path / METRICS, MAX_SMALL_FILE_BYTES)).hexdigest():
+            return f"its {METRICS} does not match the {METRICS_DIGEST} its {COMPLETE} records: it was edited by hand or damaged"
+        return None
 
 
 def _logged_by_metrics(metrics: dict) -> int | None:

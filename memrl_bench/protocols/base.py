@@ -239,7 +239,7 @@ class Protocol:
     def schedule_size(self, roles: dict[str, Any], split_sizes: dict[str, int]) -> int:
         """The episodes of the whole schedule, from the roles and split sizes a manifest records (no env:
         the base schedule, as a change of the world (drift) changes no batch's size). Used to seal old
-        run folders' manifests (scripts/seal_manifests.py)."""
+        run folders' manifests (scripts/seal_run_folders.py)."""
         tasks = {split: [Task(id=f"{split}/{i}", split=split, description="") for i in range(n)] for split, n in split_sizes.items()}
         return sum(b.size for b in Protocol.schedule(self, roles, tasks, 0, None))
 

@@ -76,9 +76,10 @@ def test_what_is_written_once_per_run_is_checked_against_its_schema(tmp_path):
 
 
 def test_sealing_a_manifest_written_before_digests_adds_only_what_the_runner_writes(tmp_path):
-    """scripts/seal_manifests.py (the migration of manifests from before digests): a manifest
-    without its digest and schedule size is refused by readers; sealed, it is byte for byte the
-    one the runner writes (the schedule's size computed from its own roles and split sizes)."""
+    """scripts/seal_run_folders.py (the migration of run folders from before digests): a manifest
+    without its digest and schedule size, a COMPLETE without the metrics' digest, are refused by
+    readers; sealed, each is byte for byte what the runner writes (the schedule's size computed
+    from the manifest's own roles and split sizes)."""
     import subprocess
     import sys
     from pathlib import Path
@@ -93,13 +94,19 @@ def test_sealing_a_manifest_written_before_digests_adds_only_what_the_runner_wri
             protocol={"name": "poison", "epochs": 2, "batch_size": 8, "checkpoint_interval_s": 0, "poison_share": 0.25, "poison_epoch": 2}
         ),
     )
-    written = (folder / "manifest.json").read_bytes()
+    written, complete = (folder / "manifest.json").read_bytes(), (folder / "COMPLETE").read_bytes()
     old = {k: v for k, v in json.loads(written).items() if k not in (DIGEST, SCHEDULE_EPISODES)}
     (folder / "manifest.json").write_text(json.dumps(old, indent=1, sort_keys=True))
-    with pytest.raises(CorruptRunFolderError, match="has no manifest_sha256 .*scripts/seal_manifests.py"):
+    with pytest.raises(CorruptRunFolderError, match="has no manifest_sha256 .*scripts/seal_run_folders.py"):
         read_run(folder)
-    seal = [sys.executable, str(root / "scripts" / "seal_manifests.py"), str(tmp_path)]
+    seal = [sys.executable, str(root / "scripts" / "seal_run_folders.py"), str(tmp_path)]
     done = subprocess.run(seal, capture_output=True, text=True, env={"PYTHONPATH": str(root), "PATH": ""})
-    assert done.returncode == 0 and "sealed 1 of 1 manifests" in done.stderr, done.stderr
+    assert done.returncode == 0 and "sealed 1 of 1 manifests and 0 COMPLETE markers" in done.stderr, done.stderr
     assert (folder / "manifest.json").read_bytes() == written
     assert read_run(folder, require_complete=True).complete
+    (folder / "COMPLETE").write_text("complete\n")  # as runs wrote it before it held the metrics' digest
+    with pytest.raises(CorruptRunFolderError, match="records no metrics_sha256 .*scripts/seal_run_folders.py"):
+        read_run(folder)
+    done = subprocess.run(seal, capture_output=True, text=True, env={"PYTHONPATH": str(root), "PATH": ""})
+    assert done.returncode == 0 and "sealed 0 of 1 manifests and 1 COMPLETE markers" in done.stderr, done.stderr
+    assert (folder / "COMPLETE").read_bytes() == complete and read_run(folder, require_complete=True).complete

@@ -68,6 +68,11 @@ def results(tmp_path_factory) -> Path:
     items = [json.loads(line) for line in memory.read_text().splitlines()]
     items[0]["content"] = EDITED_MEMORY
     memory.write_text("".join(json.dumps(item) + "\n" for item in items))
+    metrics = shutil.copytree(good, root / "edited-metrics") / "metrics.json"  # a value changed, the episode count kept
+    edited = json.loads(metrics.read_text())
+    edited["cumulative_success_rate"]["train"]["2"] = EDITED_SR
+    metrics.write_text(json.dumps(edited, indent=1, sort_keys=True))
+    (shutil.copytree(good, root / "unsealed-metrics") / "COMPLETE").write_text("complete\n")  # as runs wrote it before the digest
     (shutil.copytree(good, root / "non-utf8-checksums") / "memory" / "final" / "SHA256SUMS").write_bytes(
         b"\xff\xfe" + (good / "memory" / "final" / "SHA256SUMS").read_bytes()
     )
@@ -75,6 +80,7 @@ def results(tmp_path_factory) -> Path:
 
 
 EDITED_MEMORY = "An edited memory that no episode wrote"
+EDITED_SR = 0.987
 
 
 def _batch(line: str) -> tuple:
@@ -102,6 +108,8 @@ BAD = {
     "unsealed-manifest": "has no manifest_sha256",
     "edited-memory": "memory/final/items.jsonl does not match its checksum",
     "non-utf8-checksums": "memory/final/SHA256SUMS is not UTF-8 text",
+    "edited-metrics": "its metrics.json does not match the metrics_sha256 its COMPLETE records",
+    "unsealed-metrics": "its COMPLETE records no metrics_sha256",
 }
 
 
@@ -131,7 +139,17 @@ def test_edited_split_hash_is_refused(results):
 
 def test_a_manifest_without_its_digest_is_refused_naming_the_migration(results):
     _left_out_once(results, "unsealed-manifest")
-    assert "scripts/seal_manifests.py" in next(line for line in load(results).skipped if "/unsealed-manifest" in line)
+    assert "scripts/seal_run_folders.py" in next(line for line in load(results).skipped if "/unsealed-manifest" in line)
+
+
+def test_edited_metrics_are_refused(results):
+    assert json.loads((results / "edited-metrics" / "metrics.json").read_text())["cumulative_success_rate"]["train"]["2"] == EDITED_SR
+    _left_out_once(results, "edited-metrics")
+
+
+def test_a_complete_marker_without_the_metrics_digest_is_refused_naming_the_migration(results):
+    _left_out_once(results, "unsealed-metrics")
+    assert "scripts/seal_run_folders.py" in next(line for line in load(results).skipped if "/unsealed-metrics" in line)
 
 
 def test_non_utf8_sha256sums_is_one_line(results):

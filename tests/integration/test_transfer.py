@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memrl_bench.core.config import ConfigError, ConfigMismatchError
+from memrl_bench.core.runfolder import RunFolder
 from memrl_bench.core.schema import RetrievedItem, strip_measured
 from memrl_bench.envs.synthetic import SyntheticEnv
 from memrl_bench.protocols import ProtocolViolation, transfer
@@ -123,7 +124,7 @@ def test_an_incomplete_or_damaged_source_is_refused(tmp_path):
     (source / "COMPLETE").unlink()
     with pytest.raises(transfer.TransferViolation, match="not complete"):
         run(transfer_cfg(source), tmp_path / "t0")
-    (source / "COMPLETE").write_text("complete\n")
+    RunFolder(source).mark_complete()
     keys = source / "memory" / "final" / "keys.npy"
     keys.write_bytes(keys.read_bytes()[:-8] + b"\0" * 8)
     with pytest.raises(Exception, match="does not match its checksum"):

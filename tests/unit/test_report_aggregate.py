@@ -98,7 +98,7 @@ def write_run(
         )
     if complete:
         (folder / "metrics.json").write_text(json.dumps({"episodes": len(records)}))
-        (folder / "COMPLETE").write_text("complete\n")
+        RunFolder(folder).mark_complete()
     return folder
 
 
