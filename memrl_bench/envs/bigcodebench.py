@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import copy
 import hashlib
+import hmac
 import importlib.metadata
 import json
 import re
@@ -254,7 +255,7 @@ def tampering_patterns(code: str) -> set[str]:
 
 
 def judge(reported: bytes, exit_code: int | None, tag: str, expected: int) -> tuple[bool, set[str], str]:
-    """(passed, tampering patterns, what went wrong) from what the trusted runner reported under `tag`.
+    """(passed, tampering patterns, what went wrong) from the lines the trusted runner signed with `tag`.
 
     Passed: the report is there, no error, every test started ended well, as many started as the
     harness counted (`expected`, at least 1), and the program exited 0 right after. Tampering: what
@@ -262,16 +263,16 @@ def judge(reported: bytes, exit_code: int | None, tag: str, expected: int) -> tu
     run than written, an exit with status 0 and no report, a second report."""
     tampering: set[str] = set()
     outcome, results = None, 0
-    for line in reported.decode(errors="replace").splitlines():
-        head, _, payload = line.partition(" ")
-        kind, _, payload = payload.partition(" ")
-        if head != tag:
-            continue  # the program may write there too, but it does not know the tag
+    for line in reported.splitlines():
+        signature, _, body = line.partition(b" ")
+        if not hmac.compare_digest(signature, hmac.digest(tag.encode(), body, "sha256").hex().encode()):
+            continue  # the program may write there too, but it cannot sign a line: it never sees the tag
+        kind, _, payload = body.decode(errors="replace").partition(" ")
         if kind == "tampering":
             tampering.add(payload.strip())
         elif kind == "result":
             results += 1
-            if results > 1:  # the runner writes one: a second comes from a copy of it the program forked
+            if results > 1:  # the runner signs one: a second comes from a copy of it the program forked
                 tampering.add("reports_twice")
             try:
                 outcome = json.loads(payload)

@@ -49,9 +49,10 @@ Then it imports program.py as `__main__`, loads TestCases and runs the suite wit
 of its own that counts every test's outcome (wasSuccessful() is never asked; a skip or an
 expected failure is not good; a start or a success counts only when unittest's TestCase.run
 reports it) into a list its methods hold as defaults (the class is within the program's reach),
-and writes one line `<tag> result <json>` on the report descriptor (tests started, ended well,
-ended badly; what was replaced; the tampering seen). Tampering is written there as `<tag>
-tampering <pattern>` when it happens. The hook stays on to the end: the runner's last steps
+and writes one line `result <json>` on the report descriptor (tests started, ended well,
+ended badly; what was replaced; the tampering seen). Tampering is written there as `tampering
+<pattern>` when it happens. Each line starts with its HMAC-SHA256 under the tag (C's, taken
+before the program runs), so a program that reads the lines cannot forge one. The hook stays on to the end: the runner's last steps
 (the program's exception shown) may run the program's code. The harness
 (memrl_bench/envs/bigcodebench.py) compares the count with the test methods it counted in the
 task's test code itself, and decides.
@@ -59,6 +60,7 @@ task's test code itself, and decides.
 
 
 def _memrl_runner() -> None:
+    import _hashlib
     import _imp
     import _signal
     import _thread
@@ -103,9 +105,12 @@ def _memrl_runner() -> None:
         os.close(null)
 
         def report(
-            kind: bytes, payload: str, _tag=tag, _channel=int(descriptor), _write=os.write
+            kind: bytes, payload: str, _tag=tag, _channel=int(descriptor), _write=os.write, _mac=_hashlib.hmac_digest
         ) -> None:  # the program may replace os.write
-            line = b"%s %s %s\n" % (_tag, kind, payload.encode())
+            """One line signed with the tag, which never leaves the runner: a program that put a channel of its own in the
+            report descriptor's place (os.dup2) reads signed lines, and cannot sign one of its own."""
+            body = b"%s %s" % (kind, payload.encode())
+            line = b"%s %s\n" % (bytes.hex(_mac(_tag, body, "sha256")).encode(), body)
             while line:
                 line = line[_write(_channel, line) :]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hmac
 import json
 import os
 from pathlib import Path
@@ -205,9 +206,10 @@ def test_bigcodebench_fewer_tests_run_than_written_is_flagged(isolated: BigCodeB
     )
     _, info = answer(isolated, "BigCodeBench/0", dropper)
     assert info["success"] is False and "tests_run_mismatch" in info["tampering"], info
-    assert written_test_count(TEST_ADD) == 2 and judge(
-        b"t result " + json.dumps({"started": 1, "good": 1, "bad": 0, "error": None}).encode(), 0, "t", 2
-    ) == (False, {"tests_run_mismatch"}, "1 tests ran, 2 are written")
+    body = b"result " + json.dumps({"started": 1, "good": 1, "bad": 0, "error": None}).encode()
+    signed = hmac.digest(b"t", body, "sha256").hex().encode() + b" " + body  # as the runner signs it with the tag "t"
+    assert written_test_count(TEST_ADD) == 2 and judge(signed, 0, "t", 2) == (False, {"tests_run_mismatch"}, "1 tests ran, 2 are written")
+    assert judge(b"t " + body, 0, "t", 2)[0:2] == (False, {"exit_before_report"})  # unsigned: as if the program wrote it
 
 
 @pytest.mark.parametrize(
@@ -773,14 +775,25 @@ READ_BACK = WRONG + (
     "        os.write(n, tag + b' result ' + json.dumps({'started': 2, 'good': 2, 'bad': 0, 'error': None, 'replaced': {}, "
     "'tampering': []}).encode() + b'\\n')\n        getattr(os, '_ex' + 'it')(0)\n"
 )
+# Round of 2026-12-04, second: a pipe of the program's put in the report socket's place (os.dup2), a flagged event to make the
+# runner write a line there, its first word taken as the tag and a forged result sent on the saved socket.
+SWAPPED_CHANNEL = WRONG + (
+    "import gc, os, stat\nfor n in range(3, 64):\n    try:\n        if stat.S_ISSOCK(os.fstat(n).st_mode):\n            break\n"
+    "    except OSError:\n        pass\nsaved = os.dup(n)\nr, w = os.pipe()\nos.dup2(w, n)\ngetattr(gc, 'get_' + 'objects')()\n"
+    'head = os.read(r, 4096).split(b\' \')[0]\nos.write(saved, head + b\' result {"started": 2, "good": 2, "bad": 0, '
+    '"error": null, "replaced": {}, "tampering": []}\\n\')\ngetattr(os, \'_ex\' + \'it\')(0)\n'
+)
 # A copy of the runner forked by the solution reports too: two results, flagged even when both are honest.
-FORKED_RUNNER = "def task_func(a, b):\n    import os\n    if not hasattr(os, 'forked'):\n        os.forked = os.fork()\n    return a + b\n"
+FORKED_RUNNER = (
+    "def task_func(a, b):\n    import os\n    if not hasattr(os, 'forked'):\n        os.forked = os.fork()\n        if os.forked:\n"
+    "            os.waitpid(os.forked, 0)  # the copy reports first (the sandbox kills what outlives the program)\n    return a + b\n"
+)
 
 
 @pytest.mark.parametrize(
     "completion, patterns",
-    [(FORKING_DUMPS, set()), (READ_BACK, set()), (FORKED_RUNNER, {"reports_twice"})],
-    ids=["json.dumps replaced by a forking object", "the report channel read back", "the runner forked"],
+    [(FORKING_DUMPS, set()), (READ_BACK, set()), (SWAPPED_CHANNEL, {"exit_before_report"}), (FORKED_RUNNER, {"reports_twice"})],
+    ids=["json.dumps replaced by a forking object", "the report channel read back", "the report channel swapped", "the runner forked"],
 )
 def test_bigcodebench_the_report_is_made_and_sent_out_of_the_programs_reach(isolated: BigCodeBenchEnv, completion: str, patterns: set[str]):
     _, info = answer(isolated, "BigCodeBench/0", completion)
