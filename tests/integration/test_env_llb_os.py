@@ -205,6 +205,23 @@ def test_llb_os_check_runs_with_host_tools_after_bash_is_replaced(env: LLBOSEnv)
 
 
 @needs_sandbox
+def test_processes_the_episode_left_running_are_stopped_while_the_check_runs():
+    """A process the episode left running cannot act during the check (the independent round of 2026-12-04: one stopped
+    the check's $(...) child and wrote the expected answer into its pipe through /proc/<pid>/fd/1): it is stopped for
+    the check, which still finds it (two LLB-OS checks pgrep a process the task started), and runs again after."""
+    with Sandbox(Limits(timeout_s=20)) as sandbox:
+        sandbox.run(
+            "setsid sleep 1000 >/dev/null 2>&1 < /dev/null & echo $! > /tmp/pids; "
+            "(while :; do sleep 0.01; done) >/dev/null 2>&1 < /dev/null & echo $! >> /tmp/pids"
+        )
+        check = sandbox.check("for p in $(cat /tmp/pids); do ps -o stat= -p $p; done; pgrep -x sleep >/dev/null")
+        after = sandbox.run("ps -o stat= -p $(head -1 /tmp/pids)")
+    states = check.result.output.split()
+    assert check.result.ok and len(states) == 2 and all(state.startswith("T") for state in states), check.result.output
+    assert after.output.strip().startswith("S"), after.output
+
+
+@needs_sandbox
 def test_check_python_starts_no_user_site_and_no_module_of_the_working_folder():
     # Each writes Python code that exits 0 at start-up; the check's one-liner must still run and exit 1.
     setups = {

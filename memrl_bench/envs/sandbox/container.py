@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
+import signal
 import subprocess
 import tempfile
 import time
@@ -34,6 +36,7 @@ from memrl_bench.envs.sandbox.settings import (
     normal_hidden_paths,
 )
 
+_STOP_ROUNDS = 20  # passes over /proc to stop what the episode left running before a check
 # Rights a root shell keeps inside: ownership, permissions and switching users (docker's
 # default set without mknod, raw sockets, chroot and file capabilities).
 _KEPT_CAPABILITIES = "chown,dac_override,fowner,fsetid,kill,setgid,setuid,setpcap,net_bind_service,audit_write"
@@ -216,15 +219,37 @@ class Sandbox:
         changes = system_changes(upper, self.hidden_paths)
         read, write = os.pipe()
         settings = {"fd": write, "workdir": self.workdir, "rules": check_rules()}
+        frozen = self._stop_episode_processes()
         with os.fdopen(read, "rb") as channel:
             try:
                 result = self._run(command, timeout_s, None, CHECK_ENV, settings, (write,))
             finally:
                 os.close(write)
+                for pid in frozen:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGCONT)
             view = channel.read().decode(errors="replace")
         for kind, paths in system_changes(upper, self.hidden_paths).items():
             changes[kind] = list(dict.fromkeys(changes.get(kind, []) + paths))
         return CheckResult(result, {kind: paths[:5] for kind, paths in changes.items()}, view)
+
+    def _stop_episode_processes(self) -> list[int]:
+        """SIGSTOP every process the episode left running in the container (but its first), until none is left running:
+        a stopped process cannot act while the check runs (write into the check's pipes through /proc/<pid>/fd, stop or
+        rewrite its shell), and a check that looks for it (pgrep) still finds it. They get SIGCONT after the check."""
+        namespace = os.stat(f"/proc/{self._init_pid}/ns/pid").st_ino
+        stopped: set[int] = set()
+        for _ in range(_STOP_ROUNDS):  # a process may fork while the others are being stopped
+            found = set()
+            for pid in live_processes():
+                with contextlib.suppress(OSError):
+                    if pid != self._init_pid and pid not in stopped and os.stat(f"/proc/{pid}/ns/pid").st_ino == namespace:
+                        os.kill(pid, signal.SIGSTOP)
+                        found.add(pid)
+            if not found:
+                break
+            stopped |= found
+        return sorted(stopped)
 
     def _run(
         self,
