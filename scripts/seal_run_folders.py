@@ -7,9 +7,9 @@ nothing else changed (the file is written in the runner's format, so a diff show
 `schedule_episodes`, the size of the run's schedule computed from the manifest's own
 protocol, roles and split sizes (as the runner checked a COMPLETE run before the field
 existed), and `manifest_sha256`, the digest readers check (memrl_bench.core.runfolder). Every
-COMPLETE without the sha256 of metrics.json gets it (COMPLETE is written as the runner writes it).
-Seal only folders you trust: the digests say the manifest and the metrics were not edited after
-this moment. A manifest whose config hash does not match its config is refused, as every reader
+COMPLETE without the sha256 of metrics.json and of episodes.jsonl gets them (COMPLETE is
+written as the runner writes it). Seal only folders you trust: the digests say the manifest, the
+metrics and the log were not edited after this moment. A manifest whose config hash does not match its config is refused, as every reader
 refuses it, and so is a run with a memory snapshot written before snapshots carried SHA256SUMS
 (readers refuse a snapshot without one): rebuild its memory first (delete memory/ and COMPLETE,
 and re-run the run's command: memory is rebuilt from the episode log).
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from memrl_bench import protocols
 from memrl_bench.core.config import config_hash, upgrade
-from memrl_bench.core.runfolder import CHECKSUMS, COMPLETE, DIGEST, MANIFEST, METRICS_DIGEST, SCHEDULE_EPISODES, RunFolder, run_folders
+from memrl_bench.core.runfolder import CHECKSUMS, COMPLETE, COMPLETE_DIGESTS, DIGEST, MANIFEST, SCHEDULE_EPISODES, RunFolder, run_folders
 
 
 def seal_manifest(folder: Path) -> bool:
@@ -50,12 +50,12 @@ def seal_manifest(folder: Path) -> bool:
     return True
 
 
-def seal_metrics(folder: Path) -> bool:
-    """Add metrics.json's digest to one run folder's COMPLETE; False if it is not complete or already has one."""
-    complete = folder / COMPLETE
-    if not complete.is_file() or METRICS_DIGEST in complete.read_text():
+def seal_complete(folder: Path) -> bool:
+    """Add the digests of metrics.json and the log to one run folder's COMPLETE; False if it is not complete or has them."""
+    run = RunFolder(folder)
+    if not run.is_complete() or set(COMPLETE_DIGESTS.values()) <= set(run.completion_digests()):
         return False
-    RunFolder(folder).mark_complete()
+    run.mark_complete()
     return True
 
 
@@ -65,8 +65,8 @@ def main() -> int:
     args = parser.parse_args()
     folders = run_folders(args.folder)
     manifests = [f for f in folders if seal_manifest(f)]
-    metrics = [f for f in folders if seal_metrics(f)]
-    print(f"sealed {len(manifests)} of {len(folders)} manifests and {len(metrics)} COMPLETE markers below {args.folder}", file=sys.stderr)
+    completes = [f for f in folders if seal_complete(f)]
+    print(f"sealed {len(manifests)} of {len(folders)} manifests and {len(completes)} COMPLETE markers below {args.folder}", file=sys.stderr)
     return 0
 
 

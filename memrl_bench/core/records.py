@@ -85,7 +85,8 @@ def read_run(path: Path | str, require_complete: bool = False) -> RunRecords:
     Nothing is taken on trust: the manifest is checked against its config hash and its
     digest (RunFolder.read_manifest), and a run marked COMPLETE as the runner checks one
     (RunFolder.verify_complete: a whole log of its schedule's size without duplicate ids,
-    metrics.json counting it, a final snapshot matching its SHA256SUMS), so a damaged run
+    metrics.json counting it, both matching the digests COMPLETE records, a final snapshot
+    matching its SHA256SUMS), so a damaged run
     is refused, never read as whole. A run without COMPLETE still reads (its whole lines
     so far; no final memory) unless `require_complete`. A log that is empty, missing
     beside COMPLETE, or holds an episode id twice (two writers) is refused.
@@ -109,6 +110,7 @@ def read_run(path: Path | str, require_complete: bool = False) -> RunRecords:
         raise CorruptRunFolderError(
             f"{folder.episodes_path} logs {len(twice)} episode ids more than once (e.g. {twice[0]}): two processes wrote this run"
         )
+    episodes = episode_records(raw, folder.episodes_path)  # first: a damaged line is named with its field
     if complete:
         folder.verify_complete(raw_manifest, log)
     raw_metrics = folder.read_metrics()
@@ -117,7 +119,7 @@ def read_run(path: Path | str, require_complete: bool = False) -> RunRecords:
     return RunRecords(
         path=folder.path,
         manifest=manifest,
-        episodes=episode_records(raw, folder.episodes_path),
+        episodes=episodes,
         metrics=metrics,
         items=items,
         complete=complete,

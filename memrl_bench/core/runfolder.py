@@ -9,7 +9,7 @@ of the run's schedule. Memory snapshots carry the sha256 of each of their files
 The manifest carries the size of the run's schedule (`schedule_episodes`) and the sha256
 of all of itself (`manifest_sha256`, over its canonical JSON), checked whenever it is read:
 a label, a split hash or a schedule edited by hand is refused, as an edited config is by
-its config hash. COMPLETE carries the sha256 of metrics.json, written just before it. A folder
+its config hash. COMPLETE carries the sha256 of metrics.json and of the log, written before it. A folder
 marked COMPLETE is checked against its log, its metrics (their count and their digest) and its
 final snapshot (`verify_complete`) by the runner and by every reader alike.
 
@@ -47,7 +47,7 @@ METRICS = "metrics.json"
 COMPLETE = "COMPLETE"
 LOCK = ".lock"
 CHECKSUMS = "SHA256SUMS"
-METRICS_DIGEST = "metrics_sha256"  # the line of COMPLETE that holds metrics.json's sha256
+COMPLETE_DIGESTS = {METRICS: "metrics_sha256", EPISODES: "episodes_sha256"}  # what COMPLETE holds the sha256 of
 REBUILD_HINT = "delete the folder memory/ and re-run the same command: memory is rebuilt from the episode log"
 FINAL_REBUILD_HINT = (
     f"delete the folder memory/ and the {COMPLETE} file, and re-run the same command: memory is rebuilt from the episode log"
@@ -443,11 +443,11 @@ class RunFolder:
             problem = f"{METRICS} is missing or counts other episodes than the log"
         if problem is not None:
             raise CorruptRunFolderError(f"{self.path} is marked {COMPLETE}, but {problem}; delete its {COMPLETE} file to resume the run")
-        problem = self._metrics_problem()
+        problem = self._digest_problem()
         if problem is not None:
             raise CorruptRunFolderError(
-                f"{self.path} is marked {COMPLETE}, but {problem}; delete its {COMPLETE} file to compute the metrics again from the log "
-                f"(the same command), or {SEAL_HINT}"
+                f"{self.path} is marked {COMPLETE}, but {problem}; delete its {COMPLETE} file to check the log and compute the metrics "
+                f"again (the same command), or {SEAL_HINT}"
             )
         final = self.snapshot_path("final")
         if final is None:
@@ -516,22 +516,28 @@ class RunFolder:
                 f"{path} is not valid JSON ({err}); it is written atomically, so it was edited or damaged"
             ) from None
 
-    def mark_complete(self) -> None:
-        """Write COMPLETE with the sha256 of metrics.json (written first), which every reader checks."""
-        digest = hashlib.sha256(read_regular(self.path / METRICS, MAX_SMALL_FILE_BYTES)).hexdigest()
-        write_text_atomic(self.path / COMPLETE, f"complete\n{METRICS_DIGEST} {digest}\n")
+    def _digest(self, name: str) -> str:
+        with open_regular(self.path / name) as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
 
-    def _metrics_problem(self) -> str | None:
-        """What is wrong with metrics.json against the digest COMPLETE records (None: it is as the run wrote it)."""
-        recorded = dict(
-            line.split(" ", 1)
-            for line in read_regular(self.path / COMPLETE, MAX_SMALL_FILE_BYTES).decode(errors="replace").splitlines()
-            if " " in line
-        ).get(METRICS_DIGEST)
-        if recorded is None:
-            return f"its {COMPLETE} records no {METRICS_DIGEST} (written before it did, or the digest was removed)"
-        if recorded != hashlib.sha256(read_regular(self.path / METRICS, MAX_SMALL_FILE_BYTES)).hexdigest():
-            return f"its {METRICS} does not match the {METRICS_DIGEST} its {COMPLETE} records: it was edited by hand or damaged"
+    def mark_complete(self) -> None:
+        """Write COMPLETE with the sha256 of metrics.json and of episodes.jsonl (both written before), which every reader checks."""
+        digests = "".join(f"{key} {self._digest(name)}\n" for name, key in COMPLETE_DIGESTS.items())
+        write_text_atomic(self.path / COMPLETE, f"complete\n{digests}")
+
+    def completion_digests(self) -> dict[str, str]:
+        """The digests COMPLETE records, by their key."""
+        text = read_regular(self.path / COMPLETE, MAX_SMALL_FILE_BYTES).decode(errors="replace")
+        return dict(line.split(" ", 1) for line in text.splitlines() if " " in line)
+
+    def _digest_problem(self) -> str | None:
+        """What is wrong with metrics.json and episodes.jsonl against the digests COMPLETE records (None: as the run wrote them)."""
+        recorded = self.completion_digests()
+        for name, key in COMPLETE_DIGESTS.items():
+            if key not in recorded:
+                return f"its {COMPLETE} records no {key} (written before it did, or the digest was removed)"
+            if recorded[key] != self._digest(name):
+                return f"its {name} does not match the {key} its {COMPLETE} records: it was edited by hand or damaged"
         return None
 
 

@@ -73,6 +73,10 @@ def results(tmp_path_factory) -> Path:
     edited["cumulative_success_rate"]["train"]["2"] = EDITED_SR
     metrics.write_text(json.dumps(edited, indent=1, sort_keys=True))
     (shutil.copytree(good, root / "unsealed-metrics") / "COMPLETE").write_text("complete\n")  # as runs wrote it before the digest
+    forged = [json.loads(line) for line in lines[-10:]]  # retries no schedule counts, each a success
+    forged = [{**r, "episode_id": r["episode_id"] + "-a1", "attempt": 1, "success": True, "reward": 1.0} for r in forged]
+    appended = shutil.copytree(good, root / "appended-retries") / "episodes.jsonl"
+    appended.write_text(appended.read_text() + "".join(json.dumps(r) + "\n" for r in forged))
     (shutil.copytree(good, root / "non-utf8-checksums") / "memory" / "final" / "SHA256SUMS").write_bytes(
         b"\xff\xfe" + (good / "memory" / "final" / "SHA256SUMS").read_bytes()
     )
@@ -110,6 +114,7 @@ BAD = {
     "non-utf8-checksums": "memory/final/SHA256SUMS is not UTF-8 text",
     "edited-metrics": "its metrics.json does not match the metrics_sha256 its COMPLETE records",
     "unsealed-metrics": "its COMPLETE records no metrics_sha256",
+    "appended-retries": "its episodes.jsonl does not match the episodes_sha256 its COMPLETE records",
 }
 
 
@@ -145,6 +150,11 @@ def test_a_manifest_without_its_digest_is_refused_naming_the_migration(results):
 def test_edited_metrics_are_refused(results):
     assert json.loads((results / "edited-metrics" / "metrics.json").read_text())["cumulative_success_rate"]["train"]["2"] == EDITED_SR
     _left_out_once(results, "edited-metrics")
+
+
+def test_lines_appended_to_a_complete_log_are_refused(results):
+    """Lines no schedule counts (retries of other ids, each a success) appended to a complete run's log."""
+    _left_out_once(results, "appended-retries")
 
 
 def test_a_complete_marker_without_the_metrics_digest_is_refused_naming_the_migration(results):
