@@ -14,8 +14,9 @@ whitespace, a quote or the next `scheme://`. Its userinfo is everything up to th
 `@` before the query (`?`) or fragment (`#`), so a password may hold `@ : / % , ;`.
 Its parameters start after `?`, `#`, `;` or `&` (a query, a fragment such as OAuth's
 `#access_token=`, path parameters `/v1;password=`, `;` as a query separator); one is key-like
-when a word of its name (split at `_`, `-`, `.` and camelCase) is one of CREDENTIAL_WORDS or
-ends in one of CREDENTIAL_ENDINGS (api_key, X-Api-Key, accessToken, clientsecret,
+when a word of its name (its letters, split at anything else and at camelCase) is one of
+CREDENTIAL_WORDS, or starts or ends as one of CREDENTIAL_STARTS / CREDENTIAL_ENDINGS (api_key,
+X-Api-Key, accessToken, clientsecret, sessionid, token1, auth[token], api+key,
 X-Amz-Signature, ...; any case), and its value runs to the next `&` or `#`
 (`;` included: a password may hold one). A path holding `@` (http://host/v1/@me) loses the
 part before it: redaction errs on the side of removing too much.
@@ -74,14 +75,16 @@ SERVER_TEXT_CHARS = 2_000
 _CUT_MARGIN_CHARS = 1_000  # redacted past the cut: longer than any key
 
 
-# ...also as the end of a word run together (accesstoken, clientsecret); not "key" itself (monkey, turkey)
+# ...also as the start or the end of a word run together (sessionid, accesstoken, clientsecret); not "key" (monkey, keyword)
+CREDENTIAL_STARTS = ("session", "token", "secret", "passw", "apikey", "authkey")
 CREDENTIAL_ENDINGS = ("token", "secret", "password", "passwd", "signature", "credential", "credentials", "apikey", "authkey")
-_WORD_BREAK = re.compile(r"[_\-.]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")  # snake, kebab, camelCase, APIKey
+# words: letters only (snake, kebab, brackets, digits, '+' and spaces split), camelCase and APIKey split
+_WORD_BREAK = re.compile(r"[^A-Za-z]+|(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
 def _is_credential(name: str) -> bool:
-    words = [word.lower() for word in _WORD_BREAK.split(unquote(name).replace("\\", "")) if word]
-    return any(word in CREDENTIAL_WORDS or word.endswith(CREDENTIAL_ENDINGS) for word in words)
+    words = [word.lower() for word in _WORD_BREAK.split(unquote(name.replace("+", " "))) if word]
+    return any(word in CREDENTIAL_WORDS or word.startswith(CREDENTIAL_STARTS) or word.endswith(CREDENTIAL_ENDINGS) for word in words)
 
 
 def _secret_value_spans(text: str, start: int = 0) -> list[tuple[int, int]]:

@@ -163,6 +163,11 @@ URL_SHAPES = [
     ("query_value_holding_semicolon", "http://{h}/v1?token=x;{c}&model=m"),
     ("fragment_token", "http://{h}/v1#access_token={c}"),
     ("path_parameter", "http://{h}/v1;password={c}"),
+    # the second independent round: run-together, numbered, bracketed and spaced names
+    ("query_session_id", "http://{h}/v1?sessionid={c}"),
+    ("query_numbered", "http://{h}/v1?token1={c}&key2={c}"),
+    ("query_brackets", "http://{h}/v1?auth[token]={c}&access_token[]={c}"),
+    ("query_spaced", "http://{h}/v1?api+key={c}&api%20key={c}"),
 ]
 HOST = "127.0.0.1:8000"
 
