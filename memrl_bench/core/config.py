@@ -295,6 +295,9 @@ def validated(model: type[BaseModel], values: Any, prefix: str) -> BaseModel:
         raise config_error(err, prefix) from None
 
 
+MAX_SECONDS = 86_400.0  # the longest time limit or wait a setting may ask for: a day (Python's waits overflow near 1e10 s)
+
+
 def check_finite(value: Any, dotted: str = "") -> None:
     """No NaN or infinity anywhere in a config: no setting means either."""
     if isinstance(value, float) and not math.isfinite(value):

@@ -43,6 +43,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from memrl_bench import prompts
+from memrl_bench.core.config import MAX_SECONDS
 from memrl_bench.core.schema import Task
 from memrl_bench.envs.base import DataFileError, DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file
 from memrl_bench.envs.gold import GoldFilter, gold_failure
@@ -305,7 +306,7 @@ class BigCodeBenchSettings(SandboxLimits):
     subset: Literal["stdlib", "hard", "full"] = Field("stdlib", description="Which tasks.")
     prompt: Literal["instruct", "complete"] = Field("instruct", description="A description (MemRL's choice) or a signature with docstring.")
     isolation: Literal["sandbox", "process"] = Field("sandbox", description="A container per program, or a bare subprocess.")
-    timeout_s: float = Field(60, gt=0, description="Seconds per test program.")
+    timeout_s: float = Field(60, gt=0, le=MAX_SECONDS, description="Seconds per test program.")
 
 
 class BigCodeBenchEnv(Env):

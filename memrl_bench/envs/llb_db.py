@@ -59,6 +59,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from memrl_bench import prompts
+from memrl_bench.core.config import MAX_SECONDS
 from memrl_bench.core.schema import Task
 from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file
 from memrl_bench.envs.gold import GoldFilter
@@ -234,7 +235,7 @@ class LLBDBRecord(DataRecord):
 
 
 class LLBDBSettings(GoldCheckedSettings):
-    statement_timeout_s: float = Field(5, gt=0, description="A statement is interrupted after this long.")
+    statement_timeout_s: float = Field(5, gt=0, le=MAX_SECONDS, description="A statement is interrupted after this long.")
     max_shown_rows: int = Field(20, ge=1, description="Result rows shown per statement.")
     max_output_chars: int = Field(4000, ge=1, description="Cut-off of one observation.")
     max_answer_rows: int = Field(10_000, ge=1, description="Rows kept from the last query for a COMMIT answer.")

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from memrl_bench import prompts
-from memrl_bench.core.config import ConfigError
+from memrl_bench.core.config import MAX_SECONDS, ConfigError
 from memrl_bench.core.schema import Task
 from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file
 from memrl_bench.envs.gold import GoldFilter, gold_failure
@@ -85,7 +85,7 @@ class LLBOSRecord(DataRecord):
 class LLBOSSettings(SandboxLimits):
     workdir: str = Field("/", min_length=1, description="Working directory of every command.")
     extra_hidden_paths: list[str] = Field(default_factory=list, description="Host folders shown empty inside.")
-    command_timeout_s: float = Field(20, gt=0, description="Seconds per command.")
+    command_timeout_s: float = Field(20, gt=0, le=MAX_SECONDS, description="Seconds per command.")
 
 
 class LLBOSEnv(Env):

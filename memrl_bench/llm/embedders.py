@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from memrl_bench.core.config import InputError, Settings, named_part, validated
+from memrl_bench.core.config import MAX_SECONDS, InputError, Settings, named_part, validated
 from memrl_bench.core.errors import sqlite_errors_as
 from memrl_bench.core.redaction import redact_server_text, strip_url_secrets, url_host
 from memrl_bench.core.vector_index import unit_rows
@@ -51,7 +51,7 @@ class OpenAIEmbedderSettings(EmbedderSettings):
     api_key_env: str = Field("OPENAI_API_KEY", description="The environment variable holding the key.")
     batch_size: int = Field(64, ge=1, description="Texts per request.")
     dim: int | None = Field(None, ge=1, description="null: learned from the first response.")
-    timeout_s: float = Field(60.0, gt=0, description="Seconds per request.")
+    timeout_s: float = Field(60.0, gt=0, le=MAX_SECONDS, description="Seconds per request.")
     cache_path: str | None = Field(None, description="SQLite file caching vectors (null: no cache).")
 
     @field_validator("base_url")

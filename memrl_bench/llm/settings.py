@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from memrl_bench.core.config import Settings
+from memrl_bench.core.config import MAX_SECONDS, Settings
 from memrl_bench.core.redaction import url_host
 
 
@@ -78,10 +78,10 @@ class LLMConfig(GenerationSettings):
     max_concurrency: int = Field(4, ge=1, description="Requests in flight at once.")
     max_consecutive_failures: int = Field(10, ge=1, description="This many failed calls in a row stop the run (LLMOutageError).")
     max_retries: int = Field(4, ge=0, description="Extra attempts after 429 / 5xx / timeouts / connection errors.")
-    timeout_s: float = Field(120.0, gt=0, description="Seconds per attempt.")
-    backoff_base_s: float = Field(0.5, ge=0, description="First backoff, doubled per retry.")
-    backoff_max_s: float = Field(30.0, ge=0, description="Longest backoff.")
-    max_retry_after_s: float = Field(60.0, ge=0, description="A server's Retry-After is honoured up to this.")
+    timeout_s: float = Field(120.0, gt=0, le=MAX_SECONDS, description="Seconds per attempt.")
+    backoff_base_s: float = Field(0.5, ge=0, le=MAX_SECONDS, description="First backoff, doubled per retry.")
+    backoff_max_s: float = Field(30.0, ge=0, le=MAX_SECONDS, description="Longest backoff.")
+    max_retry_after_s: float = Field(60.0, ge=0, le=MAX_SECONDS, description="A server's Retry-After is honoured up to this.")
     retry_seed: int = Field(0, description="Seed of the backoff jitter.")
     cache_mode: Literal["read_write", "read_only", "off"] = Field("off", description="The SQLite response cache.")
     cache_path: str | None = Field(None, description="The cache file (null: the default under MEMRL_BENCH_CACHE).")
@@ -95,7 +95,7 @@ class LLMConfig(GenerationSettings):
         ),
     )
     parallel: int | None = Field(None, ge=1, description="Requests a local server decodes together.")
-    startup_timeout_s: float | None = Field(None, gt=0, description="Seconds a local server may take to start.")
+    startup_timeout_s: float | None = Field(None, gt=0, le=MAX_SECONDS, description="Seconds a local server may take to start.")
 
     @field_validator("base_url")
     @classmethod

@@ -68,6 +68,9 @@ def test_relative_or_missing_workdir_is_refused(tmp_path, workdir, message):
         ("bigcodebench", "env.memory_mb=1", "env.memory_mb: Input should be greater than or equal to 64 (got 1)"),
         ("bigcodebench", "env.max_processes=0", "env.max_processes: Input should be greater than or equal to 8 (got 0)"),
         ("bigcodebench", "env.timeout_s=-1", "env.timeout_s: Input should be greater than 0 (got -1)"),
+        # time limits past a day: every episode ended in an OverflowError and the run completed at 0 (second independent round)
+        ("llb_os", "env.command_timeout_s=1e10", "env.command_timeout_s: Input should be less than or equal to 86400 (got 10000000000.0)"),
+        ("bigcodebench", "env.timeout_s=1e10", "env.timeout_s: Input should be less than or equal to 86400 (got 10000000000.0)"),
     ],
 )
 def test_absurd_sandbox_limits_are_refused(tmp_path, env, setting, message):
