@@ -25,7 +25,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from memrl_bench.cli.hydra_support import add_config_sources, register_resolvers
 from memrl_bench.cli.summary import print_summary
-from memrl_bench.core.config import CONF_DIR, InputError
+from memrl_bench.core.config import CONF_DIR, GROUPS, InputError
 from memrl_bench.core.redaction import ScrubbedStream, hide_url_secrets_from_command_line, redact_server_text, remember_command_line, scrub
 from memrl_bench.core.runfolder import MANIFEST, is_disk_full, write_text_atomic
 from memrl_bench.llm import LLMOutageError
@@ -80,7 +80,19 @@ def _outcome(err: BaseException, run_dir: Path | None = None) -> tuple[str, int]
         return f"error: {where}{err.strerror or err}{hint}", 2
     if isinstance(err, (HydraException, OmegaConfBaseException, yaml.YAMLError)):
         return f"error: {_one_line(err)}", 2
+    if isinstance(err, ValueError) and _raised_in_hydra(err):  # Hydra's own checks of the command line (`env=null`)
+        nulls = [arg for arg in sys.argv[1:] if arg.lstrip("+~").split("=", 1)[0] in GROUPS and arg.endswith(("=null", "=~"))]
+        named = f" ({', '.join(nulls)}: a config group is chosen by its name)" if nulls else ""
+        return f"error: {_one_line(err)}{named}", 2
     return None
+
+
+def _raised_in_hydra(err: BaseException) -> bool:
+    """`err` was raised by Hydra's code (its innermost frame is Hydra's)."""
+    tb = err.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and f"{os.sep}hydra{os.sep}" in tb.tb_frame.f_code.co_filename
 
 
 def _exit(line: str, code: int) -> NoReturn:

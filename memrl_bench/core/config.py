@@ -355,7 +355,7 @@ class RunSettings(Settings):
 
 # ---- checking a run's config ----------------------------------------------------------
 
-_GROUPS = ("env", "method", "llm", "memory_llm", "embedder", "protocol", "actor")
+GROUPS = ("env", "method", "llm", "memory_llm", "embedder", "protocol", "actor")
 NAMED_BY = {"actor": "kind"}  # the key of a group that names its part, when it is not `name`
 
 
@@ -428,7 +428,7 @@ def validate_config(cfg: dict) -> CheckedConfig:
     if unknown:
         raise ConfigError(f"unknown config key {unknown[0]!r}; valid top-level keys: {', '.join(TOP_LEVEL_KEYS[:-1])}")
     check_finite({k: v for k, v in cfg.items() if k != "hydra"})
-    validated(RunSettings, {k: v for k, v in cfg.items() if k not in (*_GROUPS, "hydra")}, "")
+    validated(RunSettings, {k: v for k, v in cfg.items() if k not in (*GROUPS, "hydra")}, "")
     for group in ("env", "method"):
         if not isinstance(cfg.get(group), dict) or not cfg[group].get("name"):
             raise ConfigError(f"{group}.name: missing (choose one with {group}=<name>)")

@@ -94,6 +94,8 @@ CONFIG_INPUTS = [
     ),
     (("llm=openai", "llm.model=m", "llm.base_url='http://user:pa/ss@127.0.0.1:8000/v1'"), "llm.base_url: its host is ambiguous"),
     (("method.epsilon='0.1'",), "method.epsilon: Input should be a valid number (got '0.1')"),
+    (("env=null",), "Config group override must be a string or a list"),  # Hydra's ValueError (second independent round)
+    (("method=null",), "Config group override must be a string or a list"),
     (("method=rag", "method.top_k='3'"), "method.top_k: Input should be a valid integer (got '3')"),
     (("+protocol.max_tasks.train=0",), "protocol.max_tasks: train must be null (all tasks) or >= 1, got 0"),
     (("+protocol.max_tasks.train=-1",), "protocol.max_tasks: train must be null (all tasks) or >= 1, got -1"),
