@@ -16,7 +16,8 @@ imported the runner:
   and pandas' top-level names and the functions of numpy.testing and pandas.testing and of what
   their asserts call, imported first when the tests name numpy or pandas) to check afterwards
   that none was replaced, and unittest's modules in sys.modules, and the signal handlers;
-- installs an audit hook that reports tampering at once, before the call goes on: scanning the
+- installs an audit hook that reports tampering at once and refuses the call (its report may be
+  blinded; a heap scan or a frame would hand the program the tag): scanning the
   heap (gc.get_objects / get_referrers / get_referents, ctypes.string_at, /proc/<pid>/mem, also
   through a link or a descriptor of its folder), a frame taken by code that is neither a
   library's nor the runner's (sys._getframe, a traceback's tb_frame, a generator's gi_frame:
@@ -24,8 +25,7 @@ imported the runner:
   inspect.trace, traceback.walk_tb ...), a trace or profile function (handed every frame),
   replacing the code of a function of unittest, of the runner or of the tests, code compiled
   under the name of a library's file or of program.py, a file written into the libraries'
-  folders (refused), reading the defaults of the runner's functions (refused), C called through
-  ctypes (below);
+  folders, reading the defaults of the runner's functions, C called through ctypes (below);
 - lets ctypes (which writes memory and calls C with no audit event) load only for a task whose
   libraries include it or a third-party library: otherwise the import is refused, and flagged
   when the program asked for it; where ctypes is there, a symbol looked up, a library opened
@@ -110,7 +110,8 @@ def _memrl_runner() -> None:
             """One line signed with the tag, which never leaves the runner: a program that put a channel of its own in the
             report descriptor's place (os.dup2) reads signed lines, and cannot sign one of its own."""
             body = b"%s %s" % (kind, payload.encode())
-            line = b"%s %s\n" % (bytes.hex(_mac(_tag, body, "sha256")).encode(), body)
+            # a line of its own: bytes the program wrote there without a newline do not spoil its signature
+            line = b"\n%s %s\n" % (bytes.hex(_mac(_tag, body, "sha256")).encode(), body)
             while line:
                 line = line[_write(_channel, line) :]
 
@@ -511,6 +512,9 @@ def _memrl_runner() -> None:
             pattern, error = look(event, args, getframe(1))
             if pattern is not None:
                 flag(pattern)
+                # and refused: the flag's line may never reach the harness (a program can blind its channel), so
+                # what was flagged must not go on (a heap scan or a frame would hand the program the tag)
+                error = error or PermissionError(f"{event}: not allowed in a solution ({pattern})")
         finally:
             inside.discard(me)
         if error is not None:
