@@ -205,20 +205,25 @@ def test_llb_os_check_runs_with_host_tools_after_bash_is_replaced(env: LLBOSEnv)
 
 
 @needs_sandbox
-def test_processes_the_episode_left_running_are_stopped_while_the_check_runs():
-    """A process the episode left running cannot act during the check (the independent round of 2026-12-04: one stopped
-    the check's $(...) child and wrote the expected answer into its pipe through /proc/<pid>/fd/1): it is stopped for
-    the check, which still finds it (two LLB-OS checks pgrep a process the task started), and runs again after."""
+def test_processes_the_episode_left_running_are_frozen_while_the_check_runs():
+    """A process the episode left running cannot act during the check (the independent rounds of 2026-12-04: one stopped
+    the check's $(...) child and wrote the expected answer into its pipe through /proc/<pid>/fd/1; stopped with SIGSTOP,
+    one woke itself with timers sending it SIGCONT): it is frozen, SIGCONT wakes it not, the check still finds it (two
+    LLB-OS checks pgrep a process the task started), and it runs again after."""
     with Sandbox(Limits(timeout_s=20)) as sandbox:
         sandbox.run(
-            "setsid sleep 1000 >/dev/null 2>&1 < /dev/null & echo $! > /tmp/pids; "
-            "(while :; do sleep 0.01; done) >/dev/null 2>&1 < /dev/null & echo $! >> /tmp/pids"
+            "(while :; do echo x >> /tmp/ticks; sleep 0.01; done) >/dev/null 2>&1 < /dev/null & echo $! > /tmp/pids; "
+            "setsid sleep 1000 >/dev/null 2>&1 < /dev/null & echo $! >> /tmp/pids; sleep 0.2"
         )
-        check = sandbox.check("for p in $(cat /tmp/pids); do ps -o stat= -p $p; done; pgrep -x sleep >/dev/null")
-        after = sandbox.run("ps -o stat= -p $(head -1 /tmp/pids)")
-    states = check.result.output.split()
-    assert check.result.ok and len(states) == 2 and all(state.startswith("T") for state in states), check.result.output
-    assert after.output.strip().startswith("S"), after.output
+        check = sandbox.check(
+            "a=$(wc -l < /tmp/ticks); kill -CONT $(cat /tmp/pids) $(pgrep -x sleep); sleep 0.3; b=$(wc -l < /tmp/ticks); echo $a $b; "
+            "pgrep -x sleep >/dev/null"
+        )
+        after = sandbox.run("a=$(wc -l < /tmp/ticks); sleep 0.3; b=$(wc -l < /tmp/ticks); echo $a $b")
+    during = check.result.output.split()
+    assert check.result.ok and len(during) == 2 and during[0] == during[1] != "0", check.result.output  # no tick while frozen
+    ticks = after.output.split()
+    assert int(ticks[1]) > int(ticks[0]), after.output  # running again
 
 
 @needs_sandbox

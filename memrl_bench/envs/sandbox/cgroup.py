@@ -1,16 +1,23 @@
-"""The cgroup that caps a sandbox's memory and live processes, and joining it before exec."""
+"""The cgroup that caps a sandbox's memory and live processes (and freezes what an episode left running while its check
+runs), and joining it before exec."""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+FREEZE_ROUNDS = 20  # passes to freeze what the processes forked meanwhile
 
 
 class Cgroup:
     """One cgroup per sandbox capping memory and live processes: v2 if delegated here, else v1."""
 
     def __init__(self, name: str, memory_bytes: int, max_processes: int):
+        self.name = name
         self.dirs: list[Path] = []
+        self._freezer: tuple[Path, str, str, str] | None = None  # made on first use: folder, state file, frozen, thawed
         self.features: list[str] = []
         self.limited: set[str] = set()
         own = self._own_paths()
@@ -94,8 +101,56 @@ class Cgroup:
     def procs_files(self) -> list[str]:
         return [str(d / "cgroup.procs") for d in self.dirs]
 
+    def _make_freezer(self) -> tuple[Path, str, str, str] | None:
+        """A cgroup of this sandbox that freezes what is put in it (v2: a child with cgroup.freeze; v1: the freezer hierarchy)."""
+        v2 = next((d for d in self.dirs if (d / "cgroup.freeze").exists()), None)
+        if v2 is not None:
+            folder, state = v2 / "frozen", ("cgroup.freeze", "1", "0")
+        else:
+            mount = next((point for fstype, point, opts in self._mounts() if fstype == "cgroup" and "freezer" in opts), None)
+            own = self._own_paths().get("freezer")
+            if mount is None or own is None:
+                return None
+            folder, state = Path(mount) / own.lstrip("/") / self.name, ("freezer.state", "FROZEN", "THAWED")
+        try:
+            folder.mkdir(exist_ok=True)
+        except OSError:
+            return None
+        return (folder, *state) if (folder / state[0]).exists() else None
+
+    def freeze(self, processes: Callable[[], set[int]]) -> set[int] | None:
+        """Freeze `processes()` (asked again until no new one appears: one may fork meanwhile) and return them; a
+        frozen process does not run, whatever signal it gets (SIGCONT wakes a stopped one, from its own timers too).
+        None where no freezer is writable."""
+        if self._freezer is None:
+            self._freezer = self._make_freezer()
+        if self._freezer is None:
+            return None
+        folder, state, frozen_value, _ = self._freezer
+        held: set[int] = set()
+        for _ in range(FREEZE_ROUNDS):
+            new = processes() - held
+            if not new and held:
+                break
+            for pid in new:
+                with contextlib.suppress(OSError):  # it ended meanwhile
+                    (folder / "cgroup.procs").write_text(str(pid))
+            held |= new
+            (folder / state).write_text(frozen_value)
+        deadline = time.monotonic() + 5
+        while not _is_frozen(folder, state) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return held
+
+    def thaw(self) -> None:
+        if self._freezer is not None:
+            folder, state, _, thawed_value = self._freezer
+            with contextlib.suppress(OSError):
+                (folder / state).write_text(thawed_value)
+
     def remove(self) -> None:
-        for directory in reversed(self.dirs):
+        self.thaw()
+        for directory in [*([self._freezer[0]] if self._freezer else []), *reversed(self.dirs)]:
             for _ in range(100):  # a killed tree leaves the cgroup a few milliseconds later
                 try:
                     directory.rmdir()
@@ -105,6 +160,12 @@ class Cgroup:
                 except OSError:
                     time.sleep(0.02)
         self.dirs = []
+
+
+def _is_frozen(folder: Path, state: str) -> bool:
+    if state == "cgroup.freeze":  # v2 says so in cgroup.events
+        return "frozen 1" in (folder / "cgroup.events").read_text()
+    return (folder / state).read_text().strip() == "FROZEN"
 
 
 def join_cgroups(procs_files: list[str], argv: list[str]) -> list[str]:

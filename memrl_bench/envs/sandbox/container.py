@@ -219,13 +219,19 @@ class Sandbox:
         changes = system_changes(upper, self.hidden_paths)
         read, write = os.pipe()
         settings = {"fd": write, "workdir": self.workdir, "rules": check_rules()}
-        frozen = self._stop_episode_processes()
+        # What the episode left running cannot act while the check runs (write into the check's pipes through
+        # /proc/<pid>/fd, stop or rewrite its shell): frozen (a cgroup freezer), else stopped; a check that looks for
+        # such a process (pgrep) still finds it, and it runs again after.
+        cgroup: Cgroup = self._state["cgroup"]
+        frozen = cgroup.freeze(self._episode_processes)
+        stopped = self._stop_episode_processes() if frozen is None else []
         with os.fdopen(read, "rb") as channel:
             try:
                 result = self._run(command, timeout_s, None, CHECK_ENV, settings, (write,))
             finally:
                 os.close(write)
-                for pid in frozen:
+                cgroup.thaw()
+                for pid in stopped:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGCONT)
             view = channel.read().decode(errors="replace")
@@ -233,19 +239,25 @@ class Sandbox:
             changes[kind] = list(dict.fromkeys(changes.get(kind, []) + paths))
         return CheckResult(result, {kind: paths[:5] for kind, paths in changes.items()}, view)
 
-    def _stop_episode_processes(self) -> list[int]:
-        """SIGSTOP every process the episode left running in the container (but its first), until none is left running:
-        a stopped process cannot act while the check runs (write into the check's pipes through /proc/<pid>/fd, stop or
-        rewrite its shell), and a check that looks for it (pgrep) still finds it. They get SIGCONT after the check."""
+    def _episode_processes(self) -> set[int]:
+        """Every live process in the container but its first."""
         namespace = os.stat(f"/proc/{self._init_pid}/ns/pid").st_ino
+        found = set()
+        for pid in live_processes():
+            with contextlib.suppress(OSError):
+                if pid != self._init_pid and os.stat(f"/proc/{pid}/ns/pid").st_ino == namespace:
+                    found.add(pid)
+        return found
+
+    def _stop_episode_processes(self) -> list[int]:
+        """Where no cgroup freezer is writable: SIGSTOP every process the episode left running, until none is left running
+        (weaker: a process's own timers can send it SIGCONT)."""
         stopped: set[int] = set()
         for _ in range(_STOP_ROUNDS):  # a process may fork while the others are being stopped
-            found = set()
-            for pid in live_processes():
+            found = self._episode_processes() - stopped
+            for pid in found:
                 with contextlib.suppress(OSError):
-                    if pid != self._init_pid and pid not in stopped and os.stat(f"/proc/{pid}/ns/pid").st_ino == namespace:
-                        os.kill(pid, signal.SIGSTOP)
-                        found.add(pid)
+                    os.kill(pid, signal.SIGSTOP)
             if not found:
                 break
             stopped |= found
