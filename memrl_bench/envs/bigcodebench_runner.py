@@ -6,6 +6,7 @@ tests) was written, and it runs as that program's `__main__`. The program file h
 and no runner, so nothing it can read says what success looks like. Before the program is
 imported the runner:
 
+- makes itself not dumpable (a child process the program starts cannot read its memory);
 - reads the number of its report descriptor (a socket to the harness, apart from the output),
   its tag, the program's first line of test code and the task's libraries from its standard
   input (the one line the harness sends; the tag is in no argv, environment or file, and in no
@@ -118,6 +119,17 @@ def _memrl_runner() -> None:
         os.set_inheritable(int(descriptor), False)  # the program's own processes do not get it
         return report, int(first), libs.decode()
 
+    def not_dumpable() -> None:
+        """PR_SET_DUMPABLE 0 before the tag is read: a child process the program starts (no audit hook there) cannot read
+        this process's memory through /proc/<pid>/mem (the tag is in it). ctypes is dropped again from the module table:
+        whether the program may load it is decided below."""
+        import ctypes
+
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE (linux/prctl.h)
+        for name in [name for name in sys.modules if name == "ctypes" or str.startswith(name, "ctypes.") or name == "_ctypes"]:
+            del sys.modules[name]
+
+    not_dumpable()
     report, first_test_line, libs = read_the_harness_line()
     leave = os._exit  # the program may replace os._exit
     quote = json.encoder.encode_basestring_ascii  # C (_json); the program may replace json's Python functions

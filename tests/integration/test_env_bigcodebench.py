@@ -160,7 +160,11 @@ def test_bigcodebench_program_cannot_read_the_success_marker(data: Path, tmp_pat
         + """
 import os, sys
 seen = open(__file__).read() + open(sys.argv[0]).read() + open("/proc/self/cmdline", "rb").read().decode(errors="replace")
-seen += open("/proc/self/environ", "rb").read().decode(errors="replace") + repr(sys.argv) + repr(dict(os.environ))
+try:
+    seen += open("/proc/self/environ", "rb").read().decode(errors="replace")
+except PermissionError:  # the runner is not dumpable: its /proc files are root's
+    pass
+seen += repr(sys.argv) + repr(dict(os.environ))
 for name in os.listdir("."):
     seen += open(name, errors="replace").read()
 print("SEEN", len(seen), "tag" if "0123456789abcdef" * 2 in seen else "no tag", flush=True)
@@ -799,11 +803,22 @@ STOLEN_TAG = (
 )
 BLINDED_BY_NULL = WRONG + STOLEN_TAG + "forge(lambda n: os.dup2(os.open(os.devnull, os.O_WRONLY), n))\n"
 BLINDED_BY_A_BYTE = WRONG + STOLEN_TAG + "forge(lambda n: os.write(n, b'x'))\n"
+# The fourth independent round: a child process (no audit hook there) read the runner's memory through /proc/<ppid>/mem.
+CHILD_READS_MEMORY = WRONG + (
+    'import subprocess, sys\nchild = \'import os\\ntry:\\n    open("/proc/%d/mem" % os.getppid(), "rb")\\n    print("READ")\\n'
+    'except OSError as e:\\n    print("DENIED", type(e).__name__)\\n\'\n'
+    "print(subprocess.run([sys.executable, '-c', child], capture_output=True, text=True).stdout.strip(), flush=True)\nsys.exit(1)\n"
+)
 # A copy of the runner forked by the solution reports too: two results, flagged even when both are honest.
 FORKED_RUNNER = (
     "def task_func(a, b):\n    import os\n    if not hasattr(os, 'forked'):\n        os.forked = os.fork()\n        if os.forked:\n"
     "            os.waitpid(os.forked, 0)  # the copy reports first (the sandbox kills what outlives the program)\n    return a + b\n"
 )
+
+
+def test_bigcodebench_a_child_process_cannot_read_the_runners_memory(isolated: BigCodeBenchEnv):
+    _, info = answer(isolated, "BigCodeBench/0", CHILD_READS_MEMORY)
+    assert "DENIED PermissionError" in info["detail"] and "READ" not in info["detail"].replace("DENIED", ""), info
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import uuid
 from pathlib import Path
@@ -227,6 +228,21 @@ def test_processes_the_episode_left_running_are_frozen_while_the_check_runs():
 
 
 @needs_sandbox
+def test_a_process_that_keeps_changing_its_pid_is_frozen_too():
+    """The fourth independent round: a daemon that forks and exits on every pass outran a freezer that moved processes
+    into it one pid at a time. Every command of the episode starts in the freezer, so all it forks is there already."""
+    hopper = (
+        "import os, time\nwhile True:\n    if os.fork():\n        os._exit(0)\n    open('/tmp/ticks', 'a').write('x\\n')\n"
+        "    time.sleep(0.002)\n"
+    )
+    with Sandbox(Limits(timeout_s=20)) as sandbox:
+        sandbox.run(f"printf %s {shlex.quote(hopper)} > /tmp/hop.py; python3 /tmp/hop.py >/dev/null 2>&1 < /dev/null & sleep 0.2")
+        check = sandbox.check("a=$(wc -l < /tmp/ticks); sleep 0.3; b=$(wc -l < /tmp/ticks); echo $a $b")
+    during = check.result.output.split()
+    assert check.result.ok and len(during) == 2 and during[0] == during[1] != "0", check.result.output
+
+
+@needs_sandbox
 def test_check_python_starts_no_user_site_and_no_module_of_the_working_folder():
     # Each writes Python code that exits 0 at start-up; the check's one-liner must still run and exit 1.
     setups = {
@@ -309,14 +325,15 @@ def test_llb_os_tools_a_task_adds_are_no_tampering(env: LLBOSEnv):
 
 
 @needs_sandbox
-def test_llb_os_a_command_shadowed_while_the_check_runs_is_flagged(env: LLBOSEnv):
-    # A process the episode left running waits for the check, then puts a fake `stat` before the real one on PATH.
+def test_llb_os_a_process_waiting_for_the_check_cannot_shadow_a_command(env: LLBOSEnv):
+    # A process the episode left running waits for the check, then would put a fake `stat` before the real one on PATH:
+    # frozen while the check runs, it never gets to (before the freezer it did, and the change was flagged).
     daemon = (
         'nohup sh -c \'while ! pgrep -f memrl-check-mark[e]r >/dev/null; do sleep 0.02; done; printf "#!/bin/sh\\necho 600\\n" > '
         "/usr/sbin/stat; chmod +x /usr/sbin/stat' >/dev/null 2>&1 &"
     )
     info = play(env, own_task(": memrl-check-marker; sleep 1; [ $(stat -c %a /etc) = 600 ]"), daemon)
-    assert info["success"] is False and info["status"] == "tampered" and info["tampering"] == ["shadowed_system_command"], info
+    assert info["success"] is False and "tampering" not in info, info
 
 
 @needs_sandbox

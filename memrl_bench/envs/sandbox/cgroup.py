@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
 from pathlib import Path
-
-FREEZE_ROUNDS = 20  # passes to freeze what the processes forked meanwhile
 
 
 class Cgroup:
@@ -17,7 +14,7 @@ class Cgroup:
     def __init__(self, name: str, memory_bytes: int, max_processes: int):
         self.name = name
         self.dirs: list[Path] = []
-        self._freezer: tuple[Path, str, str, str] | None = None  # made on first use: folder, state file, frozen, thawed
+        self._freezer: tuple[Path, str, str, str] | None = None  # folder, state file, frozen value, thawed value
         self.features: list[str] = []
         self.limited: set[str] = set()
         own = self._own_paths()
@@ -42,6 +39,9 @@ class Cgroup:
             if v1_dir and self._write(v1_dir, v1_limits):
                 self.features.append(f"cgroup1 {next(iter(v1_limits))}")
                 self.limited.add(controller)
+        self._freezer = self._make_freezer()
+        if self._freezer is not None:
+            self.features.append(f"{self._freezer[1]} (what the episode leaves running, frozen while its check runs)")
 
     @staticmethod
     def _own_paths() -> dict[str, str]:
@@ -118,29 +118,24 @@ class Cgroup:
             return None
         return (folder, *state) if (folder / state[0]).exists() else None
 
-    def freeze(self, processes: Callable[[], set[int]]) -> set[int] | None:
-        """Freeze `processes()` (asked again until no new one appears: one may fork meanwhile) and return them; a
-        frozen process does not run, whatever signal it gets (SIGCONT wakes a stopped one, from its own timers too).
-        None where no freezer is writable."""
+    def episode_procs_files(self) -> list[str]:
+        """The cgroups an episode's command joins: this sandbox's and its freezer, so that whatever it starts, and whatever
+        that forks, is in the freezer from its first instruction (a check's commands do not join it)."""
+        return self.procs_files() + ([str(self._freezer[0] / "cgroup.procs")] if self._freezer else [])
+
+    def freeze(self) -> bool:
+        """Freeze every process of the episode's commands at once (False where no freezer is writable): a frozen process does
+        not run, whatever signal it gets (SIGCONT wakes a stopped one, from its own timers too), and cannot fork its way out."""
         if self._freezer is None:
-            self._freezer = self._make_freezer()
-        if self._freezer is None:
-            return None
+            return False
         folder, state, frozen_value, _ = self._freezer
-        held: set[int] = set()
-        for _ in range(FREEZE_ROUNDS):
-            new = processes() - held
-            if not new and held:
-                break
-            for pid in new:
-                with contextlib.suppress(OSError):  # it ended meanwhile
-                    (folder / "cgroup.procs").write_text(str(pid))
-            held |= new
-            (folder / state).write_text(frozen_value)
+        (folder / state).write_text(frozen_value)
         deadline = time.monotonic() + 5
-        while not _is_frozen(folder, state) and time.monotonic() < deadline:
-            time.sleep(0.005)
-        return held
+        while not _is_frozen(folder, state):
+            if time.monotonic() > deadline:
+                raise OSError(f"{folder}: the episode's processes did not freeze within 5 s")
+            time.sleep(0.002)
+        return True
 
     def thaw(self) -> None:
         if self._freezer is not None:

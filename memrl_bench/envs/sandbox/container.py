@@ -223,8 +223,7 @@ class Sandbox:
         # /proc/<pid>/fd, stop or rewrite its shell): frozen (a cgroup freezer), else stopped; a check that looks for
         # such a process (pgrep) still finds it, and it runs again after.
         cgroup: Cgroup = self._state["cgroup"]
-        frozen = cgroup.freeze(self._episode_processes)
-        stopped = self._stop_episode_processes() if frozen is None else []
+        stopped = [] if cgroup.freeze() else self._stop_episode_processes()
         with os.fdopen(read, "rb") as channel:
             try:
                 result = self._run(command, timeout_s, None, CHECK_ENV, settings, (write,))
@@ -296,7 +295,7 @@ class Sandbox:
             argv.append(f"--as={self.limits.memory_bytes}")
         argv += ["--", tools["bash"], "-c", command]
         proc = subprocess.Popen(
-            join_cgroups(cgroup.procs_files(), argv),
+            join_cgroups(cgroup.procs_files() if check is not None else cgroup.episode_procs_files(), argv),
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
