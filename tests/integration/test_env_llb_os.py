@@ -228,6 +228,19 @@ def test_processes_the_episode_left_running_are_frozen_while_the_check_runs():
 
 
 @needs_sandbox
+def test_the_check_looks_users_up_with_the_hosts_nsswitch_conf():
+    """The fifth independent round: nsswitch.conf naming a library the episode built (`passwd: /../x files` loads
+    libnss_/../x.so.2) ran its code as root in the check at the first user lookup (`stat -c %U`): a forged pass on a real
+    task. The check reads the host's nsswitch.conf, and the change is flagged."""
+    host = Path("/etc/nsswitch.conf").read_text()
+    with Sandbox(Limits(timeout_s=20)) as sandbox:
+        sandbox.run("printf 'passwd: /../x files\\ngroup: /../x files\\n' > /etc/nsswitch.conf")
+        check = sandbox.check("cat /etc/nsswitch.conf")
+    assert check.result.ok and check.result.output == host, check.result.output
+    assert check.system_changes.get("changed_loader_config") == ["/etc/nsswitch.conf"], check.system_changes
+
+
+@needs_sandbox
 def test_a_process_that_keeps_changing_its_pid_is_frozen_too():
     """The fourth independent round: a daemon that forks and exits on every pass outran a freezer that moved processes
     into it one pid at a time. Every command of the episode starts in the freezer, so all it forks is there already."""

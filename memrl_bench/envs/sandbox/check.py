@@ -32,7 +32,9 @@ class CheckResult:
 # are the tampering patterns of CheckResult.system_changes; the trusted ones are laid over the
 # episode's for the check.
 _SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/alternatives")
-_LOADER_CONFIG = ("/etc/ld.so.preload", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
+# what decides which shared libraries a program loads: the loader's, and NSS's (nsswitch.conf names the libnss_* a user or
+# group lookup loads: `stat %U`, `id`, `ls -l` in a check)
+_LOADER_CONFIG = ("/etc/ld.so.preload", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/nsswitch.conf")
 # Debian's Python configuration: /usr/lib/python3.X/sitecustomize.py links into /etc/python3.X, so a file there runs at every start.
 _PYTHON_CONFIG = "/etc/python3*"
 # where tasks install their own tools (LLB's gold writes /usr/local/bin): new and changed files
@@ -143,8 +145,10 @@ def check_rules() -> dict[str, Any]:
         "loader": list(_LOADER_CONFIG),
         "libraries": list(_LIBRARY_FOLDERS),
         "path": PATH.split(":"),
-        # the host's own folders (merged-/usr hosts: /usr only) and the loader's cache, laid over the episode's
-        "trusted": [path for path in (*roots, "/etc/ld.so.cache") if os.path.exists(path) and not os.path.islink(path)],
+        # the host's own folders (merged-/usr hosts: /usr only), the loader's cache and NSS's configuration, laid over the episode's
+        "trusted": [
+            path for path in (*roots, "/etc/ld.so.cache", "/etc/nsswitch.conf") if os.path.exists(path) and not os.path.islink(path)
+        ],
         "masked": ["/etc/ld.so.preload"],  # no preloaded library in a check
         "links": [[path, os.readlink(path)] for path in roots if os.path.islink(path)],  # /bin -> usr/bin
     }
