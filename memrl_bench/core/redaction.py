@@ -77,7 +77,22 @@ _CUT_MARGIN_CHARS = 1_000  # redacted past the cut: longer than any key
 
 # ...also as the start or the end of a word run together (sessionid, accesstoken, clientsecret); not "key" (monkey, keyword)
 CREDENTIAL_STARTS = ("session", "token", "secret", "passw", "apikey", "authkey")
-CREDENTIAL_ENDINGS = ("token", "secret", "password", "passwd", "signature", "credential", "credentials", "apikey", "authkey")
+CREDENTIAL_ENDINGS = (
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "signature",
+    "credential",
+    "credentials",
+    "apikey",
+    "authkey",
+    "privatekey",
+    "secretkey",
+    "accesskey",
+    "sessionkey",
+    "signingkey",
+)
 # words: letters only (snake, kebab, brackets, digits, '+' and spaces split), camelCase and APIKey split
 _WORD_BREAK = re.compile(r"[^A-Za-z]+|(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 

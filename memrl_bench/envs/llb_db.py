@@ -238,9 +238,11 @@ class LLBDBSettings(GoldCheckedSettings):
     statement_timeout_s: float = Field(5, gt=0, le=MAX_SECONDS, description="A statement is interrupted after this long.")
     max_shown_rows: int = Field(20, ge=1, description="Result rows shown per statement.")
     max_output_chars: int = Field(4000, ge=1, description="Cut-off of one observation.")
-    max_answer_rows: int = Field(10_000, ge=1, description="Rows kept from the last query for a COMMIT answer.")
+    max_answer_rows: int = Field(10_000, ge=1, le=10_000_000, description="Rows kept from the last query for a COMMIT answer.")
     preview_rows: int = Field(5, ge=0, description="Table rows shown in the first observation.")
-    worker_memory_mb: int = Field(512, ge=64, description="Memory cap of the process that runs the SQL (envs/sqlite_worker.py).")
+    worker_memory_mb: int = Field(
+        512, ge=64, le=1 << 20, description="Memory cap of the process that runs the SQL (envs/sqlite_worker.py), at most 1 TiB."
+    )
 
 
 class LLBDBEnv(Env):

@@ -95,6 +95,9 @@ CONFIG_INPUTS = [
     (("llm=openai", "llm.model=m", "llm.base_url='http://user:pa/ss@127.0.0.1:8000/v1'"), "llm.base_url: its host is ambiguous"),
     (("method.epsilon='0.1'",), "method.epsilon: Input should be a valid number (got '0.1')"),
     (("env=null",), "Config group override must be a string or a list"),  # Hydra's ValueError (second independent round)
+    # past what the worker's limits and SQLite's integers hold (sixth independent round: every episode env_error, or a traceback)
+    (("env=llb_db", "env.worker_memory_mb=100000000000000"), "env.worker_memory_mb: Input should be less than or equal to 1048576"),
+    (("env=llb_db", "env.max_answer_rows=100000000000000000000"), "env.max_answer_rows: Input should be less than or equal to 10000000"),
     (("method=null",), "Config group override must be a string or a list"),
     (("method=rag", "method.top_k='3'"), "method.top_k: Input should be a valid integer (got '3')"),
     (("+protocol.max_tasks.train=0",), "protocol.max_tasks: train must be null (all tasks) or >= 1, got 0"),

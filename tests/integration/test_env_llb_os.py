@@ -6,6 +6,7 @@ import json
 import os
 import shlex
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -238,6 +239,16 @@ def test_the_check_looks_users_up_with_the_hosts_nsswitch_conf():
         check = sandbox.check("cat /etc/nsswitch.conf")
     assert check.result.ok and check.result.output == host, check.result.output
     assert check.system_changes.get("changed_loader_config") == ["/etc/nsswitch.conf"], check.system_changes
+
+
+@needs_sandbox
+def test_the_check_tells_the_time_in_the_hosts_zone():
+    """The sixth independent round: /etc/localtime replaced by a zone file weeks off moved the check's `date`, and a file
+    holding the wrong date passed a check comparing with today."""
+    with Sandbox(Limits(timeout_s=20)) as sandbox:
+        sandbox.run("rm -f /etc/localtime && cp /usr/share/zoneinfo/Pacific/Kiritimati /etc/localtime")
+        check = sandbox.check("date +%z")
+    assert check.result.ok and check.result.output.strip() == time.strftime("%z"), check.result.output
 
 
 @needs_sandbox

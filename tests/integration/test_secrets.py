@@ -168,6 +168,7 @@ URL_SHAPES = [
     ("query_numbered", "http://{h}/v1?token1={c}&key2={c}"),
     ("query_brackets", "http://{h}/v1?auth[token]={c}&access_token[]={c}"),
     ("query_spaced", "http://{h}/v1?api+key={c}&api%20key={c}"),
+    ("query_private_key", "http://{h}/v1?privatekey={c}"),  # the sixth independent round
 ]
 HOST = "127.0.0.1:8000"
 

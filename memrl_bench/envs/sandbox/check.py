@@ -47,7 +47,10 @@ _LIBRARY_FOLDERS = ("/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32", "/usr
 _CHECK_PATH = "/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/sbin:/usr/local/bin"
 # A check's environment: its Python starts no user site-packages (usercustomize.py, .pth files) and puts
 # neither the working folder nor a script's folder first on sys.path (a json.py there would shadow json).
-CHECK_ENV = {"PATH": _CHECK_PATH, "PYTHONNOUSERSITE": "1", "PYTHONSAFEPATH": "1"}
+# TZ: the host's zone file (under the host's /usr, laid over the episode's): an /etc/localtime the episode replaced
+# moved `date` by weeks in a check comparing with today (sixth independent round); no LLB-OS task sets the time zone.
+_HOST_ZONE = os.path.realpath("/etc/localtime") if os.path.exists("/etc/localtime") else "/usr/share/zoneinfo/Etc/UTC"
+CHECK_ENV = {"PATH": _CHECK_PATH, "PYTHONNOUSERSITE": "1", "PYTHONSAFEPATH": "1", "TZ": f":{_HOST_ZONE}"}
 # Python start-up files in the users' site-packages (which a command run as a user, sudo's reset environment, would start).
 _USER_SITES = ("/root/.local/lib/python*/site-packages", "/home/*/.local/lib/python*/site-packages")
 
