@@ -217,6 +217,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         runs = read_runs(args.results_dir)
         out = args.out if args.out is not None else args.results_dir / "export"
+        for _, run in runs:  # a file written there would make every reader refuse the run as damaged
+            if out.resolve() == run.path.resolve() or out.resolve().is_relative_to(run.path.resolve() / "memory"):
+                raise ExportInputError(f"{out} is the run folder {run.path} or inside its memory snapshots; choose another --out")
         written = write_table(episodes_frame(runs), out, "episodes")
         if args.retrievals:
             written += write_table(retrievals_frame(runs), out, "retrievals")

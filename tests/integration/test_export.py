@@ -186,3 +186,17 @@ def test_ctrl_c_during_export_or_report_is_one_line_and_exit_130(tmp_path, monke
         "memrl-bench-export: interrupted",
         "memrl-bench-report: interrupted",
     )
+
+
+def test_export_into_a_run_folder_or_its_memory_is_refused(study, capsys):
+    """The sixth independent round: --out RUN/memory/final wrote the tables into the final snapshot, which every reader
+    then refused as damaged. Refused before anything is written; the run reads whole after."""
+    from memrl_bench.core.export import main
+    from memrl_bench.core.records import read_run
+
+    run = next(p.parent for p in sorted(study.rglob("manifest.json")))
+    for out in (run / "memory" / "final", run):
+        with pytest.raises(SystemExit) as stop:
+            main([str(run), "--out", str(out)])
+        assert stop.value.code == 2 and "inside its memory snapshots; choose another --out" in capsys.readouterr().err
+    assert not (run / "memory" / "final" / "episodes.csv").exists() and read_run(run, require_complete=True).complete
