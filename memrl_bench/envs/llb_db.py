@@ -56,7 +56,7 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from memrl_bench import prompts
 from memrl_bench.core.config import MAX_SECONDS
@@ -217,6 +217,16 @@ class _Table(DataRecord):
     name: str
     column_info_list: list[_Column] = Field(min_length=1)
     row_list: list[list[Any]]
+
+    @field_validator("row_list")
+    @classmethod
+    def _sqlite_integers(cls, rows: list[list[Any]]) -> list[list[Any]]:
+        """Integer cells fit SQLite's 64 bits (a larger one ended the run in an OverflowError)."""
+        for row in rows:
+            for cell in row:
+                if isinstance(cell, int) and not -(2**63) <= cell < 2**63:
+                    raise ValueError(f"the integer {cell} does not fit SQLite's 64-bit INTEGER")
+        return rows
 
 
 class _Answer(DataRecord):

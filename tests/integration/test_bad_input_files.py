@@ -232,6 +232,13 @@ DATA_INPUTS = [
         "db_val.json: the task ids (the object's keys) must be integers, got 'first'",
     ),
     ("llb_db", llb_data, "db_train.json", b"  \n", "db_train.json is empty"),
+    (  # a cell past SQLite's 64 bits: an OverflowError traceback before (the sixth independent round)
+        "llb_db",
+        llb_data,
+        "db_train.json",
+        json.dumps({"1": {**LLB_DB_TASK, "table_info": {**LLB_DB_TASK["table_info"], "row_list": [[2**70]]}}}).encode(),
+        "db_train.json: task 1: table_info.row_list: the integer 1180591620717411303424 does not fit SQLite's 64-bit INTEGER",
+    ),
     (
         "llb_db",
         llb_data,
