@@ -516,13 +516,9 @@ class RunFolder:
                 f"{path} is not valid JSON ({err}); it is written atomically, so it was edited or damaged"
             ) from None
 
-    def _digest(self, name: str) -> str:
-        with open_regular(self.path / name) as f:
-            return hashlib.file_digest(f, "sha256").hexdigest()
-
     def mark_complete(self) -> None:
         """Write COMPLETE with the sha256 of metrics.json and of episodes.jsonl (both written before), which every reader checks."""
-        digests = "".join(f"{key} {self._digest(name)}\n" for name, key in COMPLETE_DIGESTS.items())
+        digests = "".join(f"{key} {_sha256(self.path / name)}\n" for name, key in COMPLETE_DIGESTS.items())
         write_text_atomic(self.path / COMPLETE, f"complete\n{digests}")
 
     def completion_digests(self) -> dict[str, str]:
@@ -536,7 +532,7 @@ class RunFolder:
         for name, key in COMPLETE_DIGESTS.items():
             if key not in recorded:
                 return f"its {COMPLETE} records no {key} (written before it did, or the digest was removed)"
-            if recorded[key] != self._digest(name):
+            if recorded[key] != _sha256(self.path / name):
                 return f"its {name} does not match the {key} its {COMPLETE} records: it was edited by hand or damaged"
         return None
 
@@ -582,14 +578,13 @@ def _read_checksums(sums: Path, hint: str) -> dict[str, str]:
 
 def _digests(folder: Path) -> dict[str, str]:
     """sha256 of every file below `folder` (but SHA256SUMS), by relative path, sorted."""
-    out = {}
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != CHECKSUMS):
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                digest.update(chunk)
-        out[path.relative_to(folder).as_posix()] = digest.hexdigest()
-    return out
+    paths = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != CHECKSUMS)
+    return {path.relative_to(folder).as_posix(): _sha256(path) for path in paths}
+
+
+def _sha256(path: Path) -> str:
+    with open_regular(path) as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def is_disk_full(err: OSError) -> bool:
