@@ -10,7 +10,8 @@ them), wherever they appear; `redact_server_text` also removes what looks like a
 for texts that come from a server and are logged or printed.
 
 How a URL is read: it starts at `scheme://` (Hydra writes `scheme\\://`) and ends at
-whitespace, a quote or the next `scheme://`. Its userinfo is everything up to the LAST
+whitespace, a quote, `<`, `>`, a backtick or the next `scheme://` (a server URL holding one is
+refused: `ends_early`). Its userinfo is everything up to the LAST
 `@` before the query (`?`) or fragment (`#`), so a password may hold `@ : / % , ;`.
 Its parameters start after `?`, `#`, `;` or `&` (a query, a fragment such as OAuth's
 `#access_token=`, path parameters `/v1;password=`, `;` as a query separator); one is key-like
@@ -157,6 +158,13 @@ def strip_url_secrets(text: str) -> str:
         out += [text[position:start], _without_parameter_secrets(rest)]
         position = end
     return "".join(out) + text[position:]
+
+
+def ends_early(url: str) -> bool:
+    """Whether `url` holds a character that ends a URL in a text (a space, a quote, `<`, `>`, a backtick):
+    what follows it would not be read as the URL's, so a secret there would not be redacted."""
+    scheme = _SCHEME.match(url)
+    return bool(_URL_END.search(url, scheme.end() if scheme else 0))
 
 
 def url_host(url: str) -> str:

@@ -121,7 +121,9 @@ def read_regular(path: Path, limit: int) -> bytes:
     if it is larger (a sparse file of gigabytes is refused before a byte is read, never loaded whole)."""
     with open_regular(path) as f:
         size = os.fstat(f.fileno()).st_size
-        data = f.read(limit + 1) if size <= limit else b""
+        data = f.read(size + 1) if size <= limit else b""  # read(limit + 1) would allocate the limit's bytes
+        if len(data) > size:  # it grew since the fstat
+            data += f.read(limit + 1 - len(data))
     if size > limit or len(data) > limit:  # the second: it grew since the fstat
         raise FileTooLargeError(
             f"{path} is larger than {limit} bytes ({max(size, len(data))} bytes); a run writes far less, so it was put there by hand or "

@@ -33,12 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrl_bench.core.runfolder import CorruptRunFolderError, UnreadableJSONError, batch_key, parse_json, read_regular
+from memrl_bench.core.runfolder import CorruptRunFolderError, FileTooLargeError, UnreadableJSONError, batch_key, parse_json, read_regular
 
 TRANSCRIPTS = "transcripts.jsonl.gz"
-MAX_TRANSCRIPTS_BYTES = (
-    2 << 30
-)  # read whole to salvage around damage: far past a run's (BENCHMARKS.md, "Transcripts"), short of exhausting memory
+# Read whole to salvage around damage; what it inflates to is held as records: both far past a run's
+# (BENCHMARKS.md, "Transcripts": at most ~32 kB of JSON an episode), short of exhausting memory.
+MAX_TRANSCRIPTS_BYTES = 1 << 30
+MAX_TRANSCRIPT_TEXT_BYTES = 1 << 30  # inflated, the whole file: a 1.6 MB gzip bomb inflates to 1.5 GiB
+_INFLATE_CHUNK_BYTES = 1 << 20
 GZIP_HEADER = b"\x1f\x8b\x08"  # a gzip member's magic and its method (deflate): where a skipped member's successor may start
 
 
@@ -168,16 +170,17 @@ class TranscriptLog:
             return out
         data = read_regular(self.path, MAX_TRANSCRIPTS_BYTES)
         view = memoryview(data)  # members are decoded in place, not copied out
-        start = 0
+        start = inflated = 0
         skipped: list[
             list
         ] = []  # [start, end, whether it decodes without error to the end of the file, what it decodes to] of each stretch skipped
         while start < len(data):
             decoder = zlib.decompressobj(wbits=31)  # one gzip member
             try:
-                text, clean = decoder.decompress(view[start:]), True
+                text, clean = self._inflate(decoder, view[start:], MAX_TRANSCRIPT_TEXT_BYTES - inflated), True
             except zlib.error:
                 text, clean = b"", False
+            inflated += len(text)
             if clean and decoder.eof:
                 self._add_lines(text, out)
                 start = len(data) - len(decoder.unused_data)
@@ -197,6 +200,21 @@ class TranscriptLog:
             out.torn_records = torn.records
         out.damaged_places, out.damaged_bytes = len(skipped), sum(stretch[1] - stretch[0] for stretch in skipped)
         return out
+
+    def _inflate(self, decoder: Any, data: memoryview, budget: int) -> bytes:
+        """What `decoder` inflates `data` to, a chunk at a time, or FileTooLargeError past `budget` bytes."""
+        parts, size, tail = [], 0, data
+        while True:
+            chunk = decoder.decompress(tail, _INFLATE_CHUNK_BYTES)
+            size += len(chunk)
+            if size > budget:
+                raise FileTooLargeError(
+                    f"{self.path}: inflates past {MAX_TRANSCRIPT_TEXT_BYTES:,} bytes (a gzip bomb? no run writes that much)"
+                )
+            parts.append(chunk)
+            tail = decoder.unconsumed_tail
+            if decoder.eof or not (tail or len(chunk) == _INFLATE_CHUNK_BYTES):  # the member's end, or its input used up
+                return b"".join(parts)
 
     @staticmethod
     def _add_lines(text: bytes, out: Salvage) -> None:

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator, model_validator
 
 from memrl_bench.core.config import MAX_SECONDS, Settings
-from memrl_bench.core.redaction import url_host
+from memrl_bench.core.redaction import ends_early, url_host
 
 
 class GenerationSettings(Settings):
@@ -51,6 +51,10 @@ def checked_url(url: str | None) -> str | None:
         raise ValueError(f"the port must be a number in 1-65535{hint}")
     if re.search(r"[\x00-\x1f\x7f]", url):  # the HTTP client refuses it (httpx InvalidURL) at the first request
         raise ValueError("holds a control character (a newline, a tab, ...); percent-encode it")
+    if ends_early(url):  # a password or key after it would be written in the clear
+        raise ValueError(
+            "holds a space, a quote, '<', '>' or a backtick, which end a URL for redaction; percent-encode it (%20, %27, %22, ...)"
+        )
     return url
 
 

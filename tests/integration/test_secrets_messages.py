@@ -52,6 +52,41 @@ def test_a_malformed_url_is_refused_without_echoing_its_password(group: str, url
     assert CANARY not in str(refused.value) and "[redacted]@127.0.0.1:" in str(refused.value), refused.value
 
 
+# A quote is legal in a query, but it ends a URL in a text (a quoted override closes with it): a
+# key's value after it was written in the clear (the sixth independent round: `?password=ab'...`).
+ENDS_EARLY = {
+    "quote_in_key": f"http://127.0.0.1:8000/v1?password=ab'{CANARY}",
+    "double_quote_in_key": f'http://127.0.0.1:8000/v1?api_key=ab"{CANARY}',
+    "backtick_in_key": f"http://127.0.0.1:8000/v1?token=ab`{CANARY}",
+    "angle_in_key": f"http://127.0.0.1:8000/v1?secret=ab<{CANARY}",
+    "quote_in_path": f"http://127.0.0.1:8000/v1'{CANARY}",
+}
+
+
+@pytest.mark.parametrize("url", ENDS_EARLY.values(), ids=ENDS_EARLY.keys())
+@pytest.mark.parametrize("group", ["llm", "embedder"])
+def test_a_url_holding_what_ends_a_url_in_a_text_is_refused_without_echoing_it(group: str, url: str):
+    model, values = (
+        (LLMConfig, {"name": "openai", "model": "m"}) if group == "llm" else (OpenAIEmbedder.Settings, {"name": "openai", "model": "e"})
+    )
+    with pytest.raises(ConfigError, match=f"^{group}.base_url: holds a space, a quote") as refused:
+        validated(model, {**values, "base_url": url}, group)
+    assert "percent-encode" in str(refused.value) and ("?" not in url or CANARY not in str(refused.value)), refused.value
+
+
+def test_a_quote_in_a_url_key_on_the_command_line_is_one_line_without_the_key(tmp_path):
+    """Before (the sixth independent round): exit 0, the part after the quote in manifest.json, the Hydra files and episodes' error."""
+    out = memrl_bench(
+        f"results_dir={tmp_path / 'results'}", "llm=openai", "llm.model=m", f'llm.base_url="http://127.0.0.1:8000/v1?password=ab\'{CANARY}"'
+    )
+    assert (
+        out.returncode == 2
+        and out.stderr.startswith("memrl-bench: error: llm.base_url: holds a space, a quote")
+        and len(out.stderr.splitlines()) == 1
+    ), out.stderr
+    assert CANARY not in out.stdout + out.stderr and not (tmp_path / "results").exists()
+
+
 def test_a_malformed_url_on_the_command_line_is_one_line_without_its_password(tmp_path):
     out = memrl_bench(
         f"results_dir={tmp_path / 'results'}", "llm=openai", "llm.model=m", f"llm.base_url='http://u:a?{CANARY}@127.0.0.1:8000/v1'"

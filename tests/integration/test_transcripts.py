@@ -7,7 +7,11 @@ import gzip
 import zlib
 from pathlib import Path
 
-from memrl_bench.core.transcripts import TranscriptLog, transcript_record
+import pytest
+
+from memrl_bench.core import transcripts
+from memrl_bench.core.runfolder import FileTooLargeError
+from memrl_bench.core.transcripts import MAX_TRANSCRIPTS_BYTES, TranscriptLog, transcript_record
 from memrl_bench.runner.loop import run
 from tests.helpers import config, crash_in_learn
 
@@ -245,4 +249,43 @@ def test_a_transcripts_file_past_its_cap_is_never_read_and_reads_as_no_records_w
     os.truncate(log.path, 20 << 30)
     assert log.read() == []
     warning = capsys.readouterr().err.strip()
-    assert warning.count("\n") == 0 and f"{log.path} is larger than 2147483648 bytes (21474836480 bytes)" in warning, warning
+    assert warning.count("\n") == 0 and f"{log.path} is larger than {MAX_TRANSCRIPTS_BYTES} bytes (21474836480 bytes)" in warning, warning
+
+
+def _bomb(inflated_bytes: int) -> bytes:
+    """One gzip member: a record whose text is `inflated_bytes` of zeros (about 1,000 times smaller compressed)."""
+    packer, piece = zlib.compressobj(9, zlib.DEFLATED, 31), b"0" * (1 << 20)
+    body = packer.compress(b'{"episode_id": "bomb", "pad": "')
+    body += b"".join(packer.compress(piece) for _ in range(inflated_bytes >> 20))
+    return body + packer.compress(b'"}\n') + packer.flush()
+
+
+def test_a_transcripts_gzip_bomb_is_refused_once_it_inflates_past_the_cap(tmp_path, monkeypatch, capsys):
+    """Before (the sixth independent round): a 1.6 MB file inflating to 1.5 GiB was inflated whole; the report reached 3.3 GB."""
+    import tracemalloc
+
+    monkeypatch.setattr(transcripts, "MAX_TRANSCRIPT_TEXT_BYTES", 16 << 20)
+    log = TranscriptLog(tmp_path)
+    log.append([record("a")])
+    with open(log.path, "ab") as f:
+        f.write(_bomb(256 << 20))  # 16 times the cap, 250 kB on disk
+    tracemalloc.start()
+    try:
+        assert log.read() == []
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    warning = capsys.readouterr().err.strip()
+    assert warning.count("\n") == 0 and "inflates past 16,777,216 bytes" in warning and "read without its transcripts" in warning, warning
+    assert peak < 3 * (16 << 20), peak  # inflated a chunk at a time, not whole
+    with pytest.raises(FileTooLargeError, match="inflates past"):  # a resume is refused (one line), nothing cut
+        log.keep_only([record("a")])
+
+
+def test_records_longer_than_an_inflated_chunk_read_whole(tmp_path):
+    log = TranscriptLog(tmp_path)
+    long = record("a")
+    long["acting"][0]["completion"] = "x" * (3 * transcripts._INFLATE_CHUNK_BYTES + 17)
+    log.append([long, record("b")])
+    log.append([record("c")])
+    assert [r["episode_id"] for r in log.read()] == ["a", "b", "c"] and log.read()[0] == long
