@@ -48,9 +48,10 @@ but the program's holds a function of the solution's code (a library's function 
 
 Then it imports program.py as `__main__`, loads TestCases and runs the suite with a result class
 of its own that counts every test's outcome (wasSuccessful() is never asked; a skip or an
-expected failure is not good; a start or a success counts only when unittest's TestCase.run
-reports it) into a list its methods hold as defaults (the class is within the program's reach),
-and writes one line `result <json>` on the report descriptor (tests started, ended well,
+expected failure is not good, nor unittest's own _ShouldStop raised in a test, which unittest
+swallows; a start or a success counts only when unittest's TestCase.run reports it) into a
+list its methods hold as defaults (the class is within the program's reach), and writes one
+line `result <json>` on the report descriptor (tests started, ended well,
 ended badly; what was replaced; the tampering seen). Tampering is written there as `tampering
 <pattern>` when it happens. Each line starts with its HMAC-SHA256 under the tag (C's, taken
 before the program runs), so a program that reads the lines cannot forge one. The hook stays on to the end: the runner's last steps
@@ -66,6 +67,7 @@ def _memrl_runner() -> None:
     import _signal
     import _thread
     import builtins
+    import contextlib
     import importlib
     import importlib.util
     import io
@@ -163,6 +165,20 @@ def _memrl_runner() -> None:
             function = value.__func__ if type(value) in (staticmethod, classmethod) else value
             if type(function) is types.FunctionType:
                 codes[id(function)] = (function, function.__code__)
+
+    # unittest swallows its own _ShouldStop (a failfast run's signal to stop) and leaves the test passing. No task runs
+    # failfast or expects a failure, so one raised while a test runs is the program's: the test ends badly, flagged.
+    # Replaced before the watch below, which then guards the replacement.
+    @contextlib.contextmanager
+    def test_part_executor(self, test_case, subTest=False, _inner=unittest.case._Outcome.testPartExecutor, _stop=unittest.case._ShouldStop):
+        with _inner(self, test_case, subTest):
+            try:
+                yield
+            except _stop:
+                flag("stops_unittest")
+                raise RuntimeError("unittest's _ShouldStop raised by the code under test") from None
+
+    unittest.case._Outcome.testPartExecutor = test_part_executor
 
     for module in (
         unittest,
