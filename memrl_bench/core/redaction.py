@@ -10,8 +10,8 @@ them), wherever they appear; `redact_server_text` also removes what looks like a
 for texts that come from a server and are logged or printed.
 
 How a URL is read: it starts at `scheme://` (Hydra writes `scheme\\://`) and ends at
-whitespace, a quote, `<`, `>`, a backtick or the next `scheme://` (a server URL holding one is
-refused: `ends_early`). Its userinfo is everything up to the LAST
+whitespace, a quote, `<`, `>`, a backtick or the next `scheme://` (a server URL holding one of
+them is refused: `ends_early`). Its userinfo is everything up to the LAST
 `@` before the query (`?`) or fragment (`#`), so a password may hold `@ : / % , ;`.
 Its parameters start after `?`, `#`, `;` or `&` (a query, a fragment such as OAuth's
 `#access_token=`, path parameters `/v1;password=`, `;` as a query separator); one is key-like
@@ -161,10 +161,11 @@ def strip_url_secrets(text: str) -> str:
 
 
 def ends_early(url: str) -> bool:
-    """Whether `url` holds a character that ends a URL in a text (a space, a quote, `<`, `>`, a backtick):
-    what follows it would not be read as the URL's, so a secret there would not be redacted."""
+    """Whether `url` holds what ends a URL in a text (a space, a quote, `<`, `>`, a backtick, another
+    `scheme://`): what follows it would not be read as the URL's, so a secret there would not be redacted."""
     scheme = _SCHEME.match(url)
-    return bool(_URL_END.search(url, scheme.end() if scheme else 0))
+    after = scheme.end() if scheme else 0
+    return bool(_URL_END.search(url, after) or _SCHEME.search(url, after))
 
 
 def url_host(url: str) -> str:

@@ -53,7 +53,8 @@ def checked_url(url: str | None) -> str | None:
         raise ValueError("holds a control character (a newline, a tab, ...); percent-encode it")
     if ends_early(url):  # a password or key after it would be written in the clear
         raise ValueError(
-            "holds a space, a quote, '<', '>' or a backtick, which end a URL for redaction; percent-encode it (%20, %27, %22, ...)"
+            "holds a space, a quote, '<', '>', a backtick or a second '://', which end a URL for redaction; percent-encode it "
+            "(%20, %27, %22, %3A%2F%2F, ...)"
         )
     return url
 

@@ -38,6 +38,7 @@ MALFORMED = {
     "bad_scheme_with_pass": f"ftp://u:{CANARY}@127.0.0.1:8000/v1",
     "two_ports_with_pass": f"http://u:{CANARY}@127.0.0.1:9:9/v1",  # round 2: httpx's InvalidURL traceback, exit 1
     "control_char_with_pass": f"http://u:{CANARY}@127.0.0.1:8000/v\x01",
+    "scheme_in_pass": f"http://u:{CANARY}x://y@127.0.0.1:8000/v1",
 }
 
 
@@ -53,13 +54,15 @@ def test_a_malformed_url_is_refused_without_echoing_its_password(group: str, url
 
 
 # A quote is legal in a query, but it ends a URL in a text (a quoted override closes with it): a
-# key's value after it was written in the clear (the sixth independent round: `?password=ab'...`).
+# key's value after it was written in the clear (the sixth independent round: `?password=ab'...`); so does
+# another `scheme://` (the seventh).
 ENDS_EARLY = {
     "quote_in_key": f"http://127.0.0.1:8000/v1?password=ab'{CANARY}",
     "double_quote_in_key": f'http://127.0.0.1:8000/v1?api_key=ab"{CANARY}',
     "backtick_in_key": f"http://127.0.0.1:8000/v1?token=ab`{CANARY}",
     "angle_in_key": f"http://127.0.0.1:8000/v1?secret=ab<{CANARY}",
     "quote_in_path": f"http://127.0.0.1:8000/v1'{CANARY}",
+    "scheme_in_key": f"http://127.0.0.1:8000/v1?api_key={CANARY}x://y",  # the seventh round: read as a URL of its own
 }
 
 
