@@ -40,6 +40,12 @@ TRANSCRIPTS = "transcripts.jsonl.gz"
 # (BENCHMARKS.md, "Transcripts": at most ~32 kB of JSON an episode), short of exhausting memory.
 MAX_TRANSCRIPTS_BYTES = 1 << 30
 MAX_TRANSCRIPT_TEXT_BYTES = 1 << 30  # inflated, the whole file: a 1.6 MB gzip bomb inflates to 1.5 GiB
+# ...and the memory its records take, bounded before a line is parsed (`_estimated_bytes`): lines of empty objects take
+# 24 times their text once parsed (a 125 kB file took the report to 3 GB); a run's records take 1.2-1.5 times theirs,
+# and are estimated at 6-7 times (this bound allows ~15,000 ALFWorld episodes in a run).
+MAX_TRANSCRIPT_RECORDS_BYTES = 3 << 30
+_BYTES_PER_JSON_VALUE = 64  # more than a parsed JSON value takes beside its text (measured: at most 38)
+_BYTES_PER_TEXT_BYTE = 4  # a string holding one character past U+FFFF takes 4 bytes for each of its characters
 _INFLATE_CHUNK_BYTES = 1 << 20
 GZIP_HEADER = b"\x1f\x8b\x08"  # a gzip member's magic and its method (deflate): where a skipped member's successor may start
 
@@ -54,6 +60,7 @@ class Salvage:
     bad_lines: int = 0  # lines of whole members that are not a JSON object with an episode id
     torn_tail: bool = False  # the last member is cut short (a crash while it was written)
     torn_records: list[dict[str, Any]] = field(default_factory=list)  # the whole lines that decode from that cut member
+    estimated_bytes: int = 0  # what the records read so far take in memory, at most (`_estimated_bytes`)
 
     @property
     def damaged(self) -> bool:
@@ -195,7 +202,7 @@ class TranscriptLog:
         if skipped and skipped[-1][1] == len(data) and skipped[-1][2]:
             # the last member, cut short: by a crash while it was written (not damage), unless the log holds its episodes (keep_only)
             out.torn_tail = True
-            torn, text = Salvage(), skipped.pop()[3]
+            torn, text = Salvage(estimated_bytes=out.estimated_bytes), skipped.pop()[3]
             self._add_lines(text[: text.rfind(b"\n") + 1], torn)  # its whole lines, up to the one the cut went through
             out.torn_records = torn.records
         out.damaged_places, out.damaged_bytes = len(skipped), sum(stretch[1] - stretch[0] for stretch in skipped)
@@ -216,9 +223,14 @@ class TranscriptLog:
             if decoder.eof or not (tail or len(chunk) == _INFLATE_CHUNK_BYTES):  # the member's end, or its input used up
                 return b"".join(parts)
 
-    @staticmethod
-    def _add_lines(text: bytes, out: Salvage) -> None:
+    def _add_lines(self, text: bytes, out: Salvage) -> None:
         for line in text.splitlines():
+            out.estimated_bytes += _estimated_bytes(line)
+            if out.estimated_bytes > MAX_TRANSCRIPT_RECORDS_BYTES:
+                raise FileTooLargeError(
+                    f"{self.path}: its records would take more than {MAX_TRANSCRIPT_RECORDS_BYTES:,} bytes of memory (lines of "
+                    "empty objects? no run writes that much)"
+                )
             try:
                 record = parse_json(line)
             except UnreadableJSONError:
@@ -227,6 +239,13 @@ class TranscriptLog:
                 out.records.append(record)
             else:
                 out.bad_lines += 1
+
+
+def _estimated_bytes(line: bytes) -> int:
+    """At most what `line` takes in memory once parsed: its text's characters, and a bound for each JSON value in it
+    (every value but the first follows a '[', ':' or ',', and every object starts with '{'; those inside strings count too)."""
+    marks = line.count(b"{") + line.count(b"[") + line.count(b":") + line.count(b",") + 1
+    return _BYTES_PER_TEXT_BYTE * len(line) + _BYTES_PER_JSON_VALUE * marks
 
 
 def _logged_batches_after(records: list[dict[str, Any]], logged: list[dict[str, Any]]) -> int:

@@ -4,6 +4,7 @@ damage in the middle costs only the members it hits."""
 from __future__ import annotations
 
 import gzip
+import json
 import zlib
 from pathlib import Path
 
@@ -289,3 +290,52 @@ def test_records_longer_than_an_inflated_chunk_read_whole(tmp_path):
     log.append([long, record("b")])
     log.append([record("c")])
     assert [r["episode_id"] for r in log.read()] == ["a", "b", "c"] and log.read()[0] == long
+
+
+SHAPES = {
+    "empty objects": b'{"episode_id": "a", "acting": [' + b"{}," * 20000 + b"{}]}",
+    "empty lists": b'{"episode_id": "a", "acting": [' + b"[]," * 20000 + b"[]]}",
+    "empty messages": b'{"episode_id": "a", "acting": [' + b'{"role":"","content":""},' * 20000 + b"{}]}",
+    "numbers": b'{"episode_id": "a", "acting": [' + b"1000," * 20000 + b"1]}",
+    "floats": b'{"episode_id": "a", "acting": [' + b"1.5," * 20000 + b"1]}",
+    "one wide character": b'{"episode_id": "a", "completion": "' + b"x" * 100000 + "\U0001f600".encode() + b'"}',
+    "a real record": (Path(__file__).parents[2] / "results/llb_db/methods/method=rag,task_order_seed=0/transcripts.jsonl.gz"),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES.values(), ids=SHAPES.keys())
+def test_a_lines_estimate_bounds_the_memory_its_record_takes(shape):
+    import tracemalloc
+
+    line = gzip.decompress(shape.read_bytes()).splitlines()[0] if isinstance(shape, Path) else shape
+    tracemalloc.start()
+    try:
+        record = json.loads(line)
+        taken = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert record and taken <= transcripts._estimated_bytes(line), (taken, transcripts._estimated_bytes(line))
+
+
+def test_transcript_lines_whose_records_would_take_too_much_memory_are_refused_before_parsing(tmp_path, monkeypatch, capsys):
+    """Before (the seventh independent round): a 125 kB file of lines of empty objects (100 MB inflated, under the text cap)
+    took the report to 2.97 GB; 312 kB ended it in a MemoryError."""
+    import tracemalloc
+
+    monkeypatch.setattr(transcripts, "MAX_TRANSCRIPT_RECORDS_BYTES", 64 << 20)
+    log = TranscriptLog(tmp_path)
+    log.append([record("a")])
+    line = b'{"episode_id": "x", "acting": [' + b"{}," * (1 << 20) + b"{}]}\n"
+    with open(log.path, "ab") as f:
+        f.write(gzip.compress(line * 8, mtime=0))  # 25 MB of text, 600 MB once parsed
+    tracemalloc.start()
+    try:
+        assert log.read() == []
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    warning = capsys.readouterr().err.strip()
+    assert warning.count("\n") == 0 and "would take more than 67,108,864 bytes of memory" in warning, warning
+    assert peak < 128 << 20, peak
+    with pytest.raises(FileTooLargeError, match="bytes of memory"):
+        log.keep_only([record("a")])
