@@ -55,6 +55,17 @@ CREDENTIAL_WORDS = frozenset(
         "jwt",
         "bearer",
         "code",
+        "pw",
+        "passphrase",
+        "hmac",
+        "sid",
+        "pat",
+        "otp",
+        "totp",
+        "pin",
+        "cookie",
+        "ticket",
+        "privkey",
     }
 )
 _PARAM_START = re.compile(r"[?#;&]")  # a URL's parameter (query, fragment, path parameter) starts after one of these

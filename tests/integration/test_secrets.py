@@ -169,6 +169,13 @@ URL_SHAPES = [
     ("query_brackets", "http://{h}/v1?auth[token]={c}&access_token[]={c}"),
     ("query_spaced", "http://{h}/v1?api+key={c}&api%20key={c}"),
     ("query_private_key", "http://{h}/v1?privatekey={c}"),  # the sixth independent round
+    # the eighth independent round: short and other credential names
+    ("query_passphrase", "http://{h}/v1?passphrase={c}"),
+    ("query_pw", "http://{h}/v1?pw={c}&user_pw={c}"),
+    ("query_hmac", "http://{h}/v1?hmac={c}"),
+    ("query_sid", "http://{h}/v1?sid={c}"),
+    ("query_pat", "http://{h}/v1?pat={c}"),
+    ("query_otp", "http://{h}/v1?otp={c}"),
 ]
 HOST = "127.0.0.1:8000"
 
