@@ -101,8 +101,8 @@ def parse_json(data: bytes | str) -> Any:
 
 def open_regular(path: Path) -> IO[bytes]:
     """`path` opened for reading in binary if it is a regular file; CorruptRunFolderError if it is
-    something else (a FIFO or a device would block or never end a read, so it is never read).
-    Symbolic links are followed; FileNotFoundError as open() raises it."""
+    something else (a FIFO or a device would block or never end a read, so it is never read) or a
+    file of /proc or /sys. Symbolic links are followed; FileNotFoundError as open() raises it."""
     if not stat.S_ISREG(os.stat(path).st_mode):
         raise CorruptRunFolderError(
             f"{path} is not a regular file (a FIFO, a device, a folder...); a run writes only regular files, so it was put there by hand"
@@ -112,6 +112,12 @@ def open_regular(path: Path) -> IO[bytes]:
         f.close()
         raise CorruptRunFolderError(
             f"{path} is not a regular file (a FIFO, a device, a folder...); a run writes only regular files, so it was put there by hand"
+        )
+    if os.fstatvfs(f.fileno()).f_blocks == 0:  # /proc, /sys, cgroups: files that say 0 bytes and never end (/proc/kmsg spun forever)
+        f.close()
+        raise CorruptRunFolderError(
+            f"{path} is a file of a file system with no storage (/proc, /sys...), reached through a link; a run writes no link, "
+            "so it was put there by hand"
         )
     return f
 

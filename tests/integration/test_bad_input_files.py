@@ -551,6 +551,16 @@ def _json_file(name: str, value: str) -> Callable[[Path], None]:
     return lambda run: (run / name).write_text(_first_field((run / name).read_text(), value))
 
 
+def _link_to_proc(name: str) -> Callable[[Path], None]:
+    """`name` replaced by a link to a /proc file (the eighth independent round linked /proc/kmsg: every reader spun forever)."""
+
+    def damage(run: Path) -> None:
+        (run / name).unlink()
+        (run / name).symlink_to("/proc/self/status")
+
+    return damage
+
+
 def _fifo(name: str) -> Callable[[Path], None]:
     def damage(run: Path) -> None:
         import os
@@ -608,6 +618,8 @@ UNREADABLE_RUN_FILES = [
     ("episodes_of_20_gb", _sparse("episodes.jsonl"), "episodes.jsonl line 41 is longer than 67108864 bytes"),
     ("metrics_of_20_gb", _sparse("metrics.json"), "metrics.json is larger than 16777216 bytes (21474836480 bytes)"),
     ("checksums_of_20_gb", _sparse("memory/final/SHA256SUMS"), "SHA256SUMS is larger than 16777216 bytes (21474836480 bytes)"),
+    ("snapshot_links_to_proc", _link_to_proc("memory/final/items.jsonl"), "items.jsonl is a file of a file system with no storage"),
+    ("episodes_links_to_proc", _link_to_proc("episodes.jsonl"), "episodes.jsonl is a file of a file system with no storage"),
 ]
 
 
