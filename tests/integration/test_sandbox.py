@@ -399,6 +399,57 @@ def test_code_runner_process_mode_limits_time_and_memory():
     assert hungry.exit_code != 0 and "MemoryError" in hungry.output
 
 
+def test_a_process_mode_program_dies_with_a_killed_harness():
+    """Before (the eighth independent round): a SIGKILLed harness left `while True: pass` spinning under init (48 s of CPU
+    in 49 s, still running)."""
+    import signal
+    import time
+
+    token = uuid.uuid4().hex[:8]
+    marker = f"spin{token}"  # in the program's command line only: the harness's holds it in two pieces
+    program = f"import os, sys\\nos.execv(sys.executable, [sys.executable, '-c', 'spin' + '{token} = 1\\\\nwhile True: pass'])"
+    harness = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from memrl_bench.envs.sandbox import CodeRunner, Limits\n"
+            f"CodeRunner(Limits(timeout_s=600), isolation='process').run(\"{program}\")",
+        ],
+        cwd=REPO,
+    )
+    for _ in range(100):
+        if processes_mentioning(marker):
+            break
+        time.sleep(0.1)
+    assert processes_mentioning(marker), "the program never started"
+    harness.send_signal(signal.SIGKILL)
+    harness.wait()
+    for _ in range(50):
+        if not processes_mentioning(marker):
+            break
+        time.sleep(0.1)
+    assert processes_mentioning(marker) == []
+
+
+def test_a_process_mode_program_leaves_nothing_spinning_past_its_cpu_limit():
+    """What a program starts in a session of its own escapes the kill of its process group (process mode has no
+    sandbox to end it): spinning, it stops at the CPU limit the program had (its time limit + 1 s)."""
+    import time
+
+    marker = f"spin{uuid.uuid4().hex[:8]}"
+    program = (
+        f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', '{marker} = 1\\nwhile True: pass'], start_new_session=True, "
+        "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    )
+    CodeRunner(Limits(timeout_s=1), isolation="process").run(program)
+    assert processes_mentioning(marker), "the spinning process was not left running"
+    for _ in range(100):
+        if not processes_mentioning(marker):
+            break
+        time.sleep(0.1)
+    assert processes_mentioning(marker) == []
+
+
 def test_code_runner_rejects_unknown_isolation():
     with pytest.raises(ValueError, match="unknown isolation 'docker'"):
         CodeRunner(Limits(), isolation="docker")

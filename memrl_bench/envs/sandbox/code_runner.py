@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import os
 import shlex
 import socket
@@ -36,8 +37,8 @@ class CodeRunner:
     """Runs one Python program with limits, in its own folder, and returns its merged output.
 
     isolation "sandbox": a fresh Sandbox per program (needs root), the program running as
-    user nobody inside. "process": a bare subprocess with RLIMIT_AS / RLIMIT_NPROC and a
-    killed process group, for users without root: it does not isolate the network or the
+    user nobody inside. "process": a bare subprocess with RLIMIT_AS / RLIMIT_NPROC / RLIMIT_CPU, a
+    killed process group and a parent-death signal, for users without root: it does not isolate the network or the
     filesystem (see RELIABILITY.md). In both, the program's environment is its own (PATH, HOME,
     LANG, Python's settings), and the harness's own (its API keys) stays out of reach: in
     process mode the harness becomes non-dumpable (its /proc/<pid>/environ is then root's only)
@@ -118,11 +119,15 @@ class CodeRunner:
                 "--core=0",
                 f"--as={self.limits.memory_bytes}",
                 f"--nproc={self.limits.max_processes}",
+                f"--cpu={math.ceil(self.limits.timeout_s) + 1}",  # a program spinning past a killed harness stops by itself
                 "--",
                 *python,
             ]
+            # killed with the harness (a SIGKILLed harness left a spinning program running under init)
+            privileges = ["--pdeathsig", "KILL"]
             if os.geteuid() == 0:  # root without capabilities: no reading of other processes (the harness's environ), no DAC override
-                argv = [find_tools("setpriv")["setpriv"], "--bounding-set=-all", "--no-new-privs", "--", *argv]
+                privileges += ["--bounding-set=-all", "--no-new-privs"]
+            argv = [find_tools("setpriv")["setpriv"], *privileges, "--", *argv]
             proc = subprocess.Popen(
                 argv,
                 cwd=folder,
