@@ -56,6 +56,7 @@ DIGEST = "manifest_sha256"  # the manifest's own digest, a field of it
 SCHEDULE_EPISODES = "schedule_episodes"  # the episodes of the run's whole schedule, recorded in its manifest
 SEAL_HINT = "if it is as its run wrote it, add the digest with `python scripts/seal_run_folders.py FOLDER` (a memrl-bench checkout)"
 # What a reader accepts of each kind of file, so a huge or sparse file is one error line, not a MemoryError.
+MAX_HASHED_FILE_BYTES = 16 << 30  # a snapshot's file, episodes.jsonl: hashed whole before they are read (~16 s at 1 GB/s)
 MAX_SMALL_FILE_BYTES = 16 << 20  # manifest.json, metrics.json, SHA256SUMS, the gold cache: a run writes kilobytes
 MAX_LINE_BYTES = (
     64 << 20
@@ -592,6 +593,12 @@ def _digests(folder: Path) -> dict[str, str]:
 
 def _sha256(path: Path) -> str:
     with open_regular(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > MAX_HASHED_FILE_BYTES:  # a sparse file of terabytes would be read for hours
+            raise FileTooLargeError(
+                f"{path} is larger than {MAX_HASHED_FILE_BYTES} bytes ({size} bytes); a run writes far less, so it was "
+                "put there by hand or damaged"
+            )
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 

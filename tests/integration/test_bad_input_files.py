@@ -618,6 +618,7 @@ UNREADABLE_RUN_FILES = [
     ("episodes_of_20_gb", _sparse("episodes.jsonl"), "episodes.jsonl line 41 is longer than 67108864 bytes"),
     ("metrics_of_20_gb", _sparse("metrics.json"), "metrics.json is larger than 16777216 bytes (21474836480 bytes)"),
     ("checksums_of_20_gb", _sparse("memory/final/SHA256SUMS"), "SHA256SUMS is larger than 16777216 bytes (21474836480 bytes)"),
+    ("snapshot_of_20_gb", _sparse("memory/final/items.jsonl"), "items.jsonl is larger than 17179869184 bytes (21474836480 bytes)"),
     ("snapshot_links_to_proc", _link_to_proc("memory/final/items.jsonl"), "items.jsonl is a file of a file system with no storage"),
     ("episodes_links_to_proc", _link_to_proc("episodes.jsonl"), "episodes.jsonl is a file of a file system with no storage"),
 ]
