@@ -77,40 +77,20 @@ def test_a_url_holding_what_ends_a_url_in_a_text_is_refused_without_echoing_it(g
     assert "percent-encode" in str(refused.value) and ("?" not in url or CANARY not in str(refused.value)), refused.value
 
 
-def test_a_quote_in_a_url_key_on_the_command_line_is_one_line_without_the_key(tmp_path):
-    """Before (the sixth independent round): exit 0, the part after the quote in manifest.json, the Hydra files and episodes' error."""
-    out = memrl_bench(
-        f"results_dir={tmp_path / 'results'}", "llm=openai", "llm.model=m", f'llm.base_url="http://127.0.0.1:8000/v1?password=ab\'{CANARY}"'
-    )
+# (the URL as typed on the command line, the start of the one line) of a malformed URL holding a password or key
+COMMAND_LINE_URLS = {
+    "question_in_pass": (f"'http://u:a?{CANARY}@127.0.0.1:8000/v1'", "the port must be a number"),
+    "two_ports": (f"'http://u:{CANARY}@127.0.0.1:9:9/v1'", "the port must be a number"),  # red team round 2: a traceback, exit 1
+    # the sixth independent round: exit 0, the part after the quote in manifest.json, the Hydra files and episodes' error
+    "quote_in_key": (f'"http://127.0.0.1:8000/v1?password=ab\'{CANARY}"', "holds a space, a quote"),
+}
+
+
+@pytest.mark.parametrize("typed, message", COMMAND_LINE_URLS.values(), ids=COMMAND_LINE_URLS.keys())
+def test_a_malformed_url_on_the_command_line_is_one_line_without_its_secret(tmp_path, typed: str, message: str):
+    out = memrl_bench(f"results_dir={tmp_path / 'results'}", "llm=openai", "llm.model=m", f"llm.base_url={typed}")
     assert (
-        out.returncode == 2
-        and out.stderr.startswith("memrl-bench: error: llm.base_url: holds a space, a quote")
-        and len(out.stderr.splitlines()) == 1
-    ), out.stderr
-    assert CANARY not in out.stdout + out.stderr and not (tmp_path / "results").exists()
-
-
-def test_a_malformed_url_on_the_command_line_is_one_line_without_its_password(tmp_path):
-    out = memrl_bench(
-        f"results_dir={tmp_path / 'results'}", "llm=openai", "llm.model=m", f"llm.base_url='http://u:a?{CANARY}@127.0.0.1:8000/v1'"
-    )
-    assert (
-        out.returncode == 2
-        and out.stderr.startswith("memrl-bench: error: llm.base_url: the port must be a number")
-        and len(out.stderr.splitlines()) == 1
-    ), out.stderr
-    assert CANARY not in out.stdout + out.stderr and not (tmp_path / "results").exists()
-
-
-def test_a_url_with_two_ports_on_the_command_line_is_one_line_naming_the_key(tmp_path):
-    """Before (red team round 2): httpx's InvalidURL traceback, exit 1."""
-    out = memrl_bench(
-        f"results_dir={tmp_path / 'results'}", "llm=openai", "llm.model=m", f"llm.base_url='http://u:{CANARY}@127.0.0.1:9:9/v1'"
-    )
-    assert (
-        out.returncode == 2
-        and out.stderr.startswith("memrl-bench: error: llm.base_url: the port must be a number")
-        and len(out.stderr.splitlines()) == 1
+        out.returncode == 2 and out.stderr.startswith(f"memrl-bench: error: llm.base_url: {message}") and len(out.stderr.splitlines()) == 1
     ), out.stderr
     assert CANARY not in out.stdout + out.stderr and not (tmp_path / "results").exists()
 

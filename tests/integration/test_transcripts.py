@@ -253,6 +253,17 @@ def test_a_transcripts_file_past_its_cap_is_never_read_and_reads_as_no_records_w
     assert warning.count("\n") == 0 and f"{log.path} is larger than {MAX_TRANSCRIPTS_BYTES} bytes (21474836480 bytes)" in warning, warning
 
 
+def _read_with_peak(log: TranscriptLog) -> tuple[list, int]:
+    """What `log` reads, and the most memory Python held while it read."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        return log.read(), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def _bomb(inflated_bytes: int) -> bytes:
     """One gzip member: a record whose text is `inflated_bytes` of zeros (about 1,000 times smaller compressed)."""
     packer, piece = zlib.compressobj(9, zlib.DEFLATED, 31), b"0" * (1 << 20)
@@ -263,19 +274,13 @@ def _bomb(inflated_bytes: int) -> bytes:
 
 def test_a_transcripts_gzip_bomb_is_refused_once_it_inflates_past_the_cap(tmp_path, monkeypatch, capsys):
     """Before (the sixth independent round): a 1.6 MB file inflating to 1.5 GiB was inflated whole; the report reached 3.3 GB."""
-    import tracemalloc
-
     monkeypatch.setattr(transcripts, "MAX_TRANSCRIPT_TEXT_BYTES", 16 << 20)
     log = TranscriptLog(tmp_path)
     log.append([record("a")])
     with open(log.path, "ab") as f:
         f.write(_bomb(256 << 20))  # 16 times the cap, 250 kB on disk
-    tracemalloc.start()
-    try:
-        assert log.read() == []
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    records, peak = _read_with_peak(log)
+    assert records == []
     warning = capsys.readouterr().err.strip()
     assert warning.count("\n") == 0 and "inflates past 16,777,216 bytes" in warning and "read without its transcripts" in warning, warning
     assert peak < 3 * (16 << 20), peak  # inflated a chunk at a time, not whole
@@ -320,20 +325,14 @@ def test_a_lines_estimate_bounds_the_memory_its_record_takes(shape):
 def test_transcript_lines_whose_records_would_take_too_much_memory_are_refused_before_parsing(tmp_path, monkeypatch, capsys):
     """Before (the seventh independent round): a 125 kB file of lines of empty objects (100 MB inflated, under the text cap)
     took the report to 2.97 GB; 312 kB ended it in a MemoryError."""
-    import tracemalloc
-
     monkeypatch.setattr(transcripts, "MAX_TRANSCRIPT_RECORDS_BYTES", 64 << 20)
     log = TranscriptLog(tmp_path)
     log.append([record("a")])
     line = b'{"episode_id": "x", "acting": [' + b"{}," * (1 << 20) + b"{}]}\n"
     with open(log.path, "ab") as f:
         f.write(gzip.compress(line * 8, mtime=0))  # 25 MB of text, 600 MB once parsed
-    tracemalloc.start()
-    try:
-        assert log.read() == []
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    records, peak = _read_with_peak(log)
+    assert records == []
     warning = capsys.readouterr().err.strip()
     assert warning.count("\n") == 0 and "would take more than 67,108,864 bytes of memory" in warning, warning
     assert peak < 128 << 20, peak
