@@ -25,6 +25,12 @@ def memrl_bench(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "memrl_bench", *args], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
 
 
+SERVER_SETTINGS = {  # the group holding a base_url: its settings model and the other keys it needs
+    "llm": (LLMConfig, {"name": "openai", "model": "m"}),
+    "embedder": (OpenAIEmbedder.Settings, {"name": "openai", "model": "e"}),
+}
+
+
 # A password holding '?', '#' or a space ends the host early for URL parsers: its part before
 # the '@' was read as a query, a fragment or the URL's end, so the old redaction kept it.
 MALFORMED = {
@@ -43,11 +49,9 @@ MALFORMED = {
 
 
 @pytest.mark.parametrize("url", MALFORMED.values(), ids=MALFORMED.keys())
-@pytest.mark.parametrize("group", ["llm", "embedder"])
+@pytest.mark.parametrize("group", SERVER_SETTINGS)
 def test_a_malformed_url_is_refused_without_echoing_its_password(group: str, url: str):
-    model, values = (
-        (LLMConfig, {"name": "openai", "model": "m"}) if group == "llm" else (OpenAIEmbedder.Settings, {"name": "openai", "model": "e"})
-    )
+    model, values = SERVER_SETTINGS[group]
     with pytest.raises(ConfigError, match=f"^{group}.base_url: ") as refused:
         validated(model, {**values, "base_url": url}, group)
     assert CANARY not in str(refused.value) and "[redacted]@127.0.0.1:" in str(refused.value), refused.value
@@ -67,11 +71,9 @@ ENDS_EARLY = {
 
 
 @pytest.mark.parametrize("url", ENDS_EARLY.values(), ids=ENDS_EARLY.keys())
-@pytest.mark.parametrize("group", ["llm", "embedder"])
+@pytest.mark.parametrize("group", SERVER_SETTINGS)
 def test_a_url_holding_what_ends_a_url_in_a_text_is_refused_without_echoing_it(group: str, url: str):
-    model, values = (
-        (LLMConfig, {"name": "openai", "model": "m"}) if group == "llm" else (OpenAIEmbedder.Settings, {"name": "openai", "model": "e"})
-    )
+    model, values = SERVER_SETTINGS[group]
     with pytest.raises(ConfigError, match=f"^{group}.base_url: holds a space, a quote") as refused:
         validated(model, {**values, "base_url": url}, group)
     assert "percent-encode" in str(refused.value) and ("?" not in url or CANARY not in str(refused.value)), refused.value
