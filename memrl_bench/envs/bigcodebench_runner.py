@@ -560,6 +560,27 @@ def _memrl_runner() -> None:
             flag("forges_a_result")
         return True
 
+    replaced: dict[str, list[str]] = {}  # pattern: the names found replaced or added
+
+    def check_the_names(_replaced=replaced) -> None:
+        """Every watched name holds what it held, no name was added to a watched class, no watched function's code changed.
+        After each test and at the end: a patch put back after the last test (its moment told by the runner's output or
+        its clock) passed a check made only at the end."""
+
+        def note(pattern: str, label: str) -> None:
+            if label not in _replaced.setdefault(pattern, []):
+                _replaced[pattern].append(label)
+
+        for (pattern, label), (namespace, key, value) in watched.items():
+            if namespace.get(key, watched) is not value:
+                note(pattern, label)
+        for pattern, label, namespace, names in shapes:
+            for key in [key for key in namespace if key not in names][:10]:
+                note(pattern, f"{label}.{exact(key)}")
+        for function, code in codes.values():
+            if function.__code__ is not code:
+                note("replaces_function_code", exact(function.__qualname__))
+
     base = unittest.runner.TextTestResult
 
     class Recorder(base):
@@ -569,6 +590,10 @@ def _memrl_runner() -> None:
         def startTest(self, test, _base=base.startTest, _counts=counts, _methods=test_methods, _check=called_by_the_run):
             _counts[0] += _check()
             _methods.append(getattr(getattr(test, getattr(test, "_testMethodName", ""), None), "__func__", None))
+            _base(self, test)
+
+        def stopTest(self, test, _base=base.stopTest, _check=check_the_names):
+            _check()
             _base(self, test)
 
         def addSuccess(self, test, _base=base.addSuccess, _counts=counts, _check=called_by_the_run):
@@ -723,17 +748,7 @@ def _memrl_runner() -> None:
                 type(stderr).flush(stderr)
         except BaseException:  # an exception whose __str__ fails
             error = error or "the program's exception could not be shown"
-    replaced: dict[str, list[str]] = {}
-    for (pattern, label), (namespace, key, value) in watched.items():
-        if namespace.get(key, watched) is not value:
-            replaced.setdefault(pattern, []).append(label)
-    for pattern, label, namespace, names in shapes:
-        added = [key for key in namespace if key not in names]
-        if added:
-            replaced.setdefault(pattern, []).extend(f"{label}.{exact(key)}" for key in added[:10])
-    for function, code in codes.values():
-        if function.__code__ is not code:
-            replaced.setdefault("replaces_function_code", []).append(exact(function.__qualname__))
+    check_the_names()
     started, good, bad = counts
     report(
         b"result",
