@@ -25,11 +25,13 @@ part before it: redaction errs on the side of removing too much.
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import re
 import sys
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 REDACTED = "[redacted]"
 _SCHEME = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*\\?://")
@@ -82,6 +84,8 @@ _KEY_LIKE = re.compile(
 _SECRETS: set[str] = set()  # values replaced by REDACTED
 _USERINFOS: set[str] = set()  # "user:password@" parts of URLs seen, removed also where no scheme precedes them (a netloc)
 _MIN_SECRET_CHARS = 4  # shorter values would redact ordinary words
+_MIN_BASE64_CHARS = 12  # a secret's base64 core shorter than this could match ordinary base64 by chance
+_URLSAFE = str.maketrans("+/", "-_")
 # A server's error text is logged and stored in each failed episode: a 40 MB body must not be.
 SERVER_TEXT_CHARS = 2_000
 _CUT_MARGIN_CHARS = 1_000  # redacted past the cut: longer than any key
@@ -192,10 +196,25 @@ def _variants(value: str) -> set[str]:
     return {value, plain, unquote(plain), _HYDRA_ESCAPED.sub(r"\\\1", plain)}
 
 
+def _encodings(value: str) -> set[str]:
+    """A secret as a server may echo it: percent-encoded, JSON-escaped (`\\/` too), and in base64: the part of its
+    base64 that does not depend on what precedes or follows it, at each of the three alignments."""
+    escaped = json.dumps(value)[1:-1]
+    forms = {quote(value, safe=""), quote(value), escaped, escaped.replace("/", "\\/")}
+    raw = value.encode()
+    for pad in range(3):
+        encoded = base64.b64encode(b"\0" * pad + raw).decode()
+        core = encoded[(pad * 4 + 2) // 3 : (pad + len(raw)) // 3 * 4]
+        if len(core) >= _MIN_BASE64_CHARS:
+            forms |= {core, core.translate(_URLSAFE)}
+    return forms
+
+
 def remember_secret(value: str | None) -> None:
-    """Redact `value` (and its percent-decoded and Hydra-escaped forms) from every text scrubbed from now on in this process."""
+    """Redact `value` (as typed, percent-decoded, Hydra-escaped, and as a server may echo it encoded) from every text
+    scrubbed from now on in this process."""
     if value and len(value) >= _MIN_SECRET_CHARS:
-        _SECRETS.update(v for v in _variants(value) if len(v) >= _MIN_SECRET_CHARS)
+        _SECRETS.update(v for v in _variants(value) | _encodings(value) if len(v) >= _MIN_SECRET_CHARS)
 
 
 def remember_url(text: str) -> None:

@@ -252,6 +252,33 @@ def test_the_check_tells_the_time_in_the_hosts_zone():
 
 
 @needs_sandbox
+def test_the_episode_cannot_change_dev_which_the_check_uses():
+    """The ninth independent round: /dev/fd replaced by a folder of the episode's files made every `<(...)` of a check read
+    them (real tasks 46 and 205 passed undone). /dev is read only; its devices and /dev/shm stay usable."""
+    with Sandbox(Limits(timeout_s=20)) as sandbox:
+        changed = sandbox.run("rm -f /dev/fd; mkdir -p /dev/fd; touch /dev/forged; ln -sf /tmp /dev/stdin")
+        usable = sandbox.run("echo x > /dev/null && head -c 4 /dev/zero | wc -c && touch /dev/shm/ok && ls /dev/shm")
+        check = sandbox.check("cat <(echo from-the-check); readlink /dev/fd; ls /dev/forged 2>&1 | wc -l")
+    assert "Read-only file system" in changed.output, changed.output
+    assert usable.ok and usable.output.split() == ["4", "ok"], usable.output
+    assert check.result.ok and check.result.output.split()[:2] == ["from-the-check", "/proc/self/fd"], check.result.output
+
+
+@needs_sandbox
+def test_another_name_for_root_in_the_user_database_is_flagged():
+    """The ninth independent round: `appuser:x:0:0` put first in /etc/passwd made the check's `stat -c %U` name root's files
+    appuser (real task 449 passed with no user made)."""
+    with Sandbox(Limits(timeout_s=20)) as sandbox:
+        sandbox.run("touch /tmp/f && sed -i '1i appuser:x:0:0::/root:/bin/bash' /etc/passwd")
+        check = sandbox.check("stat -c %U /tmp/f")
+    assert check.result.output.strip() == "appuser" and check.system_changes.get("renamed_superuser") == ["/etc/passwd"], check
+    with Sandbox(Limits(timeout_s=20)) as sandbox:  # a user made as tasks make them is no change of the kind
+        sandbox.run("useradd -m appuser && touch /tmp/f && chown appuser /tmp/f")
+        check = sandbox.check("stat -c %U /tmp/f")
+    assert check.result.output.strip() == "appuser" and "renamed_superuser" not in check.system_changes, check
+
+
+@needs_sandbox
 def test_a_process_that_keeps_changing_its_pid_is_frozen_too():
     """The fourth independent round: a daemon that forks and exits on every pass outran a freezer that moved processes
     into it one pid at a time. Every command of the episode starts in the freezer, so all it forks is there already."""

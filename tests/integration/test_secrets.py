@@ -5,6 +5,7 @@ nor in what the command prints. URL_SHAPES is the corpus of URL forms."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -12,6 +13,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -287,3 +289,24 @@ def test_a_bugs_traceback_is_printed_without_url_secrets(monkeypatch, capsys):
         and "RuntimeError: unexpected answer from http://127.0.0.1:8000/v1?api_key=[redacted]" in err
     )
     assert CANARY not in err
+
+
+ECHO_KEY = "Zq9Xw/Kp7Lm+Rt2Vb=Yc8dQ"
+# the ninth independent round: a server echoing the API key encoded put it in episodes' `error`, the log and the export
+ECHOED_FORMS = {
+    "percent_encoded": quote(ECHO_KEY, safe=""),
+    "json_escaped_slash": ECHO_KEY.replace("/", "\\/"),
+    "base64": base64.b64encode(ECHO_KEY.encode()).decode(),
+    "base64_inside_basic_auth": base64.b64encode(b"user:" + ECHO_KEY.encode()).decode(),
+    "base64_urlsafe_offset": base64.urlsafe_b64encode(b"x" + ECHO_KEY.encode()).decode(),
+}
+
+
+@pytest.mark.parametrize("form", ECHOED_FORMS.values(), ids=ECHOED_FORMS.keys())
+def test_a_remembered_key_echoed_encoded_is_redacted(form):
+    remember_secret(ECHO_KEY)
+    before, after = "invalid credential ", " for this deployment"
+    text = redact_server_text(f"{before}{form}{after}")
+    assert text.startswith(before) and text.endswith(after) and REDACTED in text, text
+    kept = len(text) - len(before) - len(after) - len(REDACTED)  # of the form: what encodes its other text, and the key's edges
+    assert kept <= len(form) - len(ECHO_KEY) + 8, text

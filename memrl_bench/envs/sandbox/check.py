@@ -20,7 +20,8 @@ class CheckResult:
 
     result: CommandResult
     # tampering pattern -> the first paths found (at most 5 each): changed_system_file, deleted_system_file,
-    # replaced_system_folder, shadowed_system_command, added_system_library, python_startup_hook, changed_loader_config
+    # replaced_system_folder, shadowed_system_command, added_system_library, python_startup_hook, changed_loader_config,
+    # renamed_superuser
     system_changes: dict[str, list[str]]
     # how the host's system folders were laid over the episode's: "overlay" (the episode's new files stay
     # visible) or "bind" (where overlays cannot stack: the host's folders alone); "" if that failed (the
@@ -51,6 +52,9 @@ _CHECK_PATH = "/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/sbin:/usr/local/bin"
 # moved `date` by weeks in a check comparing with today (sixth independent round); no LLB-OS task sets the time zone.
 _HOST_ZONE = os.path.realpath("/etc/localtime") if os.path.exists("/etc/localtime") else "/usr/share/zoneinfo/Etc/UTC"
 CHECK_ENV = {"PATH": _CHECK_PATH, "PYTHONNOUSERSITE": "1", "PYTHONSAFEPATH": "1", "TZ": f":{_HOST_ZONE}"}
+# where user and group names come from (no LLB-OS task gives uid or gid 0 another name; the ninth independent round
+# forged an ownership check that way)
+_USER_DATABASES = ("/etc/passwd", "/etc/group")
 # Python start-up files in the users' site-packages (which a command run as a user, sudo's reset environment, would start).
 _USER_SITES = ("/root/.local/lib/python*/site-packages", "/home/*/.local/lib/python*/site-packages")
 
@@ -131,6 +135,10 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
     for root in dict.fromkeys([*rules["roots"], *made]):
         if os.path.lexists(upper + root):
             visit(root)
+    for database in _USER_DATABASES:  # another name for uid / gid 0: a check's `stat -c %U` names root's files by it
+        with contextlib.suppress(OSError), open(upper + database, encoding="utf-8", errors="replace") as lines:
+            if any(fields[2:3] == ["0"] and fields[0] != "root" for fields in (line.split(":") for line in lines)):
+                found.setdefault("renamed_superuser", []).append(database)
     for pattern in _USER_SITES:
         for entry in sorted(glob.glob(f"{upper}{pattern}/*")):
             if _is_startup_hook(os.path.basename(entry)) and not os.path.isdir(entry):

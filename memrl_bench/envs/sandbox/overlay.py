@@ -95,6 +95,9 @@ def setup_script(disk_bytes: int, hidden_paths: tuple[str, ...], readonly_binds:
         # /dev/shm is a folder of the same tmpfs as the overlay's upper layer: one disk cap for all writes
         'run mkdir -m 1777 "$B/shm" "$R/dev/shm"; run mount --bind "$B/shm" "$R/dev/shm"; run mount -o remount,bind,nosuid,nodev '
         '"$R/dev/shm"',
+        # /dev itself read only (its devices and /dev/shm are mounts of their own): a /dev/fd replaced by a folder of the
+        # episode's files was what every `<(...)` of a check read (the ninth independent round forged two tasks that way)
+        'run mount -o remount,ro,nosuid "$R/dev"',
     ]
     for path in readonly_binds:
         target = '"$R"' + shlex.quote(path)
