@@ -26,6 +26,7 @@ part before it: redaction errs on the side of removing too much.
 from __future__ import annotations
 
 import base64
+import html
 import json
 import logging
 import re
@@ -84,6 +85,7 @@ _KEY_LIKE = re.compile(
 _SECRETS: set[str] = set()  # values replaced by REDACTED
 _USERINFOS: set[str] = set()  # "user:password@" parts of URLs seen, removed also where no scheme precedes them (a netloc)
 _MIN_SECRET_CHARS = 4  # shorter values would redact ordinary words
+_MIN_DECODED_SECRET_CHARS = 8  # shorter remembered values could appear in decoded ordinary text
 _MIN_BASE64_CHARS = 12  # a secret's base64 core shorter than this could match ordinary base64 by chance
 _URLSAFE = str.maketrans("+/", "-_")
 # A server's error text is logged and stored in each failed episode: a 40 MB body must not be.
@@ -262,9 +264,22 @@ def redact_server_text(text: str) -> str:
 
     # Redacted with a margin past the cut, so a secret straddling the cut is removed whole.
     redacted = _KEY_LIKE.sub(replace, scrub(text[: SERVER_TEXT_CHARS + _CUT_MARGIN_CHARS]))
+    if _quotes_a_secret_encoded(redacted):  # in a form the replacements above do not know: nothing of it is kept
+        return f"{REDACTED} ({len(text):,} characters quoting a secret in an encoded form)"
     if len(text) <= SERVER_TEXT_CHARS and len(redacted) <= SERVER_TEXT_CHARS:
         return redacted
     return f"{redacted[:SERVER_TEXT_CHARS]}... [cut at {SERVER_TEXT_CHARS:,} characters of {len(text):,}]"
+
+
+_JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\(/)")
+
+
+def _quotes_a_secret_encoded(text: str) -> bool:
+    """Whether `text`, once its percent-encoding (any case, every byte), HTML entities or JSON escapes are undone, holds
+    a remembered secret."""
+    decoded = {unquote(text), html.unescape(text), _JSON_ESCAPE.sub(lambda m: m.group(2) or chr(int(m.group(1), 16)), text)}
+    decoded.add(unquote(html.unescape(_JSON_ESCAPE.sub(lambda m: m.group(2) or chr(int(m.group(1), 16)), text))))
+    return any(secret in form for form in decoded - {text} for secret in _SECRETS if len(secret) >= _MIN_DECODED_SECRET_CHARS)
 
 
 def redact_url_value(url: str) -> str:

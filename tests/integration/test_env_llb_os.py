@@ -272,6 +272,14 @@ def test_another_name_for_root_in_the_user_database_is_flagged():
         sandbox.run("touch /tmp/f && sed -i '1i appuser:x:0:0::/root:/bin/bash' /etc/passwd")
         check = sandbox.check("stat -c %U /tmp/f")
     assert check.result.output.strip() == "appuser" and check.system_changes.get("renamed_superuser") == ["/etc/passwd"], check
+    for forged in (  # the tenth round: uid 00, and /etc/passwd a link to an edited copy
+        "sed -i '1i appuser:x:00:0::/root:/bin/bash' /etc/passwd",
+        "cp /etc/passwd /etc/pw2 && sed -i '1i appuser:x:0:0::/root:/bin/bash' /etc/pw2 && ln -sf pw2 /etc/passwd",
+    ):
+        with Sandbox(Limits(timeout_s=20)) as sandbox:
+            sandbox.run(f"touch /tmp/f && {forged}")
+            check = sandbox.check("stat -c %U /tmp/f")
+        assert check.result.output.strip() == "appuser" and check.system_changes.get("renamed_superuser") == ["/etc/passwd"], check
     with Sandbox(Limits(timeout_s=20)) as sandbox:  # a user made as tasks make them is no change of the kind
         sandbox.run("useradd -m appuser && touch /tmp/f && chown appuser /tmp/f")
         check = sandbox.check("stat -c %U /tmp/f")

@@ -310,3 +310,24 @@ def test_a_remembered_key_echoed_encoded_is_redacted(form):
     assert text.startswith(before) and text.endswith(after) and REDACTED in text, text
     kept = len(text) - len(before) - len(after) - len(REDACTED)  # of the form: what encodes its other text, and the key's edges
     assert kept <= len(form) - len(ECHO_KEY) + 8, text
+
+
+# the tenth independent round: the same key in other forms of those encodings
+ENCODED_OTHERWISE = {
+    "percent_lowercase": "Zq9Xw%2fKp7Lm%2bRt2Vb%3dYc8dQ",
+    "percent_every_byte": "".join(f"%{b:02x}" for b in ECHO_KEY.encode()),
+    "html_entities": "".join(f"&#{ord(c)};" for c in ECHO_KEY),
+    "json_unicode_escapes": ECHO_KEY.replace("/", "\\u002f").replace("+", "\\u002b"),
+}
+
+
+@pytest.mark.parametrize("form", ENCODED_OTHERWISE.values(), ids=ENCODED_OTHERWISE.keys())
+def test_a_server_text_quoting_a_key_in_any_encoding_keeps_nothing_of_it(form):
+    import html
+    from urllib.parse import unquote
+
+    remember_secret(ECHO_KEY)
+    text = redact_server_text(f"invalid credential {form} for this deployment")
+    decoded = unquote(html.unescape(text.replace("\\u002f", "/").replace("\\u002b", "+")))
+    assert text.startswith(REDACTED) and ECHO_KEY not in decoded, text
+    assert redact_server_text("ordinary text %20 &amp; \\u0041 stays") == "ordinary text %20 &amp; \\u0041 stays"

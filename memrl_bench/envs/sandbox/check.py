@@ -136,14 +136,33 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
         if os.path.lexists(upper + root):
             visit(root)
     for database in _USER_DATABASES:  # another name for uid / gid 0: a check's `stat -c %U` names root's files by it
-        with contextlib.suppress(OSError), open(upper + database, encoding="utf-8", errors="replace") as lines:
-            if any(fields[2:3] == ["0"] and fields[0] != "root" for fields in (line.split(":") for line in lines)):
+        with contextlib.suppress(OSError), open(_as_seen(upper, database), encoding="utf-8", errors="replace") as lines:
+            if any(fields[0] != "root" and _is_zero(fields[2:3]) for fields in (line.split(":") for line in lines)):
                 found.setdefault("renamed_superuser", []).append(database)
     for pattern in _USER_SITES:
         for entry in sorted(glob.glob(f"{upper}{pattern}/*")):
             if _is_startup_hook(os.path.basename(entry)) and not os.path.isdir(entry):
                 found.setdefault("python_startup_hook", []).append(entry[len(upper) :])
     return found
+
+
+def _is_zero(field: list[str]) -> bool:
+    """Whether a user database's id field is 0 as the C library reads it (`00`, ` 0`, `+0` too)."""
+    try:
+        return bool(field) and int(field[0]) == 0
+    except ValueError:
+        return False
+
+
+def _as_seen(upper: str, path: str) -> str:
+    """Where the host reads the file the episode sees at `path`: links followed inside the episode's root (a link to an
+    edited copy is read, not the host's file at the link's target)."""
+    for _ in range(40):  # the kernel's limit of links followed
+        entry = upper + path
+        if not os.path.islink(entry):
+            return entry if os.path.lexists(entry) else path
+        path = os.path.normpath(os.path.join(os.path.dirname(path), os.readlink(entry)))
+    return upper + path
 
 
 @lru_cache(maxsize=1)
