@@ -277,8 +277,8 @@ _JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\(/)")
 def _quotes_a_secret_encoded(text: str) -> bool:
     """Whether `text`, once its percent-encoding (any case, every byte), HTML entities or JSON escapes are undone, holds
     a remembered secret."""
-    decoded = {unquote(text), html.unescape(text), _JSON_ESCAPE.sub(lambda m: m.group(2) or chr(int(m.group(1), 16)), text)}
-    decoded.add(unquote(html.unescape(_JSON_ESCAPE.sub(lambda m: m.group(2) or chr(int(m.group(1), 16)), text))))
+    json_unescaped = _JSON_ESCAPE.sub(lambda m: m.group(2) or chr(int(m.group(1), 16)), text)
+    decoded = {unquote(text), html.unescape(text), json_unescaped, unquote(html.unescape(json_unescaped))}
     return any(secret in form for form in decoded - {text} for secret in _SECRETS if len(secret) >= _MIN_DECODED_SECRET_CHARS)
 
 
