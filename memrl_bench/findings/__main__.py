@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from memrl_bench.core.runfolder import replacing
 from memrl_bench.findings.render import render_html, render_markdown
 from memrl_bench.findings.section import findings
 
@@ -20,9 +21,16 @@ def main() -> None:
     except FileNotFoundError as err:
         print(f"memrl-bench: error: {err}", file=sys.stderr)
         sys.exit(2)
-    print(render_markdown(found, args.results_dir))
     if args.html:
-        args.html.write_text(render_html(found, args.results_dir))
+        try:
+            with replacing(args.html, "w") as page:  # whole or not at all: a kill leaves the previous file
+                page.write(render_html(found, args.results_dir))
+        except OSError as err:  # a place that cannot be written (a folder, below a file or a missing folder, read-only)
+            if not err.filename:
+                raise
+            print(f"memrl-bench: error: {args.html}: {err.strerror or err}", file=sys.stderr)  # not the temporary file's name
+            sys.exit(2)
+    print(render_markdown(found, args.results_dir))
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ import openai
 from pydantic import BaseModel, Field, StrictStr, ValidationError
 
 from memrl_bench.core.config import cache_root, validated
-from memrl_bench.core.redaction import redact_server_text, remember_secret, remember_url, scrub, strip_url_secrets, url_host
+from memrl_bench.core.redaction import redact_server_text, remember_url, scrub, strip_url_secrets, url_host
 from memrl_bench.core.registry import with_settings
 from memrl_bench.core.schema import Usage
 from memrl_bench.llm import (
@@ -51,7 +51,7 @@ from memrl_bench.llm import (
 from memrl_bench.llm.cache import CachedResponse, ResponseCache, cache_key, count_key
 from memrl_bench.llm.gguf import check_file
 from memrl_bench.llm.http import body_cap, capped_async_client, capped_client
-from memrl_bench.llm.settings import LLMConfig
+from memrl_bench.llm.settings import LLMConfig, api_key
 
 GENERATION_KEYS = ("temperature", "top_p", "seed", "max_tokens", "stop", "response_format")
 DEFAULT_GENERATION: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "seed": 0, "max_tokens": 256, "stop": None}
@@ -189,8 +189,7 @@ class OpenAIChatModel:
         self.context_size = context_size
         self.tokenizer_url = tokenizer_url.rstrip("/") if tokenizer_url else None
         self._api_key_env = api_key_env
-        self._api_key = os.environ.get(api_key_env) or NO_KEY
-        remember_secret(os.environ.get(api_key_env))
+        self._api_key = api_key(api_key_env) or NO_KEY
         remember_url(self.base_url)
         self._rng = random.Random(self.retry.seed)
         # every answer's body is read under this many bytes (a per-call max_tokens past ~87k tokens would need more)

@@ -4,14 +4,15 @@ may override (GenerationSettings). An LLM kind of one's own declares its own mod
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from memrl_bench.core.config import MAX_SECONDS, Settings
-from memrl_bench.core.redaction import ends_early, url_host
+from memrl_bench.core.config import MAX_SECONDS, ConfigError, Settings
+from memrl_bench.core.redaction import ends_early, remember_secret, url_host
 
 
 class GenerationSettings(Settings):
@@ -64,6 +65,24 @@ def checked_key_env(name: str) -> str:
     if not _ENV_VAR_NAME.match(name):
         raise ValueError("must be the NAME of the environment variable holding the key (such as OPENAI_API_KEY), not the key itself")
     return name
+
+
+def api_key(variable: str) -> str | None:
+    """The API key in environment variable `variable` (None if unset or empty), remembered for redaction; ConfigError naming
+    the variable (never the key) when no HTTP header can carry it: a line break (a key file saved with one) or a character
+    outside ASCII made every call fail as if the server were down, or ended the run in a traceback."""
+    key = os.environ.get(variable) or None
+    remember_secret(key)
+    if key is not None and not _HEADER_SAFE.fullmatch(key):
+        where = next(i for i, char in enumerate(key) if not _HEADER_SAFE.fullmatch(char))
+        raise ConfigError(
+            f"${variable} holds a character no HTTP header carries (position {where + 1} of {len(key)}: a space, a line break, a "
+            "control or non-ASCII character); set the key alone, as the server issued it"
+        )
+    return key
+
+
+_HEADER_SAFE = re.compile(r"[\x21-\x7e]+")  # visible ASCII: what an Authorization header carries unchanged
 
 
 class LLMConfig(GenerationSettings):

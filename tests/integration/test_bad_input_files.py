@@ -474,6 +474,19 @@ def test_a_report_out_below_a_file_is_one_line(results, out, message):
     assert sorted(results.rglob("*")) == before
 
 
+@pytest.mark.parametrize(
+    "html", ["/dev/null/x.html", "{results}", "/no/such/folder/x.html"], ids=["below_dev_null", "a_folder", "missing_folder"]
+)
+def test_findings_html_that_cannot_be_written_is_one_line(results, html):
+    """The eleventh independent round: `python -m memrl_bench.findings RESULTS --html /dev/null/x.html` (or a folder) ended
+    in a traceback."""
+    html = html.replace("{results}", str(results))
+    before = sorted(results.rglob("*"))
+    done = command("memrl_bench.findings", str(results), "--html", html)
+    assert done.returncode == 2 and f"{html}: " in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert done.stdout == "" and sorted(results.rglob("*")) == before
+
+
 def _sweep(params: dict[str, str], task: str = "[]") -> bytes:
     lines = "".join(f"      {key}: {value}\n" for key, value in params.items())
     return (

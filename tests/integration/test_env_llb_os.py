@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shlex
+import struct
 import subprocess
 import time
 import uuid
@@ -284,6 +286,30 @@ def test_another_name_for_root_in_the_user_database_is_flagged():
         sandbox.run("useradd -m appuser && touch /tmp/f && chown appuser /tmp/f")
         check = sandbox.check("stat -c %U /tmp/f")
     assert check.result.output.strip() == "appuser" and "renamed_superuser" not in check.system_changes, check
+
+
+def _message_catalog(translations: dict[bytes, bytes]) -> bytes:
+    """A gettext .mo file (GNU's layout: a header, two tables of length and offset, the strings; msgids sorted)."""
+    ids = sorted({b"": b"Content-Type: text/plain; charset=UTF-8\n", **translations}.items())
+    tables, strings, offset = [], b"", 28 + 16 * len(ids)
+    for text in [msgid for msgid, _ in ids] + [msgstr for _, msgstr in ids]:
+        tables.append(struct.pack("<2I", len(text), offset + len(strings)))
+        strings += text + b"\0"
+    return struct.pack("<7I", 0x950412DE, 0, len(ids), 28, 28 + 8 * len(ids), 0, 0) + b"".join(tables) + strings
+
+
+@needs_sandbox
+def test_the_check_prints_no_message_translated_by_the_episode():
+    """The eleventh independent round: a catalog for `chage` under /usr/share/locale/C.UTF-8 made the check's host `chage
+    -l` print the password ageing the task asked for, with /etc/shadow untouched (real tasks 457 and 356 passed undone)."""
+    label = b"Maximum number of days between password change\t\t: %ld\n"
+    catalog = base64.b64encode(_message_catalog({label: label.replace(b"%ld", b"4242")})).decode()
+    folder = "/usr/share/locale/C.UTF-8/LC_MESSAGES"
+    with Sandbox(Limits(timeout_s=20)) as sandbox:
+        made = sandbox.run(f"mkdir -p {folder} && echo {catalog} | base64 -d > {folder}/shadow.mo && chage -l root | grep Maximum")
+        check = sandbox.check("chage -l root | grep Maximum")
+    assert made.ok and "4242" in made.output, made.output  # the catalog works in the episode's own locale
+    assert check.result.ok and "4242" not in check.result.output and "Maximum number of days" in check.result.output, check
 
 
 @needs_sandbox

@@ -272,3 +272,25 @@ def test_a_scrubbed_stream_redacts_what_the_command_line_holds():
     stream.write(f"Interpolation key '{CANARY}2' not found\n")
     stream.write(f"unrecognized arguments: y='http://h/v1?code={CANARY}3'\n")
     assert CANARY not in sink.getvalue() and sink.getvalue().count(REDACTED) >= 2, sink.getvalue()
+
+
+@pytest.mark.parametrize(
+    "key", [f"sk-{CANARY}\r", f"sk-{CANARY}\n", f"sk-{CANARY}\u00e9", f"sk-{CANARY} x"], ids=["cr", "lf", "non_ascii", "space"]
+)
+def test_an_api_key_no_header_carries_is_one_line_without_it(tmp_path, key: str):
+    """The eleventh independent round: a key ending in a line break was filed as an outage (exit 3, "once the server is
+    back", the re-run failing alike); one with a non-ASCII character ended in httpx's UnicodeEncodeError traceback."""
+    from tests.helpers import tiny_mmlu
+
+    with FaultServer(reply=lambda messages: "Answer: B") as server:
+        out = subprocess.run(
+            [sys.executable, "-m", "memrl_bench", f"results_dir={tmp_path / 'results'}", "env=mmlu", f"env.data_dir={tiny_mmlu(tmp_path)}"]
+            + ["method=none", "llm=openai", "llm.model=m", f"llm.base_url={server.base_url}", "progress=false"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "OPENAI_API_KEY": key},
+        )
+    assert out.returncode == 2 and out.stderr.startswith("memrl-bench: error: $OPENAI_API_KEY holds a character"), out.stderr[-2000:]
+    assert len(out.stderr.splitlines()) == 1 and CANARY not in out.stdout + out.stderr and not (tmp_path / "results").exists()

@@ -51,7 +51,18 @@ _CHECK_PATH = "/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/sbin:/usr/local/bin"
 # TZ: the host's zone file (under the host's /usr, laid over the episode's): an /etc/localtime the episode replaced
 # moved `date` by weeks in a check comparing with today (sixth independent round); no LLB-OS task sets the time zone.
 _HOST_ZONE = os.path.realpath("/etc/localtime") if os.path.exists("/etc/localtime") else "/usr/share/zoneinfo/Etc/UTC"
-CHECK_ENV = {"PATH": _CHECK_PATH, "PYTHONNOUSERSITE": "1", "PYTHONSAFEPATH": "1", "TZ": f":{_HOST_ZONE}"}
+# LC_MESSAGES=C (LC_ALL and LANGUAGE emptied, which the C library and Python read as unset): no message of a check's
+# tool is translated. In C.UTF-8 the C library reads catalogs, and one the episode added under /usr/share/locale made the
+# host's `chage -l` print any password ageing (eleventh independent round); LLB-OS's checks read English.
+CHECK_ENV = {
+    "PATH": _CHECK_PATH,
+    "PYTHONNOUSERSITE": "1",
+    "PYTHONSAFEPATH": "1",
+    "TZ": f":{_HOST_ZONE}",
+    "LC_MESSAGES": "C",
+    "LC_ALL": "",
+    "LANGUAGE": "",
+}
 # where user and group names come from (no LLB-OS task gives uid or gid 0 another name; the ninth independent round
 # forged an ownership check that way)
 _USER_DATABASES = ("/etc/passwd", "/etc/group")
