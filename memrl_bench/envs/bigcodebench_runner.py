@@ -11,7 +11,17 @@ imported the runner:
   its tag, the program's first line of test code and the task's libraries from its standard
   input (the one line the harness sends; the tag is in no argv, environment or file, and in no
   frame's locals: only in the defaults of its report function), then puts /dev/null there;
-- keeps its own references to what it calls;
+- keeps its own references to what it calls; a function of its own that the program can reach (unittest's test part
+  executor, the signal guard) holds what it uses in its defaults (an audited read), never in a closure (not audited:
+  a closure holding `flag` handed the program `report`, which signs any result);
+- makes unittest's classes, contextlib's and its own result class immutable (CPython's Py_TPFLAGS_IMMUTABLETYPE, set
+  through ctypes): a patch of any of them fails where it is made, whenever it is made, and its TypeError is flagged;
+- runs every part of a test (setUp, the test, tearDown, cleanups, subtests) in an executor of its own that counts the
+  parts and every exception leaving one before unittest's bookkeeping sees it: a failure that unittest then records as
+  none, or a test none of whose parts ran there (unittest's _Outcome replaced), is flagged;
+- keeps its result object out of the program's reach: TextTestRunner registers it nowhere (unittest.signals), reads
+  the runner's own clock (not time.perf_counter, a moment the program could be told) and writes to the stdout there
+  before the program;
 - notes what the run relies on (every attribute of unittest's modules and classes and the code
   of their functions, the builtins, sys.exit, os._exit, os.write, its own result class; numpy's
   and pandas' top-level names and the functions of numpy.testing and pandas.testing and of what
@@ -41,7 +51,7 @@ imported the runner:
 Before the suite and after it, it checks that unittest's modules in sys.modules are still the
 ones it imported (a fake unittest would hand the tests a TestCase that runs nothing), that the
 test classes hold nothing of the solution's code and no replacement of TestCase's machinery
-(run, _callTestMethod, __init_subclass__ ...) but the tests' own; after the suite, that each
+(run, _callTestMethod, __init_subclass__ ...) but the tests' own (after each test too); after the suite, that each
 test's method, as the test started, was the function the test code defined, and that no module
 but the program's holds a function of the solution's code (a library's function replaced).
 "The solution's code": compiled from program.py above the first line of test code.
@@ -77,9 +87,11 @@ def _memrl_runner() -> None:
     import signal
     import sys
     import sysconfig
+    import time
     import traceback
     import types
     import unittest
+    import unittest._log
     import unittest.async_case
     import unittest.case
     import unittest.loader
@@ -121,18 +133,29 @@ def _memrl_runner() -> None:
         os.set_inheritable(int(descriptor), False)  # the program's own processes do not get it
         return report, int(first), libs.decode()
 
-    def not_dumpable() -> None:
-        """PR_SET_DUMPABLE 0 before the tag is read: a child process the program starts (no audit hook there) cannot read
-        this process's memory through /proc/<pid>/mem (the tag is in it). ctypes is dropped again from the module table:
-        whether the program may load it is decided below."""
+    def with_ctypes(action):
+        """action(ctypes), ctypes then dropped again from the module table unless it was there (numpy loads it): whether the
+        program may load it is decided below."""
+        loaded = set(sys.modules)
         import ctypes
 
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE (linux/prctl.h)
-        for name in [name for name in sys.modules if name == "ctypes" or str.startswith(name, "ctypes.") or name == "_ctypes"]:
-            del sys.modules[name]
+        try:
+            return action(ctypes)
+        finally:
+            for name in [name for name in sys.modules if name not in loaded and name.partition(".")[0] in ("ctypes", "_ctypes")]:
+                del sys.modules[name]
 
-    not_dumpable()
+    # PR_SET_DUMPABLE 0 (linux/prctl.h) before the tag is read: a child process the program starts (no audit hook there)
+    # cannot read this process's memory through /proc/<pid>/mem (the tag is in it).
+    with_ctypes(lambda ctypes: ctypes.CDLL(None).prctl(4, 0, 0, 0, 0))
     report, first_test_line, libs = read_the_harness_line()
+    seen: set[str] = set()  # the tampering flagged
+
+    def flag(pattern: str) -> None:
+        if pattern not in seen:
+            seen.add(pattern)
+            report(b"tampering", pattern)
+
     leave = os._exit  # the program may replace os._exit
     quote = json.encoder.encode_basestring_ascii  # C (_json); the program may replace json's Python functions
 
@@ -159,6 +182,7 @@ def _memrl_runner() -> None:
     ] = {}  # the code of each watched function: memory written under it (ctypes) changes it unseen
 
     shapes: list[tuple[str, str, object, frozenset]] = []  # classes watched whole and their names: a name added is a patch too
+    frozen: dict[type, str] = {}  # classes made immutable before the program runs, and the pattern a write to one is
 
     def watch(pattern: str, label: str, namespace, keys=None) -> None:
         if keys is None and type(namespace) is types.MappingProxyType:  # a class (__getattribute__ added to TestCase)
@@ -173,16 +197,46 @@ def _memrl_runner() -> None:
     # unittest swallows its own _ShouldStop (a failfast run's signal to stop) and leaves the test passing. No task runs
     # failfast or expects a failure, so one raised while a test runs is the program's: the test ends badly, flagged.
     # Replaced before the watch below, which then guards the replacement.
+    # tests started, ended well, ended badly, checked at their end (stopTest called by TestCase.run); test parts run, and
+    # left by an exception
+    counts = [0, 0, 0, 0, 0, 0]
+
+    # Every part of a test (setUp, the test, tearDown, a cleanup, a subtest) runs in this, which counts it, and counts an
+    # exception leaving it before unittest's own bookkeeping (_addError, outcome.success) sees it. Like every function of
+    # the runner the program can reach, it holds what it uses in its defaults, no closure: `flag` in a closure handed the
+    # program `report` (__closure__ reads are not audited), which signs any result.
     @contextlib.contextmanager
-    def test_part_executor(self, test_case, subTest=False, _inner=unittest.case._Outcome.testPartExecutor, _stop=unittest.case._ShouldStop):
+    def test_part_executor(
+        self,
+        test_case,
+        subTest=False,
+        _inner=unittest.case._Outcome.testPartExecutor,
+        _stop=unittest.case._ShouldStop,
+        _counts=counts,
+        _flag=flag,
+    ):
+        _counts[4] += 1
         with _inner(self, test_case, subTest):
             try:
                 yield
             except _stop:
-                flag("stops_unittest")
+                _counts[5] += 1
+                _flag("stops_unittest")
                 raise RuntimeError("unittest's _ShouldStop raised by the code under test") from None
+            except BaseException:
+                _counts[5] += 1
+                raise
 
     unittest.case._Outcome.testPartExecutor = test_part_executor
+
+    # TextTestRunner.run registers its result where the program finds it (unittest.signals._results: a stopTest set on the
+    # result object skipped the checks after each test) and reads its clock through time.perf_counter, which the program
+    # can replace (a moment to put a patch back): neither here.
+    class Clock:
+        perf_counter = staticmethod(time.perf_counter)
+
+    unittest.runner.registerResult, unittest.runner.time = (lambda result: None), Clock
+    frozen[Clock] = "patches_unittest"
 
     # unittest's modules and what its pass or fail rests on (contextlib: every test part runs in one of its context managers);
     # mock_open sets two globals of unittest.mock on its first call: made before the watch
@@ -190,12 +244,14 @@ def _memrl_runner() -> None:
     for pattern, module in (
         *[("patches_unittest", module) for module in (unittest, unittest.case, unittest.loader, unittest.result, unittest.runner)],
         *[("patches_unittest", module) for module in (unittest.signals, unittest.suite, unittest.util, unittest.mock, unittest.async_case)],
+        ("patches_unittest", unittest._log),  # assertLogs' context manager
         ("patches_a_library", contextlib),
     ):
         watch(pattern, module.__name__, vars(module))
         for value in list(vars(module).values()):
             if isinstance(value, type) and (value.__module__.startswith("unittest") or value.__module__ == module.__name__):
                 watch(pattern, f"{value.__module__}.{value.__qualname__}", value.__dict__)
+                frozen.setdefault(value, pattern)
     modules = sys.modules  # the import system's own table, even if sys.modules is rebound
     unittest_modules = {name: module for name, module in modules.items() if name == "unittest" or name.startswith("unittest.")}
     real_case = unittest.case.TestCase
@@ -236,7 +292,7 @@ def _memrl_runner() -> None:
         sys.stderr,
     )
 
-    frames, armed, seen = set(), [False], set()  # the runner's own frames; their ids stay valid while they run
+    frames, armed = set(), [False]  # the runner's own frames; their ids stay valid while they run
     frame = sys._getframe()
     while frame is not None:
         frames.add(id(frame))
@@ -248,11 +304,6 @@ def _memrl_runner() -> None:
         runner_codes.add(code)
         todo.extend(constant for constant in code.co_consts if type(constant) is types.CodeType)
     del frame, todo, code
-
-    def flag(pattern: str) -> None:
-        if pattern not in seen:
-            seen.add(pattern)
-            report(b"tampering", pattern)
 
     def from_the_solution(code) -> bool:
         return type(code) is types.CodeType and code.co_filename == path and code.co_firstlineno < first_test_line
@@ -553,8 +604,7 @@ def _memrl_runner() -> None:
     # The result class counts into a list held by its methods' defaults (reading or replacing __defaults__ is audited), not
     # into attributes: the class is within the program's reach (TextTestResult.__subclasses__()), its instance in a frame's.
     # startTest and addSuccess count only when called by unittest's TestCase.run (not by a replaced unittest function).
-    # tests started, ended well, ended badly, and checked at their end (stopTest called by TestCase.run)
-    counts, test_methods, run_code = [0, 0, 0, 0], [], real_case.run.__code__
+    test_methods, run_code, marks = [], real_case.run.__code__, [0]  # marks: the test parts run when the test started
 
     def called_by_the_run() -> bool:
         if getframe(2).f_code is not run_code:  # 0 this function, 1 the result's method, 2 its caller
@@ -581,6 +631,23 @@ def _memrl_runner() -> None:
         for function, code in codes.values():
             if function.__code__ is not code:
                 note("replaces_function_code", exact(function.__qualname__))
+        for cases in tests_class:  # machinery set on the tests' class during the suite
+            check_the_tests(cases)
+
+    tests_class: list[type] = []
+    refusal = re.compile(r"cannot set '.*' attribute of immutable type '(.+)'", re.DOTALL)
+    context_of, message_of = BaseException.__dict__["__context__"].__get__, BaseException.__str__
+
+    def refused_patch(error) -> None:
+        """A write to a frozen class (type.__setattr__'s TypeError), in `error` or an exception it was raised during: flagged."""
+        for _ in range(20):
+            if not issubclass(type(error), BaseException):
+                return
+            if type(error) is TypeError:
+                match = refusal.fullmatch(message_of(error))
+                if match is not None and match.group(1) in frozen_names:
+                    flag(frozen_names[match.group(1)])
+            error = context_of(error)
 
     base = unittest.runner.TextTestResult
 
@@ -588,15 +655,20 @@ def _memrl_runner() -> None:
         """Counts every test's outcome itself; prints as TextTestRunner always did. No test is skipped or expected to fail
         in any task (gold check): such an outcome comes from the code under test (SkipTest, a replaced unittest function)."""
 
-        def startTest(self, test, _base=base.startTest, _counts=counts, _methods=test_methods, _check=called_by_the_run):
+        def startTest(self, test, _base=base.startTest, _counts=counts, _methods=test_methods, _check=called_by_the_run, _marks=marks):
             _counts[0] += _check()
+            _marks[0] = _counts[4]
             _methods.append(getattr(getattr(test, getattr(test, "_testMethodName", ""), None), "__func__", None))
             _base(self, test)
 
-        def stopTest(self, test, _base=base.stopTest, _counts=counts, _caller=called_by_the_run, _check=check_the_names):
+        def stopTest(
+            self, test, _base=base.stopTest, _counts=counts, _caller=called_by_the_run, _check=check_the_names, _marks=marks, _flag=flag
+        ):
             # counted only when TestCase.run calls it: a stopTest set on the result object (looked up before the class's)
             # that skips this check, or calls it from elsewhere once its patches are put back, is seen at the end
             _counts[3] += _caller()
+            if _counts[4] == _marks[0]:  # no part of the test ran in the runner's executor: unittest's _Outcome replaced
+                _flag("skips_the_runners_checks")
             _check()
             _base(self, test)
 
@@ -612,25 +684,43 @@ def _memrl_runner() -> None:
             _counts[2] += 1
             _base(self, test, err)
 
-        def addFailure(self, test, err, _base=base.addFailure, _counts=counts):
+        def addFailure(self, test, err, _base=base.addFailure, _counts=counts, _refused=refused_patch):
             _counts[2] += 1
+            _refused(err[1])
             _base(self, test, err)
 
-        def addError(self, test, err, _base=base.addError, _counts=counts):  # also a class or module fixture that failed
+        def addError(self, test, err, _base=base.addError, _counts=counts, _refused=refused_patch):  # also a fixture that failed
             _counts[2] += 1
+            _refused(err[1])
             _base(self, test, err)
 
         def addUnexpectedSuccess(self, test, _base=base.addUnexpectedSuccess, _counts=counts):
             _counts[2] += 1
             _base(self, test)
 
-        def addSubTest(self, test, subtest, err, _base=base.addSubTest, _counts=counts):
+        def addSubTest(self, test, subtest, err, _base=base.addSubTest, _counts=counts, _refused=refused_patch):
             if err is not None:
                 _counts[2] += 1
+                _refused(err[1])
             _base(self, test, subtest, err)
 
     watch("patches_the_runner", "Recorder", Recorder.__dict__)
     protected = {id(value) for value in vars(Recorder).values() if type(value) is types.FunctionType} | {id(report)}
+    frozen[Recorder] = "patches_the_runner"
+    frozen_names = {klass.__name__: pattern for klass, pattern in frozen.items()}
+
+    def make_immutable(ctypes) -> None:
+        """Py_TPFLAGS_IMMUTABLETYPE (1 << 8, Include/object.h) on each class watched whole: type.__setattr__ then refuses
+        every name, so a patch of unittest's, contextlib's or the runner's classes fails where it is made, whenever it is
+        made (one put back within a test, at a moment the program chose, passed the checks made between tests)."""
+        offset = 21 * ctypes.sizeof(ctypes.c_void_p)  # PyTypeObject.tp_flags: after 3 words of header and 18 slots (3.8-3.13)
+        for klass in frozen:
+            flags = ctypes.c_ulong.from_address(id(klass) + offset)
+            if flags.value != klass.__flags__:
+                raise RuntimeError(f"cannot make {klass.__qualname__} immutable: tp_flags is not where CPython 3.8-3.13 has it")
+            flags.value |= 1 << 8
+
+    with_ctypes(make_immutable)
 
     # A signal handler is handed the frame the signal came in, and signal.signal raises no audit event. Its replacement
     # holds nothing (no closure, no original): it asks the audit hook, which installs SIG_DFL or SIG_IGN and flags a handler.
@@ -728,10 +818,12 @@ def _memrl_runner() -> None:
         check_the_signals()
         cases = vars(main)["TestCases"]
         check_the_tests(cases)
+        tests_class.append(cases)
         watch("patches_the_tests", "TestCases", cases.__dict__, [key for key, value in vars(cases).items() if callable(value)])
-        text_runner(stream=sys.stdout, verbosity=1, resultclass=Recorder).run(load(cases))
+        text_runner(stream=stdout, verbosity=1, resultclass=Recorder).run(load(cases))
     except BaseException as exception:  # the program's own failure: an exception or SystemExit on import, a suite that broke
         failure = exception
+        refused_patch(failure)
     check_the_modules()
     check_the_signals()
     if cases is not None:
@@ -753,9 +845,11 @@ def _memrl_runner() -> None:
         except BaseException:  # an exception whose __str__ fails
             error = error or "the program's exception could not be shown"
     check_the_names()
-    started, good, bad, checked = counts
+    started, good, bad, checked, _, raised = counts
     if checked != started:
         flag("skips_the_runners_checks")
+    if raised and not bad:  # unittest recorded no failure of a test part that raised: its bookkeeping was bent
+        flag("forges_a_result")
     report(
         b"result",
         as_json(
