@@ -12,8 +12,8 @@ imported the runner:
   input (the one line the harness sends; the tag is in no argv, environment or file, and in no
   frame's locals: only in the defaults of its report function), then puts /dev/null there;
 - keeps its own references to what it calls; a function of its own that the program can reach (unittest's test part
-  executor, the signal guard) holds what it uses in its defaults (an audited read), never in a closure (not audited:
-  a closure holding `flag` handed the program `report`, which signs any result);
+  executor, the signal guard) holds what it uses in its defaults, whose reading is refused for every function of the
+  runner, never in a closure (not audited: a closure holding `flag` handed the program `report`, which signs any result);
 - makes unittest's classes, contextlib's and its own result class immutable (CPython's Py_TPFLAGS_IMMUTABLETYPE, set
   through ctypes): a patch of any of them fails where it is made, whenever it is made, and its TypeError is flagged;
 - runs every part of a test (setUp, the test, tearDown, cleanups, subtests) in an executor of its own that counts the
@@ -308,16 +308,19 @@ def _memrl_runner() -> None:
     def from_the_solution(code) -> bool:
         return type(code) is types.CodeType and code.co_filename == path and code.co_firstlineno < first_test_line
 
-    def from_the_tests(function) -> bool:  # a function the test code defined (through its decorators' __wrapped__)
+    def from_the_tests(function) -> bool:
+        """A function the test code defined, or a library's decorator of one (mock.patch: `__wrapped__` leads to the test). A
+        wrapper compiled elsewhere is not: a no-op exec-compiled with `__wrapped__` set to the test passed as the test."""
         for _ in range(50):
-            if type(function) is not types.FunctionType or function.__code__.co_filename == path:
-                break
+            if type(function) is not types.FunctionType:
+                return False
+            code = function.__code__
+            if code.co_filename == path:
+                return code.co_firstlineno >= first_test_line
+            if not a_library(code):
+                return False
             function = getattr(function, "__wrapped__", None)
-        return (
-            type(function) is types.FunctionType
-            and function.__code__.co_filename == path
-            and function.__code__.co_firstlineno >= first_test_line
-        )
+        return False
 
     def exact(text):
         """A str of the program's as a plain str: no method of its class runs (the hook runs no code of the program's)."""
@@ -530,8 +533,11 @@ def _memrl_runner() -> None:
         if event == "object.__getattr__" or event == "object.__setattr__":
             target, name = (args[0], exact(args[1])) if len(args) > 1 else (None, None)
             if (
-                id(target) in protected and name in ("__defaults__", "__kwdefaults__", "__code__") and raising.f_code not in runner_codes
-            ):  # what the result class and report hold
+                name in ("__defaults__", "__kwdefaults__", "__code__")
+                and type(target) is types.FunctionType
+                and target.__code__ in runner_codes
+                and raising.f_code not in runner_codes
+            ):  # what the runner's functions hold (report, counts): any of them, as the program may reach one by a route not foreseen
                 return "reaches_the_runner", PermissionError(f"{name} of the runner's functions")
             if event == "object.__setattr__":
                 return ("replaces_function_code" if name == "__code__" and relied_on(target) else None), None
@@ -705,7 +711,6 @@ def _memrl_runner() -> None:
             _base(self, test, subtest, err)
 
     watch("patches_the_runner", "Recorder", Recorder.__dict__)
-    protected = {id(value) for value in vars(Recorder).values() if type(value) is types.FunctionType} | {id(report)}
     frozen[Recorder] = "patches_the_runner"
     frozen_names = {klass.__name__: pattern for klass, pattern in frozen.items()}
 
@@ -752,7 +757,6 @@ def _memrl_runner() -> None:
 
     _signal.signal = signal.signal = guarded_signal
     _imp.create_builtin, _imp._fix_co_filename = create_builtin, fix_co_filename
-    protected.add(id(fix_co_filename))
     sys.addaudithook(audit)  # for good: an audit hook cannot be removed
 
     def check_the_signals() -> None:
