@@ -63,11 +63,23 @@ def read_runs(results_dir: Path | str) -> list[tuple[str, RunRecords]]:
         raise ExportInputError(f"{results_dir}: no run folders (folders holding {MANIFEST}) found")
     runs = []
     for path in paths:
+        name = str(path.relative_to(root)) if path != root else path.name
+        if not name.isascii() and not _is_utf8(name):  # the tables hold names as UTF-8 (parquet refuses anything else)
+            shown = str(path).encode(errors="surrogateescape").decode(errors="backslashreplace")
+            raise ExportInputError(f"cannot export run folder {shown}: its name is not UTF-8; rename it") from None
         try:
-            runs.append((str(path.relative_to(root)) if path != root else path.name, read_run(path)))
+            runs.append((name, read_run(path)))
         except (CorruptRunFolderError, OSError) as err:
             raise ExportInputError(f"cannot read run folder {path}: {err}") from None
     return runs
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # bytes of the file system's that were no UTF-8 (surrogate escapes)
+        return False
+    return True
 
 
 def run_settings(runs: list[tuple[str, RunRecords]]) -> dict[str, dict[str, Any]]:

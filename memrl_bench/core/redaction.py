@@ -14,13 +14,12 @@ whitespace, a quote, `<`, `>`, a backtick or the next `scheme://` (a server URL 
 them is refused: `ends_early`). Its userinfo is everything up to the LAST
 `@` before the query (`?`) or fragment (`#`), so a password may hold `@ : / % , ;`.
 Its parameters start after `?`, `#`, `;` or `&` (a query, a fragment such as OAuth's
-`#access_token=`, path parameters `/v1;password=`, `;` as a query separator); one is key-like
-when a word of its name (its letters, split at anything else and at camelCase) is one of
-CREDENTIAL_WORDS, or starts or ends as one of CREDENTIAL_STARTS / CREDENTIAL_ENDINGS (api_key,
-X-Api-Key, accessToken, clientsecret, sessionid, token1, auth[token], api+key,
-X-Amz-Signature, ...; any case), and its value runs to the next `&` or `#`
-(`;` included: a password may hold one). A path holding `@` (http://host/v1/@me) loses the
-part before it: redaction errs on the side of removing too much.
+`#access_token=`, path parameters `/v1;password=`, `;` as a query separator); the value of
+every parameter but the few HARMLESS_PARAMETERS (api-version, deployment, model ...) is
+redacted, and runs to the next `&` or `#` (`;` included: a password may hold one). A list of
+credential words (api_key, accessToken, passphrase ...) missed a new name in every probe round.
+A path holding `@` (http://host/v1/@me) loses the part before it: redaction errs on the side
+of removing too much.
 """
 
 from __future__ import annotations
@@ -38,39 +37,9 @@ REDACTED = "[redacted]"
 _SCHEME = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*\\?://")
 _URL_END = re.compile(r"[\s'\"<>`]")  # a URL in a text ends here (a quote closes a quoted override)
 # the words of a query parameter's name that make its value a secret
-CREDENTIAL_WORDS = frozenset(
-    {
-        "key",
-        "apikey",
-        "token",
-        "secret",
-        "password",
-        "passwd",
-        "pwd",
-        "pass",
-        "sig",
-        "signature",
-        "auth",
-        "authorization",
-        "credential",
-        "credentials",
-        "session",
-        "jwt",
-        "bearer",
-        "code",
-        "pw",
-        "passphrase",
-        "hmac",
-        "sid",
-        "pat",
-        "otp",
-        "totp",
-        "pin",
-        "cookie",
-        "ticket",
-        "privkey",
-    }
-)
+# The parameters of a server URL kept as they are (names compared in lower case, '_' read as '-'): what OpenAI-compatible
+# servers take that is no secret (Azure's api-version, a deployment or model name). Every other parameter's value is redacted.
+HARMLESS_PARAMETERS = frozenset({"api-version", "version", "v", "deployment", "deployment-id", "model", "region", "format", "stream"})
 _PARAM_START = re.compile(r"[?#;&]")  # a URL's parameter (query, fragment, path parameter) starts after one of these
 _PARAM_NAME = re.compile(r"(?P<name>[^=&;#?/\s]+)\\?=")  # Hydra writes '=' as '\='
 _VALUE_END = re.compile(r"[&#]")
@@ -93,31 +62,8 @@ SERVER_TEXT_CHARS = 2_000
 _CUT_MARGIN_CHARS = 1_000  # redacted past the cut: longer than any key
 
 
-# ...also as the start or the end of a word run together (sessionid, accesstoken, clientsecret); not "key" (monkey, keyword)
-CREDENTIAL_STARTS = ("session", "token", "secret", "passw", "apikey", "authkey")
-CREDENTIAL_ENDINGS = (
-    "token",
-    "secret",
-    "password",
-    "passwd",
-    "signature",
-    "credential",
-    "credentials",
-    "apikey",
-    "authkey",
-    "privatekey",
-    "secretkey",
-    "accesskey",
-    "sessionkey",
-    "signingkey",
-)
-# words: letters only (snake, kebab, brackets, digits, '+' and spaces split), camelCase and APIKey split
-_WORD_BREAK = re.compile(r"[^A-Za-z]+|(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-
-
 def _is_credential(name: str) -> bool:
-    words = [word.lower() for word in _WORD_BREAK.split(unquote(name.replace("+", " "))) if word]
-    return any(word in CREDENTIAL_WORDS or word.startswith(CREDENTIAL_STARTS) or word.endswith(CREDENTIAL_ENDINGS) for word in words)
+    return unquote(name.replace("+", " ")).strip().lower().replace("_", "-") not in HARMLESS_PARAMETERS
 
 
 def _secret_value_spans(text: str, start: int = 0) -> list[tuple[int, int]]:

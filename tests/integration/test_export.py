@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -200,3 +201,18 @@ def test_export_into_a_run_folder_or_its_memory_is_refused(study, capsys):
             main([str(run), "--out", str(out)])
         assert stop.value.code == 2 and "inside its memory snapshots; choose another --out" in capsys.readouterr().err
     assert not (run / "memory" / "final" / "episodes.csv").exists() and read_run(run, require_complete=True).complete
+
+
+def test_a_run_folder_named_in_bytes_that_are_not_utf8_is_one_line(study, tmp_path, capsys):
+    """Round 16b: a run folder whose name holds bytes that are no UTF-8 ended the export in pyarrow's UnicodeEncodeError
+    traceback (the report skips it with a line)."""
+    from memrl_bench.core.export import main
+
+    run = next(p.parent for p in sorted(study.rglob("manifest.json")))
+    results = tmp_path / "results"
+    shutil.copytree(run, os.fsdecode(bytes(results) + b"/run\xff"))
+    with pytest.raises(SystemExit) as stop:
+        main([str(results), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "run\\xff: its name is not UTF-8; rename it" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()

@@ -178,6 +178,8 @@ URL_SHAPES = [
     ("query_sid", "http://{h}/v1?sid={c}"),
     ("query_pat", "http://{h}/v1?pat={c}"),
     ("query_otp", "http://{h}/v1?otp={c}"),
+    # round 16b: names no list of credential words held; any parameter but a harmless one is redacted now
+    ("query_unlisted_names", "http://{h}/v1?api-version=1&passcode={c}&appkey={c}&api_keys={c}"),
 ]
 HOST = "127.0.0.1:8000"
 
@@ -198,11 +200,15 @@ def test_every_url_shape_loses_its_secret_in_names_and_texts(url):
         assert CANARY not in scrub(text), text
 
 
-def test_a_query_parameter_that_is_not_a_key_is_kept():
-    from memrl_bench.core.redaction import strip_url_secrets
+def test_a_harmless_query_parameter_is_kept_and_any_other_redacted():
+    """Round 16b: names no list of credential words held (passcode, appkey, api_keys, masterkey, creds) kept their values;
+    now only the parameters known to be harmless are kept."""
+    from memrl_bench.core.redaction import REDACTED, strip_url_secrets
 
-    url = "http://host/v1?api-version=2024-06-01&keyword=memory&monkey=1&deployment=gpt"
+    url = "http://host/v1?api-version=2024-06-01&deployment=gpt&API_VERSION=1"
     assert strip_url_secrets(url) == url
+    for name in ("passcode", "appkey", "api_keys", "subscriptionKey", "masterkey", "passkey", "creds", "accessKeys", "keyword"):
+        assert strip_url_secrets(f"http://host/v1?api-version=1&{name}={CANARY}") == f"http://host/v1?api-version=1&{name}={REDACTED}"
 
 
 def test_a_canary_in_every_url_shape_is_written_nowhere(tmp_path, monkeypatch):

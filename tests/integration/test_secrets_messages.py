@@ -212,7 +212,7 @@ def test_every_url_secret_form_is_masked_in_the_process_own_cmdline():
     after hide_url_secrets_from_command_line, while sys.argv keeps the values for Hydra."""
     args = [
         f"llm.base_url=http://u:{CANARY}@h:1/v1",
-        f"embedder.base_url='http://h:1/v1?api_key={CANARY}&n=1'",
+        f"embedder.base_url='http://h:1/v1?api_key={CANARY}&model=1'",
         f"x='http://u:a?{CANARY}@h:1/v1'",
         f"y='http://u:a {CANARY}@h:1/v1'",
         "llm.model=mé",
@@ -227,7 +227,7 @@ def test_every_url_secret_form_is_masked_in_the_process_own_cmdline():
     assert argv.decode() == repr(args) and CANARY.encode() not in cmdline
     assert cmdline.split(b"\0")[-6:-2] == [
         b"llm.base_url=http://" + b"*" * 15 + b"h:1/v1",
-        b"embedder.base_url='http://h:1/v1?api_key=" + b"*" * 12 + b"&n=1'",
+        b"embedder.base_url='http://h:1/v1?api_key=" + b"*" * 12 + b"&model=1'",
         b"x='http://" + b"*" * 17 + b"h:1/v1'",
         b"y='http://" + b"*" * 17 + b"h:1/v1'",
     ]
