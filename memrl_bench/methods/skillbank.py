@@ -85,6 +85,9 @@ class SkillBankConfig(Settings):
         8, ge=1, description="Training episodes of a category since its last evolution before its rate is judged (harness's own)."
     )
     temperature: float | None = Field(None, ge=0, description="Temperature of the writer's calls; null: the LLM config's own.")
+    max_tokens: int | None = Field(
+        None, ge=1, description="Completion tokens of a writer's call; null: the LLM config's own (SkillRL's o3 distiller: no cap)."
+    )
     q_learning: bool = Field(False, description="Skills carry MemRL's Q (its update rule) and are ranked by MemRL's score (harness's arm).")
     alpha: float = Field(0.3, ge=0, le=1, description="q_learning: learning rate of the Q update (MemRL's).")
     lambda_: float = Field(
@@ -356,7 +359,16 @@ class SkillBank(MemoryMethod):
                     self._add(kind, where, skills, sources, keys, dynamic=False, limit=cap - len(self.section(kind, where)))
 
         return [
-            (apply, calls.ask(sources[0].episode_id, "skillbank_skills", prompt, parse_skills, **call_settings(self.config.temperature)))
+            (
+                apply,
+                calls.ask(
+                    sources[0].episode_id,
+                    "skillbank_skills",
+                    prompt,
+                    parse_skills,
+                    **call_settings(self.config.temperature, self.config.max_tokens),
+                ),
+            )
         ]
 
     def _distil_mistakes(self, category: str, exps: list[Experience], calls: MemoryCalls) -> list[Job]:
@@ -380,7 +392,13 @@ class SkillBank(MemoryMethod):
         return [
             (
                 apply,
-                calls.ask(sources[0].episode_id, "skillbank_mistakes", prompt, parse_mistakes, **call_settings(self.config.temperature)),
+                calls.ask(
+                    sources[0].episode_id,
+                    "skillbank_mistakes",
+                    prompt,
+                    parse_mistakes,
+                    **call_settings(self.config.temperature, self.config.max_tokens),
+                ),
             )
         ]
 
@@ -411,7 +429,13 @@ class SkillBank(MemoryMethod):
         return [
             (
                 apply,
-                calls.ask(sources[0].episode_id, "skillbank_evolve", prompt, parse_new_skills, **call_settings(self.config.temperature)),
+                calls.ask(
+                    sources[0].episode_id,
+                    "skillbank_evolve",
+                    prompt,
+                    parse_new_skills,
+                    **call_settings(self.config.temperature, self.config.max_tokens),
+                ),
             )
         ]
 

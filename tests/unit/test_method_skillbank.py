@@ -145,6 +145,17 @@ def test_a_fenced_reply_with_prose_and_a_missing_key_is_read(loop):
     )
 
 
+def test_the_writers_calls_take_max_tokens_and_temperature(loop):
+    """The LLB-DB families study's first skill-bank arms: the world's 256 completion tokens cut all 72 distillation answers
+    (finish_reason length), and the bank stayed empty. The writer's calls get their own cap."""
+    model = ScriptedModel(scripted)
+    make(loop, model, max_tokens=1024, temperature=0.2).learn([exp(0, "count the orders", True, "query"), exp(1, "drop a row", False)])
+    assert model.overrides and all(o == {"temperature": 0.2, "max_tokens": 1024} for o in model.overrides), model.overrides
+    model = ScriptedModel(scripted)
+    make(loop, model).learn([exp(0, "count the orders", True, "query")])
+    assert model.overrides == [{}]  # unset: the LLM config's own
+
+
 def test_a_bad_reply_is_repaired_once_then_skipped_and_counted(loop):
     no_principle = answer({"general_skills": [{"title": "Look First"}]})
     model = ScriptedModel([no_principle, answer({"new_skills": []}), "I cannot help with that."])
