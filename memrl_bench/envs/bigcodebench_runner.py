@@ -389,6 +389,7 @@ def _memrl_runner() -> None:
     bootstrap_external = modules["_frozen_importlib_external"]
     get_code, compile_bytecode = bootstrap_external.SourceLoader.get_code.__code__, bootstrap_external._compile_bytecode.__code__
     memory_folder = re.compile(r"/proc(/\d+(/task(/\d+)?)?)?")  # a folder to open mem from (dir_fd)
+    memory_files = ("mem", "maps", "smaps", "smaps_rollup", "numa_maps", "pagemap", "map_files")
     watched_events = {
         "import",
         "open",
@@ -482,11 +483,13 @@ def _memrl_runner() -> None:
         return not (text == source or (type(source) is str and text == source.encode()))
 
     def opens_memory(target) -> bool:
-        """A path to the process's memory: /proc/<pid>/mem, through a link, or a folder of /proc it can be opened from."""
+        """A path to the process's memory or to where it lies (/proc/<pid>/mem, maps, pagemap ...: numpy reads any address
+        it is given, with no audit event, so the map of the heap is the tag's hiding place), through a link, or a folder of
+        /proc it can be opened from."""
         real = realpath(target)
-        if memory_folder.fullmatch(real) or (str.startswith(real, "/proc/") and str.endswith(real, "/mem")):
+        if memory_folder.fullmatch(real) or (str.startswith(real, "/proc/") and (basename(real) in memory_files or "/map_files" in real)):
             return True
-        return basename(target) == "mem" and not (isfile(real) and not str.startswith(real, "/proc/"))
+        return basename(target) in memory_files and not (isfile(real) and not str.startswith(real, "/proc/"))
 
     def compiling_a_source(frame) -> bool:
         """importlib's SourceLoader.get_code is at work above `frame` (within a few calls): it compiles a source file it read."""
@@ -661,10 +664,22 @@ def _memrl_runner() -> None:
         """Counts every test's outcome itself; prints as TextTestRunner always did. No test is skipped or expected to fail
         in any task (gold check): such an outcome comes from the code under test (SkipTest, a replaced unittest function)."""
 
-        def startTest(self, test, _base=base.startTest, _counts=counts, _methods=test_methods, _check=called_by_the_run, _marks=marks):
+        def startTest(
+            self,
+            test,
+            _base=base.startTest,
+            _counts=counts,
+            _methods=test_methods,
+            _check=called_by_the_run,
+            _marks=marks,
+            _bound=types.MethodType,
+        ):
             _counts[0] += _check()
             _marks[0] = _counts[4]
-            _methods.append(getattr(getattr(test, getattr(test, "_testMethodName", ""), None), "__func__", None))
+            # the test as unittest will call it: a bound method of the tests' function (an object standing in the test's place
+            # with the test as its __func__ ran nothing: fourteenth round)
+            method = getattr(test, getattr(test, "_testMethodName", ""), None)
+            _methods.append(method.__func__ if type(method) is _bound else None)
             _base(self, test)
 
         def stopTest(
