@@ -67,18 +67,31 @@ def _is_credential(name: str) -> bool:
 
 
 def _secret_value_spans(text: str, start: int = 0) -> list[tuple[int, int]]:
-    """(start, end) of the value of every key-like parameter in `text[start:]` (a URL's part after its host)."""
-    spans: list[tuple[int, int]] = []
+    """(start, end) of every secret in `text[start:]` (a URL's part after its userinfo): a path segment shaped as a key,
+    the value of every parameter but a harmless one's, and the whole of a parameter with no name (`?=KEY`, `?KEY`)."""
+    path_end = _PARAM_START.search(text, start)
+    spans = [
+        (m.start(), m.end())
+        for m in _PATH_SEGMENT.finditer(text, start, path_end.start() if path_end else len(text))
+        if _PATH_KEY.fullmatch(m[0])
+    ]
     for mark in _PARAM_START.finditer(text, start):
         if spans and mark.start() < spans[-1][1]:
             continue  # a ';' inside a value already redacted
         name = _PARAM_NAME.match(text, mark.end())
-        if name and _is_credential(name.group("name")):
-            end = _VALUE_END.search(text, name.end())
-            span = (name.end(), end.start() if end else len(text))
-            if span[1] > span[0]:
-                spans.append(span)
+        if name is not None and not _is_credential(name.group("name")):
+            continue
+        value_start = name.end() if name is not None else mark.end()
+        end = _VALUE_END.search(text, value_start)
+        span = (value_start, end.start() if end else len(text))
+        if span[1] > span[0]:
+            spans.append(span)
     return spans
+
+
+_PATH_SEGMENT = re.compile(r"[^/]+")
+# a path segment that is a key (some proxies take it in the path): as _KEY_LIKE tells a key in a text
+_PATH_KEY = re.compile(r"(?:sk|pk|rk)-[A-Za-z0-9_\-]{8,}|(?=[A-Za-z0-9_\-]*\d)(?=[A-Za-z0-9_\-]*[A-Za-z])[A-Za-z0-9_\-]{32,}")
 
 
 def _url_spans(text: str) -> list[tuple[int, int]]:
@@ -173,8 +186,8 @@ def remember_url(text: str) -> None:
         userinfo, rest = _split(text[start:end])
         if userinfo:
             _USERINFOS.update(_variants(userinfo))
-            plain = userinfo[:-1].replace("\\:", ":")
-            remember_secret(plain.partition(":")[2] or plain)
+            user, _, password = userinfo[:-1].replace("\\:", ":").partition(":")
+            remember_secret(password or user)  # `user:@host` (a token as the user): the user, without the colon
         for value in _parameter_secrets(rest):
             remember_secret(value)
 

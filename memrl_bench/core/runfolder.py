@@ -80,16 +80,17 @@ class UnreadableJSONError(ValueError):
     """Bytes that are not one JSON value Python can hold; its message is the reason, in a few words."""
 
 
-def parse_json(data: bytes | str) -> Any:
+def parse_json(data: bytes | str, int64: bool = False) -> Any:
     """JSON from a file that may be damaged or hostile; every way it fails is one UnreadableJSONError.
 
     Beyond malformed JSON and bytes that are not UTF-8, json.loads fails with a ValueError on a
-    number of more digits than Python converts (4,300) and with a RecursionError on arrays or
+    number of more digits than Python converts (4,300) or, with `int64` (run files: what their
+    tables hold), an integer past 64 bits, and with a RecursionError on arrays or
     objects nested deeper than the interpreter's stack: each reader reports all of these as it
     reports malformed JSON, never as a traceback.
     """
     try:
-        return json.loads(data)
+        return json.loads(data, parse_int=_int64 if int64 else None)
     except json.JSONDecodeError as err:
         raise UnreadableJSONError(f"{err.msg}: line {err.lineno} column {err.colno}") from None
     except UnicodeDecodeError as err:
@@ -98,6 +99,15 @@ def parse_json(data: bytes | str) -> Any:
         raise UnreadableJSONError("arrays or objects nested too deeply to read") from None
     except ValueError as err:  # int(): "Exceeds the limit (4300 digits) for integer string conversion..."
         raise UnreadableJSONError(str(err).split(":")[0]) from None
+
+
+def _int64(digits: str) -> int:
+    """An integer of a run file, as the tables hold it (64 bits): a line's `epoch` of 10**30 ended report and export in an
+    OverflowError traceback (eighteenth probe round)."""
+    value = int(digits)
+    if not -(1 << 63) <= value < 1 << 63:
+        raise ValueError(f"an integer past 64 bits ({digits[:20]}...)")
+    return value
 
 
 def open_regular(path: Path) -> IO[bytes]:
@@ -346,7 +356,7 @@ class RunFolder:
         if not path.exists():
             return None
         try:
-            manifest = parse_json(read_regular(path, MAX_SMALL_FILE_BYTES))
+            manifest = parse_json(read_regular(path, MAX_SMALL_FILE_BYTES), int64=True)
         except UnreadableJSONError as err:
             raise CorruptRunFolderError(
                 f"{path} is not valid JSON ({err}); it is written atomically, so it was edited or damaged"
@@ -388,7 +398,7 @@ class RunFolder:
             if not raw.endswith(b"\n"):
                 return records, True
             try:
-                records.append(parse_json(raw))
+                records.append(parse_json(raw, int64=True))
             except UnreadableJSONError as err:
                 raise CorruptRunFolderError(
                     f"{self.episodes_path} line {number} is not valid JSON ({err}); only a torn last line comes from a crash, so this "
@@ -519,7 +529,7 @@ class RunFolder:
         if not path.exists():
             return None
         try:
-            return parse_json(read_regular(path, MAX_SMALL_FILE_BYTES))
+            return parse_json(read_regular(path, MAX_SMALL_FILE_BYTES), int64=True)
         except UnreadableJSONError as err:
             raise CorruptRunFolderError(
                 f"{path} is not valid JSON ({err}); it is written atomically, so it was edited or damaged"

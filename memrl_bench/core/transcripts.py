@@ -57,7 +57,7 @@ class Salvage:
     records: list[dict[str, Any]] = field(default_factory=list)  # JSON objects with an episode id, in file order
     damaged_places: int = 0  # stretches of bytes skipped because no whole member decodes there
     damaged_bytes: int = 0
-    bad_lines: int = 0  # lines of whole members that are not a JSON object with an episode id
+    bad_lines: int = 0  # lines of whole members that are not a transcript record (`_is_record`)
     torn_tail: bool = False  # the last member is cut short (a crash while it was written)
     torn_records: list[dict[str, Any]] = field(default_factory=list)  # the whole lines that decode from that cut member
     estimated_bytes: int = 0  # what the records read so far take in memory, at most (`_estimated_bytes`)
@@ -232,13 +232,23 @@ class TranscriptLog:
                     "empty objects? no run writes that much)"
                 )
             try:
-                record = parse_json(line)
+                record = parse_json(line, int64=True)
             except UnreadableJSONError:
                 record = None
-            if isinstance(record, dict) and isinstance(record.get("episode_id"), str):
+            if _is_record(record):
                 out.records.append(record)
             else:
                 out.bad_lines += 1
+
+
+def _is_record(record: Any) -> bool:
+    """A transcript record as readers take it: an object with an episode id whose lists of calls are lists (a number there
+    ended the report in a traceback: eighteenth probe round)."""
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get("episode_id"), str)
+        and all(isinstance(record.get(key), (list, type(None))) for key in ("acting", "memory_calls", "memory_ops"))
+    )
 
 
 def _estimated_bytes(line: bytes) -> int:

@@ -28,6 +28,7 @@ import base64
 import gzip
 import html
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,17 @@ def run_data(run: RunRecords, name: str) -> dict[str, Any]:
     }
 
 
+def _finite(value: Any) -> Any:
+    """`value` with every NaN or infinite number as null (the page reads JSON, which has neither)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
+
+
 @dataclass
 class RunPage:
     """One run's viewer data, packed as data/<n>.js carries it (gzip JSON in base64), and what index.html lists of it."""
@@ -139,7 +151,14 @@ def run_page(run: RunRecords, name: str) -> RunPage | str:
         data = run_data(run, name)
     except OSError as err:
         return f"{run.path}: {err}"
-    packed = base64.b64encode(gzip.compress(json.dumps(data, separators=(",", ":")).encode(), mtime=0)).decode("ascii")
+    try:
+        try:
+            text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+        except ValueError:  # NaN or an infinity (a damaged transcript): no JSON, the page's parser refused it
+            text = json.dumps(_finite(data), separators=(",", ":"), allow_nan=False)
+    except RecursionError:
+        return f"{run.path}: its transcripts nest too deeply to show"
+    packed = base64.b64encode(gzip.compress(text.encode(), mtime=0)).decode("ascii")
     return RunPage(packed, len(data["episodes"]), sum(e["success"] for e in data["episodes"]), data["transcripts"])
 
 

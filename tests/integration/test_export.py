@@ -216,3 +216,21 @@ def test_a_run_folder_named_in_bytes_that_are_not_utf8_is_one_line(study, tmp_pa
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "run\\xff: its name is not UTF-8; rename it" in err and err.count("\n") == 1, err
     assert not (tmp_path / "out").exists()
+
+
+def test_an_integer_past_64_bits_in_a_log_is_one_line(study, tmp_path, capsys):
+    """The eighteenth probe round: `epoch` of 10**30 in a line of an incomplete run ended report and export in an
+    OverflowError traceback. The line is unreadable, as malformed JSON is."""
+    from memrl_bench.core.export import main
+
+    run = tmp_path / "results" / "run"
+    shutil.copytree(next(p.parent for p in sorted(study.rglob("manifest.json"))), run)
+    for name in ("COMPLETE", "metrics.json"):
+        (run / name).unlink()
+    lines = (run / "episodes.jsonl").read_text().splitlines()
+    lines[0] = json.dumps({**json.loads(lines[0]), "epoch": 10**30})
+    (run / "episodes.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(SystemExit) as stop:
+        main([str(run.parent), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "an integer past 64 bits" in err and err.count("\n") == 1, err

@@ -180,6 +180,11 @@ URL_SHAPES = [
     ("query_otp", "http://{h}/v1?otp={c}"),
     # round 16b: names no list of credential words held; any parameter but a harmless one is redacted now
     ("query_unlisted_names", "http://{h}/v1?api-version=1&passcode={c}&appkey={c}&api_keys={c}"),
+    # round 18: a parameter with no name or a name holding '/', a bare one, a key in the path, a user with an empty password
+    ("query_no_name", "http://{h}/v1?={c}&a/key={c}"),
+    ("query_bare", "http://{h}/v1?model=m&{c}"),
+    ("path_key", "http://{h}/sk-{c}0123/v1"),
+    ("user_empty_password", "http://{c}:@{h}/v1"),
 ]
 HOST = "127.0.0.1:8000"
 
@@ -192,7 +197,7 @@ def test_every_url_shape_loses_its_secret_in_names_and_texts(url):
     assert CANARY not in strip_url_secrets(url) and HOST in strip_url_secrets(url)
     assert url_host(url) == HOST
     name = run_name([f"llm.base_url={url}", "llm.model=m@v2"])  # a model name holding '@' keeps its place
-    assert CANARY not in name and name.startswith("llm.base_url=http:__127.0.0.1:8000_v1") and name.endswith(",llm.model=m@v2")
+    assert CANARY not in name and name.startswith("llm.base_url=http:__127.0.0.1:8000_") and name.endswith(",llm.model=m@v2")
     remember_url(url)
     decoded = url.replace("%40", "@").replace("%2C", ",").replace("%2F", "/").replace("%25", "%")
     hydra_escaped = url.replace(":", "\\:").replace(",", "\\,").replace("=", "\\=")

@@ -338,3 +338,19 @@ def test_transcript_lines_whose_records_would_take_too_much_memory_are_refused_b
     assert peak < 128 << 20, peak
     with pytest.raises(FileTooLargeError, match="bytes of memory"):
         log.keep_only([record("a")])
+
+
+@pytest.mark.parametrize("key, value", [("acting", 5), ("memory_calls", True), ("memory_ops", "x")])
+def test_a_record_whose_calls_are_no_list_is_skipped_with_the_warning(tmp_path, capsys, key, value):
+    """The eighteenth probe round: one record with `acting`, `memory_calls` or `memory_ops` a number ended the report in a
+    TypeError traceback. And an integer past 64 bits (the eighteenth too: an OverflowError in report and export)."""
+    log = TranscriptLog(tmp_path)
+    log.append([record("a")])
+    with open(log.path, "ab") as f:
+        f.write(
+            gzip.compress(
+                json.dumps({"episode_id": "x", key: value}).encode() + b'\n{"episode_id": "y", "n": ' + b"9" * 30 + b"}\n", mtime=0
+            )
+        )
+    assert [r["episode_id"] for r in log.read()] == ["a"]
+    assert "skipped 2 line(s) that are not a transcript record" in capsys.readouterr().err

@@ -9,6 +9,7 @@ import base64
 import gzip
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,21 @@ def test_transcripts_are_read_from_whole_members_and_bad_lines_are_skipped(tmp_p
     )
     assert sorted(read_transcripts(tmp_path)) == ["e0", "e1", "e2", "e3"]
     assert read_transcripts(tmp_path / "nowhere") == {}
+
+
+def test_a_number_json_has_not_is_shown_as_null(synthetic, tmp_path):
+    """The eighteenth probe round: a NaN in a transcript was packed as `NaN`, which the page's JSON parser refuses ("could
+    not show this page"), while the report said nothing."""
+    from memrl_bench.core.records import read_run
+    from memrl_bench.report.viewer import run_page
+
+    folder = tmp_path / "run"
+    shutil.copytree(next(p.parent for p in synthetic.rglob("manifest.json")), folder)
+    first = _logged(folder)[0]["episode_id"]
+    (folder / TRANSCRIPTS).write_bytes(_gzip_members([{"episode_id": first, "acting": [{"latency_s": float("nan"), "x": float("inf")}]}]))
+    page = run_page(read_run(folder), "run")
+    data = json.loads(gzip.decompress(base64.b64decode(page.packed)), parse_constant=lambda name: pytest.fail(f"{name} in the page"))
+    assert data["episodes"][0]["acting"][0]["latency_s"] is None and data["episodes"][0]["acting"][0]["x"] is None
 
 
 def test_every_run_has_a_page_with_every_logged_episode(synthetic):
