@@ -72,7 +72,7 @@ def memory_items(snapshot: Path | None) -> list[MemoryItem]:
         if not line.strip():
             continue
         try:
-            data = parse_json(line, int64=True)
+            data = parse_json(line, strict=True)
         except UnreadableJSONError as err:
             raise CorruptRunFolderError(f"{path} line {n} is not valid JSON ({err})") from None
         items.append(_parsed(MemoryItem, data, f"{path} line {n}"))

@@ -80,23 +80,29 @@ class UnreadableJSONError(ValueError):
     """Bytes that are not one JSON value Python can hold; its message is the reason, in a few words."""
 
 
-def parse_json(data: bytes | str, int64: bool = False) -> Any:
+def parse_json(data: bytes | str, strict: bool = False) -> Any:
     """JSON from a file that may be damaged or hostile; every way it fails is one UnreadableJSONError.
 
     Beyond malformed JSON and bytes that are not UTF-8, json.loads fails with a ValueError on a
-    number of more digits than Python converts (4,300) or, with `int64` (run files: what their
-    tables hold), an integer past 64 bits, and with a RecursionError on arrays or
+    number of more digits than Python converts (4,300) and with a RecursionError on arrays or
     objects nested deeper than the interpreter's stack: each reader reports all of these as it
-    reports malformed JSON, never as a traceback.
+    reports malformed JSON, never as a traceback. `strict` (run files: what their tables hold):
+    an integer past 64 bits, or a lone surrogate escape (`"\\ud800"`, legal JSON but no text), is
+    unreadable too (each ended report or export in a traceback: eighteenth and nineteenth rounds).
     """
     try:
-        return json.loads(data, parse_int=_int64 if int64 else None)
+        value = json.loads(data, parse_int=_int64 if strict else None)
+        if strict and ("\\ud" in data or "\\uD" in data if isinstance(data, str) else b"\\ud" in data or b"\\uD" in data):
+            json.dumps(value, ensure_ascii=False).encode()  # paired surrogate escapes are text; a lone one fails here
+        return value
     except json.JSONDecodeError as err:
         raise UnreadableJSONError(f"{err.msg}: line {err.lineno} column {err.colno}") from None
     except UnicodeDecodeError as err:
         raise UnreadableJSONError(f"not UTF-8 text at byte {err.start}") from None
     except RecursionError:
         raise UnreadableJSONError("arrays or objects nested too deeply to read") from None
+    except UnicodeEncodeError:
+        raise UnreadableJSONError("a lone surrogate escape, which is no text") from None
     except ValueError as err:  # int(): "Exceeds the limit (4300 digits) for integer string conversion..."
         raise UnreadableJSONError(str(err).split(":")[0]) from None
 
@@ -356,7 +362,7 @@ class RunFolder:
         if not path.exists():
             return None
         try:
-            manifest = parse_json(read_regular(path, MAX_SMALL_FILE_BYTES), int64=True)
+            manifest = parse_json(read_regular(path, MAX_SMALL_FILE_BYTES), strict=True)
         except UnreadableJSONError as err:
             raise CorruptRunFolderError(
                 f"{path} is not valid JSON ({err}); it is written atomically, so it was edited or damaged"
@@ -398,7 +404,7 @@ class RunFolder:
             if not raw.endswith(b"\n"):
                 return records, True
             try:
-                records.append(parse_json(raw, int64=True))
+                records.append(parse_json(raw, strict=True))
             except UnreadableJSONError as err:
                 raise CorruptRunFolderError(
                     f"{self.episodes_path} line {number} is not valid JSON ({err}); only a torn last line comes from a crash, so this "
@@ -529,7 +535,7 @@ class RunFolder:
         if not path.exists():
             return None
         try:
-            return parse_json(read_regular(path, MAX_SMALL_FILE_BYTES), int64=True)
+            return parse_json(read_regular(path, MAX_SMALL_FILE_BYTES), strict=True)
         except UnreadableJSONError as err:
             raise CorruptRunFolderError(
                 f"{path} is not valid JSON ({err}); it is written atomically, so it was edited or damaged"

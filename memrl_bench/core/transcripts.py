@@ -232,7 +232,7 @@ class TranscriptLog:
                     "empty objects? no run writes that much)"
                 )
             try:
-                record = parse_json(line, int64=True)
+                record = parse_json(line, strict=True)
             except UnreadableJSONError:
                 record = None
             if _is_record(record):
@@ -242,13 +242,22 @@ class TranscriptLog:
 
 
 def _is_record(record: Any) -> bool:
-    """A transcript record as readers take it: an object with an episode id whose lists of calls are lists (a number there
-    ended the report in a traceback: eighteenth probe round)."""
-    return (
-        isinstance(record, dict)
-        and isinstance(record.get("episode_id"), str)
-        and all(isinstance(record.get(key), (list, type(None))) for key in ("acting", "memory_calls", "memory_ops"))
-    )
+    """A transcript record as readers take it: an object with an episode id whose lists of calls are lists of objects, and
+    a call's messages a list of objects (a number in either place ended the report in a traceback: the eighteenth and the
+    nineteenth probe rounds)."""
+    if not isinstance(record, dict) or not isinstance(record.get("episode_id"), str):
+        return False
+    for key in ("acting", "memory_calls", "memory_ops"):
+        calls = record.get(key)
+        if calls is None:
+            continue
+        if not isinstance(calls, list) or not all(isinstance(call, dict) for call in calls):
+            return False
+        for call in calls:
+            messages = call.get("messages")
+            if messages is not None and not (isinstance(messages, list) and all(isinstance(m, dict) for m in messages)):
+                return False
+    return True
 
 
 def _estimated_bytes(line: bytes) -> int:

@@ -501,7 +501,10 @@ def read_completion(body: bytes) -> tuple[str, str | None, int, int]:
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "the body"
-        raise _InvalidResponse(f"no completion in the answer ({where}: {first['msg']}): {body[:200]!r}") from None
+        # the body as text, not as bytes' repr (which doubles each backslash: a key quoted as \\uXXXX escapes was no longer
+        # read as the key, nineteenth round)
+        quoted = redact_server_text(body[:200].decode(errors="replace") if isinstance(body, bytes) else str(body)[:200])
+        raise _InvalidResponse(f"no completion in the answer ({where}: {first['msg']}): {quoted!r}") from None
     choice, usage = answer.choices[0], answer.usage or _TokenUsage()
     return choice.message.content or "", choice.finish_reason, usage.prompt_tokens or 0, usage.completion_tokens or 0
 

@@ -697,6 +697,85 @@ def _install():
     gc.set_threshold(1, 1, 1)
 _install()
 """
+# The nineteenth round: program.py rewritten, code compiled under its name from the new text, the file put back (the check
+# of code compiled under its name read the file); and another of the tests' functions (setUp) put in each test's place.
+PROGRAM_REWRITTEN = r"""import gc, sys
+
+
+def _arm():
+    # program.py rewritten: a no-op compiled under program.py's own name, from the file's (new) text, below every line
+    # of the real program: it passes for "the tests' code" (co_filename == path, co_firstlineno >= first test line)
+    path = sys.modules["__main__"].__file__
+    with open(path) as f:
+        original = f.read()
+    text = "\n" * (original.count("\n") + 50) + "def test_noop(self):\n    pass\n"
+    with open(path, "w") as f:
+        f.write(text)
+    space = {}
+    exec(compile(text, path, "exec"), space)
+    with open(path, "w") as f:
+        f.write(original)
+    noop = space["test_noop"]
+    done = []
+
+    def cb(phase, info):
+        if done or phase != "start":
+            return
+        cases = vars(sys.modules["__main__"]).get("TestCases")
+        if cases is None:
+            return
+        done.append(1)
+        gc.set_threshold(700, 10, 10)
+        for name in list(vars(cases)):
+            if name.startswith("test"):
+                setattr(cases, name, noop)
+
+    gc.callbacks.append(cb)
+    gc.set_threshold(1, 1, 1)
+
+
+_arm()
+
+
+def task_func(*args, **kwargs):
+    return None
+"""
+SETUP_AS_THE_TESTS = r"""import gc, sys
+import types
+
+
+def _arm():
+    # no file written: each test replaced, as the class is made, by another function the tests wrote (setUp, tearDown,
+    # a helper), which asserts nothing about the answer
+    done = []
+
+    def cb(phase, info):
+        if done or phase != "start":
+            return
+        cases = vars(sys.modules["__main__"]).get("TestCases")
+        if cases is None:
+            return
+        done.append(1)
+        gc.set_threshold(700, 10, 10)
+        helpers = [value for klass in cases.__mro__[:-1] for name, value in vars(klass).items()
+                   if not name.startswith("test") and type(value) is types.FunctionType and not name.startswith("_")]
+        helpers = [h for h in helpers if h.__code__.co_argcount == 1] or helpers
+        if not helpers:
+            return
+        for name in list(vars(cases)):
+            if name.startswith("test"):
+                setattr(cases, name, helpers[0])
+
+    gc.callbacks.append(cb)
+    gc.set_threshold(1, 1, 1)
+
+
+_arm()
+
+
+def task_func(*args, **kwargs):
+    return None
+"""
 STDOUT_OF_THE_PROGRAM = (
     WRONG
     + COMPILED
@@ -731,6 +810,8 @@ STDOUT_OF_THE_PROGRAM = (
         (EXECUTOR_DEFAULTS, {"reaches_the_runner"}),
         (TESTS_WRAPPED_AT_CLASS_CREATION, {"replaces_a_test"}),
         (TESTS_STOOD_IN_FOR, {"replaces_a_test"}),
+        (PROGRAM_REWRITTEN, {"rewrites_the_program"}),
+        (SETUP_AS_THE_TESTS, {"replaces_a_test"}),
     ],
     ids=[
         "report through signal.signal's closure",
@@ -755,6 +836,8 @@ STDOUT_OF_THE_PROGRAM = (
         "report through the executor's defaults",
         "each test wrapped into a no-op as the test class is made",
         "an object standing in each test's place",
+        "program.py rewritten to compile a test under its name",
+        "setUp put in each test's place",
     ],
 )
 def test_bigcodebench_the_runners_internals_are_out_of_reach(isolated: BigCodeBenchEnv, completion: str, patterns: set[str]):
@@ -1059,3 +1142,31 @@ def test_no_gold_solution_shows_a_tampering_pattern():
     flagged = {r["task_id"]: tampering_patterns(r["code_prompt"] + r["canonical_solution"]) for r in records}
     assert {k: v for k, v in flagged.items() if v} == {}
     assert all(written_test_count(r["test"]) >= 1 for r in records)
+
+
+# The nineteenth round: tests that use `np` without importing it (the task's code prompt imports it) were handed the
+# answer's copy of numpy, whose asserts do nothing (3 of 6 real tasks: 55, 149, 550).
+TEST_NUMPY_UNIMPORTED = TEST_NUMPY.replace("import numpy as np\n", "")
+SHADOWED_NUMPY = (
+    "import numpy, types\nnp = types.ModuleType('numpy')\n"
+    "np.__dict__.update({k: v for k, v in vars(numpy).items() if not k.startswith('__')})\n"
+    "np.testing = types.SimpleNamespace(assert_array_equal=lambda *a, **k: None)\n" + WRONG_NUMPY
+)
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_bigcodebench_a_module_of_the_answers_in_a_librarys_place_is_flagged(tmp_path: Path, monkeypatch, isolation: str):
+    pytest.importorskip("numpy")
+    folder = tmp_path / "bigcodebench"
+    folder.mkdir()
+    with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
+        out.write(json.dumps(record(55, ["numpy"], canonical=RIGHT_NUMPY.split("\n", 1)[1], test=TEST_NUMPY_UNIMPORTED)) + "\n")
+    (folder / "full_seed123.json").write_text(json.dumps({"seed": 1, "train_ids": ["BigCodeBench/55"], "val_ids": []}))
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    env = BigCodeBenchEnv(
+        {"data_dir": str(folder), "subset": "full", "timeout_s": 20, "isolation": isolation, "exclude_gold_failures": False}
+    )
+    right = answer(env, "BigCodeBench/55", "import numpy as np\n" + RIGHT_NUMPY)[1]  # the real module under its name: no flag
+    assert right["success"] and "status" not in right, right
+    _, info = answer(env, "BigCodeBench/55", SHADOWED_NUMPY)
+    assert info["success"] is False and info["status"] == "tampered" and "fakes_a_module" in info["tampering"], info

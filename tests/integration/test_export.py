@@ -234,3 +234,22 @@ def test_an_integer_past_64_bits_in_a_log_is_one_line(study, tmp_path, capsys):
         main([str(run.parent), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "an integer past 64 bits" in err and err.count("\n") == 1, err
+
+
+def test_a_lone_surrogate_in_a_log_is_one_line(study, tmp_path, capsys):
+    """The nineteenth round: `"error": "bad \\udfff"` (legal JSON, no text) in an incomplete run's line ended the export in
+    pyarrow's UnicodeEncodeError traceback."""
+    from memrl_bench.core.export import main
+
+    run = tmp_path / "results" / "run"
+    shutil.copytree(next(p.parent for p in sorted(study.rglob("manifest.json"))), run)
+    for name in ("COMPLETE", "metrics.json"):
+        (run / name).unlink()
+    lines = (run / "episodes.jsonl").read_text().splitlines()
+    lines[0] = lines[0].replace('"error": null', '"error": "bad \\udfff"', 1)
+    assert "\\udfff" in lines[0]
+    (run / "episodes.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(SystemExit) as stop:
+        main([str(run.parent), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "a lone surrogate escape" in err and err.count("\n") == 1, err

@@ -342,3 +342,17 @@ def test_a_server_text_quoting_a_key_in_any_encoding_keeps_nothing_of_it(form):
     decoded = unquote(html.unescape(text.replace("\\u002f", "/").replace("\\u002b", "+")))
     assert text.startswith(REDACTED) and ECHO_KEY not in decoded, text
     assert redact_server_text("ordinary text %20 &amp; \\u0041 stays") == "ordinary text %20 &amp; \\u0041 stays"
+
+
+def test_a_body_that_is_no_completion_quoting_the_key_escaped_keeps_nothing_of_it():
+    """The nineteenth round: a 200 answer whose body is no completion, quoting the key with every character a \\uXXXX
+    escape, was quoted as bytes' repr (each backslash doubled), which no redaction read as the key: the key reached every
+    episode's `error`, the export and stderr."""
+    from memrl_bench.llm.client import read_completion
+
+    remember_secret(ECHO_KEY)
+    body = json.dumps({"detail": "".join(f"\\u{ord(c):04x}" for c in ECHO_KEY)}, ensure_ascii=True).encode()
+    with pytest.raises(Exception) as refused:
+        read_completion(body.replace(b"\\\\", b"\\"))
+    message = str(refused.value)
+    assert "no completion in the answer" in message and REDACTED in message and "\\u" not in message, message

@@ -340,7 +340,10 @@ def test_transcript_lines_whose_records_would_take_too_much_memory_are_refused_b
         log.keep_only([record("a")])
 
 
-@pytest.mark.parametrize("key, value", [("acting", 5), ("memory_calls", True), ("memory_ops", "x")])
+@pytest.mark.parametrize(
+    "key, value",
+    [("acting", 5), ("memory_calls", True), ("memory_ops", "x"), ("acting", [{"messages": 5}]), ("memory_calls", [{"messages": [1.5]}])],
+)
 def test_a_record_whose_calls_are_no_list_is_skipped_with_the_warning(tmp_path, capsys, key, value):
     """The eighteenth probe round: one record with `acting`, `memory_calls` or `memory_ops` a number ended the report in a
     TypeError traceback. And an integer past 64 bits (the eighteenth too: an OverflowError in report and export)."""
