@@ -113,7 +113,7 @@ def read_run(path: Path | str, require_complete: bool = False) -> RunRecords:
     episodes = episode_records(raw, folder.episodes_path)  # first: a damaged line is named with its field
     if complete:
         folder.verify_complete(raw_manifest, log)
-    raw_metrics = folder.read_metrics()
+    raw_metrics = folder.read_metrics() if complete else None  # checked against the log only when COMPLETE
     metrics = _parsed(MetricsRecord, raw_metrics, str(folder.path / "metrics.json")) if raw_metrics is not None else None
     items = memory_items(folder.snapshot_path("final")) if complete else []
     return RunRecords(

@@ -17,9 +17,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
 from memrl_bench.core.config import upgrade
 
@@ -215,6 +215,24 @@ class StepRetrieval:
         }
 
 
+# What readers take from an episode's info as numbers (summed per run in the report's usage table) and the answer key
+# (MMLU's tables): of the type the harness writes, or the line is unreadable (a count as a string, in an incomplete run's
+# log, ended the report in a traceback: the twentieth probe round).
+INFO_COUNTS = ("trimmed_tokens", "format_failures", "truncated_actions", "fuzzy_matched_actions")  # the report sums these
+
+
+def _checked_info(info: dict[str, Any]) -> dict[str, Any]:
+    for key in (*INFO_COUNTS, "invalid_actions", "normalised_actions", "max_prompt_tokens"):
+        if key in info and type(info[key]) is not int:
+            raise ValueError(f"info.{key} must be a whole number, not {type(info[key]).__name__}")
+    if not isinstance(info.get("answer_key"), (str, type(None))):
+        raise ValueError(f"info.answer_key must be text, not {type(info['answer_key']).__name__}")
+    return info
+
+
+EpisodeInfo = Annotated[dict[str, Any], AfterValidator(_checked_info)]
+
+
 @dataclass
 class Episode:
     """One played episode: everything needed to recompute every metric."""
@@ -242,7 +260,7 @@ class Episode:
     memory_groups_after: int = 0
     sample_index: int = 0  # pass@k samples of the same task
     error: str | None = None
-    info: dict[str, Any] = field(default_factory=dict)
+    info: EpisodeInfo = field(default_factory=dict)
     wall_time: float = 0.0
     # protocol.retries >= 1 (memrl_bench/protocols/retry.py): 0 for the scheduled episode, n for its n-th retry
     # (played after a failure verdict, within the same batch). Absent otherwise: logs and their hashes stay as they were.

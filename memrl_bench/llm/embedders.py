@@ -252,10 +252,22 @@ class OpenAIEmbedder(Embedder):
             raise LLMOutageError(
                 f"the embeddings server at {strip_url_secrets(str(self._client.base_url))} failed: {redact_server_text(str(err))}"
             ) from err
-        rows = sorted(response.data, key=lambda d: d.index)
-        if len(rows) != len(texts):
-            raise RuntimeError(f"embeddings endpoint returned {len(rows)} vectors for {len(texts)} texts")
-        return unit_rows(np.array([r.embedding for r in rows], dtype=np.float32))
+        except (AttributeError, TypeError, ValueError):  # the openai package's own reading of an answer that is no embeddings
+            response = None
+        # An answer is read as vectors of finite numbers, one per text, or not at all; its text is never quoted (a cell
+        # quoting the key HTML-escaped reached stderr through numpy's error, twentieth probe round).
+        try:
+            rows = sorted(response.data, key=lambda d: d.index) if response is not None else []
+            vectors = np.array([r.embedding for r in rows], dtype=np.float32)
+            whole = len(rows) == len(texts) and vectors.ndim == 2 and vectors.shape[1] > 0 and bool(np.isfinite(vectors).all())
+        except (AttributeError, TypeError, ValueError):
+            whole = False
+        if not whole:
+            raise LLMOutageError(
+                f"the embeddings server at {strip_url_secrets(str(self._client.base_url))} answered {len(texts)} texts with something "
+                "that is not one vector of finite numbers each (is embedder.base_url an OpenAI-compatible embeddings endpoint?)"
+            )
+        return unit_rows(vectors)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         _check_texts(texts)

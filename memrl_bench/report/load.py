@@ -27,7 +27,7 @@ from memrl_bench.core import metrics
 from memrl_bench.core.config import InputError, KeyRole, override_key, role_of, run_name
 from memrl_bench.core.records import RunRecords, read_run
 from memrl_bench.core.runfolder import COMPLETE, MANIFEST, CorruptRunFolderError, open_regular
-from memrl_bench.core.schema import Episode
+from memrl_bench.core.schema import INFO_COUNTS, Episode
 from memrl_bench.protocols import drift, retry
 from memrl_bench.report.axes import Place, condition_key, places
 
@@ -39,8 +39,7 @@ LEARNING_PHASES = ("train", "validation")  # phases scored every epoch (CSR, for
 RATE_COLUMNS = ("sr", "csr", "forgetting_rate", "forgetting_of_solved")
 STAGES = ("retrieve", "act", "env", "learn")
 # Per-episode counts of what the harness did around the model (agent.py), summed per run in the usage table:
-# counts the episode's info holds, then episodes ended with a status of their own (column -> status).
-INFO_COUNTS = ("trimmed_tokens", "format_failures", "truncated_actions", "fuzzy_matched_actions")
+# counts the episode's info holds (core.schema.INFO_COUNTS), then episodes ended with a status of their own (column -> status).
 STATUS_COUNTS = {"context_refusals": "context_exceeded", "env_limits": "env_limit", "tampered": "tampered", "cut_unanswered": "truncated"}
 HARNESS_COUNTS = (*INFO_COUNTS, *STATUS_COUNTS)
 SWEEP_FILE = "multirun.yaml"

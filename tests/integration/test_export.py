@@ -253,3 +253,23 @@ def test_a_lone_surrogate_in_a_log_is_one_line(study, tmp_path, capsys):
         main([str(run.parent), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "a lone surrogate escape" in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("info", [{"trimmed_tokens": "many"}, {"format_failures": [1]}, {"answer_key": ["A"]}])
+def test_a_count_of_another_type_in_an_incomplete_log_is_one_line(study, tmp_path, info):
+    """The twentieth probe round: `info.trimmed_tokens` a string (or `answer_key` a list) in an incomplete run's line ended
+    the report in a TypeError traceback. The line is unreadable, named with its field; and an incomplete run's metrics.json
+    (a poison share as a string did the same) is not read."""
+    from memrl_bench.core.records import read_run
+    from memrl_bench.core.runfolder import CorruptRunFolderError
+
+    run = tmp_path / "run"
+    shutil.copytree(next(p.parent for p in sorted(study.rglob("manifest.json"))), run)
+    (run / "COMPLETE").unlink()
+    assert read_run(run).metrics is None  # a metrics.json left beside an incomplete log
+    lines = (run / "episodes.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    lines[0] = json.dumps({**first, "info": {**first["info"], **info}})
+    (run / "episodes.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(CorruptRunFolderError, match=f"line 1: info: info.{next(iter(info))} must be"):
+        read_run(run)

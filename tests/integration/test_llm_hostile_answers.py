@@ -240,3 +240,41 @@ def test_an_embeddings_answer_past_the_body_cap_stops_the_run_as_an_outage(hosti
     embedder = OpenAIEmbedder("e", base_url=url, timeout_s=5.0)
     with pytest.raises(LLMOutageError, match="the embeddings server at .* failed: Connection error"):
         embedder.embed(["hello"])
+
+
+ODD_EMBEDDINGS = {
+    "string_cells": {"data": [{"index": 0, "embedding": ["&#103;&#115;&#107;&#95;secret"]}]},
+    "null_vector": {"data": [{"index": 0, "embedding": None}]},
+    "data_a_string": {"data": "&#103;&#115;&#107;"},
+    "nan_cell": {"data": [{"index": 0, "embedding": [float("nan"), 1.0]}]},
+    "empty_vector": {"data": [{"index": 0, "embedding": []}]},
+}
+
+
+@pytest.mark.parametrize("body", ODD_EMBEDDINGS.values(), ids=ODD_EMBEDDINGS.keys())
+def test_an_embeddings_answer_that_is_no_vectors_stops_the_run_without_quoting_it(body):
+    """The twentieth probe round: a 200 answer whose cells are strings, null or a dict ended the run in numpy's traceback,
+    which quoted the cell (a key HTML-escaped reached stderr whole)."""
+    payload = json.dumps(body).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        embedder = OpenAIEmbedder("e", base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", timeout_s=5.0)
+        with pytest.raises(LLMOutageError, match="not one vector of finite numbers each") as stopped:
+            embedder.embed(["hello"])
+    finally:
+        server.shutdown()
+    assert "&#" not in str(stopped.value) and "secret" not in str(stopped.value)
