@@ -310,20 +310,33 @@ def _memrl_runner() -> None:
         return type(code) is types.CodeType and code.co_filename == path and code.co_firstlineno < first_test_line
 
     def test_function(function, name=None):
-        """The function the test code defined that `function` is, or wraps through a library's decorator (mock.patch:
-        `__wrapped__` leads to the test); None for anything else (a no-op exec-compiled with `__wrapped__` set to the test
-        passed as the test). With `name`, it must be the function defined under that name (another of the tests'
-        functions, setUp, put in a test's place passed as that test: nineteenth round)."""
+        """The function the test code defined that `function` is, or wraps through a library's decorator (mock.patch);
+        None for anything else. Found by the rounds: a no-op exec-compiled with `__wrapped__` set to the test; another of
+        the tests' functions (setUp) in a test's place (so, with `name`, the function defined under that name); the tests'
+        code made a function again under other globals (fake np and pd in them); a library function that never calls the
+        test with `__wrapped__` set to it; mock's wrapper whose closure cell was set to a no-op. So a wrapper counts only
+        if it holds what it wraps in its closure, and every function there is that one or a library's."""
         for _ in range(50):
             if type(function) is not types.FunctionType:
                 return None
             code = function.__code__
             if code.co_filename == path:
-                return function if code.co_firstlineno >= first_test_line and name in (None, code.co_name) else None
-            if not a_library(code):
+                whole = code.co_firstlineno >= first_test_line and name in (None, code.co_name)
+                return function if whole and function.__globals__ is module_dict(main) else None
+            wrapped = getattr(function, "__wrapped__", None)
+            held = [cell_contents(cell) for cell in function.__closure__ or ()]
+            if not a_library(code) or not any(value is wrapped for value in held):
                 return None
-            function = getattr(function, "__wrapped__", None)
+            if any(type(value) is types.FunctionType and value is not wrapped and not a_library(value.__code__) for value in held):
+                return None
+            function = wrapped
         return None
+
+    def cell_contents(cell):
+        try:
+            return cell.cell_contents
+        except ValueError:  # an empty cell
+            return None
 
     def from_the_tests(function) -> bool:
         return test_function(function) is not None
@@ -855,7 +868,9 @@ def _memrl_runner() -> None:
     loaded_before = dict(modules)
     armed[0] = True  # to the end: what runs after the suite (a replaced stream's flush, an exception's __str__) may be the program's
     try:
-        exec(compile(program_source, path, "exec"), vars(main))
+        # compiled from its text (UTF-8): a coding declaration is not heeded (raw_unicode_escape made `\u000a` line ends,
+        # moving the solution's code past the first line of the tests': twentieth round)
+        exec(compile(source_text, path, "exec"), vars(main))
         check_the_modules()
         check_the_signals()
         cases = vars(main)["TestCases"]
