@@ -338,9 +338,6 @@ def _memrl_runner() -> None:
         except ValueError:  # an empty cell
             return None
 
-    def from_the_tests(function) -> bool:
-        return test_function(function) is not None
-
     def exact(text):
         """A str of the program's as a plain str: no method of its class runs (the hook runs no code of the program's)."""
         if type(text) is str or type(text) is bytes:
@@ -529,6 +526,15 @@ def _memrl_runner() -> None:
         real = realpath(target)
         return str.startswith(real, library_folders) and not ("/__pycache__/" in real and compiling_a_source(raising))
 
+    def refused_write(target, raising) -> tuple[str, Exception] | None:
+        """A file written where none is (refused too): the libraries' folders (code there passes for theirs; in process
+        isolation they are the host's) or program.py (its text tells the tests' code from the solution's)."""
+        if writes_a_library(target, raising):
+            return "writes_a_library", PermissionError(f"{target}: the libraries' folders are not written here")
+        if realpath(target) == program_path:
+            return "rewrites_the_program", PermissionError(f"{target}: the program's file is not written here")
+        return None
+
     def look(event: str, args: tuple, raising) -> tuple[str | None, Exception | None]:
         """The tampering pattern the event shows, and the error that stops it (or None). `raising`: the frame that raised it."""
         if event == "import":
@@ -581,11 +587,8 @@ def _memrl_runner() -> None:
             writing = (type(mode) is str and any(letter in mode for letter in "wax+")) or (
                 mode is None and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND)
             )
-            if writing and writes_a_library(target, raising):  # refused too: in process isolation the libraries' folders are the host's
-                return "writes_a_library", PermissionError(f"{target}: the libraries' folders are not written here")
-            if writing and realpath(target) == program_path:  # its text is what "the tests' code" is told by
-                return "rewrites_the_program", PermissionError(f"{target}: the program's file is not written here")
-            return ("scans_memory" if opens_memory(target) else None), None
+            refused = refused_write(target, raising) if writing else None
+            return refused or (("scans_memory" if opens_memory(target) else None), None)
         if (
             event in ("os.rename", "os.link", "os.symlink") and len(args) > 1 and issubclass(type(args[1]), (str, bytes))
         ):  # args: source, destination
@@ -595,14 +598,7 @@ def _memrl_runner() -> None:
                 and str.startswith(realpath(os.fsdecode(exact(args[0]))), "/proc/")
             ):
                 return "scans_memory", None
-            target = os.fsdecode(exact(args[1]))
-            if realpath(target) == program_path:
-                return "rewrites_the_program", PermissionError(f"{target}: the program's file is not written here")
-            return (
-                ("writes_a_library", PermissionError(f"{target}: the libraries' folders are not written here"))
-                if writes_a_library(target, raising)
-                else (None, None)
-            )
+            return refused_write(os.fsdecode(exact(args[1])), raising) or (None, None)
         return None, None
 
     def audit(event: str, args: tuple) -> None:
@@ -844,7 +840,7 @@ def _memrl_runner() -> None:
                 solutions = type(function) is types.FunctionType and from_the_solution(function.__code__)
                 # a special method (__getattribute__ turning every assert into a no-op) not written by the tests
                 special = name.startswith("__") and name.endswith("__") and name not in CLASS_MADE
-                if solutions or ((name in machinery or special) and not from_the_tests(function)):
+                if solutions or ((name in machinery or special) and test_function(function) is None):
                     flag("replaces_test_machinery")
 
     def check_the_libraries() -> None:
