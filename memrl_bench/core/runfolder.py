@@ -187,6 +187,8 @@ def replacing(path: Path, mode: str = "wb", tmp: Path | None = None) -> Iterator
     """A file that replaces `path` whole when the block ends: written under a temporary name
     beside it (default `.<name>.tmp-<pid>`), fsync'd, then renamed, so a kill at any moment
     leaves the old file or the new one, never a part; the temporary file is removed if the block fails."""
+    if not path.name:  # "" or "/": a folder, not a file (with_name would raise a ValueError naming nothing)
+        raise IsADirectoryError(errno.EISDIR, "names a folder, not a file", str(path))
     tmp = tmp or path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         with naming(tmp), open(tmp, mode) as f:

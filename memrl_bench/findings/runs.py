@@ -30,7 +30,7 @@ from memrl_bench import protocols
 from memrl_bench.core import interrupts, metrics
 from memrl_bench.core.config import NOT_RESULTS, KeyRole, canonical, keys_with, without
 from memrl_bench.core.records import read_run
-from memrl_bench.core.runfolder import MANIFEST, CorruptRunFolderError
+from memrl_bench.core.runfolder import CorruptRunFolderError, run_folders
 from memrl_bench.core.schema import Episode
 from memrl_bench.core.stats import Interval, t_interval
 from memrl_bench.findings.measures import last_epoch_outcomes, run_measures, test_splits
@@ -221,7 +221,7 @@ def load_runs(results_dir: Path, workers: int | None = None, warn: Warn | None =
     Folders are read by `workers` processes (default: one per CPU, at most 4). Each
     folder left out (incomplete, unreadable) is one call of `warn`.
     """
-    folders = [m.parent for m in sorted(Path(results_dir).rglob(MANIFEST))]
+    folders = run_folders(Path(results_dir))  # what cannot be walked (a path past the system's limit) is not searched
     workers = workers or min(4, os.cpu_count() or 1)
     if workers > 1 and len(folders) > 8:
         # forked by this thread, which waits for them here: killed with it (a SIGKILLed report left them hung)

@@ -267,19 +267,25 @@ class OpenAIEmbedder(Embedder):
                 f"the embeddings server at {strip_url_secrets(str(self._client.base_url))} answered {len(texts)} texts with something "
                 "that is not one vector of finite numbers each (is embedder.base_url an OpenAI-compatible embeddings endpoint?)"
             )
+        # one memory's vectors come from one model: a size other than embedder.dim's, or than the first answer's, stops the run
+        if self._dim is None:
+            self._dim = int(vectors.shape[1])
+        elif vectors.shape[1] != self._dim:
+            raise EmbeddingSizeError(
+                f"the embeddings server at {strip_url_secrets(str(self._client.base_url))} answered vectors of {vectors.shape[1]} "
+                f"numbers where embedder.dim (or its first answer) has {self._dim}: serve one embedding model for the whole run"
+            )
         return unit_rows(vectors)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         _check_texts(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        chunks = [self._request(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
-        matrix = np.concatenate(chunks)
-        if self._dim is None:
-            self._dim = matrix.shape[1]
-        elif matrix.shape[1] != self._dim:
-            raise RuntimeError(f"embeddings endpoint returned {matrix.shape[1]} dimensions, configured embedder.dim is {self._dim}")
-        return matrix
+        return np.concatenate([self._request(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)])
+
+
+class EmbeddingSizeError(InputError, RuntimeError):
+    """An embeddings server answered vectors of another size than the run's (embedder.dim or its first answer)."""
 
 
 class EmbeddingCacheError(InputError, RuntimeError):

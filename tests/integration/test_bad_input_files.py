@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -475,16 +477,38 @@ def test_a_report_out_below_a_file_is_one_line(results, out, message):
 
 
 @pytest.mark.parametrize(
-    "html", ["/dev/null/x.html", "{results}", "/no/such/folder/x.html"], ids=["below_dev_null", "a_folder", "missing_folder"]
+    "html",
+    ["/dev/null/x.html", "{results}", "/no/such/folder/x.html", ""],
+    ids=["below_dev_null", "a_folder", "missing_folder", "empty"],
 )
 def test_findings_html_that_cannot_be_written_is_one_line(results, html):
     """The eleventh independent round: `python -m memrl_bench.findings RESULTS --html /dev/null/x.html` (or a folder) ended
-    in a traceback."""
+    in a traceback; the twenty-first: `--html ""` (pathlib's ValueError)."""
     html = html.replace("{results}", str(results))
     before = sorted(results.rglob("*"))
     done = command("memrl_bench.findings", str(results), "--html", html)
-    assert done.returncode == 2 and f"{html}: " in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert done.returncode == 2 and f"{Path(html)}: " in done.stderr and done.stderr.count("\n") == 1, done.stderr
     assert done.stdout == "" and sorted(results.rglob("*")) == before
+
+
+def test_folders_too_deep_to_walk_are_passed_over_by_every_reader(results, tmp_path):
+    """The twenty-first independent round: beside a run, a chain of folders past the system's path limit ended findings in a
+    traceback (pathlib's rglob) and the report in one line reporting nothing; what cannot be walked is not searched."""
+    shutil.copytree(results, tmp_path / "results")
+    folder = os.open(tmp_path / "results", os.O_RDONLY)
+    for _ in range(25):  # 25 x 201 characters: past PATH_MAX (4,096), made relative to an open folder
+        os.mkdir("x" * 200, dir_fd=folder)
+        inner = os.open("x" * 200, os.O_RDONLY, dir_fd=folder)
+        os.close(folder)
+        folder = inner
+    os.close(folder)
+    for module, args, wrote in [
+        ("memrl_bench.findings", (), lambda done: "SYNTHETIC" in done.stdout),
+        ("memrl_bench.report", ("--out", str(tmp_path / "report")), lambda _: (tmp_path / "report" / "report.html").is_file()),
+        ("memrl_bench.core.export", ("--out", str(tmp_path / "export")), lambda _: any((tmp_path / "export").glob("episodes.*"))),
+    ]:
+        done = command(module, str(tmp_path / "results"), *args)
+        assert done.returncode == 0 and "Traceback" not in done.stderr and wrote(done), (module, done.stderr[-2000:])
 
 
 def _sweep(params: dict[str, str], task: str = "[]") -> bytes:

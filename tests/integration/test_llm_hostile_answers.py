@@ -19,12 +19,13 @@ from pathlib import Path
 import httpx2 as httpx
 import pytest
 
+from memrl_bench.core.config import InputError
 from memrl_bench.core.redaction import SERVER_TEXT_CHARS
 from memrl_bench.llm import LLMError, LLMOutageError
 from memrl_bench.llm import http as llm_http
 from memrl_bench.llm.cache import ResponseCache
 from memrl_bench.llm.client import MAX_TOKEN_COUNT, OpenAIChatModel, RetryPolicy, _classify, _InvalidResponse, read_completion
-from memrl_bench.llm.embedders import OpenAIEmbedder
+from memrl_bench.llm.embedders import EmbeddingSizeError, OpenAIEmbedder
 from tests.fault_server import Fault, FaultServer
 
 HELLO = [{"role": "user", "content": "hello"}]
@@ -278,3 +279,39 @@ def test_an_embeddings_answer_that_is_no_vectors_stops_the_run_without_quoting_i
     finally:
         server.shutdown()
     assert "&#" not in str(stopped.value) and "secret" not in str(stopped.value)
+
+
+def test_an_embeddings_server_changing_its_vector_size_stops_the_run_in_one_line():
+    """The twenty-first probe round: a server answering 8 numbers, then 9, ended the run in a RuntimeError's traceback (and
+    vectors of two sizes in one batch in numpy's): the sizes of one run's vectors are one, an input error (exit 2)."""
+    calls = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            texts = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))["input"]
+            calls.append(texts)
+            size = 8 + (len(calls) > 1)
+            payload = json.dumps({"data": [{"index": i, "embedding": [1.0] * size} for i in range(len(texts))]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        embedder = OpenAIEmbedder("e", base_url=url, timeout_s=5.0)
+        assert embedder.embed(["a"]).shape == (1, 8)
+        with pytest.raises(EmbeddingSizeError, match="answered vectors of 9 numbers where embedder.dim .* has 8") as stopped:
+            embedder.embed(["b"])
+        calls.clear()
+        with pytest.raises(EmbeddingSizeError, match="answered vectors of 9 numbers"):
+            OpenAIEmbedder("e", base_url=url, timeout_s=5.0, batch_size=1).embed(["d", "e"])  # one batch of two sizes: 8, then 9
+    finally:
+        server.shutdown()
+    assert isinstance(stopped.value, InputError)
