@@ -317,6 +317,7 @@ class CachedEmbedder(Embedder):
         self._identity_key = hashlib.sha256(json.dumps(inner.identity, sort_keys=True).encode()).hexdigest()
         self._lock = threading.Lock()
         self._warned_unchecked = False
+        self._size: int | None = None  # the length of the vectors this cache has returned
         with self._named_errors():
             self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -366,11 +367,14 @@ class CachedEmbedder(Embedder):
                 found.update(zip(missing, vectors))
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        lengths = {len(found[h]) for h in hashes}
-        if len(lengths) > 1:  # entries that pass their checksums yet disagree: written so on purpose
+        # entries that pass their checksums yet disagree with each other or with this run's earlier vectors: written so on
+        # purpose, or by another model served under the same name
+        lengths = {len(found[h]) for h in hashes} | ({self._size} if self._size is not None else set())
+        if len(lengths) > 1:
             raise EmbeddingCacheError(
                 f"{self.path}: vectors of {sorted(lengths)} dimensions for one embedder; move the cache away to start a new one"
             )
+        self._size = lengths.pop()
         return np.stack([found[h] for h in hashes]).astype(np.float32)
 
     def _lookup(self, hashes: list[str]) -> dict[str, np.ndarray]:

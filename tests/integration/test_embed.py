@@ -157,6 +157,21 @@ def test_cache_many_texts_over_the_parameter_chunk(tmp_path: Path) -> None:
     np.testing.assert_array_equal(vectors, inner.embed(texts))
 
 
+def test_cached_and_fresh_vectors_of_two_sizes_stop_the_run(tmp_path: Path) -> None:
+    """The twenty-first probe round's note: a cache written by an 8-dimension model and a server now answering 16 under the
+    same name returned 8 numbers for the cached texts and 16 for the others, call by call."""
+
+    class Wider(CountingEmbedder):
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return np.tile(super().embed(texts), 2) / np.sqrt(2)
+
+    CachedEmbedder(CountingEmbedder(), tmp_path / "cache.sqlite").embed(["a"])
+    cache = CachedEmbedder(Wider(), tmp_path / "cache.sqlite")  # the same identity: the same name and server
+    assert cache.embed(["a"]).shape == (1, 8)
+    with pytest.raises(EmbeddingCacheError, match=r"vectors of \[8, 16\] dimensions for one embedder"):
+        cache.embed(["b"])
+
+
 def test_random_bytes_embedding_cache_is_one_line(tmp_path: Path) -> None:
     """A cache file that is not SQLite: one error naming it (exit 2 from the command), the file kept."""
     path = tmp_path / "cache.sqlite"
