@@ -158,6 +158,7 @@ _CALLS = {
             ("sys", "_current_frames"),
             ("sys", "settrace"),
             ("sys", "setprofile"),
+            ("sys", "addaudithook"),
             ("threading", "settrace"),
             ("inspect", "stack"),
             ("inspect", "trace"),
@@ -167,7 +168,11 @@ _CALLS = {
         }
     ),
     "scans_memory": frozenset(
-        {("gc", "get_objects"), ("gc", "get_referrers"), ("gc", "get_referents"), ("ctypes", "string_at"), ("ctypes", "wstring_at")}
+        {
+            *(("gc", name) for name in ("get_objects", "get_referrers", "get_referents", "set_debug")),
+            ("ctypes", "string_at"),
+            ("ctypes", "wstring_at"),
+        }
     ),
 }
 _PROCESS_FILES = re.compile(r"/proc/(self|thread-self|\d+|\{\})/(fd|mem|environ|maps)|/dev/fd/")

@@ -33,7 +33,9 @@ imported the runner:
   through a link or a descriptor of its folder), a frame taken by code that is neither a
   library's nor the runner's (sys._getframe, a traceback's tb_frame, a generator's gi_frame:
   f_back leads to the runner's), or handed to such code by a library function (inspect.stack,
-  inspect.trace, traceback.walk_tb ...), a trace or profile function (handed every frame),
+  inspect.trace, traceback.walk_tb ...), a trace or profile function (handed every frame), an audit hook of the
+  program's (handed every event's arguments: sys._getframe's is a frame), gc's DEBUG_SAVEALL (gc.garbage then keeps
+  the frames the collector frees; gc.set_debug, which raises no event, is replaced by a guard asking the hook),
   replacing the code of a function of unittest, of the runner or of the tests, code compiled
   under the name of a library's file or of program.py, a file written into the libraries'
   folders, reading the defaults of the runner's functions, C called through ctypes (below);
@@ -56,7 +58,8 @@ test's method, as the test started, was the function the test code defined, and 
 but the program's holds a function of the solution's code (a library's function replaced).
 "The solution's code": compiled from program.py above the first line of test code.
 
-Then it imports program.py as `__main__`, loads TestCases and runs the suite with a result class
+Then it imports program.py as `__main__`, loads TestCases with a TestLoader of its own (unittest.defaultTestLoader
+is an instance the program can change: its suiteClass was handed every test) and runs the suite with a result class
 of its own that counts every test's outcome (wasSuccessful() is never asked; a skip or an
 expected failure is not good, nor unittest's own _ShouldStop raised in a test, which unittest
 swallows; a start or a success counts only when unittest's TestCase.run reports it) into a
@@ -78,6 +81,7 @@ def _memrl_runner() -> None:
     import _thread
     import builtins
     import contextlib
+    import gc
     import importlib
     import importlib.util
     import io
@@ -287,7 +291,7 @@ def _memrl_runner() -> None:
 
     getframe, realpath, isfile, basename, open_file = sys._getframe, os.path.realpath, os.path.isfile, os.path.basename, io.open
     load, text_runner, stdout, stderr = (
-        unittest.defaultTestLoader.loadTestsFromTestCase,
+        unittest.TestLoader().loadTestsFromTestCase,  # not defaultTestLoader, an instance the program reaches (its suiteClass set)
         unittest.runner.TextTestRunner,
         sys.stdout,
         sys.stderr,
@@ -431,6 +435,8 @@ def _memrl_runner() -> None:
         "memrl.create_builtin",
         "memrl.signal",
         "memrl.fix_co_filename",
+        "memrl.gc_set_debug",
+        "sys.addaudithook",
         "marshal.loads",
         "marshal.load",
     } | c_events
@@ -559,6 +565,13 @@ def _memrl_runner() -> None:
             return (None if raising.f_code in runner_codes or a_library(raising.f_code) else "disguises_code"), None
         if event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes.string_at", "ctypes.wstring_at"):
             return "scans_memory", None
+        if event == "sys.addaudithook":  # a hook is handed every event's arguments: sys._getframe's is a frame (a RuntimeError: not added)
+            return "inspects_frames", RuntimeError("sys.addaudithook: not allowed in a solution (inspects_frames)")
+        if event == "memrl.gc_set_debug":  # DEBUG_SAVEALL keeps what the collector frees in gc.garbage: frames among it
+            flags = args[0] if args else None
+            if type(flags) is not int:
+                return None, TypeError("gc.set_debug takes an int")
+            return ("scans_memory" if flags & gc.DEBUG_SAVEALL else None), None
         if event in ("sys.settrace", "sys.setprofile", "sys._current_frames", "sys._current_exceptions"):
             return "inspects_frames", None  # a trace or profile callback is handed every frame (threading.settrace too, as a thread starts)
         if event == "object.__getattr__" or event == "object.__setattr__":
@@ -789,12 +802,20 @@ def _memrl_runner() -> None:
             raise ImportError(f"no built-in module named {getattr(spec, 'name', None)}")
         return module
 
+    # gc.set_debug raises no audit event; DEBUG_SAVEALL put a frame (a cycle through an exception kept in a local) in gc.garbage,
+    # and f_back led to the runner's (twenty-first round). Its replacement asks the hook first.
+    def guarded_set_debug(flags, _audit=sys.audit, _set=gc.set_debug):
+        _audit("memrl.gc_set_debug", flags)
+        _set(flags)
+
     def fix_co_filename(code, path, _audit=sys.audit, _fix=_imp._fix_co_filename):
         _audit("memrl.fix_co_filename")
         _fix(code, path)
 
     _signal.signal = signal.signal = guarded_signal
     _imp.create_builtin, _imp._fix_co_filename = create_builtin, fix_co_filename
+    gc.set_debug = guarded_set_debug
+    watch("scans_memory", "gc", vars(gc), ("set_debug",))
     sys.addaudithook(audit)  # for good: an audit hook cannot be removed
 
     def check_the_signals() -> None:

@@ -911,10 +911,36 @@ STDOUT_OF_THE_PROGRAM = (
     + "class W:\n    def write(self, text):\n        walk(ns['h']())\n    def flush(self):\n        pass\nsys.stdout = W()\n"
 )
 
+# Twenty-first round: a frame from gc.garbage (DEBUG_SAVEALL keeps a cycle through a frame: an exception kept in a local); a
+# frame handed to an audit hook of the program's (the runner's own sys._getframe event carries one); no test body run,
+# through the suiteClass of unittest.defaultTestLoader (an instance nothing watched) setting _callTestMethod on each test.
+GC_GARBAGE_FRAME = (
+    "import gc, types\ndef walk(frame):"
+    + HANDED_WALK
+    + "def cycle():\n    try:\n        1 / 0\n    except Exception as e:\n        err = e\n"
+    + "def task_func(a, b):\n    getattr(gc, 'set_' + 'debug')(gc.DEBUG_SAVEALL)\n    cycle()\n    gc.collect()\n"
+    + "    walk(next(x for x in gc.garbage if type(x) is types.FrameType))\n"
+)
+OWN_AUDIT_HOOK = (
+    "import os, sys\ndef walk(frame):"
+    + HANDED_WALK
+    + "def hook(event, args):\n    if event == 'sys._getframe' and args:\n        walk(args[0])\n"
+    + "getattr(sys, 'add' + 'audithook')(hook)\ndef task_func(a, b):\n    open(os.devnull).close()\n    return 0\n"
+)
+LOADER_SUITE_CLASS = WRONG + (
+    "import unittest\nloader = getattr(unittest, 'default' + 'TestLoader')\nmade = type(loader).suiteClass\n"
+    "def suite(tests):\n    tests = list(tests)\n    for test in tests:\n"
+    "        setattr(test, '_call' + 'TestMethod', lambda method: None)\n    return made(tests)\n"
+    "setattr(loader, 'suite' + 'Class', suite)\n"
+)
+
 
 @pytest.mark.parametrize(
     "completion, patterns",
     [
+        (GC_GARBAGE_FRAME, {"scans_memory"}),
+        (OWN_AUDIT_HOOK, {"inspects_frames"}),
+        (LOADER_SUITE_CLASS, set()),
         (GUARD_REPORT, set()),
         (RESULT_CLASS_REPORT, set()),
         (RESULT_CLASS_COUNTS, set()),
@@ -944,6 +970,9 @@ STDOUT_OF_THE_PROGRAM = (
         (LINES_MOVED_BY_A_CODING, {"replaces_test_machinery"}),
     ],
     ids=[
+        "a frame from gc.garbage",
+        "a frame handed to the program's audit hook",
+        "no test body run, through defaultTestLoader's suiteClass",
         "report through signal.signal's closure",
         "report through the result class's closures",
         "counts as properties of the result class",
