@@ -136,3 +136,22 @@ def test_the_gpu_command_composes_every_job_of_the_study():
             cfg = OmegaConf.to_container(compose(job), resolve=True)
             assert cfg["env"]["name"] == "alfworld" and cfg["llm"]["name"] == "openai"
             validate_config(cfg)
+
+
+def test_the_families_readme_holds_finding_1_as_its_runs_give_it(tmp_path):
+    """results/llb_db_families is in progress, but finding 1's arms are complete: its README's numbers are what its command
+    computes from them and the LLB-DB study's twins."""
+    study = ROOT / "results" / "llb_db_families"
+    text = (study / "README.md").read_text()
+    for name in ("methods", "greedy", "explore"):
+        shutil.copytree(ROOT / "results" / "llb_db" / name, tmp_path / "llb_db" / name)
+    shutil.copytree(study / "llb_db" / "families_step", tmp_path / "llb_db" / "families_step")
+    rows = {row.label: row for found in fd.findings(tmp_path, warn=None) for row in found.rows}
+    memrl, success = "memrl ε=0.01", "held-out test success, paired on the test task"
+    for pair in (f"{memrl} step - {memrl}", "rag step - rag", f"{memrl} step - none", "rag step - none"):
+        assert rows[f"{pair}: {success}"].text.split(" (n=")[0] in text, pair
+    assert rows[f"{memrl} step - {memrl}: {success}"].verdict == "inconclusive at this sample size"
+    for arm in (memrl, "rag"):
+        for measure in ("injected characters", "acting prompt tokens"):
+            step, task = (rows[f"{arm}{kind}: {measure} per test episode"].mean for kind in (" step", ""))
+            assert f"| {round(step):,} | {round(task):,} |" in text, (arm, measure)
