@@ -95,6 +95,7 @@ class FaultServer:
         self.requests: Counter[str] = Counter()
         self.chat_bodies: list[dict[str, Any]] = []
         self.authorizations: list[str] = []  # the Authorization header of each chat request
+        self.model_ids = [MODEL_ID]  # what /v1/models lists
         self.in_flight = 0  # chat requests being answered now
         self.max_in_flight = 0
         self._script: list[Fault] = []
@@ -194,7 +195,8 @@ def _handler_for(server: FaultServer) -> type[BaseHTTPRequestHandler]:
                 return
             server._next_fault(path, None)
             if path == "/v1/models":
-                self._send_json(200, {"object": "list", "data": [{"id": MODEL_ID, "object": "model", "owned_by": "fault-server"}]})
+                models = [{"id": name, "object": "model", "owned_by": "fault-server"} for name in server.model_ids]
+                self._send_json(200, {"object": "list", "data": models})
             elif path == "/health":
                 self._send_json(200, {"status": "ok"})
             elif path == "/stats":

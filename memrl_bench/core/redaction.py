@@ -230,6 +230,13 @@ def redact_server_text(text: str) -> str:
     return f"{redacted[:SERVER_TEXT_CHARS]}... [cut at {SERVER_TEXT_CHARS:,} characters of {len(text):,}]"
 
 
+def redact_server_name(name: str) -> str:
+    """A short name a server gave (the model id it lists, a finish reason), fit to store: itself, or REDACTED when it holds
+    a remembered secret, plain or encoded (a server listing the key percent-encoded as its one model put it in the
+    manifest and the report, twenty-second round)."""
+    return REDACTED if scrub(name) != name or _quotes_a_secret_encoded(name) else name
+
+
 _JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\(/)")
 
 

@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import random
+import re
 import time
 import weakref
 from collections.abc import Iterator, Mapping
@@ -31,10 +32,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import openai
-from pydantic import BaseModel, Field, StrictStr, ValidationError
+from pydantic import BaseModel, Field, StrictStr, ValidationError, field_validator
 
 from memrl_bench.core.config import cache_root, validated
-from memrl_bench.core.redaction import redact_server_text, remember_url, scrub, strip_url_secrets, url_host
+from memrl_bench.core.redaction import redact_server_name, redact_server_text, remember_url, scrub, strip_url_secrets, url_host
 from memrl_bench.core.registry import with_settings
 from memrl_bench.core.schema import Usage
 from memrl_bench.llm import (
@@ -241,7 +242,7 @@ class OpenAIChatModel:
             client.close()
         if self.model in ids:
             return self.model
-        return ids[0] if len(ids) == 1 else None
+        return redact_server_name(ids[0]) if len(ids) == 1 else None
 
     def _refused(self, reason: str) -> LLMAuthError:
         key = f"the key in ${self._api_key_env}" if os.environ.get(self._api_key_env) else f"no key (${self._api_key_env} is not set)"
@@ -474,9 +475,19 @@ class _Message(BaseModel):
     content: StrictStr | None = None
 
 
+_FINISH_REASON = re.compile(r"[a-z_]{1,32}")  # stop, length, tool_calls, content_filter ...
+
+
 class _Choice(BaseModel):
     message: _Message
     finish_reason: StrictStr | None = None
+
+    @field_validator("finish_reason")
+    @classmethod
+    def _a_reason(cls, value: str | None) -> str | None:
+        """A server's word for why the completion ended; anything else (a server may echo any text, the key too: twenty-second
+        round) is stored as "other"."""
+        return value if value is None or (_FINISH_REASON.fullmatch(value) and redact_server_name(value) == value) else "other"
 
 
 class _TokenUsage(BaseModel):

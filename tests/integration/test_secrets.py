@@ -356,3 +356,22 @@ def test_a_body_that_is_no_completion_quoting_the_key_escaped_keeps_nothing_of_i
         read_completion(body.replace(b"\\\\", b"\\"))
     message = str(refused.value)
     assert "no completion in the answer" in message and REDACTED in message and "\\u" not in message, message
+
+
+@pytest.mark.parametrize("form", [ECHO_KEY, *ENCODED_OTHERWISE.values()], ids=["plain", *ENCODED_OTHERWISE.keys()])
+def test_a_served_model_or_finish_reason_quoting_the_key_keeps_nothing_of_it(form):
+    """The twenty-second round: a server listing the key, encoded, as its one model (the model asked for not among them) put
+    it in manifest.json and the report; a finish_reason holding the key was stored whole in the log, transcripts and cache."""
+    from memrl_bench.llm.client import OpenAIChatModel, read_completion
+
+    remember_secret(ECHO_KEY)
+    with FaultServer() as server:
+        server.model_ids = [form]
+        model = OpenAIChatModel(server.base_url, "not-listed")
+        assert model._served_model() == REDACTED
+        server.model_ids = ["listed-model"]
+        assert model._served_model() == "listed-model"  # a server's one model, named as it is
+    body = {"choices": [{"message": {"content": "x"}, "finish_reason": form}]}
+    assert read_completion(json.dumps(body).encode())[1] == "other"
+    for reason in ("stop", "length", "tool_calls", None):
+        assert read_completion(json.dumps({"choices": [{"message": {"content": "x"}, "finish_reason": reason}]}).encode())[1] == reason
