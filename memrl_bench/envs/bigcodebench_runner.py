@@ -25,7 +25,7 @@ imported the runner:
 - notes what the run relies on (every attribute of unittest's modules and classes and the code
   of their functions, the builtins, sys.exit, os._exit, os.write, its own result class; numpy's
   and pandas' top-level names and the functions of numpy.testing and pandas.testing and of what
-  their asserts call, imported first when the tests name numpy or pandas) to check afterwards
+  their asserts call, imported first when the tests name numpy or pandas, or np or pd) to check afterwards
   that none was replaced, and unittest's modules in sys.modules, and the signal handlers;
 - installs an audit hook that reports tampering at once and refuses the call (its report may be
   blinded; a heap scan or a frame would hand the program the tag): scanning the
@@ -155,10 +155,10 @@ def _memrl_runner() -> None:
     report, first_test_line, libs = read_the_harness_line()
     seen: set[str] = set()  # the tampering flagged
 
-    def flag(pattern: str) -> None:
-        if pattern not in seen:
-            seen.add(pattern)
-            report(b"tampering", pattern)
+    def flag(pattern: str, _seen=seen, _report=report) -> None:  # defaults, no closure: the program reached flag (22nd round)
+        if pattern not in _seen:
+            _seen.add(pattern)
+            _report(b"tampering", pattern)
 
     leave = os._exit  # the program may replace os._exit
     quote = json.encoder.encode_basestring_ascii  # C (_json); the program may replace json's Python functions
@@ -266,11 +266,12 @@ def _memrl_runner() -> None:
     source_text = program_source.decode(errors="replace")
     test_text = "\n".join(source_text.splitlines()[first_test_line - 1 :])
     # The libraries' assert helpers the tests call: imported first (the tests would import them anyway) so they can be watched.
-    for package, helpers in (
-        ("numpy", ("numpy.testing", "numpy.testing._private.utils")),
-        ("pandas", ("pandas.testing", "pandas._testing.asserters", "pandas._libs.testing")),
+    # Named by the package or the alias the code prompt imports it as (tests using the prompt's `pd` escaped: 22nd round).
+    for package, alias, helpers in (
+        ("numpy", "np", ("numpy.testing", "numpy.testing._private.utils")),
+        ("pandas", "pd", ("pandas.testing", "pandas._testing.asserters", "pandas._libs.testing")),
     ):
-        if package in test_text and importlib.util.find_spec(package) is not None:
+        if re.search(rf"\b({package}|{alias})\b", test_text) and importlib.util.find_spec(package) is not None:
             for name in helpers:
                 try:
                     helper = importlib.import_module(name)
@@ -404,6 +405,9 @@ def _memrl_runner() -> None:
     returners |= {
         (os.path.join(stdlib, "logging", "__init__.py"), "<lambda>"),
         (os.path.join(stdlib, "asyncio", "base_tasks.py"), "_task_get_stack"),
+        (os.path.join(stdlib, "types.py"), "_GeneratorWrapper.gi_frame"),  # types.coroutine's wrapper (gi_frame, cr_frame)
+        (os.path.join(stdlib, "bdb.py"), "Bdb.get_stack"),  # a traceback's frames (pdb's too)
+        (os.path.join(stdlib, "pdb.py"), "Pdb.setup"),  # keeps them in the Pdb object its caller holds
     }
     frame_attributes = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")
     bootstrap_external = modules["_frozen_importlib_external"]
@@ -469,19 +473,23 @@ def _memrl_runner() -> None:
             frame = frame.f_back
         return False
 
-    def refused_import(args: tuple) -> tuple[str, bool] | None:
-        """Why a module may not be loaded while the program runs, and whether that is tampering whoever asked: ctypes where the
-        task's libraries do not need it, CPython's test modules, an extension module from outside the libraries' folders or under
-        a built-in module's name (libpython's own _signal: a fresh one)."""
+    def refused_import(args: tuple) -> tuple[str, str, bool] | None:
+        """Why a module may not be loaded while the program runs, the pattern it shows when the program asked, and whether it
+        shows it whoever asked: ctypes where the task's libraries do not need it, CPython's test modules, pytest (its
+        tracebacks hand out frames; no task uses it), an extension module from outside the libraries' folders or under a
+        built-in module's name (libpython's own _signal: a fresh one)."""
         name = exact(args[0]) if args and issubclass(type(args[0]), str) else ""
         origin = exact(args[1]) if len(args) > 1 and issubclass(type(args[1]), str) else None
         last = name.rpartition(".")[2]
         if last in never_loaded:
-            return f"{name}: CPython's test modules are not loaded here", False
+            return f"{name}: CPython's test modules are not loaded here", "calls_c_directly", False
         if not c_allowed and (name == "ctypes" or str.startswith(name, "ctypes.") or last == "_ctypes"):
-            return f"{name}: ctypes is not loaded for a task whose libraries are all standard and do not include it", False
+            return f"{name}: ctypes is not loaded for a task whose libraries are all standard and not ctypes", "calls_c_directly", False
+        if name.partition(".")[0] in ("pytest", "_pytest"):
+            return f"{name}: pytest is not loaded here", "inspects_frames", False
         if origin is not None and (last in sys.builtin_module_names or not str.startswith(realpath(origin), library_folders)):
-            return f"{name}: an extension module is loaded only from the libraries' folders, never as a built-in module", True
+            why = f"{name}: an extension module is loaded only from the libraries' folders, never as a built-in module"
+            return why, "calls_c_directly", True
         return None
 
     def claimed(filename) -> str | None:
@@ -547,9 +555,8 @@ def _memrl_runner() -> None:
             refusal = refused_import(args)
             if refusal is None:
                 return None, None
-            return ("calls_c_directly" if refusal[1] or not asked_by_a_library(raising) else None), ImportError(
-                refusal[0]
-            )  # a library's attempt (pandas) just fails
+            message, pattern, whoever = refusal
+            return (pattern if whoever or not asked_by_a_library(raising) else None), ImportError(message)  # a library's just fails
         if event in c_events:
             return (
                 None if (event == "ctypes.dlopen" and "ctypes" in libraries) or asked_by_a_library(raising) else "calls_c_directly"
@@ -585,10 +592,23 @@ def _memrl_runner() -> None:
                 return "reaches_the_runner", PermissionError(f"{name} of the runner's functions")
             if event == "object.__setattr__":
                 return ("replaces_function_code" if name == "__code__" and relied_on(target) else None), None
+            if (
+                name == "gi_frame"
+                and type(target) is types.GeneratorType
+                and target.gi_code in runner_codes
+                and raising.f_code not in runner_codes
+            ):  # the locals of the runner's test part executor are its defaults: flag, counts (inspect.getgeneratorlocals: 22nd round)
+                return "reaches_the_runner", PermissionError("the frame of the runner's generators")
             if name not in frame_attributes and id(target) not in frames:
                 return None, None
         if event == "sys._getframe" or event == "object.__getattr__":  # a frame: f_back (not audited) leads to the runner's
-            runners = args and id(args[0]) in frames and raising.f_code not in runner_codes
+            # a frame of the runner's code, whoever takes it (a library that keeps a caller's locals: pandas' eval scope)
+            taken = args[0] if event == "sys._getframe" and args else None
+            runners = (
+                args
+                and (id(args[0]) in frames or (taken is not None and taken.f_code in runner_codes))
+                and raising.f_code not in runner_codes
+            )
             return ("inspects_frames" if runners or handed_out(raising) else None), None
         if event == "compile" and len(args) > 1:  # args: the source (text, bytes or a syntax tree) and the file name
             return ("disguises_code" if disguised(args[0], args[1]) and not asked_by_a_library(raising) else None), None
