@@ -13,7 +13,9 @@ imported the runner:
   frame's locals: only in the defaults of its report function), then puts /dev/null there;
 - keeps its own references to what it calls; a function of its own that the program can reach (unittest's test part
   executor, the signal guard) holds what it uses in its defaults, whose reading is refused for every function of the
-  runner, never in a closure (not audited: a closure holding `flag` handed the program `report`, which signs any result);
+  runner, never in a closure (not audited: a closure holding `flag` handed the program `report`, which signs any result),
+  and the frame of a generator of its code (whose locals are those defaults) is refused to any other code, as is any frame
+  of its code;
 - makes unittest's classes, contextlib's and its own result class immutable (CPython's Py_TPFLAGS_IMMUTABLETYPE, set
   through ctypes): a patch of any of them fails where it is made, whenever it is made, and its TypeError is flagged;
 - runs every part of a test (setUp, the test, tearDown, cleanups, subtests) in an executor of its own that counts the
