@@ -277,7 +277,7 @@ class SkillBank(MemoryMethod):
                 jobs.extend(self._distil_mistakes(category, failures, calls))
         if c.enable_dynamic_update:
             for category in sorted(self.window):  # sorted: the order a restored window has too
-                jobs.extend(self._evolve(category, calls))
+                jobs.extend(self._evolve(category, calls, by_category.get(category, batch)))
 
         async def ask_all():
             return await asyncio.gather(*(call for _, call in jobs))
@@ -402,8 +402,10 @@ class SkillBank(MemoryMethod):
             )
         ]
 
-    def _evolve(self, category: str, calls: MemoryCalls) -> list[Job]:
-        """A call for new skills if the category's success rate since its last evolution is below update_threshold; resets its window."""
+    def _evolve(self, category: str, calls: MemoryCalls, batch: list[Experience]) -> list[Job]:
+        """A call for new skills if the category's success rate since its last evolution is below update_threshold; resets its
+        window. The call is charged to its first failure from `batch` (the batch whose learning evolves the category), or to
+        the batch's first episode of the category: its failures may be from earlier batches, whose cost is logged already."""
         c, window = self.config, self.window[category]
         if window["episodes"] < c.evolve_min_episodes or window["successes"] / window["episodes"] >= c.update_threshold:
             return []
@@ -421,6 +423,8 @@ class SkillBank(MemoryMethod):
         )
         sources = [Provenance(**f["provenance"]) for f in window["failures"]]
         keys = [np.array(f["key"], dtype=np.float32) for f in window["failures"]]
+        in_batch = {exp.episode.episode_id for exp in batch}
+        charged = next((s.episode_id for s in sources if s.episode_id in in_batch), batch[0].episode.episode_id)
         kind = "general" if category == GENERAL else "task_specific"
 
         def apply(answer: list[dict[str, str]]) -> None:
@@ -430,7 +434,7 @@ class SkillBank(MemoryMethod):
             (
                 apply,
                 calls.ask(
-                    sources[0].episode_id,
+                    charged,
                     "skillbank_evolve",
                     prompt,
                     parse_new_skills,

@@ -253,7 +253,11 @@ def test_evolution_adds_skills_to_a_category_below_the_threshold_and_resets_its_
     m = make(loop, model, evolve_min_episodes=3, max_new_skills=1, max_common_mistakes=0)
     m.learn([exp(0, "clean the mug", True, "clean"), exp(1, "clean the pan", False, "clean")])
     assert not any(is_prompt(c[0]["content"], "skillbank_evolve") for c in model.calls)  # 2 episodes < evolve_min_episodes
-    m.learn([exp(2, "clean the cup", False, "clean"), exp(3, "heat the soup", False, "heat")])  # clean: 1 of 3 < 0.4
+    second = m.learn([exp(2, "clean the cup", False, "clean"), exp(3, "heat the soup", False, "heat")])  # clean: 1 of 3 < 0.4
+    # charged to a failure of the batch that evolved it: the first failure (episode 1) was logged with the first batch (an
+    # LLB-DB study stopped on "charged memory calls to ... not an episode of the batch")
+    charged = {e: [c["purpose"] for c in calls] for e, calls in second.calls_by_episode.items()}
+    assert "skillbank_evolve" in charged["train-e01-00002-s0"] and set(charged) <= {"train-e01-00002-s0", "train-e01-00003-s0"}
     evolve = [c[0]["content"] for c in model.calls if is_prompt(c[0]["content"], "skillbank_evolve")]
     assert len(evolve) == 1 and 'category "clean" it succeeded 1 times in its last 3 attempts' in evolve[0]
     assert first_task(evolve[0]) == "clean the pan"
