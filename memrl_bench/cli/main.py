@@ -27,7 +27,7 @@ from memrl_bench.cli.hydra_support import add_config_sources, register_resolvers
 from memrl_bench.cli.summary import print_summary
 from memrl_bench.core.config import CONF_DIR, GROUPS, InputError
 from memrl_bench.core.redaction import ScrubbedStream, hide_url_secrets_from_command_line, redact_server_text, remember_command_line, scrub
-from memrl_bench.core.runfolder import MANIFEST, is_disk_full, write_text_atomic
+from memrl_bench.core.runfolder import MANIFEST, RunFolder, is_disk_full, write_text_atomic
 from memrl_bench.llm import LLMOutageError
 from memrl_bench.runner.loop import run
 
@@ -140,7 +140,11 @@ def _job(cfg: DictConfig) -> None:
     if hydra_cfg.mode == RunMode.MULTIRUN:
         _scrub_file(Path(hydra_cfg.sweep.dir) / "multirun.yaml")
     run_dir = Path(hydra_cfg.runtime.output_dir)
-    resolved = OmegaConf.to_container(cfg, resolve=True)
+    try:
+        resolved = OmegaConf.to_container(cfg, resolve=True)
+    except BaseException as err:  # `~seed`: Hydra made the folder; a failed start leaves nothing it created (20th round)
+        RunFolder(run_dir).remove_if_new()
+        _stop(err)
     resolved["hydra"] = {"overrides": list(hydra_cfg.overrides.task)}
     try:
         metrics = run(resolved, run_dir)

@@ -298,13 +298,21 @@ def validated(model: type[BaseModel], values: Any, prefix: str) -> BaseModel:
 MAX_SECONDS = 86_400.0  # the longest time limit or wait a setting may ask for: a day (Python's waits overflow near 1e10 s)
 
 
-def check_finite(value: Any, dotted: str = "") -> None:
-    """No NaN or infinity anywhere in a config: no setting means either."""
+def fits_64_bits(value: int) -> bool:
+    """Whether an integer is one a run file's tables hold (a signed 64-bit integer)."""
+    return -(1 << 63) <= value < 1 << 63
+
+
+def check_numbers(value: Any, dotted: str = "") -> None:
+    """No NaN or infinity anywhere in a config (no setting means either), and no integer past 64 bits: the run's own
+    readers refuse its manifest then (`seed=10**24` ran to COMPLETE, twentieth round)."""
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"{dotted}: must be a finite number (got {value})")
+    if isinstance(value, int) and not fits_64_bits(value):
+        raise ConfigError(f"{dotted}: must be a whole number that fits in 64 bits (got one of {value.bit_length()} bits)")
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, item in items:
-        check_finite(item, f"{dotted}.{key}" if dotted else str(key))
+        check_numbers(item, f"{dotted}.{key}" if dotted else str(key))
 
 
 # ---- the models -----------------------------------------------------------------------
@@ -427,7 +435,7 @@ def validate_config(cfg: dict) -> CheckedConfig:
     unknown = sorted(set(cfg) - set(TOP_LEVEL_KEYS))
     if unknown:
         raise ConfigError(f"unknown config key {unknown[0]!r}; valid top-level keys: {', '.join(TOP_LEVEL_KEYS[:-1])}")
-    check_finite({k: v for k, v in cfg.items() if k != "hydra"})
+    check_numbers({k: v for k, v in cfg.items() if k != "hydra"})
     validated(RunSettings, {k: v for k, v in cfg.items() if k not in (*GROUPS, "hydra")}, "")
     for group in ("env", "method"):
         if not isinstance(cfg.get(group), dict) or not cfg[group].get("name"):

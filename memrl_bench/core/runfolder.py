@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from memrl_bench.core.config import InputError, config_hash
+from memrl_bench.core.config import InputError, config_hash, fits_64_bits
 
 MANIFEST = "manifest.json"
 EPISODES = "episodes.jsonl"
@@ -111,7 +111,7 @@ def _int64(digits: str) -> int:
     """An integer of a run file, as the tables hold it (64 bits): a line's `epoch` of 10**30 ended report and export in an
     OverflowError traceback (eighteenth probe round)."""
     value = int(digits)
-    if not -(1 << 63) <= value < 1 << 63:
+    if not fits_64_bits(value):
         raise ValueError(f"an integer past 64 bits ({digits[:20]}...)")
     return value
 
@@ -356,6 +356,12 @@ class RunFolder:
                 break
             with contextlib.suppress(OSError):  # not empty: something else lives there now
                 parent.rmdir()
+
+    def remove_if_new(self) -> None:
+        """A start that failed before the run began (a config that does not resolve): what remove_if_created removes,
+        under the lock (another process may have made the folder since)."""
+        with contextlib.suppress(RunFolderBusyError), self.lock():
+            self.remove_if_created()
 
     # ---- manifest --------------------------------------------------------------------------
     def read_manifest(self) -> dict | None:

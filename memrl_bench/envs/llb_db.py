@@ -59,7 +59,7 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator
 
 from memrl_bench import prompts
-from memrl_bench.core.config import MAX_SECONDS
+from memrl_bench.core.config import MAX_SECONDS, fits_64_bits
 from memrl_bench.core.schema import Task
 from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file
 from memrl_bench.envs.gold import GoldFilter
@@ -224,7 +224,7 @@ class _Table(DataRecord):
         """Integer cells fit SQLite's 64 bits (a larger one ended the run in an OverflowError)."""
         for row in rows:
             for cell in row:
-                if isinstance(cell, int) and not -(2**63) <= cell < 2**63:
+                if isinstance(cell, int) and not fits_64_bits(cell):
                     raise ValueError(f"the integer {cell} does not fit SQLite's 64-bit INTEGER")
         return rows
 

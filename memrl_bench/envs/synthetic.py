@@ -72,6 +72,7 @@ from memrl_bench.envs.settings import EnvSettings
 from memrl_bench.protocols.drift import STALE, DriftSettings, written_before
 
 _STANDARD_NORMAL = NormalDist()
+MAX_TASKS_PER_SPLIT = 1_000_000
 
 
 def _unit_hash(*parts: object) -> float:
@@ -143,9 +144,9 @@ class SyntheticSettings(EnvSettings):
     @field_validator("tasks")
     @classmethod
     def _counts(cls, tasks: dict[str, int]) -> dict[str, int]:
-        negative = next((split for split, n in tasks.items() if n < 0), None)
-        if negative is not None:
-            raise ValueError(f"tasks.{negative} must be >= 0, got {tasks[negative]}")
+        odd = next((split for split, n in tasks.items() if not 0 <= n <= MAX_TASKS_PER_SPLIT), None)
+        if odd is not None:  # 10**11 tasks ended the CLI in a MemoryError traceback (twentieth round)
+            raise ValueError(f"tasks.{odd} must be in 0..{MAX_TASKS_PER_SPLIT:,}, got {tasks[odd]}")
         return tasks
 
     @field_validator("type_logit_range")

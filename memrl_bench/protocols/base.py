@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from memrl_bench.core.config import InputError, Settings
+from memrl_bench.core.config import ConfigError, InputError, Settings
 from memrl_bench.core.schema import Episode, MemoryItem, Task
 
 
@@ -74,6 +74,10 @@ def chunks(phase: str, split: str, epoch: int, tasks: list[Task], size: int, sam
 
 
 DEFAULT = "held_out"  # the protocol of a config that names none
+# A run's schedule is built whole before it plays: `protocol.epochs=2**31` ended the CLI in a segfault (twentieth round).
+MAX_EPOCHS = 10_000
+MAX_EVAL_SAMPLES = 1_000
+MAX_SCHEDULE_EPISODES = 10_000_000
 
 
 def name_of(settings: dict[str, Any]) -> str:
@@ -91,11 +95,11 @@ class ProtocolSettings(Settings):
     """The settings every protocol has (conf/protocol/held_out.yaml); a protocol's own model adds its keys."""
 
     name: str = Field("held_out", description="The protocol (a module of memrl_bench/protocols; conf/protocol/<name>.yaml).")
-    epochs: int = Field(10, ge=0, description="Training epochs over the train split (0 only for transfer: no training).")
+    epochs: int = Field(10, ge=0, le=MAX_EPOCHS, description="Training epochs over the train split (0 only for transfer: no training).")
     batch_size: int = Field(32, ge=1, description="Episodes played against one memory state before learn() (MemRL: 32).")
     validate_every_epoch: bool = Field(True, description="Play the validation split after each epoch, memory frozen.")
     test_at_end: bool = Field(True, description="Play every test split once after training, memory frozen.")
-    eval_samples: int = Field(1, ge=1, description="Samples per evaluation task, for pass@k.")
+    eval_samples: int = Field(1, ge=1, le=MAX_EVAL_SAMPLES, description="Samples per evaluation task, for pass@k.")
     allow_finetuned: bool = Field(False, description="Run a backbone declared fine-tuned on this env's data (then labelled).")
     checkpoint_interval_s: float = Field(
         30, ge=0, description="Seconds between memory checkpoints (resume replays learn() after the last one)."
@@ -225,6 +229,14 @@ class Protocol:
     def schedule(self, roles: dict[str, Any], tasks: dict[str, list[Task]], task_order_seed: int, env: Any) -> list[Batch]:
         """Every batch of the run, in order. Deterministic: resume relies on it."""
         s = self.settings
+        validated = len(tasks[roles["validation"]]) if roles.get("validation") else 0
+        tested = sum(len(tasks[split]) for split in roles.get("test") or [])
+        planned = s.epochs * (len(tasks[roles["train"]]) + validated * s.eval_samples) + tested * s.eval_samples  # at most
+        if planned > MAX_SCHEDULE_EPISODES:
+            raise ConfigError(
+                f"protocol.epochs={s.epochs} over these splits makes a schedule of up to {planned:,} episodes; a run holds at most "
+                f"{MAX_SCHEDULE_EPISODES:,}: fewer epochs or tasks"
+            )
         out: list[Batch] = []
         for epoch in range(1, s.epochs + 1):
             order = epoch_order(tasks[roles["train"]], task_order_seed, epoch, s.epoch_order_seeds)

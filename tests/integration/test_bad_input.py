@@ -64,6 +64,13 @@ CONFIG_INPUTS = [
     (("+method.alpah=0.3",), "method.alpah"),
     (("+sed=3",), "'sed'"),
     (("seed=abc",), "seed: Input should be a valid integer (got 'abc')"),
+    # sizes past what a run can hold (twentieth independent round: a segfault, an abort, a MemoryError traceback), and an
+    # integer past 64 bits (the run completed, then its own readers refused its manifest)
+    (("protocol.epochs=2147483648",), "protocol.epochs: Input should be less than or equal to 10000"),
+    (("protocol.eval_samples=99999999",), "protocol.eval_samples: Input should be less than or equal to 1000"),
+    (("env.tasks.train=100000000000",), "env.tasks: tasks.train must be in 0..1,000,000, got 100000000000"),
+    (("protocol.epochs=10000", "env.tasks.train=2000"), "a run holds at most 10,000,000: fewer epochs or tasks"),
+    (("seed=999999999999999999999999",), "seed: must be a whole number that fits in 64 bits (got one of 80 bits)"),
     (("protocol.eval_samples=0",), "protocol.eval_samples"),
     (("protocol=poison", "protocol.poison_share=1.5"), "protocol.poison_share"),
     (("+env.roles={train:train,test:[nosuchsplit]}",), "env.roles.test: split 'nosuchsplit' does not exist"),
@@ -97,7 +104,7 @@ CONFIG_INPUTS = [
     (("env=null",), "Config group override must be a string or a list"),  # Hydra's ValueError (second independent round)
     # past what the worker's limits and SQLite's integers hold (sixth independent round: every episode env_error, or a traceback)
     (("env=llb_db", "env.worker_memory_mb=100000000000000"), "env.worker_memory_mb: Input should be less than or equal to 1048576"),
-    (("env=llb_db", "env.max_answer_rows=100000000000000000000"), "env.max_answer_rows: Input should be less than or equal to 10000000"),
+    (("env=llb_db", "env.max_answer_rows=100000000000000000"), "env.max_answer_rows: Input should be less than or equal to 10000000"),
     (("method=null",), "Config group override must be a string or a list"),
     (("method=rag", "method.top_k='3'"), "method.top_k: Input should be a valid integer (got '3')"),
     (("+protocol.max_tasks.train=0",), "protocol.max_tasks: train must be null (all tasks) or >= 1, got 0"),

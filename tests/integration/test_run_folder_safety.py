@@ -108,6 +108,9 @@ def test_a_failed_start_removes_the_folders_it_created_and_nothing_else(tmp_path
     assert sorted(tmp_path.rglob("*")) == [tmp_path / "results", tmp_path / "results" / "default", kept, kept / "manifest.json"]
     out = command(f"results_dir={tmp_path / 'new' / 'deeper'}", "seed=-1")
     assert out.returncode == 2 and not (tmp_path / "new").exists()
+    # a config that does not resolve, after Hydra made the folder (twentieth independent round: default/ and the run's left)
+    out = command(f"results_dir={tmp_path / 'unresolved'}", "~seed")
+    assert out.returncode == 2 and "Interpolation key 'seed' not found" in out.stderr and not (tmp_path / "unresolved").exists()
 
 
 # ---- finding 2: one writer per run folder ------------------------------------------------
