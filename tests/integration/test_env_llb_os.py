@@ -313,6 +313,23 @@ def test_the_check_prints_no_message_translated_by_the_episode():
 
 
 @needs_sandbox
+def test_the_check_reads_no_locale_the_episode_named():
+    """The twentieth independent round: a line added to /etc/locale.alias (the host has no locale archive) named a locale the
+    episode built with the host's localedef; the check's C.UTF-8 was that locale, its month names moved `chage -l`'s dates
+    and its collation turned the check's own `sort` around (real tasks 356, 166 and 359 passed undone). The check's locale
+    is the C library's built-in C."""
+    build = (
+        'sed \'s/"Jan";/"Xyz";/\' /usr/share/i18n/locales/C > /root/t.src && localedef -c -i /root/t.src -f UTF-8 /root/t; '
+        "sed -i '1i C.UTF-8 ../../../root/t' /etc/locale.alias && LANG=C.UTF-8 date -d 2024-01-31 +%b"
+    )
+    with Sandbox(Limits(timeout_s=60)) as sandbox:
+        made = sandbox.run(build)
+        check = sandbox.check("date -d 2024-01-31 +%b; locale | grep LC_TIME")
+    assert made.ok and made.output.strip().endswith("Xyz"), made.output  # the locale works for what the episode runs
+    assert check.result.ok and check.result.output.split()[0] == "Jan" and 'LC_TIME="C"' in check.result.output, check
+
+
+@needs_sandbox
 def test_a_process_that_keeps_changing_its_pid_is_frozen_too():
     """The fourth independent round: a daemon that forks and exits on every pass outran a freezer that moved processes
     into it one pid at a time. Every command of the episode starts in the freezer, so all it forks is there already."""

@@ -51,16 +51,17 @@ _CHECK_PATH = "/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/sbin:/usr/local/bin"
 # TZ: the host's zone file (under the host's /usr, laid over the episode's): an /etc/localtime the episode replaced
 # moved `date` by weeks in a check comparing with today (sixth independent round); no LLB-OS task sets the time zone.
 _HOST_ZONE = os.path.realpath("/etc/localtime") if os.path.exists("/etc/localtime") else "/usr/share/zoneinfo/Etc/UTC"
-# LC_MESSAGES=C (LC_ALL and LANGUAGE emptied, which the C library and Python read as unset): no message of a check's
-# tool is translated. In C.UTF-8 the C library reads catalogs, and one the episode added under /usr/share/locale made the
-# host's `chage -l` print any password ageing (eleventh independent round); LLB-OS's checks read English.
+# LC_ALL=C: the C library's built-in locale, which reads no file (LANGUAGE emptied, read as unset). In C.UTF-8 it reads
+# files the episode can change: a message catalog added under /usr/share/locale made the host's `chage -l` print any
+# password ageing (eleventh independent round), and a line added to /etc/locale.alias (the host has no locale archive)
+# named a locale the episode built, whose collation turned the check's own `sort` around and whose month names moved
+# chage's dates (twentieth). LLB-OS's checks read English; Python in the C locale still reads and writes UTF-8.
 CHECK_ENV = {
     "PATH": _CHECK_PATH,
     "PYTHONNOUSERSITE": "1",
     "PYTHONSAFEPATH": "1",
     "TZ": f":{_HOST_ZONE}",
-    "LC_MESSAGES": "C",
-    "LC_ALL": "",
+    "LC_ALL": "C",
     "LANGUAGE": "",
 }
 # where user and group names come from (no LLB-OS task gives uid or gid 0 another name; the ninth independent round
