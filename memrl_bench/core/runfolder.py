@@ -429,17 +429,28 @@ class RunFolder:
         records, torn = self.read_log()
         keep: list[dict] = []
         current: list[dict] = []
+
+        def whole(batch: list[dict]) -> bool:
+            size = expected_size(batch_key(batch[0]))
+            if size is None:
+                raise CorruptRunFolderError(f"{self.episodes_path}: batch {batch_key(batch[0])} is not in this run's schedule")
+            return scheduled_count(batch) == size and retries_complete(batch) and not duplicate_ids(batch)
+
         for record in records:
             if current and batch_key(record) != batch_key(current[0]):
+                # a batch is one write: only the last can be cut; one cut or grown before others was edited (a line removed
+                # from a middle batch was played to COMPLETE over 599 of 600 episodes: twentieth independent round)
+                if not whole(current):
+                    raise CorruptRunFolderError(
+                        f"{self.episodes_path}: batch {batch_key(current[0])} is not whole ({scheduled_count(current)} of its "
+                        f"{expected_size(batch_key(current[0]))} episodes, or one twice) and later batches were logged after it: "
+                        "the log was edited or damaged; it cannot be resumed (run it again in another folder)"
+                    )
                 keep.extend(current)
                 current = []
             current.append(record)
-        if current:
-            size = expected_size(batch_key(current[0]))
-            if size is None:
-                raise CorruptRunFolderError(f"{self.episodes_path}: batch {batch_key(current[0])} is not in this run's schedule")
-            if scheduled_count(current) == size and retries_complete(current):
-                keep.extend(current)
+        if current and whole(current):
+            keep.extend(current)
         if torn or len(keep) != len(records):
             write_text_atomic(self.episodes_path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in keep))
         return keep

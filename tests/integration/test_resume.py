@@ -46,6 +46,23 @@ def test_torn_last_line_and_incomplete_batch_are_cut(tmp_path):
     assert stripped(folder) == stripped(reference)
 
 
+@pytest.mark.parametrize("edit", ["removed", "repeated"])
+def test_a_line_removed_or_repeated_in_a_batch_before_others_is_refused(tmp_path, edit):
+    """The twentieth independent round: after a kill, a line deleted from (or repeated in) a middle batch was played to
+    COMPLETE over 599 (601) of 600 episodes, and refused only after; only the last batch can be cut by a crash."""
+    cfg = config(protocol={"epochs": 1})
+    _, reference = run_to(tmp_path, "reference", cfg)
+    folder = tmp_path / "edited"
+    folder.mkdir()
+    (folder / "manifest.json").write_text((reference / "manifest.json").read_text())
+    lines = (reference / "episodes.jsonl").read_text().splitlines(keepends=True)[:20]  # 2.5 batches of 8
+    lines = lines[:3] + lines[4:] if edit == "removed" else lines[:4] + lines[3:]
+    (folder / "episodes.jsonl").write_text("".join(lines))
+    with pytest.raises(CorruptRunFolderError, match=r"episodes.jsonl: batch .* is not whole .* the log was edited or damaged"):
+        run(cfg, folder)
+    assert (folder / "episodes.jsonl").read_text() == "".join(lines)  # nothing cut
+
+
 def test_a_folder_of_another_config_is_refused(tmp_path):
     run(config(protocol={"epochs": 1}), tmp_path / "run")
     with pytest.raises(ConfigMismatchError, match="refusing to mix"):
