@@ -6,13 +6,14 @@ never a traceback, and nothing of it is stored whole."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
 import sqlite3
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -252,18 +253,16 @@ ODD_EMBEDDINGS = {
 }
 
 
-@pytest.mark.parametrize("body", ODD_EMBEDDINGS.values(), ids=ODD_EMBEDDINGS.keys())
-def test_an_embeddings_answer_that_is_no_vectors_stops_the_run_without_quoting_it(body):
-    """The twentieth probe round: a 200 answer whose cells are strings, null or a dict ended the run in numpy's traceback,
-    which quoted the cell (a key HTML-escaped reached stderr whole)."""
-    payload = json.dumps(body).encode()
+@contextlib.contextmanager
+def embeddings_server(answer: Callable[[list[str]], object]) -> Iterator[str]:
+    """The base URL of a server answering every POST 200 with the JSON of `answer(the texts asked for)`."""
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
             pass
 
         def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            payload = json.dumps(answer(json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))["input"])).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
@@ -273,11 +272,18 @@ def test_an_embeddings_answer_that_is_no_vectors_stops_the_run_without_quoting_i
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        embedder = OpenAIEmbedder("e", base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", timeout_s=5.0)
-        with pytest.raises(LLMOutageError, match="not one vector of finite numbers each") as stopped:
-            embedder.embed(["hello"])
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     finally:
         server.shutdown()
+
+
+@pytest.mark.parametrize("body", ODD_EMBEDDINGS.values(), ids=ODD_EMBEDDINGS.keys())
+def test_an_embeddings_answer_that_is_no_vectors_stops_the_run_without_quoting_it(body):
+    """The twentieth probe round: a 200 answer whose cells are strings, null or a dict ended the run in numpy's traceback,
+    which quoted the cell (a key HTML-escaped reached stderr whole)."""
+    with embeddings_server(lambda texts: body) as url:
+        with pytest.raises(LLMOutageError, match="not one vector of finite numbers each") as stopped:
+            OpenAIEmbedder("e", base_url=url, timeout_s=5.0).embed(["hello"])
     assert "&#" not in str(stopped.value) and "secret" not in str(stopped.value)
 
 
@@ -286,25 +292,11 @@ def test_an_embeddings_server_changing_its_vector_size_stops_the_run_in_one_line
     vectors of two sizes in one batch in numpy's): the sizes of one run's vectors are one, an input error (exit 2)."""
     calls = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
+    def answer(texts: list[str]) -> dict:
+        calls.append(texts)
+        return {"data": [{"index": i, "embedding": [1.0] * (8 + (len(calls) > 1))} for i in range(len(texts))]}
 
-        def do_POST(self) -> None:
-            texts = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))["input"]
-            calls.append(texts)
-            size = 8 + (len(calls) > 1)
-            payload = json.dumps({"data": [{"index": i, "embedding": [1.0] * size} for i in range(len(texts))]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    with embeddings_server(answer) as url:
         embedder = OpenAIEmbedder("e", base_url=url, timeout_s=5.0)
         assert embedder.embed(["a"]).shape == (1, 8)
         with pytest.raises(EmbeddingSizeError, match="answered vectors of 9 numbers where embedder.dim .* has 8") as stopped:
@@ -312,6 +304,4 @@ def test_an_embeddings_server_changing_its_vector_size_stops_the_run_in_one_line
         calls.clear()
         with pytest.raises(EmbeddingSizeError, match="answered vectors of 9 numbers"):
             OpenAIEmbedder("e", base_url=url, timeout_s=5.0, batch_size=1).embed(["d", "e"])  # one batch of two sizes: 8, then 9
-    finally:
-        server.shutdown()
     assert isinstance(stopped.value, InputError)
