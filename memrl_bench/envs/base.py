@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import re
 import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -119,6 +120,9 @@ class Env(ABC):
         """Release processes and files."""
 
 
+_TASK_ID = re.compile(r"\s*-?[0-9]+\s*")  # a task id of a data file: an ASCII integer, as int() reads it
+
+
 def data_dir(configured: str | None, env_var: str, shared_subdir: str, fetch_hint: str) -> Path:
     """Resolve an env's data folder: its setting `data_dir`, then `$env_var`, then ../shared/data.
 
@@ -180,7 +184,7 @@ def read_data_file(path: Path, model: type[DataRecord], *, by_id: bool = False) 
         if not isinstance(data, dict):
             raise DataFileError(f"{path} must hold a JSON object{' of tasks keyed by id' if by_id else ''}, not {_kind(data)}")
         if by_id:
-            bad = next((key for key in data if not key.strip().lstrip("-").isdigit()), None)
+            bad = next((key for key in data if not _TASK_ID.fullmatch(key)), None)  # int() reads these ("²" is a digit to isdigit)
             if bad is not None:
                 raise DataFileError(f"{path}: the task ids (the object's keys) must be integers, got {bad[:40]!r}")
         records = [(f"task {key}", value) for key, value in data.items()] if by_id else [("", data)]

@@ -154,7 +154,9 @@ class ResponseCache:
         if row is None:
             return None
         response = CachedResponse(*row[:5])
-        if row[5] != entry_checksum(key, response):
+        # a cell of another type (SQLite keeps any in a TEXT column: a BLOB ended the run in json's TypeError) is damage too
+        typed = isinstance(response.text, str) and isinstance(response.finish_reason, (str, type(None)))
+        if not typed or row[5] != entry_checksum(key, response):
             self._report_unchecked(key, written_before_checksums=row[5] is None)
             return None
         return response

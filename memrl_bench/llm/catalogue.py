@@ -312,9 +312,10 @@ def _hashes_path() -> Path:
 def _read_hashes() -> dict[str, dict[str, Any]]:
     try:
         hashes = json.loads(_hashes_path().read_text())
-    except (OSError, ValueError):  # none yet, or damaged: hashes are computed again
+    except (OSError, ValueError, RecursionError):  # none yet, or damaged: hashes are computed again
         return {}
-    return hashes if isinstance(hashes, dict) else {}
+    # an entry that is not an object of its stamp and hash is computed again too (a string ended runs in a traceback)
+    return {k: v for k, v in hashes.items() if isinstance(v, dict)} if isinstance(hashes, dict) else {}
 
 
 def _remember_hash(file: Path, entry: dict[str, Any]) -> None:

@@ -31,6 +31,7 @@ _STRING, _ARRAY = 8, 9
 _MIN_ENTRY_BYTES = 8 + 4 + 1  # a key-value entry: key length, value type, the smallest value (a u8)
 _MIN_TENSOR_INFO_BYTES = 8 + 4 + 4 + 8  # name length, dimensions, type, offset
 DEFAULT_ALIGNMENT = 32  # of the tensor data, unless general.alignment says otherwise
+MAX_ARRAY_NESTING = 8  # arrays of arrays in a header (the vocabulary is one level)
 # ggml type -> (values per block, bytes per block), as gguf-py's GGML_QUANT_SIZES; other types: only their offset is checked
 _BLOCKS = {
     0: (1, 4),
@@ -82,16 +83,19 @@ class GGUFModel:
     def read(cls, path: str | Path) -> GGUFModel:
         metadata = read_metadata(path)
         arch = metadata.get("general.architecture")
-        try:
-            layers = int(metadata[f"{arch}.block_count"])
-            heads = int(metadata[f"{arch}.attention.head_count"])
-            kv_heads = int(metadata.get(f"{arch}.attention.head_count_kv", heads))
-            head_dim = int(metadata[f"{arch}.embedding_length"]) // heads
-            key_length = int(metadata.get(f"{arch}.attention.key_length", head_dim))
-            value_length = int(metadata.get(f"{arch}.attention.value_length", head_dim))
-            context = int(metadata[f"{arch}.context_length"])
-        except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
-            raise GGUFError(f"{path}: the GGUF metadata lacks the context or attention shape of architecture {arch!r} ({err})") from None
+
+        def count(name: str, default: int | None = None) -> int:
+            """A shape value: a whole number >= 1 (an f32 infinity or a zero head count ended the run in a traceback)."""
+            value = metadata.get(f"{arch}.{name}", default)
+            if type(value) is not int or value < 1:
+                shape = f"the context or attention shape of architecture {arch!r}"
+                raise GGUFError(f"{path}: the GGUF metadata lacks {shape} ({name}: {value!r})")
+            return value
+
+        layers, heads, context = count("block_count"), count("attention.head_count"), count("context_length")
+        kv_heads = count("attention.head_count_kv", heads)
+        head_dim = count("embedding_length") // heads
+        key_length, value_length = count("attention.key_length", head_dim), count("attention.value_length", head_dim)
         return cls(str(arch), context, layers * kv_heads * (key_length + value_length) * KV_CACHE_BYTES_PER_VALUE)
 
 
@@ -122,7 +126,9 @@ class _Reader:
     def string(self) -> str:
         return self.read(self.unpack("<Q")).decode()
 
-    def value(self, kind: int) -> Any:
+    def value(self, kind: int, depth: int = 0) -> Any:
+        if depth > MAX_ARRAY_NESTING:  # 5,000 nested arrays ended the run in a RecursionError
+            raise GGUFError(f"arrays nested deeper than {MAX_ARRAY_NESTING} at byte {self.f.tell()}")
         if kind in _SCALARS:
             return self.unpack(_SCALARS[kind])
         if kind == _STRING:
@@ -134,7 +140,7 @@ class _Reader:
                 self.skip(self.count(length, width, "array values") * width)
             else:  # strings (the tokenizer's vocabulary) or nested arrays: read past them one by one
                 for _ in range(self.count(length, 8, "array values")):
-                    self.value(item_kind)
+                    self.value(item_kind, depth + 1)
             return length
         raise GGUFError(f"unknown GGUF value type {kind}")
 
@@ -197,7 +203,9 @@ def check_file(path: str | Path) -> None:
                     values *= n
                 per_block, block_bytes = _BLOCKS.get(kind, (1, 0))
                 extents.append((name, offset + -(-values // per_block) * block_bytes))
-            alignment = int(metadata.get("general.alignment", DEFAULT_ALIGNMENT)) or DEFAULT_ALIGNMENT
+            alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
+            if type(alignment) is not int or alignment < 1:  # a u32 (a string or an f32 infinity ended in a traceback)
+                raise GGUFError(f"{path}: general.alignment must be a whole number >= 1, got {alignment!r}"[:300])
             data_start = -(-f.tell() // alignment) * alignment
     except (struct.error, UnicodeDecodeError, EOFError) as err:
         raise GGUFError(f"{path}: the GGUF header is damaged ({err})") from None

@@ -26,6 +26,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from memrl_bench.core.errors import InputError
 from memrl_bench.llm.gguf import GGUFError, GGUFModel
 
 # Runs in the child. Exits through os._exit once stdin closes: the kernel then
@@ -63,8 +64,9 @@ os._exit(0)
 """
 
 
-class LocalServerError(RuntimeError):
-    """The local llama.cpp server did not start; the message names the model and the log."""
+class LocalServerError(InputError, RuntimeError):
+    """The local llama.cpp server did not start (a model file it cannot load, a KV cache too large for memory); one line
+    naming the model, what its log says last and where the log is."""
 
 
 class LocalLlamaServer:
@@ -191,8 +193,11 @@ class LocalLlamaServer:
         raise self._error(f"did not answer {self.address}/health within {self.startup_timeout_s:.0f} s")
 
     def _error(self, what: str) -> LocalServerError:
-        tail = self.log_path.read_text(errors="replace").splitlines()[-15:] if self.log_path else []
-        return LocalServerError(f"the llama.cpp server for {self.model_path} {what}; log {self.log_path}:\n" + "\n".join(tail))
+        lines = [line.strip() for line in self.log_path.read_text(errors="replace").splitlines() if line.strip()] if self.log_path else []
+        said = next((line for line in reversed(lines) if "error" in line.lower() or "fail" in line.lower()), lines[-1] if lines else "")
+        return LocalServerError(
+            f"the llama.cpp server for {self.model_path} {what}; its log says {said[:300]!r} (all of it: {self.log_path})"
+        )
 
     def stop(self, keep_log: bool = False) -> None:
         """Stop the child and reap it; idempotent. The log is removed unless `keep_log`."""

@@ -105,6 +105,31 @@ MODEL_INPUTS: list[tuple[str, Callable[[Path], str], str]] = [
         lambda d: _file(d / "m.gguf", b"GGUF" + struct.pack("<IQQ", 3, 2**62, 0) + b"\0" * 64),
         "4611686018427387904 tensor descriptions",
     ),
+    # values the header's lengths do not check (the twenty-first independent round: each a traceback)
+    ("alignment_a_string", lambda d: _file(d / "m.gguf", gguf_bytes({"general.alignment": "x"})), "general.alignment must be"),
+    (
+        "5000_nested_arrays",
+        lambda d: _file(
+            d / "m.gguf",
+            b"GGUF"
+            + struct.pack("<IQQ", 3, 0, 1)
+            + _string("a")
+            + struct.pack("<I", 9)
+            + struct.pack("<IQ", 9, 1) * 5000
+            + struct.pack("<IQ", 4, 0),
+        ),
+        "arrays nested deeper than 8",
+    ),
+    (
+        "no_attention_heads",
+        lambda d: _file(d / "m.gguf", gguf_bytes({"llama.block_count": 1, "llama.attention.head_count": 0, "llama.embedding_length": 8})),
+        "lacks the context or attention shape of architecture 'llama' (attention.head_count: 0)",
+    ),
+    (  # a whole header llama.cpp then refuses to load
+        "a_model_llama_cpp_cannot_load",
+        lambda d: _file(d / "m.gguf", gguf_bytes({"llama.block_count": 1, "llama.attention.head_count": 1, "llama.embedding_length": 8})),
+        "m.gguf exited with code",
+    ),
 ]
 
 
@@ -262,6 +287,20 @@ DATA_INPUTS = [
         "os_interaction_val.json",
         json.dumps({"x1": LLB_OS_TASK}).encode(),
         "os_interaction_val.json: the task ids (the object's keys) must be integers, got 'x1'",
+    ),
+    (  # a digit to str.isdigit, not to int() (the twenty-first independent round: a traceback)
+        "llb_os",
+        llb_data,
+        "os_interaction_val.json",
+        json.dumps({"\u00b2": LLB_OS_TASK}).encode(),
+        "os_interaction_val.json: the task ids (the object's keys) must be integers, got '\u00b2'",
+    ),
+    (
+        "llb_db",
+        llb_data,
+        "db_val.json",
+        json.dumps({"--2": LLB_DB_TASK}).encode(),
+        "db_val.json: the task ids (the object's keys) must be integers, got '--2'",
     ),
     ("llb_os", llb_data, "os_interaction_val.json", b"", "os_interaction_val.json is empty"),
     (

@@ -145,6 +145,34 @@ def test_an_edited_entry_is_reported_and_computed_again_never_served(server, tmp
     assert third.cached and third.text == original.text  # the recomputed entry replaced the edited one
 
 
+@pytest.mark.parametrize("column", ["text", "finish_reason"])
+def test_a_cell_of_another_type_is_damage_computed_again(tmp_path, capsys, column):
+    """The twenty-first independent round: a text or finish_reason cell holding a BLOB (SQLite keeps any type in a TEXT
+    column) ended the next run in json's TypeError traceback, from the checksum."""
+    path = tmp_path / "c.sqlite"
+    ResponseCache(path).put("a", CachedResponse("Answer: A", "stop", 3, 2))
+    with sqlite3.connect(path) as db:
+        db.execute(f"UPDATE responses SET {column} = CAST({column} AS BLOB)")
+    assert ResponseCache(path).get("a") is None
+    assert "does not match its checksum (edited or damaged); computing it again" in capsys.readouterr().err
+
+
+def test_a_damaged_model_hash_cache_is_computed_again(tmp_path, monkeypatch):
+    """The same round: an entry of ${MEMRL_BENCH_CACHE}/sha256.json that is no object, or the file nested 100,000 deep,
+    ended every llm=local run in a traceback; a hash cache is computed again."""
+    import hashlib
+
+    from memrl_bench.llm.catalogue import file_sha256
+
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"weights")
+    for damage in (f'{{"{model}": "not-an-entry"}}', "[" * 100_000):
+        (tmp_path / "cache" / "sha256.json").write_text(damage)
+        assert file_sha256(model) == hashlib.sha256(b"weights").hexdigest()
+
+
 def test_entries_from_before_checksums_are_computed_again_with_one_warning(tmp_path, capsys):
     path = tmp_path / "old.sqlite"
     with sqlite3.connect(path) as db:  # the schema before entries had checksums
