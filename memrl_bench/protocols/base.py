@@ -231,7 +231,8 @@ class Protocol:
         s = self.settings
         validated = len(tasks[roles["validation"]]) if roles.get("validation") else 0
         tested = sum(len(tasks[split]) for split in roles.get("test") or [])
-        planned = s.epochs * (len(tasks[roles["train"]]) + validated * s.eval_samples) + tested * s.eval_samples  # at most
+        trained = len(tasks[roles["train"]]) if roles.get("train") else 0  # transfer: no training
+        planned = s.epochs * (trained + validated * s.eval_samples) + tested * s.eval_samples  # at most
         if planned > MAX_SCHEDULE_EPISODES:
             raise ConfigError(
                 f"protocol.epochs={s.epochs} over these splits makes a schedule of up to {planned:,} episodes; a run holds at most "
