@@ -190,8 +190,10 @@ def _memrl_runner() -> None:
     shapes: list[tuple[str, str, object, frozenset]] = []  # classes watched whole and their names: a name added is a patch too
     frozen: dict[type, str] = {}  # classes made immutable before the program runs, and the pattern a write to one is
 
-    def watch(pattern: str, label: str, namespace, keys=None) -> None:
-        if keys is None and type(namespace) is types.MappingProxyType:  # a class (__getattribute__ added to TestCase)
+    def watch(pattern: str, label: str, namespace, keys=None, closed=False) -> None:
+        """`closed`: no name may be added either (a class's always: __getattribute__ added to TestCase; a module's when asked:
+        `type` and `getattr` added to unittest.case shadowed the builtins its asserts call, 21st round)."""
+        if keys is None and (closed or type(namespace) is types.MappingProxyType):
             shapes.append((pattern, label, namespace, frozenset(namespace)))
         for key in list(namespace) if keys is None else keys:
             value = namespace[key]
@@ -253,7 +255,7 @@ def _memrl_runner() -> None:
         ("patches_unittest", unittest._log),  # assertLogs' context manager
         ("patches_a_library", contextlib),
     ):
-        watch(pattern, module.__name__, vars(module))
+        watch(pattern, module.__name__, vars(module), closed=True)
         for value in list(vars(module).values()):
             if isinstance(value, type) and (value.__module__.startswith("unittest") or value.__module__ == module.__name__):
                 watch(pattern, f"{value.__module__}.{value.__qualname__}", value.__dict__)
