@@ -155,3 +155,9 @@ def test_the_families_readme_holds_finding_1_as_its_runs_give_it(tmp_path):
         for measure in ("injected characters", "acting prompt tokens"):
             step, task = (rows[f"{arm}{kind}: {measure} per test episode"].mean for kind in (" step", ""))
             assert f"| {round(step):,} | {round(task):,} |" in text, (arm, measure)
+    # finding 3's first half: the skill bank's arm is complete too
+    shutil.copytree(study / "llb_db" / "families_skills", tmp_path / "llb_db" / "families_skills")
+    rows = {row.label: row for found in fd.findings(tmp_path, warn=None) for row in found.rows}
+    for pair in ("skillbank - rag", "skillbank - none"):
+        assert rows[f"{pair}: {success}"].text.split(" (n=")[0] in text, pair
+    assert rows[f"skillbank - rag: {success}"].verdict == "supported"
