@@ -230,7 +230,7 @@ class OpenAIEmbedder(Embedder):
     @property
     def dim(self) -> int:
         if self._dim is None:
-            self._dim = int(self._request(["dimension probe"]).shape[1])
+            self._request(["dimension probe"])  # its answer sets the size
         return self._dim
 
     @property

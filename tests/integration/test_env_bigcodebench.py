@@ -1190,7 +1190,7 @@ WRONG_NUMPY = RIGHT_NUMPY.replace("[a + b]", "[0]")
 
 @pytest.fixture(params=ISOLATIONS)
 def numpy_env(request, tmp_path: Path, monkeypatch) -> BigCodeBenchEnv:
-    pytest.importorskip("numpy")
+    pytest.importorskip("numpy", reason="needs numpy, which BigCodeBench's tasks import")
     folder = tmp_path / "bigcodebench"
     folder.mkdir()
     with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
@@ -1244,7 +1244,7 @@ SCOPE_OF_THE_RESULT = (
 
 
 def test_bigcodebench_a_frame_of_the_runners_taken_by_a_library_is_flagged(numpy_env: BigCodeBenchEnv):
-    pytest.importorskip("pandas")
+    pytest.importorskip("pandas", reason="needs pandas, whose eval scope this answer uses")
     _, info = answer(numpy_env, "BigCodeBench/20", SCOPE_OF_THE_RESULT)
     assert info["success"] is False and info["status"] == "tampered" and "inspects_frames" in info["tampering"], info
 
@@ -1393,7 +1393,7 @@ SHADOWED_NUMPY = (
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
 def test_bigcodebench_a_module_of_the_answers_in_a_librarys_place_is_flagged(tmp_path: Path, monkeypatch, isolation: str):
-    pytest.importorskip("numpy")
+    pytest.importorskip("numpy", reason="needs numpy, which BigCodeBench's tasks import")
     folder = tmp_path / "bigcodebench"
     folder.mkdir()
     with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
