@@ -1,19 +1,20 @@
 """BigCodeBench (MemRL's "bcb" tasks): write one Python function; the task's unittests decide.
 
 Single turn. The prompt is the task's instruct prompt (config `prompt: complete` for the
-docstring-completion form); the answer is code. The solution run is the completion when it
-defines the entry point (`def task_func(`), else the task's code_prompt followed by the
-completion (a function body). The program is the solution, then the task's tests: no marker,
-no runner. A trusted runner (envs/bigcodebench_runner.py, given to Python with -c) imports it
-and reports over a line tagged with a fresh secret that only the runner was given; success
-needs that report, every test run ending well, and as many tests run as this module counts in
-the task's test code. A solution shares the process with the tests, so tampering is also looked
-for (the patterns of `tampering_patterns` in the completion; replaced test machinery, memory
-scans, frame inspection, C reached through ctypes, an exit before the report, fewer tests run,
-in the run): such an episode ends with status "tampered" and scores 0. The runner is given the
-task's libraries: ctypes is not loaded at all for a task whose libraries are all standard.
-It runs in `memrl_bench.envs.sandbox.CodeRunner`: by default a fresh sandbox per program (time
-limit, memory and process caps, no network, own folder, nothing written to the host).
+docstring-completion form); the answer is code. The solution run is the completion when it defines
+the entry point (`def task_func(`), else the task's code_prompt followed by the completion (a
+function body). The program is the solution, then the task's tests: no marker, no runner. A
+trusted runner (envs/bigcodebench_runner.py, given to Python with -c) imports it and writes each
+test's outcome as it happens, every line signed with a fresh secret that only the runner was
+given; success needs those lines to show each test this module finds in the task's test code
+started once, run and ended well, and the runner's last line. A solution shares the process with
+the tests, so tampering is also looked for (the patterns of `tampering_patterns` in the
+completion; replaced test machinery, memory scans, frame inspection, C reached through ctypes, an
+exit before the report, other tests run than written, in the run): such an episode ends with
+status "tampered" and scores 0. The runner is given the task's libraries: ctypes is not loaded at
+all for a task whose libraries are all standard. It runs in `memrl_bench.envs.sandbox.CodeRunner`:
+by default a fresh sandbox per program (time limit, memory and process caps, no network, own
+folder, nothing written to the host).
 
 Subsets: `stdlib` (the 327 tasks whose libs are all standard library), `hard` (MemRL's hard
 split file, 148 tasks), `full` (1140). Splits come from MemRL's split files
@@ -108,12 +109,12 @@ def _syntax(code: str) -> ast.Module | None:
             return None
 
 
-def written_test_count(test_code: str) -> int:
+def written_test_names(test_code: str) -> frozenset[str]:
     """The test methods unittest's loader finds in the task's TestCases (its own and those of base
-    classes the test code defines), counted here from the code's syntax, outside the program's reach."""
+    classes the test code defines), named here from the code's syntax, outside the program's reach."""
     tree = _syntax(test_code)
     if tree is None:
-        return 0
+        return frozenset()
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
 
     def names(class_name: str, seen: frozenset[str]) -> set[str]:
@@ -126,7 +127,7 @@ def written_test_count(test_code: str) -> int:
                 found |= names(base.id, seen | {class_name})
         return found
 
-    return len(names("TestCases", frozenset()))
+    return frozenset(names("TestCases", frozenset()))
 
 
 # What a solution has no business touching, by the tampering pattern it shows (`tampering_patterns`).
@@ -260,45 +261,74 @@ def tampering_patterns(code: str) -> set[str]:
     return found
 
 
-def judge(reported: bytes, exit_code: int | None, tag: str, expected: int) -> tuple[bool, set[str], str]:
-    """(passed, tampering patterns, what went wrong) from the lines the trusted runner signed with `tag`.
+def judge(reported: bytes, exit_code: int | None, tag: str, expected: frozenset[str]) -> tuple[bool, set[str], str]:
+    """(passed, tampering patterns, what went wrong) from the lines the trusted runner signed with `tag`, as they came.
 
-    Passed: the report is there, no error, every test started ended well, as many started as the
-    harness counted (`expected`, at least 1), and the program exited 0 right after. Tampering: what
-    the runner saw (replaced test machinery, memory scans, frame inspection), fewer or more tests
-    run than written, an exit with status 0 and no report, a second report."""
+    The runner writes each outcome when it happens (bigcodebench_runner.py): `start <test>`, `part`,
+    `bad`, `good <test>`, `stop <test>`, `tampering <pattern>`, and `result <json>` last; it signs a
+    start, a success or a stop only for a test of the real suite. Passed: the tests written
+    (`expected`, at least one) each started once, ran a part in the runner's executor, succeeded and
+    stopped, in that order; no `bad` line, no tampering, the result last with no error, and the
+    program exited 0. Tampering: what the runner flagged, lines out of their order (a test started
+    twice or inside another, a success or a stop of a test not running, a line after the result), a
+    test with no part run, other tests than written, an exit 0 with no result."""
     tampering: set[str] = set()
-    outcome, results = None, 0
+    ended: dict[str, bool] = {}  # test: succeeded
+    current, parts, good, failing, bad_elsewhere, outcome = None, 0, False, False, 0, None
     for line in reported.splitlines():
         signature, _, body = line.partition(b" ")
         if not hmac.compare_digest(signature, hmac.digest(tag.encode(), body, "sha256").hex().encode()):
             continue  # the program may write there too, but it cannot sign a line: it never sees the tag
         kind, _, payload = body.decode(errors="replace").partition(" ")
+        if outcome is not None:  # the runner signs nothing after its result: a copy of it the program forked did
+            tampering.add("reports_twice")
+        try:
+            name = json.loads(payload) if kind in ("start", "good", "stop") else None
+        except ValueError:
+            name = None
         if kind == "tampering":
             tampering.add(payload.strip())
+        elif kind == "bad":  # a part that raised, an outcome not a success; outside a test: a class or module fixture
+            failing, bad_elsewhere = failing or current is not None, bad_elsewhere + (current is None)
+        elif kind == "part":
+            parts += 1
+        elif kind == "start":
+            if current is not None or name in ended:
+                tampering.add("forges_a_result")
+            current, parts, good, failing = name, 0, False, False
+        elif kind == "good":
+            if current is None or name != current:
+                tampering.add("forges_a_result")
+            good = good or name == current
+        elif kind == "stop":
+            if name != current or current is None:
+                tampering.add("forges_a_result")
+            else:
+                if parts == 0:  # no part of the test ran in the runner's executor: unittest's outcome replaced
+                    tampering.add("skips_the_runners_checks")
+                ended[current] = good and not failing and parts > 0
+            current = None
         elif kind == "result":
-            results += 1
-            if results > 1:  # the runner signs one: a second comes from a copy of it the program forked
-                tampering.add("reports_twice")
             try:
                 outcome = json.loads(payload)
             except ValueError:
-                continue
+                outcome = {"error": "an unreadable result"}
     if outcome is None:
         if exit_code == 0:
             tampering.add("exit_before_report")
         return False, tampering, "the program ended before its tests were run to the end"
-    tampering |= set(outcome.get("replaced", {})) | set(outcome.get("tampering", []))
-    started, good, bad = outcome.get("started", 0), outcome.get("good", 0), outcome.get("bad", 0)
-    clean = outcome.get("error") is None and bad == 0 and good == started
-    if clean and started != expected:
+    if current is not None:
+        tampering.add("skips_the_runners_checks")  # a test started and never stopped, yet the suite ended
+    error = outcome.get("error") if isinstance(outcome, dict) else "an unreadable result"
+    failed = sum(not succeeded for succeeded in ended.values())
+    if error is None and failed == bad_elsewhere == 0 and set(ended) != expected:
         tampering.add("tests_run_mismatch")
-    if outcome.get("error") is not None:
-        return False, tampering, outcome["error"]
-    if not clean:
-        return False, tampering, f"{bad} of {started} tests failed"
-    passed = started == expected >= 1 and exit_code == 0
-    return passed, tampering, "" if passed else f"{started} tests ran, {expected} are written"
+    if error is not None:
+        return False, tampering, str(error)
+    if failed or bad_elsewhere:
+        return False, tampering, f"{failed or 1} of {len(ended)} tests failed"
+    passed = set(ended) == expected and len(expected) >= 1 and exit_code == 0 and not tampering
+    return passed, tampering, "" if passed else f"{len(ended)} tests ran, {len(expected)} are written"
 
 
 def _packages_fingerprint() -> str:
@@ -420,7 +450,7 @@ class BigCodeBenchEnv(Env):
             ",".join("".join(lib.split()) for lib in task.data["libs"]) or "-"
         )  # the runner lets ctypes load only for tasks whose libraries may need it
         result = self.runner.run(solution + "\n\n" + task.data["test"], launcher=_RUNNER, secret=f"{tag} {first_test_line} {libs}")
-        passed, tampering, problem = judge(result.reported, result.exit_code, tag, written_test_count(task.data["test"]))
+        passed, tampering, problem = judge(result.reported, result.exit_code, tag, written_test_names(task.data["test"]))
         tampering |= tampering_patterns(solution)
         report = result.output.strip()
         if result.timed_out:

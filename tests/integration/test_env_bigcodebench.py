@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memrl_bench.envs.base import DataMissingError, hash_fraction
-from memrl_bench.envs.bigcodebench import BigCodeBenchEnv, is_stdlib_only, judge, solution_code, tampering_patterns, written_test_count
+from memrl_bench.envs.bigcodebench import BigCodeBenchEnv, is_stdlib_only, judge, solution_code, tampering_patterns, written_test_names
 from memrl_bench.envs.checker import check_env
 from memrl_bench.envs.gold import gold_failure
 from memrl_bench.envs.sandbox import unavailable_reason
@@ -210,10 +210,85 @@ def test_bigcodebench_fewer_tests_run_than_written_is_flagged(isolated: BigCodeB
     )
     _, info = answer(isolated, "BigCodeBench/0", dropper)  # unittest's classes are immutable: the hook is refused, flagged
     assert info["success"] is False and "patches_unittest" in info["tampering"], info
-    body = b"result " + json.dumps({"started": 1, "good": 1, "bad": 0, "error": None}).encode()
-    signed = hmac.digest(b"t", body, "sha256").hex().encode() + b" " + body  # as the runner signs it with the tag "t"
-    assert written_test_count(TEST_ADD) == 2 and judge(signed, 0, "t", 2) == (False, {"tests_run_mismatch"}, "1 tests ran, 2 are written")
-    assert judge(b"t " + body, 0, "t", 2)[0:2] == (False, {"exit_before_report"})  # unsigned: as if the program wrote it
+    written = written_test_names(TEST_ADD)
+    one_test = signed(*ran("test_small"), 'result {"error": null}')
+    assert written == {"test_small", "test_negative"} and judge(one_test, 0, "t", written) == (
+        False,
+        {"tests_run_mismatch"},
+        "1 tests ran, 2 are written",
+    )
+    unsigned = b"\n".join(
+        b"t " + line.partition(b" ")[2] for line in signed(*ran("test_small"), *ran("test_negative"), 'result {"error": null}').split(b"\n")
+    )
+    assert judge(unsigned, 0, "t", written)[0:2] == (False, {"exit_before_report"})  # unsigned: as if the program wrote it
+
+
+def signed(*lines: str, tag: bytes = b"t") -> bytes:
+    """The lines as the runner signs them with the tag."""
+    return b"\n".join(hmac.digest(tag, line.encode(), "sha256").hex().encode() + b" " + line.encode() for line in lines)
+
+
+def ran(name: str, *between: str) -> tuple[str, ...]:
+    """A test's lines as the runner writes them when it passes; `between`: lines written after its part."""
+    return (f'start "{name}"', "part", *between, f'good "{name}"', f'stop "{name}"')
+
+
+WRITTEN = frozenset({"test_small", "test_negative"})
+RESULT = 'result {"error": null}'
+
+
+@pytest.mark.parametrize(
+    "lines, verdict",
+    [
+        ((*ran("test_small"), *ran("test_negative"), RESULT), (True, set(), "")),
+        ((*ran("test_small"), *ran("test_negative", "bad"), RESULT), (False, set(), "1 of 2 tests failed")),
+        (
+            ("bad", *ran("test_small"), *ran("test_negative"), RESULT),
+            (False, set(), "1 of 2 tests failed"),
+        ),  # a class fixture failed
+        (
+            (*ran("test_small"), 'start "test_negative"', "part", 'stop "test_negative"', RESULT),
+            (False, set(), "1 of 2 tests failed"),
+        ),
+        ((*ran("test_small"), *ran("test_negative"), 'result {"error": "SystemExit: 3"}'), (False, set(), "SystemExit: 3")),
+        ((*ran("test_small"), *ran("test_small"), *ran("test_negative"), RESULT), (False, {"forges_a_result"}, "")),
+        (('start "test_small"', *ran("test_negative"), *ran("test_small"), RESULT), (False, {"forges_a_result"}, "")),
+        (
+            ('good "test_small"', *ran("test_small"), *ran("test_negative"), RESULT),
+            (False, {"forges_a_result"}, ""),
+        ),
+        ((*ran("test_small"), 'stop "test_negative"', *ran("test_negative"), RESULT), (False, {"forges_a_result"}, "")),
+        (
+            (*ran("test_small"), 'start "test_negative"', 'good "test_negative"', 'stop "test_negative"', RESULT),
+            (False, {"skips_the_runners_checks"}, ""),
+        ),
+        ((*ran("test_small"), *ran("test_negative"), RESULT, "part"), (False, {"reports_twice"}, "")),
+        ((*ran("test_small"), *ran("test_negative"), "tampering scans_memory", RESULT), (False, {"scans_memory"}, "")),
+        (
+            (*ran("test_small"), *ran("test_negative")),
+            (False, {"exit_before_report"}, "the program ended before its tests were run to the end"),
+        ),
+    ],
+    ids=[
+        "passes",
+        "a failure",
+        "a fixture",
+        "no success",
+        "an error",
+        "twice",
+        "inside another",
+        "stray success",
+        "other stop",
+        "no part",
+        "after the result",
+        "flagged",
+        "no result",
+    ],
+)
+def test_judge_replays_the_runners_lines_in_their_order(lines: tuple[str, ...], verdict: tuple):
+    passed, tampering, problem = judge(signed(*lines), 0, "t", WRITTEN)
+    assert (passed, tampering) == verdict[:2] and (problem == verdict[2] or verdict[2] == "" and not passed), (passed, tampering, problem)
+    assert judge(signed(*lines, tag=b"other"), 0, "t", WRITTEN)[0] is False  # lines signed under another tag count for nothing
 
 
 @pytest.mark.parametrize(
@@ -513,6 +588,18 @@ RESULT_CLASS_DEFAULTS = (
         "counts.__setitem__(1, counts[1] + 1)\n"
     )
 )
+# Found 2026-12-05 (no frame): the hook told a runner function by `type(f) is types.FunctionType`, looked up when it ran;
+# types.FunctionType rebound by the answer, reading the result class's defaults was let through, and report signed a pass.
+TYPES_REBOUND = (
+    WRONG
+    + REACH.replace(
+        "for c in getattr(f, '__closure__', None) or ():\n            try:\n                todo.append(c.cell_contents)\n"
+        "            except ValueError:\n                pass",
+        "todo.extend(getattr(f, '__defaults__', None) or ())",
+    )
+    + RESULT_CLASS
+    + "import types\ntypes.FunctionType = int\nforge(reach(recorder))\n"
+)
 DISARMED = (
     WRONG
     + (
@@ -637,7 +724,7 @@ OUTCOME_REPLACED = (  # every test part run in a context manager that swallows f
 EXECUTOR_DEFAULTS = r"""import ast, json, sys
 def _forge():
     case = sys.modules["unittest." + "case"]
-    helper = vars(case._Outcome)["testPart" + "Executor"]
+    helper = vars(case._Outcome)["testPart" + "Executor"].fget.__defaults__[0]
     executor = getattr(helper, "__wrap" + "ped__")
     flag = [d for d in getattr(executor, "__defa" + "ults__") if getattr(d, "__name__", "") == "flag"][0]
     report = [c.cell_contents for c in getattr(flag, "__clos" + "ure__") if getattr(c.cell_contents, "__name__", "") == "report"][0]
@@ -945,12 +1032,12 @@ SIGN = (
 )
 EXECUTOR_LOCALS = SIGN + (
     "import inspect, unittest.case\ndef task_func(a, b):\n"
-    "    flag = inspect.getgeneratorlocals(unittest.case._Outcome.testPartExecutor(None, None).gen)['_flag']\n"
+    "    flag = inspect.getgeneratorlocals(unittest.case._Outcome().testPartExecutor(None).gen)['_flag']\n"
     "    sign(next(c.cell_contents for c in flag.__closure__ if getattr(c.cell_contents, '__name__', '') == 'report'))\n"
 )
 COUNTS_RESET = WRONG + (
     "import inspect, unittest, unittest.case\n"
-    "c = inspect.getgeneratorlocals(unittest.case._Outcome.testPartExecutor(None, None).gen)['_counts']\n"
+    "c = inspect.getgeneratorlocals(unittest.case._Outcome().testPartExecutor(None).gen)['_counts']\n"
     "def fix():\n    c[1], c[2], c[5] = c[0], 0, 0\nunittest.addModuleCleanup(fix)\n"
 )
 WRAPPER_FRAME = (
@@ -998,6 +1085,7 @@ SHADOWED_IN_UNITTEST = WRONG + (
         (RESULT_CLASS_REPORT, set()),
         (RESULT_CLASS_COUNTS, set()),
         (RESULT_CLASS_DEFAULTS, {"reaches_the_runner"}),
+        (TYPES_REBOUND, {"reaches_the_runner"}),
         (DISARMED, {"inspects_frames"}),
         (SELF_RESTORING, {"forges_a_result"}),
         (SHOULD_STOP, {"stops_unittest"}),
@@ -1010,7 +1098,7 @@ SHADOWED_IN_UNITTEST = WRONG + (
         (STOPTEST_ON_THE_RESULT, {"patches_unittest"}),
         (ANY_FUNCTION_REPORT, set()),
         (ASSERT_PUT_BACK_WITHIN_THE_TEST, {"patches_unittest"}),
-        (SUCCESS_SET_WITHIN_THE_TEST, {"forges_a_result"}),
+        (SUCCESS_SET_WITHIN_THE_TEST, set()),  # the runner's executor wrote the failure before unittest's bookkeeping
         (OUTCOME_REPLACED, {"skips_the_runners_checks"}),
         (STDOUT_OF_THE_PROGRAM, set()),
         (EXECUTOR_DEFAULTS, {"reaches_the_runner"}),
@@ -1036,6 +1124,7 @@ SHADOWED_IN_UNITTEST = WRONG + (
         "report through the result class's closures",
         "counts as properties of the result class",
         "counts through the result class's defaults",
+        "types.FunctionType rebound, then the result class's defaults",
         "audit hook switched off through a closure cell",
         "self-restoring _addError",
         "unittest's _ShouldStop raised",
@@ -1378,7 +1467,7 @@ def test_no_gold_solution_shows_a_tampering_pattern():
         records = [json.loads(line) for line in lines]
     flagged = {r["task_id"]: tampering_patterns(r["code_prompt"] + r["canonical_solution"]) for r in records}
     assert {k: v for k, v in flagged.items() if v} == {}
-    assert all(written_test_count(r["test"]) >= 1 for r in records)
+    assert all(len(written_test_names(r["test"])) >= 1 for r in records)
 
 
 # The nineteenth round: tests that use `np` without importing it (the task's code prompt imports it) were handed the
