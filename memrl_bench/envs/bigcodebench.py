@@ -265,21 +265,26 @@ def judge(reported: bytes, exit_code: int | None, tag: str, expected: frozenset[
     """(passed, tampering patterns, what went wrong) from the lines the trusted runner signed with `tag`, as they came.
 
     The runner writes each outcome when it happens (bigcodebench_runner.py): `start <test>`, `part`,
-    `bad`, `good <test>`, `stop <test>`, `tampering <pattern>`, and `result <json>` last; it signs a
-    start, a success or a stop only for a test of the real suite. Passed: the tests written
+    `bad`, `good <test>`, `stop <test>`, `tampering <pattern>`, and `result <json>` last, each line
+    numbered from 0; it signs a start, a success or a stop only for a test of the real suite. Passed: the tests written
     (`expected`, at least one) each started once, ran a part in the runner's executor, succeeded and
     stopped, in that order; no `bad` line, no tampering, the result last with no error, and the
-    program exited 0. Tampering: what the runner flagged, lines out of their order (a test started
-    twice or inside another, a success or a stop of a test not running, a line after the result), a
-    test with no part run, other tests than written, an exit 0 with no result."""
+    program exited 0. Tampering: what the runner flagged, a gap or a repeat in the numbers (the program
+    can stand between the runner and the harness and pass on only some lines), lines out of their
+    order (a test started twice or inside another, a success or a stop of a test not running, a line
+    after the result), a test with no part run, other tests than written, an exit 0 with no result."""
     tampering: set[str] = set()
     ended: dict[str, bool] = {}  # test: succeeded
-    current, parts, good, failing, bad_elsewhere, outcome = None, 0, False, False, 0, None
+    current, parts, good, failing, bad_elsewhere, outcome, sequence = None, 0, False, False, 0, None, 0
     for line in reported.splitlines():
         signature, _, body = line.partition(b" ")
         if not hmac.compare_digest(signature, hmac.digest(tag.encode(), body, "sha256").hex().encode()):
             continue  # the program may write there too, but it cannot sign a line: it never sees the tag
-        kind, _, payload = body.decode(errors="replace").partition(" ")
+        number, _, rest = body.decode(errors="replace").partition(" ")
+        if number != str(sequence):  # the program passed on only some of the runner's lines, or some twice
+            tampering.add("filters_the_report")
+        sequence = int(number) + 1 if number.isdigit() and len(number) < 10 else sequence + 1
+        kind, _, payload = rest.partition(" ")
         if outcome is not None:  # the runner signs nothing after its result: a copy of it the program forked did
             tampering.add("reports_twice")
         try:

@@ -88,6 +88,7 @@ def _memrl_runner():
     import importlib
     import importlib.util
     import io
+    import itertools
     import json
     import os
     import posix
@@ -171,11 +172,22 @@ def _memrl_runner():
     descriptor, tag, first_test_line, libs = read_the_harness_line()
     os.set_inheritable(descriptor, False)  # the program's own processes do not get it
 
-    def report(kind, payload, _tag=tag, _channel=descriptor, _write=os.write, _mac=_hashlib.hmac_digest, _hex=bytes.hex):
-        """One line signed with the tag, on a line of its own (bytes the program wrote there do not spoil it). `payload`: the
-        runner's own str. The program may put a channel of its own in the descriptor's place (os.dup2): it reads signed lines
-        and cannot sign one."""
-        body = b"%s %s" % (kind, payload.encode())
+    def report(
+        kind,
+        payload,
+        _tag=tag,
+        _channel=descriptor,
+        _write=os.write,
+        _mac=_hashlib.hmac_digest,
+        _hex=bytes.hex,
+        _sequence=itertools.count(),
+        _next=next,
+    ):
+        """One line signed with the tag, on a line of its own (bytes the program wrote there do not spoil it), numbered: the
+        program may put a channel of its own in the descriptor's place (os.dup2) and pass on only some lines (the 25th round
+        dropped every `bad` and `tampering`); it cannot sign one, so a line dropped, repeated or moved leaves a gap in the
+        numbers. `payload`: the runner's own str."""
+        body = b"%d %s %s" % (_next(_sequence), kind, payload.encode())
         line = b"\n%s %s\n" % (_hex(_mac(_tag, body, "sha256")).encode(), body)
         while line:
             line = line[_write(_channel, line) :]
@@ -205,7 +217,7 @@ def _memrl_runner():
     by_name = {code.co_qualname: code for code in runner_codes}
     runner_code_ids = frozenset(id(code) for code in runner_codes)  # by identity: code objects compare equal by value
     frames = frozenset({id(here.f_back), id(here.f_back.f_back)})  # the entry's frame and the script's, alive to the end
-    entry_code = here.f_back.f_code
+    entry_frame = here.f_back  # the one frame of the entry: a function made from its code runs in another
     real_case = unittest.case.TestCase
     run_code = real_case.run.__code__
     del here, todo, code
@@ -215,17 +227,16 @@ def _memrl_runner():
         for method, kind in (("startTest", b"start"), ("addSuccess", b"good"), ("stopTest", b"stop"))
     )
 
-    # The calls a test of the real suite runs under, innermost first, each told by its code's identity: TestCase.run,
-    # (IsolatedAsyncioTestCase.run,) TestCase.__call__, TestSuite.run, BaseTestSuite.__call__, TextTestRunner.run, the
-    # runner's run, the entry. A test the program runs itself (before the suite, inside a test, from a hook the suite calls
-    # with no test running, as a module's warnings.simplefilter) runs under other calls.
+    # The calls a test of the real suite runs under, innermost first: TestCase.run, (IsolatedAsyncioTestCase.run,)
+    # TestCase.__call__, TestSuite.run, BaseTestSuite.__call__, TextTestRunner.run, each told by its code and its module's
+    # globals (types.FunctionType makes a function of any code under other globals: the 25th round ran the real tests
+    # through such copies, with an outcome class of its own, before the suite), then the runner's `run` called by the entry's
+    # own frame. A test the program runs itself runs under other calls.
     suite_calls = (
-        unittest.case.TestCase.__call__.__code__,
-        unittest.suite.TestSuite.run.__code__,
-        unittest.suite.BaseTestSuite.__call__.__code__,
-        unittest.runner.TextTestRunner.run.__code__,
-        by_name["_memrl_runner.<locals>.run"],
-        entry_code,
+        (unittest.case.TestCase.__call__.__code__, vars(unittest.case)),
+        (unittest.suite.TestSuite.run.__code__, vars(unittest.suite)),
+        (unittest.suite.BaseTestSuite.__call__.__code__, vars(unittest.suite)),
+        (unittest.runner.TextTestRunner.run.__code__, vars(unittest.runner)),
     )
 
     def outcome(
@@ -234,9 +245,11 @@ def _memrl_runner():
         _flag=flag,
         _c=c,
         _kinds=kinds,
-        _run_code=run_code,
-        _async_run_code=unittest.async_case.IsolatedAsyncioTestCase.run.__code__,
+        _run=(run_code, vars(unittest.case)),
+        _async_run=(unittest.async_case.IsolatedAsyncioTestCase.run.__code__, vars(unittest.async_case)),
         _suite_calls=suite_calls,
+        _runner_run_code=by_name["_memrl_runner.<locals>.run"],
+        _entry_frame=entry_frame,
     ):
         """`start`, `good` or `stop` for the test named, signed only for the result class's startTest, addSuccess or stopTest
         called by unittest's TestCase.run in the real suite: a frame the program reached hands it this too."""
@@ -246,25 +259,28 @@ def _memrl_runner():
             if caller.f_code is code:
                 kind = which
         frame = caller.f_back if kind is not None and _c.type(name) is _c.str else None
-        if frame is None or frame.f_code is not _run_code:
+        if frame is None or frame.f_code is not _run[0] or frame.f_globals is not _run[1]:
             _flag("forges_a_result")
             return
         frame = frame.f_back
-        if frame is not None and frame.f_code is _async_run_code:
+        if frame is not None and frame.f_code is _async_run[0] and frame.f_globals is _async_run[1]:
             frame = frame.f_back
-        for code in _suite_calls:
-            if frame is None or frame.f_code is not code:
+        for code, module_globals in _suite_calls:
+            if frame is None or frame.f_code is not code or frame.f_globals is not module_globals:
                 _flag("forges_a_result")
                 return
             frame = frame.f_back
+        if frame is None or frame.f_code is not _runner_run_code or frame.f_back is not _entry_frame:
+            _flag("forges_a_result")
+            return
         _report(kind, _c.quote(name))
 
     def from_the_entry(
-        payload, _report=report, _flag=flag, _c=c, _finish_code=by_name["_memrl_runner.<locals>.finish"], _entry_code=entry_code
+        payload, _report=report, _flag=flag, _c=c, _finish_code=by_name["_memrl_runner.<locals>.finish"], _entry_frame=entry_frame
     ):
         """The last line, `result`, signed only for `finish` called by the entry."""
         caller = _c.getframe(1)
-        if caller.f_code is not _finish_code or caller.f_back is None or caller.f_back.f_code is not _entry_code:
+        if caller.f_code is not _finish_code or caller.f_back is not _entry_frame:
             _flag("forges_a_result")
             return
         _report(b"result", payload)
@@ -318,9 +334,15 @@ def _memrl_runner():
             if _c.type(name) is not _c.str or name in _machinery:
                 _flag("replaces_test_machinery")
 
+    class Outcome(unittest.case._Outcome):
+        """unittest's, with every test part run in the runner's executor (below): a property, so no instance attribute takes
+        its place (an outcome's own testPartExecutor swallowed every subtest's failure)."""
+
     # Every part of a test runs in this: it writes `part`, and `bad` for an exception leaving the part before unittest's
     # bookkeeping (_addError, outcome.success) sees it. unittest swallows its own _ShouldStop (a failfast run's signal) and
     # leaves the test passing; no task runs failfast, so one raised in a test is the program's: flagged, and the part fails.
+    # Entered for an outcome of another class (one whose executor enters this one and swallows the exception inside it):
+    # flagged at once.
     @contextlib.contextmanager
     def test_part_executor(
         self,
@@ -332,9 +354,12 @@ def _memrl_runner():
         _failed=failed,
         _flag=flag,
         _check=check_the_instance,
+        _outcome_class=Outcome,
         _c=c,
     ):
         _part()
+        if _c.type(self) is not _outcome_class:
+            _flag("skips_the_runners_checks")
         _check(test_case)
         with _inner(self, test_case, subTest):
             try:
@@ -347,12 +372,7 @@ def _memrl_runner():
                 _failed()
                 raise
 
-    class Outcome(unittest.case._Outcome):
-        """unittest's, with every test part run in the runner's executor: a property, so no instance attribute takes its place
-        (an outcome's own testPartExecutor swallowed every subtest's failure)."""
-
-        testPartExecutor = property(lambda self, _executor=test_part_executor, _bind=types.MethodType: _bind(_executor, self))
-
+    Outcome.testPartExecutor = property(lambda self, _executor=test_part_executor, _bind=types.MethodType: _bind(_executor, self))
     unittest.case._Outcome = Outcome
     frozen[Outcome] = "patches_unittest"
 

@@ -224,8 +224,9 @@ def test_bigcodebench_fewer_tests_run_than_written_is_flagged(isolated: BigCodeB
 
 
 def signed(*lines: str, tag: bytes = b"t") -> bytes:
-    """The lines as the runner signs them with the tag."""
-    return b"\n".join(hmac.digest(tag, line.encode(), "sha256").hex().encode() + b" " + line.encode() for line in lines)
+    """The lines as the runner numbers and signs them with the tag."""
+    bodies = [f"{number} {line}".encode() for number, line in enumerate(lines)]
+    return b"\n".join(hmac.digest(tag, body, "sha256").hex().encode() + b" " + body for body in bodies)
 
 
 def ran(name: str, *between: str) -> tuple[str, ...]:
@@ -289,6 +290,32 @@ def test_judge_replays_the_runners_lines_in_their_order(lines: tuple[str, ...], 
     passed, tampering, problem = judge(signed(*lines), 0, "t", WRITTEN)
     assert (passed, tampering) == verdict[:2] and (problem == verdict[2] or verdict[2] == "" and not passed), (passed, tampering, problem)
     assert judge(signed(*lines, tag=b"other"), 0, "t", WRITTEN)[0] is False  # lines signed under another tag count for nothing
+
+
+def test_judge_sees_a_line_the_program_dropped_or_repeated():
+    """Round 25a: the answer put a pipe of its own over the report descriptor and passed on every line but `bad` and
+    `tampering`. Each line is numbered under the signature: a gap or a repeat is seen."""
+    lines = signed(*ran("test_small"), *ran("test_negative", "bad"), "tampering patches_unittest", RESULT).split(b"\n")
+    kept = b"\n".join(line for line in lines if b" bad" not in line and b" tampering" not in line)
+    assert judge(kept, 0, "t", WRITTEN)[0:2] == (False, {"filters_the_report"})
+    assert judge(b"\n".join(lines[:3] + lines[2:]), 0, "t", WRITTEN)[0:2] == (False, {"filters_the_report", "patches_unittest"})
+    assert judge(b"\n".join(lines), 0, "t", WRITTEN) == (False, {"patches_unittest"}, "1 of 2 tests failed")
+
+
+FORGERIES = Path(__file__).resolve().parents[1] / "fixtures" / "bigcodebench_forgeries"
+
+
+@pytest.mark.parametrize(
+    "program, patterns",
+    [("copied_suite_chain.py", {"forges_a_result", "tests_run_mismatch"}), ("report_channel_filter.py", {"filters_the_report"})],
+)
+def test_bigcodebench_a_copied_chain_of_calls_or_a_filtered_report_forges_nothing(
+    isolated: BigCodeBenchEnv, program: str, patterns: set[str]
+):
+    """Round 25a's two forged passes (wrong answers scored 18 of 18 in a whole run): tests run through copies of the real
+    functions, signed while the runner checked codes only; the report channel filtered by the answer."""
+    _, info = answer(isolated, "BigCodeBench/0", (FORGERIES / program).read_text())
+    assert info["success"] is False and patterns <= set(info["tampering"]), info
 
 
 @pytest.mark.parametrize(
