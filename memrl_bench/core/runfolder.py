@@ -306,6 +306,21 @@ class RunFolder:
         return (self.path / MANIFEST).exists()
 
     # ---- one writer ----------------------------------------------------------------------
+    @staticmethod
+    def _open_existing_lock(path: Path) -> int:
+        """The lock file there, opened where it is: a link is not followed (its target, outside the folder, had its text
+        replaced by a PID: round 25b) and anything but a regular file (a FIFO, /dev/null) is refused by name."""
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as err:
+            if err.errno != errno.ELOOP:
+                raise
+            raise CorruptRunFolderError(f"{path} is a link, not the run folder's lock file; remove it and run again") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise CorruptRunFolderError(f"{path} is not a regular file, so not the run folder's lock file; remove it and run again")
+        return fd
+
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
         """Hold the folder's exclusive lock (creating the folder); RunFolderBusyError if another process has it."""
@@ -317,7 +332,7 @@ class RunFolder:
                     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
                     self._created_lock = True
                 except FileExistsError:
-                    fd = os.open(path, os.O_RDWR)
+                    fd = self._open_existing_lock(path)
                     self._created_lock = False
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

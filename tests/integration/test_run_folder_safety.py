@@ -133,6 +133,26 @@ def test_second_writer_on_a_run_folder_is_refused(tmp_path):
     assert not [i for i, n in Counter(r["episode_id"] for r in records).items() if n > 1]
 
 
+@pytest.mark.parametrize("kind", ["a link to a file outside", "a FIFO", "a link to /dev/null"])
+def test_a_lock_file_that_is_not_a_regular_file_is_refused_by_name_and_nothing_outside_is_written(tmp_path, kind):
+    """Round 25b: `.lock` a link to a file outside the results folder had that file's text replaced by a PID (a complete
+    run too: "nothing to do"); a FIFO or /dev/null ended in ftruncate's traceback."""
+    results = tmp_path / "results"
+    args = (f"results_dir={results}", *SMALL)
+    assert command(*args).returncode == 0
+    lock = next(results.glob("default/*/.lock"))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("someone else's text\n")
+    lock.unlink()
+    if kind == "a FIFO":
+        os.mkfifo(lock)
+    else:
+        lock.symlink_to(victim if kind == "a link to a file outside" else "/dev/null")
+    again = command(*args)
+    assert again.returncode == 2 and str(lock) in again.stderr and "Traceback" not in again.stderr, again.stderr
+    assert victim.read_text() == "someone else's text\n"
+
+
 def test_the_lock_of_a_killed_run_is_not_stale(tmp_path):
     args = (f"results_dir={tmp_path}", *LONG)
     first = start(*args)

@@ -162,6 +162,21 @@ def test_invalid_twice_is_skipped_and_counted(loop):
     assert result.usage_by_episode[exp.episode.episode_id].calls == 2
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["[" * 30000 + "]" * 30000, '{"facts": [' + "9" * 5000 + "]}"],
+    ids=["brackets nested past the stack", "an integer of 5,000 digits"],
+)
+def test_an_answer_json_cannot_read_is_skipped_and_counted_not_raised(loop, text):
+    """Round 25b: json.loads raises RecursionError and a plain ValueError on these; they left learn() as a traceback, and
+    the cached answer ended every resume the same way."""
+    model = ScriptedModel([text, text])
+    m = make(model, loop)
+    exp = experience(0, "door", True)
+    result = m.learn([exp])
+    assert m.stats().items == 0 and result.op_errors_by_episode == {exp.episode.episode_id: 1}
+
+
 def test_an_invented_id_rejects_the_whole_list_then_repair_applies(loop):
     m = seeded(loop, "Keys open doors.")
     bad = ops({"event": "ADD", "text": "A new fact."}, {"event": "UPDATE", "id": "7", "text": "x"})
