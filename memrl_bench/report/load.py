@@ -177,10 +177,15 @@ def _episode_frame(records: list[Episode], run: str) -> pd.DataFrame:
 
 
 def _item_rows(run: RunRecords, name: str) -> list[dict]:
-    return [
-        {"run": name, "item_id": item.id, "source_episode_id": item.provenance.episode_id, "q_value": item.fields.get("q_value", np.nan)}
-        for item in run.items
-    ]
+    rows = []
+    for item in run.items:
+        q_value = item.fields.get("q_value", np.nan)
+        if q_value is None:
+            q_value = np.nan
+        if not isinstance(q_value, int | float):  # a string, list or object in a snapshot sealed again by hand (round 25b)
+            raise CorruptRunFolderError(f"{name}: the final memory's item {item.id} has a q_value that is not a number")
+        rows.append({"run": name, "item_id": item.id, "source_episode_id": item.provenance.episode_id, "q_value": q_value})
+    return rows
 
 
 def _rate_rows(records: list[Episode], name: str) -> list[dict]:
@@ -232,22 +237,21 @@ def expected_sweep_runs(sweep_dir: Path) -> list[str] | None:
     Expanded as Hydra's basic sweeper expands a sweep (memrl_bench.cli.hydra_support) and
     named as memrl_bench.cli.main names run folders.
     """
-    import io
-
     import yaml
     from hydra.errors import HydraException
-    from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
     from memrl_bench.cli.hydra_support import SweepTooLargeError, sweep_jobs
 
     path = sweep_dir / SWEEP_FILE
     try:
-        hydra_cfg = OmegaConf.load(io.StringIO(_bounded_yaml(path))).hydra
-        if not str(hydra_cfg.sweeper.get("_target_", "")).endswith("BasicSweeper"):
+        # plain YAML, as written: OmegaConf would resolve interpolations, and `${oc.env:OPENAI_API_KEY}` added to a sweep's
+        # record put the key of whoever made the report into its page (round 25b)
+        hydra_cfg = yaml.safe_load(_bounded_yaml(path))["hydra"]
+        if not str(hydra_cfg["sweeper"].get("_target_", "")).endswith("BasicSweeper"):
             return None
-        params = [f"{k}={v}" for k, v in (hydra_cfg.sweeper.get("params") or {}).items()]
-        return [run_name(job) for job in sweep_jobs(params + list(hydra_cfg.overrides.task))]
+        params = [f"{k}={v}" for k, v in (hydra_cfg["sweeper"].get("params") or {}).items()]
+        return [run_name(job) for job in sweep_jobs(params + [str(o) for o in hydra_cfg["overrides"]["task"]])]
     except (HydraException, OmegaConfBaseException):
         return None
     except (
@@ -255,6 +259,7 @@ def expected_sweep_runs(sweep_dir: Path) -> list[str] | None:
         UnicodeDecodeError,
         OSError,
         AttributeError,
+        KeyError,
         TypeError,
         CorruptRunFolderError,
         YAMLTooLargeError,
@@ -358,7 +363,16 @@ def load(results_dir: Path, keep: Callable[[RunRecords, str], Any] | None = None
     runs["status"] = np.where(runs["complete"], "complete", "incomplete")
     # typed even when no run has an episode yet, so joins on these keys still work
     episodes = pd.concat(episode_frames, ignore_index=True).astype(
-        {"run": "str", "episode_id": "str", "task_id": "str", "phase": "str", "split": "str", "epoch": "int64", "success": "bool"}
+        {
+            "run": "str",
+            "episode_id": "str",
+            "task_id": "str",
+            "phase": "str",
+            "split": "str",
+            "epoch": "int64",
+            "success": "bool",
+            "act_all_cached": "bool",  # a run with no played episode (a poison batch, then a stop) left it untyped (round 25b)
+        }
     )
     per_run = runs.set_index("run")[["method", "variant", "seed", "task_order_seed", "labels"]]
     episodes = episodes.join(per_run, on="run")

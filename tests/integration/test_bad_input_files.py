@@ -585,7 +585,7 @@ HOSTILE_SWEEPS = [  # mr11.sh: each ran out of memory, hung or overflowed the st
     [
         (b"hydra: {sweeper: [1, 2\n", "ParserError: while parsing a flow sequence"),
         (b"\xff\xfe", "UnicodeDecodeError"),
-        (b"hydra: 5\n", "AttributeError"),
+        (b"hydra: 5\n", "TypeError"),
     ]
     + [(c, m) for _, c, m in HOSTILE_SWEEPS],
     ids=["yaml_syntax", "not_utf8", "not_hydras"] + [name for name, _, _ in HOSTILE_SWEEPS],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import json
 import os
 import re
@@ -193,6 +194,29 @@ def test_bad_run_folders_are_skipped_with_one_warning_each_and_the_report_goes_o
         assert sum(folder in w and why in w for w in warnings) == 1, (folder, warnings)
     page = (tmp_path / "report" / "report.html").read_text()
     assert "2 run folders, 2 complete" in page and "left out because they cannot be read" in page and "two-writers" in page
+
+
+def test_a_run_with_no_played_episode_or_a_resealed_snapshot_with_a_word_for_a_q_value_leaves_the_report_whole(results, tmp_path, capsys):
+    """Round 25b: a poison run stopped after its poison batch (its log holds poison lines only) ended the report of every
+    run in numpy's TypeError; a final snapshot whose q_value is a word, its checksum written again, in a ValueError."""
+    root = tmp_path / "results"
+    good = shutil.copytree(results / "seed=0", root / "good")
+    poisoned = shutil.copytree(results / "seed=1", root / "poison-only")
+    (poisoned / "COMPLETE").unlink()  # stopped: read as a prefix
+    lines = [json.loads(line) for line in (poisoned / "episodes.jsonl").read_text().splitlines()]
+    (poisoned / "episodes.jsonl").write_text("".join(json.dumps({**r, "status": "poison"}) + "\n" for r in lines))
+    final = shutil.copytree(good, root / "worded-q-value") / "memory" / "final"
+    snapshot = final / "items.jsonl"
+    items = [json.loads(line) for line in snapshot.read_text().splitlines()]
+    items[0]["fields"]["q_value"] = "high"
+    snapshot.write_text("".join(json.dumps(item) + "\n" for item in items))
+    named, digest = str(snapshot.relative_to(final)), hashlib.sha256(snapshot.read_bytes()).hexdigest()
+    sums = (final / "SHA256SUMS").read_text().splitlines()
+    (final / "SHA256SUMS").write_text("".join((digest + line[64:] if line.split()[1] == named else line) + "\n" for line in sums))
+    report_main([str(root), "--out", str(tmp_path / "report")])
+    _, err = capsys.readouterr()
+    assert "worded-q-value: the final memory's item" in err and "q_value that is not a number" in err, err
+    assert "poison-only" in (tmp_path / "report" / "report.html").read_text()
 
 
 def test_the_findings_skip_bad_run_folders_with_one_warning_each(results):

@@ -255,6 +255,21 @@ def test_missing_sweep_runs_from_multirun_yaml(tmp_path):
     assert "demo/method=memrl,seed=0" in report(tmp_path).read_text()
 
 
+def test_a_sweep_record_naming_an_environment_variable_is_read_as_written(tmp_path, monkeypatch):
+    """Round 25b: `${oc.env:OPENAI_API_KEY}` added to a sweep's multirun.yaml was resolved while listing its missing runs,
+    and the key of whoever made the report went into report.html."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-of-the-reporter")
+    sweep = tmp_path / "demo"
+    write_run(sweep, "none", 0, outcomes("train", "train", 1, successes(1, 4)))
+    (sweep / "multirun.yaml").write_text(
+        "hydra:\n"
+        "  sweeper:\n    _target_: hydra._internal.core_plugins.basic_sweeper.BasicSweeper\n    params:\n      method: none,memrl\n"
+        "  overrides:\n    task:\n    - +experiment=demo\n    - +note=${oc.env:OPENAI_API_KEY}\n"
+    )
+    assert all("canary" not in name for name in load(tmp_path).missing)
+    assert "canary" not in report(tmp_path).read_text()
+
+
 def test_variants_are_conditions_named_by_what_varies_and_sorted_numerically(tmp_path):
     assert settings_overrides(
         ["method=memrl", "seed=1", "+experiment=demo", "method.epsilon=0.1", "task_order_seed=4", "llm.threads=2"]
