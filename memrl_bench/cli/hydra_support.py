@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +28,7 @@ from hydra.core.object_type import ObjectType
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.plugins import Plugins
 from hydra.errors import HydraException
+from hydra.experimental.callback import Callback
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import OmegaConf
@@ -54,6 +56,21 @@ def _job_folder(sweep_dir: str, overrides: list[str]) -> str:
     name = run_name(overrides)
     note_new(Path(sweep_dir) / name)
     return name
+
+
+class SweepRecordCheck(Callback):
+    """Before a sweep starts, its record (`multirun.yaml`, which Hydra rewrites) is a regular file or absent: Hydra's open
+    for writing hung on a FIFO there, with no output (round 25b), and would write through a link."""
+
+    def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
+        path = Path(config.hydra.sweep.dir) / "multirun.yaml"
+        if os.path.islink(path) or (os.path.lexists(path) and not path.is_file()):
+            why = InputError(f"{path} is not a regular file, so not the sweep's record; remove it and run the same command again")
+            raise SweepRefused from why
+
+
+class SweepRefused(BaseException):
+    """A sweep stopped before it starts, its reason the cause: Hydra turns an Exception a callback raises into a warning."""
 
 
 def register_resolvers() -> None:

@@ -46,6 +46,22 @@ def test_a_sweep_lands_in_folders_named_from_overrides_and_reruns_resume(tmp_pat
     assert again.returncode == 0 and again.stdout.count("is complete; nothing to do") == 4
 
 
+def test_a_sweep_whose_record_is_not_a_regular_file_is_refused_by_name_not_hung(tmp_path):
+    """Round 25b: multirun.yaml replaced by a FIFO hung the same command with no output (Hydra opens it for writing); a
+    link would be written through."""
+    import os
+
+    args = ["-m", f"results_dir={tmp_path}", "experiment_name=sweep", "method=none", "seed=0,1", *SMALL[:4], "protocol.epochs=1"]
+    assert memrl_bench(*args).returncode == 0
+    record = tmp_path / "sweep" / "multirun.yaml"
+    for damage in (os.mkfifo, lambda path: path.symlink_to(tmp_path / "elsewhere.yaml")):
+        record.unlink()
+        damage(record)
+        again = memrl_bench(*args)  # the harness's timeout (300 s) would end a hang
+        assert again.returncode == 2 and f"{record} is not a regular file" in again.stderr and "Traceback" not in again.stderr, again.stderr
+        assert not (tmp_path / "elsewhere.yaml").exists()
+
+
 def test_help_describes_the_harness_and_its_examples_compose():
     """--help has a description, the config groups and examples; each example composes (--cfg job)."""
     out = memrl_bench("--help")
