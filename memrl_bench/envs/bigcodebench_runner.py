@@ -182,11 +182,16 @@ def _memrl_runner():
         _hex=bytes.hex,
         _sequence=itertools.count(),
         _next=next,
+        _getpid=posix.getpid,
+        _pid=posix.getpid(),
     ):
         """One line signed with the tag, on a line of its own (bytes the program wrote there do not spoil it), numbered: the
         program may put a channel of its own in the descriptor's place (os.dup2) and pass on only some lines (the 25th round
         dropped every `bad` and `tampering`); it cannot sign one, so a line dropped, repeated or moved leaves a gap in the
-        numbers. `payload`: the runner's own str."""
+        numbers. A forked copy of the process signs nothing: it holds the tag and the count too, and filled the numbers of
+        the lines a filter dropped with lines of its own (26th round). `payload`: the runner's own str."""
+        if _getpid() != _pid:
+            return
         body = b"%d %s %s" % (_next(_sequence), kind, payload.encode())
         line = b"\n%s %s\n" % (_hex(_mac(_tag, body, "sha256")).encode(), body)
         while line:
