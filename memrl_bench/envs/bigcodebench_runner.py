@@ -12,8 +12,10 @@ entered the runner's executor), `bad` (a part left by an exception, an outcome t
 success), `good <test>`, `stop <test>`, `tampering <pattern>`, and at the very end `result <json>`
 (the program's error, if any). The harness (memrl_bench/envs/bigcodebench.py, `judge`) replays the
 lines: the tests the task's code defines, each started once, each with a part, a success and a stop,
-no bad line, no tampering, the result last. A line written cannot be taken back; a count the
-program could reach could.
+no bad line, no tampering, the result last. Each line is numbered under its signature, so one the
+program keeps from the harness (it can put a filter of its own over the descriptor) leaves a gap,
+and only the process that read the tag signs (a forked copy holds the tag and the count too). A
+line written cannot be taken back; a count the program could reach could.
 
 What keeps the tag and the lines out of the program's hands, by the rules the rounds taught:
 
