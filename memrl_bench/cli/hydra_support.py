@@ -63,7 +63,10 @@ class SweepRecordCheck(Callback):
     for writing hung on a FIFO there, with no output (round 25b), and would write through a link."""
 
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
-        path = Path(config.hydra.sweep.dir) / "multirun.yaml"
+        try:
+            path = Path(config.hydra.sweep.dir) / "multirun.yaml"
+        except Exception:  # noqa: BLE001 - a bad name in the folder's settings: Hydra reports it as the sweep starts
+            return
         if os.path.islink(path) or (os.path.lexists(path) and not path.is_file()):
             why = InputError(f"{path} is not a regular file, so not the sweep's record; remove it and run the same command again")
             raise SweepRefused from why

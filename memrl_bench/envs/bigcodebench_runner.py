@@ -363,11 +363,13 @@ def _memrl_runner():
         _check=check_the_instance,
         _outcome_class=Outcome,
         _c=c,
+        _tests=None,  # check_the_tests, bound below once it is made
     ):
         _part()
         if _c.type(self) is not _outcome_class:
             _flag("skips_the_runners_checks")
         _check(test_case)
+        _tests(_c.type(_c.getattr(test_case, "test_case", test_case)))  # a subtest's test
         with _inner(self, test_case, subTest):
             try:
                 yield
@@ -378,6 +380,9 @@ def _memrl_runner():
             except _c.BaseException:
                 _failed()
                 raise
+            finally:  # a change to the tests' class made within the part and undone after it (the 27th round's) is seen here
+                _check(test_case)
+                _tests(_c.type(_c.getattr(test_case, "test_case", test_case)))
 
     Outcome.testPartExecutor = property(lambda self, _executor=test_part_executor, _bind=types.MethodType: _bind(_executor, self))
     unittest.case._Outcome = Outcome
@@ -950,6 +955,9 @@ def _memrl_runner():
         id(value) for _, module in unittest_modules for value in vars(module).values() if issubclass(type(value), type)
     )
     machinery = frozenset(name for name, value in vars(real_case).items() if callable(value) or type(value) in (staticmethod, classmethod))
+    # what TestCase keeps on each test: a property of that name on the tests' class ran code of the answer's as TestCase.run
+    # set `_outcome`, after the start's checks (27th round)
+    instance_names = frozenset({"_outcome", "_testMethodName", "_testMethodDoc", "_cleanups", "_subtest", "_type_equality_funcs"})
 
     def function_of(value, _c=c):
         return value.__func__ if _c.type(value) in (_c.staticmethod, _c.classmethod) else value
@@ -960,7 +968,7 @@ def _memrl_runner():
         _flag=flag,
         _real_case=real_case,
         _real_classes=real_classes,
-        _machinery=machinery,
+        _machinery=machinery | instance_names,
         _class_made=frozenset(class_made),
         _from_the_solution=from_the_solution,
         _test_function=test_function,
@@ -980,6 +988,9 @@ def _memrl_runner():
                 special = _c.type(name) is not _c.str or (name.startswith("__") and name.endswith("__") and name not in _class_made)
                 if solutions or ((name in _machinery or special) and _test_function(function) is None):
                     _flag("replaces_test_machinery")
+
+    # The executor is made before unittest is watched (it is in _Outcome's place there), so before check_the_tests.
+    test_part_executor.__wrapped__.__defaults__ = test_part_executor.__wrapped__.__defaults__[:-1] + (check_the_tests,)
 
     def name_of(test, _c=c, _exact=exact):
         name = _exact(_c.getattr(test, "_testMethodName", ""))

@@ -311,6 +311,7 @@ FORGERIES = Path(__file__).resolve().parents[1] / "fixtures" / "bigcodebench_for
         ("copied_suite_chain.py", {"forges_a_result", "tests_run_mismatch"}),
         ("report_channel_filter.py", {"filters_the_report"}),
         ("forked_runner.py", {"exit_before_report"}),
+        ("outcome_property.py", {"replaces_test_machinery"}),
     ],
 )
 def test_bigcodebench_copied_calls_a_filtered_report_or_a_forked_runner_forge_nothing(
@@ -318,7 +319,8 @@ def test_bigcodebench_copied_calls_a_filtered_report_or_a_forked_runner_forge_no
 ):
     """Rounds 25a and 26a's forged passes (wrong answers scored 18 of 18 in whole runs): tests run through copies of the
     real functions, signed while the runner checked codes only; the report channel filtered by the answer; a forked copy
-    of the runner signing lines to fill the numbers the filter emptied."""
+    of the runner signing lines to fill the numbers the filter emptied; a property of the tests' class swapping machinery in
+    between the runner's checks (27a)."""
     _, info = answer(isolated, "BigCodeBench/0", (FORGERIES / program).read_text())
     assert info["success"] is False and patterns <= set(info["tampering"]), info
 

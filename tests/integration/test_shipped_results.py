@@ -138,9 +138,9 @@ def test_the_gpu_command_composes_every_job_of_the_study():
             validate_config(cfg)
 
 
-def test_the_families_readme_holds_finding_1_as_its_runs_give_it(tmp_path):
-    """results/llb_db_families is in progress, but finding 1's arms are complete: its README's numbers are what its command
-    computes from them and the LLB-DB study's twins."""
+def test_the_families_readme_holds_findings_1_and_3_as_their_runs_give_them(tmp_path):
+    """results/llb_db_families is in progress, but the arms of findings 1 and 3 are complete: its README's numbers are what
+    their command computes from them and the LLB-DB study's twins."""
     study = ROOT / "results" / "llb_db_families"
     text = (study / "README.md").read_text()
     for name in ("methods", "greedy", "explore"):
@@ -155,9 +155,10 @@ def test_the_families_readme_holds_finding_1_as_its_runs_give_it(tmp_path):
         for measure in ("injected characters", "acting prompt tokens"):
             step, task = (rows[f"{arm}{kind}: {measure} per test episode"].mean for kind in (" step", ""))
             assert f"| {round(step):,} | {round(task):,} |" in text, (arm, measure)
-    # finding 3's first half: the skill bank's arm is complete too
+    # finding 3: both skill-bank arms are complete too
     shutil.copytree(study / "llb_db" / "families_skills", tmp_path / "llb_db" / "families_skills")
     rows = {row.label: row for found in fd.findings(tmp_path, warn=None) for row in found.rows}
-    for pair in ("skillbank - rag", "skillbank - none"):
+    for pair in ("skillbank - rag", "skillbank - none", "skillbank+Q - skillbank", "skillbank+Q - rag", "skillbank+Q - none"):
         assert rows[f"{pair}: {success}"].text.split(" (n=")[0] in text, pair
     assert rows[f"skillbank - rag: {success}"].verdict == "supported"
+    assert rows[f"skillbank+Q - skillbank: {success}"].side == "spans 0"
