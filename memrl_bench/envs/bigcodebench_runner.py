@@ -45,7 +45,9 @@ Before the program is imported the runner:
 - runs every part of a test (setUp, the test, tearDown, cleanups, subtests) in an executor of its
   own, through a property of its own outcome class (no instance attribute takes its place), which
   writes `part`, and `bad` for every exception leaving a part before unittest's bookkeeping sees it,
-  and checks that the test instance holds no replacement of TestCase's machinery;
+  and checks, as each part starts and ends, that the test instance holds no replacement of
+  TestCase's machinery and the tests' class nothing of the solution's (a class changed between the
+  checks at a test's start and stop passed them);
 - makes unittest's classes, contextlib's and its own immutable (CPython's Py_TPFLAGS_IMMUTABLETYPE,
   set through ctypes): a patch fails where it is made, and its TypeError is flagged;
 - keeps its result object out of the program's reach (registered nowhere, the runner's own clock)
