@@ -57,16 +57,20 @@ Before the program is imported the runner:
 - installs an audit hook that flags tampering at once and refuses the call: scanning the heap (gc,
   ctypes.string_at, /proc/<pid>/mem), a frame taken by code that is neither a library's nor the
   runner's or handed to such code by a library function that returns frames, trace and profile
-  functions, an audit hook of the program's, gc's DEBUG_SAVEALL, replacing a relied-on function's
-  code, code compiled under the name of a library's file or of program.py, a file written into the
-  libraries' folders or program.py, C called through ctypes by the program (ctypes is loaded only
+  functions, an audit hook of the program's, gc's DEBUG_SAVEALL, setting the code or defaults of a
+  function not the solution's (unless a library does), a test's `__class__` or a test class's
+  `__bases__`, code compiled under the name of a library's file or of program.py, a file written
+  into the libraries' folders or program.py, C called through ctypes by the program (ctypes is loaded only
   for a task whose libraries may need it), CPython's test modules, pytest, extension modules from
   outside the libraries' folders;
 - replaces signal.signal (a handler is handed the frame the signal came in: flagged, never
   installed), _imp.create_builtin (a fresh _signal would have the original signal()) and
   gc.set_debug by functions that ask the hook.
 
-Then it imports program.py as `__main__`, loads TestCases with a TestLoader of its own and runs
+Then it imports program.py as `__main__`, loads TestCases with a TestLoader of its own, as a class of
+the runner's made under it (immutable; every function of TestCase's and of the tests' classes pinned
+in it as a data descriptor, so neither the test's dict nor a name set later on the tests' class
+stands in for it; TestCase's per-test state kept by the runner and set by unittest's code only), and runs
 the suite with its result class; before the suite and after it, it checks unittest's modules in
 sys.modules, the test class (nothing of the solution's code, no replaced machinery), each test's
 method as it starts (the function the test code defined), that no module but the program's holds a
@@ -123,6 +127,7 @@ def _memrl_runner():
         for name in (
             "type issubclass str bytes int list tuple frozenset id len any getattr range callable staticmethod classmethod object"
             " BaseException Exception OSError ValueError TypeError PermissionError ImportError RuntimeError SystemExit"
+            " KeyError AttributeError"
         ).split()
     }
     captured |= {
@@ -531,15 +536,23 @@ def _memrl_runner():
             function = wrapped
         return None
 
-    def relied_on(function, _c=c, _exact=exact) -> bool:  # unittest's code, the runner's, the tests' (the stdlib changes other code)
-        module = _exact(_c.getattr(function, "__module__", "")) or ""
-        name = _exact(_c.getattr(function, "__qualname__", "")) or ""
-        return (
-            _c.type(module) is _c.str
-            and module.startswith("unittest")
-            or _c.type(name) is _c.str
-            and name.startswith(("_memrl_runner.", "TestCases."))
-        )
+    unittest_code_ids = set()  # every function of unittest's modules and their classes, by its code's identity
+    for _, module in unittest_modules:
+        for value in list(vars(module).values()):
+            for each in [value, *(vars(value).values() if isinstance(value, type) else ())]:
+                function = each.__func__ if type(each) in (staticmethod, classmethod) else each
+                while type(function) is types.FunctionType:  # and what a decorator wraps (subTest's generator)
+                    unittest_code_ids.add(id(function.__code__))
+                    function = function.__dict__.get("__wrapped__")
+    unittest_code_ids = frozenset(unittest_code_ids)
+
+    def relied_on(
+        function, _c=c, _exact=exact, _unittest=unittest_code_ids, _ids=runner_code_ids, _path=path, _first=first_test_line
+    ) -> bool:
+        """unittest's code, the runner's, the tests': told by the code itself (a function's `__module__` and `__qualname__`
+        are anyone's to set)."""
+        code = function.__code__
+        return _c.id(code) in _unittest or _c.id(code) in _ids or (_exact(code.co_filename) == _path and code.co_firstlineno >= _first)
 
     import_machinery = frozenset(
         {"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>", importlib.__file__, importlib.util.__file__}
@@ -698,6 +711,27 @@ def _memrl_runner():
             return "rewrites_the_program", _c.PermissionError(f"{target}: the program's file is not written here")
         return None
 
+    def set_attribute(
+        target,
+        name,
+        raising,
+        _c=c,
+        _relied_on=relied_on,
+        _from_the_solution=from_the_solution,
+        _asked_by_a_library=asked_by_a_library,
+        _real_case=unittest.case.TestCase,
+    ):
+        """The tampering pattern and the refusal for an audited attribute set (object.__setattr__) on `target`."""
+        if name in ("__code__", "__defaults__", "__kwdefaults__") and _c.type(target) is _c.FunctionType:
+            # TestCase.assertAlmostEqual's `places` default set to -100 passed every test calling it (found 2026-12-05); code
+            # and defaults are the solution's own to set, and a library's (which the program may steer: not unittest's or the tests')
+            if _relied_on(target) or not (_from_the_solution(target.__code__) or _asked_by_a_library(raising)):
+                return "replaces_function_code", _c.PermissionError(f"{name} of a function that is not the solution's")
+        test_class = _c.issubclass(_c.type(target), _c.type) and _c.issubclass(target, _real_case)
+        if (name == "__class__" and _c.issubclass(_c.type(target), _real_case)) or (name == "__bases__" and test_class):
+            return "replaces_test_machinery", _c.PermissionError(f"{name} of a test or a test class")
+        return None, None
+
     def look(
         event,
         args,
@@ -719,7 +753,7 @@ def _memrl_runner():
         _claimed=claimed,
         _refused_write=refused_write,
         _opens_memory=opens_memory,
-        _relied_on=relied_on,
+        _set_attribute=set_attribute,
         _real_path=real_path,
         _save_all=gc.DEBUG_SAVEALL,
         _writing_flags=os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND,
@@ -767,7 +801,7 @@ def _memrl_runner():
                 # whoever asks; the runner never reads or sets them once the program runs
                 return "reaches_the_runner", _c.PermissionError(f"{name} of the runner's functions")
             if event == "object.__setattr__":
-                return ("replaces_function_code" if name == "__code__" and _relied_on(target) else None), None
+                return _set_attribute(target, name, raising)
             if name == "gi_frame" and _c.type(target) is _c.GeneratorType and _c.id(target.gi_code) in _ids:
                 # the locals of the runner's test part executor are its defaults (inspect.getgeneratorlocals: 22nd round)
                 return "reaches_the_runner", _c.PermissionError("the frame of the runner's generators")
@@ -961,7 +995,76 @@ def _memrl_runner():
     # set `_outcome`, after the start's checks (27th round)
     instance_names = frozenset({"_outcome", "_testMethodName", "_testMethodDoc", "_cleanups", "_subtest", "_type_equality_funcs"})
 
-    def function_of(value, _c=c):
+    # The tests run as instances of a class of the runner's, made under the tests' class once the program has defined it: in it
+    # every function the tests' classes and TestCase define is pinned, so what a test calls is what was there when the tests
+    # started. The tests' class stays writable (a test may set class data: task 509's does), and a no-op assert the program
+    # put there that took itself away when called, within one test part, passed every check (24th round). Pinned as data
+    # descriptors, the test instance's dict cannot stand in their place either; the class itself is immutable.
+    test_state = {}  # (id of a test, name): what TestCase keeps on each test (`_outcome`, `_subtest` ...), out of the program's reach
+    state_names = frozenset(vars(real_case()))  # what TestCase.__init__ sets
+
+    class Pin(tuple):
+        """(the __get__ of its function's type, a function, classmethod or staticmethod, the tests' class): bound as the
+        function would be, a classmethod to the tests' class (which a test may write), and never replaced."""
+
+        __slots__ = ()
+
+        def __get__(self, instance, owner=None):
+            return self[0](self[1], instance, self[2])
+
+        def __set__(self, instance, value, _flag=flag, _c=c):
+            _flag("replaces_test_machinery")
+            raise _c.AttributeError("a test's functions are the ones its class was run with")
+
+        def __delete__(self, instance, _flag=flag, _c=c):
+            _flag("replaces_test_machinery")
+            raise _c.AttributeError("a test's functions are the ones its class was run with")
+
+    class State(tuple):
+        """(name,): one of TestCase's names for its per-test state, kept by the runner and set only by unittest's code (a fake
+        `_outcome` the program set on a test swallowed its subtests' failures)."""
+
+        __slots__ = ()
+
+        def __get__(self, instance, owner=None, _state=test_state, _c=c):
+            if instance is None:
+                return self
+            try:
+                return _state[(_c.id(instance), self[0])]
+            except _c.KeyError:
+                raise _c.AttributeError(self[0]) from None
+
+        def __set__(self, instance, value, _state=test_state, _unittest=unittest_code_ids, _flag=flag, _c=c):
+            if _c.id(_c.getframe(1).f_code) not in _unittest:
+                _flag("replaces_test_machinery")
+                raise _c.AttributeError(f"{self[0]} is TestCase's own")
+            _state[(_c.id(instance), self[0])] = value
+
+        def __delete__(self, instance, _flag=flag, _c=c):
+            _flag("replaces_test_machinery")
+            raise _c.AttributeError(f"{self[0]} is TestCase's own")
+
+    frozen[Pin] = frozen[State] = "patches_the_runner"
+
+    def the_value(value, instance, owner):  # a Pin's getter for what is the same on a test and on its class
+        return value
+
+    # TestCase's table of type-specific asserts is per-test data: assertEqual looks it up in this copy of TestCase.__init__'s
+    equality_table = types.MappingProxyType({kind: vars(real_case)[name] for kind, name in real_case()._type_equality_funcs.items()})
+
+    def equality_function(self, first, second, _table=equality_table, _base=vars(real_case)["_baseAssertEqual"], _c=c):
+        """TestCase._getAssertEqualityFunc over TestCase's own table."""
+        if _c.type(first) is _c.type(second):
+            function = _table.get(_c.type(first))
+            if function is not None:
+                return _c.MethodType(function, self)
+        return _c.MethodType(_base, self)
+
+    pinned_classes = set()  # ids of the classes the tests ran as: the runner's, immutable
+
+    def function_of(value, _c=c, _pin=Pin):
+        if _c.type(value) is _pin:
+            value = value[1]
         return value.__func__ if _c.type(value) in (_c.staticmethod, _c.classmethod) else value
 
     def check_the_tests(
@@ -975,13 +1078,14 @@ def _memrl_runner():
         _from_the_solution=from_the_solution,
         _test_function=test_function,
         _function_of=function_of,
+        _pinned=pinned_classes,
     ):
         """The test class holds the tests' code and unittest's, nothing of the solution's, and no machinery but the tests' own."""
         if _c.type(cases) is not _c.type or _real_case not in cases.__mro__:
             _flag("replaces_test_machinery")
             return
         for klass in cases.__mro__:
-            if _c.id(klass) in _real_classes or klass is _c.object:
+            if _c.id(klass) in _real_classes or klass is _c.object or _c.id(klass) in _pinned:
                 continue
             for name, value in _c.list(_c.class_dict(klass).items()):
                 function = _function_of(value)
@@ -1097,18 +1201,72 @@ def _memrl_runner():
                         _flag("patches_a_library")
                         return
 
-    def make_immutable(ctypes, _frozen=tuple(frozen), _c=c):
-        """Py_TPFLAGS_IMMUTABLETYPE (1 << 8, Include/object.h) on each class watched whole: type.__setattr__ then refuses
-        every name, so a patch of unittest's, contextlib's or the runner's classes fails where it is made, whenever it is
-        made (one put back within a test, at a moment the program chose, passed the checks made between tests)."""
-        offset = 21 * ctypes.sizeof(ctypes.c_void_p)  # PyTypeObject.tp_flags: after 3 words of header and 18 slots (3.8-3.13)
-        for klass in _frozen:
-            flags = ctypes.c_ulong.from_address(_c.id(klass) + offset)
-            if flags.value != klass.__flags__:
-                raise _c.RuntimeError(f"cannot make {klass.__qualname__} immutable: tp_flags is not where CPython 3.8-3.13 has it")
-            flags.value |= 1 << 8
+    def flags_writer(ctypes):
+        """A pointer to one class's tp_flags and the word that says which class: made now, written later with no audit event."""
+        pointer = ctypes.POINTER(ctypes.c_ulong)()
+        return pointer, ctypes.c_size_t.from_address(ctypes.addressof(pointer)), 21 * ctypes.sizeof(ctypes.c_void_p)
 
-    with_ctypes(make_immutable)
+    def make_immutable(klass, _writer=with_ctypes(flags_writer), _c=c):
+        """Py_TPFLAGS_IMMUTABLETYPE (1 << 8, Include/object.h) on `klass`: type.__setattr__ then refuses every name, so a
+        patch of unittest's, contextlib's or the runner's classes fails where it is made, whenever it is made (one put back
+        within a test, at a moment the program chose, passed the checks made between tests). tp_flags: after 3 words of
+        header and 18 slots (CPython 3.8-3.13)."""
+        flags, address, offset = _writer
+        address.value = _c.id(klass) + offset
+        if flags[0] != klass.__flags__:
+            raise _c.RuntimeError(f"cannot make {klass.__qualname__} immutable: tp_flags is not where CPython 3.8-3.13 has it")
+        flags[0] = flags[0] | 1 << 8
+
+    for klass in frozen:
+        make_immutable(klass)
+
+    def pin_the_tests(
+        cases,
+        _c=c,
+        _real_case=real_case,
+        _pin=Pin,
+        _state=State,
+        _state_names=state_names,
+        _the_value=the_value,
+        _equality=equality_function,
+        _object=vars(object),
+        _immutable=make_immutable,
+        _pinned=pinned_classes,
+        _exact=exact,
+        _flag=flag,
+    ):
+        """The runner's class under the tests' class `cases`, immutable, in which every function of `cases` and of TestCase
+        is pinned (special methods as they are: the type's slots call them, not a test's dict), TestCase's per-test state is
+        the runner's, and a test's `__class__` is `cases` (unittest sets class fixtures' flags there)."""
+        if _c.type(cases) is not _c.type or _real_case not in cases.__mro__:
+            return cases  # flagged by check_the_tests
+        namespace = {}
+        for klass in cases.__mro__[::-1]:
+            for name, value in _c.list(_c.class_dict(klass).items()):
+                functions = (_c.FunctionType, _c.classmethod, _c.staticmethod)
+                if klass is not _c.object and _c.type(name) is _c.str and _c.type(value) in functions:
+                    special = name.startswith("__") and name.endswith("__")
+                    namespace[name] = value if special else _pin((_c.type(value).__get__, value, cases))
+        namespace["_getAssertEqualityFunc"] = _pin((_c.FunctionType.__get__, _equality, cases))
+        for name in _state_names:
+            namespace[name] = _state((name,))
+        for name in ("__getattribute__", "__setattr__", "__delattr__"):
+            namespace[name] = _object[name]
+        namespace["__class__"] = _pin((_the_value, cases, cases))
+        namespace["__module__"] = _exact(_c.class_dict(cases).get("__module__")) or "__main__"
+        namespace["__doc__"] = None
+        namespace["__qualname__"] = _exact(cases.__qualname__)
+        pinned = _c.type(cases.__name__, (cases,), namespace)
+        _immutable(pinned)
+        del namespace["__qualname__"]  # type() keeps it out of the class's dict
+        made = _c.class_dict(pinned)
+        fixture_flags = ("_classSetupFailed", "_class_cleanups")  # TestCase.__init_subclass__ sets them
+        if _c.any(name not in namespace and name not in fixture_flags for name in made) or _c.any(
+            made.get(name) is not value for name, value in namespace.items()
+        ):
+            _flag("replaces_test_machinery")  # the program's __init_subclass__ or __set_name__ changed it as it was made
+        _pinned.add(_c.id(pinned))
+        return pinned
 
     def run(
         _main=main,
@@ -1120,6 +1278,7 @@ def _memrl_runner():
         _check_modules=check_the_modules,
         _check_signals=check_the_signals,
         _check_tests=check_the_tests,
+        _pin=pin_the_tests,
         _load=unittest.TestLoader().loadTestsFromTestCase,  # not defaultTestLoader, an instance the program reaches (its suiteClass set)
         _text_runner=unittest.runner.TextTestRunner,
         _stdout=sys.stdout,
@@ -1139,7 +1298,7 @@ def _memrl_runner():
             _check_signals()
             cases = _c.module_dict(_main)["TestCases"]
             _check_tests(cases)
-            _text_runner(stream=_stdout, verbosity=1, resultclass=_recorder).run(_load(cases))
+            _text_runner(stream=_stdout, verbosity=1, resultclass=_recorder).run(_load(_pin(cases)))
         except _c.BaseException as exception:
             failure = exception
             _refused(failure)

@@ -325,6 +325,51 @@ def test_bigcodebench_copied_calls_a_filtered_report_or_a_forked_runner_forge_no
     assert info["success"] is False and patterns <= set(info["tampering"]), info
 
 
+# Tests that call task_func before they look up an assert (as most of BigCodeBench's do), with subtests and assertAlmostEqual
+CALLS_FIRST = {
+    "self_removing_assert.py": TEST_ADD.replace(
+        "self.assertEqual(task_func(2, 3), 5)", "got = task_func(2, 3)\n        self.assertEqual(got, 5)"
+    ).replace("self.assertEqual(task_func(-2, -3), -5)", "got = task_func(-2, -3)\n        self.assertEqual(got, -5)"),
+    "fake_subtest_outcome.py": """import unittest
+class TestCases(unittest.TestCase):
+    def test_small(self):
+        results = [task_func(2, 3), task_func(-2, -3)]
+        for got, want in zip(results, [5, -5]):
+            with self.subTest(want=want):
+                self.assertEqual(got, want)
+""",
+    "assert_defaults.py": TEST_ADD.replace("assertEqual", "assertAlmostEqual"),
+}
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+@pytest.mark.parametrize(
+    "program, pattern",
+    [
+        ("self_removing_assert.py", None),  # nothing to flag: the no-op is never called
+        ("fake_subtest_outcome.py", "replaces_test_machinery"),
+        ("assert_defaults.py", "replaces_function_code"),
+    ],
+)
+def test_bigcodebench_a_test_calls_the_functions_its_class_had_as_it_started(
+    tmp_path: Path, monkeypatch, isolation: str, program: str, pattern: str | None
+):
+    """Wrong answers that passed on the code before (2026-12-05): a no-op assert put on the tests' class that takes itself
+    away when called; a fake `_outcome` set on a test through a property of the class; TestCase's defaults rewritten. The
+    tests run as a class of the runner's in which TestCase's and the tests' functions and TestCase's state are pinned, and
+    code and defaults of functions not the solution's are not set. A right answer still passes each test."""
+    folder = tmp_path / "bigcodebench"
+    folder.mkdir()
+    with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
+        out.write(json.dumps(record(0, ["math"], test=CALLS_FIRST[program])) + "\n")
+    (folder / "full_seed123.json").write_text(json.dumps({"seed": 1, "train_ids": [], "val_ids": ["BigCodeBench/0"]}))
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    env = BigCodeBenchEnv({"data_dir": str(folder), "timeout_s": 20, "isolation": isolation, "exclude_gold_failures": False})
+    _, info = answer(env, "BigCodeBench/0", (FORGERIES / program).read_text())
+    assert info["success"] is False and (pattern is None or pattern in info["tampering"]), info
+    assert answer(env, "BigCodeBench/0", "def task_func(a, b):\n    return a + b\n")[1]["success"] is True
+
+
 @pytest.mark.parametrize(
     "completion, pattern",
     [
