@@ -1240,11 +1240,10 @@ def _memrl_runner():
         the runner's, and a test's `__class__` is `cases` (unittest sets class fixtures' flags there)."""
         if _c.type(cases) is not _c.type or _real_case not in cases.__mro__:
             return cases  # flagged by check_the_tests
-        namespace = {}
-        for klass in cases.__mro__[::-1]:
+        namespace, functions = {}, (_c.FunctionType, _c.classmethod, _c.staticmethod)
+        for klass in cases.__mro__[-2::-1]:  # object's last: its slots are the type's own
             for name, value in _c.list(_c.class_dict(klass).items()):
-                functions = (_c.FunctionType, _c.classmethod, _c.staticmethod)
-                if klass is not _c.object and _c.type(name) is _c.str and _c.type(value) in functions:
+                if _c.type(name) is _c.str and _c.type(value) in functions:
                     special = name.startswith("__") and name.endswith("__")
                     namespace[name] = value if special else _pin((_c.type(value).__get__, value, cases))
         namespace["_getAssertEqualityFunc"] = _pin((_c.FunctionType.__get__, _equality, cases))
@@ -1256,7 +1255,7 @@ def _memrl_runner():
         namespace["__module__"] = _exact(_c.class_dict(cases).get("__module__")) or "__main__"
         namespace["__doc__"] = None
         namespace["__qualname__"] = _exact(cases.__qualname__)
-        pinned = _c.type(cases.__name__, (cases,), namespace)
+        pinned = _c.type(_exact(cases.__name__), (cases,), namespace)
         _immutable(pinned)
         del namespace["__qualname__"]  # type() keeps it out of the class's dict
         made = _c.class_dict(pinned)
