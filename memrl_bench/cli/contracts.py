@@ -66,6 +66,16 @@ def _pairs(pairs: list[str]) -> dict[str, Any]:
     return settings
 
 
+def _seed(settings: dict[str, Any]) -> int:
+    """The env's seed among its settings (0 if none): an integer, or one line naming it."""
+    seed = settings.get("seed")
+    if seed is None:
+        return 0
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InputError(f"seed={seed!r}: the seed is an integer")
+    return seed
+
+
 def settings_of(kind: str, name: str, pairs: list[str]) -> dict[str, Any]:
     """The `kind` group of the config a run composes with `kind=name` and the pairs (without its name;
     an env's also without its roles); only the pairs for a name without a YAML."""
@@ -100,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
             check_method(name, settings)
             passed = [check.__name__ for check in method_checker.CHECKS]
         else:
-            check_env(name, settings, seed=int(settings.get("seed", 0) or 0))
+            check_env(name, settings, seed=_seed(settings))
             passed = [check.__name__ for check in env_checker.CHECKS]
     except (method_checker.MethodCheckError, env_checker.EnvCheckError) as err:
         print(f"{kind} {name} breaks its contract: {type(err).__name__}: {err}", file=sys.stderr)

@@ -39,6 +39,10 @@ class CacheMissError(LLMOutageError, InputError):
     """A replay from the response cache (no server) met a prompt the cache does not hold: stop the run."""
 
 
+class LLMSettingError(LLMError, InputError):
+    """The server refused what the settings point it at (llm.base_url): fix them and re-run."""
+
+
 class LLMAuthError(LLMOutageError, InputError):
     """The server refused the API key (HTTP 401 / 403): stop the run before the batch is logged."""
 

@@ -45,6 +45,7 @@ from memrl_bench.llm import (
     LLMAuthError,
     LLMError,
     LLMOutageError,
+    LLMSettingError,
     TokenCount,
     completion_char_cap,
     estimate_tokens,
@@ -59,6 +60,13 @@ DEFAULT_GENERATION: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "seed": 
 # Status codes worth another try: timeout, conflict, too early, rate limit, server errors.
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 AUTH_STATUS = frozenset({401, 403})  # the key is refused: no retry, no episode logged
+
+
+def retryable(status: int) -> bool:
+    """An HTTP status worth asking again after a backoff: the server is busy, loading or failing for now."""
+    return status in RETRYABLE_STATUS or status >= 500
+
+
 NO_KEY = "no-key"  # local servers accept any key, and the openai package refuses none
 
 # httpx logs every request at INFO, which a run's logging shows: thousands of lines.
@@ -114,7 +122,7 @@ def _classify(err: BaseException) -> tuple[bool, float | None, str]:
     if isinstance(err, openai.APIStatusError):
         status = err.status_code
         reason = f"HTTP {status}: {redact_server_text(err.message)}"
-        return (status in RETRYABLE_STATUS or status >= 500), retry_after_s(err.response.headers), reason
+        return retryable(status), retry_after_s(err.response.headers), reason
     if isinstance(err, (openai.APITimeoutError, asyncio.TimeoutError)):
         return True, None, "timed out"
     if isinstance(err, openai.APIConnectionError):
@@ -217,7 +225,10 @@ class OpenAIChatModel:
         return dict(settings)
 
     def _served_model(self) -> str | None:
-        """The model id the server reports; one clear error if it cannot be reached."""
+        """The model id the server reports (None: it lists none we can read); one clear error if it cannot be reached.
+
+        A busy or still-loading server (llama.cpp and vLLM answer 503 while a model loads) is asked again with the
+        retry policy's backoff, then reported as down; another refusal is a setting to fix (llm.base_url)."""
         timeout_s = min(self.retry.timeout_s, 30.0)
         client = openai.OpenAI(
             base_url=self.base_url,
@@ -227,19 +238,28 @@ class OpenAIChatModel:
             http_client=capped_client(self._body_cap, timeout_s),
         )
         try:
-            ids = [m.id for m in client.models.list()]
-        except openai.APIStatusError as err:
-            if err.status_code == 404:  # some compatible servers do not list models
-                return None
-            if err.status_code in AUTH_STATUS:
-                raise self._refused(f"HTTP {err.status_code}: {redact_server_text(err.message)}") from None
-            raise LLMError(
-                f"the LLM server at {self.display_url} answered /models with HTTP {err.status_code}: {redact_server_text(err.message)}"
-            ) from err
+            for attempt in range(self.retry.max_retries + 1):
+                try:
+                    ids = [m.id for m in client.models.list()]
+                    break
+                except (TypeError, AttributeError, ValueError):  # a body that is no model list: no served model to name
+                    return None
+                except openai.APIStatusError as err:
+                    if err.status_code == 404:  # some compatible servers do not list models
+                        return None
+                    if err.status_code in AUTH_STATUS:
+                        raise self._refused(f"HTTP {err.status_code}: {redact_server_text(err.message)}") from None
+                    answered = f"the LLM server at {self.display_url} answered /models with HTTP {err.status_code}"
+                    if not retryable(err.status_code):
+                        raise LLMSettingError(f"{answered}: {redact_server_text(err.message)}; is llm.base_url its /v1 address?") from None
+                    if attempt == self.retry.max_retries:
+                        raise LLMOutageError(f"{answered} {attempt + 1} times: {redact_server_text(err.message)}") from None
+                    time.sleep(self.retry.backoff_s(attempt + 1, self._rng))
         except (openai.APIConnectionError, openai.APIResponseValidationError) as err:
             raise LLMOutageError(f"cannot reach the LLM server at {self.display_url}: {scrub(str(err.__cause__ or err))}") from err
         finally:
             client.close()
+        ids = [i for i in ids if isinstance(i, str)]
         if self.model in ids:
             return self.model
         return redact_server_name(ids[0]) if len(ids) == 1 else None

@@ -60,6 +60,12 @@ def method_colours(methods) -> dict[str, str]:
     return colours
 
 
+def setting_order(value) -> tuple:
+    """A sort key for a setting's values across runs: one written by another harness version may be missing (None, first)
+    or text beside numbers."""
+    return (value is not None, isinstance(value, str), 0 if value is None else value)
+
+
 def shade(colour: str, lightness: float) -> str:
     """`colour` moved `lightness` (0..1) of the way to white."""
     return to_hex(tuple(c + (1.0 - c) * lightness for c in to_rgb(colour)))
@@ -91,7 +97,7 @@ class Styles:
         for p in self.places.values():
             if p.parameter is not None:
                 values.setdefault(p.family, []).append(p.value)
-        values = {f: sorted(set(v)) for f, v in values.items()}
+        values = {f: sorted(set(v), key=setting_order) for f, v in values.items()}
         conditions = list(dict.fromkeys(p.condition_label for p in self.places.values()))
         self.colour: dict[str, str] = {}
         self.linestyle: dict[str, str] = {}
@@ -271,8 +277,9 @@ def axes_figure(results: Results, agg: Aggregates, styles: Styles) -> Figure:
             ax = axes[row][col]
             xs: set[float] = set()
             for line_family in families:
-                on_line = sorted(
-                    (v for v in here if styles.places[v].family == line_family and v in by_variant), key=lambda v: styles.places[v].value
+                on_line = sorted(  # a run without the setting (another harness version's) has no place on its axis
+                    (v for v in here if styles.places[v].family == line_family and v in by_variant and styles.places[v].value is not None),
+                    key=lambda v: setting_order(styles.places[v].value),
                 )
                 points = [(styles.places[v].value, *by_variant[v], v) for v in on_line]
                 if not points:

@@ -26,6 +26,7 @@ from memrl_bench import protocols
 from memrl_bench.core import metrics
 from memrl_bench.core.config import InputError, KeyRole, override_key, role_of, run_name
 from memrl_bench.core.records import RunRecords, read_run
+from memrl_bench.core.registry import UnknownNameError
 from memrl_bench.core.runfolder import COMPLETE, MANIFEST, CorruptRunFolderError, open_regular
 from memrl_bench.core.schema import INFO_COUNTS, Episode
 from memrl_bench.protocols import drift, retry
@@ -345,6 +346,9 @@ def load(results_dir: Path, keep: Callable[[RunRecords, str], Any] | None = None
             run, row, frame, items, rates = _read_run(path, name)
         except (ReportInputError, CorruptRunFolderError, OSError, ValueError) as err:
             skipped.append(str(err))
+            continue
+        except UnknownNameError as err:  # a protocol (or a part) another version of the harness has and this one lacks
+            skipped.append(f"{path}: {err}")
             continue
         identity = (row["condition_key"], row["seed"], row["task_order_seed"])
         if identity in first_of:  # two presets ran the same run (the order study's reference is the main study's run)

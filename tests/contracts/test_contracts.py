@@ -50,6 +50,10 @@ def test_the_command_takes_a_parts_yaml_then_the_pairs_and_exits_by_outcome(caps
         (["method", "rag", "top_n=2"], 2, "error: Could not override 'method.top_n'. To append to your config use +method.top_n=2\n"),
         (["method", "nope"], 2, "error: unknown method 'nope'; valid methods: "),
         (["method"], 2, "usage: python -m memrl_bench.cli.contracts method|env NAME [key=value ...]\n"),
+        # round 28b: a seed that is no integer ended in a traceback
+        (["env", "synthetic", "seed=abc"], 2, "error: seed='abc': the seed is an integer\n"),
+        (["env", "synthetic", "seed=1e400"], 2, "error: seed=inf: the seed is an integer\n"),
+        (["env", "synthetic", "seed=[1,2]"], 2, "error: seed=[1, 2]: the seed is an integer\n"),
     ):
         with pytest.raises(SystemExit) as done:
             main(argv)

@@ -305,3 +305,52 @@ def test_an_embeddings_server_changing_its_vector_size_stops_the_run_in_one_line
         with pytest.raises(EmbeddingSizeError, match="answered vectors of 9 numbers"):
             OpenAIEmbedder("e", base_url=url, timeout_s=5.0, batch_size=1).embed(["d", "e"])  # one batch of two sizes: 8, then 9
     assert isinstance(stopped.value, InputError)
+
+
+MODELS_ANSWERS = {
+    "loading_503": (503, b'{"error": {"message": "Loading model", "type": "unavailable_error", "code": 503}}', 3),
+    "error_500": (500, b"Internal Server Error", 3),
+    "gateway_502": (502, b"<html>Bad Gateway</html>", 3),
+    "busy_429": (429, b'{"error": {"message": "slow down"}}', 3),
+    "refused_400": (400, b'{"error": {"message": "bad request"}}', 2),
+    "html_200": (200, b"<html>a web page</html>", 0),
+    "number_data": (200, b'{"object": "list", "data": 5}', 0),
+    "ids_not_text": (200, b'{"object": "list", "data": [{"id": 5}, {"id": null}, {"id": [1]}]}', 0),
+    "strings": (200, b'{"object": "list", "data": ["a", "b"]}', 0),
+    "a_list": (200, b"[1, 2]", 0),
+}
+
+
+@pytest.mark.parametrize("status, body, code", MODELS_ANSWERS.values(), ids=MODELS_ANSWERS.keys())
+def test_a_models_listing_that_fails_or_is_odd_ends_in_one_line_not_a_traceback(status: int, body: bytes, code: int):
+    """Round 28b: /models answering 5xx or 429 (llama.cpp and vLLM answer 503 while a model loads), 400, or a 200 body
+    that is no model list ended the run in a traceback, exit 1. A busy server is asked again, then is down (exit 3); a
+    refusal is a setting to fix (exit 2); an unreadable list names no served model (the run goes on)."""
+    from memrl_bench.cli.main import _outcome
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        retry = RetryPolicy(max_retries=1, backoff_base_s=0.01)
+        if code == 0:
+            assert OpenAIChatModel(url, "m", retry=retry).identity["served_model"] is None
+            return
+        with pytest.raises(LLMError) as raised:
+            OpenAIChatModel(url, "m", retry=retry)
+    finally:
+        server.shutdown()
+        server.server_close()
+    line, exit_code = _outcome(raised.value)
+    assert exit_code == code and f"HTTP {status}" in line, line

@@ -327,3 +327,32 @@ def test_killed_report_leaves_no_pool_worker(results, tmp_path):
     for pid in survivors:  # the test's own leftovers, if it fails
         os.kill(pid, signal.SIGKILL)
     assert survivors == []
+
+
+def resealed(folder: Path, edit) -> Path:
+    """`folder`'s manifest with `edit` applied to its config, its hash and digest written again (as another harness version
+    would have written them)."""
+    from memrl_bench.core.config import config_hash
+    from memrl_bench.core.runfolder import sealed
+
+    manifest = json.loads((folder / "manifest.json").read_text())
+    edit(manifest["config"])
+    manifest["config_hash"] = config_hash(manifest["config"])
+    (folder / "manifest.json").write_text(json.dumps(sealed({k: v for k, v in manifest.items() if k != DIGEST}), indent=2))
+    return folder
+
+
+def test_runs_of_another_harness_version_beside_this_ones_leave_the_report_whole(results, tmp_path, capsys):
+    """Round 28b: runs whose method has a setting the run beside lacks (written by an older or a newer harness) ended the
+    report of every run in a TypeError (the figures sorted None with numbers); a protocol this version does not know
+    ended it in UnknownNameError, where the findings leave such a run out."""
+    root = tmp_path / "results"
+    shutil.copytree(results / "seed=0", root / "now")
+    resealed(shutil.copytree(results / "seed=1", root / "older"), lambda config: config["method"].update(alpha=0.3))
+    resealed(shutil.copytree(results / "seed=1", root / "newer"), lambda config: config["method"].update(future_setting=0.5))
+    resealed(shutil.copytree(results / "seed=1", root / "unknown-protocol"), lambda config: config["protocol"].update(name="future"))
+    report_main([str(root), "--out", str(tmp_path / "report")])
+    _, err = capsys.readouterr()
+    assert "unknown-protocol" in err and "future" in err, err
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert "older" in page and "newer" in page

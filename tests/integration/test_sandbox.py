@@ -373,16 +373,20 @@ def test_hidden_files_are_shown_empty_like_hidden_folders():
 
 @needs_sandbox
 def test_hidden_paths_in_any_spelling_hide_their_folder():
-    # A trailing `/` or `/.`, doubled slashes: one folder, hidden the same (red team, round 2: `/opt/` hid nothing).
+    # A trailing `/` or `/.`, doubled slashes, a link to it: one folder, hidden the same (red team, round 2: `/opt/` hid
+    # nothing; round 28b: `/var/run`, a link to /run, hid only the link).
     data = Path("/var/lib") / f"memrl-test-{uuid.uuid4().hex}"  # outside every default hidden path
     data.mkdir()
     seen = {}
     try:
         (data / "gold.txt").write_text("the answer")
-        for spelling in (f"{data}/", f"{data}/.", f"/{data}//", f"{data}/../{data.name}"):
+        link = Path("/var/lib") / f"{data.name}-link"  # round 28b: a link's spelling hid the link, not the folder it names
+        link.symlink_to(data)
+        for spelling in (f"{data}/", f"{data}/.", f"/{data}//", f"{data}/../{data.name}", str(link)):
             with Sandbox(Limits(timeout_s=20), hidden_paths=(*DEFAULT_HIDDEN_PATHS, spelling)) as sandbox:
                 seen[spelling] = sandbox.run(f"ls -A {data}").output.strip()
     finally:
+        link.unlink(missing_ok=True)
         shutil.rmtree(data)
     assert seen == dict.fromkeys(seen, ""), seen
     assert CodeRunner(Limits(timeout_s=5), hidden_paths=(*DEFAULT_HIDDEN_PATHS, f"/{data}/.")).hidden_paths[-1] == str(

@@ -45,9 +45,10 @@ class SandboxSettingError(ValueError):
 
 
 def normal_hidden_paths(paths: tuple[str, ...]) -> tuple[str, ...]:
-    """The hidden paths in one form: `/opt/`, `/var/lib/x/.` and `//opt` would otherwise hide nothing (checked first)."""
+    """The hidden paths in one form, the host's real path (checked first): `/opt/`, `/var/lib/x/.` and `//opt` would
+    otherwise hide nothing, and `/var/run` (a link to /run) only the link, the folder it names staying readable."""
     check_hidden_paths(paths)
-    return tuple("/" + os.path.normpath(path).lstrip("/") for path in paths)
+    return tuple(dict.fromkeys(os.path.realpath(path) for path in paths))
 
 
 def check_hidden_paths(paths: tuple[str, ...]) -> None:
