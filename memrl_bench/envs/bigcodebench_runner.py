@@ -43,13 +43,17 @@ Before the program is imported the runner:
   the harness's one line from its standard input (the report descriptor, the tag, the program's
   first line of test code, the task's libraries), then puts /dev/null there;
 - runs every part of a test (setUp, the test, tearDown, cleanups, subtests) in an executor of its
-  own, through a property of its own outcome class (no instance attribute takes its place), which
+  own (a class, no closure: a cell is anyone's to set), through a data descriptor of its own outcome
+  class (no instance attribute takes its place), which
   writes `part`, and `bad` for every exception leaving a part before unittest's bookkeeping sees it,
   and checks, as each part starts and ends, that the test instance holds no replacement of
   TestCase's machinery and the tests' class nothing of the solution's (a class changed between the
   checks at a test's start and stop passed them);
 - makes unittest's classes, contextlib's and its own immutable (CPython's Py_TPFLAGS_IMMUTABLETYPE,
-  set through ctypes): a patch fails where it is made, and its TypeError is flagged;
+  set through ctypes): a patch fails where it is made, and its TypeError is flagged. Their
+  staticmethods, classmethods and properties are made again as immutable tuples (the builtin ones
+  are re-initialised by calling their __init__ again), subTest and the deprecated aliases without
+  a closure, and mock's entry of a test's patches is the runner's: only patches, none swallowing;
 - keeps its result object out of the program's reach (registered nowhere, the runner's own clock)
   and notes what the run relies on (unittest's modules and classes and their functions' code, the
   builtins, sys.exit, os._exit, os.write, numpy's and pandas' asserts when the tests use them) to
@@ -119,6 +123,7 @@ def _memrl_runner():
     import unittest.signals
     import unittest.suite
     import unittest.util
+    import warnings
     from importlib.machinery import SourceFileLoader
 
     # What the runner's functions call, bound now: the program may rebind any builtin or module attribute later.
@@ -148,6 +153,43 @@ def _memrl_runner():
     Captured = collections.namedtuple("Captured", list(captured))
     c = Captured(**captured)
     frozen = {Captured: "patches_the_runner"}  # classes made immutable before the program runs, and the pattern a write to one is
+
+    # The builtin descriptors are re-initialised in place by calling their __init__ on them again, with no audit event:
+    # property.__init__ gave the runner's part executor another getter (28th round). Those of the classes the runner relies on
+    # are made again as these, immutable tuples of an immutable class.
+    class HeldFunction(tuple):
+        """(function, bound to the class): a staticmethod or a classmethod."""
+
+        __slots__ = ()
+
+        def __get__(self, instance, owner=None, _c=c):
+            if not self[1]:
+                return self[0]
+            return _c.MethodType(self[0], owner if owner is not None else _c.type(instance))
+
+    class HeldProperty(tuple):
+        """(fget, fset, fdel): a property."""
+
+        __slots__ = ()
+
+        def __get__(self, instance, owner=None, _c=c):
+            if instance is None:
+                return self
+            if self[0] is None:
+                raise _c.AttributeError("unreadable attribute")
+            return self[0](instance)
+
+        def __set__(self, instance, value, _c=c):
+            if self[1] is None:
+                raise _c.AttributeError("can't set attribute")
+            self[1](instance, value)
+
+        def __delete__(self, instance, _c=c):
+            if self[2] is None:
+                raise _c.AttributeError("can't delete attribute")
+            self[2](instance)
+
+    frozen[HeldFunction] = frozen[HeldProperty] = "patches_the_runner"
 
     def with_ctypes(action, _modules=sys.modules, _c=c):
         """action(ctypes), ctypes then dropped again from the module table unless it was there (numpy loads it): whether the
@@ -356,52 +398,154 @@ def _memrl_runner():
     # bookkeeping (_addError, outcome.success) sees it. unittest swallows its own _ShouldStop (a failfast run's signal) and
     # leaves the test passing; no task runs failfast, so one raised in a test is the program's: flagged, and the part fails.
     # Entered for an outcome of another class (one whose executor enters this one and swallows the exception inside it):
-    # flagged at once.
-    @contextlib.contextmanager
-    def test_part_executor(
-        self,
+    # flagged at once. A class of the runner's, not a generator under contextlib.contextmanager: that one's closure cell,
+    # which anyone holding the function can set, held the runner's generator (28th round).
+    class Part(tuple):
+        """(outcome, test case, unittest's own executor for the part): one part of a test."""
+
+        __slots__ = ()
+
+        def __enter__(self, _part=part_run, _flag=flag, _check=check_the_instance, _outcome_class=Outcome, _c=c, _tests=None):
+            outcome, test_case, inner = self
+            _part()
+            if _c.type(outcome) is not _outcome_class:
+                _flag("skips_the_runners_checks")
+            _check(test_case)
+            _tests(_c.type(_c.getattr(test_case, "test_case", test_case)))  # a subtest's test
+            _c.type(inner).__enter__(inner)
+
+        def __exit__(
+            self,
+            kind,
+            error,
+            trace,
+            _stop=unittest.case._ShouldStop,
+            _failed=failed,
+            _flag=flag,
+            _check=check_the_instance,
+            _c=c,
+            _tests=None,
+        ):
+            outcome, test_case, inner = self
+            if kind is not None:
+                _failed()
+                if _c.issubclass(kind, _stop):
+                    _flag("stops_unittest")
+                    error = _c.RuntimeError("unittest's _ShouldStop raised by the code under test")
+                    kind, trace = _c.RuntimeError, None
+            # a change to the tests' class made within the part and undone after it (the 27th round's) is seen here
+            _check(test_case)
+            _tests(_c.type(_c.getattr(test_case, "test_case", test_case)))
+            return _c.type(inner).__exit__(inner, kind, error, trace)
+
+    def part_executor(
+        outcome,
         test_case,
         subTest=False,
-        _inner=unittest.case._Outcome.testPartExecutor,
-        _stop=unittest.case._ShouldStop,
-        _part=part_run,
-        _failed=failed,
-        _flag=flag,
-        _check=check_the_instance,
-        _outcome_class=Outcome,
-        _c=c,
-        _tests=None,  # check_the_tests, bound below once it is made
+        _part=Part,
+        _inner=unittest.case._Outcome.testPartExecutor.__wrapped__,
+        _manager=contextlib._GeneratorContextManager,
     ):
-        _part()
-        if _c.type(self) is not _outcome_class:
-            _flag("skips_the_runners_checks")
-        _check(test_case)
-        _tests(_c.type(_c.getattr(test_case, "test_case", test_case)))  # a subtest's test
-        with _inner(self, test_case, subTest):
-            try:
-                yield
-            except _stop:
-                _failed()
-                _flag("stops_unittest")
-                raise _c.RuntimeError("unittest's _ShouldStop raised by the code under test") from None
-            except _c.BaseException:
-                _failed()
-                raise
-            finally:  # a change to the tests' class made within the part and undone after it (the 27th round's) is seen here
-                _check(test_case)
-                _tests(_c.type(_c.getattr(test_case, "test_case", test_case)))
+        return _part((outcome, test_case, _manager(_inner, (outcome, test_case, subTest), {})))
 
-    Outcome.testPartExecutor = property(lambda self, _executor=test_part_executor, _bind=types.MethodType: _bind(_executor, self))
+    Outcome.testPartExecutor = HeldProperty(
+        (lambda self, _executor=part_executor, _bind=types.MethodType: _bind(_executor, self), None, None)
+    )
+    frozen[Part] = "patches_the_runner"
     unittest.case._Outcome = Outcome
     frozen[Outcome] = "patches_unittest"
 
     # TextTestRunner.run registers its result where the program finds it (unittest.signals._results) and reads its clock
     # through time.perf_counter, which the program can replace: neither here.
     class Clock:
-        perf_counter = staticmethod(time.perf_counter)
+        perf_counter = HeldFunction((time.perf_counter, False))
 
     unittest.runner.registerResult, unittest.runner.time = (lambda result: None), Clock
     frozen[Clock] = "patches_unittest"
+
+    modules = sys.modules  # the import system's own table, even if sys.modules is rebound
+    unittest_modules = tuple((name, module) for name, module in modules.items() if name == "unittest" or name.startswith("unittest."))
+    unittest_code_ids = set()  # every function of unittest's modules and their classes, by its code's identity
+    for _, module in unittest_modules:
+        for value in list(vars(module).values()):
+            for each in [value, *(vars(value).values() if isinstance(value, type) else ())]:
+                function = each.__func__ if type(each) in (staticmethod, classmethod) else each
+                while type(function) is types.FunctionType:  # and what a decorator wraps (subTest's generator)
+                    unittest_code_ids.add(id(function.__code__))
+                    function = function.__dict__.get("__wrapped__")
+    unittest_code_ids = frozenset(unittest_code_ids)
+
+    # Functions the tests call that hold a closure cell (anyone holding a function can set its cells, with no audit event:
+    # a swallowing generator set in subTest's passed every subtest, 28th round) are made again without one; the other
+    # closures of unittest's (the result's failfast and super() cells) decide nothing the runner signs.
+    def sub_test(
+        self,
+        msg=unittest.case._subtest_msg_sentinel,
+        *,
+        _generator=vars(unittest.case.TestCase)["subTest"].__wrapped__,
+        _manager=contextlib._GeneratorContextManager,
+        **params,
+    ):
+        return _manager(_generator, (self, msg), params)
+
+    def deprecated_alias(*args, _original=None, _name="", _warn=warnings.warn, _warning=DeprecationWarning, **kwargs):
+        _warn(f"Please use {_name} instead.", _warning, 2)
+        return _original(*args, **kwargs)
+
+    for name, value in list(vars(unittest.case.TestCase).items()):
+        if type(value) is types.FunctionType and value.__code__.co_name == "deprecated_func":  # assertEquals ...
+            original = value.__closure__[0].cell_contents
+            alias = types.FunctionType(deprecated_alias.__code__, deprecated_alias.__globals__, name)
+            alias.__kwdefaults__ = {**deprecated_alias.__kwdefaults__, "_original": original, "_name": original.__name__}
+            setattr(unittest.case.TestCase, name, alias)
+    unittest.case.TestCase.subTest = sub_test
+
+    # mock.patch as a test's decorator: its patches entered by mock's decoration_helper, an ExitStack, and left by
+    # _patch.__exit__, whose answer is its own exit stack's, an instance attribute: a context manager the program put in a
+    # test's list of patches, or a patch's exit stack it replaced, swallowed the test's failure (28th round). Here each entry
+    # must be a patch, and no patch swallows anything.
+    class Patches(tuple):
+        """(a test's patches, its arguments, its keyword arguments, the patches entered)."""
+
+        __slots__ = ()
+
+        def __enter__(self, _patch=unittest.mock._patch, _default=unittest.mock.DEFAULT, _flag=flag, _c=c):
+            patchings, args, keywargs, entered = self
+            extra = []
+            try:
+                for patching in patchings:
+                    if _c.type(patching) is not _patch:
+                        _flag("replaces_test_machinery")
+                        raise _c.RuntimeError("a test's mock.patch list holds something that is not a patch")
+                    arg = _patch.__enter__(patching)
+                    entered.append(patching)
+                    if patching.attribute_name is not None:
+                        keywargs.update(arg)
+                    elif patching.new is _default:
+                        extra.append(arg)
+            except _c.BaseException:
+                _c.type(self).__exit__(self, None, None, None)
+                raise
+            return args + _c.tuple(extra), keywargs
+
+        def __exit__(self, kind, error, trace, _patch=unittest.mock._patch):
+            for patching in self[3][::-1]:
+                _patch.__exit__(patching, kind, error, trace)
+            return False
+
+    def patch_entry(self, patched, args, keywargs, _patches=Patches, _c=c):
+        return _patches((_c.tuple(patched.patchings), args, keywargs, []))
+
+    def patch_exit(self, *exc_info, _exit=unittest.mock._patch.__exit__):
+        """_patch.__exit__, which never swallows an exception (no patch does; its answer was its exit stack's)."""
+        _exit(self, *exc_info)
+        return False
+
+    unittest.mock._patch.decoration_helper = HeldProperty(
+        (lambda self, _entry=patch_entry, _bind=types.MethodType: _bind(_entry, self), None, None)
+    )
+    unittest.mock._patch.__exit__ = patch_exit
+    frozen[Patches] = "patches_the_runner"
 
     # unittest's modules and what its pass or fail rests on (contextlib: every test part runs in one of its context managers);
     # mock_open sets two globals of unittest.mock on its first call: made before the watch
@@ -415,10 +559,13 @@ def _memrl_runner():
         watch(pattern, module.__name__, vars(module), closed=True)
         for value in list(vars(module).values()):
             if isinstance(value, type) and (value.__module__.startswith("unittest") or value.__module__ == module.__name__):
+                for name, held in list(vars(value).items()):
+                    if type(held) in (staticmethod, classmethod):
+                        setattr(value, name, HeldFunction((held.__func__, type(held) is classmethod)))
+                    elif type(held) is property and name != "__class__":  # mock's: set on a class, that name is its metaclass
+                        setattr(value, name, HeldProperty((held.fget, held.fset, held.fdel)))
                 watch(pattern, f"{value.__module__}.{value.__qualname__}", value.__dict__)
                 frozen.setdefault(value, pattern)
-    modules = sys.modules  # the import system's own table, even if sys.modules is rebound
-    unittest_modules = tuple((name, module) for name, module in modules.items() if name == "unittest" or name.startswith("unittest."))
     # The libraries' assert helpers the tests call: imported first (the tests would import them anyway) so they can be watched.
     # Named by the package or the alias the code prompt imports it as (tests using the prompt's `pd` escaped: 22nd round).
     for package, alias, helpers in (
@@ -535,16 +682,6 @@ def _memrl_runner():
                 return None
             function = wrapped
         return None
-
-    unittest_code_ids = set()  # every function of unittest's modules and their classes, by its code's identity
-    for _, module in unittest_modules:
-        for value in list(vars(module).values()):
-            for each in [value, *(vars(value).values() if isinstance(value, type) else ())]:
-                function = each.__func__ if type(each) in (staticmethod, classmethod) else each
-                while type(function) is types.FunctionType:  # and what a decorator wraps (subTest's generator)
-                    unittest_code_ids.add(id(function.__code__))
-                    function = function.__dict__.get("__wrapped__")
-    unittest_code_ids = frozenset(unittest_code_ids)
 
     def relied_on(
         function, _c=c, _exact=exact, _unittest=unittest_code_ids, _ids=runner_code_ids, _path=path, _first=first_test_line
@@ -1004,12 +1141,16 @@ def _memrl_runner():
     state_names = frozenset(vars(real_case()))  # what TestCase.__init__ sets
 
     class Pin(tuple):
-        """(the __get__ of its function's type, a function, classmethod or staticmethod, the tests' class): bound as the
-        function would be, a classmethod to the tests' class (which a test may write), and never replaced."""
+        """(a binder, a function, the tests' class, the function's closure cells and what each held): bound as a method, a
+        classmethod (to the tests' class, which a test may write) or a staticmethod would be, never replaced. A cell is
+        anyone's to set, with no audit event: one changed since the tests started is flagged as a test looks the function up."""
 
         __slots__ = ()
 
-        def __get__(self, instance, owner=None):
+        def __get__(self, instance, owner=None, _flag=flag, _cell=cell_contents):
+            for cell, value in self[3]:
+                if _cell(cell) is not value:
+                    _flag("replaces_test_machinery")
             return self[0](self[1], instance, self[2])
 
         def __set__(self, instance, value, _flag=flag, _c=c):
@@ -1046,8 +1187,22 @@ def _memrl_runner():
 
     frozen[Pin] = frozen[State] = "patches_the_runner"
 
-    def the_value(value, instance, owner):  # a Pin's getter for what is the same on a test and on its class
+    def the_value(value, instance, owner):  # a Pin's binder for what is the same on a test and on its class (a staticmethod's)
         return value
+
+    def to_the_class(function, instance, owner, _c=c):  # a classmethod's
+        return _c.MethodType(function, owner)
+
+    def pinned(value, cases, _pin=Pin, _the_value=the_value, _to_the_class=to_the_class, _cell=cell_contents, _c=c):
+        """A Pin of `value` (a function, classmethod or staticmethod) for the tests' class `cases`: of the function itself
+        (a classmethod or staticmethod object is re-initialised in place by calling its __init__ again)."""
+        binder = _c.FunctionType.__get__
+        if _c.type(value) is _c.staticmethod:
+            binder, value = _the_value, value.__func__
+        elif _c.type(value) is _c.classmethod:
+            binder, value = _to_the_class, value.__func__
+        cells = value.__closure__ if _c.type(value) is _c.FunctionType else None
+        return _pin((binder, value, cases, _c.tuple((cell, _cell(cell)) for cell in cells or ())))
 
     # TestCase's table of type-specific asserts is per-test data: assertEqual looks it up in this copy of TestCase.__init__'s
     equality_table = types.MappingProxyType({kind: vars(real_case)[name] for kind, name in real_case()._type_equality_funcs.items()})
@@ -1096,7 +1251,8 @@ def _memrl_runner():
                     _flag("replaces_test_machinery")
 
     # The executor is made before unittest is watched (it is in _Outcome's place there), so before check_the_tests.
-    test_part_executor.__wrapped__.__defaults__ = test_part_executor.__wrapped__.__defaults__[:-1] + (check_the_tests,)
+    for method in (vars(Part)["__enter__"], vars(Part)["__exit__"]):
+        method.__defaults__ = method.__defaults__[:-1] + (check_the_tests,)
 
     def name_of(test, _c=c, _exact=exact):
         name = _exact(_c.getattr(test, "_testMethodName", ""))
@@ -1225,6 +1381,7 @@ def _memrl_runner():
         _c=c,
         _real_case=real_case,
         _pin=Pin,
+        _pinned_function=pinned,
         _state=State,
         _state_names=state_names,
         _the_value=the_value,
@@ -1245,13 +1402,13 @@ def _memrl_runner():
             for name, value in _c.list(_c.class_dict(klass).items()):
                 if _c.type(name) is _c.str and _c.type(value) in functions:
                     special = name.startswith("__") and name.endswith("__")
-                    namespace[name] = value if special else _pin((_c.type(value).__get__, value, cases))
-        namespace["_getAssertEqualityFunc"] = _pin((_c.FunctionType.__get__, _equality, cases))
+                    namespace[name] = value if special else _pinned_function(value, cases)
+        namespace["_getAssertEqualityFunc"] = _pinned_function(_equality, cases)
         for name in _state_names:
             namespace[name] = _state((name,))
         for name in ("__getattribute__", "__setattr__", "__delattr__"):
             namespace[name] = _object[name]
-        namespace["__class__"] = _pin((_the_value, cases, cases))
+        namespace["__class__"] = _pin((_the_value, cases, cases, ()))
         namespace["__module__"] = _exact(_c.class_dict(cases).get("__module__")) or "__main__"
         namespace["__doc__"] = None
         namespace["__qualname__"] = _exact(cases.__qualname__)

@@ -201,7 +201,7 @@ def test_bigcodebench_fewer_tests_run_than_written_is_flagged(isolated: BigCodeB
     # Every test class made after this keeps only the test it passes: a clean run of 1 test of the 2 written.
     dropper = "def task_func(a, b):\n    return a + b if a > 0 else 0\n" + (
         "u = __import__('unit' + 'test').TestCase\n"
-        "made = u.__dict__['__init_' + 'subclass__'].__func__\n"
+        "made = getattr(u, '__init_' + 'subclass__').__func__\n"
         "def keep_one(cls, **kwargs):\n"
         "    made(cls, **kwargs)\n"
         "    for name in sorted(n for n in vars(cls) if n.startswith('test'))[:-1]:\n"
@@ -339,7 +339,16 @@ class TestCases(unittest.TestCase):
                 self.assertEqual(got, want)
 """,
     "assert_defaults.py": TEST_ADD.replace("assertEqual", "assertAlmostEqual"),
+    "reinit_executor_property.py": TEST_ADD,
+    "executor_cell.py": TEST_ADD.replace("    def test_small", "    def setUp(self):\n        self.want = 5\n    def test_small")
+    .replace("task_func(2, 3), 5)", "task_func(2, 3), self.want)")
+    .replace("task_func(-2, -3), -5)", "task_func(-2, -3), -self.want)"),
+    "patchings_swallow.py": TEST_ADD.replace("    def test_", "    @patch('os.getcwd')\n    def test_")
+    .replace("(self)", "(self, getcwd)")
+    .replace("import unittest", "import unittest\nfrom unittest.mock import patch"),
 }
+CALLS_FIRST["subtest_cell.py"] = CALLS_FIRST["fake_subtest_outcome.py"]
+CALLS_FIRST["patch_exit_stack.py"] = CALLS_FIRST["patchings_swallow.py"]
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
@@ -349,15 +358,23 @@ class TestCases(unittest.TestCase):
         ("self_removing_assert.py", None),  # nothing to flag: the no-op is never called
         ("fake_subtest_outcome.py", "replaces_test_machinery"),
         ("assert_defaults.py", "replaces_function_code"),
+        ("reinit_executor_property.py", None),  # the runner's descriptors are tuples: no __init__ to call again
+        ("executor_cell.py", None),  # nor closures: the executor is a class
+        ("subtest_cell.py", None),  # subTest made again without a closure
+        ("patchings_swallow.py", "replaces_test_machinery"),
+        ("patch_exit_stack.py", None),  # no patch swallows an exception
     ],
 )
 def test_bigcodebench_a_test_calls_the_functions_its_class_had_as_it_started(
     tmp_path: Path, monkeypatch, isolation: str, program: str, pattern: str | None
 ):
     """Wrong answers that passed on the code before (2026-12-05): a no-op assert put on the tests' class that takes itself
-    away when called; a fake `_outcome` set on a test through a property of the class; TestCase's defaults rewritten. The
-    tests run as a class of the runner's in which TestCase's and the tests' functions and TestCase's state are pinned, and
-    code and defaults of functions not the solution's are not set. A right answer still passes each test."""
+    away when called; a fake `_outcome` set on a test through a property of the class; TestCase's defaults rewritten; the
+    runner's property given another getter by property.__init__ (28a); the closure cells of the runner's executor and of
+    subTest set; a context manager added to a patched test's patches (28a); a patch's exit stack replaced. The tests run as
+    a class of the runner's in which TestCase's and the tests' functions and TestCase's state are pinned, code and defaults
+    of functions not the solution's are not set, the runner's and unittest's descriptors are immutable, nothing the verdict
+    rests on holds a closure cell, and no patch swallows an exception. A right answer still passes each test."""
     folder = tmp_path / "bigcodebench"
     folder.mkdir()
     with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
@@ -803,9 +820,8 @@ OUTCOME_REPLACED = (  # every test part run in a context manager that swallows f
 EXECUTOR_DEFAULTS = r"""import ast, json, sys
 def _forge():
     case = sys.modules["unittest." + "case"]
-    helper = vars(case._Outcome)["testPart" + "Executor"].fget.__defaults__[0]
-    executor = getattr(helper, "__wrap" + "ped__")
-    flag = [d for d in getattr(executor, "__defa" + "ults__") if getattr(d, "__name__", "") == "flag"][0]
+    executor = vars(case._Outcome)["testPart" + "Executor"][0].__defaults__[0]
+    flag = [d for d in getattr(type(executor(None, None)), "__exit__").__defaults__ if getattr(d, "__name__", "") == "flag"][0]
     report = [c.cell_contents for c in getattr(flag, "__clos" + "ure__") if getattr(c.cell_contents, "__name__", "") == "report"][0]
     tree = ast.parse(open("program.py").read())
     n = sum(1 for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.name == "Test" + "Cases"
@@ -1109,15 +1125,19 @@ SIGN = (
     "    report(b'result', json.dumps({'started': n, 'good': n, 'bad': 0, 'error': None, 'replaced': {}, 'tampering': []}))\n"
     "    os._exit(0)\n"
 )
+# Since 2026-12-05 the executor is a class of the runner's (no generator, no closure): its parts' methods hold the emitters
+# in their defaults, which are refused; what a part holds besides (unittest's own executor) is unittest's.
 EXECUTOR_LOCALS = SIGN + (
     "import inspect, unittest.case\ndef task_func(a, b):\n"
-    "    flag = inspect.getgeneratorlocals(unittest.case._Outcome().testPartExecutor(None).gen)['_flag']\n"
-    "    sign(next(c.cell_contents for c in flag.__closure__ if getattr(c.cell_contents, '__name__', '') == 'report'))\n"
+    "    part = unittest.case._Outcome().testPartExecutor(None)\n"
+    "    flag = [d for d in type(part).__exit__.__defaults__ if getattr(d, '__name__', '') == 'flag'][0]\n"
+    "    sign(next(c.cell_contents for c in flag.__closure__ or () if getattr(c.cell_contents, '__name__', '') == 'report'))\n"
 )
 COUNTS_RESET = WRONG + (
     "import inspect, unittest, unittest.case\n"
-    "c = inspect.getgeneratorlocals(unittest.case._Outcome().testPartExecutor(None).gen)['_counts']\n"
-    "def fix():\n    c[1], c[2], c[5] = c[0], 0, 0\nunittest.addModuleCleanup(fix)\n"
+    "part = unittest.case._Outcome().testPartExecutor(None)\n"
+    "c = [inspect.getgeneratorlocals(part[2].gen), type(part).__enter__.__defaults__]\n"
+    "def fix():\n    c[1][0]()\nunittest.addModuleCleanup(fix)\n"
 )
 WRAPPER_FRAME = (
     "import types\ndef walk(frame):"
@@ -1191,8 +1211,8 @@ SHADOWED_IN_UNITTEST = WRONG + (
     ],
     ids=[
         "getattr added to unittest.case",
-        "report through the executor's generator locals and flag's closure",
-        "counts reset after the last test, through the executor's generator locals",
+        "report through the executor's parts and flag's closure",
+        "counts reset after the last test, through the executor's parts",
         "a frame from types.coroutine's wrapper",
         "a frame from bdb's get_stack",
         "a frame from pytest's ExceptionInfo",
