@@ -71,7 +71,10 @@ Before the program is imported the runner:
   installed), _imp.create_builtin (a fresh _signal would have the original signal()) and
   gc.set_debug by functions that ask the hook.
 
-Then it imports program.py as `__main__`, loads TestCases with a TestLoader of its own, as a class of
+Then it runs the solution's part of program.py as `__main__` and the tests' part in a namespace of
+their own (the names their code binds, and the solution's it is given; every read by the tests'
+functions served from the runner's store, so the solution rebinding a name the tests use changes
+nothing they see), loads TestCases with a TestLoader of its own, as a class of
 the runner's made under it (immutable; every function of TestCase's and of the tests' classes pinned
 in it as a data descriptor, so neither the test's dict nor a name set later on the tests' class
 stands in for it; TestCase's per-test state kept by the runner and set by unittest's code only), and runs
@@ -132,7 +135,7 @@ def _memrl_runner():
         for name in (
             "type issubclass str bytes int list tuple frozenset id len any getattr range callable staticmethod classmethod object"
             " BaseException Exception OSError ValueError TypeError PermissionError ImportError RuntimeError SystemExit"
-            " KeyError AttributeError"
+            " KeyError AttributeError dict"
         ).split()
     }
     captured |= {
@@ -355,7 +358,10 @@ def _memrl_runner():
     with open(path, "rb") as program:
         program_source = program.read()
     source_text = program_source.decode(errors="replace")
-    test_text = "\n".join(source_text.splitlines()[first_test_line - 1 :])
+    lines = source_text.split("\n")  # the harness made every line end \n and counted them to find the tests' first line
+    solution_source = "\n".join(lines[: first_test_line - 1])
+    tests_source = "\n" * (first_test_line - 1) + "\n".join(lines[first_test_line - 1 :])  # its lines numbered as in the file
+    test_text = "\n".join(lines[first_test_line - 1 :])
 
     watched: list[tuple[str, str, object, str, object]] = []  # (pattern, label, namespace, key, value)
     codes: list[tuple[types.FunctionType, types.CodeType]] = []  # a watched function's code: memory written under it changes it
@@ -645,6 +651,87 @@ def _memrl_runner():
     )
     stdlib = os.path.dirname(os.__file__)
 
+    # The tests' code runs in a namespace of its own, not in __main__ (the solution's globals, which the solution rebinds at
+    # will: the tests' `patch` swapped for one that swallows failures, their `np` and `pd` for views whose asserts do
+    # nothing, builtins the tests call shadowed by the solution's: 29th round). It holds the names the tests' code bound
+    # as it ran and the solution's names it was given before (no module but the import system's, no builtin's name);
+    # every read of a name by the tests' functions is served from the runner's store of them, which nothing else
+    # reaches (the dict's own storage, which exec and class bodies need, is kept in step until the tests start). What the
+    # tests' code binds is bound in __main__ too: the solution uses what the tests import, as in one module (gold does).
+    # Builtins are the builtins module's, live: tests patch builtins.open and call open themselves.
+    tests_store, tests_open = {}, [True]
+
+    class TestsGlobals(dict):
+        """The tests' globals: read from the runner's store; written only while the tests' module code runs."""
+
+        __slots__ = ()
+
+        def __getitem__(self, name, _store=tests_store):
+            return _store[name]
+
+        def __setitem__(self, name, value, _store=tests_store, _open=tests_open, _main_dict=main_dict, _flag=flag, _c=c):
+            if not _open:
+                _flag("rebinds_the_tests_names")
+                raise _c.TypeError("the tests' names are the ones their code bound")
+            _store[name] = value
+            _c.dict.__setitem__(self, name, value)
+            if name not in ("__builtins__", "__name__", "__file__"):
+                _main_dict[name] = value  # the solution sees what the tests import, as in one module (gold solutions use it)
+
+        def __delitem__(self, name, _store=tests_store, _open=tests_open, _main_dict=main_dict, _flag=flag, _c=c):
+            if not _open:
+                _flag("rebinds_the_tests_names")
+                raise _c.TypeError("the tests' names are the ones their code bound")
+            del _store[name]
+            _c.dict.__delitem__(self, name)
+            _main_dict.pop(name, None)
+
+    frozen[TestsGlobals] = "patches_the_runner"
+    tests_globals = TestsGlobals()
+    # the builtins module itself: tests patch builtins.open and call open (task 743's)
+    for name, value in (("__builtins__", builtins), ("__name__", "__main__"), ("__file__", path)):
+        tests_store[name] = value
+        dict.__setitem__(tests_globals, name, value)
+    builtin_names = frozenset(name for name in vars(builtins) if not name.startswith("__"))
+
+    def a_library_module(
+        module,
+        _modules=sys.modules,
+        _folders=library_folders,
+        _is_file=is_file,
+        _lstat=posix.stat,
+        _is_dir=_stat.S_ISDIR,
+        _stdlib=frozenset(sys.stdlib_module_names) | frozenset(sys.builtin_module_names),
+        _c=c,
+        _exact=exact,
+    ):
+        """`module` is the one the import system holds under its name, a name of the stdlib or of a package in the libraries'
+        folders (a module the program made and put in the table under a name of its own is not)."""
+        name = _exact(_c.module_dict(module).get("__name__"))
+        if _c.type(name) is not _c.str or _modules.get(name) is not module:
+            return False
+        top = name.partition(".")[0]
+        if top in _stdlib:
+            return True
+        for folder in _folders:
+            try:
+                if _is_dir(_lstat(folder + top).st_mode) or _is_file(folder + top + ".py"):
+                    return True
+            except (_c.OSError, _c.ValueError):
+                continue
+        return False
+
+    def give_the_tests(_main_dict=main_dict, _tests=tests_globals, _builtins=builtin_names, _library=a_library_module, _flag=flag, _c=c):
+        """The solution's names the tests' code may use (task_func, the code prompt's imports and constants), given to
+        the tests' namespace before their code runs."""
+        for name, value in _c.list(_main_dict.items()):
+            if _c.type(name) is not _c.str or name.startswith("__") or name in _builtins:
+                continue  # the module's own, or a builtin's name: the tests call the builtin
+            if _c.issubclass(_c.type(value), _c.ModuleType) and not _library(value):
+                _flag("fakes_a_module")
+                continue
+            _tests[name] = value
+
     def a_library(code, _c=c, _exact=exact, _folders=library_folders):
         name = _exact(code.co_filename)
         return _c.type(name) is _c.str and (name.startswith(_folders) or name.startswith("<frozen "))
@@ -659,7 +746,14 @@ def _memrl_runner():
             return None
 
     def test_function(
-        function, name=None, _c=c, _path=path, _first=first_test_line, _main_dict=main_dict, _a_library=a_library, _cell=cell_contents
+        function,
+        name=None,
+        _c=c,
+        _path=path,
+        _first=first_test_line,
+        _tests_globals=tests_globals,
+        _a_library=a_library,
+        _cell=cell_contents,
     ):
         """The function the test code defined that `function` is, or wraps through a library's decorator (mock.patch);
         None for anything else. Found by the rounds: a no-op exec-compiled with `__wrapped__` set to the test; another of
@@ -673,7 +767,7 @@ def _memrl_runner():
             code = function.__code__
             if code.co_filename == _path:
                 whole = code.co_firstlineno >= _first and name in (None, code.co_name)
-                return function if whole and function.__globals__ is _main_dict else None
+                return function if whole and function.__globals__ is _tests_globals else None
             wrapped = _c.getattr(function, "__wrapped__", None)
             held = [_cell(cell) for cell in function.__closure__ or ()]
             if not _a_library(code) or not _c.any(value is wrapped for value in held):
@@ -1426,7 +1520,12 @@ def _memrl_runner():
 
     def run(
         _main=main,
-        _source=source_text,
+        _solution=solution_source,
+        _tests_source=tests_source,
+        _tests=tests_globals,
+        _tests_store=tests_store,
+        _tests_open=tests_open,
+        _give=give_the_tests,
         _path=path,
         _compile=compile,
         _exec=exec,
@@ -1449,10 +1548,13 @@ def _memrl_runner():
         try:
             # compiled from its text (UTF-8): a coding declaration is not heeded (raw_unicode_escape made `\u000a` line ends,
             # moving the solution's code past the first line of the tests': twentieth round)
-            _exec(_compile(_source, _path, "exec"), _c.module_dict(_main))
+            _exec(_compile(_solution, _path, "exec"), _c.module_dict(_main))
+            _give()
+            _exec(_compile(_tests_source, _path, "exec"), _tests)
+            _tests_open.clear()
             _check_modules(loaded_before)
             _check_signals()
-            cases = _c.module_dict(_main)["TestCases"]
+            cases = _tests_store["TestCases"]
             _check_tests(cases)
             _text_runner(stream=_stdout, verbosity=1, resultclass=_recorder).run(_load(_pin(cases)))
         except _c.BaseException as exception:

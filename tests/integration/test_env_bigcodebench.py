@@ -347,6 +347,30 @@ class TestCases(unittest.TestCase):
     .replace("(self)", "(self, getcwd)")
     .replace("import unittest", "import unittest\nfrom unittest.mock import patch"),
 }
+CALLS_FIRST["main_global_patch.py"] = """import os
+import unittest
+from unittest.mock import patch
+class TestCases(unittest.TestCase):
+    def test_small(self):
+        with patch('os.getcwd') as m:
+            m.return_value = '/x'
+            self.assertEqual(task_func(2, 3), 5)
+    def test_negative(self):
+        with patch('os.getcwd'):
+            self.assertEqual(task_func(-2, -3), -5)
+"""
+CALLS_FIRST["module_views.py"] = """import unittest
+import numpy as np
+class TestCases(unittest.TestCase):
+    def test_small(self):
+        np.testing.assert_array_equal(task_func(2, 3), np.array([5]))
+    def test_negative(self):
+        np.testing.assert_array_equal(task_func(-2, -3), np.array([-5]))
+"""
+CALLS_FIRST["builtins_shadowed.py"] = TEST_ADD.replace(
+    "self.assertEqual(task_func(2, 3), 5)", "self.assertTrue(all([task_func(2, 3) == 5]))"
+).replace("self.assertEqual(task_func(-2, -3), -5)", "self.assertTrue(any([task_func(-2, -3) == -5]))")
+RIGHT = {"module_views.py": "import numpy as np\ndef task_func(a, b):\n    return np.array([a + b])\n"}
 CALLS_FIRST["subtest_cell.py"] = CALLS_FIRST["fake_subtest_outcome.py"]
 CALLS_FIRST["patch_exit_stack.py"] = CALLS_FIRST["patchings_swallow.py"]
 
@@ -363,6 +387,9 @@ CALLS_FIRST["patch_exit_stack.py"] = CALLS_FIRST["patchings_swallow.py"]
         ("subtest_cell.py", None),  # subTest made again without a closure
         ("patchings_swallow.py", "replaces_test_machinery"),
         ("patch_exit_stack.py", None),  # no patch swallows an exception
+        ("main_global_patch.py", None),  # the tests' names are their own (29a)
+        ("module_views.py", None),
+        ("builtins_shadowed.py", None),
     ],
 )
 def test_bigcodebench_a_test_calls_the_functions_its_class_had_as_it_started(
@@ -374,17 +401,19 @@ def test_bigcodebench_a_test_calls_the_functions_its_class_had_as_it_started(
     subTest set; a context manager added to a patched test's patches (28a); a patch's exit stack replaced. The tests run as
     a class of the runner's in which TestCase's and the tests' functions and TestCase's state are pinned, code and defaults
     of functions not the solution's are not set, the runner's and unittest's descriptors are immutable, nothing the verdict
-    rests on holds a closure cell, and no patch swallows an exception. A right answer still passes each test."""
+    rests on holds a closure cell, and no patch swallows an exception; the tests' `patch` and `np` rebound in __main__ and
+    builtins shadowed there (29a): the tests' code runs in a namespace of its own. A right answer still passes each test."""
     folder = tmp_path / "bigcodebench"
     folder.mkdir()
     with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
-        out.write(json.dumps(record(0, ["math"], test=CALLS_FIRST[program])) + "\n")
+        out.write(json.dumps(record(0, ["numpy"] if program in RIGHT else ["math"], test=CALLS_FIRST[program])) + "\n")
     (folder / "full_seed123.json").write_text(json.dumps({"seed": 1, "train_ids": [], "val_ids": ["BigCodeBench/0"]}))
     monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
-    env = BigCodeBenchEnv({"data_dir": str(folder), "timeout_s": 20, "isolation": isolation, "exclude_gold_failures": False})
+    settings = {"data_dir": str(folder), "timeout_s": 20, "isolation": isolation, "exclude_gold_failures": False}
+    env = BigCodeBenchEnv(settings | ({"subset": "full"} if program in RIGHT else {}))
     _, info = answer(env, "BigCodeBench/0", (FORGERIES / program).read_text())
     assert info["success"] is False and (pattern is None or pattern in info["tampering"]), info
-    assert answer(env, "BigCodeBench/0", "def task_func(a, b):\n    return a + b\n")[1]["success"] is True
+    assert answer(env, "BigCodeBench/0", RIGHT.get(program, "def task_func(a, b):\n    return a + b\n"))[1]["success"] is True
 
 
 @pytest.mark.parametrize(
