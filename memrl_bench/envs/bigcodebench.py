@@ -3,8 +3,8 @@
 Single turn. The prompt is the task's instruct prompt (config `prompt: complete` for the
 docstring-completion form); the answer is code. The solution run is the completion when it defines
 the entry point (`def task_func(`), else the task's code_prompt followed by the completion (a
-function body). The program is the solution, then the task's tests: no marker, no runner. A
-trusted runner (envs/bigcodebench_runner.py, given to Python with -c) imports it and writes each
+function body). The program is the solution, then the code prompt's imports and the task's tests:
+no marker, no runner. A trusted runner (envs/bigcodebench_runner.py, given to Python with -c) imports it and writes each
 test's outcome as it happens, every line signed with a fresh secret that only the runner was
 given; success needs those lines to show each test this module finds in the task's test code
 started once, run and ended well, and the runner's last line. A solution shares the process with
@@ -90,6 +90,13 @@ class BigCodeBenchSplits(DataRecord):
 
 def is_stdlib_only(libs: list[str]) -> bool:
     return all(lib.split(".")[0] in sys.stdlib_module_names for lib in libs)
+
+
+def prompt_imports(code_prompt: str) -> str:
+    """The code prompt's import lines. The tests use the names they bind without importing them (BigCodeBench's harness
+    runs prompt, solution and tests as one module): run again at the top of the tests' part, so those names are the
+    import system's modules, not what the answer bound them to (views or stand-ins whose asserts do nothing: 30th round)."""
+    return "".join(line + "\n" for line in code_prompt.split("\n") if re.match(r"(import |from \S+ import )", line))
 
 
 def solution_code(completion: str, code_prompt: str, entry_point: str) -> str:
@@ -454,7 +461,8 @@ class BigCodeBenchEnv(Env):
         libs = (
             ",".join("".join(lib.split()) for lib in task.data["libs"]) or "-"
         )  # the runner lets ctypes load only for tasks whose libraries may need it
-        result = self.runner.run(solution + "\n\n" + task.data["test"], launcher=_RUNNER, secret=f"{tag} {first_test_line} {libs}")
+        tests = prompt_imports(task.data["code_prompt"]) + task.data["test"]
+        result = self.runner.run(solution + "\n\n" + tests, launcher=_RUNNER, secret=f"{tag} {first_test_line} {libs}")
         passed, tampering, problem = judge(result.reported, result.exit_code, tag, written_test_names(task.data["test"]))
         tampering |= tampering_patterns(solution)
         report = result.output.strip()

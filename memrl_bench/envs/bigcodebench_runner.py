@@ -1,8 +1,8 @@
 """The trusted runner of a BigCodeBench program: the only code that decides whether its tests passed.
 
 It is not imported by the harness: its source is given to the sandbox's Python as `python -c`
-(`CodeRunner.run(launcher=...)`), in the folder where program.py (the solution, then the task's
-tests) was written, and it runs as that program's `__main__`. The program file holds no marker and
+(`CodeRunner.run(launcher=...)`), in the folder where program.py (the solution, then the code
+prompt's imports and the task's tests) was written, and it runs as that program's `__main__`. The program file holds no marker and
 no runner, so nothing it can read says what success looks like.
 
 The program shares this process, so the verdict is kept in no state the process holds. Every
@@ -26,7 +26,11 @@ What keeps the tag and the lines out of the program's hands, by the rules the ro
 - no runner function has a closure (a cell is writable with no audit event) or reads a global, a
   builtin or a module attribute when it runs: what it uses is in its defaults (builtins through
   `Captured`, an immutable tuple of a class made immutable), bound before the program is imported.
-  Rebinding `types.FunctionType` blinded the hook's guard of `__defaults__` (found 2026-12-05);
+  Rebinding `types.FunctionType` blinded the hook's guard of `__defaults__` (found 2026-12-05). A
+  default is only a default: a runner function the program can reach (a method of a class it
+  reaches, a guard installed in a module) keeps any gate in the state it guards, under a constant
+  key, or leaves the privileged call to the hook, so a default handed in changes the caller's own
+  objects only (30th round);
 - the positive lines are signed only for their rightful callers (`outcome`: the result class's
   startTest / addSuccess / stopTest called by unittest's TestCase.run in the real suite, the whole
   chain of calls down from the entry; `from_the_entry`: `finish` called by the entry), checked by
@@ -659,7 +663,7 @@ def _memrl_runner():
     # reaches (the dict's own storage, which exec and class bodies need, is kept in step until the tests start). What the
     # tests' code binds is bound in __main__ too: the solution uses what the tests import, as in one module (gold does).
     # Builtins are the builtins module's, live: tests patch builtins.open and call open themselves.
-    tests_store, tests_open = {}, [True]
+    tests_store = {}  # "\0closed" in it once the tests' module code has run
 
     class TestsGlobals(dict):
         """The tests' globals: read from the runner's store; written only while the tests' module code runs."""
@@ -669,8 +673,8 @@ def _memrl_runner():
         def __getitem__(self, name, _store=tests_store):
             return _store[name]
 
-        def __setitem__(self, name, value, _store=tests_store, _open=tests_open, _main_dict=main_dict, _flag=flag, _c=c):
-            if not _open:
+        def __setitem__(self, name, value, _store=tests_store, _main_dict=main_dict, _flag=flag, _c=c):
+            if "\0closed" in _store:  # kept in the store, by a constant: a `_store` handed in is the caller's own (30th round)
                 _flag("rebinds_the_tests_names")
                 raise _c.TypeError("the tests' names are the ones their code bound")
             _store[name] = value
@@ -678,8 +682,8 @@ def _memrl_runner():
             if name not in ("__builtins__", "__name__", "__file__"):
                 _main_dict[name] = value  # the solution sees what the tests import, as in one module (gold solutions use it)
 
-        def __delitem__(self, name, _store=tests_store, _open=tests_open, _main_dict=main_dict, _flag=flag, _c=c):
-            if not _open:
+        def __delitem__(self, name, _store=tests_store, _main_dict=main_dict, _flag=flag, _c=c):
+            if "\0closed" in _store:
                 _flag("rebinds_the_tests_names")
                 raise _c.TypeError("the tests' names are the ones their code bound")
             del _store[name]
@@ -727,9 +731,10 @@ def _memrl_runner():
         for name, value in _c.list(_main_dict.items()):
             if _c.type(name) is not _c.str or name.startswith("__") or name in _builtins:
                 continue  # the module's own, or a builtin's name: the tests call the builtin
-            if _c.issubclass(_c.type(value), _c.ModuleType) and not _library(value):
-                _flag("fakes_a_module")
-                continue
+            if _c.issubclass(_c.type(value), _c.ModuleType):
+                if not _library(value):
+                    _flag("fakes_a_module")
+                continue  # the tests' part imports again what the code prompt imports (the harness puts its imports there)
             _tests[name] = value
 
     def a_library(code, _c=c, _exact=exact, _folders=library_folders):
@@ -987,6 +992,8 @@ def _memrl_runner():
         _set_attribute=set_attribute,
         _real_path=real_path,
         _save_all=gc.DEBUG_SAVEALL,
+        _set_debug=gc.set_debug,
+        _fix=_imp._fix_co_filename,
         _writing_flags=os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND,
         _frame_attributes=frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"}),
     ):
@@ -1005,7 +1012,8 @@ def _memrl_runner():
             return "recreates_a_builtin_module", None
         if event == "memrl.fix_co_filename":  # gives code another file name: only importlib, for a source file it compiled
             caller = raising.f_back
-            if caller is not None and caller.f_code is _compile_bytecode and _compiling(caller):
+            if caller is not None and caller.f_code is _compile_bytecode and _compiling(caller) and _c.len(args) == 2:
+                _fix(*args)
                 return None, None
             return "disguises_code", _c.PermissionError("_imp._fix_co_filename is importlib's")
         if event in ("marshal.loads", "marshal.load"):  # code objects from bytes: their file name is whatever the bytes say
@@ -1018,7 +1026,10 @@ def _memrl_runner():
             flags = args[0] if args else None
             if _c.type(flags) is not _c.int:
                 return None, _c.TypeError("gc.set_debug takes an int")
-            return ("scans_memory" if flags & _save_all else None), None
+            if flags & _save_all:
+                return "scans_memory", None
+            _set_debug(flags)
+            return None, None
         if event in ("sys.settrace", "sys.setprofile", "sys._current_frames", "sys._current_exceptions"):
             return "inspects_frames", None  # a trace or profile callback is handed every frame (threading.settrace too, as a thread starts)
         if event == "object.__getattr__" or event == "object.__setattr__":
@@ -1169,13 +1180,13 @@ def _memrl_runner():
         return module
 
     # gc.set_debug raises no audit event; DEBUG_SAVEALL put a frame in gc.garbage (twenty-first round): its replacement asks the hook.
-    def guarded_set_debug(flags, _audit=sys.audit, _set=gc.set_debug):
+    # The replacements hold nothing but sys.audit: the hook makes the call (a default is only a default: a caller can hand
+    # the function another, and `_set=gc.set_debug` handed back the original: 30th round's kind).
+    def guarded_set_debug(flags, _audit=sys.audit):
         _audit("memrl.gc_set_debug", flags)
-        _set(flags)
 
-    def fix_co_filename(code, path, _audit=sys.audit, _fix=_imp._fix_co_filename):
-        _audit("memrl.fix_co_filename")
-        _fix(code, path)
+    def fix_co_filename(code, path, _audit=sys.audit):
+        _audit("memrl.fix_co_filename", code, path)
 
     _signal.signal = signal.signal = guarded_signal
     _imp.create_builtin, _imp._fix_co_filename = create_builtin, fix_co_filename
@@ -1231,7 +1242,8 @@ def _memrl_runner():
     # started. The tests' class stays writable (a test may set class data: task 509's does), and a no-op assert the program
     # put there that took itself away when called, within one test part, passed every check (24th round). Pinned as data
     # descriptors, the test instance's dict cannot stand in their place either; the class itself is immutable.
-    test_state = {}  # (id of a test, name): what TestCase keeps on each test (`_outcome`, `_subtest` ...), out of the program's reach
+    # (id of a test, name): what TestCase keeps on each test (`_outcome`, `_subtest` ...), out of the program's reach
+    test_state = {"\0unittest": unittest_code_ids}
     state_names = frozenset(vars(real_case()))  # what TestCase.__init__ sets
 
     class Pin(tuple):
@@ -1269,8 +1281,9 @@ def _memrl_runner():
             except _c.KeyError:
                 raise _c.AttributeError(self[0]) from None
 
-        def __set__(self, instance, value, _state=test_state, _unittest=unittest_code_ids, _flag=flag, _c=c):
-            if _c.id(_c.getframe(1).f_code) not in _unittest:
+        def __set__(self, instance, value, _state=test_state, _flag=flag, _c=c):
+            # the codes allowed are in the state itself, under a constant: a `_state` handed in is the caller's own (30th round)
+            if _c.id(_c.getframe(1).f_code) not in _state["\0unittest"]:
                 _flag("replaces_test_machinery")
                 raise _c.AttributeError(f"{self[0]} is TestCase's own")
             _state[(_c.id(instance), self[0])] = value
@@ -1328,8 +1341,14 @@ def _memrl_runner():
         _test_function=test_function,
         _function_of=function_of,
         _pinned=pinned_classes,
+        _tests_globals=tests_globals,
+        _builtins=builtins,
     ):
-        """The test class holds the tests' code and unittest's, nothing of the solution's, and no machinery but the tests' own."""
+        """The test class holds the tests' code and unittest's, nothing of the solution's, and no machinery but the tests' own;
+        the tests' namespace's own storage still names the builtins module (a function made as a test runs, a 3.11
+        comprehension, takes its builtins from there: a fake put there answered every isinstance, 30th round)."""
+        if _c.dict.get(_tests_globals, "__builtins__") is not _builtins:
+            _flag("rebinds_the_tests_names")
         if _c.type(cases) is not _c.type or _real_case not in cases.__mro__:
             _flag("replaces_test_machinery")
             return
@@ -1524,7 +1543,6 @@ def _memrl_runner():
         _tests_source=tests_source,
         _tests=tests_globals,
         _tests_store=tests_store,
-        _tests_open=tests_open,
         _give=give_the_tests,
         _path=path,
         _compile=compile,
@@ -1551,7 +1569,7 @@ def _memrl_runner():
             _exec(_compile(_solution, _path, "exec"), _c.module_dict(_main))
             _give()
             _exec(_compile(_tests_source, _path, "exec"), _tests)
-            _tests_open.clear()
+            _tests_store["\0closed"] = True
             _check_modules(loaded_before)
             _check_signals()
             cases = _tests_store["TestCases"]

@@ -370,7 +370,25 @@ class TestCases(unittest.TestCase):
 CALLS_FIRST["builtins_shadowed.py"] = TEST_ADD.replace(
     "self.assertEqual(task_func(2, 3), 5)", "self.assertTrue(all([task_func(2, 3) == 5]))"
 ).replace("self.assertEqual(task_func(-2, -3), -5)", "self.assertTrue(any([task_func(-2, -3) == -5]))")
-RIGHT = {"module_views.py": "import numpy as np\ndef task_func(a, b):\n    return np.array([a + b])\n"}
+# the 30th round's: np and pd that the tests use without importing them (the code prompt does), and the runner's guards
+# called with another default
+UNIMPORTED = """import unittest
+class TestCases(unittest.TestCase):
+    def test_small(self):
+        np.testing.assert_array_equal(task_func(2, 3), np.array([5]))
+    def test_negative(self):
+        pd.testing.assert_frame_equal(task_func(-2, -3), pd.DataFrame({"a": [-5]}))
+"""
+CALLS_FIRST |= {"library_named_views.py": UNIMPORTED, "stand_in_np.py": UNIMPORTED}
+CALLS_FIRST |= dict.fromkeys(("store_keyword.py", "gc_keyword.py", "fix_co_filename_keyword.py"), CALLS_FIRST["main_global_patch.py"])
+RIGHT = {
+    "module_views.py": "import numpy as np\ndef task_func(a, b):\n    return np.array([a + b])\n",
+    **dict.fromkeys(
+        ("library_named_views.py", "stand_in_np.py"),
+        "import numpy as np\nimport pandas as pd\ndef task_func(a, b):\n"
+        "    return np.array([a + b]) if a > 0 else pd.DataFrame({'a': [a + b]})\n",
+    ),
+}
 CALLS_FIRST["subtest_cell.py"] = CALLS_FIRST["fake_subtest_outcome.py"]
 CALLS_FIRST["patch_exit_stack.py"] = CALLS_FIRST["patchings_swallow.py"]
 
@@ -390,6 +408,11 @@ CALLS_FIRST["patch_exit_stack.py"] = CALLS_FIRST["patchings_swallow.py"]
         ("main_global_patch.py", None),  # the tests' names are their own (29a)
         ("module_views.py", None),
         ("builtins_shadowed.py", None),
+        ("store_keyword.py", None),  # a default is the caller's to hand: the gates are in the state they guard (30a)
+        ("gc_keyword.py", None),
+        ("fix_co_filename_keyword.py", None),
+        ("library_named_views.py", None),  # the code prompt's imports run again in the tests' part (30a)
+        ("stand_in_np.py", None),
     ],
 )
 def test_bigcodebench_a_test_calls_the_functions_its_class_had_as_it_started(
@@ -406,7 +429,10 @@ def test_bigcodebench_a_test_calls_the_functions_its_class_had_as_it_started(
     folder = tmp_path / "bigcodebench"
     folder.mkdir()
     with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
-        out.write(json.dumps(record(0, ["numpy"] if program in RIGHT else ["math"], test=CALLS_FIRST[program])) + "\n")
+        task = record(0, ["numpy", "pandas"] if program in RIGHT else ["math"], test=CALLS_FIRST[program])
+        if CALLS_FIRST[program] is UNIMPORTED:
+            task["code_prompt"] = "import numpy as np\nimport pandas as pd\n" + task["code_prompt"]
+        out.write(json.dumps(task) + "\n")
     (folder / "full_seed123.json").write_text(json.dumps({"seed": 1, "train_ids": [], "val_ids": ["BigCodeBench/0"]}))
     monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
     settings = {"data_dir": str(folder), "timeout_s": 20, "isolation": isolation, "exclude_gold_failures": False}
@@ -1620,8 +1646,10 @@ def test_bigcodebench_a_module_of_the_answers_in_a_librarys_place_is_flagged(tmp
     pytest.importorskip("numpy", reason="needs numpy, which BigCodeBench's tasks import")
     folder = tmp_path / "bigcodebench"
     folder.mkdir()
+    task = record(55, ["numpy"], canonical=RIGHT_NUMPY.split("\n", 1)[1], test=TEST_NUMPY_UNIMPORTED)
+    task["code_prompt"] = "import numpy as np\n" + task["code_prompt"]  # as task 55's: the tests use its `np`
     with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
-        out.write(json.dumps(record(55, ["numpy"], canonical=RIGHT_NUMPY.split("\n", 1)[1], test=TEST_NUMPY_UNIMPORTED)) + "\n")
+        out.write(json.dumps(task) + "\n")
     (folder / "full_seed123.json").write_text(json.dumps({"seed": 1, "train_ids": ["BigCodeBench/55"], "val_ids": []}))
     monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
     env = BigCodeBenchEnv(

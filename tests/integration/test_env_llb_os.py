@@ -282,6 +282,12 @@ def test_another_name_for_root_in_the_user_database_is_flagged():
             sandbox.run(f"touch /tmp/f && {forged}")
             check = sandbox.check("stat -c %U /tmp/f")
         assert check.result.output.strip() == "appuser" and check.system_changes.get("renamed_superuser") == ["/etc/passwd"], check
+    for folder in ("/etc/userdb", "/usr/local/lib/userdb"):  # the 27th round: systemd's JSON user records (nsswitch: systemd)
+        record = '{"userName": "webadmin", "uid": 0, "gid": 0, "homeDirectory": "/root", "shell": "/bin/bash"}'
+        with Sandbox(Limits(timeout_s=20)) as sandbox:
+            sandbox.run(f"mkdir -p {folder} && echo '{record}' > {folder}/webadmin.user && touch /tmp/f")
+            check = sandbox.check("stat -c %U /tmp/f")
+        assert check.system_changes.get("renamed_superuser") == [f"{folder}/webadmin.user"], check
     with Sandbox(Limits(timeout_s=20)) as sandbox:  # a user made as tasks make them is no change of the kind
         sandbox.run("useradd -m appuser && touch /tmp/f && chown appuser /tmp/f")
         check = sandbox.check("stat -c %U /tmp/f")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import json
 import os
 import stat
 from dataclasses import dataclass
@@ -67,6 +68,9 @@ CHECK_ENV = {
 # where user and group names come from (no LLB-OS task gives uid or gid 0 another name; the ninth independent round
 # forged an ownership check that way)
 _USER_DATABASES = ("/etc/passwd", "/etc/group")
+# systemd's JSON user and group records (nsswitch's `systemd` source reads them): a record with uid or gid 0 gave root's
+# ids a second name (the twenty-seventh round: /etc/userdb/webadmin.user, also under /usr/local/lib/userdb)
+_USER_RECORDS = ("/etc/userdb", "/run/userdb", "/run/host/userdb", "/usr/local/lib/userdb", "/usr/lib/userdb")
 # Python start-up files in the users' site-packages (which a command run as a user, sudo's reset environment, would start).
 _USER_SITES = ("/root/.local/lib/python*/site-packages", "/home/*/.local/lib/python*/site-packages")
 
@@ -151,11 +155,29 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
         with contextlib.suppress(OSError), open(_as_seen(upper, database), encoding="utf-8", errors="replace") as lines:
             if any(fields[0] != "root" and _is_zero(fields[2:3]) for fields in (line.split(":") for line in lines)):
                 found.setdefault("renamed_superuser", []).append(database)
+    for folder in _USER_RECORDS:
+        for entry in sorted(glob.glob(f"{upper}{folder}/*")):
+            if _names_root(entry):
+                found.setdefault("renamed_superuser", []).append(entry[len(upper) :])
     for pattern in _USER_SITES:
         for entry in sorted(glob.glob(f"{upper}{pattern}/*")):
             if _is_startup_hook(os.path.basename(entry)) and not os.path.isdir(entry):
                 found.setdefault("python_startup_hook", []).append(entry[len(upper) :])
     return found
+
+
+def _names_root(record: str) -> bool:
+    """Whether a JSON user or group record the episode wrote gives uid or gid 0 a name other than root (or cannot be read:
+    systemd may read what Python does not)."""
+    try:
+        with open(record, encoding="utf-8", errors="replace") as file:
+            data = json.loads(file.read(1 << 20))
+    except (OSError, ValueError, RecursionError):
+        return not os.path.isdir(record)
+    if not isinstance(data, dict):
+        return True
+    name = data.get("userName", data.get("groupName"))
+    return any(isinstance(data.get(key), int) and data.get(key) == 0 for key in ("uid", "gid")) and name != "root"
 
 
 def _is_zero(field: list[str]) -> bool:
