@@ -410,18 +410,22 @@ def _memrl_runner():
     # Entered for an outcome of another class (one whose executor enters this one and swallows the exception inside it):
     # flagged at once. A class of the runner's, not a generator under contextlib.contextmanager: that one's closure cell,
     # which anyone holding the function can set, held the runner's generator (28th round).
+    def check_the_part(test_case, _check=check_the_instance, _c=c, _tests=None):  # check_the_tests, bound below once made
+        """As a part starts and as it ends: the test instance, and the tests' class (a subtest's test's)."""
+        _check(test_case)
+        _tests(_c.type(_c.getattr(test_case, "test_case", test_case)))
+
     class Part(tuple):
         """(outcome, test case, unittest's own executor for the part): one part of a test."""
 
         __slots__ = ()
 
-        def __enter__(self, _part=part_run, _flag=flag, _check=check_the_instance, _outcome_class=Outcome, _c=c, _tests=None):
+        def __enter__(self, _part=part_run, _flag=flag, _check=check_the_part, _outcome_class=Outcome, _c=c):
             outcome, test_case, inner = self
             _part()
             if _c.type(outcome) is not _outcome_class:
                 _flag("skips_the_runners_checks")
             _check(test_case)
-            _tests(_c.type(_c.getattr(test_case, "test_case", test_case)))  # a subtest's test
             _c.type(inner).__enter__(inner)
 
         def __exit__(
@@ -432,9 +436,8 @@ def _memrl_runner():
             _stop=unittest.case._ShouldStop,
             _failed=failed,
             _flag=flag,
-            _check=check_the_instance,
+            _check=check_the_part,
             _c=c,
-            _tests=None,
         ):
             outcome, test_case, inner = self
             if kind is not None:
@@ -443,9 +446,7 @@ def _memrl_runner():
                     _flag("stops_unittest")
                     error = _c.RuntimeError("unittest's _ShouldStop raised by the code under test")
                     kind, trace = _c.RuntimeError, None
-            # a change to the tests' class made within the part and undone after it (the 27th round's) is seen here
-            _check(test_case)
-            _tests(_c.type(_c.getattr(test_case, "test_case", test_case)))
+            _check(test_case)  # a change to the tests' class made within the part and undone after it (27th round) is seen here
             return _c.type(inner).__exit__(inner, kind, error, trace)
 
     def part_executor(
@@ -1364,8 +1365,7 @@ def _memrl_runner():
                     _flag("replaces_test_machinery")
 
     # The executor is made before unittest is watched (it is in _Outcome's place there), so before check_the_tests.
-    for method in (vars(Part)["__enter__"], vars(Part)["__exit__"]):
-        method.__defaults__ = method.__defaults__[:-1] + (check_the_tests,)
+    check_the_part.__defaults__ = check_the_part.__defaults__[:-1] + (check_the_tests,)
 
     def name_of(test, _c=c, _exact=exact):
         name = _exact(_c.getattr(test, "_testMethodName", ""))
