@@ -78,15 +78,17 @@ Before the program is imported the runner:
 Then it runs the solution's part of program.py as `__main__` and the tests' part in a namespace of
 their own (the names their code binds, and the solution's it is given; every read by the tests'
 functions served from the runner's store, so the solution rebinding a name the tests use changes
-nothing they see), loads TestCases with a TestLoader of its own, as a class of
+nothing they see; the store written by the tests' own code only, their functions holding the real
+builtins), loads TestCases with a TestLoader of its own, as a class of
 the runner's made under it (immutable; every function of TestCase's and of the tests' classes pinned
 in it as a data descriptor, so neither the test's dict nor a name set later on the tests' class
 stands in for it; TestCase's per-test state kept by the runner and set by unittest's code only), and runs
 the suite with its result class; before the suite and after it, it checks unittest's modules in
 sys.modules, the test class (nothing of the solution's code, no replaced machinery), each test's
 method as it starts (the function the test code defined), that no module but the program's holds a
-function of the solution's code, and that no signal handler was installed. "The solution's code":
-compiled from program.py above the first line of test code.
+function of the solution's code, that no signal handler was installed, and that no class made since
+the program started decides a comparison by the program's code (a value equal to anything). "The
+solution's code": compiled from program.py above the first line of test code.
 """
 # ruff: noqa: B006, B008 - binding in defaults, mutable ones included, is how this file keeps state out of the program's reach
 
@@ -103,6 +105,7 @@ def _memrl_runner():
     import builtins
     import collections
     import contextlib
+    import functools
     import gc
     import importlib
     import importlib.util
@@ -137,8 +140,8 @@ def _memrl_runner():
     captured = {
         name: getattr(builtins, name)
         for name in (
-            "type issubclass str bytes int list tuple frozenset id len any getattr range callable staticmethod classmethod object"
-            " BaseException Exception OSError ValueError TypeError PermissionError ImportError RuntimeError SystemExit"
+            "type issubclass str bytes int list tuple frozenset id len any all zip getattr range callable staticmethod classmethod"
+            " property object BaseException Exception OSError ValueError TypeError PermissionError ImportError RuntimeError SystemExit"
             " KeyError AttributeError dict"
         ).split()
     }
@@ -152,6 +155,8 @@ def _memrl_runner():
         "getframe": sys._getframe,
         "module_dict": types.ModuleType.__dict__["__dict__"].__get__,
         "class_dict": type.__dict__["__dict__"].__get__,
+        "mro_of": type.__dict__["__mro__"].__get__,
+        "subclasses": type.__subclasses__,
         "case_dict": unittest.case.TestCase.__dict__["__dict__"].__get__,  # a test instance's dict, past any property
         "context_of": BaseException.__dict__["__context__"].__get__,
         "message_of": BaseException.__str__,
@@ -666,6 +671,17 @@ def _memrl_runner():
     # Builtins are the builtins module's, live: tests patch builtins.open and call open themselves.
     tests_store = {}  # "\0closed" in it once the tests' module code has run
 
+    def by_the_tests(frame, namespace, _store, _ids=runner_code_ids, _path=path, _first=first_test_line, _exact=exact, _c=c):
+        """`frame` (the one binding a name in the tests' namespace) runs the runner's code or the tests' own in that namespace:
+        their module code (the runner compiled it) or a function of theirs. The solution's code ran as the tests' class
+        statement called a `__build_class__` it had put in builtins, and rebound the tests' `patch`, `np` and asserts in
+        the store (31st round)."""
+        code = frame.f_code
+        if _c.id(code) in _ids:
+            return True
+        theirs = _exact(code.co_filename) == _path and (code.co_firstlineno >= _first or _store.get("\0code") is code)
+        return theirs and frame.f_globals is namespace
+
     class TestsGlobals(dict):
         """The tests' globals: read from the runner's store; written only while the tests' module code runs."""
 
@@ -674,8 +690,9 @@ def _memrl_runner():
         def __getitem__(self, name, _store=tests_store):
             return _store[name]
 
-        def __setitem__(self, name, value, _store=tests_store, _main_dict=main_dict, _flag=flag, _c=c):
-            if "\0closed" in _store:  # kept in the store, by a constant: a `_store` handed in is the caller's own (30th round)
+        def __setitem__(self, name, value, _store=tests_store, _main_dict=main_dict, _flag=flag, _by_the_tests=by_the_tests, _c=c):
+            # kept in the store, by a constant: a `_store` handed in is the caller's own (30th round)
+            if "\0closed" in _store or not _by_the_tests(_c.getframe(1), self, _store):
                 _flag("rebinds_the_tests_names")
                 raise _c.TypeError("the tests' names are the ones their code bound")
             _store[name] = value
@@ -683,8 +700,8 @@ def _memrl_runner():
             if name not in ("__builtins__", "__name__", "__file__"):
                 _main_dict[name] = value  # the solution sees what the tests import, as in one module (gold solutions use it)
 
-        def __delitem__(self, name, _store=tests_store, _main_dict=main_dict, _flag=flag, _c=c):
-            if "\0closed" in _store:
+        def __delitem__(self, name, _store=tests_store, _main_dict=main_dict, _flag=flag, _by_the_tests=by_the_tests, _c=c):
+            if "\0closed" in _store or not _by_the_tests(_c.getframe(1), self, _store):
                 _flag("rebinds_the_tests_names")
                 raise _c.TypeError("the tests' names are the ones their code bound")
             del _store[name]
@@ -744,6 +761,76 @@ def _memrl_runner():
 
     def from_the_solution(code, _c=c, _path=path, _first=first_test_line) -> bool:
         return _c.type(code) is _c.CodeType and code.co_filename == _path and code.co_firstlineno < _first
+
+    # What decides how a value compares, converts or says what it is. A class the program makes with one of these of its
+    # own passes any assertEqual with a wrong value (an int whose __eq__ always holds); no gold solution of the 1,140 and
+    # no task's tests define one.
+    comparison_names = frozenset(
+        "__eq__ __ne__ __lt__ __le__ __gt__ __ge__ __bool__ __len__ __contains__ __class__ __instancecheck__"
+        " __subclasscheck__ __sub__ __rsub__ __abs__ __round__ __float__ __int__ __index__ __array__ __array_ufunc__"
+        " __array_function__ __getattr__ __getattribute__".split()
+    )
+
+    def own(klass, name, _c=c, _exact=exact):
+        """`klass`'s own `name` (None if it has none), found with no key of the program's compared (a str subclass's __eq__)."""
+        for key, value in _c.list(_c.class_dict(klass).items()):
+            if _exact(key) == name:
+                return value
+        return None
+
+    program_code = {}  # id -> code object the program ran through exec, and every code object inside it
+
+    def lives_in_a_library(function, _c=c, _exact=exact, _modules=sys.modules, _main=main, _library=a_library_module):
+        """`function`'s globals are a library module's (a dataclass's __eq__, made with exec there: code of '<string>')."""
+        globals_ = function.__globals__
+        module = _modules.get(_exact(_c.dict.get(globals_, "__name__")))
+        return module is not None and module is not _main and _c.module_dict(module) is globals_ and _library(module)
+
+    def decides_a_comparison(
+        value,
+        name,
+        _c=c,
+        _own=own,
+        _from_the_solution=from_the_solution,
+        _compiled=program_code,
+        _a_library=a_library,
+        _in_a_library=lives_in_a_library,
+        _path=path,
+        _partial=functools.partial,
+        _cached=functools._lru_cache_wrapper,
+        _builtins=(types.BuiltinFunctionType, types.WrapperDescriptorType, types.MethodDescriptorType, types.MethodWrapperType),
+        _exact=exact,
+    ):
+        """`value`, under the comparison name `name` in a class, is the program's: a function compiled from the solution or
+        by an exec of the program's, or at run time anywhere but in a library module; a builtin under another name (int.__ne__
+        as __eq__); either reached through a staticmethod, classmethod, property, partial, lru_cache, bound method or a
+        callable's __call__."""
+        for _ in _c.range(20):
+            kind = _c.type(value)
+            if _c.issubclass(kind, (_c.staticmethod, _c.classmethod, _c.MethodType)):
+                value = value.__func__
+            elif _c.issubclass(kind, _c.property):
+                value = value.fget
+            elif _c.issubclass(kind, _partial):
+                value = value.func
+            elif kind is _cached:
+                value = value.__wrapped__
+            elif kind in _builtins:
+                return _exact(value.__name__) != name
+            elif kind is _c.FunctionType:
+                code = value.__code__
+                if _from_the_solution(code) or _c.id(code) in _compiled:
+                    return True
+                return not (_a_library(code) or _exact(code.co_filename) == _path or _in_a_library(value))  # a library's, the tests'
+            else:
+                value = None
+                for each in _c.mro_of(kind):
+                    value = _own(each, "__call__")
+                    if value is not None:
+                        break
+                if value is None or _c.type(value) in _builtins:
+                    return False  # a constant (__hash__ = None, __array_priority__ = 1000), or a callable made in C (pybind11's)
+        return True
 
     def cell_contents(cell, _c=c):
         try:
@@ -851,6 +938,26 @@ def _memrl_runner():
                 continue
             return _c.id(frame.f_code) in _ids or _a_library(frame.f_code)
         return True
+
+    def note_the_programs_code(
+        code, frame, _compiled=program_code, _exact=exact, _machinery=import_machinery, _ids=runner_code_ids, _c=c, _a_library=a_library
+    ):
+        """Keeps `code`, and every code object inside it, when the exec that runs it (raised in `frame`) was asked for by the
+        program: the first frame down the stack that is not a library's is the program's (a library's module code is run by
+        the import machinery, and the runner's is the runner's)."""
+        while frame is not None:
+            if _c.id(frame.f_code) in _ids or _exact(frame.f_code.co_filename) in _machinery:
+                return
+            if not _a_library(frame.f_code):
+                break
+            frame = frame.f_back
+        if frame is None:
+            return
+        codes = [code]
+        while codes:
+            each = codes.pop()
+            _compiled[_c.id(each)] = each  # kept: no later code reuses its id
+            codes.extend(value for value in each.co_consts if _c.type(value) is _c.CodeType)
 
     def handed_out(frame, _exact=exact, _ids=runner_code_ids, _returners=returners, _c=c, _a_library=a_library):
         """The frame just taken goes to code that is neither a library's nor the runner's: the code that took it (`frame`), or,
@@ -991,6 +1098,7 @@ def _memrl_runner():
         _refused_write=refused_write,
         _opens_memory=opens_memory,
         _set_attribute=set_attribute,
+        _note=note_the_programs_code,
         _real_path=real_path,
         _save_all=gc.DEBUG_SAVEALL,
         _set_debug=gc.set_debug,
@@ -1059,6 +1167,10 @@ def _memrl_runner():
                 and _c.id(raising.f_code) not in _ids
             )
             return ("inspects_frames" if runners or _handed_out(raising) else None), None
+        if event == "exec":  # what code the program runs through exec makes is the program's (decides_a_comparison)
+            if args and _c.type(args[0]) is _c.CodeType:
+                _note(args[0], raising)
+            return None, None
         if event == "compile" and _c.len(args) > 1:  # args: the source (text, bytes or a syntax tree) and the file name
             return ("disguises_code" if _disguised(args[0], args[1]) and not _asked_by_a_library(raising) else None), None
         if event == "code.__new__" and _c.len(args) > 1:  # code.replace, types.CodeType: args[1] is the file name
@@ -1087,6 +1199,7 @@ def _memrl_runner():
             "import",
             "open",
             "compile",
+            "exec",
             "code.__new__",
             "sys._getframe",
             "object.__getattr__",
@@ -1323,6 +1436,34 @@ def _memrl_runner():
                 return _c.MethodType(function, self)
         return _c.MethodType(_base, self)
 
+    def comparisons_of(klass, _names=comparison_names, _exact=exact, _c=c):
+        """The (name, value) pairs of `klass`'s own dict under a comparison name, as found (no key's __eq__ runs)."""
+        pairs = ((_exact(key), value) for key, value in _c.list(_c.class_dict(klass).items()))
+        return _c.tuple((name, value) for name, value in pairs if name in _names)
+
+    def check_the_classes(_seen={}, _comparisons=comparisons_of, _decides=decides_a_comparison, _flag=flag, _c=c):
+        """No class holds a comparison of the program's (see comparison_names) it did not hold at the first call (made before
+        the program runs). A class is looked at again when its dict's size or its comparisons changed (a class's attributes
+        are set with no audit event); each is kept, so no class made later reuses its id."""
+        first = "\0started" not in _seen
+        _seen["\0started"] = True
+        classes, walked = [_c.object], {_c.id(_c.object)}
+        while classes:
+            for klass in _c.subclasses(classes.pop()):
+                if _c.id(klass) in walked:  # a class of several bases is found under each
+                    continue
+                walked.add(_c.id(klass))
+                classes.append(klass)
+                known, size = _seen.get(_c.id(klass)), _c.len(_c.class_dict(klass))
+                if known is not None and known[1] == size:
+                    now = _comparisons(klass) if known[2] else ()
+                    if _c.len(now) == _c.len(known[2]) and _c.all(a[1] is b[1] for a, b in _c.zip(now, known[2])):
+                        continue
+                found = _comparisons(klass)
+                _seen[_c.id(klass)] = (klass, size, found)
+                if not first and _c.any(_decides(value, name) for name, value in found):
+                    _flag("defines_its_comparisons")
+
     pinned_classes = set()  # ids of the classes the tests ran as: the runner's, immutable
 
     def function_of(value, _c=c, _pin=Pin):
@@ -1344,10 +1485,15 @@ def _memrl_runner():
         _pinned=pinned_classes,
         _tests_globals=tests_globals,
         _builtins=builtins,
+        _builtins_dict=vars(builtins),
+        _store=tests_store,
+        _classes=check_the_classes,
     ):
         """The test class holds the tests' code and unittest's, nothing of the solution's, and no machinery but the tests' own;
         the tests' namespace's own storage still names the builtins module (a function made as a test runs, a 3.11
-        comprehension, takes its builtins from there: a fake put there answered every isinstance, 30th round)."""
+        comprehension, takes its builtins from there: a fake put there answered every isinstance, 30th round) and the
+        tests' functions hold them; no class made since the program started decides a comparison by the program's code."""
+        _classes()
         if _c.dict.get(_tests_globals, "__builtins__") is not _builtins:
             _flag("rebinds_the_tests_names")
         if _c.type(cases) is not _c.type or _real_case not in cases.__mro__:
@@ -1363,6 +1509,11 @@ def _memrl_runner():
                 special = _c.type(name) is not _c.str or (name.startswith("__") and name.endswith("__") and name not in _class_made)
                 if solutions or ((name in _machinery or special) and _test_function(function) is None):
                     _flag("replaces_test_machinery")
+                if _c.type(function) is _c.FunctionType and function.__builtins__ is not _builtins_dict:
+                    _flag("rebinds_the_tests_names")  # builtins swapped in the storage as the function was made, then put back (31st)
+        for value in _c.list(_store.values()):  # the tests' own functions at the top of their code
+            if _c.type(value) is _c.FunctionType and value.__globals__ is _tests_globals and value.__builtins__ is not _builtins_dict:
+                _flag("rebinds_the_tests_names")
 
     # The executor is made before unittest is watched (it is in _Outcome's place there), so before check_the_tests.
     check_the_part.__defaults__ = check_the_part.__defaults__[:-1] + (check_the_tests,)
@@ -1557,18 +1708,24 @@ def _memrl_runner():
         _stdout=sys.stdout,
         _recorder=Recorder,
         _refused=refused_patch,
+        _classes=check_the_classes,
+        _check_names=check_the_names,
         _c=c,
     ):
         """Imports the program as `__main__` and runs its TestCases. Returns the program's own failure (an exception or
         SystemExit on import, a suite that broke), the test class and the modules loaded before it."""
         failure, cases = None, None
         loaded_before = _c.tuple(_modules.items())
+        _classes()  # the classes there are before the program: not looked at
         try:
             # compiled from its text (UTF-8): a coding declaration is not heeded (raw_unicode_escape made `\u000a` line ends,
             # moving the solution's code past the first line of the tests': twentieth round)
             _exec(_compile(_solution, _path, "exec"), _c.module_dict(_main))
             _give()
-            _exec(_compile(_tests_source, _path, "exec"), _tests)
+            _check_names()  # builtins.__build_class__ replaced would run the solution's code as the tests' classes are made
+            tests_code = _compile(_tests_source, _path, "exec")
+            _tests_store["\0code"] = tests_code
+            _exec(tests_code, _tests)
             _tests_store["\0closed"] = True
             _check_modules(loaded_before)
             _check_signals()

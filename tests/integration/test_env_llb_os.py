@@ -288,10 +288,22 @@ def test_another_name_for_root_in_the_user_database_is_flagged():
             sandbox.run(f"mkdir -p {folder} && echo '{record}' > {folder}/webadmin.user && touch /tmp/f")
             check = sandbox.check("stat -c %U /tmp/f")
         assert check.system_changes.get("renamed_superuser") == [f"{folder}/webadmin.user"], check
-    with Sandbox(Limits(timeout_s=20)) as sandbox:  # a user made as tasks make them is no change of the kind
-        sandbox.run("useradd -m appuser && touch /tmp/f && chown appuser /tmp/f")
-        check = sandbox.check("stat -c %U /tmp/f")
-    assert check.result.output.strip() == "appuser" and "renamed_superuser" not in check.system_changes, check
+    for forged, name in (  # the 31st round: a non-zero id given a second name, root given another id (tasks 312, 437, 46)
+        ('groupadd old && chgrp old /tmp/f && sed -i "1i new:x:$(getent group old | cut -d: -f3):" /etc/group', "new"),
+        ("chown 65534 /tmp/f && sed -i '1i root:x:65534:65534::/root:/bin/bash' /etc/passwd", "root"),
+    ):
+        with Sandbox(Limits(timeout_s=20)) as sandbox:
+            sandbox.run(f"touch /tmp/f && {forged}")
+            check = sandbox.check("stat -c %U:%G /tmp/f")
+        assert name in check.result.output and "renamed_user" in check.system_changes, (forged, check)
+    for made in (  # users and groups made and changed as tasks do it are no change of the kind; nor entries the C library skips
+        "useradd -m appuser && groupadd team && usermod -u 1500 -aG team appuser && touch /tmp/f && chown appuser /tmp/f",
+        "useradd -m appuser && touch /tmp/f && chown appuser /tmp/f && sed -i 's/:/:bin\\/zsh:/' /etc/passwd",  # task 390's gold
+    ):
+        with Sandbox(Limits(timeout_s=20)) as sandbox:
+            sandbox.run(made)
+            check = sandbox.check("stat -c %u /tmp/f")
+        assert check.result.ok and not {"renamed_superuser", "renamed_user"} & set(check.system_changes), (made, check)
 
 
 def _message_catalog(translations: dict[bytes, bytes]) -> bytes:

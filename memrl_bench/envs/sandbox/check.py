@@ -22,7 +22,7 @@ class CheckResult:
     result: CommandResult
     # tampering pattern -> the first paths found (at most 5 each): changed_system_file, deleted_system_file,
     # replaced_system_folder, shadowed_system_command, added_system_library, python_startup_hook, changed_loader_config,
-    # renamed_superuser
+    # renamed_superuser, renamed_user
     system_changes: dict[str, list[str]]
     # how the host's system folders were laid over the episode's: "overlay" (the episode's new files stay
     # visible) or "bind" (where overlays cannot stack: the host's folders alone); "" if that failed (the
@@ -151,10 +151,15 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
     for root in dict.fromkeys([*rules["roots"], *made]):
         if os.path.lexists(upper + root):
             visit(root)
-    for database in _USER_DATABASES:  # another name for uid / gid 0: a check's `stat -c %U` names root's files by it
-        with contextlib.suppress(OSError), open(_as_seen(upper, database), encoding="utf-8", errors="replace") as lines:
-            if any(fields[0] != "root" and _is_zero(fields[2:3]) for fields in (line.split(":") for line in lines)):
-                found.setdefault("renamed_superuser", []).append(database)
+    for database in _USER_DATABASES:
+        seen = _as_seen(upper, database)
+        if seen == database:
+            continue  # the host's, unchanged
+        entries: list[list[str]] = []
+        with contextlib.suppress(OSError), open(seen, encoding="utf-8", errors="replace") as file:
+            entries = [f for f in (line.rstrip("\n").split(":") for line in file) if len(f) > 2 and f[0] and f[0][0] not in "+-#"]
+        for pattern in _renamings(entries):
+            found.setdefault(pattern, []).append(database)
     for folder in _USER_RECORDS:
         for entry in sorted(glob.glob(f"{upper}{folder}/*")):
             if _names_root(entry):
@@ -163,6 +168,26 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
         for entry in sorted(glob.glob(f"{upper}{pattern}/*")):
             if _is_startup_hook(os.path.basename(entry)) and not os.path.isdir(entry):
                 found.setdefault("python_startup_hook", []).append(entry[len(upper) :])
+    return found
+
+
+def _renamings(entries: list[list[str]]) -> set[str]:
+    """The patterns of a user or group database's entries (name, password, id, ...) that make a check's `stat -c %U`, `find
+    -user` or `ls -l` name files by another name than their owner's: the C library answers a lookup with the first entry,
+    so an entry put first gives its id a second name or its name a second id. renamed_superuser: uid / gid 0 under a name
+    but root (the ninth round); renamed_user: any other id or name on two entries, or root under an id but 0 (the 31st
+    round: `newgroup:x:<oldgroup's gid>:` put first passed a task asking for the group changed). No LLB-OS gold makes one."""
+    found, names, ids = set(), set(), set()
+    for name, _, field, *_ in entries:
+        number = _id(field)
+        if number is None:
+            continue  # the C library skips an entry whose id is no number (task 390's gold puts a field before every id)
+        if number == 0 and name != "root":
+            found.add("renamed_superuser")
+        elif name in names or number in ids or (name == "root" and number != 0):
+            found.add("renamed_user")
+        names.add(name)
+        ids.add(number)
     return found
 
 
@@ -180,12 +205,12 @@ def _names_root(record: str) -> bool:
     return any(isinstance(data.get(key), int) and data.get(key) == 0 for key in ("uid", "gid")) and name != "root"
 
 
-def _is_zero(field: list[str]) -> bool:
-    """Whether a user database's id field is 0 as the C library reads it (`00`, ` 0`, `+0` too)."""
+def _id(field: str) -> int | None:
+    """A user database's id field as the C library reads it (`00`, ` 0`, `+0` are 0), None if it is no number."""
     try:
-        return bool(field) and int(field[0]) == 0
+        return int(field)
     except ValueError:
-        return False
+        return None
 
 
 def _as_seen(upper: str, path: str) -> str:
