@@ -25,7 +25,7 @@ import pandas as pd
 
 from memrl_bench.core.config import NOT_RESULTS, InputError, KeyRole, role_of
 from memrl_bench.core.records import RunRecords, read_run
-from memrl_bench.core.runfolder import MANIFEST, CorruptRunFolderError, replacing, run_folders
+from memrl_bench.core.runfolder import MANIFEST, CorruptRunFolderError, damaged_by_writing, replacing, run_folders
 from memrl_bench.core.schema import Episode
 
 USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "retries", "failures", "latency_s")
@@ -229,9 +229,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         runs = read_runs(args.results_dir)
         out = args.out if args.out is not None else args.results_dir / "export"
-        for _, run in runs:  # a file written there would make every reader refuse the run as damaged
-            if out.resolve() == run.path.resolve() or out.resolve().is_relative_to(run.path.resolve() / "memory"):
-                raise ExportInputError(f"{out} is the run folder {run.path} or inside its memory snapshots; choose another --out")
+        if (run := damaged_by_writing(out)) is not None:
+            raise ExportInputError(f"{out} is the run folder {run} or inside its memory snapshots; choose another --out")
         written = write_table(episodes_frame(runs), out, "episodes")
         if args.retrievals:
             written += write_table(retrievals_frame(runs), out, "retrievals")

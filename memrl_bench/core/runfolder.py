@@ -427,12 +427,16 @@ class RunFolder:
             if not raw.endswith(b"\n"):
                 return records, True
             try:
-                records.append(parse_json(raw, strict=True))
+                record = parse_json(raw, strict=True)
             except UnreadableJSONError as err:
+                record = err
+            if not isinstance(record, dict):  # `[]`, `1`, `null`: JSON, but no record (a traceback in every reader: 32nd round)
+                reason = record if isinstance(record, UnreadableJSONError) else "a JSON value that is not an object"
                 raise CorruptRunFolderError(
-                    f"{self.episodes_path} line {number} is not valid JSON ({err}); only a torn last line comes from a crash, so this "
-                    "folder was edited or damaged"
-                ) from None
+                    f"{self.episodes_path} line {number} is not valid JSON ({reason}); only a torn last line comes from a crash, so "
+                    "this folder was edited or damaged"
+                )
+            records.append(record)
         return records, False
 
     def truncate_to_batches(self, expected_size: Callable[[tuple], int | None]) -> list[dict]:
@@ -569,11 +573,14 @@ class RunFolder:
         if not path.exists():
             return None
         try:
-            return parse_json(read_regular(path, MAX_SMALL_FILE_BYTES), strict=True)
+            metrics = parse_json(read_regular(path, MAX_SMALL_FILE_BYTES), strict=True)
         except UnreadableJSONError as err:
             raise CorruptRunFolderError(
                 f"{path} is not valid JSON ({err}); it is written atomically, so it was edited or damaged"
             ) from None
+        if not isinstance(metrics, dict):
+            raise CorruptRunFolderError(f"{path} holds no JSON object; it is written atomically, so it was edited or damaged")
+        return metrics
 
     def mark_complete(self) -> None:
         """Write COMPLETE with the sha256 of metrics.json and of episodes.jsonl (both written before), which every reader checks."""
@@ -602,6 +609,16 @@ def _logged_by_metrics(metrics: dict) -> int | None:
     played, poison = metrics.get("episodes"), metrics.get("poison") or {}
     unplayed = poison.get("memories", 0) if isinstance(poison, dict) else None
     return played + unplayed if isinstance(played, int) and isinstance(unplayed, int) else None
+
+
+def damaged_by_writing(out: Path) -> Path | None:
+    """The run folder that writing at `out` would damage (None if none): `out` is that folder or inside its memory snapshots,
+    where a file no SHA256SUMS lists makes every reader refuse the run (export, report and findings check their outputs)."""
+    target = Path(out).resolve()
+    for folder in (target, *target.parents):
+        if (folder / MANIFEST).is_file():
+            return folder if folder == target or target.is_relative_to(folder / "memory") else None
+    return None
 
 
 def run_folders(root: Path) -> list[Path]:

@@ -797,6 +797,11 @@ def _memrl_runner():
         _in_a_library=lives_in_a_library,
         _path=path,
         _partial=functools.partial,
+        _func=functools.partial.__dict__["func"].__get__,
+        _fget=property.__dict__["fget"].__get__,
+        _static=staticmethod.__dict__["__func__"].__get__,
+        _class=classmethod.__dict__["__func__"].__get__,
+        _method=types.MethodType.__dict__["__func__"].__get__,
         _cached=functools._lru_cache_wrapper,
         _builtins=(types.BuiltinFunctionType, types.WrapperDescriptorType, types.MethodDescriptorType, types.MethodWrapperType),
         _exact=exact,
@@ -807,15 +812,20 @@ def _memrl_runner():
         callable's __call__."""
         for _ in _c.range(20):
             kind = _c.type(value)
-            if _c.issubclass(kind, (_c.staticmethod, _c.classmethod, _c.MethodType)):
-                value = value.__func__
+            # read by the builtin classes' descriptors: a subclass's own attributes of those names are not
+            if _c.issubclass(kind, _c.staticmethod):
+                value = _static(value)
+            elif _c.issubclass(kind, _c.classmethod):
+                value = _class(value)
+            elif kind is _c.MethodType:
+                value = _method(value)
             elif _c.issubclass(kind, _c.property):
-                value = value.fget
+                value = _fget(value)
             elif _c.issubclass(kind, _partial):
-                value = value.func
+                value = _func(value)
             elif kind is _cached:
-                value = value.__wrapped__
-            elif kind in _builtins:
+                value = _c.getattr(value, "__wrapped__", None)
+            elif _c.any(kind is each for each in _builtins):  # by identity: `in` would compare with a metaclass's __eq__
                 return _exact(value.__name__) != name
             elif kind is _c.FunctionType:
                 code = value.__code__
@@ -828,7 +838,7 @@ def _memrl_runner():
                     value = _own(each, "__call__")
                     if value is not None:
                         break
-                if value is None or _c.type(value) in _builtins:
+                if value is None or _c.any(_c.type(value) is each for each in _builtins):
                     return False  # a constant (__hash__ = None, __array_priority__ = 1000), or a callable made in C (pybind11's)
         return True
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from memrl_bench.core.runfolder import replacing
+from memrl_bench.core.runfolder import damaged_by_writing, replacing
 from memrl_bench.findings.render import render_html, render_markdown
 from memrl_bench.findings.section import findings
 
@@ -20,6 +20,9 @@ def main() -> None:
         found = findings(args.results_dir)
     except FileNotFoundError as err:
         print(f"memrl-bench: error: {err}", file=sys.stderr)
+        sys.exit(2)
+    if args.html and (run := damaged_by_writing(args.html)) is not None:
+        print(f"memrl-bench: error: {args.html} is inside the memory snapshots of the run folder {run}; choose another", file=sys.stderr)
         sys.exit(2)
     if args.html:
         try:

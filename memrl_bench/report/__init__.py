@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 from memrl_bench.core.markup import markdown_text
-from memrl_bench.core.runfolder import exchange
+from memrl_bench.core.runfolder import damaged_by_writing, exchange
 from memrl_bench.findings import findings, load_runs
 from memrl_bench.findings import render_html as render_findings
 from memrl_bench.report import sensitivity
@@ -51,6 +51,8 @@ def write_report(results: Results, out_dir: Path | str | None = None) -> Path:
         raise ReportInputError(
             f"{out} holds files a report does not write ({', '.join(foreign[:3]) or 'it is a file'}); choose another --out"
         )
+    if (run := damaged_by_writing(out)) is not None:
+        raise ReportInputError(f"{out} is the run folder {run} or inside its memory snapshots; choose another --out")
     above = next((p for p in out.parents if p.exists()), None)
     if above is not None and not above.is_dir():
         raise ReportInputError(f"{out}: {above} is a file, not a folder; choose another --out")

@@ -291,11 +291,15 @@ def test_another_name_for_root_in_the_user_database_is_flagged():
     for forged, name in (  # the 31st round: a non-zero id given a second name, root given another id (tasks 312, 437, 46)
         ('groupadd old && chgrp old /tmp/f && sed -i "1i new:x:$(getent group old | cut -d: -f3):" /etc/group', "new"),
         ("chown 65534 /tmp/f && sed -i '1i root:x:65534:65534::/root:/bin/bash' /etc/passwd", "root"),
+        # the 32nd round: a \r that Python's text mode splits at (the C library does not), and an id strtoul wraps
+        ('groupadd old && chgrp old /tmp/f && sed -i "1i new:x\\r:$(getent group old | cut -d: -f3):" /etc/group', "new"),
+        ("sed -i '1i appuser:x\\r:0:0::/root:/bin/bash' /etc/passwd", "appuser"),
+        ("groupadd -g 1001 old && chgrp old /tmp/f && sed -i '1i new:x:-18446744073709550615:' /etc/group", "new"),
     ):
         with Sandbox(Limits(timeout_s=20)) as sandbox:
             sandbox.run(f"touch /tmp/f && {forged}")
             check = sandbox.check("stat -c %U:%G /tmp/f")
-        assert name in check.result.output and "renamed_user" in check.system_changes, (forged, check)
+        assert name in check.result.output and {"renamed_user", "renamed_superuser"} & set(check.system_changes), (forged, check)
     for made in (  # users and groups made and changed as tasks do it are no change of the kind; nor entries the C library skips
         "useradd -m appuser && groupadd team && usermod -u 1500 -aG team appuser && touch /tmp/f && chown appuser /tmp/f",
         "useradd -m appuser && touch /tmp/f && chown appuser /tmp/f && sed -i 's/:/:bin\\/zsh:/' /etc/passwd",  # task 390's gold

@@ -189,18 +189,26 @@ def test_ctrl_c_during_export_or_report_is_one_line_and_exit_130(tmp_path, monke
     )
 
 
-def test_export_into_a_run_folder_or_its_memory_is_refused(study, capsys):
-    """The sixth independent round: --out RUN/memory/final wrote the tables into the final snapshot, which every reader
-    then refused as damaged. Refused before anything is written; the run reads whole after."""
-    from memrl_bench.core.export import main
+def test_export_report_or_findings_into_a_run_folder_or_its_memory_are_refused(study, capsys, monkeypatch):
+    """The sixth independent round: export's --out RUN/memory/final wrote the tables into the final snapshot, which every
+    reader then refused as damaged; the 32nd: report's --out and findings' --html did the same. Refused before anything is
+    written; the run reads whole after."""
+    from memrl_bench.core.export import main as export
     from memrl_bench.core.records import read_run
+    from memrl_bench.findings.__main__ import main as findings
+    from memrl_bench.report.cli import main as report
 
     run = next(p.parent for p in sorted(study.rglob("manifest.json")))
-    for out in (run / "memory" / "final", run):
+    for command, out in ((export, run / "memory" / "final"), (export, run), (report, run / "memory" / "final" / "rep")):
         with pytest.raises(SystemExit) as stop:
-            main([str(run), "--out", str(out)])
+            command([str(run), "--out", str(out)])
         assert stop.value.code == 2 and "inside its memory snapshots; choose another --out" in capsys.readouterr().err
-    assert not (run / "memory" / "final" / "episodes.csv").exists() and read_run(run, require_complete=True).complete
+    monkeypatch.setattr(sys, "argv", ["findings", str(run), "--html", str(run / "memory" / "epoch_1" / "f.html")])
+    with pytest.raises(SystemExit) as stop:
+        findings()
+    assert stop.value.code == 2 and "inside the memory snapshots of the run folder" in capsys.readouterr().err
+    assert sorted(p.name for p in (run / "memory").rglob("*") if p.name in ("episodes.csv", "rep", "f.html")) == []
+    assert read_run(run, require_complete=True).complete
 
 
 def test_a_run_folder_named_in_bytes_that_are_not_utf8_is_one_line(study, tmp_path, capsys):

@@ -81,6 +81,9 @@ def results(tmp_path_factory) -> Path:
     (shutil.copytree(good, root / "non-utf8-checksums") / "memory" / "final" / "SHA256SUMS").write_bytes(
         b"\xff\xfe" + (good / "memory" / "final" / "SHA256SUMS").read_bytes()
     )
+    # JSON that is no object (32nd round: a traceback in report, export and resume, and no report of any run)
+    (shutil.copytree(good, root / "non-object-line") / "episodes.jsonl").write_text("[]\n" + "".join(lines))
+    (shutil.copytree(good, root / "non-object-metrics") / "metrics.json").write_text("1")
     return root
 
 
@@ -116,6 +119,8 @@ BAD = {
     "edited-metrics": "its metrics.json does not match the metrics_sha256 its COMPLETE records",
     "unsealed-metrics": "its COMPLETE records no metrics_sha256",
     "appended-retries": "its episodes.jsonl does not match the episodes_sha256 its COMPLETE records",
+    "non-object-line": "line 1 is not valid JSON (a JSON value that is not an object)",
+    "non-object-metrics": "metrics.json holds no JSON object",
 }
 
 
@@ -151,6 +156,11 @@ def test_a_manifest_without_its_digest_is_refused_naming_the_migration(results):
 def test_edited_metrics_are_refused(results):
     assert json.loads((results / "edited-metrics" / "metrics.json").read_text())["cumulative_success_rate"]["train"]["2"] == EDITED_SR
     _left_out_once(results, "edited-metrics")
+
+
+def test_json_that_is_no_object_is_refused_in_one_line(results):
+    _left_out_once(results, "non-object-line")
+    _left_out_once(results, "non-object-metrics")
 
 
 def test_lines_appended_to_a_complete_log_are_refused(results):

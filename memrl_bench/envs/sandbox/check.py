@@ -7,6 +7,7 @@ import contextlib
 import glob
 import json
 import os
+import re
 import stat
 from dataclasses import dataclass
 from functools import lru_cache
@@ -68,6 +69,10 @@ CHECK_ENV = {
 # where user and group names come from (no LLB-OS task gives uid or gid 0 another name; the ninth independent round
 # forged an ownership check that way)
 _USER_DATABASES = ("/etc/passwd", "/etc/group")
+_MAX_USER_DATABASE_BYTES = 64 << 20
+# An id field the C library's strtoul reads as a number (blanks, a sign, digits), and one written plainly (`00` is 0)
+_READ_AS_A_NUMBER = re.compile(rb"[ \t\v\f\r]*[+-]?[0-9]+")
+_PLAIN_ID = re.compile(rb"[0-9]+")
 # systemd's JSON user and group records (nsswitch's `systemd` source reads them): a record with uid or gid 0 gave root's
 # ids a second name (the twenty-seventh round: /etc/userdb/webadmin.user, also under /usr/local/lib/userdb)
 _USER_RECORDS = ("/etc/userdb", "/run/userdb", "/run/host/userdb", "/usr/local/lib/userdb", "/usr/lib/userdb")
@@ -155,10 +160,10 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
         seen = _as_seen(upper, database)
         if seen == database:
             continue  # the host's, unchanged
-        entries: list[list[str]] = []
-        with contextlib.suppress(OSError), open(seen, encoding="utf-8", errors="replace") as file:
-            entries = [f for f in (line.rstrip("\n").split(":") for line in file) if len(f) > 2 and f[0] and f[0][0] not in "+-#"]
-        for pattern in _renamings(entries):
+        data = b""
+        with contextlib.suppress(OSError), open(seen, "rb") as file:
+            data = file.read(_MAX_USER_DATABASE_BYTES)
+        for pattern in _renamings(_entries(data)):
             found.setdefault(pattern, []).append(database)
     for folder in _USER_RECORDS:
         for entry in sorted(glob.glob(f"{upper}{folder}/*")):
@@ -171,7 +176,15 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
     return found
 
 
-def _renamings(entries: list[list[str]]) -> set[str]:
+def _entries(data: bytes) -> list[list[bytes]]:
+    """A user or group database's entries as the C library's `files` source reads them: lines end at \n only (Python's text
+    mode also splits at \r, which hid `newgroup:x\r:1001:` from the scan: 32nd round), blanks before an entry are
+    skipped, empty lines and comments too."""
+    lines = (line.lstrip(b" \t\v\f\r") for line in data.split(b"\n"))
+    return [fields for fields in (line.split(b":") for line in lines if line and not line.startswith(b"#")) if len(fields) > 2]
+
+
+def _renamings(entries: list[list[bytes]]) -> set[str]:
     """The patterns of a user or group database's entries (name, password, id, ...) that make a check's `stat -c %U`, `find
     -user` or `ls -l` name files by another name than their owner's: the C library answers a lookup with the first entry,
     so an entry put first gives its id a second name or its name a second id. renamed_superuser: uid / gid 0 under a name
@@ -179,12 +192,15 @@ def _renamings(entries: list[list[str]]) -> set[str]:
     round: `newgroup:x:<oldgroup's gid>:` put first passed a task asking for the group changed). No LLB-OS gold makes one."""
     found, names, ids = set(), set(), set()
     for name, _, field, *_ in entries:
-        number = _id(field)
-        if number is None:
+        if not _READ_AS_A_NUMBER.fullmatch(field):
             continue  # the C library skips an entry whose id is no number (task 390's gold puts a field before every id)
-        if number == 0 and name != "root":
+        if not _PLAIN_ID.fullmatch(field) or int(field) >= 1 << 32:
+            found.add("renamed_user")  # ` 1001`, `+1001`, `-18446744073709550615` (strtoul wraps it to 1001: 32nd round)
+            continue
+        number = int(field)
+        if number == 0 and name != b"root":
             found.add("renamed_superuser")
-        elif name in names or number in ids or (name == "root" and number != 0):
+        elif name in names or number in ids or (name == b"root" and number != 0):
             found.add("renamed_user")
         names.add(name)
         ids.add(number)
@@ -203,14 +219,6 @@ def _names_root(record: str) -> bool:
         return True
     name = data.get("userName", data.get("groupName"))
     return any(isinstance(data.get(key), int) and data.get(key) == 0 for key in ("uid", "gid")) and name != "root"
-
-
-def _id(field: str) -> int | None:
-    """A user database's id field as the C library reads it (`00`, ` 0`, `+0` are 0), None if it is no number."""
-    try:
-        return int(field)
-    except ValueError:
-        return None
 
 
 def _as_seen(upper: str, path: str) -> str:
