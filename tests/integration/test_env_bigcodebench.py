@@ -391,7 +391,9 @@ RIGHT = {
 }
 CALLS_FIRST["subtest_cell.py"] = CALLS_FIRST["fake_subtest_outcome.py"]
 # answers that forge the comparison itself: in assertEqual and in the tests' own `==`
-CALLS_FIRST |= dict.fromkeys(("equality_of_its_own.py", "equality_by_a_renamed_slot.py", "equality_behind_a_subclass.py"), TEST_ADD)
+EQUALITIES = ("equality_of_its_own.py", "equality_by_a_renamed_slot.py", "equality_behind_a_subclass.py", "mock_any.py")
+EQUALITIES += ("borrowed_equality.py", "type_as_equality.py", "lru_cache_lie.py", "staticmethod_reinit.py")  # 32a's
+CALLS_FIRST |= dict.fromkeys(EQUALITIES, TEST_ADD)
 CALLS_FIRST |= dict.fromkeys(("equality_set_later.py", "equality_by_a_callable.py"), CALLS_FIRST["builtins_shadowed.py"])
 # the answer's code run as the tests' class is made (31a): tests that import a module nothing loaded before
 CALLS_FIRST["build_class_hook.py"] = TEST_ADD
@@ -425,6 +427,11 @@ CALLS_FIRST["patch_exit_stack.py"] = CALLS_FIRST["patchings_swallow.py"]
         ("equality_set_later.py", "defines_its_comparisons"),
         ("equality_by_a_callable.py", "defines_its_comparisons"),
         ("equality_behind_a_subclass.py", "defines_its_comparisons"),
+        ("mock_any.py", "compares_as_anything"),  # a library's value equal to anything (32a)
+        ("borrowed_equality.py", "defines_its_comparisons"),  # a library's comparison borrowed
+        ("type_as_equality.py", "defines_its_comparisons"),
+        ("lru_cache_lie.py", "defines_its_comparisons"),
+        ("staticmethod_reinit.py", "defines_its_comparisons"),
         ("build_class_hook.py", "patches_builtins_or_exit"),  # seen as the tests' part starts
         ("build_class_by_an_import_hook.py", "rebinds_the_tests_names"),  # the store written by the answer's code
         ("builtins_of_the_tests.py", "rebinds_the_tests_names"),  # the tests' functions hold other builtins
