@@ -868,11 +868,11 @@ def _memrl_runner():
         """`value`, under the comparison name `name` in `klass`, is the class's own as a library made it: a function a
         library's code defined in the class's body, its helpers' included (its code's own qualified name says so: a
         function's __qualname__ is anyone's to set), or generated for it in its library module (a dataclass's `__eq__`), or
-        a library's function in a class its library module holds under its name (numpy's mixin: a module helper's),
-        bare or held by a property, staticmethod or classmethod; a C slot of the class's own; a C function of that name
-        held by a C wrapper (pybind11's); or no callable (`__hash__ = None`). Anything else decides the comparison for the program: the
-        solution's code or code its exec ran, a library's function borrowed (mock.ANY's `__eq__`), a builtin under another
-        name, a class, an lru_cache wrapper (32nd round)."""
+        a library's function in a class its library module holds under its name (numpy's mixin: a module helper's), bare
+        or held by a property, staticmethod or classmethod; a C slot of the class's own; a Cython function, or a C
+        function held by a C wrapper (pybind11's), of that name; or no callable (`__hash__ = None`). Anything else
+        decides the comparison for the program: the solution's code or code its exec ran, a library's function borrowed
+        (mock.ANY's `__eq__`), a builtin under another name, a class, an lru_cache wrapper (32nd round)."""
         kind = _c.type(value)
         if _c.any(kind is each for each in _slots):  # by identity: `in` would compare with a metaclass's __eq__
             return _exact(value.__name__) == name and value.__objclass__ is klass
