@@ -400,9 +400,11 @@ CALLS_FIRST["build_class_hook.py"] = TEST_ADD
 CALLS_FIRST["build_class_by_an_import_hook.py"] = "import colorsys\n" + TEST_ADD
 CALLS_FIRST["builtins_of_the_tests.py"] = "import colorsys\n" + CALLS_FIRST["builtins_shadowed.py"]
 CALLS_FIRST["patch_exit_stack.py"] = CALLS_FIRST["patchings_swallow.py"]
+# the runner's checks are the same in both isolations: the fast run plays these in process isolation, the slow one in both
+BOTH_SLOW = [pytest.param("sandbox", marks=[needs_sandbox, pytest.mark.slow]), "process"]
 
 
-@pytest.mark.parametrize("isolation", ISOLATIONS)
+@pytest.mark.parametrize("isolation", BOTH_SLOW)
 @pytest.mark.parametrize(
     "program, pattern",
     [
