@@ -1530,13 +1530,13 @@ def _memrl_runner():
                 walked.add(_c.id(klass))
                 classes.append(klass)
                 known, size = _seen.get(_c.id(klass)), _c.len(_c.class_dict(klass))
-                if known is not None and known[1] == size:
-                    now = _comparisons(klass) if known[2] else ()
-                    if _c.len(now) == _c.len(known[2]) and _c.all(a[1] is b[1] and a[2] is b[2] for a, b in _c.zip(now, known[2])):
-                        continue
-                found = _comparisons(klass)
-                _seen[_c.id(klass)] = (klass, size, found)
                 before = () if known is None else known[2]
+                same_size = known is not None and known[1] == size
+                found = before if same_size and not before else _comparisons(klass)  # none added while the size holds
+                unchanged = _c.len(found) == _c.len(before) and _c.all(a[1] is b[1] and a[2] is b[2] for a, b in _c.zip(found, before))
+                if same_size and unchanged:
+                    continue
+                _seen[_c.id(klass)] = (klass, size, found)
                 changed = [(name, value) for name, value, held in found if not _c.any(value is v and held is h for _, v, h in before)]
                 if not first and changed and not _c.issubclass(klass, _mock) and _c.id(klass) not in _pinned:  # the runner's
                     if not _c.all(_natural(klass, name, value) for name, value in changed):
