@@ -24,7 +24,7 @@ from memrl_bench.core.config import MAX_SECONDS, InputError, Settings, named_par
 from memrl_bench.core.errors import sqlite_errors_as
 from memrl_bench.core.redaction import redact_server_text, strip_url_secrets, url_host
 from memrl_bench.core.vector_index import unit_rows
-from memrl_bench.llm.settings import api_key, checked_key_env, checked_url
+from memrl_bench.llm.settings import api_key, checked_key_env, checked_url, url_from_env
 
 
 class EmbedderSettings(Settings):
@@ -219,6 +219,7 @@ class OpenAIEmbedder(Embedder):
             raise ValueError("embedder.model is required for the openai embedder")
         # Local servers take any key; a hosted API fails on its own with a clear message.
         key = api_key(api_key_env) or "none"
+        base_url = base_url or url_from_env("OPENAI_BASE_URL")  # what the openai package would read unchecked
         # an answer's body is read under a cap in bytes and time: a hostile server cannot exhaust memory
         self._client = openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout_s, http_client=capped_client(body_cap(), timeout_s))
         self.model = model

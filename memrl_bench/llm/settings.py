@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator, model_validator
 
 from memrl_bench.core.config import MAX_SECONDS, ConfigError, Settings
-from memrl_bench.core.redaction import ends_early, remember_secret, url_host
+from memrl_bench.core.redaction import ends_early, remember_secret, remember_url, url_host
 
 
 class GenerationSettings(Settings):
@@ -80,6 +80,21 @@ def api_key(variable: str) -> str | None:
             "control or non-ASCII character); set the key alone, as the server issued it"
         )
     return key
+
+
+def url_from_env(variable: str) -> str | None:
+    """The URL in environment variable `variable` (None if unset or empty), checked as a config's and remembered for
+    redaction; ConfigError naming the variable (never its value) when refused. The openai package reads $OPENAI_BASE_URL
+    when a config sets no URL; unchecked, a password holding a quote reached stderr and two ports ended in a traceback
+    (the thirtieth round)."""
+    url = os.environ.get(variable) or None
+    try:
+        checked_url(url)
+    except ValueError as err:
+        raise ConfigError(f"${variable} {err}") from None
+    if url is not None:
+        remember_url(url)
+    return url
 
 
 _HEADER_SAFE = re.compile(r"[\x21-\x7e]+")  # visible ASCII: what an Authorization header carries unchanged

@@ -165,6 +165,28 @@ def test_the_key_itself_given_as_api_key_env_is_refused_without_being_echoed(tmp
     assert code == 2 and "llm.api_key_env: must be the NAME of the environment variable" in line and key not in line
 
 
+@pytest.mark.parametrize(
+    "url, secret",
+    [
+        ("http://user:pa'SECRETPW@127.0.0.1:9/v1", "SECRETPW"),  # a quote ends a URL for redaction
+        ("http://127.0.0.1:9/v1?api_key=ab'SECRETKEY", "SECRETKEY"),
+        ("http://127.0.0.1:9/v1?api_key=SECRETKEY2x://y", "SECRETKEY2"),  # a second '://'
+        ("http://127.0.0.1:9:9/v1", "9:9"),  # httpx's InvalidURL traceback
+        ("http://[::1/v1", "[::1"),
+        ("http://127.0.0.1:99999/v1", "99999"),  # exit 3, as if a server were down
+    ],
+    ids=["quote-in-password", "quote-in-key", "second-scheme", "two-ports", "broken-ipv6", "port-99999"],
+)
+def test_an_embeddings_url_from_the_environment_is_checked_as_a_configs(tmp_path, monkeypatch, capfd, url, secret):
+    """embedder=openai with no embedder.base_url takes $OPENAI_BASE_URL (the openai package's default), which was neither checked
+    nor remembered for redaction (the thirtieth round: the secret on stderr, a traceback, exit 3)."""
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    line, code = outcome_of((*SMALL, "embedder=openai"), tmp_path / "run")
+    printed = capfd.readouterr()
+    assert code == 2 and "$OPENAI_BASE_URL" in line and "\n" not in line, line
+    assert secret not in line + printed.out + printed.err
+
+
 def test_a_valid_config_runs(tmp_path):
     """The control: the inputs above fail for their value, not for the base they share."""
     assert run(composed(*SMALL), tmp_path / "run")["episodes"] > 0
@@ -401,3 +423,17 @@ def test_an_embeddings_server_refusing_the_key_is_one_line():
     refused = openai.AuthenticationError("Error code: 401 - Incorrect API key provided: sk-abcdefgh12345", response=response, body=None)
     line, code = _outcome(refused)
     assert code == 2 and "a server refused the API key" in line and "embedder.api_key_env" in line and "sk-abcdefgh12345" not in line
+
+
+def test_a_password_in_an_embeddings_url_from_the_environment_is_redacted(tmp_path, monkeypatch, capfd):
+    """The control of the test above: a URL the check accepts is used, and its password is redacted like a config's."""
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://user:envpass-canary-4711@127.0.0.1:9/v1")
+    try:
+        run(composed(*SMALL, "embedder=openai"), tmp_path / "run")
+    except BaseException as err:  # noqa: BLE001 - what the command would catch
+        line, code = _outcome(err, tmp_path / "run")
+    printed = capfd.readouterr()
+    assert code == 3 and "http://127.0.0.1:9/v1" in line, line  # no server there: an outage, resumed later
+    assert "envpass-canary-4711" not in line + printed.out + printed.err + "".join(
+        path.read_text(errors="replace") for path in (tmp_path / "run").rglob("*") if path.is_file()
+    )
