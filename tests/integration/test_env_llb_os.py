@@ -295,11 +295,16 @@ def test_another_name_for_root_in_the_user_database_is_flagged():
         ('groupadd old && chgrp old /tmp/f && sed -i "1i new:x\\r:$(getent group old | cut -d: -f3):" /etc/group', "new"),
         ("sed -i '1i appuser:x\\r:0:0::/root:/bin/bash' /etc/passwd", "appuser"),
         ("groupadd -g 1001 old && chgrp old /tmp/f && sed -i '1i new:x:-18446744073709550615:' /etc/group", "new"),
+        # the thirtieth round: an entry ending at a NUL (the C library reads lines as C strings), and /etc a link to an edited copy
+        ("groupadd -g 1001 old && chgrp old /tmp/f && sed -i '1i new:x:1001\\x00:' /etc/group", "new"),
+        ("cp -a /etc /etc2 && sed -i '1i appuser:x:0:0::/root:/bin/bash' /etc2/passwd && mv /etc /etc.old && ln -s /etc2 /etc", "appuser"),
+        ("cp -a /etc /etc2 && sed -i '1i appuser:x:0:0::/root:/bin/bash' /etc2/passwd && mv /etc /etc.old && ln -s etc2 /etc", "appuser"),
     ):
         with Sandbox(Limits(timeout_s=20)) as sandbox:
             sandbox.run(f"touch /tmp/f && {forged}")
             check = sandbox.check("stat -c %U:%G /tmp/f")
         assert name in check.result.output and {"renamed_user", "renamed_superuser"} & set(check.system_changes), (forged, check)
+        assert ("ln -s" in forged) == (check.system_changes.get("replaced_system_folder") == ["/etc"]), (forged, check)
     for made in (  # users and groups made and changed as tasks do it are no change of the kind; nor entries the C library skips
         "useradd -m appuser && groupadd team && usermod -u 1500 -aG team appuser && touch /tmp/f && chown appuser /tmp/f",
         "useradd -m appuser && touch /tmp/f && chown appuser /tmp/f && sed -i 's/:/:bin\\/zsh:/' /etc/passwd",  # task 390's gold

@@ -166,9 +166,21 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
         for pattern in _renamings(_entries(data)):
             found.setdefault(pattern, []).append(database)
     for folder in _USER_RECORDS:
-        for entry in sorted(glob.glob(f"{upper}{folder}/*")):
+        seen = _as_seen(upper, folder)
+        for entry in sorted(glob.glob(f"{glob.escape(seen)}/*") if seen.startswith(upper) else []):
             if _names_root(entry):
-                found.setdefault("renamed_superuser", []).append(entry[len(upper) :])
+                found.setdefault("renamed_superuser", []).append(folder + entry[len(seen) :])
+    # a folder holding what the check reads, made a link or a file by the episode: no LLB-OS gold does it (the thirtieth round
+    # made /etc a link to an edited copy, which the scans above read through, and which hid /etc's files from the scan by path)
+    for path in (*_USER_DATABASES, *_LOADER_CONFIG, *_USER_RECORDS):
+        folder = ""
+        for part in path.split("/")[1:-1]:
+            folder += "/" + part
+            if not os.path.lexists(upper + folder) or stat.S_ISDIR(os.lstat(upper + folder).st_mode):
+                continue  # the host's, or a folder of the episode's layer: look further down
+            if os.path.isdir(folder) and folder not in found.get("replaced_system_folder", []):
+                found.setdefault("replaced_system_folder", []).append(folder)
+            break
     for pattern in _USER_SITES:
         for entry in sorted(glob.glob(f"{upper}{pattern}/*")):
             if _is_startup_hook(os.path.basename(entry)) and not os.path.isdir(entry):
@@ -178,9 +190,9 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
 
 def _entries(data: bytes) -> list[list[bytes]]:
     """A user or group database's entries as the C library's `files` source reads them: lines end at \n only (Python's text
-    mode also splits at \r, which hid `newgroup:x\r:1001:` from the scan: 32nd round), blanks before an entry are
-    skipped, empty lines and comments too."""
-    lines = (line.lstrip(b" \t\v\f\r") for line in data.split(b"\n"))
+    mode also splits at \r, which hid `newgroup:x\r:1001:` from the scan: 32nd round) and are C strings, ending at a NUL
+    (`newgroup:x:1001\0:` is gid 1001: the thirtieth); blanks before an entry are skipped, empty lines and comments too."""
+    lines = (line.partition(b"\0")[0].lstrip(b" \t\v\f\r") for line in data.split(b"\n"))
     return [fields for fields in (line.split(b":") for line in lines if line and not line.startswith(b"#")) if len(fields) > 2]
 
 
@@ -222,14 +234,27 @@ def _names_root(record: str) -> bool:
 
 
 def _as_seen(upper: str, path: str) -> str:
-    """Where the host reads the file the episode sees at `path`: links followed inside the episode's root (a link to an
-    edited copy is read, not the host's file at the link's target)."""
-    for _ in range(40):  # the kernel's limit of links followed
-        entry = upper + path
-        if not os.path.islink(entry):
-            return entry if os.path.lexists(entry) else path
-        path = os.path.normpath(os.path.join(os.path.dirname(path), os.readlink(entry)))
-    return upper + path
+    """Where the host reads the file the episode sees at `path`: the episode's layer's entry if it has one, else the host's.
+    Every part of the path is looked up as the overlay shows it (the episode's layer first), and links are followed inside
+    the episode's root wherever they are: a link to an edited copy is read, not the host's file at the link's target (the
+    tenth round linked /etc/passwd, the thirtieth /etc itself)."""
+    parts, seen, links = [part for part in path.split("/") if part], "", 0
+    while parts:
+        part = parts.pop(0)
+        if part in (".", ".."):
+            seen = seen.rsplit("/", 1)[0] if part == ".." else seen
+            continue
+        entry = f"{seen}/{part}"
+        if os.path.islink(upper + entry) or (not os.path.lexists(upper + entry) and os.path.islink(entry)):
+            links += 1
+            if links > 40:  # the kernel's limit: the episode's commands got ELOOP too
+                break
+            target = os.readlink(upper + entry if os.path.lexists(upper + entry) else entry)
+            seen = "" if target.startswith("/") else seen
+            parts[:0] = [part for part in target.split("/") if part]
+            continue
+        seen = entry
+    return upper + seen if os.path.lexists(upper + seen) else seen or "/"
 
 
 @lru_cache(maxsize=1)
