@@ -139,7 +139,7 @@ def _memrl_runner():
     captured = {
         name: getattr(builtins, name)
         for name in (
-            "type issubclass str bytes int list tuple frozenset id len any all zip getattr range callable staticmethod classmethod"
+            "type issubclass str bytes int list tuple frozenset id len any all zip map getattr range callable staticmethod classmethod"
             " property object BaseException Exception OSError ValueError TypeError PermissionError ImportError RuntimeError SystemExit"
             " KeyError AttributeError dict"
         ).split()
@@ -785,11 +785,13 @@ def _memrl_runner():
 
     # What decides how a value compares, converts or says what it is. A class the program makes with one of these of its
     # own passes any assertEqual with a wrong value (an int whose __eq__ always holds); no gold solution of the 1,140 and
-    # no task's tests define one.
+    # no task's tests define one. numpy's comparisons call the __array_*__ hooks of an ndarray subclass (an
+    # `__array_wrap__` returning True made `==` hold for anything: the thirtieth round).
     comparison_names = frozenset(
         "__eq__ __ne__ __lt__ __le__ __gt__ __ge__ __bool__ __len__ __contains__ __class__ __instancecheck__"
         " __subclasscheck__ __sub__ __rsub__ __abs__ __round__ __float__ __int__ __index__ __array__ __array_ufunc__"
-        " __array_function__ __getattr__ __getattribute__".split()
+        " __array_function__ __array_wrap__ __array_prepare__ __array_finalize__ __array_priority__ __array_interface__"
+        " __array_struct__ __getattr__ __getattribute__".split()
     )
 
     def entry(namespace, name, _c=c, _exact=exact):
@@ -862,20 +864,22 @@ def _memrl_runner():
         _in_a_library=lives_in_a_library,
         _resolved=resolved,
         _compiled_function=a_compiled_function_type,
-        _slots=(types.WrapperDescriptorType, types.MethodDescriptorType),
+        _slots=(types.WrapperDescriptorType, types.MethodDescriptorType, types.GetSetDescriptorType, types.MemberDescriptorType),
         _exact=exact,
     ):
         """`value`, under the comparison name `name` in `klass`, is the class's own as a library made it: a function a
         library's code defined in the class's body, its helpers' included (its code's own qualified name says so: a
         function's __qualname__ is anyone's to set), or generated for it in its library module (a dataclass's `__eq__`), or
         a library's function in a class its library module holds under its name (numpy's mixin: a module helper's), bare
-        or held by a property, staticmethod or classmethod; a C slot of the class's own; a Cython function, or a C
-        function held by a C wrapper (pybind11's), of that name; or no callable (`__hash__ = None`). Anything else
+        or held by a property, staticmethod or classmethod; a C slot or attribute of the class's own (or object's, under
+        its own name); a Cython function, or a C function held by a C wrapper (pybind11's), of that name; or no callable
+        (`__hash__ = None`). Anything else
         decides the comparison for the program: the solution's code or code its exec ran, a library's function borrowed
         (mock.ANY's `__eq__`), a builtin under another name, a class, an lru_cache wrapper (32nd round)."""
         kind = _c.type(value)
         if _c.any(kind is each for each in _slots):  # by identity: `in` would compare with a metaclass's __eq__
-            return _exact(value.__name__) == name and value.__objclass__ is klass
+            # object's own under its name is the default made explicit (http.cookies.Morsel's `__ne__ = object.__ne__`)
+            return _exact(value.__name__) == name and (value.__objclass__ is klass or value.__objclass__ is _c.object)
         function = _held_by(value)
         if function is not value and kind is not _c.property and kind is not _c.staticmethod and kind is not _c.classmethod:
             return _c.type(function) is _c.BuiltinFunctionType and _exact(function.__name__) == name  # a C wrapper's
@@ -1191,7 +1195,7 @@ def _memrl_runner():
         if event in ("marshal.loads", "marshal.load"):  # code objects from bytes: their file name is whatever the bytes say
             return (None if _c.id(raising.f_code) in _ids or _a_library(raising.f_code) else "disguises_code"), None
         if event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes.string_at", "ctypes.wstring_at"):
-            return "scans_memory", None
+            return (None if _c.id(raising.f_code) in _ids else "scans_memory"), None  # the runner's: keep_the_classes
         if event == "sys.addaudithook":  # a hook is handed every event's arguments: sys._getframe's is a frame (not added)
             return "inspects_frames", _c.RuntimeError("sys.addaudithook: not allowed in a solution (inspects_frames)")
         if event == "memrl.gc_set_debug":  # DEBUG_SAVEALL keeps what the collector frees in gc.garbage: frames among it
@@ -1499,29 +1503,76 @@ def _memrl_runner():
                 return _c.MethodType(function, self)
         return _c.MethodType(_base, self)
 
-    def comparisons_of(klass, _names=comparison_names, _held_by=held_by, _exact=exact, _c=c):
-        """The (name, value, what the value holds) of `klass`'s own dict under a comparison name (no key's __eq__ runs)."""
+    def comparisons_of(klass, steering=(), _names=comparison_names, _held_by=held_by, _exact=exact, _c=c):
+        """The (name, value, what the value holds) of `klass`'s own dict under a comparison name or one of `steering` (no key's
+        __eq__ runs)."""
         pairs = ((_exact(key), value) for key, value in _c.list(_c.class_dict(klass).items()))
-        return _c.tuple((name, value, _held_by(value)) for name, value in pairs if name in _names)
+        return _c.tuple((name, value, _held_by(value)) for name, value in pairs if name in _names or name in steering)
+
+    def names_read(comparisons, _c=c, _exact=exact):
+        """The names the code of these comparisons (and the code made inside it) reads: a subclass's own function under one
+        steers a library's comparison (Fraction's `==` with a float calls `self.from_float`: the thirtieth round)."""
+        names, codes = [], [held.__code__ for _, _, held in comparisons if _c.type(held) is _c.FunctionType]
+        while codes:
+            code = codes.pop()
+            names.extend(_exact(name) for name in code.co_names)
+            codes.extend(each for each in code.co_consts if _c.type(each) is _c.CodeType)
+        return _c.frozenset(names)
 
     pinned_classes = set()  # ids of the classes the tests ran as: the runner's, immutable
 
+    # A class is freed by the collector alone (its __mro__ holds it); one made and freed between two looks of
+    # check_the_classes (a `__del__` calling gc.collect as a part ends) is kept here for the next.
+    kept_classes = {}
+
+    def keep_the_classes(phase, info, _kept=kept_classes, _objects=gc.get_objects, _type=type, _c=c):
+        """gc's callback, as a collection starts: every class among the generations it collects is kept."""
+        if phase == "start" and _c.type(info) is _c.dict:
+            for generation in _c.range(_c.dict.get(info, "generation", 2) + 1):
+                for each in _objects(generation):
+                    if _c.issubclass(_c.type(each), _type):
+                        _kept[_c.id(each)] = each
+
+    gc.callbacks.append(keep_the_classes)
+
     def check_the_classes(
         _seen={},
+        _steering={},
         _comparisons=comparisons_of,
+        _names_read=names_read,
+        _held_by=held_by,
         _natural=natural_comparison,
+        _names=comparison_names,
+        _resolved=resolved,
         _mock=unittest.mock.NonCallableMock,
         _pinned=pinned_classes,
+        _callbacks=gc.callbacks,
+        _keep=keep_the_classes,
         _flag=flag,
         _c=c,
     ):
-        """Every comparison (see comparison_names) a class holds that it did not hold at the first call (made before the
-        program runs) is natural (natural_comparison): the program's own classes hold none, a library's hold their own
-        (mocks are the tests' and the answer's to configure: listed). A class is looked at again when its dict's size or
-        its comparisons changed (a class's attributes are set with no audit event); each is kept, so no class made later
-        reuses its id."""
+        """Every comparison (see comparison_names, and the names its bases' comparisons read) a class holds that it did not
+        hold at the first call (made before the program runs) is natural (natural_comparison): the program's own classes
+        hold none, a library's hold their own (mocks are the tests' and the answer's to configure: listed). A class is looked
+        at again when its dict's keys or values, its bases or what a comparison's descriptor holds changed (a class's
+        attributes are set with no audit event; its dict's size alone missed two spare attributes swapped for `__eq__` and
+        `__ne__`: the thirtieth round)."""
         first = "\0started" not in _seen
         _seen["\0started"] = True
+        if not _c.any(each is _keep for each in _c.list(_callbacks)):
+            _flag("patches_the_runner")  # gc's callbacks emptied: a class could be freed unseen
+
+        def steering(klass):
+            names = []
+            for base in _c.mro_of(klass)[1:]:
+                known = _seen.get(_c.id(base))
+                comparisons = known[3] if known is not None else _comparisons(base)
+                held = _steering.get(_c.id(base))
+                if held is None or held[0] is not comparisons:
+                    held = _steering[_c.id(base)] = (comparisons, _names_read(comparisons))
+                names.extend(held[1])
+            return _c.frozenset(names)
+
         classes, walked = [_c.object], {_c.id(_c.object)}
         while classes:
             for klass in _c.subclasses(classes.pop()):
@@ -1529,17 +1580,27 @@ def _memrl_runner():
                     continue
                 walked.add(_c.id(klass))
                 classes.append(klass)
-                known, size = _seen.get(_c.id(klass)), _c.len(_c.class_dict(klass))
-                before = () if known is None else known[2]
-                same_size = known is not None and known[1] == size
-                found = before if same_size and not before else _comparisons(klass)  # none added while the size holds
-                unchanged = _c.len(found) == _c.len(before) and _c.all(a[1] is b[1] and a[2] is b[2] for a, b in _c.zip(found, before))
-                if same_size and unchanged:
-                    continue
-                _seen[_c.id(klass)] = (klass, size, found)
+                known, namespace, mro = _seen.get(_c.id(klass)), _c.class_dict(klass), _c.mro_of(klass)
+                keys = _c.tuple(namespace)  # kept: no key made later reuses an id of theirs
+                ids = _c.tuple(_c.map(_c.id, keys))  # compared as numbers: comparing keys would run a str subclass's __eq__
+                before = () if known is None else known[3]
+                if (
+                    known is not None
+                    and known[1] == ids
+                    and known[2] is mro
+                    and known[4]  # every key a str: a lookup by name runs no code of the program's
+                    and _c.all(namespace.get(name) is value and (was is value or _held_by(value) is was) for name, value, was in before)
+                ):
+                    continue  # same keys, bases and comparisons (a descriptor re-initialised in place holds another function)
+                found = _comparisons(klass) if first else _comparisons(klass, steering(klass))  # nothing is flagged at the first
+                _seen[_c.id(klass)] = (keys, ids, mro, found, _c.all(_c.type(key) is _c.str for key in keys))
                 changed = [(name, value) for name, value, held in found if not _c.any(value is v and held is h for _, v, h in before)]
                 if not first and changed and not _c.issubclass(klass, _mock) and _c.id(klass) not in _pinned:  # the runner's
-                    if not _c.all(_natural(klass, name, value) for name, value in changed):
+                    if not _c.all(
+                        _natural(klass, name, value)
+                        or (name not in _names and _c.issubclass(_c.type(value), _c.type) and _resolved(value))  # pyparsing's
+                        for name, value in changed
+                    ):
                         _flag("defines_its_comparisons")
 
     def function_of(value, _c=c, _pin=Pin):

@@ -393,6 +393,7 @@ CALLS_FIRST["subtest_cell.py"] = CALLS_FIRST["fake_subtest_outcome.py"]
 # answers that forge the comparison itself: in assertEqual and in the tests' own `==`
 EQUALITIES = ("equality_of_its_own.py", "equality_by_a_renamed_slot.py", "equality_behind_a_subclass.py", "mock_any.py")
 EQUALITIES += ("borrowed_equality.py", "type_as_equality.py", "lru_cache_lie.py", "staticmethod_reinit.py")  # 32a's
+EQUALITIES += ("spare_names_swapped.py", "array_wrap.py", "class_freed_in_the_part.py", "gc_callbacks_cleared.py")  # 33a's, one listed open
 CALLS_FIRST |= dict.fromkeys(EQUALITIES, TEST_ADD)
 CALLS_FIRST |= dict.fromkeys(("equality_set_later.py", "equality_by_a_callable.py"), CALLS_FIRST["builtins_shadowed.py"])
 # the answer's code run as the tests' class is made (31a): tests that import a module nothing loaded before
@@ -400,6 +401,7 @@ CALLS_FIRST["build_class_hook.py"] = TEST_ADD
 CALLS_FIRST["build_class_by_an_import_hook.py"] = "import colorsys\n" + TEST_ADD
 CALLS_FIRST["builtins_of_the_tests.py"] = "import colorsys\n" + CALLS_FIRST["builtins_shadowed.py"]
 CALLS_FIRST["patch_exit_stack.py"] = CALLS_FIRST["patchings_swallow.py"]
+CALLS_FIRST["fraction_from_float.py"] = TEST_ADD.replace(", 5)", ", 5.0)").replace(", -5)", ", -5.0)")  # a float compared
 # the runner's checks are the same in both isolations: the fast run plays these in process isolation, the slow one in both
 BOTH_SLOW = [pytest.param("sandbox", marks=[needs_sandbox, pytest.mark.slow]), "process"]
 
@@ -434,6 +436,11 @@ BOTH_SLOW = [pytest.param("sandbox", marks=[needs_sandbox, pytest.mark.slow]), "
         ("type_as_equality.py", "defines_its_comparisons"),
         ("lru_cache_lie.py", "defines_its_comparisons"),
         ("staticmethod_reinit.py", "defines_its_comparisons"),
+        ("spare_names_swapped.py", "defines_its_comparisons"),  # 33a: comparisons swapped in, the dict's size kept
+        ("array_wrap.py", "defines_its_comparisons"),  # 33a: a library's comparison steered by a hook of the answer's
+        ("fraction_from_float.py", "defines_its_comparisons"),
+        ("class_freed_in_the_part.py", "defines_its_comparisons"),  # kept by gc's callback for the part's last look
+        ("gc_callbacks_cleared.py", "patches_the_runner"),
         ("build_class_hook.py", "patches_builtins_or_exit"),  # seen as the tests' part starts
         ("build_class_by_an_import_hook.py", "rebinds_the_tests_names"),  # the store written by the answer's code
         ("builtins_of_the_tests.py", "rebinds_the_tests_names"),  # the tests' functions hold other builtins
