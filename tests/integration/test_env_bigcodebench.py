@@ -401,6 +401,7 @@ CALLS_FIRST["build_class_hook.py"] = TEST_ADD
 CALLS_FIRST["build_class_by_an_import_hook.py"] = "import colorsys\n" + TEST_ADD
 CALLS_FIRST["builtins_of_the_tests.py"] = "import colorsys\n" + CALLS_FIRST["builtins_shadowed.py"]
 CALLS_FIRST["patch_exit_stack.py"] = CALLS_FIRST["patchings_swallow.py"]
+CALLS_FIRST["tests_read_from_its_file.py"] = TEST_ADD
 CALLS_FIRST["fraction_from_float.py"] = TEST_ADD.replace(", 5)", ", 5.0)").replace(", -5)", ", -5.0)")  # a float compared
 # the runner's checks are the same in both isolations: the fast run plays these in process isolation, the slow one in both
 BOTH_SLOW = [pytest.param("sandbox", marks=[needs_sandbox, pytest.mark.slow]), "process"]
@@ -441,6 +442,7 @@ BOTH_SLOW = [pytest.param("sandbox", marks=[needs_sandbox, pytest.mark.slow]), "
         ("fraction_from_float.py", "defines_its_comparisons"),
         ("class_freed_in_the_part.py", "defines_its_comparisons"),  # kept by gc's callback for the part's last look
         ("gc_callbacks_cleared.py", "patches_the_runner"),
+        ("tests_read_from_its_file.py", None),  # 34a: program.py holds the solution alone once the runner has read it
         ("build_class_hook.py", "patches_builtins_or_exit"),  # seen as the tests' part starts
         ("build_class_by_an_import_hook.py", "rebinds_the_tests_names"),  # the store written by the answer's code
         ("builtins_of_the_tests.py", "rebinds_the_tests_names"),  # the tests' functions hold other builtins
