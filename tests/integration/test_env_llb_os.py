@@ -315,6 +315,29 @@ def test_another_name_for_root_in_the_user_database_is_flagged():
         assert check.result.ok and not {"renamed_superuser", "renamed_user"} & set(check.system_changes), (made, check)
 
 
+def test_a_user_database_that_is_no_regular_file_or_a_deep_folder_is_flagged_not_a_hang_or_an_error():
+    """The thirty-first round: a FIFO at /etc/passwd (or a userdb record) blocked the scan's open, and the harness, for ever;
+    a folder nested 1,400 deep under /usr ended the scan in RecursionError, so the episode was an env error and the bash it
+    had replaced went unflagged."""
+    import concurrent.futures
+
+    cases = [
+        ("rm -f /etc/passwd && mkfifo /etc/passwd", "renamed_user"),
+        ("rm -f /etc/group && mkfifo /etc/group", "renamed_user"),
+        ("mkdir -p /etc/userdb && mkfifo /etc/userdb/x.user", "renamed_superuser"),
+        (
+            "mkdir -p /usr/local/deep/" + "/".join(["d"] * 1400) + " && rm -f /usr/bin/bash && cp /usr/bin/true /usr/bin/bash",
+            "changed_system_file",
+        ),
+    ]
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        for forged, pattern in cases:
+            with Sandbox(Limits(timeout_s=20)) as sandbox:
+                sandbox.run(forged)
+                check = pool.submit(sandbox.check, "true").result(timeout=60)  # a hang fails here, not the suite
+            assert pattern in check.system_changes, (forged[:60], check)
+
+
 def _message_catalog(translations: dict[bytes, bytes]) -> bytes:
     """A gettext .mo file (GNU's layout: a header, two tables of length and offset, the strings; msgids sorted)."""
     ids = sorted({b"": b"Content-Type: text/plain; charset=UTF-8\n", **translations}.items())

@@ -103,6 +103,7 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
     rules = check_rules()
     found: dict[str, list[str]] = {}
     commands: set[str] = set()
+    folders: list[str] = []  # what visit() is still to look at
 
     def lower_commands() -> set[str]:
         if not commands:
@@ -136,8 +137,7 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
             elif lower is not None and _opaque(entry):
                 kinds.append("replaced_system_folder")
             with contextlib.suppress(OSError):
-                for child in sorted(os.listdir(entry)):
-                    visit(f"{path}/{child}")
+                folders.extend(f"{path}/{child}" for child in sorted(os.listdir(entry), reverse=True))
         elif lower is not None:
             kinds.append("changed_system_file")
         else:
@@ -154,16 +154,16 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
 
     made = [entry[len(upper) :] for entry in sorted(glob.glob(upper + _PYTHON_CONFIG))]  # also the ones the episode made
     for root in dict.fromkeys([*rules["roots"], *made]):
-        if os.path.lexists(upper + root):
-            visit(root)
+        # a stack, not recursion: a folder nested 1,400 deep ended the scan in RecursionError (the thirty-first round)
+        folders[:] = [root] if os.path.lexists(upper + root) else []
+        while folders:
+            visit(folders.pop())
     for database in _USER_DATABASES:
         seen = _as_seen(upper, database)
         if seen == database:
             continue  # the host's, unchanged
-        data = b""
-        with contextlib.suppress(OSError), open(seen, "rb") as file:
-            data = file.read(_MAX_USER_DATABASE_BYTES)
-        for pattern in _renamings(_entries(data)):
+        data = _regular_file(seen, _MAX_USER_DATABASE_BYTES)
+        for pattern in _renamings(_entries(data)) if data is not None else ["renamed_user"]:
             found.setdefault(pattern, []).append(database)
     for folder in _USER_RECORDS:
         seen = _as_seen(upper, folder)
@@ -219,14 +219,32 @@ def _renamings(entries: list[list[bytes]]) -> set[str]:
     return found
 
 
+def _regular_file(path: str, limit: int) -> bytes | None:
+    """The first `limit` bytes of the regular file at `path`, b"" if there is none; None for anything else the episode put
+    there: opened without O_NONBLOCK, a FIFO at /etc/passwd blocked the scan, and the harness, for ever (the thirty-first
+    round)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return b""
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as file:
+        return file.read(limit) if stat.S_ISREG(os.fstat(descriptor).st_mode) else None
+
+
 def _names_root(record: str) -> bool:
     """Whether a JSON user or group record the episode wrote gives uid or gid 0 a name other than root (or cannot be read:
     systemd may read what Python does not)."""
+    if os.path.isdir(record):
+        return False
+    text = _regular_file(record, 1 << 20)
+    if text is None:
+        return True
     try:
-        with open(record, encoding="utf-8", errors="replace") as file:
-            data = json.loads(file.read(1 << 20))
-    except (OSError, ValueError, RecursionError):
-        return not os.path.isdir(record)
+        data = json.loads(text.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):
+        return True
     if not isinstance(data, dict):
         return True
     name = data.get("userName", data.get("groupName"))
