@@ -32,3 +32,5 @@ def sqlite_errors_as(error: type[InputError], path: Path, what: str, remedy: str
         raise error(f"{path}: {what} cannot be used ({err}); move it away to start a new one, or {remedy}") from None
     except sqlite3.DatabaseError as err:
         raise error(f"{path}: {what} cannot be used ({err}); move it away to start a new one, or {remedy}") from None
+    except UnicodeDecodeError:  # SQLite's message quoted damaged bytes, which Python cannot decode (the thirty-first round)
+        raise error(f"{path}: {what} cannot be used (damaged: not UTF-8); move it away to start a new one, or {remedy}") from None

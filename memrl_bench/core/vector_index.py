@@ -55,8 +55,9 @@ class IndexConfig(Settings):
 
     kind: Literal["exact", "hnsw"] = Field("exact", description="exact: full scan, same results as a loop; hnsw: approximate graph search.")
     hnsw_m: int = Field(32, ge=2, le=256, description="HNSW: links per node (faiss M); more is more accurate, larger and slower to build.")
-    ef_construction: int = Field(40, ge=1, description="HNSW: candidate list size while inserting a key.")
-    ef_search: int = Field(64, ge=1, description="HNSW: candidate list size while searching (at least k is used).")
+    # faiss takes C ints: 2**31 ended a run (and each resume) in an OverflowError traceback (the thirty-first round)
+    ef_construction: int = Field(40, ge=1, le=2**31 - 1, description="HNSW: candidate list size while inserting a key.")
+    ef_search: int = Field(64, ge=1, le=2**31 - 1, description="HNSW: candidate list size while searching (at least k is used).")
 
 
 @dataclass

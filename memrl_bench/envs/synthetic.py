@@ -91,9 +91,11 @@ class SyntheticSettings(EnvSettings):
     # Keys its YAML never listed (world knobs added later; +env.task_types=... sets one), and roles.
     unlisted = ("roles", "task_logit_std", "task_types", "type_logit_range", "steps_per_task", "drift_scenes")
 
-    n_types: int = Field(8, ge=1, description="K latent task types seen in training.")
-    n_ood_types: int = Field(4, ge=0, description="Extra types only in test_out_of_distribution.")
-    intent_dim: int = Field(32, ge=2, description="Dimension of intent vectors.")
+    # upper bounds: the world holds a (types x types) match matrix and a (types x dim) centre matrix; 10**8 of either ended
+    # the run in numpy's MemoryError traceback (the thirty-first round)
+    n_types: int = Field(8, ge=1, le=10_000, description="K latent task types seen in training.")
+    n_ood_types: int = Field(4, ge=0, le=10_000, description="Extra types only in test_out_of_distribution.")
+    intent_dim: int = Field(32, ge=2, le=65_536, description="Dimension of intent vectors.")
     intent_noise: float = Field(0.35, ge=0, description="Std of a task's intent around its type centre.")
     type_logit_range: list[float] = Field(
         [-2.0, 0.0], min_length=2, max_length=2, description="Per-type base logit drawn uniformly from [low, high]."
@@ -163,6 +165,15 @@ class SyntheticSettings(EnvSettings):
         ):
             raise ValueError(
                 f"env.task_types must be distinct types in 0..{self.n_types - 1} (env.n_types={self.n_types}), got {self.task_types}"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _ood_types_exist(self) -> SyntheticSettings:
+        if self.n_ood_types == 0 and self.tasks.get("test_out_of_distribution", 0) > 0:  # a ZeroDivisionError traceback before
+            raise ValueError(
+                "env.n_ood_types=0 leaves test_out_of_distribution no type to draw from: set env.n_ood_types >= 1 or "
+                "env.tasks.test_out_of_distribution=0"
             )
         return self
 

@@ -130,6 +130,12 @@ CONFIG_INPUTS = [
     (("+env.task_types=[0,9]",), "env.task_types must be distinct types in 0..7"),
     (("protocol.checkpoint_interval_s=-1",), "protocol.checkpoint_interval_s"),
     (("env.harmful_share=2",), "env.harmful_share: Input should be less than or equal to 1 (got 2)"),
+    # the thirty-first round: a traceback each (faiss' OverflowError mid-run and at every resume, ZeroDivisionError, MemoryError)
+    (("method=memrl", "method.index.kind=hnsw", "method.index.ef_search=3000000000"), "method.index.ef_search: Input should be less"),
+    (("method=rag", "method.index.kind=hnsw", "method.index.ef_construction=3000000000"), "method.index.ef_construction: Input"),
+    (("env.n_ood_types=0",), "env.n_ood_types=0 leaves test_out_of_distribution no type"),
+    (("env.n_types=100000000",), "env.n_types: Input should be less than or equal to 10000"),
+    (("env.intent_dim=100000000",), "env.intent_dim: Input should be less than or equal to 65536"),
     (("env.outcome_temperature=-1",), "env.outcome_temperature: Input should be greater than or equal to 0 (got -1)"),
     (("+env.type_logit_range=[0,-1]",), "env.type_logit_range: must be [low, high] with low <= high"),
     (("method.softmax_temperature=inf",), "method.softmax_temperature: must be a finite number (got inf)"),
@@ -278,7 +284,17 @@ def test_a_run_folder_in_use_is_refused_naming_the_holder(tmp_path):
 # ---- the response cache ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("content", [b"SQLite format 3\x00" + b"\x01" * 90, b"\x93garbled" * 500], ids=["truncated", "garbled"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"SQLite format 3\x00" + b"\x01" * 90,
+        b"\x93garbled" * 500,
+        # a real cache with 200 bytes flipped: SQLite's message quotes bytes that are not UTF-8, and Python's sqlite3 raised
+        # UnicodeDecodeError building it (the thirty-first round: 5 of 10 randomly damaged caches)
+        (ROOT / "tests/fixtures/damaged_caches/response_cache_message_not_utf8.sqlite").read_bytes(),
+    ],
+    ids=["truncated", "garbled", "message-not-utf8"],
+)
 def test_an_unreadable_response_cache_is_one_line_naming_the_file(tmp_path, monkeypatch, content):
     from tests.fault_server import FaultServer
 
@@ -300,8 +316,9 @@ def test_an_unreadable_response_cache_is_one_line_naming_the_file(tmp_path, monk
         )
         line, code = outcome_of(overrides, tmp_path / "results" / "run")
     assert code == 2 and f"{cache}: the LLM response cache cannot be used" in line
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache.sqlite"]
-    with pytest.raises(sqlite3.DatabaseError):  # the file is left as it was
+    # nothing else left but SQLite's own -wal and -shm beside a cache whose header it could read
+    assert {p.name for p in tmp_path.iterdir()} - {"cache.sqlite-wal", "cache.sqlite-shm"} == {"cache.sqlite"}
+    with pytest.raises((sqlite3.DatabaseError, UnicodeDecodeError)):  # the file is left as it was
         sqlite3.connect(cache).execute("SELECT * FROM responses").fetchall()
 
 
