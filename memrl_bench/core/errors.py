@@ -30,7 +30,7 @@ def sqlite_errors_as(error: type[InputError], path: Path, what: str, remedy: str
         if "locked" in str(err) or "busy" in str(err):  # a whole file another process holds, not a damaged one
             raise error(f"{path}: {what} is held by another process ({err}); wait for it to finish, or {remedy}") from None
         raise error(f"{path}: {what} cannot be used ({err}); move it away to start a new one, or {remedy}") from None
-    except sqlite3.DatabaseError as err:
-        raise error(f"{path}: {what} cannot be used ({err}); move it away to start a new one, or {remedy}") from None
-    except UnicodeDecodeError:  # SQLite's message quoted damaged bytes, which Python cannot decode (the thirty-first round)
-        raise error(f"{path}: {what} cannot be used (damaged: not UTF-8); move it away to start a new one, or {remedy}") from None
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as err:
+        # UnicodeDecodeError: SQLite's message quoted damaged bytes, which Python cannot decode (the thirty-first round)
+        reason = err if isinstance(err, sqlite3.DatabaseError) else "damaged: not UTF-8"
+        raise error(f"{path}: {what} cannot be used ({reason}); move it away to start a new one, or {remedy}") from None
