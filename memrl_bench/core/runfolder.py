@@ -9,7 +9,8 @@ of the run's schedule. Memory snapshots carry the sha256 of each of their files
 The manifest carries the size of the run's schedule (`schedule_episodes`) and the sha256
 of all of itself (`manifest_sha256`, over its canonical JSON), checked whenever it is read:
 a label, a split hash or a schedule edited by hand is refused, as an edited config is by
-its config hash. COMPLETE carries the sha256 of metrics.json and of the log, written before it. A folder
+its config hash. COMPLETE carries the sha256 of metrics.json, of the log and of the final snapshot's SHA256SUMS, written before it
+(so a final snapshot swapped for another run's, itself whole, is refused). A folder
 marked COMPLETE is checked against its log, its metrics (their count and their digest) and its
 final snapshot (`verify_complete`) by the runner and by every reader alike.
 
@@ -47,7 +48,9 @@ METRICS = "metrics.json"
 COMPLETE = "COMPLETE"
 LOCK = ".lock"
 CHECKSUMS = "SHA256SUMS"
-COMPLETE_DIGESTS = {METRICS: "metrics_sha256", EPISODES: "episodes_sha256"}  # what COMPLETE holds the sha256 of
+FINAL_CHECKSUMS = f"memory/final/{CHECKSUMS}"  # the final snapshot's checksums: their digest binds every file of it
+# what COMPLETE holds the sha256 of
+COMPLETE_DIGESTS = {METRICS: "metrics_sha256", EPISODES: "episodes_sha256", FINAL_CHECKSUMS: "final_memory_sha256"}
 REBUILD_HINT = "delete the folder memory/ and re-run the same command: memory is rebuilt from the episode log"
 FINAL_REBUILD_HINT = (
     f"delete the folder memory/ and the {COMPLETE} file, and re-run the same command: memory is rebuilt from the episode log"
@@ -506,18 +509,20 @@ class RunFolder:
             problem = f"{METRICS} is missing or counts other episodes than the log"
         if problem is not None:
             raise CorruptRunFolderError(f"{self.path} is marked {COMPLETE}, but {problem}; delete its {COMPLETE} file to resume the run")
-        problem = self._digest_problem()
-        if problem is not None:
-            raise CorruptRunFolderError(
-                f"{self.path} is marked {COMPLETE}, but {problem}; delete its {COMPLETE} file to check the log and compute the metrics "
-                f"again (the same command), or {SEAL_HINT}"
-            )
-        final = self.snapshot_path("final")
-        if final is None:
+        final = self.path / "memory" / "final"  # never .final.old: COMPLETE is written after the final snapshot's swap
+        if not final.is_dir():
             raise CorruptRunFolderError(
                 f"{self.path} is marked {COMPLETE}, but memory/final is missing; delete its {COMPLETE} file to resume the run"
             )
         self.verify_snapshot(final, FINAL_REBUILD_HINT)
+        problem = self._digest_problem()
+        if problem is not None:
+            hint = (
+                FINAL_REBUILD_HINT  # a snapshot another run wrote: sealing it would bless it
+                if FINAL_CHECKSUMS in problem
+                else f"delete its {COMPLETE} file to check the log and compute the metrics again (the same command), or {SEAL_HINT}"
+            )
+            raise CorruptRunFolderError(f"{self.path} is marked {COMPLETE}, but {problem}; {hint}")
 
     # ---- memory snapshots ------------------------------------------------------------------
     def save_snapshot(self, name: str, write: Callable[[Path], None], meta: dict | None = None) -> Path:
@@ -583,7 +588,8 @@ class RunFolder:
         return metrics
 
     def mark_complete(self) -> None:
-        """Write COMPLETE with the sha256 of metrics.json and of episodes.jsonl (both written before), which every reader checks."""
+        """Write COMPLETE with the sha256 of metrics.json, episodes.jsonl and the final snapshot's SHA256SUMS (all written before),
+        which every reader checks."""
         digests = "".join(f"{key} {_sha256(self.path / name)}\n" for name, key in COMPLETE_DIGESTS.items())
         write_text_atomic(self.path / COMPLETE, f"complete\n{digests}")
 
@@ -593,13 +599,14 @@ class RunFolder:
         return dict(line.split(" ", 1) for line in text.splitlines() if " " in line)
 
     def _digest_problem(self) -> str | None:
-        """What is wrong with metrics.json and episodes.jsonl against the digests COMPLETE records (None: as the run wrote them)."""
+        """What is wrong with metrics.json, episodes.jsonl and the final snapshot against the digests COMPLETE records (None: as
+        the run wrote them)."""
         recorded = self.completion_digests()
         for name, key in COMPLETE_DIGESTS.items():
             if key not in recorded:
                 return f"its {COMPLETE} records no {key} (written before it did, or the digest was removed)"
             if recorded[key] != _sha256(self.path / name):
-                return f"its {name} does not match the {key} its {COMPLETE} records: it was edited by hand or damaged"
+                return f"its {name} does not match the {key} its {COMPLETE} records: it was edited, damaged or copied from another run"
         return None
 
 

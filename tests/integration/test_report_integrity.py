@@ -24,7 +24,7 @@ import pytest
 
 import memrl_bench.report as report_module
 from memrl_bench import findings as fd
-from memrl_bench.core.runfolder import DIGEST, CorruptRunFolderError, exchange
+from memrl_bench.core.runfolder import DIGEST, CorruptRunFolderError, RunFolder, exchange
 from memrl_bench.report import ReportInputError, report
 from memrl_bench.report.cli import main as report_main
 from memrl_bench.report.figures import Figure
@@ -81,6 +81,10 @@ def results(tmp_path_factory) -> Path:
     (shutil.copytree(good, root / "non-utf8-checksums") / "memory" / "final" / "SHA256SUMS").write_bytes(
         b"\xff\xfe" + (good / "memory" / "final" / "SHA256SUMS").read_bytes()
     )
+    # another run's final snapshot, whole and checksummed, in place of the run's own (thirty-first round, 34b)
+    swapped = shutil.copytree(good, root / "swapped-final") / "memory" / "final"
+    shutil.rmtree(swapped)
+    shutil.copytree(root / "seed=1" / "memory" / "final", swapped)
     # JSON that is no object (32nd round: a traceback in report, export and resume, and no report of any run)
     (shutil.copytree(good, root / "non-object-line") / "episodes.jsonl").write_text("[]\n" + "".join(lines))
     (shutil.copytree(good, root / "non-object-metrics") / "metrics.json").write_text("1")
@@ -119,6 +123,7 @@ BAD = {
     "edited-metrics": "its metrics.json does not match the metrics_sha256 its COMPLETE records",
     "unsealed-metrics": "its COMPLETE records no metrics_sha256",
     "appended-retries": "its episodes.jsonl does not match the episodes_sha256 its COMPLETE records",
+    "swapped-final": "its memory/final/SHA256SUMS does not match the final_memory_sha256 its COMPLETE records",
     "non-object-line": "line 1 is not valid JSON (a JSON value that is not an object)",
     "non-object-metrics": "metrics.json holds no JSON object",
 }
@@ -173,6 +178,22 @@ def test_a_complete_marker_without_the_metrics_digest_is_refused_naming_the_migr
     assert "scripts/seal_run_folders.py" in next(line for line in load(results).skipped if "/unsealed-metrics" in line)
 
 
+def test_a_final_snapshot_swapped_for_another_runs_is_refused_and_rebuilt_as_the_line_says(results, tmp_path):
+    """Another run's final snapshot passes its own checksums; the digest COMPLETE records of it does not."""
+    _left_out_once(results, "swapped-final")
+    folder = shutil.copytree(results / "swapped-final", tmp_path / "swapped-final")
+    with pytest.raises(CorruptRunFolderError, match="delete the folder memory/ and the COMPLETE file") as refused:
+        run(config(protocol={"epochs": 2}, seed=0, task_order_seed=0), folder)
+    assert "seal_run_folders" not in str(refused.value)  # sealing would bless another run's memory
+    shutil.rmtree(folder / "memory")
+    (folder / "COMPLETE").unlink()
+    run(config(protocol={"epochs": 2}, seed=0, task_order_seed=0), folder)
+    own = results / "seed=0" / "memory" / "final" / "items.jsonl"
+    assert (folder / "memory" / "final" / "items.jsonl").read_bytes() == own.read_bytes()
+    assert own.read_bytes() != (results / "seed=1" / "memory" / "final" / "items.jsonl").read_bytes()
+    assert not load(tmp_path).skipped  # read as whole again
+
+
 def test_non_utf8_sha256sums_is_one_line(results):
     _left_out_once(results, "non-utf8-checksums")
     with pytest.raises(
@@ -223,6 +244,7 @@ def test_a_run_with_no_played_episode_or_a_resealed_snapshot_with_a_word_for_a_q
     named, digest = str(snapshot.relative_to(final)), hashlib.sha256(snapshot.read_bytes()).hexdigest()
     sums = (final / "SHA256SUMS").read_text().splitlines()
     (final / "SHA256SUMS").write_text("".join((digest + line[64:] if line.split()[1] == named else line) + "\n" for line in sums))
+    RunFolder(final.parent.parent).mark_complete()  # and COMPLETE's digest of the snapshot written again
     report_main([str(root), "--out", str(tmp_path / "report")])
     _, err = capsys.readouterr()
     assert "worded-q-value: the final memory's item" in err and "q_value that is not a number" in err, err
