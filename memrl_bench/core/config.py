@@ -296,6 +296,9 @@ def validated(model: type[BaseModel], values: Any, prefix: str) -> BaseModel:
 
 
 MAX_SECONDS = 86_400.0  # the longest time limit or wait a setting may ask for: a day (Python's waits overflow near 1e10 s)
+# the most CPU threads or parallel workers a setting may ask for: past a machine's cores they only contend, and onnxruntime
+# ended in a traceback at 2^31 threads and in SIGSEGV at 100,000 (the thirty-second round)
+MAX_THREADS = 256
 
 
 def fits_64_bits(value: int) -> bool:

@@ -5,11 +5,13 @@ SandboxLimits (memrl_bench/envs/sandbox/). Each env's own model is in its module
 
 from __future__ import annotations
 
+import os
+import resource
 from typing import Literal
 
 from pydantic import Field, field_validator
 
-from memrl_bench.core.config import Settings
+from memrl_bench.core.config import MAX_THREADS, Settings
 
 
 class EnvSettings(Settings):
@@ -44,10 +46,28 @@ class GoldCheckedSettings(DataEnvSettings):
 class SandboxLimits(GoldCheckedSettings):
     """Limits of the sandbox (memrl_bench/envs/sandbox/); below these minimums it cannot run a shell and its tools."""
 
-    gold_workers: int = Field(2, ge=1, description="Parallel sandboxes when checking gold answers.")
+    gold_workers: int = Field(2, ge=1, le=MAX_THREADS, description="Parallel sandboxes when checking gold answers.")
     max_output_chars: int = Field(4000, ge=1, description="Output kept per command or program.")
     memory_mb: int = Field(1024, ge=64, description="Memory cap (at least 64 MiB: a shell, the check's tools and Python).")
     max_processes: int = Field(
         256, ge=8, description="Live process cap (at least 8: the container's own processes and a command's pipeline)."
     )
     disk_mb: int = Field(512, ge=16, description="Size of the tmpfs holding what an episode writes (at least 16 MiB).")
+
+    # Caps past what this machine has are no caps (2^63-1 MiB ran as if unlimited, without a word), and a process cap past
+    # the host's hard RLIMIT_NPROC made every command fail to start, each episode an env error (the thirty-second round).
+    @field_validator("memory_mb", "disk_mb")
+    @classmethod
+    def _within_the_machines_memory(cls, value: int) -> int:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20
+        if value > total:
+            raise ValueError(f"more MiB than this machine's memory ({total} MiB): no cap at all")
+        return value
+
+    @field_validator("max_processes")
+    @classmethod
+    def _within_the_hosts_process_limit(cls, value: int) -> int:
+        hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+        if hard != resource.RLIM_INFINITY and value > hard:
+            raise ValueError(f"above this machine's process limit (RLIMIT_NPROC {hard}): no command could start")
+        return value

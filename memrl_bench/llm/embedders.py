@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from memrl_bench.core.config import MAX_SECONDS, InputError, Settings, named_part, validated
+from memrl_bench.core.config import MAX_SECONDS, MAX_THREADS, InputError, Settings, named_part, validated
 from memrl_bench.core.errors import sqlite_errors_as
 from memrl_bench.core.redaction import redact_server_text, strip_url_secrets, url_host
 from memrl_bench.core.vector_index import unit_rows
@@ -37,7 +37,7 @@ class EmbedderSettings(Settings):
 class MiniLMSettings(EmbedderSettings):
     name: Literal["minilm"]
     model_dir: str | None = Field(None, description="Folder with model.onnx + tokenizer.json (null: the catalogue's).")
-    threads: int = Field(1, ge=1, description="onnxruntime intra-op threads.")
+    threads: int = Field(1, ge=1, le=MAX_THREADS, description="onnxruntime intra-op threads.")
     batch_size: int = Field(32, ge=1, description="Texts per forward pass.")
     max_tokens: int = Field(256, ge=1, description="Longer texts are truncated.")
     cache_path: str | None = Field(None, description="SQLite file caching vectors (null: no cache).")

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from memrl_bench.core.config import MAX_SECONDS, ConfigError, Settings
+from memrl_bench.core.config import MAX_SECONDS, MAX_THREADS, ConfigError, Settings
 from memrl_bench.core.redaction import ends_early, remember_secret, remember_url, url_host
 
 
@@ -124,7 +124,7 @@ class LLMConfig(GenerationSettings):
     retry_seed: int = Field(0, description="Seed of the backoff jitter.")
     cache_mode: Literal["read_write", "read_only", "off"] = Field("off", description="The SQLite response cache.")
     cache_path: str | None = Field(None, description="The cache file (null: the default under MEMRL_BENCH_CACHE).")
-    threads: int | None = Field(None, ge=1, description="CPU threads of a local server.")
+    threads: int | None = Field(None, ge=1, le=MAX_THREADS, description="CPU threads of a local server.")
     ctx_size: int | None = Field(
         None,
         ge=1,

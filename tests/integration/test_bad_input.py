@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -136,6 +137,12 @@ CONFIG_INPUTS = [
     (("env.n_ood_types=0",), "env.n_ood_types=0 leaves test_out_of_distribution no type"),
     (("env.n_types=100000000",), "env.n_types: Input should be less than or equal to 10000"),
     (("env.intent_dim=100000000",), "env.intent_dim: Input should be less than or equal to 65536"),
+    # the thirty-second round: tracebacks and a SIGSEGV (threads), caps past the machine accepted as no caps
+    (("embedder=minilm", "embedder.threads=100000"), "embedder.threads: Input should be less than or equal to 256"),
+    (("llm=local", "llm.threads=2147483647"), "llm.threads: Input should be less than or equal to 256"),
+    (("env=llb_os", "env.gold_workers=100000"), "env.gold_workers: Input should be less than or equal to 256"),
+    (("env=llb_os", f"env.memory_mb={2**63 - 1}"), "env.memory_mb: more MiB than this machine's memory"),
+    (("env=bigcodebench", f"env.disk_mb={2**40}"), "env.disk_mb: more MiB than this machine's memory"),
     (("env.outcome_temperature=-1",), "env.outcome_temperature: Input should be greater than or equal to 0 (got -1)"),
     (("+env.type_logit_range=[0,-1]",), "env.type_logit_range: must be [low, high] with low <= high"),
     (("method.softmax_temperature=inf",), "method.softmax_temperature: must be a finite number (got inf)"),
@@ -163,6 +170,16 @@ def test_a_bad_config_value_is_one_line_naming_it(tmp_path, overrides, message):
     line, code = outcome_of((*base, *overrides), tmp_path / "results" / "default" / "run")
     assert code == 2 and message in line and "\n" not in line, line
     assert not list(tmp_path.iterdir())  # the folders this start created are gone
+
+
+def test_a_process_cap_past_the_hosts_limit_is_one_line_naming_it(tmp_path):
+    """env.max_processes above the host's hard RLIMIT_NPROC: every command failed to start, each episode an env error, and
+    the run ended COMPLETE with exit 0 (the thirty-second round)."""
+    hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+    if hard == resource.RLIM_INFINITY:
+        pytest.skip("this machine sets no process limit (RLIMIT_NPROC is unlimited): no cap can be past it")
+    line, code = outcome_of((*OTHER_ENV, "env=llb_os", f"env.max_processes={hard + 1}"), tmp_path / "run")
+    assert code == 2 and f"env.max_processes: above this machine's process limit (RLIMIT_NPROC {hard})" in line, line
 
 
 def test_the_key_itself_given_as_api_key_env_is_refused_without_being_echoed(tmp_path):

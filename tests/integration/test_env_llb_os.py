@@ -315,7 +315,7 @@ def test_another_name_for_root_in_the_user_database_is_flagged():
         assert check.result.ok and not {"renamed_superuser", "renamed_user"} & set(check.system_changes), (made, check)
 
 
-def test_a_user_database_that_is_no_regular_file_or_a_deep_folder_is_flagged_not_a_hang_or_an_error():
+def test_a_user_database_that_is_no_regular_file_or_too_long_or_a_deep_folder_is_flagged_not_a_hang_or_an_error():
     """The thirty-first round: a FIFO at /etc/passwd (or a userdb record) blocked the scan's open, and the harness, for ever;
     a folder nested 1,400 deep under /usr ended the scan in RecursionError, so the episode was an env error and the bash it
     had replaced went unflagged."""
@@ -325,6 +325,11 @@ def test_a_user_database_that_is_no_regular_file_or_a_deep_folder_is_flagged_not
         ("rm -f /etc/passwd && mkfifo /etc/passwd", "renamed_user"),
         ("rm -f /etc/group && mkfifo /etc/group", "renamed_user"),
         ("mkdir -p /etc/userdb && mkfifo /etc/userdb/x.user", "renamed_superuser"),
+        # the thirty-second round: gid 1 named again first, then 64 MiB of blank lines (the scan read 64 MiB), then the file
+        (
+            "{ echo 'daemon2:x:1:'; head -c 67108865 /dev/zero | tr '\\0' '\\n'; cat /etc/group; } > /g && cat /g > /etc/group",
+            "renamed_user",
+        ),
         (
             "mkdir -p /usr/local/deep/" + "/".join(["d"] * 1400) + " && rm -f /usr/bin/bash && cp /usr/bin/true /usr/bin/bash",
             "changed_system_file",

@@ -220,9 +220,10 @@ def _renamings(entries: list[list[bytes]]) -> set[str]:
 
 
 def _regular_file(path: str, limit: int) -> bytes | None:
-    """The first `limit` bytes of the regular file at `path`, b"" if there is none; None for anything else the episode put
-    there: opened without O_NONBLOCK, a FIFO at /etc/passwd blocked the scan, and the harness, for ever (the thirty-first
-    round)."""
+    """The regular file at `path`, b"" if there is none; None for anything else the episode put there: opened without
+    O_NONBLOCK, a FIFO at /etc/passwd blocked the scan, and the harness, for ever (the thirty-first round); and a file past
+    `limit` bytes, which the C library reads whole: an entry put first, then 64 MiB of blank lines, then the old file hid
+    the old entry from a scan that read the first 64 MiB (the thirty-second round)."""
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except FileNotFoundError:
@@ -230,7 +231,8 @@ def _regular_file(path: str, limit: int) -> bytes | None:
     except OSError:
         return None
     with os.fdopen(descriptor, "rb") as file:
-        return file.read(limit) if stat.S_ISREG(os.fstat(descriptor).st_mode) else None
+        data = file.read(limit + 1) if stat.S_ISREG(os.fstat(descriptor).st_mode) else None
+    return data if data is not None and len(data) <= limit else None
 
 
 def _names_root(record: str) -> bool:
