@@ -477,6 +477,34 @@ class RunFolder:
             write_text_atomic(self.episodes_path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in keep))
         return keep
 
+    def log_position(self) -> dict[str, Any]:
+        """Where the log stands, for a checkpoint to carry: its size and sha256. A checkpoint binds itself to its run this way:
+        another run's checkpoint, whole in itself, was restored by a resume without a word (the thirty-second round)."""
+        size = self.episodes_path.stat().st_size if self.episodes_path.exists() else 0
+        return {"log_bytes": size, "log_sha256": self._log_prefix_sha256(size)}
+
+    def verify_log_position(self, snapshot: Path, position: dict[str, Any]) -> None:
+        """CorruptRunFolderError unless the log begins with the bytes `position` (log_position()'s, saved with `snapshot`) says."""
+        size, digest = position.get("log_bytes"), position.get("log_sha256")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0 or self._log_prefix_sha256(size) != digest:
+            raise CorruptRunFolderError(
+                f"{snapshot} was not written beside this run's {EPISODES} (another run's, or written before checkpoints carried the "
+                f"log's digest); {REBUILD_HINT}"
+            )
+
+    def _log_prefix_sha256(self, size: int) -> str | None:
+        """The sha256 of the log's first `size` bytes (None if it is shorter)."""
+        digest = hashlib.sha256()
+        if size:
+            with open_regular(self.episodes_path) as f:
+                left = size
+                while left and (chunk := f.read(min(left, 1 << 20))):
+                    digest.update(chunk)
+                    left -= len(chunk)
+            if left:
+                return None
+        return digest.hexdigest()
+
     def append_episodes(self, records: list[dict]) -> None:
         """Append one batch's records in a single write, then fsync."""
         text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in records)

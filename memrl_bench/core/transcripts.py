@@ -29,6 +29,7 @@ import json
 import os
 import sys
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,16 @@ def transcript_record(
         "memory_calls": memory_calls,
         **({"memory_ops": memory_ops} if memory_ops else {}),
     }
+
+
+def agrees_with_log(record: dict[str, Any], episode: dict[str, Any]) -> bool:
+    """Whether a transcript record is the one its episode's log line was written with: the same task, and every completion
+    the log's turns quote (`raw_output`) among its acting calls' completions. Records are joined to the log by episode id,
+    which every run with the same schedule shares: another run's transcripts put in a run folder were shown beside this
+    run's log, every episode's completion not the one it logged (the thirty-second round)."""
+    said = Counter(c.get("completion") for c in record.get("acting") or [] if isinstance(c, dict))
+    quoted = Counter(t.get("raw_output") for t in episode.get("turns") or [] if isinstance(t, dict) and t.get("raw_output") is not None)
+    return record.get("task_id") == episode.get("task_id") and not quoted - said
 
 
 class TranscriptLog:

@@ -29,6 +29,7 @@ import gzip
 import html
 import json
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from memrl_bench import prompts
 from memrl_bench.core.markup import script_json
 from memrl_bench.core.records import RunRecords, read_run
 from memrl_bench.core.runfolder import CorruptRunFolderError
-from memrl_bench.core.transcripts import TranscriptLog
+from memrl_bench.core.transcripts import TRANSCRIPTS, TranscriptLog, agrees_with_log
 from memrl_bench.report.load import Results
 
 MEMORY_TEMPLATES = ("react_system", "single_turn")  # the prompts that hold the method's memory block as {memory_section}
@@ -94,10 +95,13 @@ def run_data(run: RunRecords, name: str) -> dict[str, Any]:
     items = {item.id: item.content for item in run.items}
     transcripts = read_transcripts(run.path)
     markers = _memory_markers()
-    episodes = []
+    episodes, disagreeing = [], 0
     for e in run.episodes:
         episode = e.to_dict()
         record = transcripts.get(e.episode_id) or {}
+        if record and not agrees_with_log(record, episode):
+            disagreeing += 1
+            record = transcripts[e.episode_id] = {}  # not this episode's: shown without it, never beside its log
         acting = [c for c in record.get("acting") or [] if isinstance(c, dict)]
         contents = [items[r.item_id] for r in e.retrieved if r.item_id in items]
         for call in acting:
@@ -112,6 +116,12 @@ def run_data(run: RunRecords, name: str) -> dict[str, Any]:
         episode["has_transcript"] = bool(record)
         episode["text"] = _task_text(acting)
         episodes.append(episode)
+    if disagreeing:
+        print(
+            f"memrl-bench: warning: {run.path / TRANSCRIPTS}: {disagreeing} of its records do not match the log's episodes (another "
+            "task, or completions the log's turns do not quote): another run's transcripts, or edited; shown without them",
+            file=sys.stderr,
+        )
     config = run.manifest.config
     return {
         "run": name,

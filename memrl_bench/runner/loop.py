@@ -331,7 +331,7 @@ class Runner:
             if epoch_ends:  # before the checkpoint: a checkpoint past an epoch's end means its snapshot exists
                 self.folder.save_snapshot(f"epoch_{batch.epoch}", parts.method.snapshot)
             if is_train and (epoch_ends or time.monotonic() - last_checkpoint >= parts.protocol.settings.checkpoint_interval_s):
-                self.folder.save_snapshot("checkpoint", parts.method.snapshot, {"batches_done": i + 1})
+                self.folder.save_snapshot("checkpoint", parts.method.snapshot, {"batches_done": i + 1, **self.folder.log_position()})
                 last_checkpoint = time.monotonic()
             if not is_train and _phase_ends(schedule, i):
                 if fingerprint(parts.method, scratch) != phase_fingerprint:
@@ -350,10 +350,12 @@ class Runner:
         if path is not None:
             self.folder.verify_snapshot(path)
             try:
+                meta = json.loads((path / "position.json").read_text())
+                position = int(meta["batches_done"])
                 method.restore(path)
-                position = int(json.loads((path / "position.json").read_text())["batches_done"])
             except Exception as err:  # a snapshot that matches its checksums yet cannot be restored (written by another version)
                 raise CorruptRunFolderError(f"{path} cannot be restored ({type(err).__name__}: {err}); {REBUILD_HINT}") from None
+            self.folder.verify_log_position(path, meta)  # this run's, not another's (whole in itself)
             if position > done:
                 raise CorruptRunFolderError(
                     f"{path} is past the end of {self.folder.episodes_path} ({position} batches, the log {done}); {REBUILD_HINT}"

@@ -258,6 +258,26 @@ def test_a_damaged_checkpoint_is_refused_and_memory_is_rebuilt_from_the_log(tmp_
         assert snapshot_of(tmp_path / "run" / "memory" / name) == snapshot_of(tmp_path / "reference" / "memory" / name), name
 
 
+def test_another_runs_checkpoint_is_refused_on_resume_and_memory_is_rebuilt_from_the_log(tmp_path, monkeypatch):
+    """The thirty-second round: another run's checkpoint, whole in itself (its own SHA256SUMS), was restored by a resume
+    without a word, and the run went on to COMPLETE with the other run's memory (2,000 of 3,200 log lines differed)."""
+    cfg, other = config(protocol={"epochs": 3}), config(protocol={"epochs": 3}, seed=1, task_order_seed=1)
+    run(cfg, tmp_path / "reference")
+    for config_, folder in ((cfg, "run"), (other, "other")):
+        with monkeypatch.context() as patch:
+            crash_when_saving(patch, "epoch_3")
+            with pytest.raises(OSError):
+                run(config_, tmp_path / folder)
+    shutil.rmtree(tmp_path / "run" / "memory" / "checkpoint")
+    shutil.copytree(tmp_path / "other" / "memory" / "checkpoint", tmp_path / "run" / "memory" / "checkpoint")
+    with pytest.raises(CorruptRunFolderError, match="checkpoint was not written beside this run's episodes.jsonl.*delete the folder"):
+        run(cfg, tmp_path / "run")
+    shutil.rmtree(tmp_path / "run" / "memory")  # as the message says
+    run(cfg, tmp_path / "run")
+    assert stripped(tmp_path / "run") == stripped(tmp_path / "reference")
+    assert snapshot_of(tmp_path / "run" / "memory" / "final") == snapshot_of(tmp_path / "reference" / "memory" / "final")
+
+
 def test_snapshots_carry_checksums_sha256sum_can_check(tmp_path):
     run(config(protocol={"epochs": 1}), tmp_path / "run")
     for folder in (tmp_path / "run" / "memory").iterdir():

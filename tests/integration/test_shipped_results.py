@@ -23,6 +23,7 @@ from helpers import readme_command
 from memrl_bench import findings as fd
 from memrl_bench.core.schema import strip_measured
 from memrl_bench.core.stats import NOT_MEASURED
+from memrl_bench.core.transcripts import TRANSCRIPTS, TranscriptLog, agrees_with_log
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "results" / "critique_real"
@@ -67,6 +68,18 @@ def test_the_shipped_study_is_whole():
     # claims have a real-model study of their own (llb_db_families)
     measured = {f.id for f in fd.findings(SHIPPED, warn=None) if f.verdict != NOT_MEASURED}
     assert measured == {c.id for c in fd.claims() if c.real_measured_by and fd.STUDY_KINDS[c.study_kind].real_study == "critique_real"}
+
+
+def test_every_shipped_transcript_record_agrees_with_its_episode():
+    """The viewer's join of transcripts to the log (agrees_with_log) proved on every real completion shipped: a record it
+    refused here would hide a real transcript."""
+    checked = 0
+    for path in sorted((ROOT / "results").rglob(TRANSCRIPTS)):
+        logged = {r["episode_id"]: r for r in map(json.loads, (path.parent / "episodes.jsonl").read_text().splitlines())}
+        for record in TranscriptLog(path.parent).read():
+            assert agrees_with_log(record, logged[record["episode_id"]]), (path, record["episode_id"])
+            checked += 1
+    assert checked >= 4_800, checked  # the LLB-DB and critique studies' episodes with an LLM call
 
 
 def test_the_readme_command_rerenders_the_findings_with_no_server(copy):

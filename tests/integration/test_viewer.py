@@ -118,11 +118,35 @@ def test_a_number_json_has_not_is_shown_as_null(synthetic, tmp_path):
 
     folder = tmp_path / "run"
     shutil.copytree(next(p.parent for p in synthetic.rglob("manifest.json")), folder)
-    first = _logged(folder)[0]["episode_id"]
-    (folder / TRANSCRIPTS).write_bytes(_gzip_members([{"episode_id": first, "acting": [{"latency_s": float("nan"), "x": float("inf")}]}]))
+    first, task = _logged(folder)[0]["episode_id"], _logged(folder)[0]["task_id"]
+    acting = [{"latency_s": float("nan"), "x": float("inf")}]
+    (folder / TRANSCRIPTS).write_bytes(_gzip_members([{"episode_id": first, "task_id": task, "acting": acting}]))
     page = run_page(read_run(folder), "run")
     data = json.loads(gzip.decompress(base64.b64decode(page.packed)), parse_constant=lambda name: pytest.fail(f"{name} in the page"))
     assert data["episodes"][0]["acting"][0]["latency_s"] is None and data["episodes"][0]["acting"][0]["x"] is None
+
+
+def test_another_runs_transcripts_are_not_shown_beside_this_runs_log(llm_run, tmp_path, capsys):
+    """The thirty-second round: transcripts are joined to the log by episode id, which runs of one schedule share; another
+    run's transcripts put in a run folder showed its completions beside this run's log, 1,541 of 1,541 episodes, no line."""
+    from memrl_bench.core.records import read_run
+    from memrl_bench.report.viewer import run_page
+
+    cfg = json.loads((llm_run / "manifest.json").read_text())["config"]
+    other = tmp_path / "other"
+    run(cfg, other, llm=ScriptedChatModel(lambda messages: "Answer: C"), embedder=WordBagEmbedder())
+    own = run_page(read_run(other), "other")
+    assert all(e["has_transcript"] and "Answer: C" in e["acting"][0]["completion"] for e in _unpacked(own)["episodes"])
+    capsys.readouterr()
+    shutil.copy(llm_run / TRANSCRIPTS, other / TRANSCRIPTS)  # the same episode ids and tasks, completions "Answer: A"
+    swapped = _unpacked(run_page(read_run(other), "other"))
+    assert not any(e["has_transcript"] or e["acting"] for e in swapped["episodes"]) and not swapped["transcripts"]
+    records = len(read_transcripts(other))  # all but the fixture's torn last member
+    assert f"{other / TRANSCRIPTS}: {records} of its records do not match the log's episodes" in capsys.readouterr().err
+
+
+def _unpacked(page) -> dict:
+    return json.loads(gzip.decompress(base64.b64decode(page.packed)))
 
 
 def test_every_run_has_a_page_with_every_logged_episode(synthetic):
