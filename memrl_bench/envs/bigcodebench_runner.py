@@ -105,6 +105,7 @@ def _memrl_runner():
     import builtins
     import collections
     import contextlib
+    import functools
     import gc
     import importlib
     import importlib.util
@@ -872,20 +873,23 @@ def _memrl_runner():
         _compiled_function=a_compiled_function_type,
         _slots=(types.WrapperDescriptorType, types.MethodDescriptorType, types.GetSetDescriptorType, types.MemberDescriptorType),
         _exact=exact,
+        _entry=entry,
+        _modules=sys.modules,
     ):
         """`value`, under the comparison name `name` in `klass`, is the class's own as a library made it: a function a
         library's code defined in the class's body, its helpers' included (its code's own qualified name says so: a
         function's __qualname__ is anyone's to set), or generated for it in its library module (a dataclass's `__eq__`), or
-        a library's function in a class its library module holds under its name (numpy's mixin: a module helper's), bare
-        or held by a property, staticmethod or classmethod; a C slot or attribute of the class's own (or object's, under
-        its own name); a Cython function, or a C function held by a C wrapper (pybind11's), of that name; or no callable
+        a function of its library module in a class that module holds under its name (numpy's mixin: a module helper's),
+        bare or held by a property, staticmethod or classmethod; a C slot or attribute of the class's own or a base's, under
+        its own name; a Cython function, or a C function held by a C wrapper (pybind11's), of that name; or no callable
         (`__hash__ = None`). Anything else
         decides the comparison for the program: the solution's code or code its exec ran, a library's function borrowed
         (mock.ANY's `__eq__`), a builtin under another name, a class, an lru_cache wrapper (32nd round)."""
         kind = _c.type(value)
         if _c.any(kind is each for each in _slots):  # by identity: `in` would compare with a metaclass's __eq__
-            # object's own under its name is the default made explicit (http.cookies.Morsel's `__ne__ = object.__ne__`)
-            return _exact(value.__name__) == name and (value.__objclass__ is klass or value.__objclass__ is _c.object)
+            # a base's own under its name is the default made explicit (http.cookies.Morsel's `__ne__ = object.__ne__`, an
+            # IntEnum's `__format__ = int.__format__`)
+            return _exact(value.__name__) == name and _c.any(value.__objclass__ is each for each in _c.mro_of(klass))
         function = _held_by(value)
         if function is not value and kind is not _c.property and kind is not _c.staticmethod and kind is not _c.classmethod:
             return _c.type(function) is _c.BuiltinFunctionType and _exact(function.__name__) == name  # a C wrapper's
@@ -903,7 +907,12 @@ def _memrl_runner():
         else:
             return False
         body = _exact(_c.qualname_of(klass)) + "."
-        return (_c.type(made_as) is _c.str and made_as.startswith(body)) or _resolved(klass)  # a helper's (numpy's mixin)
+        if _c.type(made_as) is _c.str and made_as.startswith(body):
+            return True
+        # a helper's of the class's own module (numpy's mixin); a function of another library module says anything
+        # (typing.assert_type as argparse.Namespace's `__eq__` returned what it was given: the thirty-second round)
+        home = _entry(_modules, _exact(_entry(_c.class_dict(klass), "__module__")))
+        return _resolved(klass) and function.__globals__ is _c.module_dict(home)
 
     def cell_contents(cell, _c=c):
         try:
@@ -1545,6 +1554,31 @@ def _memrl_runner():
 
     seen_classes = {}  # id -> (keys, their ids, bases, comparisons, every key a str) of every class looked at
 
+    # What a class makes as it is made, and how a value shows itself: an answer's own of these decides no comparison
+    # (to pass as a number it must print as it: it has to compute it); kept out of value_names below.
+    making_names = frozenset(
+        "__new__ __init__ __init_subclass__ __doc__ __module__ __qualname__ __dict__ __weakref__ __slots__ __repr__ __str__"
+        " __format__ __hash__".split()
+    )
+
+    def value_names(klass, _names={}, _c=c, _own=own, _resolved=resolved, _exact=exact, _making=making_names):
+        """If `klass` is a value (a base of its, object aside, has an `__eq__` of its own): the names its bases of C's or
+        a library's hold, what a test calls on a value and trusts; else none. An ndarray subclass whose `all`, `any`,
+        `ravel` and `__getitem__` said yes passed `np.all(result == expected)` with numpy's own `==`, a DataFrame subclass
+        whose `equals` did `df.equals(expected)` (the thirty-second round)."""
+        bases = [base for base in _c.mro_of(klass)[1:] if base is not _c.object]
+        if not _c.any(_own(base, "__eq__") is not None for base in bases):
+            return _c.frozenset()
+        names = []
+        for base in bases:
+            held = _names.get(_c.id(base))
+            if held is None or held[0] is not base:  # kept with its class: no other class reuses the id
+                library = not _c.flags_of(base) & 1 << 9 or _resolved(base)  # C's, or found in its library module
+                keys = _c.map(_exact, _c.list(_c.class_dict(base))) if library else ()
+                held = _names[_c.id(base)] = (base, _c.frozenset(name for name in keys if name not in _making))
+            names.extend(held[1])
+        return _c.frozenset(names)
+
     def steering(klass, _seen=seen_classes, _steering={}, _comparisons=comparisons_of, _names_read=names_read, _c=c):
         """The names the comparisons of `klass`'s bases read (see names_read)."""
         names = []
@@ -1557,6 +1591,45 @@ def _memrl_runner():
             names.extend(held[1])
         return _c.frozenset(names)
 
+    def programs_own(
+        value,
+        _c=c,
+        _held_by=held_by,
+        _solution=from_the_solution,
+        _compiled=program_code,
+        _a_library=a_library,
+        _in_a_library=lives_in_a_library,
+        _own=own,
+        _partial=functools.partial,
+        _exact=exact,
+        _path=path,
+        _first=first_test_line,
+    ):
+        """`value` is (or holds, as a property, staticmethod, classmethod, partial or bound method) code of the program's: the
+        solution's, code the program compiled, or any other code that is neither a library's nor the tests' (the runner
+        compiled those); or is an object whose class calls or gets with such code."""
+        function = _held_by(value)
+        for _ in _c.range(10):  # by identity: a dict's lookup would hash a class with its metaclass's code
+            if _c.type(function) is _partial:
+                function = function.func
+            elif _c.type(function) is _c.MethodType:
+                function = function.__func__
+            else:
+                break
+        functions = [function]
+        if _c.type(function) is not _c.FunctionType:  # an object: its class's call and get
+            functions = [_own(base, name) for base in _c.mro_of(_c.type(function)) for name in ("__call__", "__get__")]
+        for each in functions:
+            if _c.type(each) is not _c.FunctionType:
+                continue
+            code = each.__code__
+            if _solution(code) or _c.id(code) in _compiled:
+                return True
+            tests = _exact(code.co_filename) == _path and code.co_firstlineno >= _first
+            if not (tests or _a_library(code) or _in_a_library(each)):
+                return True
+        return False
+
     def check_the_classes(
         _seen=seen_classes,
         _steering=steering,
@@ -1565,6 +1638,8 @@ def _memrl_runner():
         _natural=natural_comparison,
         _names=comparison_names,
         _resolved=resolved,
+        _programs_own=programs_own,
+        _values=value_names,
         _mock=unittest.mock.NonCallableMock,
         _pinned=pinned_classes,
         _callbacks=gc.callbacks,
@@ -1602,7 +1677,9 @@ def _memrl_runner():
                     and _c.all(namespace.get(name) is value and (was is value or _held_by(value) is was) for name, value, was in before)
                 ):
                     continue  # same keys, bases and comparisons (a descriptor re-initialised in place holds another function)
-                found = _comparisons(klass) if first else _comparisons(klass, _steering(klass))  # nothing is flagged at the first
+                # nothing is flagged at the first look
+                read, shadowed = (_c.frozenset(), _c.frozenset()) if first else (_steering(klass), _values(klass))
+                found = _comparisons(klass, read | shadowed)
                 _seen[_c.id(klass)] = (keys, ids, mro, found, _c.all(_c.type(key) is _c.str for key in keys))
                 changed = [(name, value) for name, value, held in found if not _c.any(value is v and held is h for _, v, h in before)]
                 if not first and changed and not _c.issubclass(klass, _mock) and _c.id(klass) not in _pinned:  # the runner's
@@ -1610,6 +1687,8 @@ def _memrl_runner():
                         _natural(klass, name, value)
                         # a library's class nested in a library's class, read by a base's comparison (pyparsing's And._ErrorStop)
                         or (name not in _names and _c.issubclass(_c.type(value), _c.type) and _resolved(value))
+                        # a value base's name held by no code of the program's (numpy.matrix's `all`, a namedtuple's `__repr__`)
+                        or (name not in _names and name not in read and name in shadowed and not _programs_own(value))
                         for name, value in changed
                     ):
                         _flag("defines_its_comparisons")

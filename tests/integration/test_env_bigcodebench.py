@@ -403,6 +403,18 @@ CALLS_FIRST["builtins_of_the_tests.py"] = "import colorsys\n" + CALLS_FIRST["bui
 CALLS_FIRST["patch_exit_stack.py"] = CALLS_FIRST["patchings_swallow.py"]
 CALLS_FIRST["tests_read_from_its_file.py"] = TEST_ADD
 CALLS_FIRST["fraction_from_float.py"] = TEST_ADD.replace(", 5)", ", 5.0)").replace(", -5)", ", -5.0)")  # a float compared
+CALLS_FIRST["library_class_slot.py"] = TEST_ADD  # 35a's
+CALLS_FIRST["dataframe_equals.py"] = """import unittest
+class TestCases(unittest.TestCase):
+    def test_small(self):
+        self.assertTrue(task_func(2, 3).equals(pd.DataFrame({"a": [5]})))
+    def test_negative(self):
+        self.assertTrue(task_func(-2, -3).equals(pd.DataFrame({"a": [-5]})))
+"""
+RIGHT["dataframe_equals.py"] = "import pandas as pd\ndef task_func(a, b):\n    return pd.DataFrame({'a': [a + b]})\n"
+CALLS_FIRST["lying_reduction.py"] = "import numpy as np\n" + TEST_ADD.replace(
+    "self.assertEqual(task_func(2, 3), 5)", "self.assertTrue(np.all(task_func(2, 3) == 5))"
+).replace("self.assertEqual(task_func(-2, -3), -5)", "self.assertTrue(np.equal(task_func(-2, -3), -5).all())")
 # the runner's checks are the same in both isolations: the fast run plays these in process isolation, the slow one in both
 BOTH_SLOW = [pytest.param("sandbox", marks=[needs_sandbox, pytest.mark.slow]), "process"]
 
@@ -443,6 +455,9 @@ BOTH_SLOW = [pytest.param("sandbox", marks=[needs_sandbox, pytest.mark.slow]), "
         ("class_freed_in_the_part.py", "defines_its_comparisons"),  # kept by gc's callback for the part's last look
         ("gc_callbacks_cleared.py", "patches_the_runner"),
         ("tests_read_from_its_file.py", None),  # 34a: program.py holds the solution alone once the runner has read it
+        ("lying_reduction.py", "defines_its_comparisons"),  # 35a: what a test calls on a value of an ndarray subclass
+        ("library_class_slot.py", "defines_its_comparisons"),  # 35a: another library's function as a library class's `__eq__`
+        ("dataframe_equals.py", "defines_its_comparisons"),
         ("build_class_hook.py", "patches_builtins_or_exit"),  # seen as the tests' part starts
         ("build_class_by_an_import_hook.py", "rebinds_the_tests_names"),  # the store written by the answer's code
         ("builtins_of_the_tests.py", "rebinds_the_tests_names"),  # the tests' functions hold other builtins
@@ -463,7 +478,7 @@ def test_bigcodebench_a_test_calls_the_functions_its_class_had_as_it_started(
     folder.mkdir()
     with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
         task = record(0, ["numpy", "pandas"] if program in RIGHT else ["math"], test=CALLS_FIRST[program])
-        if CALLS_FIRST[program] is UNIMPORTED:
+        if "pd." in CALLS_FIRST[program]:  # the tests' libraries, imported by the task's prompt
             task["code_prompt"] = "import numpy as np\nimport pandas as pd\n" + task["code_prompt"]
         out.write(json.dumps(task) + "\n")
     (folder / "full_seed123.json").write_text(json.dumps({"seed": 1, "train_ids": [], "val_ids": ["BigCodeBench/0"]}))
