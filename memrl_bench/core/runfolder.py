@@ -496,6 +496,8 @@ class RunFolder:
         """The sha256 of the log's first `size` bytes (None if it is shorter)."""
         digest = hashlib.sha256()
         if size:
+            if not self.episodes_path.exists():
+                return None
             with open_regular(self.episodes_path) as f:
                 left = size
                 while left and (chunk := f.read(min(left, 1 << 20))):

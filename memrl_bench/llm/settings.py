@@ -133,7 +133,7 @@ class LLMConfig(GenerationSettings):
             "(GGUF), capped by memory; openai, unknown (nothing trimmed)."
         ),
     )
-    parallel: int | None = Field(None, ge=1, description="Requests a local server decodes together.")
+    parallel: int | None = Field(None, ge=1, le=MAX_THREADS, description="Requests a local server decodes together.")
     startup_timeout_s: float | None = Field(None, gt=0, le=MAX_SECONDS, description="Seconds a local server may take to start.")
 
     @field_validator("base_url")

@@ -140,6 +140,7 @@ CONFIG_INPUTS = [
     # the thirty-second round: tracebacks and a SIGSEGV (threads), caps past the machine accepted as no caps
     (("embedder=minilm", "embedder.threads=100000"), "embedder.threads: Input should be less than or equal to 256"),
     (("llm=local", "llm.threads=2147483647"), "llm.threads: Input should be less than or equal to 256"),
+    (("llm=local", "llm.parallel=100000"), "llm.parallel: Input should be less than or equal to 256"),
     (("env=llb_os", "env.gold_workers=100000"), "env.gold_workers: Input should be less than or equal to 256"),
     (("env=llb_os", f"env.memory_mb={2**63 - 1}"), "env.memory_mb: more MiB than this machine's memory"),
     (("env=bigcodebench", f"env.disk_mb={2**40}"), "env.disk_mb: more MiB than this machine's memory"),
