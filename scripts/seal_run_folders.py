@@ -7,7 +7,7 @@ nothing else changed (the file is written in the runner's format, so a diff show
 `schedule_episodes`, the size of the run's schedule computed from the manifest's own
 protocol, roles and split sizes (as the runner checked a COMPLETE run before the field
 existed), and `manifest_sha256`, the digest readers check (memrl_bench.core.runfolder). Every
-COMPLETE without the sha256 of metrics.json, of episodes.jsonl or of the final snapshot's SHA256SUMS gets them (COMPLETE is
+COMPLETE without the sha256 of metrics.json, episodes.jsonl, the final snapshot's SHA256SUMS or manifest.json gets them (COMPLETE is
 written as the runner writes it). Seal only folders you trust: the digests say the manifest, the
 metrics and the log were not edited after this moment. A manifest whose config hash does not match its config is refused, as every reader
 refuses it, and so is a run with a memory snapshot written before snapshots carried SHA256SUMS
@@ -51,8 +51,7 @@ def seal_manifest(folder: Path) -> bool:
 
 
 def seal_complete(folder: Path) -> bool:
-    """Add the digests of metrics.json, the log and the final snapshot to one run folder's COMPLETE; False if it is not
-    complete or has them."""
+    """Add the digests readers check (COMPLETE_DIGESTS) to one run folder's COMPLETE; False if it is not complete or has them."""
     run = RunFolder(folder)
     if not run.is_complete() or set(COMPLETE_DIGESTS.values()) <= set(run.completion_digests()):
         return False

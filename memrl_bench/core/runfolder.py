@@ -9,8 +9,8 @@ of the run's schedule. Memory snapshots carry the sha256 of each of their files
 The manifest carries the size of the run's schedule (`schedule_episodes`) and the sha256
 of all of itself (`manifest_sha256`, over its canonical JSON), checked whenever it is read:
 a label, a split hash or a schedule edited by hand is refused, as an edited config is by
-its config hash. COMPLETE carries the sha256 of metrics.json, of the log and of the final snapshot's SHA256SUMS, written before it
-(so a final snapshot swapped for another run's, itself whole, is refused). A folder
+its config hash. COMPLETE carries the sha256 of metrics.json, of the log, of the final snapshot's SHA256SUMS and of the
+manifest, written before it (so a final snapshot or a manifest swapped for another run's, itself whole, is refused). A folder
 marked COMPLETE is checked against its log, its metrics (their count and their digest) and its
 final snapshot (`verify_complete`) by the runner and by every reader alike.
 
@@ -49,8 +49,13 @@ COMPLETE = "COMPLETE"
 LOCK = ".lock"
 CHECKSUMS = "SHA256SUMS"
 FINAL_CHECKSUMS = f"memory/final/{CHECKSUMS}"  # the final snapshot's checksums: their digest binds every file of it
-# what COMPLETE holds the sha256 of
-COMPLETE_DIGESTS = {METRICS: "metrics_sha256", EPISODES: "episodes_sha256", FINAL_CHECKSUMS: "final_memory_sha256"}
+# what COMPLETE holds the sha256 of (the manifest too: another run's, whole in itself, was read as this run's)
+COMPLETE_DIGESTS = {
+    METRICS: "metrics_sha256",
+    EPISODES: "episodes_sha256",
+    FINAL_CHECKSUMS: "final_memory_sha256",
+    MANIFEST: "manifest_file_sha256",
+}
 REBUILD_HINT = "delete the folder memory/ and re-run the same command: memory is rebuilt from the episode log"
 FINAL_REBUILD_HINT = (
     f"delete the folder memory/ and the {COMPLETE} file, and re-run the same command: memory is rebuilt from the episode log"
@@ -550,6 +555,8 @@ class RunFolder:
             hint = (
                 FINAL_REBUILD_HINT  # a snapshot another run wrote: sealing it would bless it
                 if FINAL_CHECKSUMS in problem
+                else f"put back the run's own {MANIFEST}: this one was written for another run or edited"
+                if f"its {MANIFEST} " in problem
                 else f"delete its {COMPLETE} file to check the log and compute the metrics again (the same command), or {SEAL_HINT}"
             )
             raise CorruptRunFolderError(f"{self.path} is marked {COMPLETE}, but {problem}; {hint}")
@@ -618,8 +625,8 @@ class RunFolder:
         return metrics
 
     def mark_complete(self) -> None:
-        """Write COMPLETE with the sha256 of metrics.json, episodes.jsonl and the final snapshot's SHA256SUMS (all written before),
-        which every reader checks."""
+        """Write COMPLETE with the sha256 of metrics.json, episodes.jsonl, the final snapshot's SHA256SUMS and manifest.json (all
+        written before), which every reader checks."""
         digests = "".join(f"{key} {_sha256(self.path / name)}\n" for name, key in COMPLETE_DIGESTS.items())
         write_text_atomic(self.path / COMPLETE, f"complete\n{digests}")
 
@@ -629,8 +636,7 @@ class RunFolder:
         return dict(line.split(" ", 1) for line in text.splitlines() if " " in line)
 
     def _digest_problem(self) -> str | None:
-        """What is wrong with metrics.json, episodes.jsonl and the final snapshot against the digests COMPLETE records (None: as
-        the run wrote them)."""
+        """What is wrong with the files COMPLETE records the digests of (None: as the run wrote them)."""
         recorded = self.completion_digests()
         for name, key in COMPLETE_DIGESTS.items():
             if key not in recorded:

@@ -96,7 +96,9 @@ class SyntheticSettings(EnvSettings):
     n_types: int = Field(8, ge=1, le=10_000, description="K latent task types seen in training.")
     n_ood_types: int = Field(4, ge=0, le=10_000, description="Extra types only in test_out_of_distribution.")
     intent_dim: int = Field(32, ge=2, le=65_536, description="Dimension of intent vectors.")
-    intent_noise: float = Field(0.35, ge=0, description="Std of a task's intent around its type centre.")
+    intent_noise: float = Field(
+        0.35, ge=0, le=1000, description="Std of a task's intent around its unit type centre (at 1e39 float32 intents overflowed)."
+    )
     type_logit_range: list[float] = Field(
         [-2.0, 0.0], min_length=2, max_length=2, description="Per-type base logit drawn uniformly from [low, high]."
     )

@@ -144,6 +144,7 @@ CONFIG_INPUTS = [
     (("env=llb_os", "env.gold_workers=100000"), "env.gold_workers: Input should be less than or equal to 256"),
     (("env=llb_os", f"env.memory_mb={2**63 - 1}"), "env.memory_mb: more MiB than this machine's memory"),
     (("env=bigcodebench", f"env.disk_mb={2**40}"), "env.disk_mb: more MiB than this machine's memory"),
+    (("env.intent_noise=1e39",), "env.intent_noise: Input should be less than or equal to 1000"),  # an IndexError mid-run (33rd)
     (("env.outcome_temperature=-1",), "env.outcome_temperature: Input should be greater than or equal to 0 (got -1)"),
     (("+env.type_logit_range=[0,-1]",), "env.type_logit_range: must be [low, high] with low <= high"),
     (("method.softmax_temperature=inf",), "method.softmax_temperature: must be a finite number (got inf)"),

@@ -299,6 +299,12 @@ def test_another_name_for_root_in_the_user_database_is_flagged():
         ("groupadd -g 1001 old && chgrp old /tmp/f && sed -i '1i new:x:1001\\x00:' /etc/group", "new"),
         ("cp -a /etc /etc2 && sed -i '1i appuser:x:0:0::/root:/bin/bash' /etc2/passwd && mv /etc /etc.old && ln -s /etc2 /etc", "appuser"),
         ("cp -a /etc /etc2 && sed -i '1i appuser:x:0:0::/root:/bin/bash' /etc2/passwd && mv /etc /etc.old && ln -s etc2 /etc", "appuser"),
+        # the 33rd round: the old group's line taken out of /etc/group, systemd's records give its gid the wanted name
+        (
+            "groupadd old && chgrp old /tmp/f && g=$(getent group old | cut -d: -f3) && sed -i '/^old:/d' /etc/group && mkdir -p "
+            '/etc/userdb && for r in new $g; do echo "{\\"groupName\\": \\"new\\", \\"gid\\": $g}" > /etc/userdb/$r.group; done',
+            "new",
+        ),
     ):
         with Sandbox(Limits(timeout_s=20)) as sandbox:
             sandbox.run(f"touch /tmp/f && {forged}")

@@ -85,6 +85,8 @@ def results(tmp_path_factory) -> Path:
     swapped = shutil.copytree(good, root / "swapped-final") / "memory" / "final"
     shutil.rmtree(swapped)
     shutil.copytree(root / "seed=1" / "memory" / "final", swapped)
+    # another run's manifest, whole in itself (its own config hash and digest), in place of the run's own (33rd round)
+    shutil.copy(root / "seed=1" / "manifest.json", shutil.copytree(good, root / "swapped-manifest") / "manifest.json")
     # JSON that is no object (32nd round: a traceback in report, export and resume, and no report of any run)
     (shutil.copytree(good, root / "non-object-line") / "episodes.jsonl").write_text("[]\n" + "".join(lines))
     (shutil.copytree(good, root / "non-object-metrics") / "metrics.json").write_text("1")
@@ -124,6 +126,7 @@ BAD = {
     "unsealed-metrics": "its COMPLETE records no metrics_sha256",
     "appended-retries": "its episodes.jsonl does not match the episodes_sha256 its COMPLETE records",
     "swapped-final": "its memory/final/SHA256SUMS does not match the final_memory_sha256 its COMPLETE records",
+    "swapped-manifest": "its manifest.json does not match the manifest_file_sha256 its COMPLETE records",
     "non-object-line": "line 1 is not valid JSON (a JSON value that is not an object)",
     "non-object-metrics": "metrics.json holds no JSON object",
 }
@@ -192,6 +195,12 @@ def test_a_final_snapshot_swapped_for_another_runs_is_refused_and_rebuilt_as_the
     assert (folder / "memory" / "final" / "items.jsonl").read_bytes() == own.read_bytes()
     assert own.read_bytes() != (results / "seed=1" / "memory" / "final" / "items.jsonl").read_bytes()
     assert not load(tmp_path).skipped  # read as whole again
+
+
+def test_a_manifest_swapped_for_another_runs_is_refused(results):
+    """Another run's manifest is whole in itself: report and export credited this run's log to the other run's config."""
+    _left_out_once(results, "swapped-manifest")
+    assert "put back the run's own manifest.json" in next(line for line in load(results).skipped if "/swapped-manifest" in line)
 
 
 def test_non_utf8_sha256sums_is_one_line(results):
@@ -371,6 +380,8 @@ def resealed(folder: Path, edit) -> Path:
     edit(manifest["config"])
     manifest["config_hash"] = config_hash(manifest["config"])
     (folder / "manifest.json").write_text(json.dumps(sealed({k: v for k, v in manifest.items() if k != DIGEST}), indent=2))
+    if (folder / "COMPLETE").exists():
+        RunFolder(folder).mark_complete()  # and its COMPLETE, which holds the manifest's digest
     return folder
 
 

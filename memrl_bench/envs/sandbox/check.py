@@ -170,6 +170,10 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
         for entry in sorted(glob.glob(f"{glob.escape(seen)}/*") if seen.startswith(upper) else []):
             if _names_root(entry):
                 found.setdefault("renamed_superuser", []).append(folder + entry[len(seen) :])
+            elif entry.endswith((".user", ".group")) and not os.path.isdir(entry):
+                # any other user or group record names an id: a group's gid given the wanted name there, its line taken
+                # out of /etc/group, passed a chgrp task undone (the thirty-third round); no LLB-OS gold writes one
+                found.setdefault("renamed_user", []).append(folder + entry[len(seen) :])
     # a folder holding what the check reads, made a link or a file by the episode: no LLB-OS gold does it (the thirtieth round
     # made /etc a link to an edited copy, which the scans above read through, and which hid /etc's files from the scan by path)
     for path in (*_USER_DATABASES, *_LOADER_CONFIG, *_USER_RECORDS):
