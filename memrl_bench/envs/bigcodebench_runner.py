@@ -171,6 +171,10 @@ def _memrl_runner():
     Captured = collections.namedtuple("Captured", list(captured))
     c = Captured(**captured)
     frozen = {Captured: "patches_the_runner"}  # classes made immutable before the program runs, and the pattern a write to one is
+    # (class, its dict's items, pattern) of every class made immutable, as it was then: in CPython 3.11 `vars(K) | x` hands
+    # the class's dict itself to `x.__ror__`, which wrote an `__exit__` of its own into the runner's part executor with no
+    # audit event and past the immutable flag (the thirty-third round: every part's failure swallowed); checked each part.
+    sealed_classes = []
 
     # The builtin descriptors are re-initialised in place by calling their __init__ on them again, with no audit event:
     # property.__init__ gave the runner's part executor another getter (28th round). Those of the classes the runner relies on
@@ -279,6 +283,9 @@ def _memrl_runner():
 
     def part_run(_report=report):
         _report(b"part", "")
+
+    def part_ended(_report=report):
+        _report(b"end", "")
 
     # The code of the whole -c script: the entry's frame, this function's and every function defined here.
     here = sys._getframe()
@@ -427,9 +434,20 @@ def _memrl_runner():
     # Entered for an outcome of another class (one whose executor enters this one and swallows the exception inside it):
     # flagged at once. A class of the runner's, not a generator under contextlib.contextmanager: that one's closure cell,
     # which anyone holding the function can set, held the runner's generator (28th round).
-    def check_the_part(test_case, _check=check_the_instance, _c=c, _tests=None):  # check_the_tests, bound below once made
-        """As a part starts and as it ends: the test instance, and the tests' class (a subtest's test's)."""
+    def check_the_sealed(_sealed=sealed_classes, _items=types.MappingProxyType.items, _flag=flag, _c=c):
+        """Every class made immutable holds what it held then (its dict's items by identity, read with no lookup of a name)."""
+        for klass, items, pattern in _sealed:
+            now = _c.list(_items(_c.class_dict(klass)))
+            if _c.len(now) != _c.len(items) or not _c.all(
+                key is was_key and value is was for (key, value), (was_key, was) in _c.zip(now, items)
+            ):
+                _flag(pattern)
+
+    def check_the_part(test_case, _check=check_the_instance, _sealed=check_the_sealed, _c=c, _tests=None):  # _tests bound below
+        """As a part starts and as it ends: the test instance, the classes made immutable, and the tests' class (a subtest's
+        test's)."""
         _check(test_case)
+        _sealed()
         _tests(_c.type(_c.getattr(test_case, "test_case", test_case)))
 
     class Part(tuple):
@@ -454,9 +472,18 @@ def _memrl_runner():
             _failed=failed,
             _flag=flag,
             _check=check_the_part,
+            _ended=part_ended,
+            # the `with` statements of unittest that run a part (TestCase.run, doCleanups, subTest's generator)
+            _sites=(real_case.run.__code__, real_case.doCleanups.__code__, vars(real_case)["subTest"].__wrapped__.__code__),
+            _case_globals=vars(unittest.case),
             _c=c,
         ):
             outcome, test_case, inner = self
+            caller = _c.getframe(1)
+            if _c.any(caller.f_code is site for site in _sites) and caller.f_globals is _case_globals:
+                _ended()  # the harness passes a test only if each part it ran ended here, called by unittest's own `with`
+            else:
+                _flag("patches_the_runner")  # called by code in its place (an __exit__ written into this class's dict)
             if kind is not None:
                 _failed()
                 if _c.issubclass(kind, _stop):
@@ -1541,12 +1568,19 @@ def _memrl_runner():
     # A class is freed by the collector alone (its __mro__ holds it); one made and freed between two looks of
     # check_the_classes (a `__del__` calling gc.collect as a part ends) is kept here for the next.
     kept_classes = {}
+    # The collections the callback saw start, per generation (the last: any other generation it was told): a callback of the
+    # program's put first took it out of gc.callbacks as each collection started and put it back after (the thirty-third
+    # round); gc counts its collections itself (gc.get_stats), and check_the_classes compares the two.
+    collections_kept = [0, 0, 0, 0]
 
-    def keep_the_classes(phase, info, _kept=kept_classes, _objects=gc.get_objects, _type=type, _c=c):
-        """gc's callback, as a collection starts: every class among the generations it collects is kept."""
+    def keep_the_classes(phase, info, _kept=kept_classes, _counted=collections_kept, _objects=gc.get_objects, _type=type, _c=c):
+        """gc's callback, as a collection starts: every class among the generations it collects is kept, the collection counted."""
         if phase == "start" and _c.type(info) is _c.dict:
-            for generation in _c.range(_c.dict.get(info, "generation", 2) + 1):
-                for each in _objects(generation):
+            generation = _c.dict.get(info, "generation", 2)
+            known = _c.type(generation) is _c.int and 0 <= generation <= 2
+            _counted[generation if known else 3] += 1
+            for younger in _c.range(generation + 1 if known else 3):
+                for each in _objects(younger):
                     if _c.issubclass(_c.type(each), _type):
                         _kept[_c.id(each)] = each
 
@@ -1644,6 +1678,9 @@ def _memrl_runner():
         _pinned=pinned_classes,
         _callbacks=gc.callbacks,
         _keep=keep_the_classes,
+        _counted=collections_kept,
+        _stats=gc.get_stats,
+        _since=[],
         _flag=flag,
         _c=c,
     ):
@@ -1657,6 +1694,15 @@ def _memrl_runner():
         _seen["\0started"] = True
         if not _c.any(each is _keep for each in _c.list(_callbacks)):
             _flag("patches_the_runner")  # gc's callbacks emptied: a class could be freed unseen
+        for _ in _c.range(5):  # both read with no collection between them (reading the stats may start one)
+            counted = _c.tuple(_counted)
+            collections = _c.tuple(each["collections"] for each in _stats())
+            if _c.tuple(_counted) == counted:
+                break
+        if first:
+            _since[:] = [collections, counted]
+        elif counted[3] != _since[1][3] or _c.any(collections[g] - _since[0][g] != counted[g] - _since[1][g] for g in _c.range(3)):
+            _flag("patches_the_runner")  # a collection the runner's callback did not see start, or one it was told of falsely
 
         classes, walked = [_c.object], {_c.id(_c.object)}
         while classes:
@@ -1853,7 +1899,9 @@ def _memrl_runner():
         pointer = ctypes.POINTER(ctypes.c_ulong)()
         return pointer, ctypes.c_size_t.from_address(ctypes.addressof(pointer)), 21 * ctypes.sizeof(ctypes.c_void_p)
 
-    def make_immutable(klass, _writer=with_ctypes(flags_writer), _c=c):
+    def make_immutable(
+        klass, _writer=with_ctypes(flags_writer), _sealed=sealed_classes, _items=types.MappingProxyType.items, _frozen=frozen, _c=c
+    ):
         """Py_TPFLAGS_IMMUTABLETYPE (1 << 8, Include/object.h) on `klass`: type.__setattr__ then refuses every name, so a
         patch of unittest's, contextlib's or the runner's classes fails where it is made, whenever it is made (one put back
         within a test, at a moment the program chose, passed the checks made between tests). tp_flags: after 3 words of
@@ -1863,6 +1911,7 @@ def _memrl_runner():
         if flags[0] != klass.__flags__:
             raise _c.RuntimeError(f"cannot make {klass.__qualname__} immutable: tp_flags is not where CPython 3.8-3.13 has it")
         flags[0] = flags[0] | 1 << 8
+        _sealed.append((klass, _c.list(_items(_c.class_dict(klass))), _frozen.get(klass, "patches_the_runner")))
 
     for klass in frozen:
         make_immutable(klass)
