@@ -284,9 +284,6 @@ def _memrl_runner():
     def part_run(_report=report):
         _report(b"part", "")
 
-    def part_ended(_report=report):
-        _report(b"end", "")
-
     # The code of the whole -c script: the entry's frame, this function's and every function defined here.
     here = sys._getframe()
     script_code = here.f_back.f_back.f_code
@@ -302,6 +299,26 @@ def _memrl_runner():
     real_case = unittest.case.TestCase
     run_code = real_case.run.__code__
     del here, todo, code
+
+    def part_ended(
+        _report=report,
+        _flag=flag,
+        _exit=by_name["_memrl_runner.<locals>.Part.__exit__"],
+        # the `with` statements of unittest that run a part (TestCase.run, doCleanups, subTest's generator)
+        _sites=(real_case.run.__code__, real_case.doCleanups.__code__, vars(real_case)["subTest"].__wrapped__.__code__),
+        _case_globals=vars(unittest.case),
+        _c=c,
+    ):
+        """`end` for a part the runner's executor ended as unittest's own `with` left it (the harness passes a test only if
+        each part it ran ended so): called by anything else (an __exit__ written into Part's dict, calling this or the
+        executor's own), flagged."""
+        exit_frame = _c.getframe(1)
+        caller = exit_frame.f_back
+        if exit_frame.f_code is _exit and caller is not None and caller.f_globals is _case_globals:
+            if _c.any(caller.f_code is site for site in _sites):
+                _report(b"end", "")
+                return
+        _flag("patches_the_runner")
 
     kinds = tuple(
         (by_name[f"_memrl_runner.<locals>.Recorder.{method}"], kind)
@@ -473,17 +490,10 @@ def _memrl_runner():
             _flag=flag,
             _check=check_the_part,
             _ended=part_ended,
-            # the `with` statements of unittest that run a part (TestCase.run, doCleanups, subTest's generator)
-            _sites=(real_case.run.__code__, real_case.doCleanups.__code__, vars(real_case)["subTest"].__wrapped__.__code__),
-            _case_globals=vars(unittest.case),
             _c=c,
         ):
             outcome, test_case, inner = self
-            caller = _c.getframe(1)
-            if _c.any(caller.f_code is site for site in _sites) and caller.f_globals is _case_globals:
-                _ended()  # the harness passes a test only if each part it ran ended here, called by unittest's own `with`
-            else:
-                _flag("patches_the_runner")  # called by code in its place (an __exit__ written into this class's dict)
+            _ended()
             if kind is not None:
                 _failed()
                 if _c.issubclass(kind, _stop):

@@ -61,8 +61,8 @@ def test_the_tag_and_report_are_held_by_the_emitters_alone():
                 for name in (n.id for n in ast.walk(default) if isinstance(n, ast.Name)):
                     if name in holders:
                         holders[name].add(node.name)
-    assert holders == {"tag": {"report"}, "report": {"flag", "failed", "part_run", "outcome", "from_the_entry"}}
-    # the positive lines (start, good, stop by `outcome`, result) are signed by the two emitters that check their callers
+    assert holders == {"tag": {"report"}, "report": {"flag", "failed", "part_run", "part_ended", "outcome", "from_the_entry"}}
+    # the positive lines (start, good, stop by `outcome`, end, result) are signed by the three emitters that check their callers
     writers = {
         node.name: {
             c.args[0].value
@@ -72,4 +72,11 @@ def test_the_tag_and_report_are_held_by_the_emitters_alone():
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef) and node.name in holders["report"]
     }
-    assert writers == {"flag": {b"tampering"}, "failed": {b"bad"}, "part_run": {b"part"}, "outcome": set(), "from_the_entry": {b"result"}}
+    assert writers == {
+        "flag": {b"tampering"},
+        "failed": {b"bad"},
+        "part_run": {b"part"},
+        "part_ended": {b"end"},
+        "outcome": set(),
+        "from_the_entry": {b"result"},
+    }
