@@ -103,8 +103,12 @@ def write_run(
 
 
 def write_manifest(folder: Path, manifest: dict) -> None:
-    """manifest.json with its config hash and its digest computed, as the runner writes it."""
-    RunFolder(folder).write_manifest({**manifest, "config_hash": config_hash(manifest["config"])})
+    """manifest.json with its config hash and its digest computed, as the runner writes it (and COMPLETE, which holds the
+    manifest's digest, written again)."""
+    run = RunFolder(folder)
+    run.write_manifest({**manifest, "config_hash": config_hash(manifest["config"])})
+    if run.is_complete():
+        run.mark_complete()
 
 
 def successes(k: int, n: int = 10) -> list[bool]:
