@@ -552,14 +552,7 @@ class RunFolder:
         self.verify_snapshot(final, FINAL_REBUILD_HINT)
         problem = self._digest_problem()
         if problem is not None:
-            hint = (
-                FINAL_REBUILD_HINT  # a snapshot another run wrote: sealing it would bless it
-                if FINAL_CHECKSUMS in problem
-                else f"put back the run's own {MANIFEST}: this one was written for another run or edited"
-                if f"its {MANIFEST} " in problem
-                else f"delete its {COMPLETE} file to check the log and compute the metrics again (the same command), or {SEAL_HINT}"
-            )
-            raise CorruptRunFolderError(f"{self.path} is marked {COMPLETE}, but {problem}; {hint}")
+            raise CorruptRunFolderError(f"{self.path} is marked {COMPLETE}, but {problem[0]}; {problem[1]}")
 
     # ---- memory snapshots ------------------------------------------------------------------
     def save_snapshot(self, name: str, write: Callable[[Path], None], meta: dict | None = None) -> Path:
@@ -635,15 +628,25 @@ class RunFolder:
         text = read_regular(self.path / COMPLETE, MAX_SMALL_FILE_BYTES).decode(errors="replace")
         return dict(line.split(" ", 1) for line in text.splitlines() if " " in line)
 
-    def _digest_problem(self) -> str | None:
-        """What is wrong with the files COMPLETE records the digests of (None: as the run wrote them)."""
+    def _digest_problem(self) -> tuple[str, str] | None:
+        """(what is wrong with the files COMPLETE records the digests of, what to do), or None: as the run wrote them."""
         recorded = self.completion_digests()
         for name, key in COMPLETE_DIGESTS.items():
             if key not in recorded:
-                return f"its {COMPLETE} records no {key} (written before it did, or the digest was removed)"
+                return f"its {COMPLETE} records no {key} (written before it did, or the digest was removed)", _MIGRATE_HINT
             if recorded[key] != _sha256(self.path / name):
-                return f"its {name} does not match the {key} its {COMPLETE} records: it was edited, damaged or copied from another run"
+                problem = f"its {name} does not match the {key} its {COMPLETE} records: it was edited, damaged or copied from another run"
+                return problem, _MISMATCH_HINTS.get(name, _MIGRATE_HINT)
         return None
+
+
+# What to do when a digest COMPLETE holds is missing (a run written before it was), or a file does not match it: the
+# metrics and the log are checked and computed again; another run's snapshot or manifest must not be sealed as this one's.
+_MIGRATE_HINT = f"delete its {COMPLETE} file to check the log and compute the metrics again (the same command), or {SEAL_HINT}"
+_MISMATCH_HINTS = {
+    FINAL_CHECKSUMS: FINAL_REBUILD_HINT,
+    MANIFEST: f"put back the run's own {MANIFEST}: this one was written for another run or edited",
+}
 
 
 def _logged_by_metrics(metrics: dict) -> int | None:

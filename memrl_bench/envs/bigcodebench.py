@@ -276,10 +276,10 @@ def judge(reported: bytes, exit_code: int | None, tag: str, expected: frozenset[
     numbered from 0; it signs a start, a success or a stop only for a test of the real suite, an end only for a part
     unittest's own `with` ended. Passed: the tests written (`expected`, at least one) each started once, ran parts in the
     runner's executor that each ended there, succeeded and stopped, in that order; no `bad` line, no tampering, the
-    result last with no error, and the program exited 0. Tampering: what the runner flagged, a gap or a repeat in the numbers (the program
-    can stand between the runner and the harness and pass on only some lines), lines out of their
-    order (a test started twice or inside another, a success or a stop of a test not running, a line
-    after the result), a test with no part run, other tests than written, an exit 0 with no result."""
+    result last with no error, and the program exited 0. Tampering: what the runner flagged, a gap or a repeat in the
+    numbers (the program can stand between the runner and the harness and pass on only some lines), lines out of their
+    order (a test started twice or inside another, a success or a stop of a test not running, a line after the result), a
+    test with no part run or a part not ended, other tests than written, an exit 0 with no result."""
     tampering: set[str] = set()
     ended: dict[str, bool] = {}  # test: succeeded
     current, parts, ends, good, failing, bad_elsewhere, outcome, sequence = None, 0, 0, False, False, 0, None, 0

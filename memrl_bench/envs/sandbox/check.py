@@ -168,9 +168,11 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
     for folder in _USER_RECORDS:
         seen = _as_seen(upper, folder)
         for entry in sorted(glob.glob(f"{glob.escape(seen)}/*") if seen.startswith(upper) else []):
+            if os.path.isdir(entry):
+                continue
             if _names_root(entry):
                 found.setdefault("renamed_superuser", []).append(folder + entry[len(seen) :])
-            elif entry.endswith((".user", ".group")) and not os.path.isdir(entry):
+            elif entry.endswith((".user", ".group")):
                 # any other user or group record names an id: a group's gid given the wanted name there, its line taken
                 # out of /etc/group, passed a chgrp task undone (the thirty-third round); no LLB-OS gold writes one
                 found.setdefault("renamed_user", []).append(folder + entry[len(seen) :])
@@ -240,10 +242,8 @@ def _regular_file(path: str, limit: int) -> bytes | None:
 
 
 def _names_root(record: str) -> bool:
-    """Whether a JSON user or group record the episode wrote gives uid or gid 0 a name other than root (or cannot be read:
-    systemd may read what Python does not)."""
-    if os.path.isdir(record):
-        return False
+    """Whether a JSON user or group record the episode wrote (no folder) gives uid or gid 0 a name other than root (or
+    cannot be read: systemd may read what Python does not)."""
     text = _regular_file(record, 1 << 20)
     if text is None:
         return True
