@@ -34,3 +34,12 @@ def sqlite_errors_as(error: type[InputError], path: Path, what: str, remedy: str
         # UnicodeDecodeError: SQLite's message quoted damaged bytes, which Python cannot decode (the thirty-first round)
         reason = err if isinstance(err, sqlite3.DatabaseError) else "damaged: not UTF-8"
         raise error(f"{path}: {what} cannot be used ({reason}); move it away to start a new one, or {remedy}") from None
+
+
+def resolved(path: str | Path) -> Path:
+    """`path` made absolute, its links followed; a link that leads back to itself is an InputError naming it (pathlib
+    raises RuntimeError for it in Python 3.11: a traceback at every path a user gives, the thirty-fourth round)."""
+    try:
+        return Path(path).resolve()
+    except (RuntimeError, OSError) as err:
+        raise InputError(f"{path}: its symbolic links lead back to themselves ({err}); give a path that exists") from None

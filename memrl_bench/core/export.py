@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> None:
         written = write_table(episodes_frame(runs), out, "episodes")
         if args.retrievals:
             written += write_table(retrievals_frame(runs), out, "retrievals")
-    except (ExportInputError, OSError) as err:  # OSError: the output cannot be written
+    except (InputError, OSError) as err:  # ExportInputError, a path no reader can follow; OSError: the output cannot be written
         print(f"memrl-bench-export: error: {err}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:  # a file being written is left whole or not at all (runfolder.replacing)

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from memrl_bench.core.config import InputError, config_hash, fits_64_bits
+from memrl_bench.core.errors import resolved
 
 MANIFEST = "manifest.json"
 EPISODES = "episodes.jsonl"
@@ -660,7 +661,7 @@ def _logged_by_metrics(metrics: dict) -> int | None:
 def damaged_by_writing(out: Path) -> Path | None:
     """The run folder that writing at `out` would damage (None if none): `out` is that folder or inside its memory snapshots,
     where a file no SHA256SUMS lists makes every reader refuse the run (export, report and findings check their outputs)."""
-    target = Path(out).resolve()
+    target = resolved(out)
     for folder in (target, *target.parents):
         if (folder / MANIFEST).is_file():
             return folder if folder == target or target.is_relative_to(folder / "memory") else None

@@ -113,13 +113,36 @@ def transcript_record(
 
 
 def agrees_with_log(record: dict[str, Any], episode: dict[str, Any]) -> bool:
-    """Whether a transcript record is the one its episode's log line was written with: the same task, and every completion
-    the log's turns quote (`raw_output`) among its acting calls' completions. Records are joined to the log by episode id,
-    which every run with the same schedule shares: another run's transcripts put in a run folder were shown beside this
-    run's log, every episode's completion not the one it logged (the thirty-second round)."""
-    said = Counter(c.get("completion") for c in record.get("acting") or [] if isinstance(c, dict))
+    """Whether a transcript record is the one its episode's log line was written with: the same task, every completion the
+    log's turns quote (`raw_output`) among its acting calls' completions, and the tokens of its acting calls and of its
+    memory calls (when it holds any) those the log charged the episode. Records are joined to the log by episode id, which
+    every run with the same schedule shares: another run's transcripts put in a run folder were shown beside this run's log
+    (the thirty-second round), and when the acting model's completions were the same, another method's memory calls
+    beside this one's log (the thirty-fourth)."""
+    said = Counter(c.get("completion") for c in _calls(record.get("acting")))
     quoted = Counter(t.get("raw_output") for t in episode.get("turns") or [] if isinstance(t, dict) and t.get("raw_output") is not None)
-    return record.get("task_id") == episode.get("task_id") and not quoted - said
+    if record.get("task_id") != episode.get("task_id") or quoted - said:
+        return False
+    for calls, usage in (
+        (_calls(record.get("acting")), episode.get("act_usage")),
+        (_calls(record.get("memory_calls")), episode.get("memory_usage")),
+    ):
+        usage = usage if isinstance(usage, dict) else {}
+        if calls and [_tokens(calls, key) for key in TOKEN_KEYS] != [usage.get(key) for key in TOKEN_KEYS]:
+            return False
+    return True
+
+
+TOKEN_KEYS = ("prompt_tokens", "completion_tokens")  # a call's, as its record and the episode's usage count them alike
+
+
+def _calls(calls: Any) -> list[dict[str, Any]]:
+    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+
+
+def _tokens(calls: list[dict[str, Any]], key: str) -> int:
+    """The calls' `key` tokens, summed (a failed memory call's are None: it used none)."""
+    return sum(c.get(key) for c in calls if isinstance(c.get(key), int))
 
 
 class TranscriptLog:

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from memrl_bench.core.config import InputError, validated
+from memrl_bench.core.errors import resolved
 from memrl_bench.core.runfolder import UnreadableJSONError, parse_json
 from memrl_bench.core.schema import Task
 from memrl_bench.envs.settings import EnvSettings
@@ -136,9 +137,9 @@ def data_dir(configured: str | None, env_var: str, shared_subdir: str, fetch_hin
         path = next((p for p in candidates if p.exists()), candidates[-1])
     if not path.exists():
         raise DataMissingError(
-            f"data for this environment not found at {path.resolve()}; set env.data_dir or ${env_var}, or fetch it with: {fetch_hint}"
+            f"data for this environment not found at {resolved(path)}; set env.data_dir or ${env_var}, or fetch it with: {fetch_hint}"
         )
-    return path.resolve()
+    return resolved(path)
 
 
 def hash_fraction(text: str) -> float:

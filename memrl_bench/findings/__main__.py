@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from memrl_bench.core.errors import InputError
 from memrl_bench.core.runfolder import damaged_by_writing, replacing
 from memrl_bench.findings.render import render_html, render_markdown
 from memrl_bench.findings.section import findings
@@ -18,11 +19,14 @@ def main() -> None:
     args = parser.parse_args()
     try:
         found = findings(args.results_dir)
-    except FileNotFoundError as err:
+        damaged = damaged_by_writing(args.html) if args.html else None
+    except (FileNotFoundError, InputError) as err:
         print(f"memrl-bench: error: {err}", file=sys.stderr)
         sys.exit(2)
-    if args.html and (run := damaged_by_writing(args.html)) is not None:
-        print(f"memrl-bench: error: {args.html} is inside the memory snapshots of the run folder {run}; choose another", file=sys.stderr)
+    if damaged is not None:
+        print(
+            f"memrl-bench: error: {args.html} is inside the memory snapshots of the run folder {damaged}; choose another", file=sys.stderr
+        )
         sys.exit(2)
     if args.html:
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from memrl_bench.core.errors import resolved
 from memrl_bench.core.markup import markdown_text
 from memrl_bench.core.stats import NOT_MEASURED
 from memrl_bench.findings.claim import Finding, Row
@@ -57,7 +58,7 @@ def _row_verdict(r: Row) -> str:
 def _shown(folder: Path) -> Path:
     """A folder as the reader would type it: relative to the working directory when below it
     (a shipped study's findings name results/..., not the machine it was rendered on)."""
-    folder = Path(folder).resolve()
+    folder = resolved(folder)
     return folder.relative_to(Path.cwd()) if folder.is_relative_to(Path.cwd()) else folder
 
 

@@ -107,6 +107,13 @@ class EnvIntent(Embedder, ABC):
         name: Literal["env_intent"]
 
 
+class EmbedderModelError(InputError, RuntimeError):
+    """embedder.model_dir holds no MiniLM export the embedder can load (missing, damaged, another model's)."""
+
+
+_CATALOGUES = "; leave embedder.model_dir unset to use the catalogue's copy (checked against its sha256)"
+
+
 class MiniLMOnnxEmbedder(Embedder):
     """all-MiniLM-L6-v2 with int8 weights on onnxruntime (no torch), as sentence-transformers runs it.
 
@@ -131,12 +138,15 @@ class MiniLMOnnxEmbedder(Embedder):
         model_path, tokenizer_path = model_dir / "model.onnx", model_dir / "tokenizer.json"
         for required in (model_path, tokenizer_path):
             if not required.is_file():
-                raise FileNotFoundError(f"embedder.model_dir {str(model_dir)!r} has no {required.name}")
+                raise EmbedderModelError(f"embedder.model_dir {str(model_dir)!r} has no {required.name}{_CATALOGUES}")
         if threads < 1 or batch_size < 1 or max_tokens < 2:
             raise ValueError(f"embedder: threads, batch_size must be >= 1 and max_tokens >= 2 (got {threads}, {batch_size}, {max_tokens})")
 
         self.batch_size = batch_size
-        self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        try:
+            self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        except Exception as err:  # the tokenizers package raises a bare Exception for a file it cannot parse
+            raise EmbedderModelError(f"{tokenizer_path}: not a tokenizer the tokenizers package reads ({err}){_CATALOGUES}") from None
         self._tokenizer.enable_truncation(max_length=max_tokens)
         # Pad to the longest text of a batch (the shipped tokenizer pads to a fixed 128).
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
@@ -146,13 +156,16 @@ class MiniLMOnnxEmbedder(Embedder):
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.log_severity_level = 3
-        self._session = ort.InferenceSession(str(model_path), sess_options=options, providers=["CPUExecutionProvider"])
+        try:
+            self._session = ort.InferenceSession(str(model_path), sess_options=options, providers=["CPUExecutionProvider"])
+        except Exception as err:  # onnxruntime's errors (InvalidProtobuf, Fail...) share no base of its own
+            raise EmbedderModelError(f"{model_path}: not an ONNX model onnxruntime loads ({err}){_CATALOGUES}") from None
         self._input_names = {i.name for i in self._session.get_inputs()}
         outputs = self._session.get_outputs()
         if outputs[0].shape[-1] != self.DIM or len(outputs[0].shape) != 3:
-            raise ValueError(
+            raise EmbedderModelError(
                 f"{model_path}: expected a last_hidden_state output of shape [batch, sequence, {self.DIM}], got {outputs[0].name} "
-                f"{outputs[0].shape}"
+                f"{outputs[0].shape}{_CATALOGUES}"
             )
         self._identity = {
             "kind": "minilm",

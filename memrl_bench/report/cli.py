@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from memrl_bench.report import ReportInputError, load_for_report, write_report
+from memrl_bench.core.errors import InputError
+from memrl_bench.report import load_for_report, write_report
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -25,7 +26,7 @@ def main(argv: list[str] | None = None) -> None:
         for run in results.runs.loc[~results.runs["complete"], "run"]:
             print(f"memrl-bench-report: warning: {run} is incomplete: only its whole epochs are in the tables", file=sys.stderr)
         page = write_report(results, args.out)
-    except ReportInputError as err:
+    except InputError as err:  # ReportInputError, and a path no reader can follow
         print(f"memrl-bench-report: error: {err}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:  # the report folder is swapped in one step: the previous one stays whole

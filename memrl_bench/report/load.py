@@ -25,6 +25,7 @@ import pandas as pd
 from memrl_bench import protocols
 from memrl_bench.core import metrics
 from memrl_bench.core.config import InputError, KeyRole, override_key, role_of, run_name
+from memrl_bench.core.errors import resolved
 from memrl_bench.core.records import RunRecords, read_run
 from memrl_bench.core.registry import UnknownNameError
 from memrl_bench.core.runfolder import COMPLETE, MANIFEST, CorruptRunFolderError, open_regular
@@ -332,7 +333,7 @@ def load(results_dir: Path, keep: Callable[[RunRecords, str], Any] | None = None
     are in memory; Results.kept holds what it returns, so that a reader of more than the
     frames (the report's viewer) need not read the run again.
     """
-    root = Path(results_dir).resolve()
+    root = resolved(results_dir)
     if not root.is_dir():
         raise ReportInputError(f"{results_dir}: not a folder")
     paths, sweeps = scan(root)

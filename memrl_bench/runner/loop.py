@@ -390,15 +390,11 @@ class Runner:
         if batch.poison:
             episodes = parts.protocol.unplayed_episodes(batch, parts.env)
             result = parts.method.learn(self._experiences(episodes, list(batch.tasks), parts))
-            _check_charged(result, episodes, parts.method.name)
+            memory_calls = {e.episode_id: [] for e in episodes}
+            _charge(result, episodes, memory_calls, parts.method.name)
             records = self._finish(parts, episodes, started)
             self.transcripts.append(
-                [
-                    transcript_record(
-                        r, [], result.calls_by_episode.get(r["episode_id"], []), result.ops_by_episode.get(r["episode_id"], [])
-                    )
-                    for r in records
-                ]
+                [transcript_record(r, [], memory_calls[r["episode_id"]], result.ops_by_episode.get(r["episode_id"], [])) for r in records]
             )
             return records
         tasks = [t for t in batch.tasks for _ in range(batch.samples)]
@@ -434,14 +430,10 @@ class Runner:
         if batch.phase == "train":
             t0 = time.perf_counter()
             result = parts.method.learn(self._experiences(finals, tasks, parts, retrievals))
-            _check_charged(result, finals, parts.method.name)
+            _charge(result, finals, memory_calls, parts.method.name)
             learn_s = (time.perf_counter() - t0) / len(finals)
             for e in finals:
                 e.latency_s["learn"] = learn_s
-                if e.episode_id in result.usage_by_episode:
-                    e.memory_usage.add(result.usage_by_episode[e.episode_id])
-                e.memory_op_errors += result.op_errors_by_episode.get(e.episode_id, 0)
-                memory_calls[e.episode_id] += result.calls_by_episode.get(e.episode_id, [])
             memory_ops = result.ops_by_episode
         records = self._finish(parts, episodes, started)
         # before the batch reaches the log, so that every logged episode has its transcript
@@ -614,6 +606,17 @@ def _strings(value: Any) -> list[str]:
         return [value]
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
     return [s for item in items for s in _strings(item)]
+
+
+def _charge(result: LearnResult, episodes: list[Episode], memory_calls: dict[str, list[dict]], method: str) -> None:
+    """learn()'s memory cost and operation errors onto the episodes it charged them to, its calls onto their transcripts (the
+    memories the poison protocol feeds unplayed too: their cost was left out of the log, their calls not)."""
+    _check_charged(result, episodes, method)
+    for e in episodes:
+        if e.episode_id in result.usage_by_episode:
+            e.memory_usage.add(result.usage_by_episode[e.episode_id])
+        e.memory_op_errors += result.op_errors_by_episode.get(e.episode_id, 0)
+        memory_calls[e.episode_id] += result.calls_by_episode.get(e.episode_id, [])
 
 
 def _check_charged(result: LearnResult, episodes: list[Episode], method: str) -> None:

@@ -184,6 +184,51 @@ def test_a_process_cap_past_the_hosts_limit_is_one_line_naming_it(tmp_path):
     assert code == 2 and f"env.max_processes: above this machine's process limit (RLIMIT_NPROC {hard})" in line, line
 
 
+def _minilm_dir(tmp_path: Path, damage: str) -> Path:
+    """A copy of the catalogue's MiniLM folder with one file damaged (`file:how`), or a folder that is none."""
+    from memrl_bench.llm import catalogue
+
+    if damage in ("missing", "empty", "/dev/null"):
+        folder = {"missing": tmp_path / "nowhere", "empty": tmp_path / "empty", "/dev/null": Path("/dev/null")}[damage]
+        (tmp_path / "empty").mkdir(parents=True)
+        return folder
+    folder = tmp_path / "minilm"
+    shutil.copytree(catalogue.ensure("minilm-l6-int8"), folder)
+    name, how = damage.split(":")
+    data = (folder / name).read_bytes()
+    (folder / name).write_bytes(data[: len(data) // 3] if how == "cut" else os.urandom(5000))
+    return folder
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("missing", "has no model.onnx"),
+        ("empty", "has no model.onnx"),
+        ("/dev/null", "has no model.onnx"),
+        ("model.onnx:random", "model.onnx: not an ONNX model onnxruntime loads"),
+        ("model.onnx:cut", "model.onnx: not an ONNX model onnxruntime loads"),
+        ("tokenizer.json:random", "tokenizer.json: not a tokenizer the tokenizers package reads"),
+        ("tokenizer.json:cut", "tokenizer.json: not a tokenizer the tokenizers package reads"),
+    ],
+)
+def test_a_bad_embedder_model_dir_is_one_line_naming_it(tmp_path, damage, message):
+    """The thirty-fourth round: each of these ended in a traceback and exit 1 (FileNotFoundError, onnxruntime's
+    InvalidProtobuf, the tokenizers package's bare Exception)."""
+    folder = _minilm_dir(tmp_path / "model", damage)
+    line, code = outcome_of((*SMALL, "method=rag", "embedder=minilm", f"embedder.model_dir={folder}"), tmp_path / "run")
+    assert code == 2 and message in line and "embedder.model_dir unset" in line and "\n" not in line, line
+
+
+@pytest.mark.parametrize("env", ["mmlu", "llb_db", "llb_os", "bigcodebench", "alfworld"])
+def test_a_data_dir_whose_links_loop_is_one_line_naming_it(tmp_path, env):
+    """The thirty-fourth round: `ln -s loop loop` as env.data_dir ended in pathlib's RuntimeError, a traceback, exit 1."""
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    line, code = outcome_of((*OTHER_ENV, f"env={env}", f"env.data_dir={loop}"), tmp_path / "run")
+    assert code == 2 and f"{loop}: its symbolic links lead back to themselves" in line and "\n" not in line, line
+
+
 def test_the_key_itself_given_as_api_key_env_is_refused_without_being_echoed(tmp_path):
     key = "sk-proj-0123456789abcdefABCDEF"
     line, code = outcome_of((*SMALL, "llm=local", f"llm.api_key_env={key}"), tmp_path / "run")

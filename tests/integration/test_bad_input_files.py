@@ -530,6 +530,27 @@ def test_findings_html_that_cannot_be_written_is_one_line(results, html):
     assert done.stdout == "" and sorted(results.rglob("*")) == before
 
 
+@pytest.mark.parametrize(
+    "module, args",
+    [
+        ("memrl_bench.report", ("{loop}",)),
+        ("memrl_bench.report", ("{results}", "--out", "{loop}")),
+        ("memrl_bench.core.export", ("{results}", "--out", "{loop}")),
+        ("memrl_bench.findings", ("{results}", "--html", "{loop}")),
+    ],
+    ids=["report_results", "report_out", "export_out", "findings_html"],
+)
+def test_a_path_whose_links_loop_is_one_line_naming_it(results, tmp_path, module, args):
+    """The thirty-fourth round: `ln -s loop loop` given as a reader's folder or output ended in pathlib's RuntimeError
+    ("Symlink loop"), a traceback and exit 1."""
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    before = sorted(results.rglob("*"))
+    done = command(module, *(a.format(results=results, loop=loop) for a in args))
+    assert done.returncode == 2 and f"{loop}: its symbolic links lead back to themselves" in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and done.stdout == "" and sorted(results.rglob("*")) == before
+
+
 def test_folders_too_deep_to_walk_are_passed_over_by_every_reader(results, tmp_path):
     """The twenty-first independent round: beside a run, a chain of folders past the system's path limit ended findings in a
     traceback (pathlib's rglob) and the report in one line reporting nothing; what cannot be walked is not searched."""

@@ -17,7 +17,15 @@ import numpy as np
 import pytest
 
 from memrl_bench.core.config import ConfigError, InputError
-from memrl_bench.llm.embedders import CachedEmbedder, Embedder, EmbeddingCacheError, MiniLMOnnxEmbedder, OpenAIEmbedder, make_embedder
+from memrl_bench.llm.embedders import (
+    CachedEmbedder,
+    Embedder,
+    EmbedderModelError,
+    EmbeddingCacheError,
+    MiniLMOnnxEmbedder,
+    OpenAIEmbedder,
+    make_embedder,
+)
 from tests.helpers import composed
 
 WHEELS = Path(os.environ.get("MEMRL_WHEELS_DIR", "/tmp/wheels"))
@@ -93,7 +101,7 @@ def test_minilm_truncates_at_max_tokens(minilm_dir: Path) -> None:
 
 def test_minilm_missing_file_names_the_folder(tmp_path: Path) -> None:
     (tmp_path / "model.onnx").write_bytes(b"")
-    with pytest.raises(FileNotFoundError, match="tokenizer.json"):
+    with pytest.raises(EmbedderModelError, match="has no tokenizer.json"):
         MiniLMOnnxEmbedder(tmp_path)
 
 

@@ -1,5 +1,6 @@
 """The fair protocol's guards fire, and the schedule is what it claims."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -200,3 +201,30 @@ def test_the_report_shows_poisoning_and_keeps_poison_out_of_the_rates(tmp_path):
     rates = (tmp_path / "report" / "tables" / "sr_csr_train.md").read_text()
     sr = poisoned["success_rate"]["train"]  # metrics.json leaves poison out; so must the report
     assert f"| memrl \\| protocol.poison_share=0.5 | SR | {100 * sr[1]:.1f} (n=1) | {100 * sr[2]:.1f} (n=1) |" in rates
+
+
+def test_poison_memories_written_with_an_llm_charge_their_calls_to_the_log(tmp_path):
+    """A method that writes memory with the LLM (Dynamic Cheatsheet's curator) spends calls on the poison it is fed; they
+    were in the transcripts but not in the log, so the run's memory cost left them out (found with the thirty-fourth round's
+    check of records against the log)."""
+    from memrl_bench.core.transcripts import TranscriptLog
+    from tests.memory_llm_helpers import WordBagEmbedder
+    from tests.scripted_llm import ScriptedChatModel
+
+    cfg = config(
+        method={"name": "dynamic_cheatsheet"},
+        llm={"name": "openai", "model": "scripted", "base_url": "http://127.0.0.1:9/v1"},
+        embedder={"name": "openai", "model": "hashed-bag-of-words"},
+        protocol={"name": "poison", "epochs": 2, "batch_size": 2, "poison_share": 0.5, "poison_epoch": 2, "checkpoint_interval_s": 0},
+        transcripts=True,
+    )
+    cfg["env"] = {"name": "mmlu", "tasks_per_split": 4}
+    run(cfg, tmp_path, llm=ScriptedChatModel(lambda messages: "Answer: C"), embedder=WordBagEmbedder())
+    poison = [r for r in map(json.loads, (tmp_path / "episodes.jsonl").read_text().splitlines()) if r["status"] == "poison"]
+    records = TranscriptLog(tmp_path).by_episode()
+    calls = {r["episode_id"]: records[r["episode_id"]]["memory_calls"] for r in poison if r["episode_id"] in records}
+    assert sum(map(len, calls.values())) > 0
+    for r in poison:
+        mine = calls.get(r["episode_id"], [])
+        assert r["memory_usage"]["calls"] == len(mine)
+        assert r["memory_usage"]["prompt_tokens"] == sum(c["prompt_tokens"] or 0 for c in mine)

@@ -145,6 +145,32 @@ def test_another_runs_transcripts_are_not_shown_beside_this_runs_log(llm_run, tm
     assert f"{other / TRANSCRIPTS}: {records} of its records do not match the log's episodes" in capsys.readouterr().err
 
 
+def test_another_methods_transcripts_with_the_same_completions_are_not_shown(llm_run, tmp_path, capsys):
+    """The thirty-fourth round: a run of another method whose acting completions were the same (a model at temperature 0
+    often gives them) passed the check above: a method=none run's viewer showed dynamic_cheatsheet's memory calls beside its
+    log, every record, no line. A record's tokens are those the log charged its episode, acting and memory alike."""
+    from memrl_bench.core.records import read_run
+    from memrl_bench.report.viewer import run_page
+
+    cfg = json.loads((llm_run / "manifest.json").read_text())["config"]
+    folders = {method: tmp_path / method for method in ("none", "dynamic_cheatsheet")}
+    for method, folder in folders.items():
+        run({**cfg, "method": {"name": method}}, folder, llm=ScriptedChatModel(lambda messages: "Answer: C"), embedder=WordBagEmbedder())
+    theirs, own = read_transcripts(folders["dynamic_cheatsheet"]), read_transcripts(folders["none"])
+    carrying = sum(bool(r["memory_calls"]) for r in theirs.values())
+    assert carrying > 0  # what the swap would show
+    capsys.readouterr()
+    shutil.copy(folders["dynamic_cheatsheet"] / TRANSCRIPTS, folders["none"] / TRANSCRIPTS)
+    swapped = _unpacked(run_page(read_run(folders["none"]), "none"))
+    assert not any(e["memory_calls"] for e in swapped["episodes"])
+    # shown: only records the log cannot tell from this run's own (no memory call, the same prompts: an empty cheatsheet)
+    shown = [e for e in swapped["episodes"] if e["has_transcript"]]
+    assert all([c["messages"] for c in e["acting"]] == [c["messages"] for c in own[e["episode_id"]]["acting"]] for e in shown)
+    assert f"{folders['none'] / TRANSCRIPTS}: {carrying} of its records do not match the log's episodes" in capsys.readouterr().err
+    theirs_shown = _unpacked(run_page(read_run(folders["dynamic_cheatsheet"]), "dc"))  # each run's own records still shown
+    assert all(e["has_transcript"] for e in theirs_shown["episodes"]) and any(e["memory_calls"] for e in theirs_shown["episodes"])
+
+
 def _unpacked(page) -> dict:
     return json.loads(gzip.decompress(base64.b64decode(page.packed)))
 
