@@ -119,7 +119,8 @@ def run_data(run: RunRecords, name: str) -> dict[str, Any]:
     if disagreeing:
         print(
             f"memrl-bench: warning: {run.path / TRANSCRIPTS}: {disagreeing} of its records do not match the log's episodes (another "
-            "task, or completions the log's turns do not quote): another run's transcripts, or edited; shown without them",
+            "task, completions the log's turns do not quote, or calls of tokens the log did not charge): another run's transcripts, "
+            "or edited; shown without them",
             file=sys.stderr,
         )
     config = run.manifest.config
