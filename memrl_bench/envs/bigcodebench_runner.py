@@ -1176,6 +1176,11 @@ def _memrl_runner():
             return "rewrites_the_program", _c.PermissionError(f"{target}: the program's file is not written here")
         return None
 
+    # A class is freed by the collector alone (its __mro__ holds it); one made and freed between two looks of
+    # check_the_classes (a `__del__` calling gc.collect as a part ends) is kept here for the next, and so is every class
+    # whose __mro__ is made again (set_attribute): a metaclass's mro() may leave it out, and then no cycle holds it.
+    kept_classes = {}
+
     def set_attribute(
         target,
         name,
@@ -1185,8 +1190,20 @@ def _memrl_runner():
         _from_the_solution=from_the_solution,
         _asked_by_a_library=asked_by_a_library,
         _real_case=unittest.case.TestCase,
+        _kept=kept_classes,
     ):
         """The tampering pattern and the refusal for an audited attribute set (object.__setattr__) on `target`."""
+        if name == "__bases__" and _c.issubclass(_c.type(target), _c.type):
+            # its __mro__ and its subclasses' are made again by their metaclasses' mro(): one that left a class out of its own
+            # freed it by its reference count, no collection for gc's callback to see, before the part's end look (a value
+            # equal to anything: 53 of 327 tasks, the thirty-fourth round); each is kept for the look
+            hierarchy, walked = [target], set()
+            while hierarchy:
+                klass = hierarchy.pop()
+                if _c.id(klass) not in walked:
+                    walked.add(_c.id(klass))
+                    _kept[_c.id(klass)] = klass
+                    hierarchy.extend(_c.subclasses(klass))
         if name in ("__code__", "__defaults__", "__kwdefaults__") and _c.type(target) is _c.FunctionType:
             # TestCase.assertAlmostEqual's `places` default set to -100 passed every test calling it (found 2026-12-05); code
             # and defaults are the solution's own to set, and a library's (which the program may steer: not unittest's or the tests')
@@ -1575,9 +1592,6 @@ def _memrl_runner():
 
     pinned_classes = set()  # ids of the classes the tests ran as: the runner's, immutable
 
-    # A class is freed by the collector alone (its __mro__ holds it); one made and freed between two looks of
-    # check_the_classes (a `__del__` calling gc.collect as a part ends) is kept here for the next.
-    kept_classes = {}
     # The collections the callback saw start, per generation (the last: any other generation it was told): a callback of the
     # program's put first took it out of gc.callbacks as each collection started and put it back after (the thirty-third
     # round); gc counts its collections itself (gc.get_stats), and check_the_classes compares the two.
@@ -1722,6 +1736,8 @@ def _memrl_runner():
                 walked.add(_c.id(klass))
                 classes.append(klass)
                 known, namespace, mro = _seen.get(_c.id(klass)), _c.class_dict(klass), _c.mro_of(klass)
+                if not mro or mro[0] is not klass:
+                    _flag("patches_the_runner")  # a class left out of its own __mro__ (its metaclass's mro()): see set_attribute
                 keys = _c.tuple(namespace)  # kept: no key made later reuses an id of theirs
                 ids = _c.tuple(_c.map(_c.id, keys))  # compared as numbers: comparing keys would run a str subclass's __eq__
                 before = () if known is None else known[3]
