@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import os
 import re
 import zlib
@@ -22,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from memrl_bench.core.config import InputError, validated
 from memrl_bench.core.errors import resolved
-from memrl_bench.core.runfolder import UnreadableJSONError, parse_json
+from memrl_bench.core.runfolder import CorruptRunFolderError, FileTooLargeError, UnreadableJSONError, parse_json, read_regular
 from memrl_bench.core.schema import Task
 from memrl_bench.envs.settings import EnvSettings
 
@@ -156,6 +157,22 @@ class DataRecord(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
 
 
+MAX_DATA_FILE_BYTES = 1 << 30  # a benchmark's data file, packed or not: the largest shipped is 8 MB (MMLU's test split)
+
+
+def data_bytes(path: Path) -> bytes:
+    """The bytes of a benchmark data file; DataFileError naming it if it is no regular file (a FIFO hung the run, a link to
+    /dev/zero grew it until a MemoryError: the thirty-fourth round) or is larger than MAX_DATA_FILE_BYTES."""
+    try:
+        return read_regular(path, MAX_DATA_FILE_BYTES)
+    except FileTooLargeError:
+        raise DataFileError(f"{path} is larger than {MAX_DATA_FILE_BYTES} bytes; a benchmark's data file holds megabytes") from None
+    except CorruptRunFolderError:
+        raise DataFileError(
+            f"{path} is not a regular file (a FIFO, a device, a folder, a file of /proc...); put the data file there"
+        ) from None
+
+
 def read_data_file(path: Path, model: type[DataRecord], *, by_id: bool = False) -> Any:
     """The data of a benchmark file, checked; DataFileError naming the file and what is wrong
     (not a readable gzip file, not UTF-8, empty, not JSON, not an object, keys that are not
@@ -165,12 +182,15 @@ def read_data_file(path: Path, model: type[DataRecord], *, by_id: bool = False) 
     .json: with `by_id`, an object of records keyed by integer task ids, each checked by
     `model`; without, one object checked by `model`.
     """
-    raw = path.read_bytes()
+    raw = data_bytes(path)
     if path.name.endswith(".gz"):
         try:
-            raw = gzip.decompress(raw)
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as unpacked:
+                raw = unpacked.read(MAX_DATA_FILE_BYTES + 1)
         except (OSError, EOFError, zlib.error) as err:
             raise DataFileError(f"{path} is not a readable gzip file ({err})") from None
+        if len(raw) > MAX_DATA_FILE_BYTES:
+            raise DataFileError(f"{path} unpacks to more than {MAX_DATA_FILE_BYTES} bytes; a benchmark's data file holds megabytes")
     try:
         text = raw.decode()
     except UnicodeDecodeError as err:

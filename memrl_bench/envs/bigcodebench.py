@@ -46,7 +46,7 @@ from pydantic import Field, field_validator
 from memrl_bench import prompts
 from memrl_bench.core.config import MAX_SECONDS
 from memrl_bench.core.schema import Task
-from memrl_bench.envs.base import DataFileError, DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file
+from memrl_bench.envs.base import DataFileError, DataMissingError, DataRecord, Env, data_bytes, data_dir, hash_fraction, read_data_file
 from memrl_bench.envs.gold import GoldFilter, gold_failure
 from memrl_bench.envs.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, Limits
 from memrl_bench.envs.settings import SandboxLimits
@@ -405,7 +405,7 @@ class BigCodeBenchEnv(Env):
         for path in paths:
             if not path.exists():
                 raise DataMissingError(f"BigCodeBench file {path} is missing; fetch it with: {_FETCH}")
-        digest = hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest()
+        digest = hashlib.sha256(b"".join(data_bytes(p) for p in paths)).hexdigest()
         records = {r["task_id"]: r for r in read_data_file(paths[0], BigCodeBenchRecord)}
         split_file = read_data_file(paths[1], BigCodeBenchSplits)
         listed: dict[str, list[Task]] = {"train": [], "validation": [], "test": []}

@@ -242,6 +242,43 @@ def _memrl_runner():
     # PR_SET_DUMPABLE 0 (linux/prctl.h) before the tag is read: a child process the program starts (no audit hook there)
     # cannot read this process's memory through /proc/<pid>/mem.
     with_ctypes(lambda ctypes: ctypes.CDLL(None).prctl(4, 0, 0, 0, 0))
+
+    def close_the_proxy(ctypes, _proxy=types.MappingProxyType, _referents=gc.get_referents, _c=c):
+        """mappingproxy's `|` and comparisons taken away: CPython's (3.9 on) unwrap the proxy, so `vars(K) | x` handed K's
+        own dict to `x.__ror__` (and `vars(K) == x` to `x.__eq__`). Through it an answer wrote an `__exit__` into a sealed
+        class (the thirty-third round) and, since an entry looked up once stays in CPython's type cache after the dict is
+        put back, a no-op `_callTestMethod` into the tests' class and comparisons into its value's class, every look then
+        reading clean dicts (the thirty-fourth: 295 and 48 of 327 tasks). The slots (tp_as_number, tp_richcompare: their
+        places in a type object have not moved since CPython 3.0) and their wrappers in the type's dict go: `x` is handed
+        the proxy, and proxies compare by identity."""
+        head, pointer = _c.id(_proxy), ctypes.sizeof(ctypes.c_void_p)
+        fields = [ctypes.c_ssize_t.from_address(head + n * pointer).value for n in (4, 5, 21)]  # basicsize, itemsize, flags
+        if fields != [_proxy.__basicsize__, _proxy.__itemsize__, _proxy.__flags__]:
+            raise _c.RuntimeError("this runner knows CPython's type objects: mappingproxy's fields are not where it reads them")
+        for slot in (12, 25):  # tp_as_number, tp_richcompare
+            ctypes.c_void_p.from_address(head + slot * pointer).value = None
+        (own,) = _referents(_c.class_dict(_proxy))  # its type's dict itself (the runner's own call, before the hook)
+        for name in ("__or__", "__ror__", "__ior__", "__lt__", "__le__", "__eq__", "__ne__", "__gt__", "__ge__"):
+            own.pop(name, None)
+        ctypes.pythonapi.PyType_Modified(ctypes.py_object(_proxy))
+        handed = []
+
+        class Taker:
+            def __ror__(self, other):
+                handed.append(other)
+
+            def __eq__(self, other):
+                handed.append(other)
+                return False
+
+            __hash__ = _c.object.__hash__
+
+        _c.class_dict(Taker) | Taker()
+        _c.class_dict(Taker) == Taker()  # noqa: B015 - what it hands Taker is the point
+        if [_c.type(each) for each in handed] != [_proxy, _proxy]:
+            raise _c.RuntimeError("a class's dict is still handed out by `|` or `==` on its mappingproxy")
+
+    with_ctypes(close_the_proxy)
     descriptor, tag, first_test_line, libs = read_the_harness_line()
     os.set_inheritable(descriptor, False)  # the program's own processes do not get it
 

@@ -31,7 +31,7 @@ from pydantic import Field
 from memrl_bench import prompts
 from memrl_bench.core.config import MAX_SECONDS, ConfigError
 from memrl_bench.core.schema import Task
-from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file
+from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_bytes, data_dir, hash_fraction, read_data_file
 from memrl_bench.envs.gold import GoldFilter, gold_failure
 from memrl_bench.envs.sandbox import (
     DEFAULT_HIDDEN_PATHS,
@@ -139,7 +139,7 @@ class LLBOSEnv(Env):
             path = folder / file_name
             if not path.exists():
                 raise DataMissingError(f"LLB OS file {path} is missing; fetch it with: {_FETCH}")
-            digest.update(path.read_bytes())
+            digest.update(data_bytes(path))
             raw[split] = read_data_file(path, LLBOSRecord, by_id=True)
         listed: dict[str, list[Task]] = {"train": [], "validation": [], "test": []}
         for source, entries in raw.items():

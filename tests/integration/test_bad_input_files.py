@@ -368,6 +368,29 @@ def test_a_bad_data_file_is_one_line_naming_it(tmp_path, env, make, name, conten
     assert sorted(tmp_path.rglob("*")) == before
 
 
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
+@pytest.mark.parametrize(
+    "env, make, name",
+    [
+        ("mmlu", tiny_mmlu, "dev.jsonl"),
+        ("llb_db", llb_data, "db_train.json"),
+        ("llb_os", llb_data, "os_interaction_val.json"),
+        ("bigcodebench", bcb_data, "BigCodeBench.jsonl.gz"),
+        ("bigcodebench", bcb_data, "full_seed123.json"),
+    ],
+)
+def test_a_data_file_that_is_no_regular_file_is_one_line_naming_it(tmp_path, env, make, name, kind):
+    """The thirty-fourth round: a data file made a FIFO hung the run with no output; a link to /dev/zero grew it to a
+    MemoryError traceback (8 of 8 files)."""
+    folder = make(tmp_path / "data")
+    (folder / name).unlink()
+    os.mkfifo(folder / name) if kind == "fifo" else (folder / name).symlink_to("/dev/zero")
+    no_gold_check = ("env.exclude_gold_failures=false",) if env in ("llb_os", "bigcodebench") else ()
+    overrides = (f"env={env}", f"env.data_dir={folder}", *no_gold_check, "method=none", "llm=openai", "llm.model=m", *QUICK)
+    line, code = outcome_of((*overrides, "llm.base_url=http://127.0.0.1:9/v1"), tmp_path / "results" / "run")
+    one_line_exit_2(line, code, f"{folder / name} is not a regular file")
+
+
 def test_the_shipped_data_files_pass_their_checks():
     """The models of the records refuse none of the real data (the benchmark data in ../shared/data)."""
     from memrl_bench.envs.base import read_data_file

@@ -400,7 +400,7 @@ EQUALITIES = ("equality_of_its_own.py", "equality_by_a_renamed_slot.py", "equali
 EQUALITIES += ("borrowed_equality.py", "type_as_equality.py", "lru_cache_lie.py", "staticmethod_reinit.py")  # 32a's
 EQUALITIES += ("spare_names_swapped.py", "array_wrap.py", "class_freed_in_the_part.py", "gc_callbacks_cleared.py")  # 33a's, one listed open
 EQUALITIES += ("gc_callback_blinded.py", "class_dict_through_or.py")  # 36a's
-EQUALITIES += ("class_left_out_of_its_mro.py",)  # 37a's
+EQUALITIES += ("class_left_out_of_its_mro.py", "cached_lookup_in_the_tests_class.py", "comparison_left_in_the_type_cache.py")  # 37a, 38a
 CALLS_FIRST |= dict.fromkeys(EQUALITIES, TEST_ADD)
 CALLS_FIRST |= dict.fromkeys(("equality_set_later.py", "equality_by_a_callable.py"), CALLS_FIRST["builtins_shadowed.py"])
 # the answer's code run as the tests' class is made (31a): tests that import a module nothing loaded before
@@ -466,8 +466,10 @@ BOTH_SLOW = [pytest.param("sandbox", marks=[needs_sandbox, pytest.mark.slow]), "
         ("library_class_slot.py", "defines_its_comparisons"),  # 35a: another library's function as a library class's `__eq__`
         ("dataframe_equals.py", "defines_its_comparisons"),
         ("gc_callback_blinded.py", "patches_the_runner"),  # 36a: the runner's gc callback out of the list through each collection
-        ("class_dict_through_or.py", "patches_the_runner"),  # 36a: the part executor's dict written through `vars(K) | x`
+        ("class_dict_through_or.py", None),  # 36a: `vars(K) | x` hands x the proxy now (34th round), not the dict to write into
         ("class_left_out_of_its_mro.py", "patches_the_runner"),  # 37a: classes freed by reference count, kept once rewired
+        ("cached_lookup_in_the_tests_class.py", None),  # 38a: a class's dict is no longer handed out, so nothing is written
+        ("comparison_left_in_the_type_cache.py", None),
         ("build_class_hook.py", "patches_builtins_or_exit"),  # seen as the tests' part starts
         ("build_class_by_an_import_hook.py", "rebinds_the_tests_names"),  # the store written by the answer's code
         ("builtins_of_the_tests.py", "rebinds_the_tests_names"),  # the tests' functions hold other builtins

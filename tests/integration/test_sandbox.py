@@ -257,6 +257,41 @@ def test_waits_for_output_holders_and_close_kills_detached_daemons():
     assert processes_mentioning(f"sleep {marker}") == []
 
 
+# A library whose constructor notes the rights of every process that loads it: its seccomp mode and capabilities.
+RIGHTS_NOTED = r"""
+#include <stdio.h>
+__attribute__((constructor)) static void note(void) {
+    FILE *status = fopen("/proc/self/status", "r"), *out = fopen("/var/rights", "a");
+    char line[256];
+    while (status && out && fgets(line, sizeof line, status))
+        if (!strncmp(line, "Seccomp:", 8) || !strncmp(line, "CapEff:", 7)) fputs(line, out);
+    if (status) fclose(status);
+    if (out) fclose(out);
+}
+"""
+
+
+@needs_sandbox
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc on this machine: the test builds a shared library")
+def test_the_first_process_starts_nothing_an_episode_could_load_code_into():
+    """The thirty-fourth round: pid 1 (a bash loop starting `sleep 3600` again each time it ended) keeps every capability and
+    no seccomp filter; an episode wrote /etc/ld.so.preload naming its own library and killed the `sleep`, and the next one
+    ran the library with pid 1's rights: it forged every LLB-OS check (20 of 20 tasks) and reached the host's root. Pid 1
+    now starts nothing (orphans are still reaped): only the episode's own commands, filtered, load the library."""
+    with Sandbox(Limits(timeout_s=30)) as sandbox:
+        source = "#include <string.h>\n" + RIGHTS_NOTED
+        built = sandbox.run(f"printf %s {shlex.quote(source)} > /opt/r.c && gcc -shared -fPIC -o /opt/r.so /opt/r.c && echo built")
+        assert built.output.strip().endswith("built"), built.output
+        # pid 1's children killed (its `sleep` was started again, loading the library), then a daemon left to end on its own
+        sandbox.run("echo /opt/r.so > /etc/ld.so.preload; kill -9 -1; kill -9 1; sleep 1; setsid sleep 0.2 </dev/null >/dev/null 2>&1 &")
+        init = sandbox._init_pid
+        children = Path(f"/proc/{init}/task/{init}/children")
+        assert sandbox.run("sleep 0.5; rm /etc/ld.so.preload; cat /var/rights").ok
+        rights = sandbox.run("cat /var/rights").output.splitlines()
+        assert rights and all(line.split() != ["Seccomp:", "0"] for line in rights if line.startswith("Seccomp"))
+        assert children.read_text().split() == [] and sandbox.running  # the daemon above ended and was reaped
+
+
 @needs_sandbox
 def test_fork_bomb_dies_and_leaves_nothing():
     marker = f"bomb{uuid.uuid4().hex[:8]}"

@@ -334,5 +334,5 @@ def require_sandbox() -> None:
 # What code inside a Sandbox may do, in short; a change makes gold results checked in the sandbox stale.
 CONTAINMENT = (
     "namespaces, overlay, capabilities, cgroup; seccomp filter, fresh session keyring, /dev/shm in the disk tmpfs; own shadow files, "
-    "checks with the host's system folders"
+    "checks with the host's system folders; a first process that starts nothing"
 )

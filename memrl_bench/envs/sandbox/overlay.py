@@ -20,6 +20,7 @@ _PASSWORD_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-
 # The container's first process holds this descriptor on the tmpfs of the overlay's layers, so that a
 # check can read the upper layer; commands cannot follow it (pid 1 keeps capabilities they lack).
 LAYERS_FD = 3
+IDLE_FD = 4  # the container's first process's end of the FIFO it waits on (setup_script)
 
 
 # Prepares the overlay's upper layer before it is mounted (argv: the upper layer, the password
@@ -82,6 +83,8 @@ def setup_script(disk_bytes: int, hidden_paths: tuple[str, ...], readonly_binds:
         f'run mount -t tmpfs -o size={disk_bytes},mode=0755 memrl-sandbox "$B"',
         f'exec {LAYERS_FD}<"$B"',  # held by the container's first process: a check reads the upper layer through it
         'run mkdir "$B/upper" "$B/work" "$R"',
+        # what the first process waits on, outside the container's root: no command inside reaches it
+        f'run mkfifo -m 600 "$B/idle"; exec {IDLE_FD}<>"$B/idle"',
         f'run {shlex.quote(PYTHON)} -c {shlex.quote(_PREPARE_UPPER)} "$B/upper" {" ".join(_PASSWORD_FILES)} -- {quoted}',
         'run mount -t overlay overlay -o "lowerdir=/,upperdir=$B/upper,workdir=$B/work" "$R"',
         'run mount -t proc -o nosuid,nodev,noexec proc "$R/proc"',
@@ -113,8 +116,12 @@ def setup_script(disk_bytes: int, hidden_paths: tuple[str, ...], readonly_binds:
         "ip link set lo up 2>/dev/null",
         "hostname sandbox 2>/dev/null",
         "echo ready",
-        # bash as pid 1 reaps adopted orphans (like the bash of a docker ubuntu container), so dead
-        # background processes do not pile up as zombies against the process cap
-        "exec bash -c 'while :; do sleep 3600 & wait $!; done' >/dev/null 2>&1 </dev/null",
+        # bash as pid 1 reaps adopted orphans (its SIGCHLD handler waits for any child, like the bash of a docker ubuntu
+        # container), so dead background processes do not pile up against the process cap. It starts nothing: it keeps
+        # every capability and no seccomp filter, and a `sleep` it started again after the episode killed the last one
+        # loaded the episode's /etc/ld.so.preload with those rights (the thirty-fourth round: every check forged, the host's
+        # root reached); it waits on a FIFO no command reaches, with builtins only, and ignores the signals it could be sent.
+        f"exec bash -c 'trap \"\" HUP INT QUIT USR1 USR2 PIPE ALRM TERM; while :; do read -r _; done' "
+        f"<&{IDLE_FD} {IDLE_FD}<&- >/dev/null 2>&1",
     ]
     return "\n".join(lines)
