@@ -264,11 +264,11 @@ def _memrl_runner():
         handed = []
 
         class Taker:
-            def __ror__(self, other):
-                handed.append(other)
+            def __ror__(self, other, _handed=handed):
+                _handed.append(other)
 
-            def __eq__(self, other):
-                handed.append(other)
+            def __eq__(self, other, _handed=handed):
+                _handed.append(other)
                 return False
 
             __hash__ = _c.object.__hash__
@@ -1234,11 +1234,11 @@ def _memrl_runner():
             # its __mro__ and its subclasses' are made again by their metaclasses' mro(): one that left a class out of its own
             # freed it by its reference count, no collection for gc's callback to see, before the part's end look (a value
             # equal to anything: 53 of 327 tasks, the thirty-fourth round); each is kept for the look
-            hierarchy, walked = [target], set()
+            hierarchy, walked = [target], {}
             while hierarchy:
                 klass = hierarchy.pop()
                 if _c.id(klass) not in walked:
-                    walked.add(_c.id(klass))
+                    walked[_c.id(klass)] = klass
                     _kept[_c.id(klass)] = klass
                     hierarchy.extend(_c.subclasses(klass))
         if name in ("__code__", "__defaults__", "__kwdefaults__") and _c.type(target) is _c.FunctionType:
