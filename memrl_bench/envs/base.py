@@ -162,7 +162,7 @@ MAX_DATA_FILE_BYTES = 1 << 30  # a benchmark's data file, packed or not: the lar
 
 def data_bytes(path: Path) -> bytes:
     """The bytes of a benchmark data file; DataFileError naming it if it is no regular file (a FIFO hung the run, a link to
-    /dev/zero grew it until a MemoryError: the thirty-fourth round) or is larger than MAX_DATA_FILE_BYTES."""
+    /dev/zero grew it until a MemoryError: the thirty-fifth round) or is larger than MAX_DATA_FILE_BYTES."""
     try:
         return read_regular(path, MAX_DATA_FILE_BYTES)
     except FileTooLargeError:

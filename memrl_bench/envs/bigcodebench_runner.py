@@ -248,7 +248,7 @@ def _memrl_runner():
         own dict to `x.__ror__` (and `vars(K) == x` to `x.__eq__`). Through it an answer wrote an `__exit__` into a sealed
         class (the thirty-third round) and, since an entry looked up once stays in CPython's type cache after the dict is
         put back, a no-op `_callTestMethod` into the tests' class and comparisons into its value's class, every look then
-        reading clean dicts (the thirty-fourth: 295 and 48 of 327 tasks). The slots (tp_as_number, tp_richcompare: their
+        reading clean dicts (the thirty-fifth: 295 and 48 of 327 tasks). The slots (tp_as_number, tp_richcompare: their
         places in a type object have not moved since CPython 3.0) and their wrappers in the type's dict go: `x` is handed
         the proxy, and proxies compare by identity."""
         head, pointer = _c.id(_proxy), ctypes.sizeof(ctypes.c_void_p)

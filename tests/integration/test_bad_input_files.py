@@ -380,7 +380,7 @@ def test_a_bad_data_file_is_one_line_naming_it(tmp_path, env, make, name, conten
     ],
 )
 def test_a_data_file_that_is_no_regular_file_is_one_line_naming_it(tmp_path, env, make, name, kind):
-    """The thirty-fourth round: a data file made a FIFO hung the run with no output; a link to /dev/zero grew it to a
+    """The thirty-fifth round: a data file made a FIFO hung the run with no output; a link to /dev/zero grew it to a
     MemoryError traceback (8 of 8 files)."""
     folder = make(tmp_path / "data")
     (folder / name).unlink()

@@ -466,7 +466,7 @@ BOTH_SLOW = [pytest.param("sandbox", marks=[needs_sandbox, pytest.mark.slow]), "
         ("library_class_slot.py", "defines_its_comparisons"),  # 35a: another library's function as a library class's `__eq__`
         ("dataframe_equals.py", "defines_its_comparisons"),
         ("gc_callback_blinded.py", "patches_the_runner"),  # 36a: the runner's gc callback out of the list through each collection
-        ("class_dict_through_or.py", None),  # 36a: `vars(K) | x` hands x the proxy now (34th round), not the dict to write into
+        ("class_dict_through_or.py", None),  # 36a: `vars(K) | x` hands x the proxy now (35th round), not the dict to write into
         ("class_left_out_of_its_mro.py", "patches_the_runner"),  # 37a: classes freed by reference count, kept once rewired
         ("cached_lookup_in_the_tests_class.py", None),  # 38a: a class's dict is no longer handed out, so nothing is written
         ("comparison_left_in_the_type_cache.py", None),

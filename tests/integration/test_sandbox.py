@@ -274,7 +274,7 @@ __attribute__((constructor)) static void note(void) {
 @needs_sandbox
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc on this machine: the test builds a shared library")
 def test_the_first_process_starts_nothing_an_episode_could_load_code_into():
-    """The thirty-fourth round: pid 1 (a bash loop starting `sleep 3600` again each time it ended) keeps every capability and
+    """The thirty-fifth round: pid 1 (a bash loop starting `sleep 3600` again each time it ended) keeps every capability and
     no seccomp filter; an episode wrote /etc/ld.so.preload naming its own library and killed the `sleep`, and the next one
     ran the library with pid 1's rights: it forged every LLB-OS check (20 of 20 tasks) and reached the host's root. Pid 1
     now starts nothing (orphans are still reaped): only the episode's own commands, filtered, load the library."""

@@ -119,7 +119,7 @@ def setup_script(disk_bytes: int, hidden_paths: tuple[str, ...], readonly_binds:
         # bash as pid 1 reaps adopted orphans (its SIGCHLD handler waits for any child, like the bash of a docker ubuntu
         # container), so dead background processes do not pile up against the process cap. It starts nothing: it keeps
         # every capability and no seccomp filter, and a `sleep` it started again after the episode killed the last one
-        # loaded the episode's /etc/ld.so.preload with those rights (the thirty-fourth round: every check forged, the host's
+        # loaded the episode's /etc/ld.so.preload with those rights (the thirty-fifth round: every check forged, the host's
         # root reached); it waits on a FIFO no command reaches, with builtins only, and ignores the signals it could be sent.
         f"exec bash -c 'trap \"\" HUP INT QUIT USR1 USR2 PIPE ALRM TERM; while :; do read -r _; done' "
         f"<&{IDLE_FD} {IDLE_FD}<&- >/dev/null 2>&1",
