@@ -610,23 +610,19 @@ def _strings(value: Any) -> list[str]:
 
 def _charge(result: LearnResult, episodes: list[Episode], memory_calls: dict[str, list[dict]], method: str) -> None:
     """learn()'s memory cost and operation errors onto the episodes it charged them to, its calls onto their transcripts (the
-    memories the poison protocol feeds unplayed too: their cost was left out of the log, their calls not)."""
-    _check_charged(result, episodes, method)
-    for e in episodes:
-        if e.episode_id in result.usage_by_episode:
-            e.memory_usage.add(result.usage_by_episode[e.episode_id])
-        e.memory_op_errors += result.op_errors_by_episode.get(e.episode_id, 0)
-        memory_calls[e.episode_id] += result.calls_by_episode.get(e.episode_id, [])
-
-
-def _check_charged(result: LearnResult, episodes: list[Episode], method: str) -> None:
-    """Memory cost charged to an episode outside the learned batch would be lost from the log: refuse it."""
+    memories the poison protocol feeds unplayed too: their cost was left out of the log, their calls not). Cost charged to
+    an episode outside the learned batch would be lost from the log: refused."""
     stray = {*result.usage_by_episode, *result.op_errors_by_episode, *result.calls_by_episode} - {e.episode_id for e in episodes}
     if stray:
         raise ProtocolViolation(
             f"method {method!r}: learn() charged memory calls to {sorted(stray)[0]!r}, which is not an episode of the batch it "
             "learned from; charge each call to an episode of the batch (its cost would be lost from the log)"
         )
+    for e in episodes:
+        if e.episode_id in result.usage_by_episode:
+            e.memory_usage.add(result.usage_by_episode[e.episode_id])
+        e.memory_op_errors += result.op_errors_by_episode.get(e.episode_id, 0)
+        memory_calls[e.episode_id] += result.calls_by_episode.get(e.episode_id, [])
 
 
 def run(
