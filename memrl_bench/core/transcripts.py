@@ -112,6 +112,9 @@ def transcript_record(
     }
 
 
+TOKEN_KEYS = ("prompt_tokens", "completion_tokens")  # a call's, as its record and the episode's usage count them alike
+
+
 def agrees_with_log(record: dict[str, Any], episode: dict[str, Any]) -> bool:
     """Whether a transcript record is the one its episode's log line was written with: the same task, every completion the
     log's turns quote (`raw_output`) among its acting calls' completions, and the tokens of its acting calls and of its
@@ -119,21 +122,16 @@ def agrees_with_log(record: dict[str, Any], episode: dict[str, Any]) -> bool:
     every run with the same schedule shares: another run's transcripts put in a run folder were shown beside this run's log
     (the thirty-second round), and when the acting model's completions were the same, another method's memory calls
     beside this one's log (the thirty-fourth)."""
-    said = Counter(c.get("completion") for c in _calls(record.get("acting")))
+    acting = _calls(record.get("acting"))
+    said = Counter(c.get("completion") for c in acting)
     quoted = Counter(t.get("raw_output") for t in episode.get("turns") or [] if isinstance(t, dict) and t.get("raw_output") is not None)
     if record.get("task_id") != episode.get("task_id") or quoted - said:
         return False
-    for calls, usage in (
-        (_calls(record.get("acting")), episode.get("act_usage")),
-        (_calls(record.get("memory_calls")), episode.get("memory_usage")),
-    ):
+    for calls, usage in ((acting, episode.get("act_usage")), (_calls(record.get("memory_calls")), episode.get("memory_usage"))):
         usage = usage if isinstance(usage, dict) else {}
         if calls and [_tokens(calls, key) for key in TOKEN_KEYS] != [usage.get(key) for key in TOKEN_KEYS]:
             return False
     return True
-
-
-TOKEN_KEYS = ("prompt_tokens", "completion_tokens")  # a call's, as its record and the episode's usage count them alike
 
 
 def _calls(calls: Any) -> list[dict[str, Any]]:

@@ -188,10 +188,10 @@ def _minilm_dir(tmp_path: Path, damage: str) -> Path:
     """A copy of the catalogue's MiniLM folder with one file damaged (`file:how`), or a folder that is none."""
     from memrl_bench.llm import catalogue
 
-    if damage in ("missing", "empty", "/dev/null"):
-        folder = {"missing": tmp_path / "nowhere", "empty": tmp_path / "empty", "/dev/null": Path("/dev/null")}[damage]
+    if damage == "empty":
         (tmp_path / "empty").mkdir(parents=True)
-        return folder
+    if damage in ("missing", "empty", "/dev/null"):
+        return {"missing": tmp_path / "nowhere", "empty": tmp_path / "empty", "/dev/null": Path("/dev/null")}[damage]
     folder = tmp_path / "minilm"
     shutil.copytree(catalogue.ensure("minilm-l6-int8"), folder)
     name, how = damage.split(":")

@@ -260,6 +260,7 @@ def test_waits_for_output_holders_and_close_kills_detached_daemons():
 # A library whose constructor notes the rights of every process that loads it: its seccomp mode and capabilities.
 RIGHTS_NOTED = r"""
 #include <stdio.h>
+#include <string.h>
 __attribute__((constructor)) static void note(void) {
     FILE *status = fopen("/proc/self/status", "r"), *out = fopen("/var/rights", "a");
     char line[256];
@@ -279,16 +280,15 @@ def test_the_first_process_starts_nothing_an_episode_could_load_code_into():
     ran the library with pid 1's rights: it forged every LLB-OS check (20 of 20 tasks) and reached the host's root. Pid 1
     now starts nothing (orphans are still reaped): only the episode's own commands, filtered, load the library."""
     with Sandbox(Limits(timeout_s=30)) as sandbox:
-        source = "#include <string.h>\n" + RIGHTS_NOTED
-        built = sandbox.run(f"printf %s {shlex.quote(source)} > /opt/r.c && gcc -shared -fPIC -o /opt/r.so /opt/r.c && echo built")
+        built = sandbox.run(f"printf %s {shlex.quote(RIGHTS_NOTED)} > /opt/r.c && gcc -shared -fPIC -o /opt/r.so /opt/r.c && echo built")
         assert built.output.strip().endswith("built"), built.output
         # pid 1's children killed (its `sleep` was started again, loading the library), then a daemon left to end on its own
         sandbox.run("echo /opt/r.so > /etc/ld.so.preload; kill -9 -1; kill -9 1; sleep 1; setsid sleep 0.2 </dev/null >/dev/null 2>&1 &")
         init = sandbox._init_pid
         children = Path(f"/proc/{init}/task/{init}/children")
-        assert sandbox.run("sleep 0.5; rm /etc/ld.so.preload; cat /var/rights").ok
-        rights = sandbox.run("cat /var/rights").output.splitlines()
-        assert rights and all(line.split() != ["Seccomp:", "0"] for line in rights if line.startswith("Seccomp"))
+        noted = sandbox.run("sleep 0.5; rm /etc/ld.so.preload; cat /var/rights")
+        rights = noted.output.splitlines()
+        assert noted.ok and rights and all(line.split() != ["Seccomp:", "0"] for line in rights if line.startswith("Seccomp"))
         assert children.read_text().split() == [] and sandbox.running  # the daemon above ended and was reaped
 
 
