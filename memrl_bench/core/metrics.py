@@ -205,12 +205,22 @@ def retrieval_counts(records: list[Episode], item_ids: Iterable[str], phases: tu
     return counts
 
 
+def spread_of_counts(counts: Iterable[int], injections: int) -> dict[str, float | None]:
+    """The share of the final memories never injected and the Gini of their injection counts, given every
+    injection of the same phases (`injections`, of any id). None for both without memories, and for a run
+    that injected memory but never one of its final items by id: it injects a document rebuilt from them
+    (AWM's workflows, Dynamic Cheatsheet's cumulative sheet), so no item is injected or left out by id."""
+    counts = list(counts)
+    if not counts or (injections and not any(counts)):
+        return {"never_retrieved": None, "gini": None}
+    return {"never_retrieved": sum(1 for c in counts if c == 0) / len(counts), "gini": gini(counts)}
+
+
 def injection_spread(records: list[Episode], items: list[MemoryItem], phases: tuple[str, ...] | None = None) -> dict[str, float | None]:
     """Over the final memories: the share never injected in `phases` (None: any phase) and the Gini of their injection counts."""
     counts = retrieval_counts(records, [i.id for i in items], phases)
-    if not counts:
-        return {"never_retrieved": None, "gini": None}
-    return {"never_retrieved": sum(1 for c in counts.values() if c == 0) / len(counts), "gini": gini(counts.values())}
+    injections = sum(len(r.retrieved) for r in records if phases is None or r.phase in phases)
+    return spread_of_counts(counts.values(), injections)
 
 
 SIMILARITY_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)

@@ -154,7 +154,8 @@ def epoch1_counterfactual(study: Study) -> list[Row | None]:
     text="Most memories are never tested.",
     measurement=(
         "Share of the final memories never injected in training (a memory's Q changes only when it is injected), against one half, over "
-        "the task orders, or with one task order over the final memories. Verdict for memrl ε=0 at outcome temperature 0."
+        "the task orders, or with one task order over the final memories. Verdict for memrl ε=0 at outcome temperature 0. No row "
+        "for an arm that injects one document rebuilt from its memories (AWM, Dynamic Cheatsheet's cumulative sheet)."
     ),
     measured_by=("critique",),
     study_kind="critique",

@@ -423,15 +423,15 @@ def retrieval_counts(results: Results) -> pd.DataFrame:
 
 
 def retrieval_spread(results: Results) -> pd.DataFrame:
-    """Per run with a final snapshot: share of memories never retrieved in any phase, retrieval Gini."""
-    counts = retrieval_counts(results)
-    grouped = counts.groupby("run")["retrievals"]
-    return pd.DataFrame(
-        {
-            "never_retrieved_any_phase_share": grouped.apply(lambda c: float((c == 0).mean())),
-            "retrieval_gini": grouped.apply(metrics_lib.gini),
-        }
-    )
+    """Per run with a final snapshot: share of memories never retrieved in any phase, retrieval Gini (NaN for a run
+    that injects a document rather than its items: metrics_lib.spread_of_counts)."""
+    injections = results.episodes.groupby("run")["retrieved_ids"].apply(lambda ids: int(sum(map(len, ids))))
+    rows = {}
+    for run, counts in retrieval_counts(results).groupby("run")["retrievals"]:
+        spread = metrics_lib.spread_of_counts(counts.astype(int), int(injections.get(run, 0)))
+        rows[run] = {k: np.nan if v is None else v for k, v in spread.items()}
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=["never_retrieved", "gini"])
+    return frame.rename(columns={"never_retrieved": "never_retrieved_any_phase_share", "gini": "retrieval_gini"})
 
 
 def q_utility_pairs(results: Results) -> pd.DataFrame:

@@ -113,3 +113,24 @@ def test_the_findings_count_a_memory_as_tested_only_when_training_injects_it():
     test = record("b", 2, False, phase="test", split="test_in_distribution", retrieved=[{"item_id": "m2", "similarity": 0.9}])
     assert metrics.injection_spread([train, test], items) == {"never_retrieved": 0.0, "gini": 0.0}  # metrics.json: any phase
     assert metrics.injection_spread([train, test], items, ("train",))["never_retrieved"] == 0.5  # the findings: training only
+
+
+def test_a_run_that_injects_a_document_rebuilt_from_its_items_has_no_share_of_items_never_injected():
+    from memrl_bench.core.schema import MemoryItem
+
+    items = [
+        MemoryItem.from_dict(
+            {
+                "id": i,
+                "content": "",
+                "provenance": {"task_id": i, "split": "train", "phase": "train", "epoch": 1, "episode_id": f"e-{i}", "success": True},
+            }
+        )
+        for i in ("m1", "m2")
+    ]
+    document = [record("a", 1, True, retrieved=[{"item_id": "workflows", "similarity": 0.0}])]  # AWM: its sources are the items
+    assert metrics.injection_spread(document, items, ("train",)) == {"never_retrieved": None, "gini": None}
+    nothing = [record("a", 1, True)]  # no injection at all: every item is left out (MemRL below its threshold)
+    assert metrics.injection_spread(nothing, items, ("train",))["never_retrieved"] == 1.0
+    both = [record("a", 1, True, retrieved=[{"item_id": "workflows", "similarity": 0.0}, {"item_id": "m1", "similarity": 0.9}])]
+    assert metrics.injection_spread(both, items, ("train",))["never_retrieved"] == 0.5  # Dynamic Cheatsheet's retrieval synthesis

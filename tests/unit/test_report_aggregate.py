@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -15,7 +16,7 @@ from memrl_bench.core.config import config_hash
 from memrl_bench.core.runfolder import RunFolder
 from memrl_bench.core.schema import Episode
 from memrl_bench.report import ReportInputError, report
-from memrl_bench.report.aggregate import aggregate, paired_bootstrap
+from memrl_bench.report.aggregate import aggregate, paired_bootstrap, retrieval_spread
 from memrl_bench.report.cli import main as cli_main
 from memrl_bench.report.figures import Styles, all_figures, method_colours
 from memrl_bench.report.load import common_settings, load, settings_overrides
@@ -348,6 +349,10 @@ def test_q_and_retrieval_figures_from_snapshot(tmp_path):
     end = agg.per_run_end.iloc[0]
     assert end["spearman_q_utility"] == pytest.approx(1.0)
     assert end["never_retrieved_any_phase_share"] == pytest.approx(5 / 6)
+    with_document = results.episodes.copy()  # an injection of none of the items (a document rebuilt from them, AWM's)
+    with_document["retrieved_ids"] = [["workflows"] if ids else [] for ids in with_document["retrieved_ids"]]
+    spread = retrieval_spread(dataclasses.replace(results, episodes=with_document)).iloc[0]
+    assert np.isnan(spread["never_retrieved_any_phase_share"]) and np.isnan(spread["retrieval_gini"])
     page = report(tmp_path).read_text()
     assert "Spearman" in page and "Figure skipped — Learned Q" not in page and "Figure skipped — Retrieval" not in page
 
