@@ -96,19 +96,18 @@ def test_step_latency_names_cache_hits_apart():
     assert steps["act_with_cache_hits"]["n"] == 2
 
 
-def test_the_findings_count_a_memory_as_tested_only_when_training_injects_it():
+def _two_items() -> list:
     from memrl_bench.core.schema import MemoryItem
 
-    items = [
-        MemoryItem.from_dict(
-            {
-                "id": i,
-                "content": "",
-                "provenance": {"task_id": i, "split": "train", "phase": "train", "epoch": 1, "episode_id": f"e-{i}", "success": True},
-            }
-        )
+    provenance = {"split": "train", "phase": "train", "epoch": 1, "success": True}
+    return [
+        MemoryItem.from_dict({"id": i, "content": "", "provenance": {**provenance, "task_id": i, "episode_id": f"e-{i}"}})
         for i in ("m1", "m2")
     ]
+
+
+def test_the_findings_count_a_memory_as_tested_only_when_training_injects_it():
+    items = _two_items()
     train = record("a", 1, True, retrieved=[{"item_id": "m1", "similarity": 0.9}])
     test = record("b", 2, False, phase="test", split="test_in_distribution", retrieved=[{"item_id": "m2", "similarity": 0.9}])
     assert metrics.injection_spread([train, test], items) == {"never_retrieved": 0.0, "gini": 0.0}  # metrics.json: any phase
@@ -116,18 +115,7 @@ def test_the_findings_count_a_memory_as_tested_only_when_training_injects_it():
 
 
 def test_a_run_that_injects_a_document_rebuilt_from_its_items_has_no_share_of_items_never_injected():
-    from memrl_bench.core.schema import MemoryItem
-
-    items = [
-        MemoryItem.from_dict(
-            {
-                "id": i,
-                "content": "",
-                "provenance": {"task_id": i, "split": "train", "phase": "train", "epoch": 1, "episode_id": f"e-{i}", "success": True},
-            }
-        )
-        for i in ("m1", "m2")
-    ]
+    items = _two_items()
     document = [record("a", 1, True, retrieved=[{"item_id": "workflows", "similarity": 0.0}])]  # AWM: its sources are the items
     assert metrics.injection_spread(document, items, ("train",)) == {"never_retrieved": None, "gini": None}
     nothing = [record("a", 1, True)]  # no injection at all: every item is left out (MemRL below its threshold)
