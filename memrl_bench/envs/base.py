@@ -36,6 +36,11 @@ class DataFileError(InputError, ValueError):
     """A benchmark data file cannot be used; the message names the file and what is wrong with it."""
 
 
+class EnvBrokenError(RuntimeError):
+    """The env's own machinery failed before the answer was run (not the task, not the answer): the episode ends as an
+    env_error, and a gold check stops rather than exclude the task."""
+
+
 @runtime_checkable
 class NoisyRewards(Protocol):
     """An env that models reward noise (the synthetic world): learn() is told a noisy success for

@@ -37,7 +37,7 @@ import re
 import secrets
 import sys
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -46,7 +46,17 @@ from pydantic import Field, field_validator
 from memrl_bench import prompts
 from memrl_bench.core.config import MAX_SECONDS
 from memrl_bench.core.schema import Task
-from memrl_bench.envs.base import DataFileError, DataMissingError, DataRecord, Env, data_bytes, data_dir, hash_fraction, read_data_file
+from memrl_bench.envs.base import (
+    DataFileError,
+    DataMissingError,
+    DataRecord,
+    Env,
+    EnvBrokenError,
+    data_bytes,
+    data_dir,
+    hash_fraction,
+    read_data_file,
+)
 from memrl_bench.envs.gold import GoldFilter, gold_failure
 from memrl_bench.envs.sandbox import DEFAULT_HIDDEN_PATHS, CodeRunner, Limits
 from memrl_bench.envs.settings import SandboxLimits
@@ -268,6 +278,22 @@ def tampering_patterns(code: str) -> set[str]:
     return found
 
 
+def signed_lines(reported: bytes, tag: str) -> Iterator[bytes]:
+    """The bodies of the lines signed with `tag`, in order: the program may write there too, but it cannot sign a line (it
+    never sees the tag)."""
+    for line in reported.splitlines():
+        signature, _, body = line.partition(b" ")
+        if hmac.compare_digest(signature, hmac.digest(tag.encode(), body, "sha256").hex().encode()):
+            yield body
+
+
+def runner_started(reported: bytes, tag: str) -> bool:
+    """Whether the runner's first signed line is `ready`, which it writes once it is set up, before the program runs:
+    without it the runner failed on its own (a host's /dev/null it could not open: the thirty-sixth round scored every
+    answer as a plain failure), no answer's doing."""
+    return next(signed_lines(reported, tag), None) == b"0 ready "
+
+
 def judge(reported: bytes, exit_code: int | None, tag: str, expected: frozenset[str]) -> tuple[bool, set[str], str]:
     """(passed, tampering patterns, what went wrong) from the lines the trusted runner signed with `tag`, as they came.
 
@@ -283,10 +309,7 @@ def judge(reported: bytes, exit_code: int | None, tag: str, expected: frozenset[
     tampering: set[str] = set()
     ended: dict[str, bool] = {}  # test: succeeded
     current, parts, ends, good, failing, bad_elsewhere, outcome, sequence = None, 0, 0, False, False, 0, None, 0
-    for line in reported.splitlines():
-        signature, _, body = line.partition(b" ")
-        if not hmac.compare_digest(signature, hmac.digest(tag.encode(), body, "sha256").hex().encode()):
-            continue  # the program may write there too, but it cannot sign a line: it never sees the tag
+    for body in signed_lines(reported, tag):
         number, _, rest = body.decode(errors="replace").partition(" ")
         if number != str(sequence):  # the program passed on only some of the runner's lines, or some twice
             tampering.add("filters_the_report")
@@ -465,6 +488,8 @@ class BigCodeBenchEnv(Env):
         )  # the runner lets ctypes load only for tasks whose libraries may need it
         tests = prompt_imports(task.data["code_prompt"]) + task.data["test"]
         result = self.runner.run(solution + "\n\n" + tests, launcher=_RUNNER, secret=f"{tag} {first_test_line} {libs}")
+        if not runner_started(result.reported, tag):
+            raise EnvBrokenError(f"the BigCodeBench runner failed before the program ran: {result.output.strip()[-500:]}")
         passed, tampering, problem = judge(result.reported, result.exit_code, tag, written_test_names(task.data["test"]))
         tampering |= tampering_patterns(solution)
         report = result.output.strip()

@@ -66,7 +66,8 @@ Before the program is imported the runner:
   ctypes.string_at, /proc/<pid>/mem), a frame taken by code that is neither a library's nor the
   runner's or handed to such code by a library function that returns frames, trace and profile
   functions, an audit hook of the program's, gc's DEBUG_SAVEALL, setting the code or defaults of a
-  function not the solution's (unless a library does), a test's `__class__` or a test class's
+  function not the solution's (unless a library does, for a function not of a library's file or its defaults for one
+  it made), a test's `__class__` or a test class's
   `__bases__`, code compiled under the name of a library's file or of program.py, a file written
   into the libraries' folders or program.py, C called through ctypes by the program (ctypes is loaded only
   for a task whose libraries may need it), CPython's test modules, pytest, extension modules from
@@ -419,6 +420,10 @@ def _memrl_runner():
             _flag("forges_a_result")
             return
         _report(b"result", payload)
+
+    def ready(_report=report):
+        """The runner's first line, once it is set up: a run without it failed before the program ran (the harness's own failure)."""
+        _report(b"ready", "")
 
     del report
     libraries = frozenset(name for name in libs.split(",") if name and name != "-")
@@ -857,9 +862,21 @@ def _memrl_runner():
                 continue  # the tests' part imports again what the code prompt imports (the harness puts its imports there)
             _tests[name] = value
 
-    def a_library(code, _c=c, _exact=exact, _folders=library_folders):
+    # The file names code may carry to pass for a library's: a frozen module's (by its exact name: "<frozen value>" passed
+    # for one as a prefix, and a value class compiled under it for a library's own comparison: the thirty-sixth round), or
+    # a file in the libraries' folders both as written and resolved (`<stdlib>/../../x` passed as written). The answer is
+    # kept per name: the libraries' folders are not written here, so a name's answer does not change.
+    frozen_files = frozenset(_imp.get_frozen_object(name).co_filename for name in _imp._frozen_module_names())
+
+    def a_library_file(name, _folders=library_folders, _frozen=frozen_files, _real_path=real_path, _known={}):
+        known = _known.get(name)
+        if known is None:
+            known = _known[name] = name in _frozen or (name.startswith(_folders) and _real_path(name).startswith(_folders))
+        return known
+
+    def a_library(code, _c=c, _exact=exact, _file=a_library_file):
         name = _exact(code.co_filename)
-        return _c.type(name) is _c.str and (name.startswith(_folders) or name.startswith("<frozen "))
+        return _c.type(name) is _c.str and _file(name)
 
     def from_the_solution(code, _c=c, _path=path, _first=first_test_line) -> bool:
         return _c.type(code) is _c.CodeType and code.co_filename == _path and code.co_firstlineno < _first
@@ -1156,23 +1173,39 @@ def _memrl_runner():
             return why, "calls_c_directly", True
         return None
 
-    def claimed(filename, _c=c, _exact=exact, _decoded=decoded, _path=path, _real_path=real_path, _folders=library_folders):
-        """The file name, if it is program.py's or a library file's: code under that name passes for theirs."""
+    def claimed(
+        filename, _c=c, _exact=exact, _decoded=decoded, _path=path, _real_path=real_path, _folders=library_folders, _frozen=frozen_files
+    ):
+        """The file name, if it is program.py's, a frozen module's, or in the libraries' folders as written or resolved: code
+        under that name passes for theirs, or would through a link."""
         filename = _decoded(_exact(filename))
         if _c.type(filename) is not _c.str:
             return None
-        return filename if filename == _path or _real_path(filename).startswith(_folders) else None
+        claims = filename == _path or filename in _frozen or filename.startswith(_folders) or _real_path(filename).startswith(_folders)
+        return filename if claims else None
 
     def disguised(
-        source, filename, _c=c, _claimed=claimed, _exact=exact, _path=path, _program=program_source[:solution_end], _open=io.open
+        source,
+        filename,
+        _c=c,
+        _claimed=claimed,
+        _exact=exact,
+        _path=path,
+        _program=program_source[:solution_end],
+        _open=io.open,
+        _library_file=a_library_file,
+        _frozen=frozen_files,
     ):
-        """Code compiled under the name of a library's file or of program.py from another text."""
+        """Code compiled under the name of a library's file or of program.py from another text, or under a name that claims
+        a library's and is none (a frozen module's, which is never compiled here; one that leads out of the libraries' folders)."""
         filename = _claimed(filename)
         if filename is None:
             return False
         source = _exact(source)
         if filename == _path:  # the text read before the program ran: the program can write its file (nineteenth round)
             text = _program
+        elif filename in _frozen or not _library_file(filename):
+            return True
         else:
             try:
                 with _open(filename, "rb") as file:
@@ -1226,6 +1259,8 @@ def _memrl_runner():
         _relied_on=relied_on,
         _from_the_solution=from_the_solution,
         _asked_by_a_library=asked_by_a_library,
+        _a_library=a_library,
+        _exact=exact,
         _real_case=unittest.case.TestCase,
         _kept=kept_classes,
     ):
@@ -1243,8 +1278,13 @@ def _memrl_runner():
                     hierarchy.extend(_c.subclasses(klass))
         if name in ("__code__", "__defaults__", "__kwdefaults__") and _c.type(target) is _c.FunctionType:
             # TestCase.assertAlmostEqual's `places` default set to -100 passed every test calling it (found 2026-12-05); code
-            # and defaults are the solution's own to set, and a library's (which the program may steer: not unittest's or the tests')
-            if _relied_on(target) or not (_from_the_solution(target.__code__) or _asked_by_a_library(raising)):
+            # and defaults are the solution's own to set, and a library's for a function it made (namedtuple's __new__ from
+            # text, mock's and pyparsing's closures copying another's defaults), never anyone's for a library's own function:
+            # functools.update_wrapper(Mapping.__eq__, f, assigned=("__code__",)) made Mapping.__eq__ `return val` (the
+            # thirty-sixth round)
+            code = target.__code__
+            made = name != "__code__" and "<locals>" in (_exact(code.co_qualname) or "")
+            if _relied_on(target) or (_a_library(code) and not made) or not (_from_the_solution(code) or _asked_by_a_library(raising)):
                 return "replaces_function_code", _c.PermissionError(f"{name} of a function that is not the solution's")
         test_class = _c.issubclass(_c.type(target), _c.type) and _c.issubclass(target, _real_case)
         if (name == "__class__" and _c.issubclass(_c.type(target), _real_case)) or (name == "__bases__" and test_class):
@@ -1316,7 +1356,8 @@ def _memrl_runner():
             return None, None
         if event in ("sys.settrace", "sys.setprofile", "sys._current_frames", "sys._current_exceptions"):
             return "inspects_frames", None  # a trace or profile callback is handed every frame (threading.settrace too, as a thread starts)
-        if event == "object.__getattr__" or event == "object.__setattr__":
+        # a function's defaults set to None are audited as deleted: the same rule as set
+        if event == "object.__getattr__" or event == "object.__setattr__" or event == "object.__delattr__":
             target, name = (args[0], _exact(args[1])) if _c.len(args) > 1 else (None, None)
             if (
                 (name in ("__defaults__", "__kwdefaults__") or (name == "__code__" and event == "object.__setattr__"))
@@ -1326,7 +1367,7 @@ def _memrl_runner():
                 # what the runner's functions hold (the emitters, and through them the tag), and what they run: refused
                 # whoever asks; the runner never reads or sets them once the program runs
                 return "reaches_the_runner", _c.PermissionError(f"{name} of the runner's functions")
-            if event == "object.__setattr__":
+            if event != "object.__getattr__":
                 return _set_attribute(target, name, raising)
             if name == "gi_frame" and _c.type(target) is _c.GeneratorType and _c.id(target.gi_code) in _ids:
                 # the locals of the runner's test part executor are its defaults (inspect.getgeneratorlocals: 22nd round)
@@ -1346,10 +1387,12 @@ def _memrl_runner():
             if args and _c.type(args[0]) is _c.CodeType:
                 _note(args[0], raising)
             return None, None
-        if event == "compile" and _c.len(args) > 1:  # args: the source (text, bytes or a syntax tree) and the file name
-            return ("disguises_code" if _disguised(args[0], args[1]) and not _asked_by_a_library(raising) else None), None
+        # args: the source (text, bytes or a syntax tree) and the file name. Whoever asks but the runner (which compiles the
+        # program): a library that compiles under a name its caller gives (codeop.compile_command) is the program's tool
+        if event == "compile" and _c.len(args) > 1:
+            return ("disguises_code" if _disguised(args[0], args[1]) and _c.id(raising.f_code) not in _ids else None), None
         if event == "code.__new__" and _c.len(args) > 1:  # code.replace, types.CodeType: args[1] is the file name
-            return ("disguises_code" if _claimed(args[1]) is not None and not _asked_by_a_library(raising) else None), None
+            return ("disguises_code" if _claimed(args[1]) is not None and _c.id(raising.f_code) not in _ids else None), None
         if event == "open" and args and _c.issubclass(_c.type(args[0]), (_c.str, _c.bytes)):
             target, mode = _decoded(_exact(args[0])), args[1] if _c.len(args) > 1 else None
             flags = args[2] if _c.len(args) > 2 and _c.type(args[2]) is _c.int else 0
@@ -1379,6 +1422,7 @@ def _memrl_runner():
             "sys._getframe",
             "object.__getattr__",
             "object.__setattr__",
+            "object.__delattr__",
             "sys.settrace",
             "sys.setprofile",
             "sys._current_frames",
@@ -2122,6 +2166,7 @@ def _memrl_runner():
     # For good (an audit hook cannot be removed), and last: from here on every call of the runner's is checked too. The
     # hook stays on to the end: the runner's last steps (the program's exception shown) may run the program's code.
     sys.addaudithook(audit)
+    ready()  # what fails from here is the program's
     return run, finish
 
 

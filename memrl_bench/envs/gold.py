@@ -19,7 +19,7 @@ from pathlib import Path
 from memrl_bench.core.config import cache_root
 from memrl_bench.core.runfolder import MAX_SMALL_FILE_BYTES, CorruptRunFolderError, UnreadableJSONError, parse_json, read_regular
 from memrl_bench.core.schema import Task
-from memrl_bench.envs.base import Env
+from memrl_bench.envs.base import Env, EnvBrokenError
 from memrl_bench.envs.sandbox import CONTAINMENT, SandboxUnavailable, require_sandbox
 
 
@@ -141,7 +141,7 @@ def gold_failure(env: Env, task: Task) -> str:
             observation, _, done, info = env.step(action)
             if done:
                 return "" if info.get("success") else str(info.get("detail") or observation)
-    except SandboxUnavailable:
+    except (SandboxUnavailable, EnvBrokenError):
         raise
     except Exception as err:  # a broken task (e.g. its setup fails) is a reason, not a crash
         return f"{type(err).__name__}: {err}"

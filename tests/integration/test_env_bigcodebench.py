@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memrl_bench.envs.base import DataMissingError, hash_fraction
+from memrl_bench.envs.base import DataMissingError, EnvBrokenError, hash_fraction
 from memrl_bench.envs.bigcodebench import BigCodeBenchEnv, is_stdlib_only, judge, solution_code, tampering_patterns, written_test_names
 from memrl_bench.envs.checker import check_env
 from memrl_bench.envs.gold import gold_failure
@@ -147,6 +147,32 @@ def isolated(request, data: Path, tmp_path: Path, monkeypatch) -> BigCodeBenchEn
     """The env with each isolation: the checks are the runner's and hold in both."""
     monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
     return BigCodeBenchEnv({"data_dir": str(data), "timeout_s": 20, "isolation": request.param, "exclude_gold_failures": False})
+
+
+def test_the_runners_own_failure_is_an_env_error_and_stops_a_gold_check(isolated: BigCodeBenchEnv, monkeypatch):
+    """The thirty-sixth round: a host /dev/null the runner could not open (an LLB-OS episode had changed its mode) failed
+    the runner before the program ran, and every answer, right ones too, was scored as a plain failure, no line. The runner
+    signs `ready` once it is set up; a run without it is the env's failure: the episode ends as an env_error, and a gold
+    check stops rather than exclude the task."""
+    import asyncio
+
+    from memrl_bench.actors.base import Job
+    from memrl_bench.actors.llm_actors import SingleTurnActor
+    from memrl_bench.core.schema import Retrieval
+    from memrl_bench.envs import bigcodebench
+    from tests.unit.test_agent import ScriptedChat
+
+    right = "def task_func(a, b):\n    return a + b\n"
+    assert answer(isolated, "BigCodeBench/0", right)[1]["success"] is True
+    monkeypatch.setattr(bigcodebench, "_RUNNER", "raise PermissionError(13, 'Permission denied', '/dev/null')\n" + bigcodebench._RUNNER)
+    with pytest.raises(EnvBrokenError, match="(?s)runner failed before the program ran: .*Permission denied"):
+        answer(isolated, "BigCodeBench/0", right)
+    task = next(t for listed in isolated._all.values() for t in listed if t.id == "BigCodeBench/0")
+    with pytest.raises(EnvBrokenError):
+        gold_failure(isolated, task)
+    actor = SingleTurnActor(ScriptedChat([f"```python\n{right}```"]), {})
+    played = asyncio.run(actor.play(Job(task=task, retrieval=Retrieval(), episode_id="ep-1"), isolated))
+    assert (played.status, played.success) == ("env_error", False) and "runner failed before the program ran" in played.error
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
@@ -401,6 +427,18 @@ EQUALITIES += ("borrowed_equality.py", "type_as_equality.py", "lru_cache_lie.py"
 EQUALITIES += ("spare_names_swapped.py", "array_wrap.py", "class_freed_in_the_part.py", "gc_callbacks_cleared.py")  # 33a's, one listed open
 EQUALITIES += ("gc_callback_blinded.py", "class_dict_through_or.py")  # 36a's
 EQUALITIES += ("class_left_out_of_its_mro.py", "cached_lookup_in_the_tests_class.py", "comparison_left_in_the_type_cache.py")  # 37a, 38a
+# 39a's: a value class's comparisons compiled under a name that passes for a library's file (by the answer, or by a library
+# compiling under the name it is given), and a library's comparison given other code by a library's setter
+COMPILED = (FORGERIES / "value_compiled_under_a_librarys_name.py").read_text()
+LIBRARY_NAMES = {
+    '"<frozen os>"': "value_compiled_under_a_frozen_modules_name",
+    'os.path.dirname(os.__file__) + "/../../../../nowhere/value.py"': "value_compiled_under_a_name_leading_out_of_the_libraries",
+}
+VARIANTS = {name: COMPILED.replace('"<frozen value>"', value) for value, name in LIBRARY_NAMES.items()}
+VARIANTS["value_compiled_by_a_library_under_its_name"] = COMPILED.replace(
+    'compile(_SOURCE, "<frozen value>", "exec")', 'codeop.compile_command(_SOURCE + "\\n", os.__file__, "exec")'
+)
+EQUALITIES += ("value_compiled_under_a_librarys_name.py", *VARIANTS, "library_code_set_by_a_library.py")
 CALLS_FIRST |= dict.fromkeys(EQUALITIES, TEST_ADD)
 CALLS_FIRST |= dict.fromkeys(("equality_set_later.py", "equality_by_a_callable.py"), CALLS_FIRST["builtins_shadowed.py"])
 # the answer's code run as the tests' class is made (31a): tests that import a module nothing loaded before
@@ -470,6 +508,11 @@ BOTH_SLOW = [pytest.param("sandbox", marks=[needs_sandbox, pytest.mark.slow]), "
         ("class_left_out_of_its_mro.py", "patches_the_runner"),  # 37a: classes freed by reference count, kept once rewired
         ("cached_lookup_in_the_tests_class.py", None),  # 38a: a class's dict is no longer handed out, so nothing is written
         ("comparison_left_in_the_type_cache.py", None),
+        ("value_compiled_under_a_librarys_name.py", "defines_its_comparisons"),  # 39a: "<frozen value>" is no library's now
+        ("value_compiled_under_a_frozen_modules_name", "disguises_code"),  # a frozen module's name is never compiled here
+        ("value_compiled_under_a_name_leading_out_of_the_libraries", "disguises_code"),  # a library's as written, not resolved
+        ("value_compiled_by_a_library_under_its_name", "disguises_code"),  # whoever compiles it
+        ("library_code_set_by_a_library.py", "replaces_function_code"),  # a library function's code, whoever sets it
         ("build_class_hook.py", "patches_builtins_or_exit"),  # seen as the tests' part starts
         ("build_class_by_an_import_hook.py", "rebinds_the_tests_names"),  # the store written by the answer's code
         ("builtins_of_the_tests.py", "rebinds_the_tests_names"),  # the tests' functions hold other builtins
@@ -497,7 +540,7 @@ def test_bigcodebench_a_test_calls_the_functions_its_class_had_as_it_started(
     monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
     settings = {"data_dir": str(folder), "timeout_s": 20, "isolation": isolation, "exclude_gold_failures": False}
     env = BigCodeBenchEnv(settings | ({"subset": "full"} if program in RIGHT else {}))
-    _, info = answer(env, "BigCodeBench/0", (FORGERIES / program).read_text())
+    _, info = answer(env, "BigCodeBench/0", VARIANTS.get(program) or (FORGERIES / program).read_text())
     assert info["success"] is False and (pattern is None or pattern in info["tampering"]), info
     assert answer(env, "BigCodeBench/0", RIGHT.get(program, "def task_func(a, b):\n    return a + b\n"))[1]["success"] is True
 
@@ -512,9 +555,11 @@ def test_bigcodebench_a_test_calls_the_functions_its_class_had_as_it_started(
         (WRONG + "import os\nprint(os.listdir('/proc/self/fd'))\n", "reads_process_files"),
         (WRONG + "import builtins\nbuiltins.isinstance = lambda *a: True\n", "patches_builtins_or_exit"),
         (WRONG + "def other():\n    return 5\n" + "task_func.__code__ = other.__code__\n", "replaces_function_code"),
+        (WRONG + "import json\njson.dumps.__kwdefaults__ = None\n", "replaces_function_code"),  # audited as a deletion
         (WRONG + "import sys, types\nsys.modules.update({'unittest': types.ModuleType('unittest')})\n", "writes_sys_modules"),
     ],
-    ids=["os._exit(0)", "gc.get_objects", "sys._getframe", "inspect.stack", "/proc/self/fd", "builtins", "__code__", "sys.modules"],
+    ids=["os._exit(0)", "gc.get_objects", "sys._getframe", "inspect.stack", "/proc/self/fd", "builtins", "__code__", "defaults"]
+    + ["sys.modules"],
 )
 def test_bigcodebench_tampering_patterns_are_flagged(isolated: BigCodeBenchEnv, completion: str, pattern: str):
     _, info = answer(isolated, "BigCodeBench/0", completion)
