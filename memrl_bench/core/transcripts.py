@@ -25,6 +25,7 @@ history), so gzip keeps a batch small: BENCHMARKS.md, "Transcripts", gives bytes
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import sys
@@ -94,18 +95,30 @@ class Salvage:
         return f"memrl-bench: warning: {path}: {' and '.join(parts)}; {what} the {kept} records that decode"
 
 
+# 2: every record carries the sha256 of its episode's log line (`episode_sha256`), and a run's manifest says so
+# (`transcripts_format`); runs before it hold records joined to the log by what they say (agrees_with_log)
+TRANSCRIPTS_FORMAT = 2
+
+
+def episode_digest(episode: dict[str, Any]) -> str:
+    """The sha256 of an episode's log line as JSON reads it back (sorted keys, no spaces)."""
+    text = json.dumps(episode, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def transcript_record(
     episode: dict[str, Any],
     acting: list[dict[str, Any]],
     memory_calls: list[dict[str, Any]],
     memory_ops: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """One episode's line: where it sits in the run, its acting calls (messages, completion,
+    """One episode's line: where it sits in the run, the digest of its log line, its acting calls (messages, completion,
     finish_reason, tokens, trimmed_tokens, cache_hit), its memory calls (methods.base.memory_call)
     and, when learn() made any, its memory operations (methods.base.memory_op)."""
     keys = ("episode_id", "task_id", "phase", "split", "epoch", "batch_index", "sample_index")
     return {
         **{k: episode[k] for k in keys},
+        "episode_sha256": episode_digest(episode),
         "acting": acting,
         "memory_calls": memory_calls,
         **({"memory_ops": memory_ops} if memory_ops else {}),
@@ -115,13 +128,17 @@ def transcript_record(
 TOKEN_KEYS = ("prompt_tokens", "completion_tokens")  # a call's, as its record and the episode's usage count them alike
 
 
-def agrees_with_log(record: dict[str, Any], episode: dict[str, Any]) -> bool:
-    """Whether a transcript record is the one its episode's log line was written with: the same task, every completion the
-    log's turns quote (`raw_output`) among its acting calls' completions, and the tokens of its acting calls and of its
-    memory calls (when it holds any) those the log charged the episode. Records are joined to the log by episode id, which
-    every run with the same schedule shares: another run's transcripts put in a run folder were shown beside this run's log
-    (the thirty-second round), and when the acting model's completions were the same, another method's memory calls
-    beside this one's log (the thirty-fourth)."""
+def agrees_with_log(record: dict[str, Any], episode: dict[str, Any], bound: bool = True) -> bool:
+    """Whether a transcript record is the one its episode's log line was written with. Records are joined to the log by
+    episode id, which every run with the same schedule shares: another run's transcripts put in a run folder were shown
+    beside this run's log (the thirty-second round), another method's memory calls when the acting model's completions
+    were the same (the thirty-fourth), and another run's memory operations when it made no LLM call (the thirty-sixth). A
+    record of a run whose transcripts are `bound` (TRANSCRIPTS_FORMAT 2), or one carrying a digest, agrees when it holds
+    the digest of the episode's line; an older run's when it names the same task, every completion the log's turns quote
+    (`raw_output`) is among its acting calls' completions, and the tokens of its acting calls and of its memory calls
+    (when it holds any) are those the log charged the episode."""
+    if bound or "episode_sha256" in record:
+        return record.get("episode_sha256") == episode_digest(episode)
     acting = _calls(record.get("acting"))
     said = Counter(c.get("completion") for c in acting)
     quoted = Counter(t.get("raw_output") for t in episode.get("turns") or [] if isinstance(t, dict) and t.get("raw_output") is not None)

@@ -96,10 +96,11 @@ def run_data(run: RunRecords, name: str) -> dict[str, Any]:
     transcripts = read_transcripts(run.path)
     markers = _memory_markers()
     episodes, disagreeing = [], 0
+    bound = run.manifest.transcripts_format >= 2
     for e in run.episodes:
         episode = e.to_dict()
         record = transcripts.get(e.episode_id) or {}
-        if record and not agrees_with_log(record, episode):
+        if record and not agrees_with_log(record, episode, bound):
             disagreeing += 1
             record = transcripts[e.episode_id] = {}  # not this episode's: shown without it, never beside its log
         acting = [c for c in record.get("acting") or [] if isinstance(c, dict)]
@@ -118,9 +119,9 @@ def run_data(run: RunRecords, name: str) -> dict[str, Any]:
         episodes.append(episode)
     if disagreeing:
         print(
-            f"memrl-bench: warning: {run.path / TRANSCRIPTS}: {disagreeing} of its records do not match the log's episodes (another "
-            "task, completions the log's turns do not quote, or calls of tokens the log did not charge): another run's transcripts, "
-            "or edited; shown without them",
+            f"memrl-bench: warning: {run.path / TRANSCRIPTS}: {disagreeing} of its records do not match the log's episodes (not "
+            "the digest of the episode's line; in an older run, another task, completions the log's turns do not quote, or calls of "
+            "tokens the log did not charge): another run's transcripts, or edited; shown without them",
             file=sys.stderr,
         )
     config = run.manifest.config

@@ -35,7 +35,7 @@ from memrl_bench.core.records import episode_records, memory_items
 from memrl_bench.core.redaction import remember_secret, remember_url, scrub, scrub_data
 from memrl_bench.core.runfolder import REBUILD_HINT, SCHEDULE_EPISODES, CorruptRunFolderError, RunFolder, batch_key, forget_new, note_new
 from memrl_bench.core.schema import Episode, ManifestRecord, MetricsRecord, Outcome, Retrieval, Task, Usage
-from memrl_bench.core.transcripts import TranscriptLog, transcript_record
+from memrl_bench.core.transcripts import TRANSCRIPTS_FORMAT, TranscriptLog, transcript_record
 from memrl_bench.core.vector_index import unit_rows
 from memrl_bench.envs.base import Env, NoisyRewards
 from memrl_bench.llm import ChatModel
@@ -215,6 +215,7 @@ class Runner:
                     **({"memory_model": getattr(parts.memory_llm, "identity", None)} if parts.memory_llm is not None else {}),
                     "embedder": getattr(parts.embedder, "identity", None) or ("env_intent" if parts.embedder is None else None),
                     "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    "transcripts_format": TRANSCRIPTS_FORMAT,
                 }
             ),
             own=tuple(own),

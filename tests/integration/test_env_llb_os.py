@@ -267,6 +267,33 @@ def test_the_episode_cannot_change_dev_which_the_check_uses():
 
 
 @needs_sandbox
+def test_what_the_episode_left_running_is_stopped_before_the_system_files_are_listed(monkeypatch):
+    """The thirty-sixth round: the system files were listed before the episode's processes were frozen, so a process it
+    left running saw the list read /run/userdb (its atime), put a forged /etc/group in place for the check and the honest
+    one back after the thaw, before the second list reached it (14 of 20 real tasks, none flagged). Both lists and the
+    check now run with it frozen: a process appending to a file all the while adds nothing during either list."""
+    from memrl_bench.envs.sandbox import container
+
+    grew = []
+    listing = container.system_changes
+
+    def watched(upper, hidden):
+        ticks = Path(upper) / "root" / "ticks"
+        before = ticks.stat().st_size
+        time.sleep(0.3)
+        grew.append(ticks.stat().st_size > before)
+        return listing(upper, hidden)
+
+    monkeypatch.setattr(container, "system_changes", watched)
+    with Sandbox(Limits(timeout_s=20)) as sandbox:
+        sandbox.run("(while :; do echo x >> /root/ticks; sleep 0.01; done) </dev/null >/dev/null 2>&1 & sleep 0.2")
+        check = sandbox.check("true")
+        after = sandbox.run("a=$(wc -c < /root/ticks); sleep 0.3; echo $a $(wc -c < /root/ticks)").output.split()
+    assert check.result.ok and grew == [False, False], grew
+    assert int(after[1]) > int(after[0])  # it runs again after the check
+
+
+@needs_sandbox
 def test_another_name_for_root_in_the_user_database_is_flagged():
     """The ninth independent round: `appuser:x:0:0` put first in /etc/passwd made the check's `stat -c %U` name root's files
     appuser (real task 449 passed with no user made)."""

@@ -293,6 +293,23 @@ def test_the_first_process_starts_nothing_an_episode_could_load_code_into():
 
 
 @needs_sandbox
+def test_the_hosts_device_nodes_are_usable_inside_and_unchanged_by_it():
+    """The thirty-sixth round: /dev's devices and the masks over /proc/keys etc. were the host's nodes bound writable: `chmod
+    600 /proc/keys` in an episode made the host's /dev/null unusable to every other user (every later LLB-DB episode an
+    env_error, every BigCodeBench answer a silent failure). They are bound read only: usable, their metadata not the
+    episode's to change. `chmod 666` changes no mode, only the node's ctime, so this test damages nothing even if it fails."""
+    devices = ("null", "zero", "full", "random", "urandom", "tty")
+    masked = [f"/proc/{entry}" for entry in ("keys", "key-users", "timer_list", "sched_debug") if Path(f"/proc/{entry}").exists()]
+    inside = [f"/dev/{d}" for d in devices] + masked
+    before = {d: os.stat(f"/dev/{d}").st_ctime_ns for d in devices}
+    with Sandbox(Limits(timeout_s=20)) as sandbox:
+        changed = sandbox.run("; ".join(f"chmod 666 {path} 2>/dev/null && echo {path}" for path in inside) + "; true")
+        used = sandbox.run("echo x > /dev/null && head -c 4 /dev/zero | wc -c && head -c 4 /dev/urandom | wc -c")
+    assert changed.output.split() == [] and {d: os.stat(f"/dev/{d}").st_ctime_ns for d in devices} == before, changed.output
+    assert used.ok and used.output.split() == ["4", "4"], used.output
+
+
+@needs_sandbox
 def test_fork_bomb_dies_and_leaves_nothing():
     marker = f"bomb{uuid.uuid4().hex[:8]}"
     with Sandbox(Limits(timeout_s=3, max_processes=64)) as sandbox:

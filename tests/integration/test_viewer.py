@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memrl_bench.core.transcripts import TRANSCRIPTS
+from memrl_bench.core.transcripts import TRANSCRIPTS, episode_digest
 from memrl_bench.report import load_for_report, report
 from memrl_bench.report import viewer as viewer_module
 from memrl_bench.report.load import load
@@ -118,9 +118,10 @@ def test_a_number_json_has_not_is_shown_as_null(synthetic, tmp_path):
 
     folder = tmp_path / "run"
     shutil.copytree(next(p.parent for p in synthetic.rglob("manifest.json")), folder)
-    first, task = _logged(folder)[0]["episode_id"], _logged(folder)[0]["task_id"]
+    first = _logged(folder)[0]
     acting = [{"latency_s": float("nan"), "x": float("inf")}]
-    (folder / TRANSCRIPTS).write_bytes(_gzip_members([{"episode_id": first, "task_id": task, "acting": acting}]))
+    record = {"episode_id": first["episode_id"], "episode_sha256": episode_digest(first), "acting": acting}
+    (folder / TRANSCRIPTS).write_bytes(_gzip_members([record]))
     page = run_page(read_run(folder), "run")
     data = json.loads(gzip.decompress(base64.b64decode(page.packed)), parse_constant=lambda name: pytest.fail(f"{name} in the page"))
     assert data["episodes"][0]["acting"][0]["latency_s"] is None and data["episodes"][0]["acting"][0]["x"] is None
@@ -148,7 +149,8 @@ def test_another_runs_transcripts_are_not_shown_beside_this_runs_log(llm_run, tm
 def test_another_methods_transcripts_with_the_same_completions_are_not_shown(llm_run, tmp_path, capsys):
     """The thirty-fourth round: a run of another method whose acting completions were the same (a model at temperature 0
     often gives them) passed the check above: a method=none run's viewer showed dynamic_cheatsheet's memory calls beside its
-    log, every record, no line. A record's tokens are those the log charged its episode, acting and memory alike."""
+    log, every record, no line. Each record carries the digest of its episode's log line now (before: a record's tokens
+    had to be those the log charged its episode, which a record with no call passed: the thirty-sixth round)."""
     from memrl_bench.core.records import read_run
     from memrl_bench.report.viewer import run_page
 
@@ -162,13 +164,35 @@ def test_another_methods_transcripts_with_the_same_completions_are_not_shown(llm
     capsys.readouterr()
     shutil.copy(folders["dynamic_cheatsheet"] / TRANSCRIPTS, folders["none"] / TRANSCRIPTS)
     swapped = _unpacked(run_page(read_run(folders["none"]), "none"))
-    assert not any(e["memory_calls"] for e in swapped["episodes"])
-    # shown: only records the log cannot tell from this run's own (no memory call, the same prompts: an empty cheatsheet)
-    shown = [e for e in swapped["episodes"] if e["has_transcript"]]
-    assert all([c["messages"] for c in e["acting"]] == [c["messages"] for c in own[e["episode_id"]]["acting"]] for e in shown)
-    assert f"{folders['none'] / TRANSCRIPTS}: {carrying} of its records do not match the log's episodes" in capsys.readouterr().err
+    assert not any(e["has_transcript"] or e["memory_calls"] for e in swapped["episodes"]) and len(own) == len(theirs)
+    assert f"{folders['none'] / TRANSCRIPTS}: {len(theirs)} of its records do not match the log's episodes" in capsys.readouterr().err
     theirs_shown = _unpacked(run_page(read_run(folders["dynamic_cheatsheet"]), "dc"))  # each run's own records still shown
     assert all(e["has_transcript"] for e in theirs_shown["episodes"]) and any(e["memory_calls"] for e in theirs_shown["episodes"])
+
+
+def test_another_runs_memory_operations_are_not_shown_and_a_record_without_its_digest_neither(tmp_path, capsys):
+    """The thirty-sixth round: a run with no LLM call writes records of memory operations alone, which named the same task
+    and charged no tokens, so another run's (memrl at another epsilon: q updates with its rewards) were shown beside this
+    run's log, 1,951 of 2,000 not its own, no line. A record agrees when it carries its episode's digest; in a run whose
+    manifest says its records carry one, a record without it is refused too."""
+    from memrl_bench.core.records import read_run
+    from memrl_bench.report.viewer import run_page
+
+    folders = {epsilon: tmp_path / f"epsilon={epsilon}" for epsilon in (0.0, 0.5)}
+    for epsilon, folder in folders.items():
+        run(config(method={"name": "memrl", "epsilon": epsilon}, protocol={"epochs": 2, "batch_size": 8}), folder)
+    own = _unpacked(run_page(read_run(folders[0.0]), "own"))
+    assert json.loads((folders[0.0] / "manifest.json").read_text())["transcripts_format"] == 2
+    assert all(e["has_transcript"] for e in own["episodes"] if e["phase"] == "train") and any(e["memory_ops"] for e in own["episodes"])
+    theirs = read_transcripts(folders[0.5])
+    shutil.copy(folders[0.5] / TRANSCRIPTS, folders[0.0] / TRANSCRIPTS)
+    capsys.readouterr()
+    swapped = _unpacked(run_page(read_run(folders[0.0]), "swapped"))
+    assert not any(e["has_transcript"] or e["memory_ops"] for e in swapped["episodes"])
+    assert f"{folders[0.0] / TRANSCRIPTS}: {len(theirs)} of its records do not match" in capsys.readouterr().err
+    stripped = [{k: v for k, v in r.items() if k != "episode_sha256"} for r in read_transcripts(folders[0.5]).values()]
+    (folders[0.5] / TRANSCRIPTS).write_bytes(_gzip_members(stripped))  # its own records, the digest taken out
+    assert not any(e["has_transcript"] for e in _unpacked(run_page(read_run(folders[0.5]), "stripped"))["episodes"])
 
 
 def _unpacked(page) -> dict:

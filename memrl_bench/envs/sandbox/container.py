@@ -210,32 +210,35 @@ class Sandbox:
         """Run a task's check as `run` does, but with trusted tools: the host's system folders laid over the
         episode's, read only, in a mount namespace of the check's own, system folders first on PATH; and
         list what the episode changed among the system files (CheckResult.system_changes), before the
-        check runs and after (a process the episode left running may change them meanwhile)."""
+        check runs and after, with what the episode left running stopped from before the first list to after the last."""
         if not self.running:
             raise SandboxError("the sandbox is not running (never started, closed, or its container died)")
         upper = f"/proc/{self._init_pid}/fd/{LAYERS_FD}/upper"
         if not os.path.isdir(upper):
             raise SandboxError(f"the sandbox's upper layer is not readable at {upper}")
-        changes = system_changes(upper, self.hidden_paths)
         read, write = os.pipe()
         settings = {"fd": write, "workdir": self.workdir, "rules": check_rules()}
-        # What the episode left running cannot act while the check runs (write into the check's pipes through
-        # /proc/<pid>/fd, stop or rewrite its shell): frozen (a cgroup freezer), else stopped; a check that looks for
-        # such a process (pgrep) still finds it, and it runs again after.
+        # What the episode left running cannot act while the system files are listed and the check runs (write into the
+        # check's pipes through /proc/<pid>/fd, stop or rewrite its shell; a forged /etc/group put in place once the first
+        # list had read it and taken away before the second: the thirty-sixth round): frozen (a cgroup freezer), else
+        # stopped; a check that looks for such a process (pgrep) still finds it, and it runs again after.
         cgroup: Cgroup = self._state["cgroup"]
         stopped = [] if cgroup.freeze() else self._stop_episode_processes()
         with os.fdopen(read, "rb") as channel:
             try:
-                result = self._run(command, timeout_s, None, CHECK_ENV, settings, (write,))
+                try:
+                    changes = system_changes(upper, self.hidden_paths)
+                    result = self._run(command, timeout_s, None, CHECK_ENV, settings, (write,))
+                finally:
+                    os.close(write)
+                for kind, paths in system_changes(upper, self.hidden_paths).items():
+                    changes[kind] = list(dict.fromkeys(changes.get(kind, []) + paths))
             finally:
-                os.close(write)
                 cgroup.thaw()
                 for pid in stopped:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGCONT)
             view = channel.read().decode(errors="replace")
-        for kind, paths in system_changes(upper, self.hidden_paths).items():
-            changes[kind] = list(dict.fromkeys(changes.get(kind, []) + paths))
         return CheckResult(result, {kind: paths[:5] for kind, paths in changes.items()}, view)
 
     def _episode_processes(self) -> set[int]:
@@ -334,5 +337,5 @@ def require_sandbox() -> None:
 # What code inside a Sandbox may do, in short; a change makes gold results checked in the sandbox stale.
 CONTAINMENT = (
     "namespaces, overlay, capabilities, cgroup; seccomp filter, fresh session keyring, /dev/shm in the disk tmpfs; own shadow files, "
-    "checks with the host's system folders; a first process that starts nothing"
+    "checks with the host's system folders; a first process that starts nothing; the host's device nodes read only"
 )

@@ -90,9 +90,13 @@ def setup_script(disk_bytes: int, hidden_paths: tuple[str, ...], readonly_binds:
         'run mount -t proc -o nosuid,nodev,noexec proc "$R/proc"',
         f'for entry in {" ".join(_READONLY_PROC)}; do if [ -e "$R/proc/$entry" ]; then run mount --bind "$R/proc/$entry" "$R/proc/$entry"; '
         'run mount -o remount,bind,ro "$R/proc/$entry"; fi; done',
-        f'for entry in {" ".join(MASKED_PROC)}; do if [ -e "$R/proc/$entry" ]; then run mount --bind /dev/null "$R/proc/$entry"; fi; done',
+        # the host's device nodes, bound read only: their data is the device's (writable still), their mode, owner and times
+        # the host's (a `chmod 600 /proc/keys` inside made the host's /dev/null unusable to every other user: the thirty-sixth round)
+        f'for entry in {" ".join(MASKED_PROC)}; do if [ -e "$R/proc/$entry" ]; then run mount --bind /dev/null "$R/proc/$entry"; '
+        'run mount -o remount,bind,ro,nosuid "$R/proc/$entry"; fi; done',
         'run mount -t tmpfs -o size=1m,mode=0755,nosuid dev "$R/dev"',
-        f'for device in {" ".join(_DEVICES)}; do run touch "$R/dev/$device"; run mount --bind "/dev/$device" "$R/dev/$device"; done',
+        f'for device in {" ".join(_DEVICES)}; do run touch "$R/dev/$device"; run mount --bind "/dev/$device" "$R/dev/$device"; '
+        'run mount -o remount,bind,ro,nosuid "$R/dev/$device"; done',
         'run ln -s /proc/self/fd "$R/dev/fd"; run ln -s /proc/self/fd/0 "$R/dev/stdin"; run ln -s /proc/self/fd/1 "$R/dev/stdout"; run ln '
         '-s /proc/self/fd/2 "$R/dev/stderr"',
         # /dev/shm is a folder of the same tmpfs as the overlay's upper layer: one disk cap for all writes
