@@ -234,7 +234,8 @@ def _local(name: str) -> Path:
     if local.is_dir():
         raise ModelNotFoundError(f"model file {local} is a folder; give a .gguf file or one of {', '.join(sorted(CATALOGUE))}")
     if not local.is_file():
-        raise ModelNotFoundError(f"model file {local} does not exist")
+        what = "is no regular file" if local.exists() else "does not exist"  # /dev/null, a FIFO: there, but no model
+        raise ModelNotFoundError(f"model file {local} {what}")
     return local.resolve()
 
 
