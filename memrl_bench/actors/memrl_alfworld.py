@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 
 from memrl_bench import prompts
 from memrl_bench.core.schema import Task
-from memrl_bench.envs.base import DataMissingError
+from memrl_bench.envs.base import DataFileError, DataMissingError, DataRecord, data_bytes, read_data_file
 
 EXAMPLES_FILE = "configs/alfworld/alfworld_examples.json"
 PROMPTS_FILE = "memrl/agent/prompts.py"
@@ -49,7 +48,7 @@ def official_folder(configured: str | None) -> Path:
             Path(__file__).resolve().parents[3] / "shared/reference/memrl_official",
         ]
         folder = next((p for p in candidates if p.exists()), candidates[-1])
-    missing = [name for name in (EXAMPLES_FILE, PROMPTS_FILE) if not (folder / name).is_file()]
+    missing = [name for name in (EXAMPLES_FILE, PROMPTS_FILE) if not (folder / name).exists()]  # what is there is read as data
     if missing:
         raise DataMissingError(
             f"actor.prompt=memrl_alfworld reads the official MemRL repository (MIT, github.com/MemTensor/MemRL): {missing[0]} not found in "
@@ -88,6 +87,13 @@ class Conversation:
         self.turns.append(({"role": "assistant", "content": reply}, {"role": "user", "content": f"Observation: {observation.strip()}"}))
 
 
+class OfficialExample(DataRecord):
+    """One entry of the official examples file: the task type's name and its few-shot dialogue."""
+
+    task: str
+    example: list[dict[str, str]]
+
+
 @dataclass(frozen=True)
 class MemRLAlfworldPrompt:
     system: str
@@ -95,9 +101,14 @@ class MemRLAlfworldPrompt:
 
     @classmethod
     def load(cls, configured: str | None = None) -> MemRLAlfworldPrompt:
+        """Both official files, checked: a damaged copy is DataFileError naming it (7 of 7 were tracebacks: the thirty-sixth round)."""
         folder = official_folder(configured)
-        system = _string_constant((folder / PROMPTS_FILE).read_text(), "SYSTEM_PROMPT")
-        return cls(system, json.loads((folder / EXAMPLES_FILE).read_text()))
+        source = folder / PROMPTS_FILE
+        try:
+            system = _string_constant(data_bytes(source).decode(), "SYSTEM_PROMPT")
+        except (UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError) as err:
+            raise DataFileError(f"{source}: not the official prompts file ({type(err).__name__}: {err})") from None
+        return cls(system, read_data_file(folder / EXAMPLES_FILE, OfficialExample, listed=True))
 
     def example(self, task: Task) -> list[dict[str, str]]:
         """The few-shot dialogue of the task's ALFWorld type (a copy), or none."""

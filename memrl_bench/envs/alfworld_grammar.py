@@ -24,6 +24,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from memrl_bench.core import config
+from memrl_bench.core.runfolder import MAX_SMALL_FILE_BYTES, CorruptRunFolderError, read_regular
+from memrl_bench.envs.base import DataFileError, DataRecord, data_bytes, read_data_file
 
 GRAMMAR_VERSION = "2.1.2"
 GRAMMAR_REPLACEMENTS = (
@@ -109,19 +111,46 @@ def _write_atomically(path: Path, data: bytes) -> None:
     os.replace(handle.name, path)
 
 
+class GameDocument(DataRecord):
+    """What the conversion reads of a game.tw-pddl document (the rest is copied as it is)."""
+
+    grammar: str
+    pddl_domain: str
+
+
+class ConvertedMeta(DataRecord):
+    """meta.json of a converted game: written last, its presence means the folder is complete."""
+
+    goal: str
+    solvable: bool
+
+
 def convert_game(source_dir: Path, cache: Path) -> ConvertedGame:
-    """The converted copy of the game in `source_dir`, made on first use and then reused."""
+    """The converted copy of the game in `source_dir`, made on first use and then reused; DataFileError naming a game file
+    that is no regular file, no JSON object of a grammar and a domain, or without its goal (tracebacks before: the
+    thirty-sixth round)."""
     source_file = source_dir / "game.tw-pddl"
-    raw = source_file.read_bytes()
+    raw = data_bytes(source_file)
     target = cache / hashlib.sha256(raw).hexdigest()[:24]
     meta_file = target / "meta.json"
-    if not meta_file.exists():
-        game = json.loads(raw)
+    meta = _converted_meta(meta_file)
+    if meta is None:  # not converted yet, or the cache's copy damaged: converted again
+        game = read_data_file(source_file, GameDocument)
+        try:
+            goal = goal_text(game, source_file)
+        except ValueError as err:
+            raise DataFileError(str(err)) from None
+        meta = ConvertedMeta(goal=goal, solvable=bool(game.get("solvable", False)))
         target.mkdir(parents=True, exist_ok=True)
         _write_atomically(target / "game.tw-pddl", json.dumps(convert_logic(game)).encode())
-        _write_atomically(target / "traj_data.json", (source_dir / "traj_data.json").read_bytes())
-        meta = {"goal": goal_text(game, source_file), "solvable": bool(game.get("solvable", False)), "source": str(source_file)}
-        # Written last: its presence means the folder is complete.
-        _write_atomically(meta_file, json.dumps(meta).encode())
-    meta = json.loads(meta_file.read_text())
-    return ConvertedGame(game_file=target / "game.tw-pddl", goal=meta["goal"], solvable=meta["solvable"])
+        _write_atomically(target / "traj_data.json", data_bytes(source_dir / "traj_data.json"))
+        _write_atomically(meta_file, json.dumps({**meta.model_dump(), "source": str(source_file)}).encode())
+    return ConvertedGame(game_file=target / "game.tw-pddl", goal=meta.goal, solvable=meta.solvable)
+
+
+def _converted_meta(path: Path) -> ConvertedMeta | None:
+    """A converted game's meta.json, or None if there is none or it cannot be read as one."""
+    try:
+        return ConvertedMeta.model_validate_json(read_regular(path, MAX_SMALL_FILE_BYTES))
+    except (OSError, ValueError, CorruptRunFolderError):
+        return None

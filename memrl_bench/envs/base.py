@@ -178,14 +178,14 @@ def data_bytes(path: Path) -> bytes:
         ) from None
 
 
-def read_data_file(path: Path, model: type[DataRecord], *, by_id: bool = False) -> Any:
+def read_data_file(path: Path, model: type[DataRecord], *, by_id: bool = False, listed: bool = False) -> Any:
     """The data of a benchmark file, checked; DataFileError naming the file and what is wrong
     (not a readable gzip file, not UTF-8, empty, not JSON, not an object, keys that are not
     integers, a record lacking a field or holding a wrong type) otherwise.
 
     .jsonl and .jsonl.gz: a list of records, one JSON object a line, each checked by `model`.
     .json: with `by_id`, an object of records keyed by integer task ids, each checked by
-    `model`; without, one object checked by `model`.
+    `model`; with `listed`, a list of records, each checked by `model`; else one object checked by `model`.
     """
     raw = data_bytes(path)
     if path.name.endswith(".gz"):
@@ -205,6 +205,11 @@ def read_data_file(path: Path, model: type[DataRecord], *, by_id: bool = False) 
     if path.name.endswith((".jsonl", ".jsonl.gz")):
         records = [(f"line {n}", _json(path, line, f"line {n}")) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
         data: Any = [value for _, value in records]
+    elif listed:
+        data = _json(path, text, "")
+        if not isinstance(data, list):
+            raise DataFileError(f"{path} must hold a JSON list, not {_kind(data)}")
+        records = [(f"entry {n}", value) for n, value in enumerate(data)]
     else:
         data = _json(path, text, "")
         if not isinstance(data, dict):

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from memrl_bench.core.config import InputError, cache_root
+from memrl_bench.core.runfolder import MAX_SMALL_FILE_BYTES, CorruptRunFolderError, read_regular
 
 DEFAULT_CHAT_MODEL = "smollm2-135m"
 LOCAL_WHEEL_DIRS_ENV = "MEMRL_BENCH_WHEELS"
@@ -311,9 +312,9 @@ def _hashes_path() -> Path:
 
 
 def _read_hashes() -> dict[str, dict[str, Any]]:
-    try:
-        hashes = json.loads(_hashes_path().read_text())
-    except (OSError, ValueError, RecursionError):  # none yet, or damaged: hashes are computed again
+    try:  # a regular file of at most 16 MiB: a FIFO there hung every llm=local run, /dev/zero ended it in a MemoryError
+        hashes = json.loads(read_regular(_hashes_path(), MAX_SMALL_FILE_BYTES))
+    except (OSError, ValueError, RecursionError, CorruptRunFolderError):  # none yet, or damaged: hashes are computed again
         return {}
     # an entry that is not an object of its stamp and hash is computed again too (a string ended runs in a traceback)
     return {k: v for k, v in hashes.items() if isinstance(v, dict)} if isinstance(hashes, dict) else {}

@@ -15,8 +15,10 @@ the file, so a truncated model is refused before a server is started on it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -177,38 +179,44 @@ def _header(reader: _Reader, path: str | Path) -> tuple[int, dict[str, Any]]:
 def read_metadata(path: str | Path) -> dict[str, Any]:
     """The header's key-value metadata; arrays are skipped (their value is their length)."""
     f, size = _open(path)
+    with _reading(path), f:
+        return _header(_Reader(f, size), path)[1]
+
+
+@contextlib.contextmanager
+def _reading(path: str | Path) -> Iterator[None]:
+    """GGUFError naming `path` for what reading it raises: a damaged header, or a read that fails (EIO; /proc/self/mem
+    ended a run in a traceback: the thirty-sixth round)."""
     try:
-        with f:
-            return _header(_Reader(f, size), path)[1]
+        yield
     except (struct.error, UnicodeDecodeError, EOFError) as err:
         raise GGUFError(f"{path}: the GGUF header is damaged ({err})") from None
+    except OSError as err:
+        raise GGUFError(f"{path}: cannot read the model file ({err.strerror or err})") from None
 
 
 def check_file(path: str | Path) -> None:
     """GGUFError naming the file unless it is a whole GGUF model: a readable header and every
     tensor's data (by its type's block size, or at least its offset) inside the file."""
     f, size = _open(path)
-    try:
-        with f:
-            reader = _Reader(f, size)
-            tensors, metadata = _header(reader, path)
-            extents = []
-            for _ in range(tensors):
-                name = reader.string()
-                dims = reader.unpack("<I")
-                shape = [reader.unpack("<Q") for _ in range(reader.count(dims, 8, "tensor dimensions"))]
-                kind, offset = reader.unpack("<IQ")
-                values = 1
-                for n in shape:
-                    values *= n
-                per_block, block_bytes = _BLOCKS.get(kind, (1, 0))
-                extents.append((name, offset + -(-values // per_block) * block_bytes))
-            alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
-            if type(alignment) is not int or alignment < 1:  # a u32 (a string or an f32 infinity ended in a traceback)
-                raise GGUFError(f"{path}: general.alignment must be a whole number >= 1, got {alignment!r}"[:300])
-            data_start = -(-f.tell() // alignment) * alignment
-    except (struct.error, UnicodeDecodeError, EOFError) as err:
-        raise GGUFError(f"{path}: the GGUF header is damaged ({err})") from None
+    with _reading(path), f:
+        reader = _Reader(f, size)
+        tensors, metadata = _header(reader, path)
+        extents = []
+        for _ in range(tensors):
+            name = reader.string()
+            dims = reader.unpack("<I")
+            shape = [reader.unpack("<Q") for _ in range(reader.count(dims, 8, "tensor dimensions"))]
+            kind, offset = reader.unpack("<IQ")
+            values = 1
+            for n in shape:
+                values *= n
+            per_block, block_bytes = _BLOCKS.get(kind, (1, 0))
+            extents.append((name, offset + -(-values // per_block) * block_bytes))
+        alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
+        if type(alignment) is not int or alignment < 1:  # a u32 (a string or an f32 infinity ended in a traceback)
+            raise GGUFError(f"{path}: general.alignment must be a whole number >= 1, got {alignment!r}"[:300])
+        data_start = -(-f.tell() // alignment) * alignment
     for name, end in extents:
         if data_start + end > size:
             raise GGUFError(f"{path} is truncated: tensor {name!r} ends at byte {data_start + end}, the file has {size} bytes")

@@ -30,7 +30,16 @@ from memrl_bench import protocols
 from memrl_bench.actors.base import Actor, EnvPool, Job
 from memrl_bench.core import interrupts, registry
 from memrl_bench.core import metrics as metrics_lib
-from memrl_bench.core.config import CheckedConfig, ConfigError, ConfigMismatchError, config_error, config_hash, upgrade, validate_config
+from memrl_bench.core.config import (
+    CheckedConfig,
+    ConfigError,
+    ConfigMismatchError,
+    config_error,
+    config_hash,
+    named_part,
+    upgrade,
+    validate_config,
+)
 from memrl_bench.core.records import episode_records, memory_items
 from memrl_bench.core.redaction import remember_secret, remember_url, scrub, scrub_data
 from memrl_bench.core.runfolder import REBUILD_HINT, SCHEDULE_EPISODES, CorruptRunFolderError, RunFolder, batch_key, forget_new, note_new
@@ -161,7 +170,7 @@ class Runner:
         memory_model = llm if writer is None else writer  # what memory writes, reflections and judgements call
         embedder = self._given_embedder or make_embedder(checked.embedder.settings)
         method_cfg = {k: v for k, v in cfg["method"].items() if k != "name"}
-        method_cls = registry.get("method", cfg["method"]["name"])
+        method_cls = named_part("method", cfg["method"].get("name"), "method.name")
         if method_cfg.get("retrieval_granularity") == "step" and not method_cls.retrieves_steps():
             step_methods = ", ".join(n for n in registry.names("method") if registry.get("method", n).retrieves_steps())
             raise ConfigError(

@@ -64,6 +64,8 @@ CONFIG_INPUTS = [
     (("+env.colour=blue",), "env.colour"),
     (("+method.alpah=0.3",), "method.alpah"),
     (("+sed=3",), "'sed'"),
+    (("method.name=1",), "method.name: must name a method (got 1)"),  # the thirty-sixth round: a TypeError traceback
+    (("method.name=[1]",), "method.name: must name a method (got [1])"),
     (("seed=abc",), "seed: Input should be a valid integer (got 'abc')"),
     # sizes past what a run can hold (twentieth independent round: a segfault, an abort, a MemoryError traceback), and an
     # integer past 64 bits (the run completed, then its own readers refused its manifest)

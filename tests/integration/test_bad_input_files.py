@@ -76,6 +76,7 @@ MODEL_INPUTS: list[tuple[str, Callable[[Path], str], str]] = [
     ("a_folder", lambda d: str((d / "folder.gguf").mkdir() or d / "folder.gguf"), "folder.gguf is a folder"),
     ("missing", lambda d: str(d / "missing.gguf"), "missing.gguf does not exist"),
     ("a_device", lambda d: "/dev/null", "model file /dev/null is no regular file"),  # the thirty-sixth round: "does not exist"
+    ("a_read_that_fails", lambda d: "/proc/self/mem", "/mem: cannot read the model file (Input/output error)"),  # a traceback
     ("unknown_name", lambda d: "no-such-model", f"unknown model 'no-such-model'; known: {', '.join(sorted(CATALOGUE))}, or a path"),
     (
         "string_of_2^40_bytes",

@@ -90,6 +90,32 @@ def test_conversion_writes_a_2_1_2_copy_and_leaves_the_source_alone(env, tmp_pat
     assert convert_game(source_dir, tmp_path) == converted and converted.game_file.stat().st_mtime_ns == written
 
 
+def test_a_damaged_game_file_is_one_line_naming_it_and_a_damaged_cache_is_converted_again(env, tmp_path):
+    """The thirty-sixth round: a game.tw-pddl cut short, unreadable or without its goal rule ended the run in a traceback
+    (3 of 3): game files are data files, read as the other benchmarks' are."""
+    import os
+    import shutil
+
+    from memrl_bench.envs.base import DataFileError
+
+    source = env.games_root / FIXTURE_TASKS["pick_two_obj_and_place"].split("/", 1)[1]
+    converted = convert_game(source, tmp_path / "cache")
+    (converted.game_file.parent / "meta.json").write_text('{"goal": 1}')  # the cache's copy damaged: converted again
+    assert convert_game(source, tmp_path / "cache") == converted
+    game = tmp_path / "game"
+    shutil.copytree(source, game)
+    whole = (source / "game.tw-pddl").read_bytes()
+    for damage, message in (
+        (lambda f: f.write_bytes(whole[:1000]), "game.tw-pddl: the file is not valid JSON"),
+        (lambda f: f.write_text(json.dumps({**json.loads(whole), "grammar": "none"})), "no 'task' rule in the game grammar"),
+        (lambda f: f.write_text("[]"), "game.tw-pddl must hold a JSON object"),
+        (lambda f: f.unlink() or os.mkfifo(f), "game.tw-pddl is not a regular file"),
+    ):
+        damage(game / "game.tw-pddl")
+        with pytest.raises(DataFileError, match=message):
+            convert_game(game, tmp_path / "cache")
+
+
 def test_splits_have_the_expected_sizes_and_are_disjoint(env):
     tasks = {split: env.tasks(split) for split in env.splits()}
     assert set(tasks) == {"train", "validation", "test_in_distribution", "test_out_of_distribution"}

@@ -332,6 +332,12 @@ def test_another_name_for_root_in_the_user_database_is_flagged():
             '/etc/userdb && for r in new $g; do echo "{\\"groupName\\": \\"new\\", \\"gid\\": $g}" > /etc/userdb/$r.group; done',
             "new",
         ),
+        # the 36th round: /etc/group a link into /proc, which the check reads as itself (its cwd: /root) and the scan as the host
+        (
+            'groupadd old && chgrp old /tmp/f && { echo "new:x:$(getent group old | cut -d: -f3):"; cat /etc/group; } > /root/.g && '
+            "ln -fs /proc/self/cwd/.g /etc/group",
+            "new",
+        ),
     ):
         with Sandbox(Limits(timeout_s=20)) as sandbox:
             sandbox.run(f"touch /tmp/f && {forged}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import sqlite3
 
 import pytest
@@ -168,9 +169,16 @@ def test_a_damaged_model_hash_cache_is_computed_again(tmp_path, monkeypatch):
     (tmp_path / "cache").mkdir()
     model = tmp_path / "m.gguf"
     model.write_bytes(b"weights")
+    hashes = tmp_path / "cache" / "sha256.json"
     for damage in (f'{{"{model}": "not-an-entry"}}', "[" * 100_000):
-        (tmp_path / "cache" / "sha256.json").write_text(damage)
+        hashes.write_text(damage)
         assert file_sha256(model) == hashlib.sha256(b"weights").hexdigest()
+    # the thirty-sixth round: a FIFO there hung the run, a link to /dev/zero ended it in a MemoryError; both are no cache
+    for make in (lambda: os.mkfifo(hashes), lambda: hashes.symlink_to("/dev/zero")):
+        hashes.unlink()
+        make()
+        assert file_sha256(model) == hashlib.sha256(b"weights").hexdigest()
+        assert hashes.is_file() and not hashes.is_symlink()  # written again as the cache it is
 
 
 def test_entries_from_before_checksums_are_computed_again_with_one_warning(tmp_path, capsys):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
 
 import numpy as np
 import pytest
@@ -121,3 +122,34 @@ def test_a_missing_official_repository_is_one_clear_line(tmp_path):
     assert "\n" not in message and str(tmp_path) in message and "actor.memrl_official" in message
     with pytest.raises(ValueError, match="actor.prompt: Input should be 'harness' or 'memrl_alfworld'"):
         ReActActor(ScriptedChat(REPLIES), {"prompt": "official"})
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda f: f["prompts"].write_bytes(b"\xff\xfe"), "prompts.py: not the official prompts file (UnicodeDecodeError"),
+        (lambda f: f["prompts"].write_text("SYSTEM_PROMPT = ("), "prompts.py: not the official prompts file (SyntaxError"),
+        (lambda f: f["prompts"].write_text("OTHER = 'x'\n"), "no string constant SYSTEM_PROMPT"),
+        (lambda f: f["examples"].write_text('[{"task": "put"'), "alfworld_examples.json: the file is not valid JSON"),
+        (lambda f: f["examples"].write_text("[1, 2]"), "alfworld_examples.json: entry 0 must be a JSON object, not a number"),
+        (lambda f: f["examples"].write_text('[{"example": []}]'), "alfworld_examples.json: entry 0: task: Field required"),
+        (lambda f: f["examples"].unlink() or os.mkfifo(f["examples"]), "alfworld_examples.json is not a regular file"),
+    ],
+    ids=["not_utf8", "syntax", "no_constant", "cut_json", "list_of_ints", "no_task", "a_fifo"],
+)
+def test_a_damaged_official_file_is_one_line_naming_it(tmp_path, damage, message):
+    """The thirty-sixth round: the two official files actor.memrl_official names were read unchecked, and each damaged copy
+    (7 of 7) ended the run in a traceback."""
+    from memrl_bench.actors.memrl_alfworld import EXAMPLES_FILE, PROMPTS_FILE
+    from memrl_bench.envs.base import DataFileError
+
+    files = {"prompts": tmp_path / PROMPTS_FILE, "examples": tmp_path / EXAMPLES_FILE}
+    for path in files.values():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    files["prompts"].write_text('SYSTEM_PROMPT = "You are an agent."\n')
+    files["examples"].write_text(json.dumps([{"task": "put", "example": [{"role": "user", "content": "x"}]}]))
+    ReActActor(ScriptedChat(REPLIES), {"prompt": "memrl_alfworld", "memrl_official": str(tmp_path)})  # whole: it loads
+    damage(files)
+    with pytest.raises(DataFileError) as damaged:
+        ReActActor(ScriptedChat(REPLIES), {"prompt": "memrl_alfworld", "memrl_official": str(tmp_path)})
+    assert message in str(damaged.value) and "\n" not in str(damaged.value), damaged.value

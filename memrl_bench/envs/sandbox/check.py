@@ -162,11 +162,14 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
         seen = _as_seen(upper, database)
         if seen == database:
             continue  # the host's, unchanged
-        data = _regular_file(seen, _MAX_USER_DATABASE_BYTES)
+        data = _regular_file(seen, _MAX_USER_DATABASE_BYTES) if seen is not None else None
         for pattern in _renamings(_entries(data)) if data is not None else ["renamed_user"]:
             found.setdefault(pattern, []).append(database)
     for folder in _USER_RECORDS:
         seen = _as_seen(upper, folder)
+        if seen is None:
+            found.setdefault("renamed_user", []).append(folder)
+            continue
         for entry in sorted(glob.glob(f"{glob.escape(seen)}/*") if seen.startswith(upper) else []):
             if os.path.isdir(entry):
                 continue
@@ -257,11 +260,18 @@ def _names_root(record: str) -> bool:
     return any(isinstance(data.get(key), int) and data.get(key) == 0 for key in ("uid", "gid")) and name != "root"
 
 
-def _as_seen(upper: str, path: str) -> str:
-    """Where the host reads the file the episode sees at `path`: the episode's layer's entry if it has one, else the host's.
-    Every part of the path is looked up as the overlay shows it (the episode's layer first), and links are followed inside
-    the episode's root wherever they are: a link to an edited copy is read, not the host's file at the link's target (the
-    tenth round linked /etc/passwd, the thirtieth /etc itself)."""
+# Folders whose files depend on who reads them (the reading process, the container's own mounts): the host reading one
+# does not read what the episode's commands read there.
+_READ_AS_THE_READER = ("/proc", "/sys", "/dev")
+
+
+def _as_seen(upper: str, path: str) -> str | None:
+    """Where the host reads the file the episode sees at `path`: the episode's layer's entry if it has one, else the host's;
+    None where the host cannot read it as the episode does (a link into /proc, /sys or /dev: /etc/group made a link to
+    /proc/self/cwd/.g showed the check an edited copy and the scan nothing, the thirty-sixth round). Every part of the path
+    is looked up as the overlay shows it (the episode's layer first), and links are followed inside the episode's root
+    wherever they are: a link to an edited copy is read, not the host's file at the link's target (the tenth round linked
+    /etc/passwd, the thirtieth /etc itself)."""
     parts, seen, links = [part for part in path.split("/") if part], "", 0
     while parts:
         part = parts.pop(0)
@@ -269,6 +279,8 @@ def _as_seen(upper: str, path: str) -> str:
             seen = seen.rsplit("/", 1)[0] if part == ".." else seen
             continue
         entry = f"{seen}/{part}"
+        if entry in _READ_AS_THE_READER:
+            return None
         if os.path.islink(upper + entry) or (not os.path.lexists(upper + entry) and os.path.islink(entry)):
             links += 1
             if links > 40:  # the kernel's limit: the episode's commands got ELOOP too
