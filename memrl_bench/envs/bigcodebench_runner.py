@@ -984,13 +984,11 @@ def _memrl_runner():
         function = _held_by(value)
         if function is not value and kind is not _c.property and kind is not _c.staticmethod and kind is not _c.classmethod:
             return _c.type(function) is _c.BuiltinFunctionType and _exact(function.__name__) == name  # a C wrapper's
-        if _compiled_function(kind):  # Cython's (pyarrow's __array__): its code object (read only) says what it was made as,
-            # not its __name__, which anyone sets with no audit event (pandas' nan-returning `total_seconds` renamed `__eq__`
-            # in a dict subclass: the thirty-seventh round)
+        if _compiled_function(kind):  # Cython's (pyarrow's __array__): its code object (read only) says the name it was made
+            # as, not its __name__, which anyone sets with no audit event (pandas' nan-returning `total_seconds` renamed
+            # `__eq__` in a dict subclass: the thirty-seventh round); Cython gives a cdef class's methods no qualified name
             code = value.__code__
-            made_as = _exact(code.co_qualname) if _c.type(code) is _c.CodeType else None
-            body = _exact(_c.qualname_of(klass)) + "."
-            return _c.type(made_as) is _c.str and _exact(code.co_name) == name and made_as.startswith(body)
+            return _c.type(code) is _c.CodeType and _exact(code.co_name) == name
         if _c.type(function) is not _c.FunctionType:
             return function is value and not _c.callable(value) and _c.all(_own(each, "__get__") is None for each in _c.mro_of(kind))
         code = function.__code__
@@ -1743,14 +1741,16 @@ def _memrl_runner():
         _held_by=held_by,
         _exact=exact,
         _resolved=resolved,
+        _compiled_function=a_compiled_function_type,
         _slots=(types.WrapperDescriptorType, types.MethodDescriptorType, types.ClassMethodDescriptorType),
     ):
         """What a class made since the program started may hold under a value base's name without deciding for the program:
         anything, in a library's class (C's, or found in its library module: datetime's C classmethods, Morsel's
         `__class_getitem__`); in another class (the program's, a namedtuple's, an Enum's) data, a function (bare or held by a
         property, staticmethod or classmethod: programs_own says whose), a C slot under its own name (or an Enum's
-        `_sunder_` one: `_value_repr_ = object.__repr__`), a class of its own hierarchy or what a base holds (an Enum's
-        `_member_type_`, its `_new_member_`: `str.__new__` for a str mixin). Not a partial, a bound method, a builtin
+        `_sunder_` one: `_value_repr_ = object.__repr__`), a Cython function made as that name (Cython's Enum base's
+        `_missing_`), a class of its own hierarchy or what a base holds (an Enum's `_member_type_`, its `_new_member_`:
+        `str.__new__` for a str mixin). Not a partial, a bound method, a builtin
         function, another class or a callable object: each answers what the program chose with code of no one's (`equals =
         functools.partial(operator.is_not, None)` in a DataFrame subclass: the thirty-seventh round)."""
         if not _c.flags_of(klass) & 1 << 9 or _resolved(klass):
@@ -1761,6 +1761,8 @@ def _memrl_runner():
             return True
         if _c.any(kind is each for each in _slots):
             return _exact(function.__name__) == name or (name.startswith("_") and name.endswith("_") and not name.startswith("__"))
+        if _compiled_function(kind) and _c.type(function.__code__) is _c.CodeType and _exact(function.__code__.co_name) == name:
+            return True  # made as that name (its read-only code says): Cython's own Enum base's `_missing_`
         mro = _c.mro_of(klass)
         return _c.any(function is base for base in mro) or _c.any(
             function is held for base in mro[1:] for held in _c.list(_c.class_dict(base).values())
