@@ -937,6 +937,15 @@ def _memrl_runner():
             and call.__objclass__ is kind
         )
 
+    def cython_made_as(function, name, _c=c, _exact=exact, _compiled_function=a_compiled_function_type):
+        """`function` is a Cython function made as `name`: its code object (read only) says so, not its __name__, which anyone
+        sets with no audit event (pandas' nan-returning `total_seconds` renamed `__eq__` in a dict subclass: the
+        thirty-seventh round). Cython gives a cdef class's methods no qualified name, so not which class's."""
+        if not _compiled_function(_c.type(function)):
+            return False
+        code = function.__code__
+        return _c.type(code) is _c.CodeType and _exact(code.co_name) == name
+
     def held_by(value, _c=c, _own=own, _fget=property.__dict__["fget"].__get__):
         """What a descriptor in a comparison's place holds (a property's getter, a staticmethod's, classmethod's or C
         wrapper's function, read by the builtin classes' own descriptors), else `value`: re-initialised in place (calling
@@ -962,6 +971,7 @@ def _memrl_runner():
         _in_a_library=lives_in_a_library,
         _resolved=resolved,
         _compiled_function=a_compiled_function_type,
+        _cython_made_as=cython_made_as,
         _slots=(types.WrapperDescriptorType, types.MethodDescriptorType, types.GetSetDescriptorType, types.MemberDescriptorType),
         _exact=exact,
         _entry=entry,
@@ -984,11 +994,8 @@ def _memrl_runner():
         function = _held_by(value)
         if function is not value and kind is not _c.property and kind is not _c.staticmethod and kind is not _c.classmethod:
             return _c.type(function) is _c.BuiltinFunctionType and _exact(function.__name__) == name  # a C wrapper's
-        if _compiled_function(kind):  # Cython's (pyarrow's __array__): its code object (read only) says the name it was made
-            # as, not its __name__, which anyone sets with no audit event (pandas' nan-returning `total_seconds` renamed
-            # `__eq__` in a dict subclass: the thirty-seventh round); Cython gives a cdef class's methods no qualified name
-            code = value.__code__
-            return _c.type(code) is _c.CodeType and _exact(code.co_name) == name
+        if _compiled_function(kind):  # Cython's (pyarrow's __array__)
+            return _cython_made_as(value, name)
         if _c.type(function) is not _c.FunctionType:
             return function is value and not _c.callable(value) and _c.all(_own(each, "__get__") is None for each in _c.mro_of(kind))
         code = function.__code__
@@ -1741,7 +1748,7 @@ def _memrl_runner():
         _held_by=held_by,
         _exact=exact,
         _resolved=resolved,
-        _compiled_function=a_compiled_function_type,
+        _cython_made_as=cython_made_as,
         _slots=(types.WrapperDescriptorType, types.MethodDescriptorType, types.ClassMethodDescriptorType),
     ):
         """What a class made since the program started may hold under a value base's name without deciding for the program:
@@ -1750,9 +1757,9 @@ def _memrl_runner():
         property, staticmethod or classmethod: programs_own says whose), a C slot under its own name (or an Enum's
         `_sunder_` one: `_value_repr_ = object.__repr__`), a Cython function made as that name (Cython's Enum base's
         `_missing_`), a class of its own hierarchy or what a base holds (an Enum's `_member_type_`, its `_new_member_`:
-        `str.__new__` for a str mixin). Not a partial, a bound method, a builtin
-        function, another class or a callable object: each answers what the program chose with code of no one's (`equals =
-        functools.partial(operator.is_not, None)` in a DataFrame subclass: the thirty-seventh round)."""
+        `str.__new__` for a str mixin). Not a partial, a bound method, a builtin function, another class or a callable
+        object: each answers what the program chose with code of no one's (`equals = functools.partial(operator.is_not,
+        None)` in a DataFrame subclass: the thirty-seventh round)."""
         if not _c.flags_of(klass) & 1 << 9 or _resolved(klass):
             return True
         function = _held_by(value)
@@ -1761,8 +1768,8 @@ def _memrl_runner():
             return True
         if _c.any(kind is each for each in _slots):
             return _exact(function.__name__) == name or (name.startswith("_") and name.endswith("_") and not name.startswith("__"))
-        if _compiled_function(kind) and _c.type(function.__code__) is _c.CodeType and _exact(function.__code__.co_name) == name:
-            return True  # made as that name (its read-only code says): Cython's own Enum base's `_missing_`
+        if _cython_made_as(function, name):  # Cython's own Enum base's `_missing_`
+            return True
         mro = _c.mro_of(klass)
         return _c.any(function is base for base in mro) or _c.any(
             function is held for base in mro[1:] for held in _c.list(_c.class_dict(base).values())
