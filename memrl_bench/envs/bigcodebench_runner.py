@@ -113,6 +113,7 @@ def _memrl_runner():
     import io
     import itertools
     import json
+    import marshal
     import os
     import posix
     import re
@@ -135,6 +136,7 @@ def _memrl_runner():
     import unittest.suite
     import unittest.util
     import warnings
+    import zipimport
     from importlib.machinery import SourceFileLoader
 
     # What the runner's functions call, bound now: the program may rebind any builtin or module attribute later.
@@ -1224,6 +1226,66 @@ def _memrl_runner():
                 return True
         return not (text == source or (_c.type(source) is _c.str and text == source.encode()))
 
+    def claims_a_name(value, _c=c, _claimed=claimed, _containers=(tuple, list, set, frozenset)):
+        """A code object in what marshal loaded (inside code, or a container) whose file name passes for a library's or
+        program.py's: unmarshalled code keeps whatever name its bytes say."""
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            kind = _c.type(item)
+            if kind is _c.CodeType:
+                if _claimed(item.co_filename) is not None:
+                    return True
+                stack.extend(item.co_consts)
+            elif kind in _containers:
+                stack.extend(item)
+            elif kind is _c.dict:
+                stack.extend(item.keys())
+                stack.extend(item.values())
+        return False
+
+    def unmarshalled_in_disguise(
+        args,
+        raising,
+        _c=c,
+        _loads=marshal.loads,
+        _claims=claims_a_name,
+        _claimed=claimed,
+        _compile_bytecode=compile_bytecode,
+        _from_a_zip=zipimport._unmarshal_code.__code__,
+        _file=a_library_file,
+        _open=io.open,
+        _view=memoryview,
+    ):
+        """Code a library unmarshals (`raising`: its frame) in a way the program could steer. Only importlib and zipimport
+        unmarshal here, from bytes that cannot change while the hook looks at them (a bytearray can, between the hook and
+        marshal's read); and code under a name that passes for a library's, or that importlib will rename to one (a source's
+        cache), only from a library's own cache file, byte for byte after its 16-byte header: SourcelessFileLoader, zipimport
+        and a loader of the program's handed importlib the bytes of a .pyc the program wrote under os.py's name (found
+        after the thirty-seventh round)."""
+        local = raising.f_locals
+        data = local.get("data")
+        if raising.f_code is _compile_bytecode:
+            if not (_c.type(data) is _c.bytes or (_c.type(data) is _view and _c.type(data.obj) is _c.bytes)):
+                return True
+            cache, source = local.get("bytecode_path"), local.get("source_path")
+            if _c.type(cache) is _c.str and _file(cache):
+                try:
+                    with _open(cache, "rb") as file:
+                        if file.read()[16:] == data:
+                            return False
+                except _c.OSError:
+                    pass
+            if source is not None and _claimed(source) is not None:
+                return True
+        elif raising.f_code is not _from_a_zip or _c.type(data) is not _c.bytes:  # it slices `data`: a fresh bytes
+            return True
+        try:
+            loaded = _loads(args[0]) if args else None
+        except _c.Exception:
+            return False  # marshal fails the same way
+        return _claims(loaded)
+
     def opens_memory(target, _real_path=real_path, _is_file=is_file, _folder=memory_folder, _files=memory_files):
         """A path to the process's memory or to where it lies (/proc/<pid>/mem, maps, pagemap ...: numpy reads any address
         it is given, with no audit event, so the map of the heap is the tag's hiding place), through a link, or a folder of
@@ -1319,6 +1381,7 @@ def _memrl_runner():
         _compile_bytecode=compile_bytecode,
         _compiling=compiling_a_source,
         _disguised=disguised,
+        _unmarshalled_in_disguise=unmarshalled_in_disguise,
         _claimed=claimed,
         _refused_write=refused_write,
         _opens_memory=opens_memory,
@@ -1351,7 +1414,12 @@ def _memrl_runner():
                 return None, None
             return "disguises_code", _c.PermissionError("_imp._fix_co_filename is importlib's")
         if event in ("marshal.loads", "marshal.load"):  # code objects from bytes: their file name is whatever the bytes say
-            return (None if _c.id(raising.f_code) in _ids or _a_library(raising.f_code) else "disguises_code"), None
+            if _c.id(raising.f_code) in _ids:
+                return None, None
+            # from a file the hook cannot read (pkgutil.read_code: runpy runs a .pyc that way), or not a library's
+            if event == "marshal.load" or not _a_library(raising.f_code):
+                return "disguises_code", None
+            return ("disguises_code" if _unmarshalled_in_disguise(args, raising) else None), None
         if event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes.string_at", "ctypes.wstring_at"):
             return (None if _c.id(raising.f_code) in _ids else "scans_memory"), None  # the runner's: keep_the_classes
         if event == "sys.addaudithook":  # a hook is handed every event's arguments: sys._getframe's is a frame (not added)
