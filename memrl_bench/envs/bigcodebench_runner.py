@@ -1351,11 +1351,15 @@ def _memrl_runner():
         if name in ("__code__", "__defaults__", "__kwdefaults__") and _c.type(target) is _c.FunctionType:
             # TestCase.assertAlmostEqual's `places` default set to -100 passed every test calling it (found 2026-12-05); code
             # and defaults are the solution's own to set, and a library's for a function it made (namedtuple's __new__ from
-            # text, mock's and pyparsing's closures copying another's defaults), never anyone's for a library's own function:
-            # functools.update_wrapper(Mapping.__eq__, f, assigned=("__code__",)) made Mapping.__eq__ `return val` (the
-            # thirty-sixth round)
+            # text, mock's and pyparsing's closures copying another's defaults: set by code of the file that made them),
+            # never anyone's for a library's own function: functools.update_wrapper(Mapping.__eq__, f, assigned=("__code__",))
+            # made Mapping.__eq__ `return val` (the thirty-sixth round)
             code = target.__code__
-            made = name != "__code__" and "<locals>" in (_exact(code.co_qualname) or "")
+            made = (
+                name != "__code__"
+                and "<locals>" in (_exact(code.co_qualname) or "")
+                and _exact(raising.f_code.co_filename) == _exact(code.co_filename)
+            )
             if _relied_on(target) or (_a_library(code) and not made) or not (_from_the_solution(code) or _asked_by_a_library(raising)):
                 return "replaces_function_code", _c.PermissionError(f"{name} of a function that is not the solution's")
         test_class = _c.issubclass(_c.type(target), _c.type) and _c.issubclass(target, _real_case)
