@@ -439,11 +439,11 @@ VARIANTS["value_compiled_by_a_library_under_its_name"] = COMPILED.replace(
     'compile(_SOURCE, "<frozen value>", "exec")', 'codeop.compile_command(_SOURCE + "\\n", os.__file__, "exec")'
 )
 # found after 40a: the same class's code unmarshalled by a library from bytes the answer wrote (a .pyc, a zip, a loader's get_data)
-UNMARSHALLED = (FORGERIES / "value_unmarshalled_under_a_librarys_name.py").read_text()
+UNMARSHALLED_FILE = "value_unmarshalled_under_a_librarys_name.py"
+UNMARSHALLED = (FORGERIES / UNMARSHALLED_FILE).read_text()
 for route in ("zipimport", "loader"):
     VARIANTS[f"value_unmarshalled_by_{route}"] = UNMARSHALLED.replace('_ROUTE = "sourceless"', f'_ROUTE = "{route}"')
-EQUALITIES += ("value_compiled_under_a_librarys_name.py", *VARIANTS, "library_code_set_by_a_library.py")
-EQUALITIES += ("value_unmarshalled_under_a_librarys_name.py",)
+EQUALITIES += ("value_compiled_under_a_librarys_name.py", *VARIANTS, "library_code_set_by_a_library.py", UNMARSHALLED_FILE)
 CALLS_FIRST |= dict.fromkeys(EQUALITIES, TEST_ADD)
 CALLS_FIRST |= dict.fromkeys(("equality_set_later.py", "equality_by_a_callable.py"), CALLS_FIRST["builtins_shadowed.py"])
 # the answer's code run as the tests' class is made (31a): tests that import a module nothing loaded before
