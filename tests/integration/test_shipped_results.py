@@ -152,9 +152,9 @@ def test_the_gpu_command_composes_every_job_of_the_study():
             validate_config(cfg)
 
 
-def test_the_families_readme_holds_findings_1_and_3_as_their_runs_give_them(tmp_path):
-    """results/llb_db_families is in progress, but the arms of findings 1 and 3 are complete: its README's numbers are what
-    their command computes from them and the LLB-DB study's twins."""
+def test_the_families_readme_holds_findings_1_3_and_5_as_their_runs_give_them(tmp_path):
+    """results/llb_db_families is in progress, but the arms of findings 1 and 3 and three of finding 5's four are complete: its
+    README's numbers are what their command computes from them and the LLB-DB study's twins."""
     study = ROOT / "results" / "llb_db_families"
     text = (study / "README.md").read_text()
     for name in ("methods", "greedy", "explore"):
@@ -176,3 +176,17 @@ def test_the_families_readme_holds_findings_1_and_3_as_their_runs_give_them(tmp_
         assert rows[f"{pair}: {success}"].text.split(" (n=")[0] in text, pair
     assert rows[f"skillbank - rag: {success}"].verdict == "supported"
     assert rows[f"skillbank+Q - skillbank: {success}"].side == "spans 0"
+    # finding 5: ReasoningBank, AWM and DC-Cu are complete
+    for name in ("families_baselines", "families_dc"):
+        shutil.copytree(study / "llb_db" / name, tmp_path / "llb_db" / name)
+    rows = {row.label: row for found in fd.findings(tmp_path, warn=None) for row in found.rows}
+    memrl, baselines = "memrl ε=0", ("reasoningbank", "awm", "dynamic_cheatsheet DC-Cu")
+    for pair in [f"{memrl} - {b}" for b in baselines] + [f"{b} - none" for b in baselines]:
+        assert rows[f"{pair}: {success}"].text.split(" (n=")[0] in text, pair
+    assert rows[f"{memrl} - reasoningbank: {success}"].verdict == "inconclusive at this sample size"
+    for b in baselines:
+        chars, tokens = (
+            {arm: rows[f"{arm}: {m} per test episode"].mean for arm in (b, memrl)} for m in ("injected characters", "acting prompt tokens")
+        )
+        assert f"{round(chars[b]):,} / {round(chars[memrl]):,} = {chars[b] / chars[memrl]:.2f}x" in text, b
+        assert f"| {round(tokens[b]):,} / {round(tokens[memrl]):,} |" in text, b
