@@ -169,3 +169,24 @@ def readme_command(text: str, start: str) -> list[str]:
     while command[-1].endswith("\\"):
         command.append(lines[first + len(command)])
     return shlex.split(" ".join(line.rstrip("\\") for line in command))
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if entry.name.isdigit() and int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` exists and is no zombie (from /proc)."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False

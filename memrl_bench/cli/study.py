@@ -25,6 +25,7 @@ from pathlib import Path
 
 from memrl_bench.cli.hydra_support import compose, composing, fixed, parsed, sweep_jobs
 from memrl_bench.core.config import InputError, KeyRole, role_of, run_name
+from memrl_bench.core.interrupts import die_with_parent
 
 CHUNK = 8  # jobs per task of the process pool: small enough to balance, large enough to share compositions
 
@@ -122,9 +123,11 @@ def run_study(
     common = [f"results_dir={results_dir}", "progress=false", *overrides]  # _SET_BY_STUDY
     stages = [study_jobs([preset], common, grids) for preset in presets] if in_order else [study_jobs(presets, common, grids)]
     jobs = [job for stage in stages for job in stage]
-    # fork: the workers inherit the imported harness instead of importing it again
+    # fork: the workers inherit the imported harness instead of importing it again; a study killed outright takes its
+    # workers with it (else they play on, holding their run folders, then wait on the dead pool for good)
+    fork = multiprocessing.get_context("fork")
     with (
-        ProcessPoolExecutor(max(1, workers), mp_context=multiprocessing.get_context("fork")) as pool,
+        ProcessPoolExecutor(max(1, workers), mp_context=fork, initializer=die_with_parent, initargs=(os.getpid(),)) as pool,
         tqdm(total=len(jobs), unit="run", desc="critique study", disable=not progress) as bar,
     ):
         for stage in stages:

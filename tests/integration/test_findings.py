@@ -4,6 +4,8 @@ cross-run measures on hand-built runs, the presets, and one tiny end-to-end stud
 from __future__ import annotations
 
 import copy
+import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from memrl_bench.core.stats import INCONCLUSIVE, NOT_MEASURED, NOT_SUPPORTED, SU
 from memrl_bench.findings import Run
 from memrl_bench.findings.across_runs import order_counterfactual, order_spread, retrieval_agreement, retrieval_overlap
 from memrl_bench.findings.runs import arm_order
+from tests.helpers import alive, children_of
 
 # ---- cross-run measures on hand-built runs ---------------------------------------------
 
@@ -402,6 +405,35 @@ def test_study_runs_the_same_job_as_the_hydra_cli(tmp_path):
     assert json.loads(a.read_text())["config_hash"] == json.loads(b.read_text())["config_hash"]
     episodes = [[strip_measured(json.loads(line)) for line in (m.parent / "episodes.jsonl").read_text().splitlines()] for m in (a, b)]
     assert episodes[0] == episodes[1] and len(episodes[0]) == 24
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_killed_study_leaves_no_worker_playing(tmp_path):
+    """`memrl-bench +experiment=families_study` (two worker processes) SIGKILLed while its workers play: none is alive 3 s
+    later. Before, they played on (holding their run folders' locks, so a study started again found them taken) and then
+    waited on the dead pool's queue for good."""
+    import signal
+    import subprocess
+    import time
+
+    command = [sys.executable, "-m", "memrl_bench", "+experiment=families_study", f"results_dir={tmp_path}", "progress=false"]
+    study = subprocess.Popen(command, cwd=Path(__file__).resolve().parents[2], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers: list[int] = []
+    while study.poll() is None and len(workers) < 2:
+        workers = children_of(study.pid)
+        time.sleep(0.01)
+    while study.poll() is None and not list(tmp_path.rglob("episodes.jsonl")):  # the workers are playing
+        time.sleep(0.01)
+    study.kill()
+    study.wait()
+    assert len(workers) == 2, "the study ended before its pool started"
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline and any(alive(w) for w in workers):
+        time.sleep(0.05)
+    survivors = [w for w in workers if alive(w)]
+    for pid in survivors:  # the test's own leftovers, if it fails
+        os.kill(pid, signal.SIGKILL)
+    assert survivors == []
 
 
 def test_study_command_runs_its_presets_then_writes_the_findings(tmp_path):

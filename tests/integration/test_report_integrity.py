@@ -31,7 +31,7 @@ from memrl_bench.report.figures import Figure
 from memrl_bench.report.html import SECTIONS
 from memrl_bench.report.load import load
 from memrl_bench.runner.loop import run
-from tests.helpers import config
+from tests.helpers import alive, children_of, config
 
 
 @pytest.fixture(scope="module")
@@ -321,26 +321,6 @@ def test_an_out_folder_holding_other_files_is_refused(results, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is `pid` (from /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if entry.name.isdigit() and int(fields[1]) == pid:
-            found.append(int(entry.name))
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_killed_report_leaves_no_pool_worker(results, tmp_path):
     """memrl-bench-report SIGKILLed while the findings' process pool reads the run folders (14 of
@@ -356,15 +336,15 @@ def test_killed_report_leaves_no_pool_worker(results, tmp_path):
         )
         workers: list[int] = []
         while report_process.poll() is None and not workers:
-            workers = _children(report_process.pid)
+            workers = children_of(report_process.pid)
             time.sleep(0.002)
         report_process.kill()
         report_process.wait()
         assert workers, "the report ended before its pool started"
         deadline = time.monotonic() + 3
-        while time.monotonic() < deadline and any(_alive(w) for w in workers):
+        while time.monotonic() < deadline and any(alive(w) for w in workers):
             time.sleep(0.05)
-        survivors += [w for w in workers if _alive(w)]
+        survivors += [w for w in workers if alive(w)]
     for pid in survivors:  # the test's own leftovers, if it fails
         os.kill(pid, signal.SIGKILL)
     assert survivors == []
