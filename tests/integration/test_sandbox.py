@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -255,6 +256,36 @@ def test_waits_for_output_holders_and_close_kills_detached_daemons():
         assert detached.ok and detached.seconds < 5 and alive.output.strip() == "alive"
         assert processes_mentioning(f"sleep {marker}") != []
     assert processes_mentioning(f"sleep {marker}") == []
+
+
+# A harness that starts a sandbox with a detached daemon in it, says the container's first process, and is killed outright.
+KILLED_HARNESS = """
+import os, signal
+from memrl_bench.envs.sandbox import Limits, Sandbox
+sandbox = Sandbox(Limits(timeout_s=10))
+sandbox.start()
+sandbox.run("nohup sleep {marker} > /dev/null 2>&1 &")
+print(sandbox._init_pid, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@needs_sandbox
+def test_a_harness_killed_outright_takes_its_sandboxes_with_it():
+    """A harness SIGKILLed (no close, no finalizer) left each sandbox's first process waiting, holding its tmpfs, and what
+    the episode left running, until killed by hand (RELIABILITY, "Still not defended", before 2026-12-06). The first
+    process now waits on a pipe from the harness, ends with it, and takes its pid namespace with it."""
+    marker = str(800000 + uuid.uuid4().int % 99999)
+    done = subprocess.run([sys.executable, "-c", KILLED_HARNESS.format(marker=marker)], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == -9 and done.stdout.strip().isdigit(), done.stderr
+    init = int(done.stdout)
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline and (Path(f"/proc/{init}").exists() or processes_mentioning(f"sleep {marker}")):
+        time.sleep(0.05)
+    left = [init] * Path(f"/proc/{init}").exists() + processes_mentioning(f"sleep {marker}")
+    for pid in left:  # the test's own leftovers, if it fails
+        os.kill(pid, 9)
+    assert left == []
 
 
 # A library whose constructor notes the rights of every process that loads it: its seccomp mode and capabilities.

@@ -48,8 +48,9 @@ def _teardown(state: dict[str, Any]) -> None:
     if proc is not None:
         kill_command(proc, None)
         proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()
     cgroup: Cgroup | None = state.get("cgroup")
     if cgroup is not None:
         cgroup.remove()
@@ -141,7 +142,7 @@ class Sandbox:
         try:
             proc = subprocess.Popen(
                 join_cgroups(cgroup.procs_files(), argv),
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE,  # never written: its end tells the container's first process the harness is gone
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

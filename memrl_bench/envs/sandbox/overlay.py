@@ -20,7 +20,7 @@ _PASSWORD_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-
 # The container's first process holds this descriptor on the tmpfs of the overlay's layers, so that a
 # check can read the upper layer; commands cannot follow it (pid 1 keeps capabilities they lack).
 LAYERS_FD = 3
-IDLE_FD = 4  # the container's first process's end of the FIFO it waits on (setup_script)
+IDLE_FD = 4  # the container's first process's end of the pipe from the harness it waits on (setup_script)
 
 
 # Prepares the overlay's upper layer before it is mounted (argv: the upper layer, the password
@@ -83,8 +83,8 @@ def setup_script(disk_bytes: int, hidden_paths: tuple[str, ...], readonly_binds:
         f'run mount -t tmpfs -o size={disk_bytes},mode=0755 memrl-sandbox "$B"',
         f'exec {LAYERS_FD}<"$B"',  # held by the container's first process: a check reads the upper layer through it
         'run mkdir "$B/upper" "$B/work" "$R"',
-        # what the first process waits on, outside the container's root: no command inside reaches it
-        f'run mkfifo -m 600 "$B/idle"; exec {IDLE_FD}<>"$B/idle"',
+        # what the first process waits on: the harness's pipe (stdin), held apart from the commands run during setup
+        f"exec {IDLE_FD}<&0 </dev/null",
         f'run {shlex.quote(PYTHON)} -c {shlex.quote(_PREPARE_UPPER)} "$B/upper" {" ".join(_PASSWORD_FILES)} -- {quoted}',
         'run mount -t overlay overlay -o "lowerdir=/,upperdir=$B/upper,workdir=$B/work" "$R"',
         'run mount -t proc -o nosuid,nodev,noexec proc "$R/proc"',
@@ -124,8 +124,9 @@ def setup_script(disk_bytes: int, hidden_paths: tuple[str, ...], readonly_binds:
         # container), so dead background processes do not pile up against the process cap. It starts nothing: it keeps
         # every capability and no seccomp filter, and a `sleep` it started again after the episode killed the last one
         # loaded the episode's /etc/ld.so.preload with those rights (the thirty-fifth round: every check forged, the host's
-        # root reached); it waits on a FIFO no command reaches, with builtins only, and ignores the signals it could be sent.
-        f"exec bash -c 'trap \"\" HUP INT QUIT USR1 USR2 PIPE ALRM TERM; while :; do read -r _; done' "
+        # root reached); it waits with builtins only, and ignores the signals it could be sent. It waits on the harness's
+        # pipe, which nothing writes: at its end (the harness gone, even by SIGKILL) it exits, and the container dies with it.
+        f"exec bash -c 'trap \"\" HUP INT QUIT USR1 USR2 PIPE ALRM TERM; while read -r _; do :; done' "
         f"<&{IDLE_FD} {IDLE_FD}<&- >/dev/null 2>&1",
     ]
     return "\n".join(lines)
