@@ -24,8 +24,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from memrl_bench.cli.hydra_support import compose, composing, fixed, parsed, sweep_jobs
+from memrl_bench.core import interrupts
 from memrl_bench.core.config import InputError, KeyRole, role_of, run_name
-from memrl_bench.core.interrupts import die_with_parent
 
 CHUNK = 8  # jobs per task of the process pool: small enough to balance, large enough to share compositions
 
@@ -57,7 +57,7 @@ def run_jobs(jobs: list[list[str]]) -> int:
     from memrl_bench.runner.loop import run
 
     composed: dict[tuple[str, ...], tuple[dict, str]] = {}
-    with composing():
+    with interrupts.study_task(), composing():
         for overrides in jobs:
             job_overrides = parsed(overrides)
             replicate = [o for o in job_overrides if role_of(o.key_or_group) is KeyRole.REPLICATE]
@@ -127,7 +127,7 @@ def run_study(
     # workers with it (else they play on, holding their run folders, then wait on the dead pool for good)
     fork = multiprocessing.get_context("fork")
     with (
-        ProcessPoolExecutor(max(1, workers), mp_context=fork, initializer=die_with_parent, initargs=(os.getpid(),)) as pool,
+        ProcessPoolExecutor(max(1, workers), mp_context=fork, initializer=interrupts.study_worker, initargs=(os.getpid(),)) as pool,
         tqdm(total=len(jobs), unit="run", desc="critique study", disable=not progress) as bar,
     ):
         for stage in stages:

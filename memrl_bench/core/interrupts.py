@@ -15,18 +15,22 @@ a bug and still shown).
 Nor is a killed process's pool left behind: `die_with_parent`, a pool's initializer, has
 the kernel kill each worker when the process that forked it dies, however it dies (a
 SIGKILL gives it no chance to stop its pool; forked workers blocked on the pool's queue
-would wait forever).
+would wait forever). A study's workers (`study_worker`, `study_task`) take a Ctrl-C that
+finds them idle on the pool's queue quietly (Python would print the worker's traceback
+there) and start no task after one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import os
 import signal
 import sys
 import threading
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 _dropped = threading.Event()
@@ -108,3 +112,33 @@ def die_with_parent(parent: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:
         os._exit(1)
+
+
+_in_task = threading.Event()  # a study worker is running a task
+_stopped = threading.Event()  # a study worker was interrupted: it starts no further task
+
+
+def study_worker(parent: int) -> None:
+    """A study pool's initializer (given the study's pid): `die_with_parent`, and a Ctrl-C interrupts only a task in
+    progress; one that finds the worker waiting on the pool's queue is kept for the next task (`study_task`)."""
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, _study_worker_sigint)
+
+
+def _study_worker_sigint(signum: int, frame: Any) -> None:
+    _stopped.set()
+    if _in_task.is_set():
+        _on_sigint(signum, frame)
+
+
+@contextlib.contextmanager
+def study_task() -> Iterator[None]:
+    """Around a study worker's task: KeyboardInterrupt at once if the worker was interrupted before (the study is stopping:
+    the tasks the pool had queued do not start)."""
+    if _stopped.is_set():
+        raise KeyboardInterrupt
+    _in_task.set()
+    try:
+        yield
+    finally:
+        _in_task.clear()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import os
+import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -16,7 +17,7 @@ from memrl_bench.core.stats import INCONCLUSIVE, NOT_MEASURED, NOT_SUPPORTED, SU
 from memrl_bench.findings import Run
 from memrl_bench.findings.across_runs import order_counterfactual, order_spread, retrieval_agreement, retrieval_overlap
 from memrl_bench.findings.runs import arm_order
-from tests.helpers import alive, children_of
+from tests.helpers import alive, children_of, default_sigint
 
 # ---- cross-run measures on hand-built runs ---------------------------------------------
 
@@ -412,7 +413,6 @@ def test_a_killed_study_leaves_no_worker_playing(tmp_path):
     """`memrl-bench +experiment=families_study` (two worker processes) SIGKILLed while its workers play: none is alive 3 s
     later. Before, they played on (holding their run folders' locks, so a study started again found them taken) and then
     waited on the dead pool's queue for good."""
-    import signal
     import subprocess
     import time
 
@@ -434,6 +434,37 @@ def test_a_killed_study_leaves_no_worker_playing(tmp_path):
     for pid in survivors:  # the test's own leftovers, if it fails
         os.kill(pid, signal.SIGKILL)
     assert survivors == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ctrl_c_during_a_study_is_one_line_and_exit_130_and_it_resumes(tmp_path):
+    """A terminal's Ctrl-C (SIGINT to the study and its workers) while the workers play: one line, exit 130, no worker left;
+    the same command then finishes every run (before 2026-12-06 listed as not probed)."""
+    import subprocess
+    import time
+
+    command = [sys.executable, "-m", "memrl_bench", "+experiment=families_study", f"results_dir={tmp_path}", "progress=false"]
+    command.append("task_order_seed=0")  # 8 runs of the 48
+
+    def start_in_its_own_group():
+        default_sigint()
+        os.setsid()
+
+    root = Path(__file__).resolve().parents[2]
+    study = subprocess.Popen(
+        command, cwd=root, preexec_fn=start_in_its_own_group, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    while study.poll() is None and not list(tmp_path.rglob("episodes.jsonl")):
+        time.sleep(0.01)
+    workers = children_of(study.pid)
+    os.killpg(study.pid, signal.SIGINT)
+    _, err = study.communicate(timeout=120)
+    assert (study.returncode, err.strip()) == (130, "memrl-bench: interrupted; re-run the same command to resume")
+    assert workers and not any(alive(w) for w in workers)
+    assert len(list(tmp_path.rglob("COMPLETE"))) < 8
+    again = subprocess.run(command, cwd=root, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert len(list(tmp_path.rglob("COMPLETE"))) == 8 and (tmp_path / "families" / "findings.md").exists()
 
 
 def test_study_command_runs_its_presets_then_writes_the_findings(tmp_path):
