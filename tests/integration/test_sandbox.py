@@ -265,7 +265,8 @@ from memrl_bench.envs.sandbox import Limits, Sandbox
 sandbox = Sandbox(Limits(timeout_s=10))
 sandbox.start()
 sandbox.run("nohup sleep {marker} > /dev/null 2>&1 &")
-print(sandbox._init_pid, flush=True)
+reach = sandbox.run("exec 5>/proc/1/fd/0 && echo held")  # a command holding the pipe's end would keep the container
+print(sandbox._init_pid, reach.output.replace(chr(10), " "), flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
@@ -274,11 +275,13 @@ os.kill(os.getpid(), signal.SIGKILL)
 def test_a_harness_killed_outright_takes_its_sandboxes_with_it():
     """A harness SIGKILLed (no close, no finalizer) left each sandbox's first process waiting, holding its tmpfs, and what
     the episode left running, until killed by hand (RELIABILITY, "Still not defended", before 2026-12-06). The first
-    process now waits on a pipe from the harness, ends with it, and takes its pid namespace with it."""
+    process now waits on a pipe from the harness, ends with it, and takes its pid namespace with it; no command inside
+    can open that pipe (and so keep it open)."""
     marker = str(800000 + uuid.uuid4().int % 99999)
     done = subprocess.run([sys.executable, "-c", KILLED_HARNESS.format(marker=marker)], cwd=REPO, capture_output=True, text=True)
-    assert done.returncode == -9 and done.stdout.strip().isdigit(), done.stderr
-    init = int(done.stdout)
+    init, reach = done.stdout.split(" ", 1)
+    assert done.returncode == -9 and init.isdigit() and "Permission denied" in reach and "held" not in reach, (done.stdout, done.stderr)
+    init = int(init)
     deadline = time.monotonic() + 3
     while time.monotonic() < deadline and (Path(f"/proc/{init}").exists() or processes_mentioning(f"sleep {marker}")):
         time.sleep(0.05)
