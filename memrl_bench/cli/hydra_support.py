@@ -58,15 +58,21 @@ def _job_folder(sweep_dir: str, overrides: list[str]) -> str:
     return name
 
 
+SWEEP_RECORDS: list[Path] = []  # the records (multirun.yaml) of the sweeps this process started: scrubbed as it ends
+
+
 class SweepRecordCheck(Callback):
     """Before a sweep starts, its record (`multirun.yaml`, which Hydra rewrites) is a regular file or absent: Hydra's open
-    for writing hung on a FIFO there, with no output (round 25b), and would write through a link."""
+    for writing hung on a FIFO there, with no output (round 25b), and would write through a link. The record's path is
+    kept in SWEEP_RECORDS: Hydra writes every override into it as typed, and a sweep whose first job fails to compose
+    runs no job that would scrub it."""
 
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
         try:
             path = Path(config.hydra.sweep.dir) / "multirun.yaml"
         except Exception:  # noqa: BLE001 - a bad name in the folder's settings: Hydra reports it as the sweep starts
             return
+        SWEEP_RECORDS.append(path)
         if os.path.islink(path) or (os.path.lexists(path) and not path.is_file()):
             why = InputError(f"{path} is not a regular file, so not the sweep's record; remove it and run the same command again")
             raise SweepRefused from why

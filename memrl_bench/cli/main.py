@@ -23,7 +23,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from memrl_bench.cli.hydra_support import add_config_sources, register_resolvers
+from memrl_bench.cli.hydra_support import SWEEP_RECORDS, add_config_sources, register_resolvers
 from memrl_bench.cli.summary import print_summary
 from memrl_bench.core.config import CONF_DIR, GROUPS, InputError
 from memrl_bench.core.redaction import ScrubbedStream, hide_url_secrets_from_command_line, redact_server_text, remember_command_line, scrub
@@ -198,6 +198,9 @@ def main() -> None:
         app()
     except BaseException as err:
         _stop(err)
+    finally:
+        for record in SWEEP_RECORDS:
+            _scrub_file(record)
 
 
 if __name__ == "__main__":

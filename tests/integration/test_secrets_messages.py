@@ -294,3 +294,15 @@ def test_an_api_key_no_header_carries_is_one_line_without_it(tmp_path, key: str)
         )
     assert out.returncode == 2 and out.stderr.startswith("memrl-bench: error: $OPENAI_API_KEY holds a character"), out.stderr[-2000:]
     assert len(out.stderr.splitlines()) == 1 and CANARY not in out.stdout + out.stderr and not (tmp_path / "results").exists()
+
+
+def test_a_sweep_whose_first_job_fails_to_compose_leaves_no_password_in_its_record(tmp_path):
+    """Hydra writes a sweep's record (multirun.yaml, every override as typed) before its first job; a job scrubs it as it
+    starts, but a first job that fails to compose (a method no registry knows) ran none, and the record kept the URL's
+    password (before 2026-12-06: listed under "Still not defended")."""
+    results = tmp_path / "results"
+    url = f"llm.base_url=http://u:{CANARY}@127.0.0.1:9/v1"
+    out = memrl_bench("-m", f"results_dir={results}", "llm=openai", "llm.model=m", url, "env=llb_db", "method=no_such_method,rag")
+    assert out.returncode == 2 and "no_such_method" in out.stderr, out.stderr
+    (record,) = results.rglob("multirun.yaml")
+    assert "127.0.0.1:9" in record.read_text() and CANARY not in record.read_text() + out.stdout + out.stderr
