@@ -15,7 +15,11 @@ fresh in-memory database per episode), under:
     its limits); it cannot fork, gets no environment variables (no API keys), runs in its own
     session (a Ctrl-C meant for the harness does not reach it) and exits when the harness
     closes its pipe, at exit too (not PR_SET_PDEATHSIG: that fires when the *thread* that
-    started the worker ends, and workers start in the runner's thread pool).
+    started the worker ends, and workers start in the runner's thread pool);
+  - system calls: a seccomp filter (memrl_bench.envs.sandbox.seccomp.sql_worker_filter, when
+    libseccomp is here) refuses every call that opens or changes a file, makes a socket or
+    starts a process or program, so a SQLite bug the SQL reaches can read no host file,
+    connect nowhere and run nothing.
 A worker that dies, hits a limit or sends a reply over `MAX_REPLY_BYTES` raises `WorkerLimit`
 naming what happened (the env ends the episode with status "env_limit"), and is not reused.
 
@@ -39,6 +43,7 @@ the standard library only, so a worker starts in tens of milliseconds.
 
 from __future__ import annotations
 
+import ctypes  # every import while the worker is root: as nobody it may not read the interpreter's files (/root/.pyenv)
 import json
 import math
 import os
@@ -207,8 +212,24 @@ def _give_up_privileges() -> None:
         pass
 
 
-def worker_main(memory_mb: int) -> None:
-    """The worker: set its limits, say ready, then answer requests until the pipe closes."""
+def filter_system_calls(program: bytes) -> None:
+    """no_new_privs, then the seccomp filter `program` (BPF: memrl_bench.envs.sandbox.seccomp.sql_worker_filter's) on this
+    process for good; OSError naming the call the kernel refused."""
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    loaded = Program(len(program) // 8, program)
+    for call, args in (("PR_SET_NO_NEW_PRIVS", (38, 1, 0, 0, 0)), ("PR_SET_SECCOMP", (22, 2, ctypes.addressof(loaded), 0, 0))):
+        if libc.prctl(*args) != 0:
+            raise OSError(ctypes.get_errno(), f"prctl({call}) failed: {os.strerror(ctypes.get_errno())}")
+
+
+def worker_main(memory_mb: int, program: bytes | None) -> None:
+    """The worker: set its limits (and the system-call filter `program`, if given), say ready, then answer requests until
+    the pipe closes."""
     requests, replies = sys.stdin.buffer, sys.stdout.buffer
     limit = memory_mb << 20
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -216,9 +237,11 @@ def worker_main(memory_mb: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     sqlite3.connect(":memory:").execute(f"PRAGMA hard_heap_limit = {limit * 3 // 4}").close()  # process-wide: this process only
     _give_up_privileges()
+    devnull = os.open(os.devnull, os.O_WRONLY)  # before the filter: no file is opened after it
+    if program is not None:
+        filter_system_calls(program)
     replies.write(_encode({"ready": os.getpid()}))
     replies.flush()
-    devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)  # nobody reads stderr from here on (a full pipe would block the worker)
     state: dict[str, Any] = {}
     try:
@@ -255,8 +278,11 @@ class SQLWorker:
         self.memory_mb = memory_mb
         # No environment (the harness's variables, API keys among them, are none of its business);
         # its own session (a Ctrl-C meant for the harness does not reach it).
+        from memrl_bench.envs.sandbox.seccomp import sql_worker_filter
+
+        program = sql_worker_filter()
         self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
-            [sys.executable, "-I", "-S", os.path.abspath(__file__), str(memory_mb)],
+            [sys.executable, "-I", "-S", os.path.abspath(__file__), str(memory_mb), "-" if program is None else program.hex()],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, cwd="/", env={},
         )  # fmt: skip
         assert self._process.stdin is not None and self._process.stdout is not None and self._process.stderr is not None
@@ -392,4 +418,4 @@ def limits(timeout_s: float) -> tuple[int, float]:
 
 
 if __name__ == "__main__":
-    worker_main(int(sys.argv[1]))
+    worker_main(int(sys.argv[1]), bytes.fromhex(sys.argv[2]) if sys.argv[2] != "-" else None)

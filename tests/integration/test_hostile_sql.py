@@ -216,6 +216,47 @@ def test_a_worker_started_as_root_runs_as_nobody_with_its_limits_and_no_environm
         worker.close()
 
 
+# What a SQLite bug reached by the worker's SQL could try next, each as its own step: read a host file, connect out, run a
+# program, write a file; each prints the error it met (or "done").
+BREAKOUT = """
+import os, socket, subprocess, sys
+from memrl_bench.envs.sqlite_worker import filter_system_calls
+filter_system_calls(bytes.fromhex(sys.argv[1]))
+for name, step in (
+    ("read", lambda: open("/etc/hostname").read()),
+    ("connect", lambda: socket.create_connection(("127.0.0.1", 9), timeout=1)),
+    ("program", lambda: subprocess.run(["/bin/true"])),
+    ("write", lambda: open("/tmp/never-written-by-a-filtered-worker", "w")),
+):
+    try:
+        step()
+        print(name, "done")
+    except OSError as err:
+        print(name, err.errno)
+"""
+
+
+def test_the_workers_system_calls_open_no_file_socket_or_program():
+    """The SQL worker has no namespaces of its own; a SQLite bug its SQL reached could read the host's world-readable files
+    into a result, connect out or start a program (RELIABILITY, "Still not defended", before 2026-12-06). A seccomp filter
+    loaded before the worker says ready refuses them all, EPERM, while every LLB-DB test's SQL still runs."""
+    from memrl_bench.envs.sandbox.seccomp import sql_worker_filter
+
+    program = sql_worker_filter()
+    if program is None:
+        pytest.skip("libseccomp is missing here (Debian: libseccomp2): the SQL worker runs without its system-call filter")
+    worker = SQLWorker(256)
+    try:
+        assert re.search(r"^Seccomp:\s+2$", Path(f"/proc/{worker.pid}/status").read_text(), re.MULTILINE)
+        worker.reset(TABLE, 5)
+        assert worker.run("SELECT COUNT(*), random() IS NOT NULL FROM staff", 5, 10)[1] == [(len(TABLE["row_list"]), 1)]
+    finally:
+        worker.close()
+    done = subprocess.run([sys.executable, "-c", BREAKOUT, program.hex()], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split("\n")[:4] == [f"{step} 1" for step in ("read", "connect", "program", "write")], done.stdout + done.stderr
+    assert not Path("/tmp/never-written-by-a-filtered-worker").exists()
+
+
 def test_the_worker_ends_when_the_harness_does():
     script = (
         "import os, threading, time\n"

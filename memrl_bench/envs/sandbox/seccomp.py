@@ -1,4 +1,4 @@
-"""The seccomp filter of the code run inside the container, compiled by libseccomp."""
+"""The seccomp filters of the code run inside the container and of LLB-DB's SQL worker, compiled by libseccomp."""
 
 from __future__ import annotations
 
@@ -73,27 +73,62 @@ class SyscallFilter:
     calls: str  # the numbers of keyctl, open_tree and move_mount on this architecture, as ENTER takes them
 
 
-@lru_cache(maxsize=1)
-def syscall_filter() -> SyscallFilter:
-    """The seccomp filter of the code run inside, compiled once by libseccomp for this machine's architecture."""
+# What LLB-DB's SQL worker (memrl_bench/envs/sqlite_worker.py) never does once it is ready, beside the list above: its
+# database is in memory and what it reads and writes was open before; a SQLite bug its SQL reached could otherwise read
+# the host's world-readable files into a result, connect out, or start a program.
+_SQL_WORKER_DENIED = {
+    "files: none opened, none changed": (
+        "open", "openat", "openat2", "creat", "truncate", "unlink", "unlinkat", "rename", "renameat", "renameat2", "mkdir",
+        "mkdirat", "rmdir", "link", "linkat", "symlink", "symlinkat", "chmod", "fchmodat", "chown", "fchownat", "lchown",
+        "mknod", "mknodat",
+    ),
+    "processes and programs": ("execve", "execveat", "fork", "vfork", "clone", "clone3"),
+    "network": ("socket", "socketpair", "connect", "bind", "listen", "accept", "accept4"),
+}  # fmt: skip
+
+
+def _libseccomp():
     try:
-        import pyseccomp as seccomp
+        import pyseccomp
     except (ImportError, RuntimeError) as err:  # pyseccomp raises RuntimeError when it finds no libseccomp
         raise SandboxUnavailable(
             f"{REQUIREMENT}: its seccomp filter needs the Python package pyseccomp and the system's libseccomp (Debian: libseccomp2): {err}"
         ) from err
-    rules = seccomp.SyscallFilter(seccomp.ALLOW)  # calls of another architecture (i386 on x86_64) kill the process
-    for names in _DENIED_SYSCALLS.values():
+    return pyseccomp
+
+
+def _compiled(seccomp, denied: dict[str, tuple[str, ...]], rules=None) -> bytes:
+    """The BPF program of a filter that lets every call through but `denied`'s (EPERM), `rules` its own added."""
+    rules = rules or seccomp.SyscallFilter(seccomp.ALLOW)  # calls of another architecture (i386 on x86_64) kill the process
+    for names in denied.values():
         for name in names:
             if seccomp.resolve_syscall(seccomp.Arch.NATIVE, name) >= 0:  # negative: no such call on this architecture
                 rules.add_rule(seccomp.ERRNO(errno.EPERM), name)
+    with tempfile.TemporaryFile() as compiled:
+        rules.export_bpf(compiled)
+        compiled.seek(0)
+        return compiled.read()
+
+
+@lru_cache(maxsize=1)
+def syscall_filter() -> SyscallFilter:
+    """The seccomp filter of the code run inside, compiled once by libseccomp for this machine's architecture."""
+    seccomp = _libseccomp()
+    rules = seccomp.SyscallFilter(seccomp.ALLOW)
     for flag in _NAMESPACE_FLAGS:
         rules.add_rule(seccomp.ERRNO(errno.EPERM), "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     # clone3 passes its flags in memory, out of a filter's reach; ENOSYS makes libc fall back to clone
     rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
-    with tempfile.TemporaryFile() as compiled:
-        rules.export_bpf(compiled)
-        compiled.seek(0)
-        program = compiled.read()
+    program = _compiled(seccomp, _DENIED_SYSCALLS, rules)
     calls = ",".join(str(seccomp.resolve_syscall(seccomp.Arch.NATIVE, name)) for name in ("keyctl", "open_tree", "move_mount"))
     return SyscallFilter(program.hex(), calls)
+
+
+@lru_cache(maxsize=1)
+def sql_worker_filter() -> bytes | None:
+    """The seccomp filter of LLB-DB's SQL worker (BPF), or None where libseccomp is missing (the worker then runs without)."""
+    try:
+        seccomp = _libseccomp()
+    except SandboxUnavailable:
+        return None
+    return _compiled(seccomp, {**_DENIED_SYSCALLS, **_SQL_WORKER_DENIED})
