@@ -37,8 +37,8 @@ Protocol: a 4-byte big-endian length, then UTF-8 JSON, each way. The worker firs
 travels as {"blob": hex}. JSON, not pickle: a worker taken over by its SQL must not be able
 to run code in the harness by what it sends back.
 
-This file is also the worker's program (`python -I -S <this file> <memory_mb>`): it imports
-the standard library only, so a worker starts in tens of milliseconds.
+This file is also the worker's program (`python -I -S <this file> <memory_mb> <filter hex | ->`):
+it imports the standard library only, so a worker starts in tens of milliseconds.
 """
 
 from __future__ import annotations
