@@ -9,7 +9,8 @@ readable prefix (a torn last member is ignored) that holds at least the logged b
 resume the file is cut back to the episodes the log holds, as the log is cut to whole
 batches; the run folder's lock makes the runner its only writer. A torn last member that
 holds episodes the log already has was cut after the fact (no crash does that): the resume
-keeps the whole lines that still decode from it and says so; when none decodes (a cut in its
+(and a reader of a COMPLETE run, whose log holds every episode) keeps the whole lines that
+still decode from it and says so; when none decodes (a cut in its
 first bytes), it says so if the log holds batches after the last whole member in a phase
 whose batches write transcripts (`_logged_batches_after`).
 
@@ -68,10 +69,11 @@ class Salvage:
     def damaged(self) -> bool:
         return bool(self.damaged_places or self.bad_lines)
 
-    def warning(self, path: Path, what: str, kept: int, logged_tail: int = 0, lost_batches: int = 0) -> str:
+    def warning(self, path: Path, what: str, kept: int, logged_tail: int = 0, lost_batches: int = 0, complete_cut: bool = False) -> str:
         """One line: what was skipped, and that `what` the `kept` records around it; `logged_tail`:
         the records kept from a cut last member whose episodes the log holds; `lost_batches`: the
-        logged batches a cut last member of which no whole line decodes may have held."""
+        logged batches a cut last member of which no whole line decodes may have held; `complete_cut`:
+        a COMPLETE run's last member is cut before its first whole line."""
         parts = []
         if self.damaged_places:
             parts.append(
@@ -91,6 +93,11 @@ class Salvage:
                 "last whole member"
                 " in a phase that writes transcripts (damage: a crash cuts only a batch not yet logged), so their records are lost; their "
                 "episodes are in the log"
+            )
+        if complete_cut:
+            parts.append(
+                "its last gzip member is cut short before its first whole line, though the run is COMPLETE (damage: a crash cuts only "
+                "a batch not yet logged), so its records are lost; their episodes are in the log"
             )
         return f"memrl-bench: warning: {path}: {' and '.join(parts)}; {what} the {kept} records that decode"
 
@@ -177,22 +184,27 @@ class TranscriptLog:
             f.flush()
             os.fsync(f.fileno())
 
-    def read(self) -> list[dict[str, Any]]:
+    def read(self, complete: bool = False) -> list[dict[str, Any]]:
         """Every record of the whole members (a torn last member, from a crash, is left out;
         damaged members and lines are skipped with one warning; a file that is not a regular file
-        is never read: one warning, no records)."""
+        is never read: one warning, no records). `complete`: the run is marked COMPLETE, which is
+        written after its last member was: a cut last member is then damage, whose whole lines
+        are kept and whose loss is said."""
         try:
             salvage = self.salvage()
         except CorruptRunFolderError as err:
             print(f"memrl-bench: warning: {err}; read without its transcripts", file=sys.stderr)
             return []
-        if salvage.damaged:
-            print(salvage.warning(self.path, "read", len(salvage.records)), file=sys.stderr)
-        return salvage.records
+        cut = complete and salvage.torn_tail
+        records = salvage.records + salvage.torn_records if cut else salvage.records
+        if salvage.damaged or cut:
+            tail, lost = (len(salvage.torn_records), not salvage.torn_records) if cut else (0, False)
+            print(salvage.warning(self.path, "read", len(records), tail, complete_cut=lost), file=sys.stderr)
+        return records
 
-    def by_episode(self) -> dict[str, dict[str, Any]]:
-        """The records by episode id, for readers that show what they can (the viewer)."""
-        return {r["episode_id"]: r for r in self.read()}
+    def by_episode(self, complete: bool = False) -> dict[str, dict[str, Any]]:
+        """The records by episode id, for readers that show what they can (the viewer); `complete` as in `read`."""
+        return {r["episode_id"]: r for r in self.read(complete)}
 
     def keep_only(self, logged: list[dict[str, Any]]) -> None:
         """Cut the file to the records of the episodes the log holds (`logged`: its records, in its

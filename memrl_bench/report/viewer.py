@@ -46,11 +46,11 @@ TASK_TEXT_CHARS = 400  # of the first user message, for the search box
 ASSETS = Path(__file__).with_name("viewer_assets")
 
 
-def read_transcripts(run_dir: Path) -> dict[str, dict[str, Any]]:
+def read_transcripts(run_dir: Path, complete: bool = False) -> dict[str, dict[str, Any]]:
     """The transcript records of a run by episode id ({} without the file; whole gzip members only, damaged members
-    and bad lines skipped with a warning).
+    and bad lines skipped with a warning; `complete`: the run is COMPLETE, so a cut last member is damage, said too).
     """
-    return TranscriptLog(run_dir).by_episode()
+    return TranscriptLog(run_dir).by_episode(complete)
 
 
 def _memory_markers() -> list[str]:
@@ -93,7 +93,7 @@ def _task_text(acting: list[dict]) -> str:
 def run_data(run: RunRecords, name: str) -> dict[str, Any]:
     """What the viewer shows of one run (its variant, known once the whole folder is loaded, aside)."""
     items = {item.id: item.content for item in run.items}
-    transcripts = read_transcripts(run.path)
+    transcripts = read_transcripts(run.path, run.complete)
     markers = _memory_markers()
     episodes, disagreeing = [], 0
     bound = run.manifest.transcripts_format >= 2

@@ -10,6 +10,7 @@ import gzip
 import json
 import re
 import shutil
+import zlib
 from pathlib import Path
 
 import pytest
@@ -67,8 +68,8 @@ def _gzip_members(records: list[dict]) -> bytes:
 def llm_run(tmp_path_factory) -> Path:
     """A small MMLU run (RAG, a scripted model answering "Answer: A") with transcripts.jsonl.gz.
 
-    The test then adds a memory-call record as Mem0's update writes one and makes the last
-    member torn, as a crash leaves it.
+    The test then adds a memory-call record as Mem0's update writes one and cuts the last
+    member before its first whole line (damage in a COMPLETE run: the viewer says so).
     """
     root = tmp_path_factory.mktemp("viewer_llm")
     folder = root / "method=rag,env=mmlu"
@@ -94,7 +95,7 @@ def llm_run(tmp_path_factory) -> Path:
             "parsed": [{"event": "ADD", "text": "A fact."}],
         }
     ]
-    torn = _gzip_members(records[-1:])[:-9]  # the last episode's member, cut short
+    torn = _gzip_members(records[-1:])[:12]  # the last episode's member, cut short: its header and 2 bytes
     (folder / TRANSCRIPTS).write_bytes(_gzip_members(records[:2]) + _gzip_members(records[2:-1]) + torn)
     report(root)
     return folder
@@ -108,6 +109,35 @@ def test_transcripts_are_read_from_whole_members_and_bad_lines_are_skipped(tmp_p
     )
     assert sorted(read_transcripts(tmp_path)) == ["e0", "e1", "e2", "e3"]
     assert read_transcripts(tmp_path / "nowhere") == {}
+
+
+@pytest.mark.parametrize("cut", ["inside", "before_its_first_line"])
+def test_a_complete_runs_cut_last_transcripts_member_is_said_and_its_whole_lines_shown(synthetic, tmp_path, capsys, cut):
+    """A cut last member is what a crash leaves (dropped without a word), but not in a COMPLETE run, whose marker is written
+    after its last member: there it is damage (RELIABILITY, "Still not defended", before 2026-12-06: dropped silently).
+    The viewer shows the whole lines that decode from it and says what was lost."""
+    from memrl_bench.core.records import read_run
+    from memrl_bench.report.viewer import run_page
+
+    folder = tmp_path / "run"
+    shutil.copytree(next(p.parent for p in synthetic.rglob("manifest.json") if "memrl" in p.parent.name), folder)
+    data, start = (folder / TRANSCRIPTS).read_bytes(), 0
+    while True:  # to the last gzip member
+        decoder = zlib.decompressobj(wbits=31)
+        decoder.decompress(data[start:])
+        if not decoder.unused_data:
+            break
+        start = len(data) - len(decoder.unused_data)
+    last = [json.loads(line)["episode_id"] for line in gzip.decompress(data[start:]).splitlines()]
+    (folder / TRANSCRIPTS).write_bytes(data[: len(data) - 40] if cut == "inside" else data[: start + 12])
+    capsys.readouterr()
+    episodes = {e["episode_id"]: e for e in _unpacked(run_page(read_run(folder), "run"))["episodes"]}
+    err = capsys.readouterr().err
+    shown = [e for e in last if episodes[e]["has_transcript"]]
+    if cut == "inside":
+        assert 0 < len(shown) < len(last) and "cut short though the log holds its episodes" in err, (len(shown), len(last), err)
+    else:
+        assert shown == [] and "cut short before its first whole line, though the run is COMPLETE" in err, err
 
 
 def test_a_number_json_has_not_is_shown_as_null(synthetic, tmp_path):
