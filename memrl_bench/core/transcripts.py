@@ -9,8 +9,8 @@ readable prefix (a torn last member is ignored) that holds at least the logged b
 resume the file is cut back to the episodes the log holds, as the log is cut to whole
 batches; the run folder's lock makes the runner its only writer. A torn last member that
 holds episodes the log already has was cut after the fact (no crash does that): the resume
-(and a reader of a COMPLETE run, whose log holds every episode) keeps the whole lines that
-still decode from it and says so; when none decodes (a cut in its
+(and a reader given the log: the viewer) keeps the whole lines that still decode from it and
+says so; when none decodes (a cut in its
 first bytes), it says so if the log holds batches after the last whole member in a phase
 whose batches write transcripts (`_logged_batches_after`).
 
@@ -69,11 +69,10 @@ class Salvage:
     def damaged(self) -> bool:
         return bool(self.damaged_places or self.bad_lines)
 
-    def warning(self, path: Path, what: str, kept: int, logged_tail: int = 0, lost_batches: int = 0, complete_cut: bool = False) -> str:
+    def warning(self, path: Path, what: str, kept: int, logged_tail: int = 0, lost_batches: int = 0) -> str:
         """One line: what was skipped, and that `what` the `kept` records around it; `logged_tail`:
         the records kept from a cut last member whose episodes the log holds; `lost_batches`: the
-        logged batches a cut last member of which no whole line decodes may have held; `complete_cut`:
-        a COMPLETE run's last member is cut before its first whole line."""
+        logged batches a cut last member of which no whole line decodes may have held."""
         parts = []
         if self.damaged_places:
             parts.append(
@@ -93,11 +92,6 @@ class Salvage:
                 "last whole member"
                 " in a phase that writes transcripts (damage: a crash cuts only a batch not yet logged), so their records are lost; their "
                 "episodes are in the log"
-            )
-        if complete_cut:
-            parts.append(
-                "its last gzip member is cut short before its first whole line, though the run is COMPLETE (damage: a crash cuts only "
-                "a batch not yet logged), so its records are lost; their episodes are in the log"
             )
         return f"memrl-bench: warning: {path}: {' and '.join(parts)}; {what} the {kept} records that decode"
 
@@ -184,27 +178,26 @@ class TranscriptLog:
             f.flush()
             os.fsync(f.fileno())
 
-    def read(self, complete: bool = False) -> list[dict[str, Any]]:
+    def read(self, logged: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
         """Every record of the whole members (a torn last member, from a crash, is left out;
         damaged members and lines are skipped with one warning; a file that is not a regular file
-        is never read: one warning, no records). `complete`: the run is marked COMPLETE, which is
-        written after its last member was: a cut last member is then damage, whose whole lines
-        are kept and whose loss is said."""
+        is never read: one warning, no records). `logged`: the run's log records, where the reader
+        has them: a cut last member the log shows was logged is damage, not a crash's (`_cut_tail`):
+        its whole lines are kept and the loss said, as a resume does."""
         try:
             salvage = self.salvage()
         except CorruptRunFolderError as err:
             print(f"memrl-bench: warning: {err}; read without its transcripts", file=sys.stderr)
             return []
-        cut = complete and salvage.torn_tail
-        records = salvage.records + salvage.torn_records if cut else salvage.records
-        if salvage.damaged or cut:
-            tail, lost = (len(salvage.torn_records), not salvage.torn_records) if cut else (0, False)
-            print(salvage.warning(self.path, "read", len(records), tail, complete_cut=lost), file=sys.stderr)
+        tail, lost_batches = _cut_tail(salvage, logged) if logged is not None else ([], 0)
+        records = salvage.records + tail
+        if salvage.damaged or tail or lost_batches:
+            print(salvage.warning(self.path, "read", len(records), len(tail), lost_batches), file=sys.stderr)
         return records
 
-    def by_episode(self, complete: bool = False) -> dict[str, dict[str, Any]]:
-        """The records by episode id, for readers that show what they can (the viewer); `complete` as in `read`."""
-        return {r["episode_id"]: r for r in self.read(complete)}
+    def by_episode(self, logged: list[dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+        """The records by episode id, for readers that show what they can (the viewer); `logged` as in `read`."""
+        return {r["episode_id"]: r for r in self.read(logged)}
 
     def keep_only(self, logged: list[dict[str, Any]]) -> None:
         """Cut the file to the records of the episodes the log holds (`logged`: its records, in its
@@ -216,8 +209,7 @@ class TranscriptLog:
         kept = [r for r in salvage.records if r["episode_id"] in wanted]
         if len(kept) == len(salvage.records) and not salvage.damaged and not salvage.torn_tail:
             return
-        logged_tail = [r for r in salvage.torn_records if r["episode_id"] in wanted]
-        lost_batches = 0 if logged_tail or not salvage.torn_tail else _logged_batches_after(salvage.records, logged)
+        logged_tail, lost_batches = _cut_tail(salvage, logged)
         kept += logged_tail
         if salvage.damaged or logged_tail or lost_batches:
             print(salvage.warning(self.path, "the resume keeps", len(kept), len(logged_tail), lost_batches), file=sys.stderr)
@@ -326,6 +318,17 @@ def _estimated_bytes(line: bytes) -> int:
     (every value but the first follows a '[', ':' or ',', and every object starts with '{'; those inside strings count too)."""
     marks = line.count(b"{") + line.count(b"[") + line.count(b":") + line.count(b",") + 1
     return _BYTES_PER_TEXT_BYTE * len(line) + _BYTES_PER_JSON_VALUE * marks
+
+
+def _cut_tail(salvage: Salvage, logged: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """What a cut last member tells against the log (`logged`): its whole lines of logged episodes (damage: a crash cuts only
+    a batch not yet logged, so these are kept), and when it has none, the logged batches it may have held
+    (`_logged_batches_after`)."""
+    if not salvage.torn_tail:
+        return [], 0
+    wanted = {r["episode_id"] for r in logged}
+    tail = [r for r in salvage.torn_records if r["episode_id"] in wanted]
+    return tail, 0 if tail else _logged_batches_after(salvage.records, logged)
 
 
 def _logged_batches_after(records: list[dict[str, Any]], logged: list[dict[str, Any]]) -> int:

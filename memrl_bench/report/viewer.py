@@ -46,11 +46,12 @@ TASK_TEXT_CHARS = 400  # of the first user message, for the search box
 ASSETS = Path(__file__).with_name("viewer_assets")
 
 
-def read_transcripts(run_dir: Path, complete: bool = False) -> dict[str, dict[str, Any]]:
+def read_transcripts(run_dir: Path, logged: list[dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
     """The transcript records of a run by episode id ({} without the file; whole gzip members only, damaged members
-    and bad lines skipped with a warning; `complete`: the run is COMPLETE, so a cut last member is damage, said too).
+    and bad lines skipped with a warning; `logged`, the run's log: a cut last member it shows was logged is damage, its
+    whole lines kept and the loss said).
     """
-    return TranscriptLog(run_dir).by_episode(complete)
+    return TranscriptLog(run_dir).by_episode(logged)
 
 
 def _memory_markers() -> list[str]:
@@ -93,12 +94,12 @@ def _task_text(acting: list[dict]) -> str:
 def run_data(run: RunRecords, name: str) -> dict[str, Any]:
     """What the viewer shows of one run (its variant, known once the whole folder is loaded, aside)."""
     items = {item.id: item.content for item in run.items}
-    transcripts = read_transcripts(run.path, run.complete)
+    logged = [e.to_dict() for e in run.episodes]
+    transcripts = read_transcripts(run.path, logged)
     markers = _memory_markers()
     episodes, disagreeing = [], 0
     bound = run.manifest.transcripts_format >= 2
-    for e in run.episodes:
-        episode = e.to_dict()
+    for e, episode in zip(run.episodes, logged):
         record = transcripts.get(e.episode_id) or {}
         if record and not agrees_with_log(record, episode, bound):
             disagreeing += 1
