@@ -460,6 +460,9 @@ def test_ctrl_c_during_a_study_is_one_line_and_exit_130_and_it_resumes(tmp_path)
     os.killpg(study.pid, signal.SIGINT)
     _, err = study.communicate(timeout=120)
     assert (study.returncode, err.strip()) == (130, "memrl-bench: interrupted; re-run the same command to resume")
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline and any(alive(w) for w in workers):
+        time.sleep(0.05)
     assert workers and not any(alive(w) for w in workers)
     assert len(list(tmp_path.rglob("COMPLETE"))) < 8
     again = subprocess.run(command, cwd=root, capture_output=True, text=True)
