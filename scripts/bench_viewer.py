@@ -81,7 +81,7 @@ def main() -> None:
             }
             out = scratch / f"export{repeat}"
             for name, frame in frames.items():
-                timed(times[f"write {name}"], export.write_table, frame, out, name)
+                timed(times[f"write {name}"], export.write_tables, {name: frame}, out)
         n_runs, n_episodes = len(results.runs), sum(len(r.episodes) for _, r in runs)
         print(
             f"{args.results_dir}: {n_runs} runs, {n_episodes} logged episodes, {len(frames['retrievals'])} retrievals; medians of "

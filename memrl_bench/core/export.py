@@ -16,7 +16,9 @@ error naming it (InputError, exit 2 from the command), never a silently shorter 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -200,17 +202,22 @@ def _one_type_per_column(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(**{c: frame[c].map(lambda v: v if v is None or isinstance(v, str) else json.dumps(v)) for c in mixed})
 
 
-def write_table(frame: pd.DataFrame, out: Path, name: str) -> list[Path]:
-    """`name`.parquet and `name`.csv in `out`, each written whole or not at all (a killed
-    export leaves the previous file, never a shorter table that reads without error)."""
-    frame = _one_type_per_column(frame)
+def write_tables(frames: dict[str, pd.DataFrame], out: Path) -> list[Path]:
+    """`name`.parquet and `name`.csv in `out` for each frame, all written under temporary names before the first is renamed
+    into place: a killed export leaves the previous files (never a shorter table that reads without error, nor new tables
+    beside old ones), but for a kill in the microseconds between two renames."""
     out.mkdir(parents=True, exist_ok=True)
-    parquet, csv = out / f"{name}.parquet", out / f"{name}.csv"
-    with replacing(parquet) as f:
-        frame.to_parquet(f, index=False)
-    with replacing(csv) as f:
-        frame.to_csv(f, index=False)
-    return [parquet, csv]
+    written = []
+    with contextlib.ExitStack() as renamed_when_all_are_written:  # each `replacing` renames as the stack unwinds
+        for name, frame in frames.items():
+            frame = _one_type_per_column(frame)
+            for path, write in ((out / f"{name}.parquet", frame.to_parquet), (out / f"{name}.csv", frame.to_csv)):
+                f = renamed_when_all_are_written.enter_context(replacing(path))
+                write(f, index=False)
+                f.flush()
+                os.fsync(f.fileno())  # here, not as the stack unwinds between renames
+                written.append(path)
+    return written
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -231,9 +238,8 @@ def main(argv: list[str] | None = None) -> None:
         out = args.out if args.out is not None else args.results_dir / "export"
         if (run := damaged_by_writing(out)) is not None:
             raise ExportInputError(f"{out} is the run folder {run} or inside its memory snapshots; choose another --out")
-        written = write_table(episodes_frame(runs), out, "episodes")
-        if args.retrievals:
-            written += write_table(retrievals_frame(runs), out, "retrievals")
+        frames = {"episodes": episodes_frame(runs)} | ({"retrievals": retrievals_frame(runs)} if args.retrievals else {})
+        written = write_tables(frames, out)
     except (InputError, OSError) as err:  # ExportInputError, a path no reader can follow; OSError: the output cannot be written
         print(f"memrl-bench-export: error: {err}", file=sys.stderr)
         sys.exit(2)

@@ -123,20 +123,22 @@ def test_export_refuses_a_damaged_run(study, tmp_path, damage):
 
 
 def test_a_setting_of_mixed_types_is_written_as_text(tmp_path):
-    from memrl_bench.core.export import write_table
+    from memrl_bench.core.export import write_tables
 
     frame = pd.DataFrame({"run": ["a", "b", "c"], "env.data_dir": [None, "/data", 3]})
-    write_table(frame, tmp_path, "mixed")
+    write_tables({"mixed": frame}, tmp_path)
     assert pd.read_parquet(tmp_path / "mixed.parquet")["env.data_dir"].fillna("absent").tolist() == ["absent", "/data", "3"]
 
 
-# The command, SIGKILLed by itself halfway through writing episodes.csv (after the Parquet file).
+# The command, SIGKILLed by itself halfway through writing its last CSV (episodes.csv, or retrievals.csv with --retrievals).
 KILLED_WHILE_WRITING_THE_CSV = """
 import os, signal, sys
 import pandas as pd
 from memrl_bench.core.export import main
 real = pd.DataFrame.to_csv
 def killed_halfway(self, target, *args, **kwargs):
+    if "--retrievals" in sys.argv and "rank" not in self.columns:  # episodes.csv: written whole
+        return real(self, target, *args, **kwargs)
     text = real(self, None, *args, **kwargs).encode()
     if hasattr(target, "write"):
         target.write(text[: len(text) // 2])
@@ -151,23 +153,29 @@ main()
 """
 
 
-def test_killed_export_leaves_no_partial_file(study, tmp_path):
-    out = tmp_path / "out"
+@pytest.mark.parametrize("retrievals", [False, True])
+def test_killed_export_leaves_no_partial_file_and_no_mix_of_two_exports(study, tmp_path, retrievals):
+    """SIGKILL halfway through a CSV: no table under a table's name is shorter than its export wrote it, and (with
+    --retrievals, the last CSV written) no new table sits beside an old one (before 2026-12-06 each file was renamed as it
+    was written: a kill left new episodes beside old retrievals in 6 of 16 tries)."""
+    out, more = tmp_path / "out", ["--retrievals"] if retrievals else []
+    names = [f"{table}.{kind}" for table in ["episodes", *(["retrievals"] if retrievals else [])] for kind in ("parquet", "csv")]
 
     def killed() -> None:
         done = subprocess.run(
-            [sys.executable, "-c", KILLED_WHILE_WRITING_THE_CSV, str(study), "--out", str(out)], capture_output=True, text=True
+            [sys.executable, "-c", KILLED_WHILE_WRITING_THE_CSV, str(study), "--out", str(out), *more], capture_output=True, text=True
         )
         assert done.returncode == -9, done.stderr
 
     killed()
-    assert not (out / "episodes.csv").exists()  # never a shorter table under the table's name
-    assert len(pd.read_parquet(out / "episodes.parquet")) == len(_logged(study))  # the file written before the kill is whole
-    done = subprocess.run([sys.executable, "-m", "memrl_bench.core.export", str(study), "--out", str(out)], capture_output=True, text=True)
+    assert not any((out / name).exists() for name in names)  # no table before every table is written
+    done = subprocess.run(
+        [sys.executable, "-m", "memrl_bench.core.export", str(study), "--out", str(out), *more], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
-    whole = (out / "episodes.csv").read_bytes()
+    whole = {name: (out / name).read_bytes() for name in names}
     killed()
-    assert (out / "episodes.csv").read_bytes() == whole  # the previous export, untouched
+    assert {name: (out / name).read_bytes() for name in names} == whole  # the previous export, untouched
     assert len(pd.read_csv(out / "episodes.csv")) == len(_logged(study))
 
 
