@@ -10,9 +10,8 @@ resume the file is cut back to the episodes the log holds, as the log is cut to 
 batches; the run folder's lock makes the runner its only writer. A torn last member that
 holds episodes the log already has was cut after the fact (no crash does that): the resume
 (and a reader given the log: the viewer) keeps the whole lines that still decode from it and
-says so; when none decodes (a cut in its
-first bytes), it says so if the log holds batches after the last whole member in a phase
-whose batches write transcripts (`_logged_batches_after`).
+says so; when none decodes (a cut in its first bytes), it says so if the log holds batches
+after the last whole member in a phase whose batches write transcripts (`_logged_batches_after`).
 
 Damage no crash makes (bytes changed in the middle of the file) costs only the members it
 hits: a reader skips a member that fails to decode or its CRC, finds the next member's
