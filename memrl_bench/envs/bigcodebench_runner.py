@@ -1129,15 +1129,15 @@ def _memrl_runner():
     ):
         """Keeps `code`, and every code object inside it, when the exec that runs it (raised in `frame`) was asked for by the
         program: the first frame down the stack that is not a library's is the program's (a library's module code is run by
-        the import machinery, and the runner's is the runner's)."""
+        the import machinery, and the runner's is the runner's). A stack of library frames alone is a thread's the program
+        started on a library function (threading's, a pool's, _thread's): the program's too (41a: a comparison generated
+        there by exec or dataclasses passed for a library's)."""
         while frame is not None:
             if _c.id(frame.f_code) in _ids or _exact(frame.f_code.co_filename) in _machinery:
                 return
             if not _a_library(frame.f_code):
                 break
             frame = frame.f_back
-        if frame is None:
-            return
         codes = [code]
         while codes:
             each = codes.pop()

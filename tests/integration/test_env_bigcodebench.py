@@ -443,7 +443,12 @@ UNMARSHALLED_FILE = "value_unmarshalled_under_a_librarys_name.py"
 UNMARSHALLED = (FORGERIES / UNMARSHALLED_FILE).read_text()
 for route in ("zipimport", "loader"):
     VARIANTS[f"value_unmarshalled_by_{route}"] = UNMARSHALLED.replace('_ROUTE = "sourceless"', f'_ROUTE = "{route}"')
+# 41a's: comparisons generated on a thread the answer starts on a library function (exec; dataclasses, three ways to a thread)
+THREADED = (FORGERIES / "dataclass_comparison_generated_on_a_thread.py").read_text()
+for route in ("pool", "start_new_thread"):
+    VARIANTS[f"dataclass_comparison_generated_by_{route}"] = THREADED.replace('_ROUTE = "threading"', f'_ROUTE = "{route}"')
 EQUALITIES += ("value_compiled_under_a_librarys_name.py", *VARIANTS, "library_code_set_by_a_library.py", UNMARSHALLED_FILE)
+EQUALITIES += ("comparison_generated_on_a_thread.py", "dataclass_comparison_generated_on_a_thread.py")
 CALLS_FIRST |= dict.fromkeys(EQUALITIES, TEST_ADD)
 CALLS_FIRST |= dict.fromkeys(("equality_set_later.py", "equality_by_a_callable.py"), CALLS_FIRST["builtins_shadowed.py"])
 # the answer's code run as the tests' class is made (31a): tests that import a module nothing loaded before
@@ -528,6 +533,10 @@ BOTH_SLOW = [pytest.param("sandbox", marks=[needs_sandbox, pytest.mark.slow]), "
         ("value_unmarshalled_by_loader", "disguises_code"),  # os.py's cache path, other bytes
         ("cython_function_renamed_as_a_comparison.py", "defines_its_comparisons"),  # 40a: by its code object, not its name
         ("library_callable_under_a_value_name.py", "defines_its_comparisons"),  # 40a: a partial decides for the answer
+        ("comparison_generated_on_a_thread.py", "defines_its_comparisons"),  # 41a: a thread of library frames alone is the answer's
+        ("dataclass_comparison_generated_on_a_thread.py", "defines_its_comparisons"),
+        ("dataclass_comparison_generated_by_pool", "defines_its_comparisons"),
+        ("dataclass_comparison_generated_by_start_new_thread", "defines_its_comparisons"),
         ("build_class_hook.py", "patches_builtins_or_exit"),  # seen as the tests' part starts
         ("build_class_by_an_import_hook.py", "rebinds_the_tests_names"),  # the store written by the answer's code
         ("builtins_of_the_tests.py", "rebinds_the_tests_names"),  # the tests' functions hold other builtins
