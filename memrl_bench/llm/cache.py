@@ -154,8 +154,14 @@ class ResponseCache:
         if row is None:
             return None
         response = CachedResponse(*row[:5])
-        # a cell of another type (SQLite keeps any in a TEXT column: a BLOB ended the run in json's TypeError) is damage too
-        typed = isinstance(response.text, str) and isinstance(response.finish_reason, (str, type(None)))
+        # a cell of another type (SQLite keeps any in any column: a BLOB ended the run in json's TypeError, in the text and in
+        # the token counts, 41b) is damage too
+        typed = (
+            isinstance(response.text, str)
+            and isinstance(response.finish_reason, (str, type(None)))
+            and all(isinstance(n, int) for n in (response.prompt_tokens, response.completion_tokens))
+            and isinstance(response.dropped_chars, (int, type(None)))
+        )
         if not typed or row[5] != entry_checksum(key, response):
             self._report_unchecked(key, written_before_checksums=row[5] is None)
             return None

@@ -12,11 +12,16 @@ call like any bad answer (retried, then the episode's llm_error or the run's one
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import httpx2 as httpx  # the HTTP package the openai package uses
 import openai
+
+from memrl_bench.core.config import ConfigError
+from memrl_bench.core.redaction import remember_url
 
 MIN_BODY_BYTES = 16 * 1024 * 1024  # far past any completion, embeddings batch or error text
 # A completion's characters as JSON: a \uXXXX escape per UTF-16 unit, two units past the BMP.
@@ -94,7 +99,7 @@ def capped_client(max_bytes: int, deadline_s: float) -> httpx.Client:
             raise
         response.stream = _CappedStream(response.stream, budget)  # type: ignore[arg-type]
 
-    return openai.DefaultHttpxClient(headers=_IDENTITY, event_hooks={"response": [cap]})
+    return _from_the_environment(openai.DefaultHttpxClient, headers=_IDENTITY, event_hooks={"response": [cap]})
 
 
 def capped_async_client(max_bytes: int, deadline_s: float) -> httpx.AsyncClient:
@@ -108,4 +113,31 @@ def capped_async_client(max_bytes: int, deadline_s: float) -> httpx.AsyncClient:
             raise
         response.stream = _CappedAsyncStream(response.stream, budget)  # type: ignore[arg-type]
 
-    return openai.DefaultAsyncHttpxClient(headers=_IDENTITY, event_hooks={"response": [cap]})
+    return _from_the_environment(openai.DefaultAsyncHttpxClient, headers=_IDENTITY, event_hooks={"response": [cap]})
+
+
+# What the HTTP client reads from the environment as it is built: proxies (their URLs may hold a password) and certificates.
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+CLIENT_VARIABLES = (*PROXY_VARIABLES, "SSL_CERT_FILE", "SSL_CERT_DIR")
+
+
+def _from_the_environment(make: Any, **settings: Any) -> Any:
+    """`make(**settings)`, an HTTP client, with what it reads from the environment checked: a proxy's password is redacted
+    wherever the harness writes from now on, and a setting the client refuses (a malformed proxy URL, an unknown scheme, a
+    missing certificate file) is one ConfigError naming the variables, never their values (41b: a traceback printed the
+    password of $HTTP_PROXY)."""
+    for name in PROXY_VARIABLES:
+        if os.environ.get(name):
+            remember_url(os.environ[name])
+    try:
+        return make(**settings)
+    except Exception as err:  # noqa: BLE001 - whatever the client raises on the environment's settings
+        named = [name for name in CLIENT_VARIABLES if os.environ.get(name)]
+        if not named:
+            raise
+        # a proxy, or a certificate path that is not there (a machine may set SSL_CERT_FILE for every program)
+        named = [n for n in named if n in PROXY_VARIABLES or not os.path.exists(os.environ[n])] or named
+        raise ConfigError(
+            f"the HTTP client refused the proxy or certificate settings of the environment ({type(err).__name__}); check or "
+            f"unset {', '.join('$' + name for name in named)}"
+        ) from None

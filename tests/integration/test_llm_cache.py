@@ -146,10 +146,11 @@ def test_an_edited_entry_is_reported_and_computed_again_never_served(server, tmp
     assert third.cached and third.text == original.text  # the recomputed entry replaced the edited one
 
 
-@pytest.mark.parametrize("column", ["text", "finish_reason"])
+@pytest.mark.parametrize("column", ["text", "finish_reason", "prompt_tokens", "completion_tokens", "dropped_chars"])
 def test_a_cell_of_another_type_is_damage_computed_again(tmp_path, capsys, column):
-    """The twenty-first independent round: a text or finish_reason cell holding a BLOB (SQLite keeps any type in a TEXT
-    column) ended the next run in json's TypeError traceback, from the checksum."""
+    """The twenty-first independent round: a text or finish_reason cell holding a BLOB (SQLite keeps any type in any
+    column) ended the next run in json's TypeError traceback, from the checksum; the thirty-eighth (41b): a token count's
+    cell did too."""
     path = tmp_path / "c.sqlite"
     ResponseCache(path).put("a", CachedResponse("Answer: A", "stop", 3, 2))
     with sqlite3.connect(path) as db:

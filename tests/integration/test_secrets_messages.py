@@ -306,3 +306,31 @@ def test_a_sweep_whose_first_job_fails_to_compose_leaves_no_password_in_its_reco
     assert out.returncode == 2 and "no_such_method" in out.stderr, out.stderr
     (record,) = results.rglob("multirun.yaml")
     assert "127.0.0.1:9" in record.read_text() and CANARY not in record.read_text() + out.stdout + out.stderr
+
+
+CLIENT_ENVIRONMENTS = {  # what the HTTP client reads from the environment as it is built (41b: tracebacks, a password in one)
+    "proxy_password_holding_a_slash": ("HTTP_PROXY", f"http://pu:{CANARY}/q@127.0.0.1:9", "InvalidURL"),
+    "proxy_of_an_unknown_scheme": ("ALL_PROXY", f"ftp://pu:{CANARY}@127.0.0.1:9/", "ValueError"),
+    "socks_proxy_without_its_package": ("ALL_PROXY", f"socks5://pu:{CANARY}@127.0.0.1:9", "ImportError"),
+    "proxy_host_left_open": ("https_proxy", f"http://pu:{CANARY}@[::1", "InvalidURL"),
+    "certificate_file_missing": ("SSL_CERT_FILE", f"/nonexistent/{CANARY}.pem", "FileNotFoundError"),
+}
+
+
+@pytest.mark.parametrize("variable, value, error", CLIENT_ENVIRONMENTS.values(), ids=CLIENT_ENVIRONMENTS.keys())
+def test_a_proxy_or_certificate_setting_the_client_refuses_is_one_line_naming_its_variable(tmp_path, variable, value, error):
+    """The thirty-eighth round (41b): a malformed proxy URL, an unknown proxy scheme, a SOCKS proxy without its package or a
+    missing certificate file in the environment ended the run in the HTTP client's traceback, exit 1, a proxy's password
+    printed in it."""
+    args = ("llm=openai", "llm.model=m", "llm.base_url=http://127.0.0.1:9/v1", "env=llb_db", "method=none")
+    env = {**os.environ, "OPENAI_API_KEY": "k", variable: value}
+    out = subprocess.run(
+        [sys.executable, "-m", "memrl_bench", f"results_dir={tmp_path / 'results'}", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert f"({error})" in out.stderr and f"${variable}" in out.stderr, out.stderr
+    assert CANARY not in out.stdout + out.stderr and not (tmp_path / "results").exists()
