@@ -154,8 +154,9 @@ def _job(cfg: DictConfig) -> None:
 
 
 def _scrub_file(path: Path) -> None:
-    """Hydra's record of a sweep (multirun.yaml), without URL userinfo."""
-    if path.exists():
+    """Hydra's record of a sweep (multirun.yaml), without URL userinfo; only a regular file (a FIFO or a link there is
+    refused as the sweep starts, SweepRecordCheck: reading it would hang, writing would go through the link)."""
+    if path.is_file() and not path.is_symlink():
         text = path.read_text()
         if scrub(text) != text:
             write_text_atomic(path, scrub(text))
