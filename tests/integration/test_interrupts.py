@@ -108,6 +108,7 @@ def test_a_coroutine_an_interrupt_left_unawaited_is_not_reported(recwarn):
         return None
 
     before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, also when the suite inherited SIGINT ignored
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always")
