@@ -153,8 +153,8 @@ def test_the_gpu_command_composes_every_job_of_the_study():
 
 
 def test_the_families_readme_holds_findings_1_3_and_5_as_their_runs_give_them(tmp_path):
-    """results/llb_db_families is in progress, but the arms of findings 1 and 3 and three of finding 5's four are complete: its
-    README's numbers are what their command computes from them and the LLB-DB study's twins."""
+    """Every arm of findings 1, 3 and 5 in results/llb_db_families is complete: its README's numbers are what their command
+    computes from them and the LLB-DB study's twins, and its findings.md is that command's output over all of them."""
     study = ROOT / "results" / "llb_db_families"
     text = (study / "README.md").read_text()
     for name in ("methods", "greedy", "explore"):
@@ -176,11 +176,11 @@ def test_the_families_readme_holds_findings_1_3_and_5_as_their_runs_give_them(tm
         assert rows[f"{pair}: {success}"].text.split(" (n=")[0] in text, pair
     assert rows[f"skillbank - rag: {success}"].verdict == "supported"
     assert rows[f"skillbank+Q - skillbank: {success}"].side == "spans 0"
-    # finding 5: ReasoningBank, AWM and DC-Cu are complete
+    # finding 5: ReasoningBank, AWM, DC-Cu and DC-RS
     for name in ("families_baselines", "families_dc"):
         shutil.copytree(study / "llb_db" / name, tmp_path / "llb_db" / name)
     rows = {row.label: row for found in fd.findings(tmp_path, warn=None) for row in found.rows}
-    memrl, baselines = "memrl ε=0", ("reasoningbank", "awm", "dynamic_cheatsheet DC-Cu")
+    memrl, baselines = "memrl ε=0", ("reasoningbank", "awm", "dynamic_cheatsheet DC-Cu", "dynamic_cheatsheet DC-RS")
     for pair in [f"{memrl} - {b}" for b in baselines] + [f"{b} - none" for b in baselines]:
         assert rows[f"{pair}: {success}"].text.split(" (n=")[0] in text, pair
     assert rows[f"{memrl} - reasoningbank: {success}"].verdict == "inconclusive at this sample size"
@@ -190,3 +190,8 @@ def test_the_families_readme_holds_findings_1_3_and_5_as_their_runs_give_them(tm
         )
         assert f"{round(chars[b]):,} / {round(chars[memrl]):,} = {chars[b] / chars[memrl]:.2f}x" in text, b
         assert f"| {round(tokens[b]):,} / {round(tokens[memrl]):,} |" in text, b
+    # findings.md: the command over every arm and the twins, the folder's name in its third line
+    folder = tmp_path / "llb_db_families"
+    shutil.copytree(tmp_path / "llb_db", folder / "llb_db")
+    shipped = (study / "findings.md").read_text()
+    assert fd.render_markdown(fd.findings(folder, warn=None), folder) + "\n" == shipped.replace("/tmp/llb_db_families", str(folder))
