@@ -12,6 +12,7 @@ import os
 import sys
 import traceback
 import warnings
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import NoReturn
 
@@ -26,6 +27,7 @@ from omegaconf.errors import OmegaConfBaseException
 from memrl_bench.cli.hydra_support import SWEEP_RECORDS, add_config_sources, register_resolvers
 from memrl_bench.cli.summary import print_summary
 from memrl_bench.core.config import CONF_DIR, GROUPS, InputError
+from memrl_bench.core.interrupts import WORKER_LOST
 from memrl_bench.core.redaction import ScrubbedStream, hide_url_secrets_from_command_line, redact_server_text, remember_command_line, scrub
 from memrl_bench.core.runfolder import MANIFEST, RunFolder, is_disk_full, write_text_atomic
 from memrl_bench.llm import LLMOutageError
@@ -71,6 +73,8 @@ def _outcome(err: BaseException, run_dir: Path | None = None) -> tuple[str, int]
             "names",
             2,
         )
+    if _caused_by(err, BrokenProcessPool):  # a study's worker killed outright
+        return WORKER_LOST, 1
     if isinstance(err, LLMOutageError):
         kept = f"every finished batch is kept in {run_dir}; " if run_dir is not None and (run_dir / MANIFEST).exists() else ""
         return f"stopped: {err}; {kept}re-run the same command once the server is back", 3
@@ -164,21 +168,15 @@ def _scrub_file(path: Path) -> None:
 
 def _run_study(cfg: DictConfig, overrides: list[str]) -> None:
     """A study (conf/experiment/critique_study.yaml): its presets' sweeps, then the findings."""
-    from memrl_bench.cli.study import StudyError, passed_on, run_study
+    from memrl_bench.cli.study import StudyError, passed_on, run_study, study_settings
 
+    study = study_settings(OmegaConf.to_container(cfg.study, resolve=True))
     results_dir = Path(cfg.results_dir).resolve()
     study_dir = results_dir / cfg.experiment_name
     study_dir.mkdir(parents=True, exist_ok=True)
     try:
         timing = run_study(
-            list(cfg.study.presets),
-            results_dir,
-            study_dir,
-            passed_on(overrides),
-            int(cfg.study.workers),
-            bool(cfg.progress),
-            list(cfg.study.get("grids") or []),
-            bool(cfg.study.get("in_order")),
+            study.presets, results_dir, study_dir, passed_on(overrides), study.workers, bool(cfg.progress), study.grids, study.in_order
         )
     except StudyError as err:
         _exit(f"error: {err}", 2)

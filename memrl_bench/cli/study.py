@@ -23,15 +23,31 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from pydantic import Field
+
 from memrl_bench.cli.hydra_support import compose, composing, fixed, parsed, sweep_jobs
 from memrl_bench.core import interrupts
-from memrl_bench.core.config import InputError, KeyRole, role_of, run_name
+from memrl_bench.core.config import MAX_THREADS, InputError, KeyRole, Settings, role_of, run_name, validated
 
 CHUNK = 8  # jobs per task of the process pool: small enough to balance, large enough to share compositions
 
 
 class StudyError(RuntimeError):
     """A job of the study was refused (bad config, protocol violation); names the job."""
+
+
+class StudySettings(Settings):
+    """A study's own settings (`study:` in its preset)."""
+
+    presets: list[str] = Field(min_length=1, description="The presets whose sweeps the study runs.")
+    workers: int = Field(2, ge=1, le=MAX_THREADS, description="Processes running the jobs (all forked as the study starts).")
+    grids: list[str] | None = Field(None, description="Overrides per line, each a sweep, crossed with every preset.")
+    in_order: bool = Field(False, description="Each preset's jobs finish before the next preset's start.")
+
+
+def study_settings(values: object) -> StudySettings:
+    """`study:` checked: a bad value is one line naming its key (`study.workers=1e5` forked 100,000 harness processes)."""
+    return validated(StudySettings, values, "study")
 
 
 def expand(preset: str, overrides: list[str]) -> list[list[str]]:
@@ -127,7 +143,7 @@ def run_study(
     # workers with it (else they play on, holding their run folders, then wait on the dead pool for good)
     fork = multiprocessing.get_context("fork")
     with (
-        ProcessPoolExecutor(max(1, workers), mp_context=fork, initializer=interrupts.study_worker, initargs=(os.getpid(),)) as pool,
+        ProcessPoolExecutor(workers, mp_context=fork, initializer=interrupts.study_worker, initargs=(os.getpid(),)) as pool,
         tqdm(total=len(jobs), unit="run", desc="critique study", disable=not progress) as bar,
     ):
         for stage in stages:

@@ -102,6 +102,9 @@ def quiet_about_interrupted_tasks(loop: asyncio.AbstractEventLoop, context: dict
 
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+# what a command says when a worker of its pool died outright (the OOM killer, a SIGKILL): concurrent.futures' own
+# BrokenProcessPool is a traceback (42b); what finished before is kept
+WORKER_LOST = "stopped: a worker process died (killed by a signal: out of memory?); what finished is kept: re-run the same command"
 
 
 def die_with_parent(parent: int) -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from memrl_bench.core.errors import InputError
+from memrl_bench.core.interrupts import WORKER_LOST
 from memrl_bench.report import load_for_report, write_report
 
 
@@ -29,6 +31,9 @@ def main(argv: list[str] | None = None) -> None:
     except InputError as err:  # ReportInputError, and a path no reader can follow
         print(f"memrl-bench-report: error: {err}", file=sys.stderr)
         sys.exit(2)
+    except BrokenProcessPool:  # a worker reading the run folders killed outright
+        print(f"memrl-bench-report: {WORKER_LOST}", file=sys.stderr)
+        sys.exit(1)
     except KeyboardInterrupt:  # the report folder is swapped in one step: the previous one stays whole
         print("memrl-bench-report: interrupted", file=sys.stderr)
         sys.exit(130)

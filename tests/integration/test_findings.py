@@ -470,6 +470,54 @@ def test_ctrl_c_during_a_study_is_one_line_and_exit_130_and_it_resumes(tmp_path)
     assert len(list(tmp_path.rglob("COMPLETE"))) == 8 and (tmp_path / "families" / "findings.md").exists()
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_study_whose_worker_is_killed_says_so_in_one_line_and_resumes(tmp_path):
+    """A worker of the study killed outright (as the OOM killer would), not the study: one line and exit 1 (before, 42b:
+    concurrent.futures' BrokenProcessPool traceback); the same command then finishes every run."""
+    import subprocess
+    import time
+
+    command = [sys.executable, "-m", "memrl_bench", "+experiment=families_study", f"results_dir={tmp_path}", "progress=false"]
+    command += ["task_order_seed=0", "study.workers=1"]
+    root = Path(__file__).resolve().parents[2]
+    study = subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while study.poll() is None and not list(tmp_path.rglob("episodes.jsonl")):
+        time.sleep(0.01)
+    for worker in children_of(study.pid):
+        os.kill(worker, signal.SIGKILL)
+    _, err = study.communicate(timeout=120)
+    assert (study.returncode, err.strip()) == (
+        1,
+        "memrl-bench: stopped: a worker process died (killed by a signal: out of memory?); what finished is kept: re-run the same command",
+    )
+    again = subprocess.run(command, cwd=root, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert len(list(tmp_path.rglob("COMPLETE"))) == 8
+
+
+@pytest.mark.parametrize(
+    "value, says",
+    [
+        ("abc", "Input should be a valid integer"),
+        ("null", "Input should be a valid integer"),
+        ("[1]", "Input should be a valid integer"),
+        ("true", "Input should be a valid integer"),
+        ("1e3", "Input should be a valid integer"),  # a float: was read as 1,000 workers, every one forked
+        ("100000", "Input should be less than or equal to 256"),  # forked as the pool started: the host hung (42b)
+        ("0", "Input should be greater than or equal to 1"),  # ran with one worker, silently
+    ],
+)
+def test_a_bad_study_workers_is_one_line_naming_it(tmp_path, value, says):
+    """Before (42b): a traceback for abc, null, [1] and {a:1}; 0, -3 and true ran with one worker; 1e3 and 100000 forked that
+    many harness processes as the pool started."""
+    import subprocess
+
+    command = [sys.executable, "-m", "memrl_bench", "+experiment=families_study", f"results_dir={tmp_path}", f"study.workers={value}"]
+    done = subprocess.run(command, cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.startswith(f"memrl-bench: error: study.workers: {says}"), done.stderr
+    assert "Traceback" not in done.stderr and not list(tmp_path.rglob("episodes.jsonl"))
+
+
 def test_study_command_runs_its_presets_then_writes_the_findings(tmp_path):
     """`memrl-bench +experiment=critique_study`, cut down to two small presets."""
     import subprocess
