@@ -118,6 +118,16 @@ def run_data(run: RunRecords, name: str) -> dict[str, Any]:
         episode["has_transcript"] = bool(record)
         episode["text"] = _task_text(acting)
         episodes.append(episode)
+    # a COMPLETE run wrote each episode's record (one with an LLM call) before the episode reached its log: one missing is
+    # damage (the file emptied, a member taken out: 42b), not a crash's cut
+    recorded = run.complete and run.manifest.config.get("transcripts", True)
+    missing = sum(1 for e in run.episodes if e.act_usage.calls + e.memory_usage.calls and e.episode_id not in transcripts)
+    if recorded and missing:
+        print(
+            f"memrl-bench: warning: {run.path / TRANSCRIPTS}: {missing} of the log's episodes with LLM calls have no record though "
+            "the run is complete (records taken out, or the file emptied or removed); shown without them",
+            file=sys.stderr,
+        )
     if disagreeing:
         print(
             f"memrl-bench: warning: {run.path / TRANSCRIPTS}: {disagreeing} of its records do not match the log's episodes (not "

@@ -140,6 +140,31 @@ def test_a_cut_last_transcripts_member_the_log_holds_is_said_and_its_whole_lines
         assert shown == [] and "cut short before its first whole line, though the log holds" in err, err
 
 
+@pytest.mark.parametrize("damage", ["emptied", "a member taken out", "removed"])
+def test_records_missing_from_a_complete_runs_transcripts_are_said(llm_run, tmp_path, capsys, damage):
+    """Every episode with an LLM call has its record written before it is logged, so in a logged run a record missing is
+    damage. 42b: the file emptied (0 of 160 episodes shown with a transcript), or a whole member taken out of the middle
+    (154 of 160), and the viewer said nothing."""
+    from memrl_bench.core.records import read_run
+    from memrl_bench.report.viewer import run_page
+
+    folder = tmp_path / "run"
+    shutil.copytree(llm_run, folder)
+    logged = _logged(folder)
+    records = [read_transcripts(llm_run)[e["episode_id"]] for e in logged[:-1]]  # the fixture's last member is cut
+    members = {"emptied": b"", "a member taken out": _gzip_members(records[:1]) + _gzip_members(records[3:])}
+    if damage == "removed":
+        (folder / TRANSCRIPTS).unlink()
+    else:
+        (folder / TRANSCRIPTS).write_bytes(members[damage])
+    missing = {"emptied": len(logged), "a member taken out": 3, "removed": len(logged)}[damage]
+    capsys.readouterr()
+    episodes = _unpacked(run_page(read_run(folder), "run"))["episodes"]
+    err = capsys.readouterr().err
+    assert sum(not e["has_transcript"] for e in episodes) == missing
+    assert f"{missing} of the log's episodes with LLM calls have no record though the run is complete" in err, err
+
+
 def test_a_number_json_has_not_is_shown_as_null(synthetic, tmp_path):
     """The eighteenth probe round: a NaN in a transcript was packed as `NaN`, which the page's JSON parser refuses ("could
     not show this page"), while the report said nothing."""
