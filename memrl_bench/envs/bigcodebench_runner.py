@@ -824,10 +824,12 @@ def _memrl_runner():
         tests_store[name] = value
         dict.__setitem__(tests_globals, name, value)
     builtin_names = frozenset(name for name in vars(builtins) if not name.startswith("__"))
+    program_modules = {}  # id -> the namespace of a module the import machinery ran the program's code in (42a)
 
     def a_library_module(
         module,
         _modules=sys.modules,
+        _programs=program_modules,
         _folders=library_folders,
         _is_file=is_file,
         _lstat=posix.stat,
@@ -837,9 +839,11 @@ def _memrl_runner():
         _exact=exact,
     ):
         """`module` is the one the import system holds under its name, a name of the stdlib or of a package in the libraries'
-        folders (a module the program made and put in the table under a name of its own is not)."""
-        name = _exact(_c.module_dict(module).get("__name__"))
-        if _c.type(name) is not _c.str or _modules.get(name) is not module:
+        folders (a module the program made and put in the table under a name of its own is not), and its code was a
+        library's (a module planted under a library's name, a file beside program.py or a finder's text, is not: 42a)."""
+        namespace = _c.module_dict(module)
+        name = _exact(namespace.get("__name__"))
+        if _c.type(name) is not _c.str or _modules.get(name) is not module or _c.id(namespace) in _programs:
             return False
         top = name.partition(".")[0]
         if top in _stdlib:
@@ -886,9 +890,10 @@ def _memrl_runner():
     # What decides how a value compares, converts or says what it is. A class the program makes with one of these of its
     # own passes any assertEqual with a wrong value (an int whose __eq__ always holds); no gold solution of the 1,140 and
     # no task's tests define one. numpy's comparisons call the __array_*__ hooks of an ndarray subclass (an
-    # `__array_wrap__` returning True made `==` hold for anything: the thirtieth round).
+    # `__array_wrap__` returning True made `==` hold for anything: the thirtieth round). `equals` is pandas' comparison,
+    # which 23 tasks' tests call on the answer (`assertTrue(df.equals(expected))`): a plain class's own passed (42a).
     comparison_names = frozenset(
-        "__eq__ __ne__ __lt__ __le__ __gt__ __ge__ __bool__ __len__ __contains__ __class__ __instancecheck__"
+        "__eq__ __ne__ __lt__ __le__ __gt__ __ge__ __bool__ __len__ __contains__ __class__ __instancecheck__ equals"
         " __subclasscheck__ __sub__ __rsub__ __abs__ __round__ __float__ __int__ __index__ __array__ __array_ufunc__"
         " __array_function__ __array_wrap__ __array_prepare__ __array_finalize__ __array_priority__ __array_interface__"
         " __array_struct__ __getattr__ __getattribute__".split()
@@ -1125,13 +1130,33 @@ def _memrl_runner():
         return True
 
     def note_the_programs_code(
-        code, frame, _compiled=program_code, _exact=exact, _machinery=import_machinery, _ids=runner_code_ids, _c=c, _a_library=a_library
+        code,
+        frame,
+        _compiled=program_code,
+        _modules=program_modules,
+        _helper=modules["_frozen_importlib"]._call_with_frames_removed.__code__,
+        _exact=exact,
+        _machinery=import_machinery,
+        _ids=runner_code_ids,
+        _c=c,
+        _a_library=a_library,
     ):
         """Keeps `code`, and every code object inside it, when the exec that runs it (raised in `frame`) was asked for by the
         program: the first frame down the stack that is not a library's is the program's (a library's module code is run by
         the import machinery, and the runner's is the runner's). A stack of library frames alone is a thread's the program
         started on a library function (threading's, a pool's, _thread's): the program's too (41a: a comparison generated
-        there by exec or dataclasses passed for a library's)."""
+        there by exec or dataclasses passed for a library's). The import machinery's own exec runs a library's code only
+        from a library's file: a module planted under a library's name (a file beside program.py, a finder of the
+        program's), or code the program runs through the machinery's helper itself, is the program's, and so is the module
+        namespace it ran in (42a)."""
+        if frame is not None and _exact(frame.f_code.co_filename) in _machinery:
+            if _a_library(code):
+                return
+            if frame.f_code is _helper:  # _call_with_frames_removed(exec, code, namespace)
+                args = frame.f_locals.get("args")
+                if _c.type(args) is _c.tuple and _c.len(args) > 1 and _c.type(args[1]) is _c.dict:
+                    _modules[_c.id(args[1])] = args[1]  # kept: its id is never another's
+            frame = None  # the program's, whoever is below
         while frame is not None:
             if _c.id(frame.f_code) in _ids or _exact(frame.f_code.co_filename) in _machinery:
                 return
