@@ -271,16 +271,31 @@ os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
+def remove_what_a_killed_harness_left(pid: int) -> None:
+    """The empty cgroups a SIGKILLed harness leaves (RELIABILITY, "Still not defended"): the test's own, taken away. Its
+    mount-point folders are in the test's TMPDIR."""
+    for cgroup in Path("/sys/fs/cgroup").glob(f"**/memrl-sandbox-{pid}-*"):
+        cgroup.rmdir()
+
+
 @needs_sandbox
-def test_a_harness_killed_outright_takes_its_sandboxes_with_it():
+def test_a_harness_killed_outright_takes_its_sandboxes_with_it(tmp_path):
     """A harness SIGKILLed (no close, no finalizer) left each sandbox's first process waiting, holding its tmpfs, and what
     the episode left running, until killed by hand (RELIABILITY, "Still not defended", before 2026-12-06). The first
     process now waits on a pipe from the harness, ends with it, and takes its pid namespace with it; no command inside
     can open that pipe (and so keep it open)."""
     marker = str(800000 + uuid.uuid4().int % 99999)
-    done = subprocess.run([sys.executable, "-c", KILLED_HARNESS.format(marker=marker)], cwd=REPO, capture_output=True, text=True)
-    init, reach = done.stdout.split(" ", 1)
-    assert done.returncode == -9 and init.isdigit() and "Permission denied" in reach and "held" not in reach, (done.stdout, done.stderr)
+    harness = subprocess.Popen(
+        [sys.executable, "-c", KILLED_HARNESS.format(marker=marker)],
+        cwd=REPO,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    stdout, stderr = harness.communicate()
+    init, reach = stdout.split(" ", 1)
+    assert harness.returncode == -9 and init.isdigit() and "Permission denied" in reach and "held" not in reach, (stdout, stderr)
     init = int(init)
     deadline = time.monotonic() + 3
     while time.monotonic() < deadline and (Path(f"/proc/{init}").exists() or processes_mentioning(f"sleep {marker}")):
@@ -289,6 +304,7 @@ def test_a_harness_killed_outright_takes_its_sandboxes_with_it():
     for pid in left:  # the test's own leftovers, if it fails
         os.kill(pid, 9)
     assert left == []
+    remove_what_a_killed_harness_left(harness.pid)
 
 
 # A library whose constructor notes the rights of every process that loads it: its seccomp mode and capabilities.
@@ -489,7 +505,7 @@ def test_code_runner_process_mode_limits_time_and_memory():
     assert hungry.exit_code != 0 and "MemoryError" in hungry.output
 
 
-def test_a_process_mode_program_dies_with_a_killed_harness():
+def test_a_process_mode_program_dies_with_a_killed_harness(tmp_path):
     """Before (the eighth independent round): a SIGKILLed harness left `while True: pass` spinning under init (48 s of CPU
     in 49 s, still running)."""
     import signal
@@ -506,6 +522,7 @@ def test_a_process_mode_program_dies_with_a_killed_harness():
             f"CodeRunner(Limits(timeout_s=600), isolation='process').run(\"{program}\")",
         ],
         cwd=REPO,
+        env={**os.environ, "TMPDIR": str(tmp_path)},  # the program's folder, which the killed harness cannot remove
     )
     for _ in range(100):
         if processes_mentioning(marker):
