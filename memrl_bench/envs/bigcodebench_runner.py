@@ -826,25 +826,16 @@ def _memrl_runner():
     builtin_names = frozenset(name for name in vars(builtins) if not name.startswith("__"))
     program_modules = {}  # id -> the namespace of a module the import machinery ran the program's code in (42a)
 
-    def a_library_module(
-        module,
-        _modules=sys.modules,
-        _programs=program_modules,
+    def a_library_name(
+        name,
         _folders=library_folders,
         _is_file=is_file,
         _lstat=posix.stat,
         _is_dir=_stat.S_ISDIR,
         _stdlib=frozenset(sys.stdlib_module_names) | frozenset(sys.builtin_module_names),
         _c=c,
-        _exact=exact,
     ):
-        """`module` is the one the import system holds under its name, a name of the stdlib or of a package in the libraries'
-        folders (a module the program made and put in the table under a name of its own is not), and its code was a
-        library's (a module planted under a library's name, a file beside program.py or a finder's text, is not: 42a)."""
-        namespace = _c.module_dict(module)
-        name = _exact(namespace.get("__name__"))
-        if _c.type(name) is not _c.str or _modules.get(name) is not module or _c.id(namespace) in _programs:
-            return False
+        """`name` (a str) is a module name of the stdlib or of a package in the libraries' folders."""
         top = name.partition(".")[0]
         if top in _stdlib:
             return True
@@ -855,6 +846,16 @@ def _memrl_runner():
             except (_c.OSError, _c.ValueError):
                 continue
         return False
+
+    def a_library_module(module, _modules=sys.modules, _programs=program_modules, _named=a_library_name, _c=c, _exact=exact):
+        """`module` is the one the import system holds under its name, a library's name (a module the program made and put
+        in the table under a name of its own is not), and its code was a library's (a module planted under a library's
+        name, a file beside program.py or a finder's text, is not: 42a)."""
+        namespace = _c.module_dict(module)
+        name = _exact(namespace.get("__name__"))
+        if _c.type(name) is not _c.str or _modules.get(name) is not module or _c.id(namespace) in _programs:
+            return False
+        return _named(name)
 
     def give_the_tests(_main_dict=main_dict, _tests=tests_globals, _builtins=builtin_names, _library=a_library_module, _flag=flag, _c=c):
         """The solution's names the tests' code may use (task_func, the code prompt's imports and constants), given to
@@ -1140,6 +1141,7 @@ def _memrl_runner():
         _ids=runner_code_ids,
         _c=c,
         _a_library=a_library,
+        _library_name=a_library_name,
     ):
         """Keeps `code`, and every code object inside it, when the exec that runs it (raised in `frame`) was asked for by the
         program: the first frame down the stack that is not a library's is the program's (a library's module code is run by
@@ -1148,18 +1150,22 @@ def _memrl_runner():
         there by exec or dataclasses passed for a library's). The import machinery's own exec runs a library's code only
         from a library's file: a module planted under a library's name (a file beside program.py, a finder of the
         program's), or code the program runs through the machinery's helper itself, is the program's, and so is the module
-        namespace it ran in (42a)."""
+        namespace it ran in (42a). Such code run as a library's module is `fakes_a_module` (the pattern returned; None
+        otherwise): the tests would import it in the library's place."""
+        faked = None
         if frame is not None and _exact(frame.f_code.co_filename) in _machinery:
             if _a_library(code):
-                return
+                return None
             if frame.f_code is _helper:  # _call_with_frames_removed(exec, code, namespace)
                 args = frame.f_locals.get("args")
                 if _c.type(args) is _c.tuple and _c.len(args) > 1 and _c.type(args[1]) is _c.dict:
                     _modules[_c.id(args[1])] = args[1]  # kept: its id is never another's
+                    name = _exact(_c.dict.get(args[1], "__name__"))
+                    faked = "fakes_a_module" if _c.type(name) is _c.str and _library_name(name) else None
             frame = None  # the program's, whoever is below
         while frame is not None:
             if _c.id(frame.f_code) in _ids or _exact(frame.f_code.co_filename) in _machinery:
-                return
+                return None
             if not _a_library(frame.f_code):
                 break
             frame = frame.f_back
@@ -1168,6 +1174,7 @@ def _memrl_runner():
             each = codes.pop()
             _compiled[_c.id(each)] = each  # kept: no later code reuses its id
             codes.extend(value for value in each.co_consts if _c.type(value) is _c.CodeType)
+        return faked
 
     def handed_out(frame, _exact=exact, _ids=runner_code_ids, _returners=returners, _c=c, _a_library=a_library):
         """The frame just taken goes to code that is neither a library's nor the runner's: the code that took it (`frame`), or,
@@ -1491,9 +1498,7 @@ def _memrl_runner():
             )
             return ("inspects_frames" if runners or _handed_out(raising) else None), None
         if event == "exec":  # what code the program runs through exec makes is the program's (natural_comparison)
-            if args and _c.type(args[0]) is _c.CodeType:
-                _note(args[0], raising)
-            return None, None
+            return (_note(args[0], raising) if args and _c.type(args[0]) is _c.CodeType else None), None
         # args: the source (text, bytes or a syntax tree) and the file name. Whoever asks but the runner (which compiles the
         # program): a library that compiles under a name its caller gives (codeop.compile_command) is the program's tool
         if event == "compile" and _c.len(args) > 1:

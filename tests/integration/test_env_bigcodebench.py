@@ -452,8 +452,13 @@ EQUALITIES += ("comparison_generated_on_a_thread.py", "dataclass_comparison_gene
 # 42a's: a module planted under a stdlib name (a file, a finder), and the answer's exec through the import machinery's helper
 PLANTED = (FORGERIES / "module_planted_under_a_stdlib_name.py").read_text()
 VARIANTS["module_planted_by_a_finder"] = PLANTED.replace('_ROUTE = "file"', '_ROUTE = "finder"')
+# the file planted, imported by the tests alone (their fixtures' module, as 113 tasks' tests import tempfile)
+VARIANTS["module_planted_for_the_tests"] = PLANTED.replace("import tabnanny  # noqa: E402\n", "").replace(
+    "return tabnanny.Anything()", "return a + b + 1"
+)
 EQUALITIES += ("module_planted_under_a_stdlib_name.py", "module_planted_by_a_finder", "exec_through_the_import_machinery.py")
 CALLS_FIRST |= dict.fromkeys(EQUALITIES, TEST_ADD)
+CALLS_FIRST["module_planted_for_the_tests"] = "import tabnanny\n" + TEST_ADD
 CALLS_FIRST |= dict.fromkeys(("equality_set_later.py", "equality_by_a_callable.py"), CALLS_FIRST["builtins_shadowed.py"])
 # the answer's code run as the tests' class is made (31a): tests that import a module nothing loaded before
 CALLS_FIRST["build_class_hook.py"] = TEST_ADD
@@ -543,9 +548,10 @@ BOTH_SLOW = [pytest.param("sandbox", marks=[needs_sandbox, pytest.mark.slow]), "
         ("dataclass_comparison_generated_on_a_thread.py", "defines_its_comparisons"),
         ("dataclass_comparison_generated_by_pool", "defines_its_comparisons"),
         ("dataclass_comparison_generated_by_start_new_thread", "defines_its_comparisons"),
-        ("module_planted_under_a_stdlib_name.py", "defines_its_comparisons"),  # 42a: a module's code is a library's by its file
-        ("module_planted_by_a_finder", "defines_its_comparisons"),
-        ("exec_through_the_import_machinery.py", "defines_its_comparisons"),  # the machinery's helper called by the answer
+        ("module_planted_under_a_stdlib_name.py", "fakes_a_module"),  # 42a: a module's code is a library's by its file
+        ("module_planted_by_a_finder", "fakes_a_module"),
+        ("module_planted_for_the_tests", "fakes_a_module"),  # whoever imports it
+        ("exec_through_the_import_machinery.py", "fakes_a_module"),  # the machinery's helper called by the answer
         ("equals_of_its_own.py", "defines_its_comparisons"),  # 42a: `equals` is a comparison name
         ("build_class_hook.py", "patches_builtins_or_exit"),  # seen as the tests' part starts
         ("build_class_by_an_import_hook.py", "rebinds_the_tests_names"),  # the store written by the answer's code
