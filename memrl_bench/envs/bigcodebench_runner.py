@@ -824,7 +824,6 @@ def _memrl_runner():
         tests_store[name] = value
         dict.__setitem__(tests_globals, name, value)
     builtin_names = frozenset(name for name in vars(builtins) if not name.startswith("__"))
-    program_modules = {}  # id -> the namespace of a module the import machinery ran the program's code in (42a)
 
     def a_library_name(
         name,
@@ -847,15 +846,11 @@ def _memrl_runner():
                 continue
         return False
 
-    def a_library_module(module, _modules=sys.modules, _programs=program_modules, _named=a_library_name, _c=c, _exact=exact):
+    def a_library_module(module, _modules=sys.modules, _named=a_library_name, _c=c, _exact=exact):
         """`module` is the one the import system holds under its name, a library's name (a module the program made and put
-        in the table under a name of its own is not), and its code was a library's (a module planted under a library's
-        name, a file beside program.py or a finder's text, is not: 42a)."""
-        namespace = _c.module_dict(module)
-        name = _exact(namespace.get("__name__"))
-        if _c.type(name) is not _c.str or _modules.get(name) is not module or _c.id(namespace) in _programs:
-            return False
-        return _named(name)
+        in the table under a name of its own is not; one planted under a library's name never runs: note_the_programs_code)."""
+        name = _exact(_c.module_dict(module).get("__name__"))
+        return _c.type(name) is _c.str and _modules.get(name) is module and _named(name)
 
     def give_the_tests(_main_dict=main_dict, _tests=tests_globals, _builtins=builtin_names, _library=a_library_module, _flag=flag, _c=c):
         """The solution's names the tests' code may use (task_func, the code prompt's imports and constants), given to
@@ -1134,7 +1129,6 @@ def _memrl_runner():
         code,
         frame,
         _compiled=program_code,
-        _modules=program_modules,
         _helper=modules["_frozen_importlib"]._call_with_frames_removed.__code__,
         _exact=exact,
         _machinery=import_machinery,
@@ -1149,9 +1143,9 @@ def _memrl_runner():
         started on a library function (threading's, a pool's, _thread's): the program's too (41a: a comparison generated
         there by exec or dataclasses passed for a library's). The import machinery's own exec runs a library's code only
         from a library's file: a module planted under a library's name (a file beside program.py, a finder of the
-        program's), or code the program runs through the machinery's helper itself, is the program's, and so is the module
-        namespace it ran in (42a). Such code run as a library's module is `fakes_a_module` (the pattern returned; None
-        otherwise): the tests would import it in the library's place."""
+        program's), or code the program runs through the machinery's helper itself, is the program's (42a). Such code run
+        as a module of a library's name is `fakes_a_module`, refused (the pattern returned; None otherwise): the tests
+        would import it in the library's place."""
         faked = None
         if frame is not None and _exact(frame.f_code.co_filename) in _machinery:
             if _a_library(code):
@@ -1159,7 +1153,6 @@ def _memrl_runner():
             if frame.f_code is _helper:  # _call_with_frames_removed(exec, code, namespace)
                 args = frame.f_locals.get("args")
                 if _c.type(args) is _c.tuple and _c.len(args) > 1 and _c.type(args[1]) is _c.dict:
-                    _modules[_c.id(args[1])] = args[1]  # kept: its id is never another's
                     name = _exact(_c.dict.get(args[1], "__name__"))
                     faked = "fakes_a_module" if _c.type(name) is _c.str and _library_name(name) else None
             frame = None  # the program's, whoever is below
