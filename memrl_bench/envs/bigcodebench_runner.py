@@ -103,6 +103,7 @@ def _memrl_runner():
     import _signal
     import _stat
     import _thread
+    import ast
     import builtins
     import collections
     import contextlib
@@ -845,6 +846,30 @@ def _memrl_runner():
             except (_c.OSError, _c.ValueError):
                 continue
         return False
+
+    # What the tests import, imported before the program runs (the tests would import it before their first test): a
+    # library whose function the program then replaces, or steers through its keyword defaults, is one check_the_libraries
+    # took as it was. Only libraries' names: nothing of the program's folder runs before the program.
+    try:
+        tests_imports = [
+            name
+            for node in ast.walk(ast.parse(test_text))
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0)
+            for name in (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module, *(f"{node.module}.{alias.name}" for alias in node.names if alias.name != "*")]
+            )
+            if name
+        ]
+    except (SyntaxError, ValueError):  # tests that do not parse fail as the runner compiles them
+        tests_imports = []
+    for name in tests_imports:
+        if a_library_name(name):
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: S112 - `from package import function`, or a library that does not import here
+                continue
 
     def a_library_module(module, _modules=sys.modules, _named=a_library_name, _c=c, _exact=exact):
         """`module` is the one the import system holds under its name, a library's name (a module the program made and put
@@ -2135,18 +2160,99 @@ def _memrl_runner():
                 if _c.type(name) is not _c.str or _modules.get(name) is not value:
                     _flag("fakes_a_module")
 
-    def check_the_libraries(_modules=modules, _main=main, _flag=flag, _c=c, _from_the_solution=from_the_solution, _function_of=function_of):
-        """No module but the program's holds a function of the solution: it would have replaced a library's (an assert helper)."""
+    def the_programs_callable(
+        value, _c=c, _held_by=held_by, _own=own, _solution=from_the_solution, _compiled=program_code, _partial=functools.partial
+    ):
+        """`value` calls code of the solution's or code the program compiled: a function, or one held by a descriptor, a
+        partial, a bound method, or an object whose class calls it (a plain function alone was looked for: the same code in a
+        partial, a bound method or a callable object stood in `os.path.exists` and passed, 43a)."""
+        function = _held_by(value)
+        for _ in _c.range(10):  # by identity: a dict's lookup would hash a class with its metaclass's code
+            if _c.type(function) is _partial:
+                function = function.func
+            elif _c.type(function) is _c.MethodType:
+                function = function.__func__
+            else:
+                break
+        functions = [function]
+        if _c.type(function) is not _c.FunctionType and not _c.issubclass(_c.type(function), _c.type):
+            functions = [_own(base, "__call__") for base in _c.mro_of(_c.type(function))]
+        return _c.any(
+            _c.type(each) is _c.FunctionType and (_solution(each.__code__) or _c.id(each.__code__) in _compiled) for each in functions
+        )
+
+    library_state = []  # (the callables each library module holds by name, the keyword defaults of their functions)
+
+    def take_the_libraries(_modules=modules, _main=main, _state=library_state, _function_of=function_of, _ids=runner_code_ids, _c=c):
+        """What the libraries' modules hold as the program starts: every callable a module holds by name, and the keyword
+        defaults dict of every function a module or one of its classes holds, with its items (module attributes and a
+        defaults dict are written with no audit event: `os.path.exists` replaced by a callable object passed, and so did
+        `json.loads.__kwdefaults__.update(...)`, 43a)."""
+        held, defaults, seen = [], [], {}
+        for module in _c.list(_modules.values()):
+            if module is _main or not _c.issubclass(_c.type(module), _c.ModuleType):
+                continue
+            namespace = _c.module_dict(module)
+            callables = {key: value for key, value in _c.list(namespace.items()) if _c.type(key) is _c.str and _c.callable(value)}
+            held.append((namespace, callables))
+            for value in callables.values():
+                for each in [value, *_c.class_dict(value).values()] if _c.issubclass(_c.type(value), _c.type) else [value]:
+                    function = _function_of(each)
+                    if (
+                        _c.type(function) is _c.FunctionType
+                        and _c.id(function) not in seen
+                        and _c.id(function.__code__) not in _ids  # the runner's (the hook refuses their defaults to all)
+                    ):
+                        seen[_c.id(function)] = function
+                        kwdefaults = function.__kwdefaults__
+                        if kwdefaults is not None:
+                            defaults.append((function, kwdefaults, _c.tuple(kwdefaults.items())))
+        _state[:] = [held, defaults]
+
+    def check_the_libraries(
+        _modules=modules,
+        _main=main,
+        _state=library_state,
+        _mock=unittest.mock.NonCallableMock,
+        _flag=flag,
+        _c=c,
+        _programs=the_programs_callable,
+        _missing=object(),
+    ):
+        """A library module loaded before the program holds the callables it held then (a mock excepted: the tests' to set),
+        under plain str names (a str subclass's key equal to a library name shadows it), and its functions' keyword defaults
+        are the ones they had; no module but the program's holds a callable of the program's (it would have replaced a
+        library's, an assert helper)."""
+        held, defaults = _state or ([], [])
+        for namespace, callables in held:
+            now = {}
+            for key, value in _c.list(namespace.items()):
+                if _c.type(key) is not _c.str:
+                    _flag("patches_a_library")
+                    return
+                now[key] = value
+            for key, value in callables.items():
+                current = now.get(key, _missing)
+                if current is not value and not _c.issubclass(_c.type(current), _mock):
+                    _flag("patches_a_library")
+                    return
+        for function, kwdefaults, items in defaults:
+            now = function.__kwdefaults__
+            if now is not kwdefaults or _c.len(now) != _c.len(items):
+                _flag("patches_a_library")
+                return
+            for (key, value), (was_key, was) in _c.zip(_c.list(now.items()), items):
+                if key is not was_key or value is not was:
+                    _flag("patches_a_library")
+                    return
         for module in _c.list(_modules.values()):
             if module is _main or not _c.issubclass(_c.type(module), _c.ModuleType):
                 continue
             for value in _c.list(_c.module_dict(module).values()):
                 values = [value, *_c.class_dict(value).values()] if _c.issubclass(_c.type(value), _c.type) else [value]
-                for each in values:
-                    function = _function_of(each)
-                    if _c.type(function) is _c.FunctionType and _from_the_solution(function.__code__):
-                        _flag("patches_a_library")
-                        return
+                if _c.any(_programs(each) for each in values):
+                    _flag("patches_a_library")
+                    return
 
     def flags_writer(ctypes):
         """A pointer to one class's tp_flags and the word that says which class: made now, written later with no audit event."""
@@ -2235,6 +2341,7 @@ def _memrl_runner():
         _pin=pin_the_tests,
         _load=unittest.TestLoader().loadTestsFromTestCase,  # not defaultTestLoader, an instance the program reaches (its suiteClass set)
         _text_runner=unittest.runner.TextTestRunner,
+        _take_the_libraries=take_the_libraries,
         _stdout=sys.stdout,
         _recorder=Recorder,
         _refused=refused_patch,
@@ -2247,6 +2354,7 @@ def _memrl_runner():
         failure, cases = None, None
         loaded_before = _c.tuple(_modules.items())
         _classes()  # the classes there are before the program: not looked at
+        _take_the_libraries()
         try:
             # compiled from its text (UTF-8): a coding declaration is not heeded (raw_unicode_escape made `\u000a` line ends,
             # moving the solution's code past the first line of the tests': twentieth round)

@@ -458,12 +458,14 @@ VARIANTS["module_planted_for_the_tests"] = PLANTED.replace("import tabnanny  # n
 )
 EQUALITIES += ("module_planted_under_a_stdlib_name.py", "module_planted_by_a_finder", "exec_through_the_import_machinery.py")
 CALLS_FIRST |= dict.fromkeys(EQUALITIES, TEST_ADD)
-CALLS_FIRST["module_planted_for_the_tests"] = "import tabnanny\n" + TEST_ADD
+# (by __import__: what the tests' import statements name is imported before the program runs, 43a)
+CALLS_FIRST["module_planted_for_the_tests"] = 'tabnanny = __import__("tabnanny")\n' + TEST_ADD
 CALLS_FIRST |= dict.fromkeys(("equality_set_later.py", "equality_by_a_callable.py"), CALLS_FIRST["builtins_shadowed.py"])
 # the answer's code run as the tests' class is made (31a): tests that import a module nothing loaded before
 CALLS_FIRST["build_class_hook.py"] = TEST_ADD
-CALLS_FIRST["build_class_by_an_import_hook.py"] = "import colorsys\n" + TEST_ADD
-CALLS_FIRST["builtins_of_the_tests.py"] = "import colorsys\n" + CALLS_FIRST["builtins_shadowed.py"]
+# (by __import__: the modules the tests' import statements name are loaded before the program runs)
+CALLS_FIRST["build_class_by_an_import_hook.py"] = 'colorsys = __import__("colorsys")\n' + TEST_ADD
+CALLS_FIRST["builtins_of_the_tests.py"] = 'colorsys = __import__("colorsys")\n' + CALLS_FIRST["builtins_shadowed.py"]
 CALLS_FIRST["patch_exit_stack.py"] = CALLS_FIRST["patchings_swallow.py"]
 CALLS_FIRST["tests_read_from_its_file.py"] = TEST_ADD
 CALLS_FIRST["fraction_from_float.py"] = TEST_ADD.replace(", 5)", ", 5.0)").replace(", -5)", ", -5.0)")  # a float compared
@@ -478,6 +480,22 @@ class TestCases(unittest.TestCase):
 RIGHT["dataframe_equals.py"] = "import pandas as pd\ndef task_func(a, b):\n    return pd.DataFrame({'a': [a + b]})\n"
 # 40a's: a Cython function renamed as a comparison; a library's callable (no code of anyone's) under a value base's name
 CALLS_FIRST["library_callable_under_a_value_name.py"] = CALLS_FIRST["dataframe_equals.py"]
+# 43a's: a callable of the answer's left in a library module the tests call (a plain function alone was looked for), one
+# of no code of the answer's, one behind a key shadowing the library's name; a library function's keyword defaults updated
+WRAPPED = (FORGERIES / "library_function_wrapped.py").read_text()
+for route in ("method", "partial", "library", "shadowing key"):
+    VARIANTS[f"library_function_wrapped_by_{route}"] = WRAPPED.replace('_ROUTE = "object"', f"_ROUTE = {route!r}")
+ISCLOSE = TEST_ADD.replace("assertEqual(task_func(2, 3), 5)", "assertTrue(math.isclose(task_func(2, 3), 5))").replace(
+    "assertEqual(task_func(-2, -3), -5)", "assertTrue(math.isclose(task_func(-2, -3), -5))"
+)
+CALLS_FIRST |= dict.fromkeys(
+    ["library_function_wrapped.py", *(name for name in VARIANTS if name.startswith("library_function_wrapped_by_"))],
+    "import math\n" + ISCLOSE,
+)
+CALLS_FIRST["keyword_defaults_written_in_place.py"] = "import json\n" + TEST_ADD.replace(
+    "assertEqual(task_func(2, 3), 5)", 'assertEqual(json.loads(task_func(2, 3)), {"sum": 5})'
+).replace("assertEqual(task_func(-2, -3), -5)", 'assertEqual(json.loads(task_func(-2, -3)), {"sum": -5})')
+RIGHT["keyword_defaults_written_in_place.py"] = "import json\ndef task_func(a, b):\n    return json.dumps({'sum': a + b})\n"
 RIGHT["library_callable_under_a_value_name.py"] = RIGHT["dataframe_equals.py"]
 CALLS_FIRST["equals_of_its_own.py"] = CALLS_FIRST["dataframe_equals.py"]  # 42a: a plain class's `equals`
 RIGHT["equals_of_its_own.py"] = RIGHT["dataframe_equals.py"]
@@ -553,6 +571,12 @@ BOTH_SLOW = [pytest.param("sandbox", marks=[needs_sandbox, pytest.mark.slow]), "
         ("module_planted_for_the_tests", "fakes_a_module"),  # whoever imports it
         ("exec_through_the_import_machinery.py", "fakes_a_module"),  # the machinery's helper called by the answer
         ("equals_of_its_own.py", "defines_its_comparisons"),  # 42a: `equals` is a comparison name
+        ("library_function_wrapped.py", "patches_a_library"),  # 43a: the answer's callable object in a library module
+        ("library_function_wrapped_by_method", "patches_a_library"),
+        ("library_function_wrapped_by_partial", "patches_a_library"),
+        ("library_function_wrapped_by_library", "patches_a_library"),  # no code of the answer's: the module held another
+        ("library_function_wrapped_by_shadowing key", "patches_a_library"),
+        ("keyword_defaults_written_in_place.py", "patches_a_library"),  # 43a: a library function's defaults dict updated
         ("build_class_hook.py", "patches_builtins_or_exit"),  # seen as the tests' part starts
         ("build_class_by_an_import_hook.py", "rebinds_the_tests_names"),  # the store written by the answer's code
         ("builtins_of_the_tests.py", "rebinds_the_tests_names"),  # the tests' functions hold other builtins
