@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -658,6 +659,46 @@ print(CodeRunner(Limits(timeout_s=30), isolation={isolation!r}).run({PEEK!r}.rep
     out = subprocess.run(command, capture_output=True, text=True, cwd="/", timeout=120, env={**os.environ, "OPENAI_API_KEY": canary})
     assert out.returncode == 0, out.stderr
     assert "ran as" in out.stdout and "found []" in out.stdout, out.stdout
+
+
+@pytest.fixture
+def a_fresh_venv():
+    """A venv's python and its site-packages, which a test may write (this interpreter's are not the test's to touch)."""
+    folder = Path(tempfile.mkdtemp(prefix="memrl-venv-test-"))
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / "venv")], check=True, timeout=120)
+    python = str(folder / "venv" / "bin" / "python")
+    packages = subprocess.run([python, "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True, text=True)
+    yield python, Path(packages.stdout.strip())
+    shutil.rmtree(folder)
+
+
+def output_under_a_harness_of(python: str, isolation: str, program: str, launcher: str | None = None) -> str:
+    """The output of `program` run by a CodeRunner of a harness on `python` (this interpreter's packages on its path)."""
+    harness = f"""
+import sys
+sys.path[:0] = {[str(REPO), *(p for p in sys.path if p.endswith("-packages"))]!r}
+from memrl_bench.envs.sandbox import CodeRunner, Limits
+output = CodeRunner(Limits(timeout_s=30), isolation={isolation!r}).run({program!r}, launcher={launcher!r}).output
+print("<<" + output + ">>")
+"""
+    out = subprocess.run([python, "-c", harness], capture_output=True, text=True, cwd="/", timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.partition("<<")[2].rpartition(">>")[0]
+
+
+@pytest.mark.parametrize("isolation", [pytest.param("sandbox", marks=needs_sandbox), "process"])
+def test_no_start_up_file_of_the_interpreter_runs_before_a_launcher(a_fresh_venv, isolation):
+    """43a: a process-mode program wrote a .pth into the interpreter's site-packages (by a child python, which the
+    runner's hook does not watch); every later runner, in both isolations, ran it before its own first line and signed
+    every wrong answer as passed. A launcher starts with -S now and is handed the packages' folders."""
+    python, packages = a_fresh_venv
+    (packages / "planted.pth").write_text("import os; os.write(1, b'PTH RAN\\n')\n")
+    (packages / "sitecustomize.py").write_text("import os; os.write(1, b'SITECUSTOMIZE RAN\\n')\n")
+    assert b"PTH RAN" in subprocess.run([python, "-c", ""], capture_output=True).stdout  # what a plain start runs
+    launcher = "import sys; print('launcher', sys.flags.no_site, [p for p in sys.path if p.endswith('-packages')]); exit()"
+    output = output_under_a_harness_of(python, isolation, "x = 1", launcher)
+    assert "PTH RAN" not in output and "SITECUSTOMIZE RAN" not in output, output
+    assert f"launcher 1 [{str(packages)!r}]" in output and "Error" not in output, output  # its packages; site's exit()
 
 
 def test_hidden_root_is_refused_by_the_sandbox():

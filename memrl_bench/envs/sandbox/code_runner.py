@@ -7,6 +7,7 @@ import ctypes
 import math
 import os
 import shlex
+import site
 import socket
 import subprocess
 import sys
@@ -25,6 +26,13 @@ from memrl_bench.envs.sandbox.settings import (
     find_tools,
     normal_hidden_paths,
 )
+
+
+def _site_folders() -> tuple[str, ...]:
+    """The site-packages folders `site` put on this interpreter's path, in their order (not the user's: a program's HOME
+    is its own folder, so it never had them)."""
+    folders = set(site.getsitepackages())
+    return tuple(p for p in sys.path if p in folders)
 
 
 def _python_binds(hidden_paths: tuple[str, ...]) -> tuple[str, ...]:
@@ -58,6 +66,13 @@ class CodeRunner:
         self.python = os.path.abspath(sys.executable)
         path = f"{os.path.dirname(self.python)}:{PATH}"
         self.env = {"PATH": path, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"}
+        # A launcher starts with -S and is handed the packages' folders: no .pth, sitecustomize or usercustomize file in
+        # them runs before it (a program in process mode wrote a .pth into site-packages, and every later runner, in
+        # both isolations, ran it before its first line and signed what it was told: 43a). exit() and quit() as site makes them.
+        self.launcher_prelude = (
+            f"import sys; sys.path += [p for p in {list(_site_folders())!r} if p not in sys.path]; "
+            "import site; site.setquit(); site.setcopyright(); site.sethelper()\n"
+        )
 
     def run(self, source: str, launcher: str | None = None, secret: str = "") -> CommandResult:
         """Run `source` as program.py in a folder of its own.
@@ -79,7 +94,12 @@ class CodeRunner:
             try:
                 ours.shutdown(socket.SHUT_WR)
                 theirs.shutdown(socket.SHUT_RD)
-                result = self._run(source, [self.python, "-c", launcher], f"{theirs.fileno()} {secret}\n".encode(), (theirs.fileno(),))
+                result = self._run(
+                    source,
+                    [self.python, "-S", "-c", self.launcher_prelude + launcher],
+                    f"{theirs.fileno()} {secret}\n".encode(),
+                    (theirs.fileno(),),
+                )
             finally:
                 theirs.close()
             ours.setblocking(False)  # what was written is there; a process the run left behind may still hold the socket
