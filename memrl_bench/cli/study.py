@@ -131,7 +131,7 @@ def run_study(
     `in_order`: each preset's jobs finish before the next preset's start (a later preset reads an earlier one's runs: transfer)."""
     from tqdm import tqdm
 
-    from memrl_bench.core.runfolder import write_text_atomic
+    from memrl_bench.core.runfolder import write_texts_atomic
     from memrl_bench.findings import findings, load_runs, render_html, render_markdown
     from memrl_bench.report import sensitivity
 
@@ -153,8 +153,8 @@ def run_study(
     runs = load_runs(study_dir)
     grid = sensitivity.phase_diagrams(runs)
     found = findings(study_dir, runs=sensitivity.at_centre(runs, grid) if grid else runs)
-    write_text_atomic(study_dir / "findings.md", render_markdown(found, study_dir) + (sensitivity.render_markdown(grid) if grid else ""))
-    write_text_atomic(study_dir / "findings.html", render_html(found, study_dir) + (sensitivity.render_html(grid) if grid else ""))
+    markdown = render_markdown(found, study_dir) + (sensitivity.render_markdown(grid) if grid else "")
+    html = render_html(found, study_dir) + (sensitivity.render_html(grid) if grid else "")
     timing = {
         "presets": presets,
         "grids": grids or [],
@@ -165,5 +165,12 @@ def run_study(
         "cpus": os.cpu_count(),
         "load_average_at_end": os.getloadavg()[0],
     }
-    write_text_atomic(study_dir / "timing.json", json.dumps(timing, indent=1))
+    # the three together: a study killed between two writes left new findings.md beside the old findings.html (43b)
+    write_texts_atomic(
+        {
+            study_dir / "findings.md": markdown,
+            study_dir / "findings.html": html,
+            study_dir / "timing.json": json.dumps(timing, indent=1),
+        }
+    )
     return timing

@@ -77,6 +77,10 @@ class CorruptRunFolderError(InputError, RuntimeError):
     """A run folder's files are damaged in a way no crash of the harness produces."""
 
 
+class EpisodeTooLargeError(InputError, RuntimeError):
+    """An episode whose log line would pass MAX_LINE_BYTES: refused before it is written, so the log stays readable."""
+
+
 class FileTooLargeError(CorruptRunFolderError):
     """A file, or a line of one, past the size its kind of file is read up to (MAX_SMALL_FILE_BYTES, MAX_LINE_BYTES...)."""
 
@@ -189,6 +193,18 @@ def write_text_atomic(path: Path, text: str) -> None:
     """Write a file so that a crash leaves either the old file or the new one."""
     with replacing(path, "w", path.with_name(path.name + ".tmp")) as f:  # one writer per run folder (its lock): one name
         f.write(text)
+
+
+def write_texts_atomic(files: dict[Path, str]) -> None:
+    """Write files that belong together (a study's findings.md, findings.html and timing.json): every one written and
+    fsync'd under a temporary name before the first is renamed, so a kill leaves the old set or the new one (but for the
+    microseconds between two renames), never new findings beside old ones."""
+    with contextlib.ExitStack() as renamed_when_all_are_written:  # each `replacing` renames as the stack unwinds
+        for path, text in files.items():
+            f = renamed_when_all_are_written.enter_context(replacing(path, "w", path.with_name(path.name + ".tmp")))
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())  # here, not as the stack unwinds between renames
 
 
 @contextlib.contextmanager
@@ -514,8 +530,17 @@ class RunFolder:
         return digest.hexdigest()
 
     def append_episodes(self, records: list[dict]) -> None:
-        """Append one batch's records in a single write, then fsync."""
-        text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in records)
+        """Append one batch's records in a single write, then fsync; a line past what the log's readers take (a model's
+        long outputs over many steps: 43b made one of 1 GB, which the run then refused to resume) is refused first."""
+        lines = [json.dumps(r, sort_keys=True) + "\n" for r in records]  # ASCII: a character is a byte
+        for record, line in zip(records, lines, strict=True):
+            if len(line) > MAX_LINE_BYTES:
+                raise EpisodeTooLargeError(
+                    f"{self.episodes_path}: episode {record.get('episode_id')}'s line would be {len(line):,} bytes, past the "
+                    f"{MAX_LINE_BYTES:,} a reader of the log takes (the model's outputs and the observations of its steps are "
+                    "that long); nothing of its batch was written: lower actor.max_steps, llm.max_tokens or env.max_output_chars"
+                )
+        text = "".join(lines)
         with naming(self.episodes_path), open(self.episodes_path, "a") as f:
             f.write(text)
             f.flush()

@@ -311,3 +311,34 @@ def test_ctrl_c_ends_with_one_line_and_exit_130_and_the_run_resumes(tmp_path):
     assert not (tmp_path / "run" / "COMPLETE").exists()
     assert command(f"hydra.run.dir={tmp_path / 'run'}", *args).returncode == 0
     assert stripped(tmp_path / "run") == stripped(reference)
+
+
+def test_a_studys_findings_are_replaced_together_or_not_at_all(tmp_path: Path):
+    """43b: a study killed between its findings.md and findings.html writes left new findings beside old ones, each file
+    whole (5 of 5 kills timed on the first rename). All three are written before the first rename now: a failure while
+    writing the last (here, text it cannot encode) leaves the old set, and no temporary file."""
+    from memrl_bench.core.runfolder import write_texts_atomic
+
+    names = ("findings.md", "findings.html", "timing.json")
+    for name in names:
+        (tmp_path / name).write_text(f"old {name}")
+    with pytest.raises(UnicodeEncodeError):
+        write_texts_atomic({tmp_path / name: f"new {name}" + ("\ud800" if name == "timing.json" else "") for name in names})
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)
+    assert all((tmp_path / name).read_text() == f"old {name}" for name in names)
+    write_texts_atomic({tmp_path / name: f"new {name}" for name in names})
+    assert all((tmp_path / name).read_text() == f"new {name}" for name in names)
+
+
+def test_an_episode_whose_log_line_readers_would_refuse_is_refused_before_it_is_written(tmp_path: Path, monkeypatch):
+    """43b: a 1 GB line was written (500 MB outputs kept whole), and the run refused its own log on the next read: a run that
+    could never finish. The writer refuses such a line first, with one line naming the settings; the log stays as it was."""
+    from memrl_bench.core import runfolder
+
+    folder = RunFolder(tmp_path)
+    folder.append_episodes([{"episode_id": "a", "turns": []}])
+    before = folder.episodes_path.read_bytes()
+    monkeypatch.setattr(runfolder, "MAX_LINE_BYTES", 1 << 16)
+    with pytest.raises(runfolder.EpisodeTooLargeError, match="episode b's line would be .* lower actor.max_steps"):
+        folder.append_episodes([{"episode_id": "c", "turns": []}, {"episode_id": "b", "turns": [{"observation": "x" * (1 << 16)}]}])
+    assert folder.episodes_path.read_bytes() == before
