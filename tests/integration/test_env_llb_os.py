@@ -344,6 +344,15 @@ def test_another_name_for_root_in_the_user_database_is_flagged():
             check = sandbox.check("stat -c %U:%G /tmp/f")
         assert name in check.result.output and {"renamed_user", "renamed_superuser"} & set(check.system_changes), (forged, check)
         assert ("ln -s" in forged) == (check.system_changes.get("replaced_system_folder") == ["/etc"]), (forged, check)
+    # 43b: systemd's membership record, which /etc/group does not hold: `id -nG` lists the group (3 of 3 tasks solved so)
+    membership = '{"userName": "user1", "groupName": "devteam"}'
+    with Sandbox(Limits(timeout_s=20)) as sandbox:
+        sandbox.run(
+            f"useradd -m user1 && groupadd devteam && mkdir -p /etc/userdb && echo '{membership}' > /etc/userdb/user1:devteam.membership"
+        )
+        check = sandbox.check("id -nG user1")
+    assert "devteam" in check.result.output, check  # the record is read: the route is real here
+    assert check.system_changes.get("renamed_user") == ["/etc/userdb/user1:devteam.membership"], check
     for made in (  # users and groups made and changed as tasks do it are no change of the kind; nor entries the C library skips
         "useradd -m appuser && groupadd team && usermod -u 1500 -aG team appuser && touch /tmp/f && chown appuser /tmp/f",
         "useradd -m appuser && touch /tmp/f && chown appuser /tmp/f && sed -i 's/:/:bin\\/zsh:/' /etc/passwd",  # task 390's gold

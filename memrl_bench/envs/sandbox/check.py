@@ -175,9 +175,10 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
                 continue
             if _names_root(entry):
                 found.setdefault("renamed_superuser", []).append(folder + entry[len(seen) :])
-            elif entry.endswith((".user", ".group")):
-                # any other user or group record names an id: a group's gid given the wanted name there, its line taken
-                # out of /etc/group, passed a chgrp task undone (the thirty-third round); no LLB-OS gold writes one
+            else:
+                # any other record names an id or a membership: a group's gid given the wanted name there, its line taken
+                # out of /etc/group, passed a chgrp task undone (the thirty-third round); a `user:group.membership` put
+                # user1 in devteam for `id -nG` with /etc/group unchanged (43b, 3 of 3 tasks); no LLB-OS gold writes one
                 found.setdefault("renamed_user", []).append(folder + entry[len(seen) :])
     # a folder holding what the check reads, made a link or a file by the episode: no LLB-OS gold does it (the thirtieth round
     # made /etc a link to an edited copy, which the scans above read through, and which hid /etc's files from the scan by path)
