@@ -63,6 +63,7 @@ class Salvage:
     torn_tail: bool = False  # the last member is cut short (a crash while it was written)
     torn_records: list[dict[str, Any]] = field(default_factory=list)  # the whole lines that decode from that cut member
     estimated_bytes: int = 0  # what the records read so far take in memory, at most (`_estimated_bytes`)
+    text_bytes: int = 0  # the lines read so far, inflated
 
     @property
     def damaged(self) -> bool:
@@ -164,14 +165,33 @@ class TranscriptLog:
     def __init__(self, run_dir: Path, enabled: bool = True):
         self.path = Path(run_dir) / TRANSCRIPTS
         self.enabled = enabled  # the config's `transcripts`; when false nothing is appended
+        # what the file holds, as its readers count it (keep_only sets them on a resume): appends stop short of their bounds
+        self.text_bytes = self.estimated_bytes = 0
+        self.full = False
 
     def append(self, records: list[dict[str, Any]]) -> None:
         """One batch as one gzip member, in one write, then fsync; records without any LLM call
-        or memory operation (an env that plays its own actor, a method that learned nothing) are left out."""
+        or memory operation (an env that plays its own actor, a method that learned nothing) are left out. A batch that
+        would take the file past what its readers take (MAX_TRANSCRIPT_TEXT_BYTES inflated, MAX_TRANSCRIPT_RECORDS_BYTES
+        parsed) is not written, nor any after it, with one warning: a model's long outputs made a file the run's resume
+        then refused, so the run could never finish (43b: 11 episodes of 65,000 emoji a completion)."""
         records = [r for r in records if r["acting"] or r["memory_calls"] or r.get("memory_ops")]
-        if not records or not self.enabled:
+        if not records or not self.enabled or self.full:
             return
-        member = gzip.compress("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode(), mtime=0)
+        lines = [json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in records]
+        text_bytes = self.text_bytes + sum(len(line) for line in lines)
+        estimated_bytes = self.estimated_bytes + sum(_estimated_bytes(line[:-1]) for line in lines)
+        if text_bytes > MAX_TRANSCRIPT_TEXT_BYTES or estimated_bytes > MAX_TRANSCRIPT_RECORDS_BYTES:
+            self.full = True
+            print(
+                f"memrl-bench: warning: {self.path}: no more records from episode {records[0]['episode_id']} on: the file would "
+                f"pass what its readers take ({MAX_TRANSCRIPT_TEXT_BYTES:,} bytes of text, {MAX_TRANSCRIPT_RECORDS_BYTES:,} in "
+                "memory); the episode log holds every episode",
+                file=sys.stderr,
+            )
+            return
+        self.text_bytes, self.estimated_bytes = text_bytes, estimated_bytes
+        member = gzip.compress(b"".join(lines), mtime=0)
         with open(self.path, "ab") as f:
             f.write(member)
             f.flush()
@@ -205,6 +225,7 @@ class TranscriptLog:
             return
         wanted = {r["episode_id"] for r in logged}
         salvage = self.salvage()
+        self.text_bytes, self.estimated_bytes = salvage.text_bytes, salvage.estimated_bytes  # at most what is kept
         kept = [r for r in salvage.records if r["episode_id"] in wanted]
         if len(kept) == len(salvage.records) and not salvage.damaged and not salvage.torn_tail:
             return
@@ -278,6 +299,7 @@ class TranscriptLog:
     def _add_lines(self, text: bytes, out: Salvage) -> None:
         for line in text.splitlines():
             out.estimated_bytes += _estimated_bytes(line)
+            out.text_bytes += len(line) + 1
             if out.estimated_bytes > MAX_TRANSCRIPT_RECORDS_BYTES:
                 raise FileTooLargeError(
                     f"{self.path}: its records would take more than {MAX_TRANSCRIPT_RECORDS_BYTES:,} bytes of memory (lines of "

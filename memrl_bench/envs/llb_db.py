@@ -63,7 +63,7 @@ from memrl_bench.core.config import MAX_SECONDS, fits_64_bits
 from memrl_bench.core.schema import Task
 from memrl_bench.envs.base import DataMissingError, DataRecord, Env, data_dir, hash_fraction, read_data_file
 from memrl_bench.envs.gold import GoldFilter
-from memrl_bench.envs.settings import GoldCheckedSettings
+from memrl_bench.envs.settings import MAX_OUTPUT_CHARS, GoldCheckedSettings
 from memrl_bench.envs.sqlite_worker import Row, SQLError, SQLWorker, WorkerLimit, open_database, read_table, run_sql
 from memrl_bench.protocols.drift import DriftSettings
 
@@ -247,7 +247,7 @@ class LLBDBRecord(DataRecord):
 class LLBDBSettings(GoldCheckedSettings):
     statement_timeout_s: float = Field(5, gt=0, le=MAX_SECONDS, description="A statement is interrupted after this long.")
     max_shown_rows: int = Field(20, ge=1, description="Result rows shown per statement.")
-    max_output_chars: int = Field(4000, ge=1, description="Cut-off of one observation.")
+    max_output_chars: int = Field(4000, ge=1, le=MAX_OUTPUT_CHARS, description="Cut-off of one observation (at most 64 Ki characters).")
     max_answer_rows: int = Field(10_000, ge=1, le=10_000_000, description="Rows kept from the last query for a COMMIT answer.")
     preview_rows: int = Field(5, ge=0, description="Table rows shown in the first observation.")
     worker_memory_mb: int = Field(

@@ -13,6 +13,11 @@ from pydantic import Field, field_validator
 
 from memrl_bench.core.config import MAX_THREADS, Settings
 
+MAX_OUTPUT_CHARS = 65_536
+"""The most an observation keeps of a command's or a statement's output (as much as a completion keeps at least): an
+episode's log line then stays far below what a reader of the log takes (1,000,000,000,000 set, 500 MB outputs were kept
+whole, and the run refused its own log: 43b)."""
+
 
 class EnvSettings(Settings):
     """Keys every environment has: its name, world seed and the roles of its splits."""
@@ -47,7 +52,9 @@ class SandboxLimits(GoldCheckedSettings):
     """Limits of the sandbox (memrl_bench/envs/sandbox/); below these minimums it cannot run a shell and its tools."""
 
     gold_workers: int = Field(2, ge=1, le=MAX_THREADS, description="Parallel sandboxes when checking gold answers.")
-    max_output_chars: int = Field(4000, ge=1, description="Output kept per command or program.")
+    max_output_chars: int = Field(
+        4000, ge=1, le=MAX_OUTPUT_CHARS, description="Output kept per command or program (at most 64 Ki characters)."
+    )
     memory_mb: int = Field(1024, ge=64, description="Memory cap (at least 64 MiB: a shell, the check's tools and Python).")
     max_processes: int = Field(
         256, ge=8, description="Live process cap (at least 8: the container's own processes and a command's pipeline)."

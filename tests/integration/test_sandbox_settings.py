@@ -71,6 +71,10 @@ def test_relative_or_missing_workdir_is_refused(tmp_path, workdir, message):
         # time limits past a day: every episode ended in an OverflowError and the run completed at 0 (second independent round)
         ("llb_os", "env.command_timeout_s=1e10", "env.command_timeout_s: Input should be less than or equal to 86400 (got 10000000000.0)"),
         ("bigcodebench", "env.timeout_s=1e10", "env.timeout_s: Input should be less than or equal to 86400 (got 10000000000.0)"),
+        # an output cap of 10^12 kept 500 MB outputs whole, and the run refused its own log (43b)
+        ("llb_os", "env.max_output_chars=1000000000000", "env.max_output_chars: Input should be less than or equal to 65536"),
+        ("llb_db", "env.max_output_chars=1000000000000", "env.max_output_chars: Input should be less than or equal to 65536"),
+        ("bigcodebench", "env.max_output_chars=65537", "env.max_output_chars: Input should be less than or equal to 65536"),
     ],
 )
 def test_absurd_sandbox_limits_are_refused(tmp_path, env, setting, message):

@@ -288,6 +288,27 @@ def test_a_transcripts_gzip_bomb_is_refused_once_it_inflates_past_the_cap(tmp_pa
         log.keep_only([record("a")])
 
 
+def test_appends_stop_short_of_what_the_readers_take_so_a_resume_reads_the_file(tmp_path, monkeypatch, capsys):
+    """43b: a model's long outputs (65,000 emoji a completion, 30 steps) wrote records that 11 episodes later passed what a
+    reader takes; the resume refused the run's own file, so the run could never finish. The writer counts as the readers
+    do and stops before their bounds, with one warning; after a resume it goes on counting from what the file holds."""
+    monkeypatch.setattr(transcripts, "MAX_TRANSCRIPT_TEXT_BYTES", 1 << 20)
+    log = TranscriptLog(tmp_path)
+    long = [record(f"e{i}") for i in range(12)]
+    for each in long:
+        each["acting"][0]["completion"] = "\U0001f600" * 25_000  # 100 kB of UTF-8 a record
+    for i in range(0, 12, 2):
+        log.append(long[i : i + 2])
+    warning = capsys.readouterr().err.strip()
+    assert warning.count("\n") == 0 and "no more records from episode e10 on" in warning, warning
+    assert [r["episode_id"] for r in log.read()] == [f"e{i}" for i in range(10)]
+    resumed = TranscriptLog(tmp_path)
+    resumed.keep_only(long[:10])  # what a resume does first: the file reads, and the count goes on from it
+    resumed.append(long[10:])
+    assert "no more records from episode e10 on" in capsys.readouterr().err
+    assert len(resumed.read()) == 10 and resumed.salvage().text_bytes <= 1 << 20
+
+
 def test_records_longer_than_an_inflated_chunk_read_whole(tmp_path):
     log = TranscriptLog(tmp_path)
     long = record("a")
