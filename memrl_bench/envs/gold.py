@@ -107,22 +107,32 @@ class GoldFilter:
         on_disk = _read_cache(self.path, warn=False)
         on_disk.update(self.results)  # another process may have checked other tasks meanwhile
         temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(on_disk, indent=0, sort_keys=True))
+        temporary.write_text(json.dumps({"results": on_disk, "sha256": _digest(on_disk)}, indent=0, sort_keys=True))
         temporary.replace(self.path)
         self.results = on_disk
 
 
+def _digest(results: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(results, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
 def _read_cache(path: Path, warn: bool) -> dict[str, str]:
-    """The gold results kept in `path` ({} if none); a damaged file counts as none (its tasks are
-    checked again and the file rewritten), with a warning if `warn`, and so does one that is not a
-    regular file (a FIFO would block the read, /dev/zero never end it) or is larger than a cache gets."""
+    """The gold results kept in `path` ({} if none), with the sha256 they were written with; a damaged file counts as none
+    (its tasks are checked again and the file rewritten), with a warning if `warn`, and so does one whose results do not
+    match their digest (an entry edited or a digit flipped changed the task set without a word: 43b), one written before
+    the digest, one that is not a regular file (a FIFO would block the read, /dev/zero never end it) or is larger than a
+    cache gets."""
     if not path.exists():
         return {}
     try:
-        results = parse_json(read_regular(path, MAX_SMALL_FILE_BYTES))
-        if isinstance(results, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in results.items()):
+        cache = parse_json(read_regular(path, MAX_SMALL_FILE_BYTES))
+        results = cache.get("results") if isinstance(cache, dict) else None
+        if not (isinstance(results, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in results.items())):
+            problem = "not an object of results (task id -> reason) and their sha256"
+        elif cache.get("sha256") != _digest(results):
+            problem = "its results do not match their sha256: edited, or damaged"
+        else:
             return results
-        problem = "not an object of task id -> reason"
     except (OSError, UnreadableJSONError, CorruptRunFolderError) as err:
         problem = str(err)
     if warn:

@@ -429,8 +429,10 @@ def test_the_shipped_data_files_pass_their_checks():
         b'{"llb_os/1": 3}',
         b'{"llb_os/1": ' + b"1" * 5000 + b"}",
         b"[" * 100_000 + b"]" * 100_000,
+        b'{"llb_os/0": "", "llb_os/1": "", "llb_os/2": ""}',  # before the digest
+        "EDITED",  # 43b: a reason edited, the file still JSON: the task set changed without a word
     ],
-    ids=["truncated", "not_utf8", "a_list", "not_reasons", "number_of_5000_digits", "nested_100000_deep"],
+    ids=["truncated", "not_utf8", "a_list", "not_reasons", "number_of_5000_digits", "nested_100000_deep", "no_digest", "edited"],
 )
 def test_a_damaged_gold_cache_is_a_warning_and_the_gold_is_checked_again(tmp_path, monkeypatch, capsys, content):
     monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
@@ -443,13 +445,13 @@ def test_a_damaged_gold_cache_is_a_warning_and_the_gold_is_checked_again(tmp_pat
 
     GoldFilter("llb_os", ["key"], tasks, run_gold, needs_sandbox=False).tasks("train")  # writes the cache
     path = next((tmp_path / "cache" / "llb_os").glob("gold_*.json"))
-    path.write_bytes(content)
+    path.write_bytes(path.read_bytes().replace(b'"gold fails"', b'""') if content == "EDITED" else content)
     checked.clear()
     kept = GoldFilter("llb_os", ["key"], tasks, run_gold, needs_sandbox=False).tasks("train")
     assert [t.id for t in kept] == ["llb_os/0", "llb_os/2"] and checked == ["llb_os/0", "llb_os/1", "llb_os/2"]
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"memrl-bench: warning: {path}: the gold check cache is damaged" in err
-    assert json.loads(path.read_text()) == {"llb_os/0": "", "llb_os/1": "gold fails", "llb_os/2": ""}  # rewritten whole
+    assert json.loads(path.read_text())["results"] == {"llb_os/0": "", "llb_os/1": "gold fails", "llb_os/2": ""}  # rewritten whole
 
 
 def _gold_cache_fifo(path: Path) -> None:
@@ -494,7 +496,7 @@ def test_a_gold_cache_that_is_no_regular_file_or_too_large_is_a_warning_and_the_
         and problem in err
     ), err
     assert (
-        path.is_file() and not path.is_symlink() and json.loads(path.read_text()) == {"llb_os/0": "", "llb_os/1": ""}
+        path.is_file() and not path.is_symlink() and json.loads(path.read_text())["results"] == {"llb_os/0": "", "llb_os/1": ""}
     )  # replaced by a cache
 
 
