@@ -34,6 +34,7 @@ from memrl_bench.core.config import (
     CheckedConfig,
     ConfigError,
     ConfigMismatchError,
+    cache_root,
     config_error,
     config_hash,
     named_part,
@@ -47,6 +48,7 @@ from memrl_bench.core.schema import Episode, ManifestRecord, MetricsRecord, Outc
 from memrl_bench.core.transcripts import TRANSCRIPTS_FORMAT, TranscriptLog, transcript_record
 from memrl_bench.core.vector_index import unit_rows
 from memrl_bench.envs.base import Env, NoisyRewards
+from memrl_bench.envs.sandbox import SandboxSettingError, hide_from_sandboxes
 from memrl_bench.llm import ChatModel
 from memrl_bench.llm.embedders import Embedder, make_embedder
 from memrl_bench.methods.base import Experience, LearnResult, MemoryMethod, MethodContext, Query, fingerprint
@@ -100,6 +102,19 @@ class RunParts:
     retrier: Retrier | None = None  # protocol.retries >= 1: plays failed episodes again (memrl_bench/protocols/retry.py)
 
 
+def hide_what_the_run_writes(cfg: dict, run_dir: Path) -> None:
+    """The results folder (the run's own, when the config names none) and the caches this run writes, shown empty in its
+    sandboxes with the default hidden folders: one outside those was readable by the model's commands and programs,
+    other runs' logs and transcripts with it (43b)."""
+    caches = [cfg.get(part) or {} for part in ("llm", "memory_llm", "embedder")]
+    paths = [p for p in (c.get("cache_path") for c in caches if isinstance(c, dict)) if isinstance(p, str) and p]
+    results = cfg.get("results_dir")
+    try:
+        hide_from_sandboxes(results if isinstance(results, str) and results else run_dir, cache_root(), *(Path(p).parent for p in paths))
+    except SandboxSettingError as err:
+        raise ConfigError(f"results_dir, or a cache_path: {err}") from err
+
+
 class Runner:
     """One run into `run_dir`. `llm`, `embedder` and `memory_llm`, when given, are used instead of the
     ones the config names (which it still records): a caller's ChatModel or Embedder, such as a
@@ -130,6 +145,7 @@ class Runner:
         )
         labels = protocol.run_labels() + retry_labels(protocol.settings) + sorted(set(backbones))
 
+        hide_what_the_run_writes(cfg, self.folder.path)
         env = checked.env.cls(checked.env.settings)
         stack.callback(env.close)
         labels += list(env.labels)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from memrl_bench.core.config import ConfigError
 from memrl_bench.core.schema import Task
 from memrl_bench.envs.gold import GoldFilter
 from memrl_bench.envs.sandbox import (
@@ -699,6 +700,29 @@ def test_no_start_up_file_of_the_interpreter_runs_before_a_launcher(a_fresh_venv
     output = output_under_a_harness_of(python, isolation, "x = 1", launcher)
     assert "PTH RAN" not in output and "SITECUSTOMIZE RAN" not in output, output
     assert f"launcher 1 [{str(packages)!r}]" in output and "Error" not in output, output  # its packages; site's exit()
+
+
+@needs_sandbox
+def test_a_results_folder_outside_the_default_hidden_ones_is_hidden_once_a_run_names_it(monkeypatch):
+    """43b: a results_dir or cache outside the default hidden folders (here under /var/lib) was readable inside the sandbox,
+    other runs' logs and transcripts with it. A run hides the folders it writes from every sandbox of its process."""
+    from memrl_bench.envs.sandbox import settings
+    from memrl_bench.runner.loop import hide_what_the_run_writes
+
+    monkeypatch.setattr(settings, "_HIDDEN_FOR_THIS_PROCESS", {})
+    results = Path(tempfile.mkdtemp(prefix="memrl-results-test-", dir="/var/lib"))
+    try:
+        (results / "episodes.jsonl").write_text("another run's answers\n")
+        with Sandbox(Limits(timeout_s=10)) as sandbox:
+            assert "another run's answers" in sandbox.run(f"cat {results}/episodes.jsonl").output  # the route is real
+        hide_what_the_run_writes({"results_dir": str(results), "llm": {"cache_path": str(results / "cache" / "llm.sqlite")}}, results)
+        with Sandbox(Limits(timeout_s=10)) as sandbox:
+            shown = sandbox.run(f"ls -A {results}; cat {results}/episodes.jsonl").output
+        assert "another run's answers" not in shown and "No such file" in shown, shown
+    finally:
+        shutil.rmtree(results)
+    with pytest.raises(ConfigError, match="results_dir, or a cache_path: hidden path '/usr' would hide /usr/bin"):
+        hide_what_the_run_writes({"results_dir": "/usr"}, results)
 
 
 def test_hidden_root_is_refused_by_the_sandbox():

@@ -56,6 +56,7 @@ from memrl_bench.envs.sandbox.settings import (
     SandboxUnavailable,
     check_hidden_paths,
     check_workdir,
+    hide_from_sandboxes,
 )
 
 # The names the envs, scripts and tests use.
@@ -70,6 +71,7 @@ __all__ = [
     "SandboxUnavailable",
     "check_hidden_paths",
     "check_workdir",
+    "hide_from_sandboxes",
     "require_sandbox",
     "unavailable_reason",
 ]

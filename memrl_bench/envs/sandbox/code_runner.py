@@ -24,6 +24,7 @@ from memrl_bench.envs.sandbox.settings import (
     Limits,
     SandboxUnavailable,
     find_tools,
+    hidden_for_this_process,
     normal_hidden_paths,
 )
 
@@ -116,7 +117,7 @@ class CodeRunner:
                 self.limits,
                 workdir="/tmp",
                 hidden_paths=self.hidden_paths,
-                readonly_binds=_python_binds(self.hidden_paths),
+                readonly_binds=_python_binds((*self.hidden_paths, *hidden_for_this_process())),
                 env={**self.env, "HOME": "/tmp"},
             ) as sandbox:
                 # The program runs as user nobody in a folder of its own (tests of permission errors

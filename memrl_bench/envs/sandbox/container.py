@@ -33,6 +33,7 @@ from memrl_bench.envs.sandbox.settings import (
     SandboxUnavailable,
     check_workdir,
     find_tools,
+    hidden_for_this_process,
     normal_hidden_paths,
 )
 
@@ -77,7 +78,7 @@ class Sandbox:
         readonly_binds: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
     ):
-        hidden_paths = normal_hidden_paths(hidden_paths)
+        hidden_paths = normal_hidden_paths((*hidden_paths, *hidden_for_this_process()))
         check_workdir(workdir, hidden_paths)
         self.limits = limits
         self.workdir = workdir  # the cwd of every command

@@ -69,6 +69,26 @@ def check_hidden_paths(paths: tuple[str, ...]) -> None:
                 raise SandboxSettingError(f"hidden path {path!r} would hide {needed}, which the sandbox runs from")
 
 
+_HIDDEN_FOR_THIS_PROCESS: dict[str, None] = {}  # hide_from_sandboxes': the folders this process writes, in order
+
+
+def hide_from_sandboxes(*folders: str | os.PathLike) -> None:
+    """Folders this process writes (its results, its caches), shown empty in every sandbox it starts from now on, as the
+    default hidden ones are: a results_dir or a cache outside them was readable inside, other runs' logs and transcripts
+    with it (43b). One that cannot be hidden (`/`, or a folder holding /usr/bin) is a SandboxSettingError naming it."""
+    defaults = normal_hidden_paths(DEFAULT_HIDDEN_PATHS)
+    for folder in folders:
+        real = os.path.realpath(os.path.abspath(folder))  # a relative results_dir: from the working directory
+        if not any(real == hidden or real.startswith(hidden + "/") for hidden in defaults):
+            check_hidden_paths((real,))
+            _HIDDEN_FOR_THIS_PROCESS[real] = None
+
+
+def hidden_for_this_process() -> tuple[str, ...]:
+    """The folders hide_from_sandboxes was given in this process (each sandbox adds them to its hidden paths)."""
+    return tuple(_HIDDEN_FOR_THIS_PROCESS)
+
+
 def check_workdir(workdir: str, hidden_paths: tuple[str, ...]) -> None:
     """Refuse a working directory that is relative, missing on this machine, or inside a hidden folder (shown empty)."""
     if not isinstance(workdir, str) or not workdir.startswith("/"):
