@@ -696,10 +696,15 @@ def test_no_start_up_file_of_the_interpreter_runs_before_a_launcher(a_fresh_venv
     (packages / "planted.pth").write_text("import os; os.write(1, b'PTH RAN\\n')\n")
     (packages / "sitecustomize.py").write_text("import os; os.write(1, b'SITECUSTOMIZE RAN\\n')\n")
     assert b"PTH RAN" in subprocess.run([python, "-c", ""], capture_output=True).stdout  # what a plain start runs
-    launcher = "import sys; print('launcher', sys.flags.no_site, [p for p in sys.path if p.endswith('-packages')]); exit()"
+    launcher = (
+        "import sys, sysconfig; print('launcher', sys.flags.no_site, [p for p in sys.path if p.endswith('-packages')], "
+        "sysconfig.get_paths()['purelib']); exit()"
+    )
     output = output_under_a_harness_of(python, isolation, "x = 1", launcher)
     assert "PTH RAN" not in output and "SITECUSTOMIZE RAN" not in output, output
-    assert f"launcher 1 [{str(packages)!r}]" in output and "Error" not in output, output  # its packages; site's exit()
+    # its packages, where sysconfig says a venv's are (the runner's libraries' folders: the venv's prefix, as site sets
+    # it, or every package's module passed for no library's); site's exit()
+    assert f"launcher 1 [{str(packages)!r}] {packages}" in output and "Error" not in output, output
 
 
 @needs_sandbox

@@ -67,11 +67,13 @@ class CodeRunner:
         self.python = os.path.abspath(sys.executable)
         path = f"{os.path.dirname(self.python)}:{PATH}"
         self.env = {"PATH": path, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"}
-        # A launcher starts with -S and is handed the packages' folders: no .pth, sitecustomize or usercustomize file in
-        # them runs before it (a program in process mode wrote a .pth into site-packages, and every later runner, in
-        # both isolations, ran it before its first line and signed what it was told: 43a). exit() and quit() as site makes them.
+        # A launcher starts with -S and is handed what `site` would have set: the packages' folders, and a venv's prefix
+        # (sysconfig names the libraries' folders from it); no .pth, sitecustomize or usercustomize file runs before it (a
+        # program in process mode wrote a .pth into site-packages, and every later runner, in both isolations, ran it
+        # before its first line and signed what it was told: 43a). exit() and quit() as site makes them.
         self.launcher_prelude = (
-            f"import sys; sys.path += [p for p in {list(_site_folders())!r} if p not in sys.path]; "
+            f"import sys; sys.prefix, sys.exec_prefix = {sys.prefix!r}, {sys.exec_prefix!r}; "
+            f"sys.path += [p for p in {list(_site_folders())!r} if p not in sys.path]; "
             "import site; site.setquit(); site.setcopyright(); site.sethelper()\n"
         )
 
