@@ -1895,23 +1895,9 @@ def _memrl_runner():
             function is held for base in mro[1:] for held in _c.list(_c.class_dict(base).values())
         )
 
-    def programs_own(
-        value,
-        _c=c,
-        _held_by=held_by,
-        _solution=from_the_solution,
-        _compiled=program_code,
-        _a_library=a_library,
-        _in_a_library=lives_in_a_library,
-        _own=own,
-        _partial=functools.partial,
-        _exact=exact,
-        _path=path,
-        _first=first_test_line,
-    ):
-        """`value` is (or holds, as a property, staticmethod, classmethod, partial or bound method) code of the program's: the
-        solution's, code the program compiled, or any other code that is neither a library's nor the tests' (the runner
-        compiled those); or is an object whose class calls or gets with such code."""
+    def functions_in(value, names, _c=c, _held_by=held_by, _own=own, _partial=functools.partial):
+        """The function `value` is or holds (as a property, staticmethod, classmethod, partial or bound method), or, for
+        any other object, its class's functions under `names` (what calling or getting it runs)."""
         function = _held_by(value)
         for _ in _c.range(10):  # by identity: a dict's lookup would hash a class with its metaclass's code
             if _c.type(function) is _partial:
@@ -1920,10 +1906,26 @@ def _memrl_runner():
                 function = function.__func__
             else:
                 break
-        functions = [function]
-        if _c.type(function) is not _c.FunctionType:  # an object: its class's call and get
-            functions = [_own(base, name) for base in _c.mro_of(_c.type(function)) for name in ("__call__", "__get__")]
-        for each in functions:
+        if _c.type(function) is _c.FunctionType:
+            return [function]
+        return [_own(base, name) for base in _c.mro_of(_c.type(function)) for name in names]
+
+    def programs_own(
+        value,
+        _c=c,
+        _functions_in=functions_in,
+        _solution=from_the_solution,
+        _compiled=program_code,
+        _a_library=a_library,
+        _in_a_library=lives_in_a_library,
+        _exact=exact,
+        _path=path,
+        _first=first_test_line,
+    ):
+        """`value` is (or holds, as a property, staticmethod, classmethod, partial or bound method) code of the program's: the
+        solution's, code the program compiled, or any other code that is neither a library's nor the tests' (the runner
+        compiled those); or is an object whose class calls or gets with such code."""
+        for each in _functions_in(value, ("__call__", "__get__")):
             if _c.type(each) is not _c.FunctionType:
                 continue
             code = each.__code__
@@ -2160,25 +2162,13 @@ def _memrl_runner():
                 if _c.type(name) is not _c.str or _modules.get(name) is not value:
                     _flag("fakes_a_module")
 
-    def the_programs_callable(
-        value, _c=c, _held_by=held_by, _own=own, _solution=from_the_solution, _compiled=program_code, _partial=functools.partial
-    ):
+    def the_programs_callable(value, _c=c, _functions_in=functions_in, _solution=from_the_solution, _compiled=program_code):
         """`value` calls code of the solution's or code the program compiled: a function, or one held by a descriptor, a
         partial, a bound method, or an object whose class calls it (a plain function alone was looked for: the same code in a
         partial, a bound method or a callable object stood in `os.path.exists` and passed, 43a)."""
-        function = _held_by(value)
-        for _ in _c.range(10):  # by identity: a dict's lookup would hash a class with its metaclass's code
-            if _c.type(function) is _partial:
-                function = function.func
-            elif _c.type(function) is _c.MethodType:
-                function = function.__func__
-            else:
-                break
-        functions = [function]
-        if _c.type(function) is not _c.FunctionType and not _c.issubclass(_c.type(function), _c.type):
-            functions = [_own(base, "__call__") for base in _c.mro_of(_c.type(function))]
         return _c.any(
-            _c.type(each) is _c.FunctionType and (_solution(each.__code__) or _c.id(each.__code__) in _compiled) for each in functions
+            _c.type(each) is _c.FunctionType and (_solution(each.__code__) or _c.id(each.__code__) in _compiled)
+            for each in _functions_in(value, ("__call__",))
         )
 
     library_state = []  # (the callables each library module holds by name, the keyword defaults of their functions)
