@@ -119,13 +119,14 @@ def run_data(run: RunRecords, name: str) -> dict[str, Any]:
         episode["text"] = _task_text(acting)
         episodes.append(episode)
     # a COMPLETE run wrote each episode's record (one with an LLM call) before the episode reached its log: one missing is
-    # damage (the file emptied, a member taken out: 42b), not a crash's cut
+    # damage (the file emptied, a member taken out: 42b), not a crash's cut, unless the writer stopped at its readers' bound
     recorded = run.complete and run.manifest.config.get("transcripts", True)
     missing = sum(1 for e in run.episodes if e.act_usage.calls + e.memory_usage.calls and e.episode_id not in transcripts)
     if recorded and missing:
         print(
             f"memrl-bench: warning: {run.path / TRANSCRIPTS}: {missing} of the log's episodes with LLM calls have no record though "
-            "the run is complete (records taken out, or the file emptied or removed); shown without them",
+            "the run is complete (records taken out, or the file emptied or removed; or, for the last episodes, its writer stopped "
+            "short of what its readers take: a model's very long outputs); shown without them",
             file=sys.stderr,
         )
     if disagreeing:
