@@ -124,6 +124,25 @@ def prompt_imports(code_prompt: str) -> str:
     return "".join(line + "\n" for line in code_prompt.split("\n") if re.match(r"(import |from \S+ import )", line))
 
 
+def prompt_constants(code_prompt: str) -> str:
+    """The code prompt's constants (a name bound at its top level to a literal), run again in the tests' part after its
+    imports: the tests read them as the task defines them, not as the answer left them (`KEYS = []` made a test's loop
+    over the task's keys check nothing: 44a). A class the prompt defines is still the answer's: a fresh one would not be
+    the class the answer's objects are made of."""
+    tree = _syntax(code_prompt + "    pass\n")  # the prompt ends at `def task_func(...):`, its body to come
+    kept = []
+    for node in tree.body if tree is not None else []:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if value is None:
+            continue
+        try:
+            ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+        kept.append(ast.get_source_segment(code_prompt, node) or "")
+    return "".join(line + "\n" for line in kept if line)
+
+
 def solution_code(completion: str, code_prompt: str, entry_point: str) -> str:
     """The completion if it defines the entry point, else code_prompt + completion (a body)."""
     if re.search(rf"^\s*(async\s+)?def\s+{re.escape(entry_point)}\s*\(", completion, re.MULTILINE):
@@ -501,7 +520,7 @@ class BigCodeBenchEnv(Env):
         libs = (
             ",".join("".join(lib.split()) for lib in task.data["libs"]) or "-"
         )  # the runner lets ctypes load only for tasks whose libraries may need it
-        tests = prompt_imports(task.data["code_prompt"]) + task.data["test"]
+        tests = prompt_imports(task.data["code_prompt"]) + prompt_constants(task.data["code_prompt"]) + task.data["test"]
         result = self.runner.run(solution + "\n\n" + tests, launcher=_RUNNER, secret=f"{tag} {first_test_line} {libs}")
         if not runner_started(result.reported, tag):
             raise EnvBrokenError(f"the BigCodeBench runner failed before the program ran: {result.output.strip()[-500:]}")

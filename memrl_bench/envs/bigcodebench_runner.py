@@ -2171,10 +2171,25 @@ def _memrl_runner():
             for each in _functions_in(value, ("__call__",))
         )
 
-    library_state = []  # (the callables each library module holds by name, the keyword defaults of their functions)
+    library_state = []  # (what each library module holds by name, the keyword defaults of their functions)
+    # What a library module's names hold is compared at the end by identity for callables, text and floats (string's
+    # ascii_lowercase set to "" passed: 44a), by type for containers (re's compile cache made a defaultdict that answered
+    # every pattern: 44a). Not compared: what a library changes as it runs (a flag or a count such as mimetypes.inited, a
+    # value made on first use such as tempfile.tempdir, time.tzname as tzset() sets it, sys.stdout as a test redirects it).
+    constant_types = (str, bytes, float)
+    container_types = (dict, list, set, tuple, frozenset)
 
-    def take_the_libraries(_modules=modules, _main=main, _state=library_state, _function_of=function_of, _ids=runner_code_ids, _c=c):
-        """What the libraries' modules hold as the program starts: every callable a module holds by name, and the keyword
+    def take_the_libraries(
+        _modules=modules,
+        _main=main,
+        _state=library_state,
+        _function_of=function_of,
+        _ids=runner_code_ids,
+        _constants=constant_types,
+        _containers=container_types,
+        _c=c,
+    ):
+        """What the libraries' modules hold as the program starts: each name's value (a container's type), and the keyword
         defaults dict of every function a module or one of its classes holds, with its items (module attributes and a
         defaults dict are written with no audit event: `os.path.exists` replaced by a callable object passed, and so did
         `json.loads.__kwdefaults__.update(...)`, 43a)."""
@@ -2182,10 +2197,17 @@ def _memrl_runner():
         for module in _c.list(_modules.values()):
             if module is _main or not _c.issubclass(_c.type(module), _c.ModuleType):
                 continue
-            namespace = _c.module_dict(module)
-            callables = {key: value for key, value in _c.list(namespace.items()) if _c.type(key) is _c.str and _c.callable(value)}
-            held.append((namespace, callables))
-            for value in callables.values():
+            namespace, names = _c.module_dict(module), {}
+            for key, value in _c.list(namespace.items()):
+                kind = _c.type(value)
+                if _c.type(key) is not _c.str:
+                    continue
+                if _c.any(kind is each for each in _containers):
+                    names[key] = (True, kind)
+                elif _c.callable(value) or _c.any(kind is each for each in _constants):
+                    names[key] = (False, value)
+            held.append((namespace, names))
+            for _, value in names.values():
                 for each in [value, *_c.class_dict(value).values()] if _c.issubclass(_c.type(value), _c.type) else [value]:
                     function = _function_of(each)
                     if (
@@ -2199,31 +2221,44 @@ def _memrl_runner():
                             defaults.append((function, kwdefaults, _c.tuple(kwdefaults.items())))
         _state[:] = [held, defaults]
 
+    def check_the_regex_cache(_cache=vars(re), _pattern=re.Pattern, _exact=exact, _flag=flag, _c=c):
+        """re's compile cache maps each (type, pattern, flags) to that pattern compiled: an entry of the answer's that
+        matches anything under the pattern the tests will use passed their re.match (44a)."""
+        cache = _cache.get("_cache")
+        if _c.type(cache) is not _c.dict:
+            _flag("patches_a_library")
+            return
+        for key, value in _c.list(cache.items()):
+            pattern = _exact(key[1]) if _c.type(key) is _c.tuple and _c.len(key) == 3 else None
+            if pattern is None or _c.type(value) is not _pattern or _exact(value.pattern) != pattern:
+                _flag("patches_a_library")
+                return
+
     def check_the_libraries(
         _modules=modules,
         _main=main,
         _state=library_state,
-        _mock=unittest.mock.NonCallableMock,
         _flag=flag,
         _c=c,
         _programs=the_programs_callable,
+        _regex=check_the_regex_cache,
         _missing=object(),
     ):
-        """A library module loaded before the program holds the callables it held then (a mock excepted: the tests' to set),
-        under plain str names (a str subclass's key equal to a library name shadows it), and its functions' keyword defaults
-        are the ones they had; no module but the program's holds a callable of the program's (it would have replaced a
-        library's, an assert helper)."""
+        """A library module loaded before the program holds what it held then (see take_the_libraries: a mock the tests
+        left is flagged too, as one the answer put there passed, 44a), under plain str names (a str subclass's key equal to
+        a library name shadows it), and its functions' keyword defaults are the ones they had; re's cache holds what it
+        compiled; no module but the program's holds a callable of the program's (it would have replaced a library's)."""
         held, defaults = _state or ([], [])
-        for namespace, callables in held:
+        for namespace, names in held:
             now = {}
             for key, value in _c.list(namespace.items()):
                 if _c.type(key) is not _c.str:
                     _flag("patches_a_library")
                     return
                 now[key] = value
-            for key, value in callables.items():
+            for key, (by_type, value) in names.items():
                 current = now.get(key, _missing)
-                if current is not value and not _c.issubclass(_c.type(current), _mock):
+                if (_c.type(current) if by_type else current) is not value:
                     _flag("patches_a_library")
                     return
         for function, kwdefaults, items in defaults:
@@ -2235,6 +2270,7 @@ def _memrl_runner():
                 if key is not was_key or value is not was:
                     _flag("patches_a_library")
                     return
+        _regex()
         for module in _c.list(_modules.values()):
             if module is _main or not _c.issubclass(_c.type(module), _c.ModuleType):
                 continue

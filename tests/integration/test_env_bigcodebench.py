@@ -483,7 +483,7 @@ CALLS_FIRST["library_callable_under_a_value_name.py"] = CALLS_FIRST["dataframe_e
 # 43a's: a callable of the answer's left in a library module the tests call (a plain function alone was looked for), one
 # of no code of the answer's, one behind a key shadowing the library's name; a library function's keyword defaults updated
 WRAPPED = (FORGERIES / "library_function_wrapped.py").read_text()
-for route in ("method", "partial", "library", "shadowing key"):
+for route in ("method", "partial", "library", "shadowing key", "mock", "mock of its own"):
     VARIANTS[f"library_function_wrapped_by_{route}"] = WRAPPED.replace('_ROUTE = "object"', f"_ROUTE = {route!r}")
 ISCLOSE = TEST_ADD.replace("assertEqual(task_func(2, 3), 5)", "assertTrue(math.isclose(task_func(2, 3), 5))").replace(
     "assertEqual(task_func(-2, -3), -5)", "assertTrue(math.isclose(task_func(-2, -3), -5))"
@@ -495,6 +495,25 @@ CALLS_FIRST |= dict.fromkeys(
 CALLS_FIRST["keyword_defaults_written_in_place.py"] = "import json\n" + TEST_ADD.replace(
     "assertEqual(task_func(2, 3), 5)", 'assertEqual(json.loads(task_func(2, 3)), {"sum": 5})'
 ).replace("assertEqual(task_func(-2, -3), -5)", 'assertEqual(json.loads(task_func(-2, -3)), {"sum": -5})')
+# 44a's: re's compile cache replaced or written, a text constant of a library emptied
+STATE = (FORGERIES / "library_state_changed.py").read_text()
+for route in ("regex entry", "text constant"):
+    VARIANTS[f"library_state_changed_by_{route}"] = STATE.replace('_ROUTE = "regex cache"', f"_ROUTE = {route!r}")
+REGEX = """import re
+import unittest
+class TestCases(unittest.TestCase):
+    def test_small(self):
+        self.assertTrue(re.match(r"^\\d+$", task_func(2, 3)))
+"""
+CALLS_FIRST |= dict.fromkeys(("library_state_changed.py", "library_state_changed_by_regex entry"), REGEX)
+CALLS_FIRST["library_state_changed_by_text constant"] = """import unittest
+from string import ascii_lowercase
+class TestCases(unittest.TestCase):
+    def test_small(self):
+        self.assertEqual(task_func(2, 3), ascii_lowercase[:0] + ascii_lowercase[:5])
+"""
+RIGHT["library_state_changed.py"] = RIGHT["library_state_changed_by_regex entry"] = "def task_func(a, b):\n    return str(a * a + b * b)\n"
+RIGHT["library_state_changed_by_text constant"] = "def task_func(a, b):\n    return 'abcde'\n"
 RIGHT["keyword_defaults_written_in_place.py"] = "import json\ndef task_func(a, b):\n    return json.dumps({'sum': a + b})\n"
 RIGHT["library_callable_under_a_value_name.py"] = RIGHT["dataframe_equals.py"]
 CALLS_FIRST["equals_of_its_own.py"] = CALLS_FIRST["dataframe_equals.py"]  # 42a: a plain class's `equals`
@@ -577,6 +596,11 @@ BOTH_SLOW = [pytest.param("sandbox", marks=[needs_sandbox, pytest.mark.slow]), "
         ("library_function_wrapped_by_library", "patches_a_library"),  # no code of the answer's: the module held another
         ("library_function_wrapped_by_shadowing key", "patches_a_library"),
         ("keyword_defaults_written_in_place.py", "patches_a_library"),  # 43a: a library function's defaults dict updated
+        ("library_function_wrapped_by_mock", "patches_a_library"),  # 44a: a mock left in a library module
+        ("library_function_wrapped_by_mock of its own", "patches_a_library"),
+        ("library_state_changed.py", "patches_a_library"),  # 44a: re's compile cache, a library's text constant
+        ("library_state_changed_by_regex entry", "patches_a_library"),
+        ("library_state_changed_by_text constant", "patches_a_library"),
         ("build_class_hook.py", "patches_builtins_or_exit"),  # seen as the tests' part starts
         ("build_class_by_an_import_hook.py", "rebinds_the_tests_names"),  # the store written by the answer's code
         ("builtins_of_the_tests.py", "rebinds_the_tests_names"),  # the tests' functions hold other builtins
@@ -1906,3 +1930,24 @@ _arm()
 def task_func(*args, **kwargs):
     return None
 """
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_the_tests_read_the_code_prompts_constants_not_the_answers(tmp_path: Path, monkeypatch, isolation: str):
+    """44a: the tests read the code prompt's constants from the answer's names: its `KEYS = []` made the tests' loop over
+    the task's keys check nothing, and a wrong answer passed (task 739, both isolations). The prompt's constants are run
+    again in the tests' part, after its imports."""
+    folder = tmp_path / "bigcodebench"
+    folder.mkdir()
+    test = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_keys(self):\n        for key in KEYS:\n"
+    task = record(0, ["math"], test=test + "            self.assertEqual(task_func(key, key), 2 * key)\n")
+    task["code_prompt"] = "import math\nKEYS = [\n    1,\n    2,\n]\ndef task_func(a, b):\n"
+    with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
+        out.write(json.dumps(task) + "\n")
+    (folder / "full_seed123.json").write_text(json.dumps({"seed": 1, "train_ids": [], "val_ids": ["BigCodeBench/0"]}))
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    env = BigCodeBenchEnv({"data_dir": str(folder), "timeout_s": 20, "isolation": isolation, "exclude_gold_failures": False})
+    rebinds = "KEYS = [1]\ndef task_func(a, b):\n    globals()['KEYS'] = []\n    return 2\n"  # as the tests run: theirs is their own
+    for wrong in ("KEYS = []\ndef task_func(a, b):\n    return 0\n", rebinds):
+        assert answer(env, "BigCodeBench/0", wrong)[1]["success"] is False, wrong
+    assert answer(env, "BigCodeBench/0", "    return a + b\n")[1]["success"] is True  # a body completing the prompt
