@@ -24,6 +24,7 @@ decides an outcome itself:
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from abc import abstractmethod
@@ -38,6 +39,7 @@ from memrl_bench.actors.base import Actor, ActorSettings, Job
 from memrl_bench.actors.matching import match_action
 from memrl_bench.actors.memrl_alfworld import MemRLAlfworldPrompt
 from memrl_bench.core.answers import letter_schema, read_answer, read_constrained
+from memrl_bench.core.runfolder import MAX_LINE_BYTES
 from memrl_bench.core.schema import EpisodeStatus, Outcome, StepRetrieval, Task, Turn, Usage
 from memrl_bench.envs.base import Env
 from memrl_bench.llm import ChatModel, Completion, ContextOverflowError, LLMError
@@ -61,6 +63,7 @@ class _Recorder:
     step_act_s: float = 0.0  # LLM seconds since the last env step (one turn's thinking)
     transcript: list[dict[str, Any]] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
+    logged_bytes: int = 0  # what the turns take in the episode's log line (JSON, as the log writes it)
 
     async def chat(
         self, llm: ChatModel, messages: list[dict[str, str]], sample_index: int, generation: dict[str, Any], trimmed_tokens: int = 0
@@ -121,6 +124,7 @@ class _Recorder:
             latency["retrieve"] = step.seconds
             details["retrieval"] = step.record
         usage = completion.usage
+        self.logged_bytes += len(json.dumps([action, observation, completion.text]))
         self.turns.append(
             Turn(
                 action=action,
@@ -378,6 +382,12 @@ def _clean(body: str, multiline: bool) -> str:
     return f"{prefix}{body}" if body else ""
 
 
+# What an episode's turns may take in its log line before the episode ends as at its step limit: a model answering
+# 65,000 emoji a step (12 bytes each as the log writes them) made a 70 MB line at the largest output cap, past what the
+# log's readers take, so the run could never finish, and 48 MB at the defaults (44b). Normal episodes take tens of kB.
+TURNS_LOG_BUDGET = MAX_LINE_BYTES // 8
+
+
 class ReActActor(_LLMActor):
     """Think / Act turns against a text environment, up to `max_steps` actions."""
 
@@ -415,6 +425,8 @@ class ReActActor(_LLMActor):
                 rec.turn(parsed.action, notice, 0.0, completion, step, format_failure=failure)
                 if conversation is not None:
                     conversation.add(completion.text, notice)
+                if rec.logged_bytes > TURNS_LOG_BUDGET:
+                    break
                 continue
             action, rewrite, unmatched = parsed.action, None, False
             commands = info.get("admissible_commands")
@@ -432,6 +444,10 @@ class ReActActor(_LLMActor):
                 conversation.add(completion.text, observation)
             if done:
                 return ended(info, rec.info)
+            if rec.logged_bytes > TURNS_LOG_BUDGET:
+                break
+        if rec.logged_bytes > TURNS_LOG_BUDGET:
+            rec.info["log_budget_reached"] = True
         verdict = await rec.env(env.judge_at_step_limit)
         if verdict is None:
             return "step_limit", False

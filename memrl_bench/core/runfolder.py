@@ -538,7 +538,7 @@ class RunFolder:
                 raise EpisodeTooLargeError(
                     f"{self.episodes_path}: episode {record.get('episode_id')}'s line would be {len(line):,} bytes, past the "
                     f"{MAX_LINE_BYTES:,} a reader of the log takes (the model's outputs and the observations of its steps are "
-                    "that long); nothing of its batch was written: lower actor.max_steps, llm.max_tokens or env.max_output_chars"
+                    "that long); nothing of its batch was written: lower actor.max_steps or env.max_output_chars"
                 )
         text = "".join(lines)
         with naming(self.episodes_path), open(self.episodes_path, "a") as f:

@@ -212,6 +212,20 @@ def test_react_step_limit() -> None:
     assert (outcome.status, outcome.success, len(outcome.turns)) == ("step_limit", False, 3)
 
 
+def test_react_ends_an_episode_whose_turns_would_outgrow_its_log_line(monkeypatch) -> None:
+    """44b: a model answering 65,000 emoji a step (12 bytes each in the log) made a 70 MB line at the largest output cap,
+    past what the log's readers take, so the run stopped for good; 48 MB at the defaults. The episode now ends as at its
+    step limit once its turns pass their budget (here 64 kB: the second turn of ~48 kB passes it)."""
+    from memrl_bench.actors import llm_actors
+
+    monkeypatch.setattr(llm_actors, "TURNS_LOG_BUDGET", 1 << 16)
+    long = "Think: " + "\U0001f600" * 4000 + "\nAction: look"
+    outcome = play(ReActActor(ScriptedChat([long]), {"max_steps": 30}), job())
+    assert (outcome.status, outcome.success, len(outcome.turns)) == ("step_limit", False, 2) and outcome.info["log_budget_reached"]
+    short = play(ReActActor(ScriptedChat(["Think: wait.\nAction: look"]), {"max_steps": 30}), job())
+    assert len(short.turns) == 30 and "log_budget_reached" not in short.info  # a normal episode is far from it
+
+
 def test_react_llm_error_ends_the_episode_without_raising() -> None:
     llm = ScriptedChat([SOLUTION[0], LLMError("server returned 500 three times")])
     outcome = play(ReActActor(llm), job())
