@@ -43,7 +43,17 @@ from memrl_bench.core.config import (
 )
 from memrl_bench.core.records import episode_records, memory_items
 from memrl_bench.core.redaction import remember_secret, remember_url, scrub, scrub_data
-from memrl_bench.core.runfolder import REBUILD_HINT, SCHEDULE_EPISODES, CorruptRunFolderError, RunFolder, batch_key, forget_new, note_new
+from memrl_bench.core.runfolder import (
+    MAX_SMALL_FILE_BYTES,
+    REBUILD_HINT,
+    SCHEDULE_EPISODES,
+    CorruptRunFolderError,
+    RunFolder,
+    batch_key,
+    forget_new,
+    note_new,
+    read_regular,
+)
 from memrl_bench.core.schema import Episode, ManifestRecord, MetricsRecord, Outcome, Retrieval, Task, Usage
 from memrl_bench.core.transcripts import TRANSCRIPTS_FORMAT, TranscriptLog, transcript_record
 from memrl_bench.core.vector_index import unit_rows
@@ -102,17 +112,39 @@ class RunParts:
     retrier: Retrier | None = None  # protocol.retries >= 1: plays failed episodes again (memrl_bench/protocols/retry.py)
 
 
+RESULTS_DIRS = "results_dirs.txt"  # in cache_root(): the results folders runs with this cache named, one a line
+
+
 def hide_what_the_run_writes(cfg: dict, run_dir: Path) -> None:
-    """The results folder (the run's own, when the config names none) and the caches this run writes, shown empty in its
-    sandboxes with the default hidden folders: one outside those was readable by the model's commands and programs,
-    other runs' logs and transcripts with it (43b)."""
+    """The results folder (the run's own, when the config names none), the caches this run writes and the run it transfers
+    from, shown empty in its sandboxes with the default hidden folders: one outside those was readable by the model's
+    commands and programs, other runs' logs and transcripts with it (43b); and so is every results folder another run with
+    this cache named (a concurrent run's, an earlier study's: 44b), which cache_root()/results_dirs.txt lists."""
     caches = [cfg.get(part) or {} for part in ("llm", "memory_llm", "embedder")]
     paths = [p for p in (c.get("cache_path") for c in caches if isinstance(c, dict)) if isinstance(p, str) and p]
     results = cfg.get("results_dir")
+    results = os.path.realpath(results if isinstance(results, str) and results else run_dir)
+    source = (cfg.get("protocol") or {}).get("transfer_from")
     try:
-        hide_from_sandboxes(results if isinstance(results, str) and results else run_dir, cache_root(), *(Path(p).parent for p in paths))
+        hide_from_sandboxes(
+            results, cache_root(), *(Path(p).parent for p in paths), *([source] if isinstance(source, str) and source else [])
+        )
     except SandboxSettingError as err:
-        raise ConfigError(f"results_dir, or a cache_path: {err}") from err
+        raise ConfigError(f"results_dir, a cache_path or protocol.transfer_from: {err}") from err
+    listed = cache_root() / RESULTS_DIRS
+    try:
+        known = read_regular(listed, MAX_SMALL_FILE_BYTES).decode().splitlines() if listed.exists() else []
+        if results not in known:
+            listed.parent.mkdir(parents=True, exist_ok=True)
+            with open(listed, "a") as f:  # one short write: runs appending at once do not mix their lines
+                f.write(results + "\n")
+    except (OSError, UnicodeDecodeError, CorruptRunFolderError) as err:
+        print(f"memrl-bench: warning: {listed}: {err}; other runs' results folders are not hidden from the sandbox", file=sys.stderr)
+        return
+    for other in known:
+        with contextlib.suppress(SandboxSettingError):  # a line no run wrote (it would have been refused as its results_dir)
+            if other.startswith("/") and os.path.isdir(other):
+                hide_from_sandboxes(other)
 
 
 class Runner:

@@ -708,26 +708,35 @@ def test_no_start_up_file_of_the_interpreter_runs_before_a_launcher(a_fresh_venv
 
 
 @needs_sandbox
-def test_a_results_folder_outside_the_default_hidden_ones_is_hidden_once_a_run_names_it(monkeypatch):
+def test_a_results_folder_outside_the_default_hidden_ones_is_hidden_once_a_run_names_it(monkeypatch, tmp_path):
     """43b: a results_dir or cache outside the default hidden folders (here under /var/lib) was readable inside the sandbox,
-    other runs' logs and transcripts with it. A run hides the folders it writes from every sandbox of its process."""
+    other runs' logs and transcripts with it; 44b: after that fix, another run's results folder (listed by the runs that
+    share a cache) still was, and a workdir inside the run's own results folder made every episode an env error."""
+    from memrl_bench.envs.llb_os import LLBOSEnv
     from memrl_bench.envs.sandbox import settings
     from memrl_bench.runner.loop import hide_what_the_run_writes
 
-    monkeypatch.setattr(settings, "_HIDDEN_FOR_THIS_PROCESS", {})
-    results = Path(tempfile.mkdtemp(prefix="memrl-results-test-", dir="/var/lib"))
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    first, second = (Path(tempfile.mkdtemp(prefix="memrl-results-test-", dir="/var/lib")) for _ in range(2))
     try:
-        (results / "episodes.jsonl").write_text("another run's answers\n")
+        (first / "episodes.jsonl").write_text("another run's answers\n")
         with Sandbox(Limits(timeout_s=10)) as sandbox:
-            assert "another run's answers" in sandbox.run(f"cat {results}/episodes.jsonl").output  # the route is real
-        hide_what_the_run_writes({"results_dir": str(results), "llm": {"cache_path": str(results / "cache" / "llm.sqlite")}}, results)
+            assert "another run's answers" in sandbox.run(f"cat {first}/episodes.jsonl").output  # the route is real
+        for results in (first, second):  # two runs, each in a process of its own
+            monkeypatch.setattr(settings, "_HIDDEN_FOR_THIS_PROCESS", {})
+            hide_what_the_run_writes({"results_dir": str(results), "llm": {"cache_path": str(results / "c" / "llm.sqlite")}}, results)
+        assert {str(first), str(second)} <= set(settings.hidden_for_this_process())
         with Sandbox(Limits(timeout_s=10)) as sandbox:
-            shown = sandbox.run(f"ls -A {results}; cat {results}/episodes.jsonl").output
+            shown = sandbox.run(f"ls -A {first} {second}; cat {first}/episodes.jsonl").output
         assert "another run's answers" not in shown and "No such file" in shown, shown
+        (second / "wd").mkdir()
+        with pytest.raises(ConfigError, match="env.workdir: .* lies inside the hidden folder"):
+            LLBOSEnv({"workdir": str(second / "wd"), "exclude_gold_failures": False})
     finally:
-        shutil.rmtree(results)
-    with pytest.raises(ConfigError, match="results_dir, or a cache_path: hidden path '/usr' would hide /usr/bin"):
-        hide_what_the_run_writes({"results_dir": "/usr"}, results)
+        shutil.rmtree(first)
+        shutil.rmtree(second)
+    with pytest.raises(ConfigError, match="hidden path '/usr' would hide /usr/bin"):
+        hide_what_the_run_writes({"results_dir": "/usr"}, first)
 
 
 def test_hidden_root_is_refused_by_the_sandbox():

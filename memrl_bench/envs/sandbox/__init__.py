@@ -56,6 +56,7 @@ from memrl_bench.envs.sandbox.settings import (
     SandboxUnavailable,
     check_hidden_paths,
     check_workdir,
+    hidden_for_this_process,
     hide_from_sandboxes,
 )
 
@@ -71,6 +72,7 @@ __all__ = [
     "SandboxUnavailable",
     "check_hidden_paths",
     "check_workdir",
+    "hidden_for_this_process",
     "hide_from_sandboxes",
     "require_sandbox",
     "unavailable_reason",
