@@ -219,14 +219,23 @@ def test_a_worker_started_as_root_runs_as_nobody_with_its_limits_and_no_environm
 # What a SQLite bug reached by the worker's SQL could try next, each as its own step: read a host file, connect out, run a
 # program, write a file; each prints the error it met (or "done").
 BREAKOUT = """
-import os, socket, subprocess, sys
+import ctypes, os, socket, subprocess, sys
 from memrl_bench.envs.sqlite_worker import filter_system_calls
+libc = ctypes.CDLL(None, use_errno=True)
+def shared_memory():
+    segment = libc.shmget(0, 4096, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600
+    if segment < 0:
+        raise OSError(ctypes.get_errno(), "shmget")
+    libc.shmctl(segment, 0, None)  # IPC_RMID: made without the filter, removed at once
 filter_system_calls(bytes.fromhex(sys.argv[1]))
 for name, step in (
     ("read", lambda: open("/etc/hostname").read()),
     ("connect", lambda: socket.create_connection(("127.0.0.1", 9), timeout=1)),
     ("program", lambda: subprocess.run(["/bin/true"])),
     ("write", lambda: open("/tmp/never-written-by-a-filtered-worker", "w")),
+    ("signal", lambda: os.kill(os.getppid(), 0)),
+    ("memfd", lambda: os.memfd_create("x")),
+    ("ipc", shared_memory),
 ):
     try:
         step()
@@ -238,7 +247,8 @@ for name, step in (
 
 def test_the_workers_system_calls_open_no_file_socket_or_program():
     """The SQL worker has no namespaces of its own; a SQLite bug its SQL reached could read the host's world-readable files
-    into a result, connect out or start a program (RELIABILITY, "Still not defended", before 2026-12-06). A seccomp filter
+    into a result, connect out, start a program, or signal other runs' workers and programs (nobody's, as it is)
+    (RELIABILITY, "Still not defended", before 2026-12-06). A seccomp filter
     loaded before the worker says ready refuses them all, EPERM, while every LLB-DB test's SQL still runs."""
     from memrl_bench.envs.sandbox.seccomp import sql_worker_filter
 
@@ -253,7 +263,8 @@ def test_the_workers_system_calls_open_no_file_socket_or_program():
     finally:
         worker.close()
     done = subprocess.run([sys.executable, "-c", BREAKOUT, program.hex()], capture_output=True, text=True, timeout=60)
-    assert done.stdout.split("\n")[:4] == [f"{step} 1" for step in ("read", "connect", "program", "write")], done.stdout + done.stderr
+    steps = ("read", "connect", "program", "write", "signal", "memfd", "ipc")  # 44b: signals, memfd, System V IPC too
+    assert done.stdout.split("\n")[:7] == [f"{step} 1" for step in steps], done.stdout + done.stderr
     assert not Path("/tmp/never-written-by-a-filtered-worker").exists()
 
 

@@ -84,6 +84,12 @@ _SQL_WORKER_DENIED = {
     ),
     "processes and programs": ("execve", "execveat", "fork", "vfork", "clone", "clone3"),
     "network": ("socket", "socketpair", "connect", "bind", "listen", "accept", "accept4"),
+    # it runs as nobody, as other runs' workers and sandboxed programs do: a taken-over worker could signal them, and reach
+    # the host's System V IPC (44b, simulated: no SQL reaches a system call)
+    "other processes and shared memory": (
+        "kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open", "pidfd_send_signal", "shmget",
+        "shmat", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl", "memfd_create",
+    ),
 }  # fmt: skip
 
 
