@@ -986,10 +986,16 @@ def _memrl_runner():
         held = _own(kind, "__func__")
         return held.__get__(value) if _c.type(held) is _c.MemberDescriptorType else value
 
+    # functools.total_ordering's functions by the name each is set under (`_gt_from_lt` as `__gt__`): one function shared
+    # by every class it orders, code of functools' (ipaddress._BaseNetwork's `__gt__`, flagged when ipaddress loaded as
+    # the program ran; a normal start had loaded it before, through an editable install's .pth)
+    ordering = {id(function): op for pairs in functools._convert.values() for op, function in pairs}
+
     def natural_comparison(
         klass,
         name,
         value,
+        _ordering=ordering,
         _c=c,
         _own=own,
         _held_by=held_by,
@@ -1011,7 +1017,7 @@ def _memrl_runner():
         a function of its library module in a class that module holds under its name (numpy's mixin: a module helper's),
         bare or held by a property, staticmethod or classmethod; a C slot or attribute of the class's own or a base's, under
         its own name; a Cython function, or a C function held by a C wrapper (pybind11's), of that name; or no callable
-        (`__hash__ = None`). Anything else
+        (`__hash__ = None`); functools.total_ordering's function under the name it sets. Anything else
         decides the comparison for the program: the solution's code or code its exec ran, a library's function borrowed
         (mock.ANY's `__eq__`), a builtin under another name, a class, an lru_cache wrapper (32nd round)."""
         kind = _c.type(value)
@@ -1029,6 +1035,8 @@ def _memrl_runner():
         code = function.__code__
         if _from_the_solution(code) or _c.id(code) in _compiled:
             return False
+        if _ordering.get(_c.id(function)) == name:  # derived from the class's other comparisons, each looked at in turn
+            return True
         if _a_library(code):
             made_as = _exact(code.co_qualname)
         elif _in_a_library(function):

@@ -1951,3 +1951,20 @@ def test_the_tests_read_the_code_prompts_constants_not_the_answers(tmp_path: Pat
     for wrong in ("KEYS = []\ndef task_func(a, b):\n    return 0\n", rebinds):
         assert answer(env, "BigCodeBench/0", wrong)[1]["success"] is False, wrong
     assert answer(env, "BigCodeBench/0", "    return a + b\n")[1]["success"] is True  # a body completing the prompt
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_library_class_ordered_by_total_ordering_loaded_as_the_program_runs_is_its_own(tmp_path: Path, monkeypatch, isolation: str):
+    """Gold task 14 was flagged `defines_its_comparisons` once the runner started with -S (44a's fix): ipaddress, which a
+    normal start had loaded through an editable install's .pth, loaded as the program ran, and its _BaseNetwork's
+    `__gt__` (functools.total_ordering's `_gt_from_lt`, code of functools') passed for no comparison of its own."""
+    folder = tmp_path / "bigcodebench"
+    folder.mkdir()
+    with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
+        out.write(json.dumps(record(0, ["math"])) + "\n")
+    (folder / "full_seed123.json").write_text(json.dumps({"seed": 1, "train_ids": [], "val_ids": ["BigCodeBench/0"]}))
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    env = BigCodeBenchEnv({"data_dir": str(folder), "timeout_s": 20, "isolation": isolation, "exclude_gold_failures": False})
+    # (wrong by one if ipaddress was loaded before the program: then this would test nothing)
+    program = "import sys\nLOADED = 'ipaddress' in sys.modules\ndef task_func(a, b):\n    import ipaddress\n    return a + b + LOADED\n"
+    assert answer(env, "BigCodeBench/0", program)[1]["success"] is True
