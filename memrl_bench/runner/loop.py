@@ -58,7 +58,7 @@ from memrl_bench.core.schema import Episode, ManifestRecord, MetricsRecord, Outc
 from memrl_bench.core.transcripts import TRANSCRIPTS_FORMAT, TranscriptLog, transcript_record
 from memrl_bench.core.vector_index import unit_rows
 from memrl_bench.envs.base import Env, NoisyRewards
-from memrl_bench.envs.sandbox import SandboxSettingError, hide_from_sandboxes
+from memrl_bench.envs.sandbox import SandboxSettingError, hidden_for_this_process, hide_from_sandboxes
 from memrl_bench.llm import ChatModel
 from memrl_bench.llm.embedders import Embedder, make_embedder
 from memrl_bench.methods.base import Experience, LearnResult, MemoryMethod, MethodContext, Query, fingerprint
@@ -134,7 +134,7 @@ def hide_what_the_run_writes(cfg: dict, run_dir: Path) -> None:
     listed = cache_root() / RESULTS_DIRS
     try:
         known = read_regular(listed, MAX_SMALL_FILE_BYTES).decode().splitlines() if listed.exists() else []
-        if results not in known:
+        if results not in known and results in hidden_for_this_process():  # one under a default hidden folder needs no line
             listed.parent.mkdir(parents=True, exist_ok=True)
             with open(listed, "a") as f:  # one short write: runs appending at once do not mix their lines
                 f.write(results + "\n")
