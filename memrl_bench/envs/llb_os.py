@@ -113,12 +113,13 @@ class LLBOSEnv(Env):
         )
         extra = tuple(self.settings.extra_hidden_paths)
         _refuse("extra_hidden_paths", check_hidden_paths, extra)
+        _refuse("workdir", check_workdir, self.workdir, DEFAULT_HIDDEN_PATHS + extra)  # before the data is looked for
         folder = data_dir(self.settings.data_dir, "MEMRL_BENCH_LLB_DIR", "llb", _FETCH)
         _refuse("data_dir", check_hidden_paths, (str(folder),))
         # the task data (with its checks) stays unreadable inside, wherever it lives
         self.hidden_paths = DEFAULT_HIDDEN_PATHS + (str(folder),) + extra
-        # and so do the folders this process writes (a workdir inside the run's results_dir made every episode an env
-        # error, the run complete with nothing played: 44b)
+        # and so do the folders this process writes: a workdir inside the data or the run's results_dir (44b: every episode
+        # an env error, the run complete with nothing played)
         _refuse("workdir", check_workdir, self.workdir, self.hidden_paths + hidden_for_this_process())
         self._all, data_hash = self._load(folder)
         key = ["llb_os v1", data_hash, self.workdir, repr(self.hidden_paths), repr(self.limits), platform.release(), _os_release()]
