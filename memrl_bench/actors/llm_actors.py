@@ -405,6 +405,9 @@ class ReActActor(_LLMActor):
         kept = 0  # history turns the last prompt showed
         step: StepMemory | None = None
         for index in range(self.cfg.max_steps):
+            if rec.logged_bytes > TURNS_LOG_BUDGET:  # the turns so far fill the episode's room in the log
+                rec.info["log_budget_reached"] = True
+                break
             if job.step_retrieval is not None and index > 0:  # this step's memories, by its observation, in place of the episode's
                 step = StepMemory.ask(job, rec.turns[-1].observation, index)
                 system = system_prompt("react_system", env, step.block)
@@ -425,8 +428,6 @@ class ReActActor(_LLMActor):
                 rec.turn(parsed.action, notice, 0.0, completion, step, format_failure=failure)
                 if conversation is not None:
                     conversation.add(completion.text, notice)
-                if rec.logged_bytes > TURNS_LOG_BUDGET:
-                    break
                 continue
             action, rewrite, unmatched = parsed.action, None, False
             commands = info.get("admissible_commands")
@@ -444,10 +445,6 @@ class ReActActor(_LLMActor):
                 conversation.add(completion.text, observation)
             if done:
                 return ended(info, rec.info)
-            if rec.logged_bytes > TURNS_LOG_BUDGET:
-                break
-        if rec.logged_bytes > TURNS_LOG_BUDGET:
-            rec.info["log_budget_reached"] = True
         verdict = await rec.env(env.judge_at_step_limit)
         if verdict is None:
             return "step_limit", False

@@ -201,7 +201,7 @@ def write_texts_atomic(files: dict[Path, str]) -> None:
     microseconds between two renames), never new findings beside old ones."""
     with contextlib.ExitStack() as renamed_when_all_are_written:  # each `replacing` renames as the stack unwinds
         for path, text in files.items():
-            f = renamed_when_all_are_written.enter_context(replacing(path, "w", path.with_name(path.name + ".tmp")))
+            f = renamed_when_all_are_written.enter_context(replacing(path, "w"))  # under `.<name>.tmp-<pid>`, as the export's
             f.write(text)
             f.flush()
             os.fsync(f.fileno())  # here, not as the stack unwinds between renames

@@ -139,8 +139,8 @@ def prompt_constants(code_prompt: str) -> str:
             ast.literal_eval(value)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             continue
-        kept.append(ast.get_source_segment(code_prompt, node) or "")
-    return "".join(line + "\n" for line in kept if line)
+        kept.append(ast.get_source_segment(code_prompt, node) + "\n")
+    return "".join(kept)
 
 
 def solution_code(completion: str, code_prompt: str, entry_point: str) -> str:

@@ -2215,7 +2215,9 @@ def _memrl_runner():
                 elif _c.callable(value) or _c.any(kind is each for each in _constants):
                     names[key] = (False, value)
             held.append((namespace, names))
-            for _, value in names.values():
+            for by_type, value in names.values():
+                if by_type:
+                    continue  # a container's type, not a value of the module's
                 for each in [value, *_c.class_dict(value).values()] if _c.issubclass(_c.type(value), _c.type) else [value]:
                     function = _function_of(each)
                     if (
