@@ -545,6 +545,17 @@ def test_llb_os_a_process_waiting_for_the_check_cannot_shadow_a_command(env: LLB
 
 
 @needs_sandbox
+def test_a_check_freezes_what_the_episode_left_forking(tmp_path: Path):
+    # Four loops that fork without pause: one write of FROZEN to a v1 freezer left several of 100 freezes FREEZING for good
+    # (a process forked at the wrong moment), and the check ended in "did not freeze within 5 s" (in CI, on the test above).
+    loops = "\n".join(["nohup sh -c 'while :; do /bin/true; done' >/dev/null 2>&1 &"] * 4)
+    with Sandbox(Limits(timeout_s=20)) as sandbox:
+        sandbox.run(loops)
+        for _ in range(80):
+            assert sandbox.check("true").result.exit_code == 0
+
+
+@needs_sandbox
 @pytest.mark.parametrize(
     "commands, solved", [(["chmod 600 /data/a.txt", "ls -l /data"], True), (["ls -l /data"], False)], ids=["state_right", "state_wrong"]
 )

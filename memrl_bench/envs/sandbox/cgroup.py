@@ -129,13 +129,17 @@ class Cgroup:
         if self._freezer is None:
             return False
         folder, state, frozen_value, _ = self._freezer
-        (folder / state).write_text(frozen_value)
         deadline = time.monotonic() + 5
-        while not _is_frozen(folder, state):
-            if time.monotonic() > deadline:
-                raise OSError(f"{folder}: the episode's processes did not freeze within 5 s")
-            time.sleep(0.002)
-        return True
+        while time.monotonic() < deadline:
+            # Written again every 50 ms: a v1 freezer that a process forking at the wrong moment left FREEZING stays so
+            # until its state is written again (the kernel's cgroup-v1 freezer documentation says as much).
+            (folder / state).write_text(frozen_value)
+            settled = time.monotonic() + 0.05
+            while time.monotonic() < settled:
+                if _is_frozen(folder, state):
+                    return True
+                time.sleep(0.002)
+        raise OSError(f"{folder}: the episode's processes did not freeze within 5 s")
 
     def thaw(self) -> None:
         if self._freezer is not None:
