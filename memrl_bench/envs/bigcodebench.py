@@ -32,12 +32,10 @@ import copy
 import hashlib
 import hmac
 import importlib.metadata
-import io
 import json
 import re
 import secrets
 import sys
-import tokenize
 import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -68,18 +66,7 @@ _DATA_FILE = "BigCodeBench.jsonl.gz"
 _SPLIT_FILES = {"full": "full_seed123.json", "stdlib": "full_seed123.json", "hard": "hard_seed42.json"}
 
 
-def without_comments(source: str) -> str:
-    """`source` with its comments taken out, line for line (the same syntax tree, the same line numbers). The runner
-    travels as one argument of `python -c`, quoted again in the sandbox's shell command, and Linux caps one argument at
-    128 KiB (MAX_ARG_STRLEN): with its comments the runner passed that cap (42a's fixes)."""
-    comments = {
-        token.start[0]: token.start[1] for token in tokenize.generate_tokens(io.StringIO(source).readline) if token.type == tokenize.COMMENT
-    }
-    lines = source.splitlines(keepends=True)
-    return "".join(line[: comments[n]].rstrip() + "\n" if n in comments else line for n, line in enumerate(lines, 1))
-
-
-_RUNNER = without_comments(Path(__file__).with_name("bigcodebench_runner.py").read_text())
+_RUNNER = Path(__file__).with_name("bigcodebench_runner.py").read_text()
 
 
 class BigCodeBenchRecord(DataRecord):

@@ -1,7 +1,7 @@
 """The trusted runner of a BigCodeBench program: the only code that decides whether its tests passed.
 
-It is not imported by the harness: its source is given to the sandbox's Python as `python -c`
-(`CodeRunner.run(launcher=...)`), in the folder where program.py (the solution, then the code
+It is not imported by the harness: its source is given to the sandbox's Python as a launcher
+(`CodeRunner.run(launcher=...)`, a file of its own), in the folder where program.py (the solution, then the code
 prompt's imports and the task's tests) was written, and it runs as that program's `__main__`. The program file holds no marker and
 no runner, so nothing it can read says what success looks like.
 

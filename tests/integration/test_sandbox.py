@@ -688,6 +688,15 @@ print("<<" + output + ">>")
 
 
 @pytest.mark.parametrize("isolation", [pytest.param("sandbox", marks=needs_sandbox), "process"])
+def test_a_launcher_longer_than_one_argument_may_be_runs(isolation):
+    """A launcher travelled as one argument of `python -c`, which Linux caps at 128 KiB (MAX_ARG_STRLEN): the BigCodeBench
+    runner, its comments taken out to fit, had grown to 117 KB of it. It travels as a file of its own now."""
+    launcher = ("#" + "x" * 99 + "\n") * 2000 + "import sys; print('launcher ran with', sys.stdin.readline().split()[1])\n"
+    result = CodeRunner(Limits(timeout_s=30), isolation=isolation).run("", launcher=launcher, secret="the-secret")
+    assert "launcher ran with the-secret" in result.output, result.output
+
+
+@pytest.mark.parametrize("isolation", [pytest.param("sandbox", marks=needs_sandbox), "process"])
 def test_no_start_up_file_of_the_interpreter_runs_before_a_launcher(a_fresh_venv, isolation):
     """43a: a process-mode program wrote a .pth into the interpreter's site-packages (by a child python, which the
     runner's hook does not watch); every later runner, in both isolations, ran it before its own first line and signed

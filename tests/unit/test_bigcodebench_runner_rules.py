@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import dis
 import inspect
-import shlex
 import types
 from pathlib import Path
 
@@ -83,16 +82,3 @@ def test_the_tag_and_report_are_held_by_the_emitters_alone():
         "from_the_entry": {b"result"},
         "ready": {b"ready"},  # the first line, before the program runs: called again later, it says nothing
     }
-
-
-def test_the_runner_as_sent_is_the_files_code_and_fits_one_argument():
-    """The runner travels as one argument of `python -c`, quoted again in the sandbox's shell command; Linux caps one
-    argument at 128 KiB (MAX_ARG_STRLEN), and the runner with its comments passed it (every sandboxed episode failed to
-    start: "Argument list too long"). What is sent is the file without comments: the same syntax tree, the same line
-    numbers, with room to grow."""
-    from memrl_bench.envs.bigcodebench import _RUNNER
-
-    source = RUNNER.read_text()
-    assert ast.dump(ast.parse(_RUNNER)) == ast.dump(ast.parse(source))
-    assert _RUNNER.count("\n") == source.count("\n") and len(_RUNNER) < len(source)
-    assert len(shlex.quote(_RUNNER).encode()) < 128 * 1024 - 8 * 1024  # 8 KiB for the shell command around it

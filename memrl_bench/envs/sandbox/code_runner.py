@@ -80,14 +80,15 @@ class CodeRunner:
     def run(self, source: str, launcher: str | None = None, secret: str = "") -> CommandResult:
         """Run `source` as program.py in a folder of its own.
 
-        With `launcher`, `python -c <launcher>` runs in that folder instead of `python program.py`
-        (a trusted runner that imports the program). Its standard input is one line, "<fd> <secret>":
+        With `launcher`, the launcher's source runs in that folder instead of program.py (a trusted runner that imports
+        the program), from a file of its own (an argument of `python -c` is capped at 128 KiB, MAX_ARG_STRLEN, and the
+        BigCodeBench runner neared it). Its standard input is one line, "<fd> <secret>":
         `fd` a descriptor it inherits to report on (what it writes there is CommandResult.reported,
         apart from the output and its cut), `secret` a text that no argv, environment or file the
         program can read holds.
         """
         if launcher is None:
-            return self._run(source, [self.python, "program.py"], None, ())
+            return self._run(source, None, None, ())
         if "\n" in secret:
             raise ValueError("a launcher's secret is one line")
         # A socket, not a pipe: a pipe's write end reopened through /proc/self/fd is its read end, where the program would
@@ -97,12 +98,7 @@ class CodeRunner:
             try:
                 ours.shutdown(socket.SHUT_WR)
                 theirs.shutdown(socket.SHUT_RD)
-                result = self._run(
-                    source,
-                    [self.python, "-S", "-c", self.launcher_prelude + launcher],
-                    f"{theirs.fileno()} {secret}\n".encode(),
-                    (theirs.fileno(),),
-                )
+                result = self._run(source, self.launcher_prelude + launcher, f"{theirs.fileno()} {secret}\n".encode(), (theirs.fileno(),))
             finally:
                 theirs.close()
             ours.setblocking(False)  # what was written is there; a process the run left behind may still hold the socket
@@ -113,7 +109,7 @@ class CodeRunner:
             result.reported = b"".join(chunks)
         return result
 
-    def _run(self, source: str, python: list[str], stdin: bytes | None, pass_fds: tuple[int, ...]) -> CommandResult:
+    def _run(self, source: str, launcher: str | None, stdin: bytes | None, pass_fds: tuple[int, ...]) -> CommandResult:
         if self.isolation == "sandbox":
             with Sandbox(
                 self.limits,
@@ -125,18 +121,32 @@ class CodeRunner:
                 # The program runs as user nobody in a folder of its own (tests of permission errors
                 # expect a user without root's rights); the run ends with the program: whatever it
                 # left running is killed (kill -1 spares this bash and pid 1). A launcher's input line
-                # travels as the first line of this bash's input, in a variable, then on the launcher's.
-                feed = 'printf "%s\\n" "$line" | ' if stdin is not None else ""
+                # travels as the first line of this bash's input, in a variable, then on the launcher's; the launcher
+                # follows it (its length on a line, then its bytes), into a folder of root's, then the program.
+                python = shlex.quote(self.python) + (' -S "$launcher/launcher.py"' if launcher is not None else " program.py")
                 command = (
-                    'IFS= read -r line; folder=$(mktemp -d /tmp/run.XXXXXX) && cat > "$folder/program.py" && chown -R 65534:65534 '
-                    '"$folder" && cd "$folder" || exit 125\n'
-                    f"{feed}setpriv --reuid=65534 --regid=65534 --clear-groups -- {shlex.join(python)}; status=$?\n"
+                    "IFS= read -r line\n"
+                    + (
+                        'IFS= read -r size; launcher=$(mktemp -d /tmp/launcher.XXXXXX) && head -c "$size" > "$launcher/launcher.py" '
+                        '&& chmod 755 "$launcher" || exit 125\n'
+                        if launcher is not None
+                        else ""
+                    )
+                    + 'folder=$(mktemp -d /tmp/run.XXXXXX) && cat > "$folder/program.py" && chown -R 65534:65534 "$folder" && cd "$folder" '
+                    "|| exit 125\n"
+                    + ('printf "%s\\n" "$line" | ' if stdin is not None else "")
+                    + f"setpriv --reuid=65534 --regid=65534 --clear-groups -- {python}; status=$?\n"
                     "kill -9 -1 2>/dev/null; exit $status"
                 )
-                return sandbox.run(command, stdin=(stdin or b"\n") + source.encode(), pass_fds=pass_fds)
+                sent = b"" if launcher is None else b"%d\n%s" % (len(launcher.encode()), launcher.encode())
+                return sandbox.run(command, stdin=(stdin or b"\n") + sent + source.encode(), pass_fds=pass_fds)
         _undumpable()
-        with tempfile.TemporaryDirectory(prefix="memrl-code-") as folder:
+        with tempfile.TemporaryDirectory(prefix="memrl-code-") as folder, tempfile.TemporaryDirectory(prefix="memrl-launcher-") as own:
             Path(folder, "program.py").write_text(source)
+            python = [self.python, "program.py"]
+            if launcher is not None:
+                Path(own, "launcher.py").write_text(launcher)
+                python = [self.python, "-S", str(Path(own, "launcher.py"))]
             argv = [
                 find_tools("prlimit")["prlimit"],
                 "--core=0",
