@@ -2179,7 +2179,7 @@ def _memrl_runner():
             for each in _functions_in(value, ("__call__",))
         )
 
-    library_state = []  # (what each library module holds by name, the keyword defaults of their functions)
+    library_state = []  # (what each library module holds by name, the keyword defaults and closure cells of their functions)
     # What a library module's names hold is compared at the end by identity for callables, text and floats (string's
     # ascii_lowercase set to "" passed: 44a), by type for containers (re's compile cache made a defaultdict that answered
     # every pattern: 44a). Not compared: what a library changes as it runs (a flag or a count such as mimetypes.inited, a
@@ -2187,49 +2187,69 @@ def _memrl_runner():
     constant_types = (str, bytes, float)
     container_types = (dict, list, set, tuple, frozenset)
 
+    def compared(value, _constants=constant_types, _containers=container_types, _c=c):
+        """How a library's value is compared at the end: (True, its type) for a container, (False, itself) for a callable,
+        text or a float, None when it is not compared."""
+        kind = _c.type(value)
+        if _c.any(kind is each for each in _containers):
+            return True, kind
+        if _c.callable(value) or _c.any(kind is each for each in _constants):
+            return False, value
+        return None
+
     def take_the_libraries(
         _modules=modules,
         _main=main,
         _state=library_state,
         _function_of=function_of,
         _ids=runner_code_ids,
-        _constants=constant_types,
-        _containers=container_types,
+        _compared=compared,
         _c=c,
     ):
-        """What the libraries' modules hold as the program starts: each name's value (a container's type), and the keyword
-        defaults dict of every function a module or one of its classes holds, with its items (module attributes and a
-        defaults dict are written with no audit event: `os.path.exists` replaced by a callable object passed, and so did
-        `json.loads.__kwdefaults__.update(...)`, 43a)."""
-        held, defaults, seen = [], [], {}
+        """What the libraries' modules hold as the program starts: their names, each name's value (a container's type), and
+        the keyword defaults dict and closure cells of every function a module or one of its classes holds, and of every
+        function those cells hold (module attributes, a defaults dict and a cell are written with no audit event:
+        `os.path.exists` replaced by a callable object passed, and so did `json.loads.__kwdefaults__.update(...)`, 43a, and
+        the function in the cell of pandas' `assert_frame_equal` wrapper, 45a)."""
+        held, defaults, cells, seen = [], [], [], {}
         for module in _c.list(_modules.values()):
             if module is _main or not _c.issubclass(_c.type(module), _c.ModuleType):
                 continue
-            namespace, names = _c.module_dict(module), {}
+            namespace, names, keys = _c.module_dict(module), {}, set()
             for key, value in _c.list(namespace.items()):
-                kind = _c.type(value)
                 if _c.type(key) is not _c.str:
                     continue
-                if _c.any(kind is each for each in _containers):
-                    names[key] = (True, kind)
-                elif _c.callable(value) or _c.any(kind is each for each in _constants):
-                    names[key] = (False, value)
-            held.append((namespace, names))
+                keys.add(key)
+                how = _compared(value)
+                if how is not None:
+                    names[key] = how
+            held.append((namespace, names, keys))
+            todo = []
             for by_type, value in names.values():
-                if by_type:
-                    continue  # a container's type, not a value of the module's
-                for each in [value, *_c.class_dict(value).values()] if _c.issubclass(_c.type(value), _c.type) else [value]:
-                    function = _function_of(each)
-                    if (
-                        _c.type(function) is _c.FunctionType
-                        and _c.id(function) not in seen
-                        and _c.id(function.__code__) not in _ids  # the runner's (the hook refuses their defaults to all)
-                    ):
-                        seen[_c.id(function)] = function
-                        kwdefaults = function.__kwdefaults__
-                        if kwdefaults is not None:
-                            defaults.append((function, kwdefaults, _c.tuple(kwdefaults.items())))
-        _state[:] = [held, defaults]
+                if not by_type:  # a container's type, not a value of the module's
+                    todo += [value, *_c.class_dict(value).values()] if _c.issubclass(_c.type(value), _c.type) else [value]
+            while todo:
+                function = _function_of(todo.pop())
+                if (
+                    _c.type(function) is not _c.FunctionType
+                    or _c.id(function) in seen
+                    or _c.id(function.__code__) in _ids  # the runner's (the hook refuses their defaults to all)
+                ):
+                    continue
+                seen[_c.id(function)] = function
+                kwdefaults = function.__kwdefaults__
+                if kwdefaults is not None:
+                    defaults.append((function, kwdefaults, _c.tuple(kwdefaults.items())))
+                for cell in function.__closure__ or ():
+                    try:
+                        value = cell.cell_contents
+                    except _c.ValueError:  # empty
+                        continue
+                    how = _compared(value)
+                    if how is not None:
+                        cells.append((cell, *how))
+                        todo.append(value)
+        _state[:] = [held, defaults, cells]
 
     def check_the_regex_cache(_cache=vars(re), _pattern=re.Pattern, _exact=exact, _flag=flag, _c=c):
         """re's compile cache maps each (type, pattern, flags) to that pattern compiled: an entry of the answer's that
@@ -2252,17 +2272,20 @@ def _memrl_runner():
         _c=c,
         _programs=the_programs_callable,
         _regex=check_the_regex_cache,
+        _shadowing=builtin_names | {"__getattr__"},
         _missing=object(),
     ):
         """A library module loaded before the program holds what it held then (see take_the_libraries: a mock the tests
         left is flagged too, as one the answer put there passed, 44a), under plain str names (a str subclass's key equal to
-        a library name shadows it), and its functions' keyword defaults are the ones they had; re's cache holds what it
-        compiled; no module but the program's holds a callable of the program's (it would have replaced a library's)."""
-        held, defaults = _state or ([], [])
-        for namespace, names in held:
+        a library name shadows it), with no new name that its functions would find before a builtin's (`enumerate` added
+        to pandas' asserters made assert_frame_equal compare no column, 45a); its functions' keyword defaults and closure
+        cells hold what they held; re's cache holds what it compiled; no module but the program's holds a callable of the
+        program's (it would have replaced a library's)."""
+        held, defaults, cells = _state or ([], [], [])
+        for namespace, names, keys in held:
             now = {}
             for key, value in _c.list(namespace.items()):
-                if _c.type(key) is not _c.str:
+                if _c.type(key) is not _c.str or (key in _shadowing and key not in keys):
                     _flag("patches_a_library")
                     return
                 now[key] = value
@@ -2271,6 +2294,14 @@ def _memrl_runner():
                 if (_c.type(current) if by_type else current) is not value:
                     _flag("patches_a_library")
                     return
+        for cell, by_type, value in cells:
+            try:
+                current = cell.cell_contents
+            except _c.ValueError:
+                current = _missing
+            if (_c.type(current) if by_type else current) is not value:
+                _flag("patches_a_library")
+                return
         for function, kwdefaults, items in defaults:
             now = function.__kwdefaults__
             if now is not kwdefaults or _c.len(now) != _c.len(items):
