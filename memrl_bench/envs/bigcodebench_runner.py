@@ -2197,6 +2197,11 @@ def _memrl_runner():
             return False, value
         return None
 
+    def held_by_a_callable(value, _partial=functools.partial, _c=c):
+        """What a library's function or partial holds that changes in place with no audit event, its keywords dict last: a
+        function's keyword defaults; a partial's function, arguments and keywords (`__setstate__` replaces them all)."""
+        return (value.func, value.args, value.keywords) if _c.type(value) is _partial else (value.__kwdefaults__,)
+
     def take_the_libraries(
         _modules=modules,
         _main=main,
@@ -2204,11 +2209,14 @@ def _memrl_runner():
         _function_of=function_of,
         _ids=runner_code_ids,
         _compared=compared,
+        _held=held_by_a_callable,
+        _partial=functools.partial,
         _c=c,
     ):
         """What the libraries' modules hold as the program starts: their names, each name's value (a container's type), and
         the keyword defaults dict and closure cells of every function a module or one of its classes holds, and of every
-        function those cells hold (module attributes, a defaults dict and a cell are written with no audit event:
+        function those cells or partials hold, and what those partials hold (module attributes, a defaults dict, a cell
+        and a partial are written with no audit event:
         `os.path.exists` replaced by a callable object passed, and so did `json.loads.__kwdefaults__.update(...)`, 43a, and
         the function in the cell of pandas' `assert_frame_equal` wrapper, 45a)."""
         held, defaults, cells, seen = [], [], [], {}
@@ -2230,6 +2238,11 @@ def _memrl_runner():
                     todo += [value, *_c.class_dict(value).values()] if _c.issubclass(_c.type(value), _c.type) else [value]
             while todo:
                 function = _function_of(todo.pop())
+                if _c.type(function) is _partial and _c.id(function) not in seen:
+                    seen[_c.id(function)] = function
+                    defaults.append((function, _held(function), _c.tuple(function.keywords.items())))
+                    todo.append(function.func)
+                    continue
                 if (
                     _c.type(function) is not _c.FunctionType
                     or _c.id(function) in seen
@@ -2237,9 +2250,8 @@ def _memrl_runner():
                 ):
                     continue
                 seen[_c.id(function)] = function
-                kwdefaults = function.__kwdefaults__
-                if kwdefaults is not None:
-                    defaults.append((function, kwdefaults, _c.tuple(kwdefaults.items())))
+                if function.__kwdefaults__ is not None:
+                    defaults.append((function, _held(function), _c.tuple(function.__kwdefaults__.items())))
                 for cell in function.__closure__ or ():
                     try:
                         value = cell.cell_contents
@@ -2273,14 +2285,15 @@ def _memrl_runner():
         _programs=the_programs_callable,
         _regex=check_the_regex_cache,
         _shadowing=builtin_names | {"__getattr__"},
+        _held=held_by_a_callable,
         _missing=object(),
     ):
         """A library module loaded before the program holds what it held then (see take_the_libraries: a mock the tests
         left is flagged too, as one the answer put there passed, 44a), under plain str names (a str subclass's key equal to
         a library name shadows it), with no new name that its functions would find before a builtin's (`enumerate` added
         to pandas' asserters made assert_frame_equal compare no column, 45a); its functions' keyword defaults and closure
-        cells hold what they held; re's cache holds what it compiled; no module but the program's holds a callable of the
-        program's (it would have replaced a library's)."""
+        cells hold what they held, and so do its partials; re's cache holds what it compiled; no module but the program's
+        holds a callable of the program's (it would have replaced a library's)."""
         held, defaults, cells = _state or ([], [], [])
         for namespace, names, keys in held:
             now = {}
@@ -2302,12 +2315,12 @@ def _memrl_runner():
             if (_c.type(current) if by_type else current) is not value:
                 _flag("patches_a_library")
                 return
-        for function, kwdefaults, items in defaults:
-            now = function.__kwdefaults__
-            if now is not kwdefaults or _c.len(now) != _c.len(items):
+        for callable_, held, items in defaults:
+            now = _held(callable_)
+            if _c.any(value is not was for value, was in _c.zip(now, held)) or _c.len(now[-1]) != _c.len(items):
                 _flag("patches_a_library")
                 return
-            for (key, value), (was_key, was) in _c.zip(_c.list(now.items()), items):
+            for (key, value), (was_key, was) in _c.zip(_c.list(now[-1].items()), items):
                 if key is not was_key or value is not was:
                     _flag("patches_a_library")
                     return
