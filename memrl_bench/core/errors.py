@@ -1,6 +1,6 @@
 """InputError, the base of every error that is the user's input (a config value, a file, a run
-folder): the CLI ends with its one line and exit code 2; and SQLite's errors on a file as such an
-error. Its own module, below config and the registry: config checks each part's settings through
+folder): the CLI ends with its one line and exit code 2; and SQLite's errors on a file, or a file's schema the
+harness did not write, as such an error. Its own module, below config and the registry: config checks each part's settings through
 the registry, whose errors are input errors too."""
 
 from __future__ import annotations
@@ -34,6 +34,25 @@ def sqlite_errors_as(error: type[InputError], path: Path, what: str, remedy: str
         # UnicodeDecodeError: SQLite's message quoted damaged bytes, which Python cannot decode (the thirty-first round)
         reason = err if isinstance(err, sqlite3.DatabaseError) else "damaged: not UTF-8"
         raise error(f"{path}: {what} cannot be used ({reason}); move it away to start a new one, or {remedy}") from None
+
+
+def refuse_a_foreign_schema(
+    db: sqlite3.Connection, tables: tuple[str, ...], error: type[InputError], path: Path, what: str, remedy: str
+) -> None:
+    """`error` unless the file holds `tables` alone, as plain tables (their automatic indexes, SQLite's statistics): a
+    view, a trigger, a virtual table or an index of its own runs SQL the file chose on every read or write (a trigger with
+    an endless recursive query stalled a run for good, Ctrl-C included, and so did a view in a shipped cache's place: 45b)."""
+    with sqlite_errors_as(error, path, what, remedy):
+        rows = db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+    for kind, name, table, sql in rows:
+        plain = kind == "table" and name in tables and str(sql).lstrip()[:12].upper() == "CREATE TABLE"
+        if not (
+            plain or (kind == "index" and sql is None and table in tables) or (kind == "table" and str(name).startswith("sqlite_stat"))
+        ):
+            raise error(
+                f"{path}: {what} holds a {str(kind)[:20]} {str(name)[:60]!r}, which the harness never writes (it could run SQL of "
+                f"the file's on every read); move it away to start a new one, or {remedy}"
+            )
 
 
 def resolved(path: str | Path) -> Path:

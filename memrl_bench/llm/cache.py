@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from memrl_bench.core.errors import InputError, sqlite_errors_as
+from memrl_bench.core.errors import InputError, refuse_a_foreign_schema, sqlite_errors_as
 
 CacheMode = Literal["read_write", "read_only", "off"]
 CACHE_MODES: tuple[str, ...] = get_args(CacheMode)
@@ -53,6 +53,9 @@ CREATE TABLE IF NOT EXISTS token_counts (
     checksum TEXT NOT NULL
 )
 """
+
+
+_REMEDY = "set llm.cache_mode=off"
 
 
 class CacheError(InputError, RuntimeError):
@@ -118,6 +121,7 @@ class ResponseCache:
         with self._named_errors():
             # Autocommit: every put is its own short transaction.
             self._db = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
+            refuse_a_foreign_schema(self._db, ("responses", "token_counts"), CacheError, self.path, "the LLM response cache", _REMEDY)
             if mode == "read_write":
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
@@ -135,7 +139,7 @@ class ResponseCache:
             self._dropped_column = "dropped_chars" if "dropped_chars" in columns or mode == "read_write" else "0"
 
     def _named_errors(self) -> AbstractContextManager[None]:
-        return sqlite_errors_as(CacheError, self.path, "the LLM response cache", "set llm.cache_mode=off")
+        return sqlite_errors_as(CacheError, self.path, "the LLM response cache", _REMEDY)
 
     def get(self, key: str) -> CachedResponse | None:
         if self._db is None:

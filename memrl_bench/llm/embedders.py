@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from memrl_bench.core.config import MAX_SECONDS, MAX_THREADS, InputError, Settings, named_part, validated
-from memrl_bench.core.errors import sqlite_errors_as
+from memrl_bench.core.errors import refuse_a_foreign_schema, sqlite_errors_as
 from memrl_bench.core.redaction import redact_server_text, strip_url_secrets, url_host
 from memrl_bench.core.vector_index import unit_rows
 from memrl_bench.llm.settings import api_key, checked_key_env, checked_url, url_from_env
@@ -302,6 +302,9 @@ class EmbeddingSizeError(InputError, RuntimeError):
     """An embeddings server answered vectors of another size than the run's (embedder.dim or its first answer)."""
 
 
+_REMEDY = "unset embedder.cache_path"
+
+
 class EmbeddingCacheError(InputError, RuntimeError):
     """The embedding cache file cannot be used; the message names it."""
 
@@ -334,6 +337,7 @@ class CachedEmbedder(Embedder):
         self._size: int | None = None  # the length of the vectors this cache has returned
         with self._named_errors():
             self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0)
+            refuse_a_foreign_schema(self._db, ("embeddings",), EmbeddingCacheError, self.path, "the embedding cache", _REMEDY)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS embeddings (identity TEXT NOT NULL, text_sha256 TEXT NOT NULL, vector BLOB NOT NULL, checksum "
@@ -352,7 +356,7 @@ class CachedEmbedder(Embedder):
         self.misses = 0  # texts that had to be embedded (damaged entries included)
 
     def _named_errors(self) -> AbstractContextManager[None]:
-        return sqlite_errors_as(EmbeddingCacheError, self.path, "the embedding cache", "unset embedder.cache_path")
+        return sqlite_errors_as(EmbeddingCacheError, self.path, "the embedding cache", _REMEDY)
 
     @property
     def dim(self) -> int:

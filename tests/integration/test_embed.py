@@ -180,6 +180,25 @@ def test_cached_and_fresh_vectors_of_two_sizes_stop_the_run(tmp_path: Path) -> N
         cache.embed(["b"])
 
 
+@pytest.mark.parametrize(
+    "foreign",
+    [
+        "CREATE TRIGGER t AFTER INSERT ON embeddings BEGIN SELECT 1; END",
+        "ALTER TABLE embeddings RENAME TO kept; CREATE VIEW embeddings AS SELECT * FROM kept",
+    ],
+    ids=["trigger", "view"],
+)
+def test_an_embedding_cache_holding_sql_of_its_own_is_refused_naming_it(tmp_path: Path, foreign: str) -> None:
+    """45b: a trigger with an endless recursive query stalled a run for good (Ctrl-C included); a view too."""
+    path = tmp_path / "cache.sqlite"
+    CachedEmbedder(CountingEmbedder(), path).embed(["a"])
+    with sqlite3.connect(path) as db:
+        db.executescript(foreign)
+    db.close()
+    with pytest.raises(EmbeddingCacheError, match="which the harness never writes"):
+        CachedEmbedder(CountingEmbedder(), path)
+
+
 def test_random_bytes_embedding_cache_is_one_line(tmp_path: Path) -> None:
     """A cache file that is not SQLite: one error naming it (exit 2 from the command), the file kept."""
     path = tmp_path / "cache.sqlite"

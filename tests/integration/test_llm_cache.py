@@ -6,12 +6,15 @@ import asyncio
 import multiprocessing
 import os
 import sqlite3
+from pathlib import Path
 
 import pytest
 
 from memrl_bench.llm.cache import CachedResponse, CacheError, ResponseCache, cache_key, entry_checksum
 from memrl_bench.llm.client import OpenAIChatModel
 from tests.fault_server import FaultServer
+
+REPO = Path(__file__).resolve().parents[2]
 
 IDENTITY = {"model": "m", "served_model": "m-q4", "base_url_host": "127.0.0.1:4000"}
 MESSAGES = [{"role": "user", "content": "hi"}]
@@ -241,6 +244,37 @@ def test_a_garbled_cache_file_is_one_error_naming_it(tmp_path, mode):
     with pytest.raises(CacheError, match=f"{path}: the LLM response cache cannot be used .*move it away"):
         ResponseCache(path, mode).get("k")
     assert path.read_bytes() == b"not a database at all\n" * 100
+
+
+# What a crafted cache file may hold besides its tables: each runs SQL of the file's on a read or a write (45b: a trigger and
+# a view with an endless recursive query stalled runs for good, Ctrl-C included; here they do nothing, and are refused)
+FOREIGN_OBJECTS = {
+    "trigger": "CREATE TRIGGER t AFTER INSERT ON responses BEGIN SELECT 1; END",
+    "view": "ALTER TABLE responses RENAME TO kept; CREATE VIEW responses AS SELECT * FROM kept",
+    "index": "CREATE INDEX i ON responses(length(text))",
+    "another table": "CREATE TABLE other (x)",
+}
+
+
+@pytest.mark.parametrize("mode", ["read_write", "read_only"])
+@pytest.mark.parametrize("foreign", FOREIGN_OBJECTS)
+def test_a_cache_file_holding_sql_of_its_own_is_refused_naming_it(tmp_path, foreign, mode):
+    path = tmp_path / "c.sqlite"
+    ResponseCache(path).put("k", CachedResponse("t", "stop", 1, 1))
+    with sqlite3.connect(path) as db:
+        db.executescript(FOREIGN_OBJECTS[foreign])
+    db.close()
+    before = path.read_bytes()
+    with pytest.raises(CacheError, match=f"^{path}: the LLM response cache holds a .*which the harness never writes"):
+        ResponseCache(path, mode)
+    assert path.read_bytes() == before
+
+
+def test_the_shipped_response_caches_are_the_harnesss_own():
+    shipped = sorted(REPO.glob("results/*/llm_cache.sqlite"))
+    assert shipped, "no shipped cache found under results/"
+    for path in shipped:
+        ResponseCache(path, "read_only")
 
 
 def test_read_only_local_replays_from_the_cache_with_no_server_and_names_a_miss(server, tmp_path, monkeypatch):
