@@ -65,6 +65,7 @@ DIGEST = "manifest_sha256"  # the manifest's own digest, a field of it
 SCHEDULE_EPISODES = "schedule_episodes"  # the episodes of the run's whole schedule, recorded in its manifest
 SEAL_HINT = "if it is as its run wrote it, add the digest with `python scripts/seal_run_folders.py FOLDER` (a memrl-bench checkout)"
 # What a reader accepts of each kind of file, so a huge or sparse file is one error line, not a MemoryError.
+MAX_SNAPSHOT_DEPTH = 64  # folders below a memory snapshot's top (the methods shipped write one level)
 MAX_HASHED_FILE_BYTES = 16 << 30  # a snapshot's file, episodes.jsonl: hashed whole before they are read (~16 s at 1 GB/s)
 MAX_SMALL_FILE_BYTES = 16 << 20  # manifest.json, metrics.json, SHA256SUMS, the gold cache: a run writes kilobytes
 MAX_LINE_BYTES = (
@@ -613,7 +614,7 @@ class RunFolder:
         if not sums.is_file():  # a sealed manifest's run writes one with every snapshot (scripts/seal_run_folders.py seals no other)
             raise CorruptRunFolderError(f"{sums} is missing: the memory snapshot was damaged or edited; {hint}")
         expected = _read_checksums(sums, hint)
-        actual = _digests(path)
+        actual = _digests(path, hint)
         for name in sorted(set(expected) | set(actual)):
             if expected.get(name) != actual.get(name):
                 state = (
@@ -693,10 +694,33 @@ def damaged_by_writing(out: Path) -> Path | None:
     return None
 
 
+def walk(root: Path) -> Iterator[tuple[str, list[str], list[str]]]:
+    """os.walk(root), top down, links not followed, unreadable folders passed over, with a stack where os.walk (Python
+    3.10, 3.11) recursed: 990 nested folders ended report, export, findings and a resume in RecursionError (45b). Emptying
+    or narrowing `dirs` prunes as in os.walk."""
+    stack = [os.fspath(root)]
+    while stack:
+        here = stack.pop()
+        try:
+            with os.scandir(here) as entries:
+                listed = list(entries)
+        except OSError:
+            continue
+        dirs, files = [], []
+        for entry in listed:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            (dirs if is_dir else files).append(entry.name)
+        yield here, dirs, files
+        stack += reversed([os.path.join(here, d) for d in dirs if not os.path.islink(os.path.join(here, d))])
+
+
 def run_folders(root: Path) -> list[Path]:
     """The run folders (holding manifest.json) at or under `root`, sorted; hidden folders and a run's own subfolders are not searched."""
     found = []
-    for here, dirs, files in os.walk(root):
+    for here, dirs, files in walk(root):
         if MANIFEST in files:
             found.append(Path(here))
             dirs.clear()  # a run folder's subfolders are its own (memory/, .hydra/)
@@ -724,10 +748,18 @@ def _read_checksums(sums: Path, hint: str) -> dict[str, str]:
     return expected
 
 
-def _digests(folder: Path) -> dict[str, str]:
-    """sha256 of every file below `folder` (but SHA256SUMS), by relative path, sorted."""
-    paths = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != CHECKSUMS)
-    return {path.relative_to(folder).as_posix(): _sha256(path) for path in paths}
+def _digests(folder: Path, hint: str = REBUILD_HINT) -> dict[str, str]:
+    """sha256 of every file below `folder` (but SHA256SUMS), by relative path, sorted. Folders nested deeper than a
+    snapshot's are refused: removing them (a resume replaces its checkpoint) recursed past Python's limit (45b)."""
+    paths = []
+    for here, _, files in walk(folder):
+        if len(Path(here).relative_to(folder).parts) > MAX_SNAPSHOT_DEPTH:
+            raise CorruptRunFolderError(
+                f"{here} is nested more than {MAX_SNAPSHOT_DEPTH} folders deep in a memory snapshot, which the harness never writes: "
+                f"it was put there by hand or damaged; {hint}"
+            )
+        paths += [path for path in (Path(here, name) for name in files) if path.is_file() and path.name != CHECKSUMS]
+    return {path.relative_to(folder).as_posix(): _sha256(path) for path in sorted(paths)}
 
 
 def _sha256(path: Path) -> str:

@@ -13,7 +13,6 @@ axes by memrl_bench.report.axes.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,7 @@ from memrl_bench.core.config import InputError, KeyRole, override_key, role_of, 
 from memrl_bench.core.errors import resolved
 from memrl_bench.core.records import RunRecords, read_run
 from memrl_bench.core.registry import UnknownNameError
-from memrl_bench.core.runfolder import COMPLETE, MANIFEST, CorruptRunFolderError, open_regular
+from memrl_bench.core.runfolder import COMPLETE, MANIFEST, CorruptRunFolderError, open_regular, walk
 from memrl_bench.core.schema import INFO_COUNTS, Episode
 from memrl_bench.protocols import drift, retry
 from memrl_bench.report.axes import Place, condition_key, places
@@ -69,7 +68,7 @@ class Results:
 def scan(root: Path) -> tuple[list[Path], list[Path]]:
     """Run folders (holding manifest.json) and sweep folders (holding multirun.yaml) in `root`, sorted."""
     runs, sweeps = [], []
-    for here, dirs, files in os.walk(root):
+    for here, dirs, files in walk(root):
         if SWEEP_FILE in files:
             sweeps.append(Path(here))
         if MANIFEST in files:

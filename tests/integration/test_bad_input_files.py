@@ -685,6 +685,15 @@ def _link_to_proc(name: str) -> Callable[[Path], None]:
     return damage
 
 
+def _nested(name: str, depth: int) -> Callable[[Path], None]:
+    """Empty folders nested `depth` deep in `name`."""
+
+    def damage(run: Path) -> None:
+        (run / name / "/".join(["a"] * depth)).mkdir(parents=True)
+
+    return damage
+
+
 def _fifo(name: str) -> Callable[[Path], None]:
     def damage(run: Path) -> None:
         import os
@@ -745,6 +754,8 @@ UNREADABLE_RUN_FILES = [
     ("snapshot_of_20_gb", _sparse("memory/final/items.jsonl"), "items.jsonl is larger than 17179869184 bytes (21474836480 bytes)"),
     ("snapshot_links_to_proc", _link_to_proc("memory/final/items.jsonl"), "items.jsonl is a file of a file system with no storage"),
     ("episodes_links_to_proc", _link_to_proc("episodes.jsonl"), "episodes.jsonl is a file of a file system with no storage"),
+    # 45b: 990 nested folders in a snapshot ended the readers and a resume in RecursionError (a resume then removes them)
+    ("snapshot_nested_65_deep", _nested("memory/final", 65), "is nested more than 64 folders deep in a memory snapshot"),
 ]
 
 
@@ -769,6 +780,29 @@ def test_an_unreadable_run_file_stops_the_export_with_one_line_naming_it(results
     )
     one_line_exit_2(done.stderr.strip(), done.returncode, message)
     assert done.stderr.count("\n") == 1 and not (tmp_path / "export").exists()
+
+
+def test_folders_nested_past_pythons_recursion_limit_beside_a_run_are_walked(results, tmp_path):
+    """45b: 1,800 nested folders beside a run ended report, export and findings in RecursionError (os.walk recursed)."""
+    import shutil
+
+    from memrl_bench.core.runfolder import run_folders
+    from memrl_bench.report.load import scan
+
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    deepest = copy / "junk"
+    deepest.mkdir()
+    for _ in range(1500):  # one at a time: pathlib's mkdir(parents=True) recurses too
+        deepest = deepest / "a"
+        deepest.mkdir()
+    try:
+        assert len(run_folders(copy)) == 1
+        assert scan(copy)[0] == run_folders(copy)
+    finally:
+        while deepest != copy:  # shutil.rmtree of Python 3.11 recurses as deep as the tree
+            deepest.rmdir()
+            deepest = deepest.parent
 
 
 def test_a_fifo_manifest_leaves_the_run_out_of_the_report_with_one_line(results, tmp_path):
