@@ -133,12 +133,19 @@ def hide_what_the_run_writes(cfg: dict, run_dir: Path) -> None:
         raise ConfigError(f"results_dir, a cache_path or protocol.transfer_from: {err}") from err
     listed = cache_root() / RESULTS_DIRS
     try:
-        known = read_regular(listed, MAX_SMALL_FILE_BYTES).decode().splitlines() if listed.exists() else []
+        # A folder's name in the bytes the system gives (one not UTF-8 was a traceback: 45b), never through a link (the
+        # line went into the file a link named: 45b)
+        if listed.is_symlink():
+            raise CorruptRunFolderError("a symbolic link, which no run writes; it was put there by hand")
+        known = [os.fsdecode(line) for line in read_regular(listed, MAX_SMALL_FILE_BYTES).splitlines()] if listed.exists() else []
         if results not in known and results in hidden_for_this_process():  # one under a default hidden folder needs no line
             listed.parent.mkdir(parents=True, exist_ok=True)
-            with open(listed, "a") as f:  # one short write: runs appending at once do not mix their lines
-                f.write(results + "\n")
-    except (OSError, UnicodeDecodeError, CorruptRunFolderError) as err:
+            descriptor = os.open(listed, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            try:
+                os.write(descriptor, os.fsencode(results) + b"\n")  # one short write: runs appending at once do not mix lines
+            finally:
+                os.close(descriptor)
+    except (OSError, CorruptRunFolderError) as err:
         print(f"memrl-bench: warning: {listed}: {err}; other runs' results folders are not hidden from the sandbox", file=sys.stderr)
         return
     for other in known:

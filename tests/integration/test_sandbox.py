@@ -748,6 +748,36 @@ def test_a_results_folder_outside_the_default_hidden_ones_is_hidden_once_a_run_n
         hide_what_the_run_writes({"results_dir": "/usr"}, first)
 
 
+def test_the_list_of_results_folders_takes_any_name_and_writes_through_no_link(monkeypatch, tmp_path, capsys):
+    """45b: a results folder whose name is not UTF-8 (outside the default hidden folders) ended the run in a traceback; the
+    list, a link to a user's file, had the run's line appended to that file."""
+    from memrl_bench.envs.sandbox import settings
+    from memrl_bench.runner.loop import RESULTS_DIRS, hide_what_the_run_writes
+
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    base = Path(tempfile.mkdtemp(prefix="memrl-results-test-", dir="/var/lib"))
+    try:
+        results = os.fsdecode(bytes(base) + b"/run-\xff")
+        os.mkdir(results)
+        monkeypatch.setattr(settings, "_HIDDEN_FOR_THIS_PROCESS", {})
+        hide_what_the_run_writes({"results_dir": results}, Path(results))
+        listed = tmp_path / "cache" / RESULTS_DIRS
+        assert listed.read_bytes() == bytes(base) + b"/run-\xff\n"
+        hide_what_the_run_writes({"results_dir": results}, Path(results))  # read back, not listed twice
+        assert listed.read_bytes() == bytes(base) + b"/run-\xff\n"
+        users = tmp_path / "users_file"
+        users.write_text("mine\n")
+        listed.unlink()
+        listed.symlink_to(users)
+        monkeypatch.setattr(settings, "_HIDDEN_FOR_THIS_PROCESS", {})
+        hide_what_the_run_writes({"results_dir": str(base)}, base)
+        assert users.read_text() == "mine\n" and listed.is_symlink()
+        assert "results_dirs.txt: a symbolic link, which no run writes" in capsys.readouterr().err
+    finally:
+        shutil.rmtree(base)
+
+
 def test_hidden_root_is_refused_by_the_sandbox():
     for hidden, refusal in [
         ("/", "the whole filesystem"),
