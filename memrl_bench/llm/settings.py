@@ -14,6 +14,12 @@ from pydantic import Field, field_validator, model_validator
 from memrl_bench.core.config import MAX_SECONDS, MAX_THREADS, ConfigError, Settings
 from memrl_bench.core.redaction import ends_early, remember_secret, remember_url, url_host
 
+MAX_TOKENS = 131_072
+"""The most tokens a completion may be asked for (llm.max_tokens, an actor's, a method's: 128 Ki). A completion keeps at
+most 16 characters a token (memrl_bench.llm.completion_char_cap), so one stays well inside an episode's log line (64 MiB)
+however its text escapes; at max_tokens 500,000 one step's completion of emoji alone passed it, and the run could never
+finish (45b)."""
+
 
 class GenerationSettings(Settings):
     """Sampling settings of a chat call (the llm group's defaults, an actor's overrides)."""
@@ -21,7 +27,7 @@ class GenerationSettings(Settings):
     temperature: float | None = Field(None, ge=0, description="Sampling temperature (0: greedy).")
     top_p: float | None = Field(None, gt=0, le=1, description="Nucleus sampling mass.")
     seed: int | None = Field(None, description="The server's sampling seed.")
-    max_tokens: int | None = Field(None, ge=1, description="Most tokens per completion.")
+    max_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS, description="Most tokens per completion.")
     stop: str | list[str] | None = Field(None, description="Stop sequences.")
     response_format: dict[str, Any] | None = Field(
         None, description="Structured output (OpenAI's response_format: a JSON schema), sent as given."

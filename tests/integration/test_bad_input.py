@@ -90,6 +90,9 @@ CONFIG_INPUTS = [
     (("llm=openai",), "llm.model is required for llm=openai"),
     (("memory_llm=openai",), "memory_llm.model is required for memory_llm=openai"),
     (("memory_llm=local", "memory_llm.max_tokens=0"), "memory_llm.max_tokens: Input should be greater than or equal to 1"),
+    # one completion of 500,000 tokens alone outgrew an episode's log line, and the run could never finish (45b)
+    (("llm=openai", "llm.model=m", "llm.max_tokens=500000"), "llm.max_tokens: Input should be less than or equal to 131072"),
+    (("method=skillbank", "method.max_tokens=500000"), "method.max_tokens: Input should be less than or equal to 131072"),
     (("method=selfrag", "method.mode=sometimes"), "method.mode: Input should be 'adaptive_retrieval' or 'always_retrieve'"),
     (("llm=local", "llm.temperature=banana"), "llm.temperature: Input should be a valid number (got 'banana')"),
     (("llm=local", "llm.max_retries=-3"), "llm.max_retries: Input should be greater than or equal to 0"),
