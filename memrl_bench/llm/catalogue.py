@@ -47,7 +47,7 @@ class ModelError(RuntimeError):
 
 class ModelNotFoundError(ModelError, InputError):
     """The name is no catalogue model and no model file (unknown, missing, a folder), or the model
-    is not pulled: the user's input, so one line and exit 2."""
+    is not pulled (or its file is not the one pulled): the user's input, so one line and exit 2."""
 
 
 @dataclass(frozen=True)
@@ -270,8 +270,17 @@ def path(name: str) -> Path:
 def checksum(name: str) -> dict[str, str]:
     """{"model_sha256": ...} of a model's main file (a catalogue model or any local .gguf), for
     run manifests and response-cache keys: the model is identified by its content, so a file
-    replaced at the same path is a different model."""
-    return {"model_sha256": file_sha256(path(name))}
+    replaced at the same path is a different model. A catalogue model's file must be the one it pins."""
+    digest = file_sha256(path(name))
+    if not _is_local_path(name):
+        entry = _entry(name)
+        main = next((f for f in entry.files if f.filename == entry.main_file), None)
+        if main is not None and digest != main.sha256:
+            raise ModelNotFoundError(
+                f"{_target(entry)} has sha256 {digest}, not the {main.sha256} model {name!r} pins: it was edited or damaged "
+                f"since it was pulled; delete it and run: python -m memrl_bench.llm.catalogue pull {name}"
+            )
+    return {"model_sha256": digest}
 
 
 def known_checksum(name: str) -> dict[str, str]:
@@ -289,12 +298,19 @@ def file_name(name: str) -> str:
     return _local(name).name if _is_local_path(name) else str(_entry(name).main_file or _entry(name).name)
 
 
-def file_sha256(file: Path) -> str:
-    """The sha256 of a file, computed once and cached by path, size and modification time
-    (in ${MEMRL_BENCH_CACHE}/sha256.json): a replaced or edited file is hashed again."""
-    file = Path(file).resolve()
+def _stamp(file: Path) -> dict[str, int]:
+    """What changes when a file is replaced or written: its size, modification and change times, inode. The change time is
+    the kernel's (no call sets it): a file edited in place with its modification time put back passed for the one hashed
+    before (45b)."""
     stat = file.stat()
-    stamp = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "ctime_ns": stat.st_ctime_ns, "inode": stat.st_ino}
+
+
+def file_sha256(file: Path) -> str:
+    """The sha256 of a file, computed once and cached by path and `_stamp` (in ${MEMRL_BENCH_CACHE}/sha256.json): a
+    replaced or edited file is hashed again (a change below the file system, on the disk itself, is not seen)."""
+    file = Path(file).resolve()
+    stamp = _stamp(file)
     known = _read_hashes()
     entry = known.get(str(file))
     if entry is not None and {k: entry.get(k) for k in stamp} == stamp:
@@ -410,8 +426,7 @@ def _assemble_verified(model_file: ModelFile, target: Path) -> None:
                 f"expected {model_file.sha256} and {model_file.size} bytes. The file was not kept."
             )
         os.replace(partial, target)  # atomic: a reader sees the old file or the whole new one, never a half
-        stat = target.stat()
-        _remember_hash(target.resolve(), {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": model_file.sha256})
+        _remember_hash(target.resolve(), {**_stamp(target), "sha256": model_file.sha256})
     finally:
         partial.unlink(missing_ok=True)
 

