@@ -2213,12 +2213,11 @@ def _memrl_runner():
         _partial=functools.partial,
         _c=c,
     ):
-        """What the libraries' modules hold as the program starts: their names, each name's value (a container's type), and
-        the keyword defaults dict and closure cells of every function a module or one of its classes holds, and of every
-        function those cells or partials hold, and what those partials hold (module attributes, a defaults dict, a cell
-        and a partial are written with no audit event:
-        `os.path.exists` replaced by a callable object passed, and so did `json.loads.__kwdefaults__.update(...)`, 43a, and
-        the function in the cell of pandas' `assert_frame_equal` wrapper, 45a)."""
+        """What the libraries' modules hold as the program starts: their names, each name's value (a container's type), the
+        keyword defaults dict and closure cells of every function a module or one of its classes holds and of every function
+        those cells or partials hold, and what those partials hold. Module attributes, a defaults dict, a cell and a partial
+        are written with no audit event: `os.path.exists` replaced by a callable object passed, and so did
+        `json.loads.__kwdefaults__.update(...)` (43a) and the function in the cell of pandas' `assert_frame_equal` (45a)."""
         held, defaults, cells, seen = [], [], [], {}
         for module in _c.list(_modules.values()):
             if module is _main or not _c.issubclass(_c.type(module), _c.ModuleType):
@@ -2260,7 +2259,7 @@ def _memrl_runner():
                     how = _compared(value)
                     if how is not None:
                         cells.append((cell, *how))
-                        todo.append(value)
+                        todo += [] if how[0] else [value]
         _state[:] = [held, defaults, cells]
 
     def check_the_regex_cache(_cache=vars(re), _pattern=re.Pattern, _exact=exact, _flag=flag, _c=c):
@@ -2315,9 +2314,9 @@ def _memrl_runner():
             if (_c.type(current) if by_type else current) is not value:
                 _flag("patches_a_library")
                 return
-        for callable_, held, items in defaults:
+        for callable_, was_held, items in defaults:
             now = _held(callable_)
-            if _c.any(value is not was for value, was in _c.zip(now, held)) or _c.len(now[-1]) != _c.len(items):
+            if _c.any(value is not was for value, was in _c.zip(now, was_held)) or _c.len(now[-1]) != _c.len(items):
                 _flag("patches_a_library")
                 return
             for (key, value), (was_key, was) in _c.zip(_c.list(now[-1].items()), items):

@@ -108,7 +108,7 @@ def test_off_never_reads(server, tmp_path):
 
 def _write_entries(path: str, worker: int, count: int, start_together) -> None:
     cache = ResponseCache(path)
-    start_together.wait()
+    start_together.wait(timeout=60)  # a worker that died must not leave the others waiting for good
     for i in range(count):
         cache.put(f"w{worker}-{i}", CachedResponse(f"text {worker} {i}", "stop", worker, i))
     cache.close()
@@ -116,7 +116,9 @@ def _write_entries(path: str, worker: int, count: int, start_together) -> None:
 
 def test_concurrent_writes_from_several_processes(tmp_path):
     path = str(tmp_path / "shared.sqlite")
-    context = multiprocessing.get_context("fork")  # spawn would re-import openai in each child: seconds each
+    # forkserver: fork from a fresh process, once; forked from this one, a child could inherit a lock another thread held
+    # (the test runner's, a server's) and wait on it for good (seen beside the embedder's tests)
+    context = multiprocessing.get_context("forkserver")
     start_together = context.Barrier(4)
     workers = [context.Process(target=_write_entries, args=(path, w, 50, start_together)) for w in range(4)]
     for process in workers:
