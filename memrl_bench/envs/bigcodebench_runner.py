@@ -98,6 +98,7 @@ __unittest = True  # unittest leaves the runner's frames out of a failure's trac
 
 def _memrl_runner():
     """Everything made before the program runs; returns `run` and `finish`, the entry's only names while it runs."""
+    import _codecs
     import _hashlib
     import _imp
     import _signal
@@ -105,8 +106,10 @@ def _memrl_runner():
     import _thread
     import ast
     import builtins
+    import codecs
     import collections
     import contextlib
+    import encodings.aliases
     import functools
     import gc
     import importlib
@@ -1429,6 +1432,7 @@ def _memrl_runner():
         event,
         args,
         raising,
+        _register_codecs=_codecs.register,
         _c=c,
         _exact=exact,
         _decoded=decoded,
@@ -1469,6 +1473,11 @@ def _memrl_runner():
             ), None
         if event == "memrl.create_builtin":  # a fresh module of a built-in (a _signal whose signal() is the original)
             return "recreates_a_builtin_module", None
+        if event == "memrl.codecs":  # a search function a library registers adds codecs; nothing may take one away
+            if args[0] == "register" and _c.len(args) == 2 and _asked_by_a_library(raising):
+                _register_codecs(args[1])
+                return None, None
+            return "patches_a_library", _c.PermissionError(f"codecs.{args[0]}: the codec registry is the interpreter's")
         if event == "memrl.fix_co_filename":  # gives code another file name: only importlib, for a source file it compiled
             caller = raising.f_back
             if caller is not None and caller.f_code is _compile_bytecode and _compiling(caller) and _c.len(args) == 2:
@@ -1574,6 +1583,7 @@ def _memrl_runner():
             "os.link",
             "os.symlink",
             "memrl.create_builtin",
+            "memrl.codecs",
             "memrl.signal",
             "memrl.fix_co_filename",
             "memrl.gc_set_debug",
@@ -1659,6 +1669,29 @@ def _memrl_runner():
     def fix_co_filename(code, path, _audit=sys.audit):
         _audit("memrl.fix_co_filename", code, path)
 
+    # The codec registry is the interpreter's (no module attribute, no audit event): the program unregistered the encodings
+    # package's search function and registered its own, and every text file the tests read was decoded by its code (46a:
+    # real tasks 672 and 265, both isolations). Every codec the encodings package names is looked up now, so the registry's
+    # cache holds the real one under each name (and encodings' own cache, a module's dict, is not asked again); the calls
+    # that would empty that cache or the search path ask the hook, which refuses them.
+    codec_names = {
+        *encodings.aliases.aliases,
+        *encodings.aliases.aliases.values(),
+        *(n[:-3] for n in os.listdir(encodings.__path__[0]) if n.endswith(".py")),
+    }
+    for name in sorted(codec_names | {name.replace("_", "-") for name in codec_names}):
+        with contextlib.suppress(LookupError):
+            codecs.lookup(name)
+
+    def guarded_codecs(kind, _audit=sys.audit):
+        def guarded(*args):
+            _audit("memrl.codecs", kind, *args[:1])
+
+        return guarded
+
+    codecs.register = _codecs.register = guarded_codecs("register")
+    codecs.unregister = _codecs.unregister = guarded_codecs("unregister")
+    _codecs._forget_codec = guarded_codecs("_forget_codec")
     _signal.signal = signal.signal = guarded_signal
     _imp.create_builtin, _imp._fix_co_filename = create_builtin, fix_co_filename
     gc.set_debug = guarded_set_debug
