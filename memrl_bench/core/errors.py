@@ -5,7 +5,11 @@ the registry, whose errors are input errors too."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import subprocess
+import sys
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,22 +40,64 @@ def sqlite_errors_as(error: type[InputError], path: Path, what: str, remedy: str
         raise error(f"{path}: {what} cannot be used ({reason}); move it away to start a new one, or {remedy}") from None
 
 
-def refuse_a_foreign_schema(
-    db: sqlite3.Connection, tables: tuple[str, ...], error: type[InputError], path: Path, what: str, remedy: str
-) -> None:
-    """`error` unless the file holds `tables` alone, as plain tables (their automatic indexes, SQLite's statistics): a
-    view, a trigger, a virtual table or an index of its own runs SQL the file chose on every read or write (a trigger with
-    an endless recursive query stalled a run for good, Ctrl-C included, and so did a view in a shipped cache's place: 45b)."""
-    with sqlite_errors_as(error, path, what, remedy):
-        rows = db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+def _bare(sql: object) -> str:
+    return "".join(str(sql).split())
+
+
+def table_forms(*histories: tuple[str, ...]) -> dict[str, frozenset[str]]:
+    """Each table's definition as SQLite stores it after each statement of each history (a CREATE, then the ALTERs that
+    added columns over the versions), whitespace taken out: what a file the harness wrote holds."""
+    forms: dict[str, set[str]] = {}
+    for history in histories:
+        db = sqlite3.connect(":memory:")
+        for statement in history:
+            db.execute(statement)
+            for name, sql in db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'"):
+                forms.setdefault(name, set()).add(_bare(sql))
+        db.close()
+    return {name: frozenset(each) for name, each in forms.items()}
+
+
+SCHEMA_SECONDS = 10.0  # reading a cache's schema takes milliseconds
+# Prints a file's schema rows as JSON, or {"error": ...}: run in a child process, since SQLite runs SQL of the file's as
+# it loads a schema (the generated columns of a table named sqlite_stat1: 46b) and no statement limit reaches into one call.
+_READ_SCHEMA = """
+import json, sqlite3, sys
+try:
+    db = sqlite3.connect(sys.argv[1], uri=True)
+    print(json.dumps(db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()))
+except (sqlite3.Error, UnicodeDecodeError) as err:
+    print(json.dumps({"error": str(err)}))
+"""
+
+
+def refuse_a_foreign_schema(path: Path, tables: dict[str, frozenset[str]], error: type[InputError], what: str, remedy: str) -> None:
+    """`error` unless the file at `path` (if any) holds its tables alone, each as the harness defines it (`table_forms`),
+    with their automatic indexes: a view, a trigger, a virtual table, an index of its own, a CHECK or a generated column
+    runs SQL the file chose on a read or a write (a trigger with an endless recursive query stalled a run for good, Ctrl-C
+    included, and so did a view in a shipped cache's place: 45b; a generated key column or a CHECK, and sqlite_stat1's,
+    which SQLite reads as it loads the schema: 46b). The schema is read in a child process given SCHEMA_SECONDS."""
+    if not path.exists():
+        return
+    try:
+        read = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _READ_SCHEMA, f"file:{urllib.parse.quote(str(path))}?mode=ro"],
+            capture_output=True,
+            timeout=SCHEMA_SECONDS,
+            check=False,
+        )
+        rows = json.loads(read.stdout)
+    except subprocess.TimeoutExpired:
+        rows = {"error": f"reading its schema took more than {SCHEMA_SECONDS:.0f} s: SQL of the file's own?"}
+    except ValueError:
+        rows = {"error": f"its schema could not be read ({read.stderr.decode(errors='replace').strip()[-200:]})"}
+    if isinstance(rows, dict):
+        raise error(f"{path}: {what} cannot be used ({rows['error']}); move it away to start a new one, or {remedy}")
     for kind, name, table, sql in rows:
-        plain = kind == "table" and name in tables and str(sql).lstrip()[:12].upper() == "CREATE TABLE"
-        if not (
-            plain or (kind == "index" and sql is None and table in tables) or (kind == "table" and str(name).startswith("sqlite_stat"))
-        ):
+        if not (_bare(sql) in tables.get(name, ()) if kind == "table" else kind == "index" and sql is None and table in tables):
             raise error(
-                f"{path}: {what} holds a {str(kind)[:20]} {str(name)[:60]!r}, which the harness never writes (it could run SQL of "
-                f"the file's on every read); move it away to start a new one, or {remedy}"
+                f"{path}: {what} holds a {str(kind)[:20]} {str(name)[:60]!r} that is not the harness's (it could run SQL of the "
+                f"file's on every read); move it away to start a new one, or {remedy}"
             )
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from memrl_bench.core.errors import InputError, refuse_a_foreign_schema, sqlite_errors_as
+from memrl_bench.core.errors import InputError, refuse_a_foreign_schema, sqlite_errors_as, table_forms
 
 CacheMode = Literal["read_write", "read_only", "off"]
 CACHE_MODES: tuple[str, ...] = get_args(CacheMode)
@@ -36,6 +36,17 @@ CACHE_MODES: tuple[str, ...] = get_args(CacheMode)
 # a prompt that fits is answered the same, and one that does not is never cached).
 VOLATILE_IDENTITY_KEYS = ("base_url_host", "threads", "batch_threads", "poll", "ctx_size")
 
+_ORIGINAL_RESPONSES = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    finish_reason TEXT,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    created REAL NOT NULL
+)"""
+# columns a cache written by an older version lacks: checksums, then the size of cut completions
+_ADDED_COLUMNS = (("checksum", "TEXT"), ("dropped_chars", "INTEGER NOT NULL DEFAULT 0"))
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY,
@@ -55,6 +66,11 @@ CREATE TABLE IF NOT EXISTS token_counts (
 """
 
 
+# what a cache any version wrote holds: the tables as made now, and the first made then widened
+_TABLES = table_forms(
+    tuple(_SCHEMA.split(";")),
+    (_ORIGINAL_RESPONSES, *(f"ALTER TABLE responses ADD COLUMN {column} {definition}" for column, definition in _ADDED_COLUMNS)),
+)
 _REMEDY = "set llm.cache_mode=off"
 
 
@@ -118,17 +134,16 @@ class ResponseCache:
             )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._warned_unchecked = False
+        refuse_a_foreign_schema(self.path, _TABLES, CacheError, "the LLM response cache", _REMEDY)
         with self._named_errors():
             # Autocommit: every put is its own short transaction.
             self._db = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
-            refuse_a_foreign_schema(self._db, ("responses", "token_counts"), CacheError, self.path, "the LLM response cache", _REMEDY)
             if mode == "read_write":
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.executescript(_SCHEMA)
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
-            # columns a cache written by an older version lacks: checksums, then the size of cut completions
-            for column, definition in (("checksum", "TEXT"), ("dropped_chars", "INTEGER NOT NULL DEFAULT 0")):
+            for column, definition in _ADDED_COLUMNS:
                 if mode == "read_write" and column not in columns:
                     try:
                         self._db.execute(f"ALTER TABLE responses ADD COLUMN {column} {definition}")

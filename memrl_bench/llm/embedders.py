@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from memrl_bench.core.config import MAX_SECONDS, MAX_THREADS, InputError, Settings, named_part, validated
-from memrl_bench.core.errors import refuse_a_foreign_schema, sqlite_errors_as
+from memrl_bench.core.errors import refuse_a_foreign_schema, sqlite_errors_as, table_forms
 from memrl_bench.core.redaction import redact_server_text, strip_url_secrets, url_host
 from memrl_bench.core.vector_index import unit_rows
 from memrl_bench.llm.settings import api_key, checked_key_env, checked_url, url_from_env
@@ -302,6 +302,20 @@ class EmbeddingSizeError(InputError, RuntimeError):
     """An embeddings server answered vectors of another size than the run's (embedder.dim or its first answer)."""
 
 
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS embeddings (identity TEXT NOT NULL, text_sha256 TEXT NOT NULL, vector BLOB NOT NULL, checksum TEXT, "
+    "PRIMARY KEY (identity, text_sha256))"
+)
+_ADD_CHECKSUM = "ALTER TABLE embeddings ADD COLUMN checksum TEXT"  # a cache written before entries had checksums
+# what a cache any version wrote holds: the table as made now, and the first made then given checksums
+_TABLES = table_forms(
+    (_SCHEMA,),
+    (
+        "CREATE TABLE embeddings (identity TEXT NOT NULL, text_sha256 TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (identity, "
+        "text_sha256))",
+        _ADD_CHECKSUM,
+    ),
+)
 _REMEDY = "unset embedder.cache_path"
 
 
@@ -335,19 +349,16 @@ class CachedEmbedder(Embedder):
         self._lock = threading.Lock()
         self._warned_unchecked = False
         self._size: int | None = None  # the length of the vectors this cache has returned
+        refuse_a_foreign_schema(self.path, _TABLES, EmbeddingCacheError, "the embedding cache", _REMEDY)
         with self._named_errors():
             self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0)
-            refuse_a_foreign_schema(self._db, ("embeddings",), EmbeddingCacheError, self.path, "the embedding cache", _REMEDY)
             self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS embeddings (identity TEXT NOT NULL, text_sha256 TEXT NOT NULL, vector BLOB NOT NULL, checksum "
-                "TEXT, PRIMARY KEY (identity, text_sha256))"
-            )
+            self._db.execute(_SCHEMA)
             if "checksum" not in {
                 row[1] for row in self._db.execute("PRAGMA table_info(embeddings)")
             }:  # a cache written before entries had checksums
                 try:
-                    self._db.execute("ALTER TABLE embeddings ADD COLUMN checksum TEXT")
+                    self._db.execute(_ADD_CHECKSUM)
                 except sqlite3.OperationalError as err:
                     if "duplicate column" not in str(err):  # another process added it meanwhile
                         raise

@@ -185,17 +185,19 @@ def test_cached_and_fresh_vectors_of_two_sizes_stop_the_run(tmp_path: Path) -> N
     [
         "CREATE TRIGGER t AFTER INSERT ON embeddings BEGIN SELECT 1; END",
         "ALTER TABLE embeddings RENAME TO kept; CREATE VIEW embeddings AS SELECT * FROM kept",
+        "DROP TABLE embeddings; CREATE TABLE embeddings (identity TEXT NOT NULL, text_sha256 TEXT NOT NULL, vector BLOB NOT NULL, "
+        "checksum TEXT, PRIMARY KEY (identity, text_sha256), CHECK (length(vector) >= 0))",
     ],
-    ids=["trigger", "view"],
+    ids=["trigger", "view", "check"],
 )
 def test_an_embedding_cache_holding_sql_of_its_own_is_refused_naming_it(tmp_path: Path, foreign: str) -> None:
-    """45b: a trigger with an endless recursive query stalled a run for good (Ctrl-C included); a view too."""
+    """45b: a trigger with an endless recursive query stalled a run for good (Ctrl-C included); a view too; 46b: a CHECK."""
     path = tmp_path / "cache.sqlite"
     CachedEmbedder(CountingEmbedder(), path).embed(["a"])
     with sqlite3.connect(path) as db:
         db.executescript(foreign)
     db.close()
-    with pytest.raises(EmbeddingCacheError, match="which the harness never writes"):
+    with pytest.raises(EmbeddingCacheError, match="that is not the harness's"):
         CachedEmbedder(CountingEmbedder(), path)
 
 

@@ -255,6 +255,15 @@ FOREIGN_OBJECTS = {
     "view": "ALTER TABLE responses RENAME TO kept; CREATE VIEW responses AS SELECT * FROM kept",
     "index": "CREATE INDEX i ON responses(length(text))",
     "another table": "CREATE TABLE other (x)",
+    # 46b: plain tables whose definitions run SQL: a CHECK on every write, a generated key on every lookup; SQLite's
+    # statistics table (which SQLite reads as it loads the schema)
+    "check": "DROP TABLE responses; CREATE TABLE responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, finish_reason TEXT, "
+    "prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created REAL NOT NULL, checksum TEXT, "
+    "dropped_chars INTEGER NOT NULL DEFAULT 0, CHECK (length(text) >= 0))",
+    "generated key": "DROP TABLE responses; CREATE TABLE responses (k0 TEXT, key TEXT AS (k0) VIRTUAL, text TEXT NOT NULL, "
+    "finish_reason TEXT, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created REAL NOT NULL, "
+    "checksum TEXT, dropped_chars INTEGER NOT NULL DEFAULT 0)",
+    "statistics": "CREATE INDEX i ON responses(created); ANALYZE; DROP INDEX i",
 }
 
 
@@ -267,9 +276,39 @@ def test_a_cache_file_holding_sql_of_its_own_is_refused_naming_it(tmp_path, fore
         db.executescript(FOREIGN_OBJECTS[foreign])
     db.close()
     before = path.read_bytes()
-    with pytest.raises(CacheError, match=f"^{path}: the LLM response cache holds a .*which the harness never writes"):
+    with pytest.raises(CacheError, match=f"^{path}: the LLM response cache holds a .* that is not the harness's"):
         ResponseCache(path, mode)
     assert path.read_bytes() == before
+
+
+def test_a_cache_whose_schema_runs_sql_as_it_loads_is_refused_in_its_time(tmp_path, monkeypatch):
+    """46b: SQLite reads sqlite_stat1 as it loads a file's schema, before any check of it can run: a generated column there
+    costing minutes ran in the harness's first statement (Python's sqlite3 ignores Ctrl-C, and no statement limit reaches
+    into one call). The schema is read in a child process given its time (10 s; here 1 s)."""
+    import time
+
+    from memrl_bench.core import errors
+
+    monkeypatch.setattr(errors, "SCHEMA_SECONDS", 1.0)
+    path = tmp_path / "c.sqlite"
+    ResponseCache(path).put("k", CachedResponse("t", "stop", 1, 1))
+    costly = " + ".join(["instr(printf('%.*c', 600000, 'a'), printf('%.*c', 300000, 'a') || 'b')"] * 20)  # seconds each
+    with sqlite3.connect(path) as db:
+        db.executescript("CREATE INDEX i ON responses(created); ANALYZE; DROP INDEX i; CREATE TABLE zz (tbl, idx, s0)")
+        version = db.execute("PRAGMA schema_version").fetchone()[0]
+        db.execute("INSERT INTO zz VALUES ('responses', 'sqlite_autoindex_responses_1', '1 1')")
+        db.execute("PRAGMA writable_schema=ON")
+        db.execute("DELETE FROM sqlite_master WHERE name = 'sqlite_stat1'")
+        db.execute(
+            "UPDATE sqlite_master SET name = 'sqlite_stat1', tbl_name = 'sqlite_stat1', sql = ? WHERE name = 'zz'",
+            (f"CREATE TABLE sqlite_stat1 (tbl, idx, s0, stat AS (substr({costly}, 1, 0) || s0) VIRTUAL)",),
+        )
+        db.execute(f"PRAGMA schema_version = {version + 1}")
+    db.close()
+    started = time.monotonic()
+    with pytest.raises(CacheError, match=f"^{path}: the LLM response cache cannot be used \\(reading its schema took more than 1 s"):
+        ResponseCache(path, "read_only")
+    assert time.monotonic() - started < 10
 
 
 def test_the_shipped_response_caches_are_the_harnesss_own():
