@@ -782,6 +782,22 @@ def test_an_unreadable_run_file_stops_the_export_with_one_line_naming_it(results
     assert done.stderr.count("\n") == 1 and not (tmp_path / "export").exists()
 
 
+def nest(folder: Path, depth: int) -> Path:
+    """`folder` made with `depth` folders nested in it, one at a time (pathlib's mkdir(parents=True) recurses too)."""
+    folder.mkdir(parents=True)
+    for _ in range(depth):
+        folder = folder / "a"
+        folder.mkdir()
+    return folder
+
+
+def unnest(deepest: Path, top: Path) -> None:
+    """The folders from `deepest` up to `top` removed (shutil.rmtree of Python 3.11 recurses as deep as the tree)."""
+    while deepest != top.parent:
+        deepest.rmdir()
+        deepest = deepest.parent
+
+
 def test_folders_nested_past_pythons_recursion_limit_beside_a_run_are_walked(results, tmp_path):
     """45b: 1,800 nested folders beside a run ended report, export and findings in RecursionError (os.walk recursed)."""
     import shutil
@@ -791,18 +807,26 @@ def test_folders_nested_past_pythons_recursion_limit_beside_a_run_are_walked(res
 
     copy = tmp_path / "results"
     shutil.copytree(results, copy)
-    deepest = copy / "junk"
-    deepest.mkdir()
-    for _ in range(1500):  # one at a time: pathlib's mkdir(parents=True) recurses too
-        deepest = deepest / "a"
-        deepest.mkdir()
+    deepest = nest(copy / "junk", 1500)
     try:
         assert len(run_folders(copy)) == 1
         assert scan(copy)[0] == run_folders(copy)
     finally:
-        while deepest != copy:  # shutil.rmtree of Python 3.11 recurses as deep as the tree
-            deepest.rmdir()
-            deepest = deepest.parent
+        unnest(deepest, copy / "junk")
+
+
+def test_a_snapshots_leftover_nested_past_what_rmtree_reaches_is_one_line_naming_it(tmp_path):
+    """46b: a crash's memory/.final.tmp (or .final.old) holding 3,000 nested folders made every resume a RecursionError
+    (shutil.rmtree recurses in Python 3.10-3.11), and the run could never finish."""
+    from memrl_bench.core.runfolder import CorruptRunFolderError, RunFolder
+
+    leftover = tmp_path / "run" / "memory" / ".final.tmp"
+    deepest = nest(leftover, 1500)
+    try:
+        with pytest.raises(CorruptRunFolderError, match=r"\.final\.tmp holds folders nested too deep to remove here"):
+            RunFolder(tmp_path / "run").save_snapshot("final", lambda tmp: (tmp / "items.jsonl").write_text(""))
+    finally:
+        unnest(deepest, leftover)
 
 
 def test_a_fifo_manifest_leaves_the_run_out_of_the_report_with_one_line(results, tmp_path):
