@@ -677,8 +677,11 @@ def _memrl_runner():
     unittest.mock._ANY.__eq__, unittest.mock._ANY.__ne__ = equal_to_anything, unequal_to_nothing
 
     # unittest's modules and what its pass or fail rests on (contextlib: every test part runs in one of its context managers);
-    # mock_open sets two globals of unittest.mock on its first call: made before the watch
+    # mock_open sets two globals of unittest.mock on its first call: made before the watch; and a warning a deprecated assert
+    # gives (assertDictContainsSubset) adds its registry to unittest.case (gold task 352 was flagged): there before too
     unittest.mock.mock_open()
+    for module in (unittest.case, unittest.mock, contextlib):
+        vars(module).setdefault("__warningregistry__", {})
     for pattern, module in (
         *[("patches_unittest", module) for module in (unittest, unittest.case, unittest.loader, unittest.result, unittest.runner)],
         *[("patches_unittest", module) for module in (unittest.signals, unittest.suite, unittest.util, unittest.mock, unittest.async_case)],
@@ -2318,6 +2321,7 @@ def _memrl_runner():
         _regex=check_the_regex_cache,
         _shadowing=builtin_names | {"__getattr__"},
         _held=held_by_a_callable,
+        _exact=exact,
         _missing=object(),
     ):
         """A library module loaded before the program holds what it held then (see take_the_libraries: a mock the tests
@@ -2328,9 +2332,14 @@ def _memrl_runner():
         holds a callable of the program's (it would have replaced a library's)."""
         held, defaults, cells = _state or ([], [], [])
         for namespace, names, keys in held:
-            now = {}
+            now, package = {}, _exact(_c.dict.get(namespace, "__name__"))
             for key, value in _c.list(namespace.items()):
-                if _c.type(key) is not _c.str or (key in _shadowing and key not in keys):
+                # a package gains its submodules as they are imported (encodings.ascii, curses.ascii: not a builtin's stand-in)
+                if _c.type(key) is not _c.str or (
+                    key in _shadowing
+                    and key not in keys
+                    and not (_c.type(package) is _c.str and _modules.get(package + "." + key) is value)
+                ):
                     _flag("patches_a_library")
                     return
                 now[key] = value

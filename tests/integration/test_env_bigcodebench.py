@@ -1998,6 +1998,36 @@ def test_the_tests_read_the_code_prompts_constants_not_the_answers(tmp_path: Pat
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
+@pytest.mark.parametrize(
+    "program, test",
+    [
+        # gold task 352: the warning assertDictContainsSubset gives adds its registry to unittest.case (a closed module)
+        (
+            "def task_func(a, b):\n    return {'sum': a + b}\n",
+            TEST_ADD.replace("assertEqual(task_func(2, 3), 5)", "assertDictContainsSubset(task_func(2, 3), {'sum': 5, 'x': 1})").replace(
+                "assertEqual(task_func(-2, -3), -5)", "assertDictContainsSubset(task_func(-2, -3), {'sum': -5})"
+            ),
+        ),
+        # a package gains a submodule named as a builtin as it is imported (45a's rule; encodings.ascii flagged 3 gold tasks)
+        ("def task_func(a, b):\n    import curses.ascii\n    return a + b + curses.ascii.NUL\n", "import curses\n" + TEST_ADD),
+    ],
+    ids=["deprecated_assert", "submodule_named_as_a_builtin"],
+)
+def test_what_an_honest_answers_tests_leave_in_a_library_is_no_tampering(
+    tmp_path: Path, monkeypatch, isolation: str, program: str, test: str
+):
+    folder = tmp_path / "bigcodebench"
+    folder.mkdir()
+    with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
+        out.write(json.dumps(record(0, ["math"], test=test)) + "\n")
+    (folder / "full_seed123.json").write_text(json.dumps({"seed": 1, "train_ids": [], "val_ids": ["BigCodeBench/0"]}))
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    env = BigCodeBenchEnv({"data_dir": str(folder), "timeout_s": 20, "isolation": isolation, "exclude_gold_failures": False})
+    info = answer(env, "BigCodeBench/0", program)[1]
+    assert info["success"] is True and "tampering" not in info, info
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
 def test_a_library_class_ordered_by_total_ordering_loaded_as_the_program_runs_is_its_own(tmp_path: Path, monkeypatch, isolation: str):
     """Gold task 14 was flagged `defines_its_comparisons` once the runner started with -S (44a's fix): ipaddress, which a
     normal start had loaded through an editable install's .pth, loaded as the program ran, and its _BaseNetwork's
