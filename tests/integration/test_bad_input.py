@@ -93,6 +93,7 @@ CONFIG_INPUTS = [
     # one completion of 500,000 tokens alone outgrew an episode's log line, and the run could never finish (45b)
     (("llm=openai", "llm.model=m", "llm.max_tokens=500000"), "llm.max_tokens: Input should be less than or equal to 131072"),
     (("method=skillbank", "method.max_tokens=500000"), "method.max_tokens: Input should be less than or equal to 131072"),
+    (("method=selfrag", "method.max_tokens=500000"), "method.max_tokens: Input should be less than or equal to 131072"),
     (("method=selfrag", "method.mode=sometimes"), "method.mode: Input should be 'adaptive_retrieval' or 'always_retrieve'"),
     (("llm=local", "llm.temperature=banana"), "llm.temperature: Input should be a valid number (got 'banana')"),
     (("llm=local", "llm.max_retries=-3"), "llm.max_retries: Input should be greater than or equal to 0"),
