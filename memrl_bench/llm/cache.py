@@ -36,40 +36,30 @@ CACHE_MODES: tuple[str, ...] = get_args(CacheMode)
 # a prompt that fits is answered the same, and one that does not is never cached).
 VOLATILE_IDENTITY_KEYS = ("base_url_host", "threads", "batch_threads", "poll", "ctx_size")
 
-_ORIGINAL_RESPONSES = """
-CREATE TABLE IF NOT EXISTS responses (
-    key TEXT PRIMARY KEY,
-    text TEXT NOT NULL,
-    finish_reason TEXT,
-    prompt_tokens INTEGER NOT NULL,
-    completion_tokens INTEGER NOT NULL,
-    created REAL NOT NULL
-)"""
-# columns a cache written by an older version lacks: checksums, then the size of cut completions
-_ADDED_COLUMNS = (("checksum", "TEXT"), ("dropped_chars", "INTEGER NOT NULL DEFAULT 0"))
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS responses (
-    key TEXT PRIMARY KEY,
-    text TEXT NOT NULL,
-    finish_reason TEXT,
-    prompt_tokens INTEGER NOT NULL,
-    completion_tokens INTEGER NOT NULL,
-    created REAL NOT NULL,
-    checksum TEXT,
-    dropped_chars INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS token_counts (
-    key TEXT PRIMARY KEY,
-    tokens INTEGER NOT NULL,
-    checksum TEXT NOT NULL
+# the columns of the first version's responses table, and those versions since added (checksums, then the size of
+# cut completions): a cache written by an older version lacks the latter until it is opened for writing
+_FIRST_COLUMNS = (
+    "key TEXT PRIMARY KEY",
+    "text TEXT NOT NULL",
+    "finish_reason TEXT",
+    "prompt_tokens INTEGER NOT NULL",
+    "completion_tokens INTEGER NOT NULL",
+    "created REAL NOT NULL",
 )
-"""
+_ADDED_COLUMNS = (("checksum", "TEXT"), ("dropped_chars", "INTEGER NOT NULL DEFAULT 0"))
+_SCHEMA = (
+    f"CREATE TABLE IF NOT EXISTS responses ({', '.join([*_FIRST_COLUMNS, *(' '.join(c) for c in _ADDED_COLUMNS)])}); "
+    "CREATE TABLE IF NOT EXISTS token_counts (key TEXT PRIMARY KEY, tokens INTEGER NOT NULL, checksum TEXT NOT NULL)"
+)
 
 
 # what a cache any version wrote holds: the tables as made now, and the first made then widened
 _TABLES = table_forms(
     tuple(_SCHEMA.split(";")),
-    (_ORIGINAL_RESPONSES, *(f"ALTER TABLE responses ADD COLUMN {column} {definition}" for column, definition in _ADDED_COLUMNS)),
+    (
+        f"CREATE TABLE responses ({', '.join(_FIRST_COLUMNS)})",
+        *(f"ALTER TABLE responses ADD COLUMN {column} {definition}" for column, definition in _ADDED_COLUMNS),
+    ),
 )
 _REMEDY = "set llm.cache_mode=off"
 
