@@ -1208,10 +1208,28 @@ def _memrl_runner():
             codes.extend(value for value in each.co_consts if _c.type(value) is _c.CodeType)
         return faked
 
-    def handed_out(frame, _exact=exact, _ids=runner_code_ids, _returners=returners, _c=c, _a_library=a_library):
+    def handed_out(
+        frame,
+        _exact=exact,
+        _ids=runner_code_ids,
+        _returners=returners,
+        _walk_stack=traceback.walk_stack.__code__,
+        _c=c,
+        _a_library=a_library,
+    ):
         """The frame just taken goes to code that is neither a library's nor the runner's: the code that took it (`frame`), or,
         when that is a library function handing frames to its caller (inspect.stack, traceback.walk_tb ...), the code that
-        called it. Code compiled from a string or another file counts as the program's: f_back leads from any frame to the runner's."""
+        called it. Code compiled from a string or another file counts as the program's: f_back leads from any frame to the runner's.
+        traceback.walk_stack(None) is a generator that starts four frames above whoever resumes it: it hands its frames to
+        the program if any frame between it and the runner's is the program's (47a: the tests' frames, their locals and
+        constants, relayed to the answer through heapq.merge or StackSummary.extract(capture_locals=True))."""
+        if frame is not None and frame.f_code is _walk_stack:
+            frame = frame.f_back
+            while frame is not None and _c.id(frame.f_code) not in _ids:
+                if not _a_library(frame.f_code):
+                    return True
+                frame = frame.f_back
+            return False
         while frame is not None:
             code = frame.f_code
             if _c.id(code) in _ids:
