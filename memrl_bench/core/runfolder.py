@@ -696,7 +696,15 @@ def damaged_by_writing(out: Path) -> Path | None:
 
 def _remove_leftover(folder: Path) -> None:
     """A snapshot's leftover (a crash's temporary folder or previous version) removed; CorruptRunFolderError naming it when
-    it holds folders nested past what shutil.rmtree's recursion reaches (3,000 of them made every resume a traceback: 46b)."""
+    it holds folders nested past what shutil.rmtree's recursion reaches (3,000 of them made every resume a traceback: 46b),
+    or is a FIFO, a device or a socket, which shutil.rmtree opens and waits on for good (47b)."""
+    with contextlib.suppress(FileNotFoundError):
+        kind = os.lstat(folder).st_mode
+        if not (stat.S_ISDIR(kind) or stat.S_ISLNK(kind) or stat.S_ISREG(kind)):
+            raise CorruptRunFolderError(
+                f"{folder} is a FIFO, a device or a socket, which a run never writes: it was put there by hand; remove it and run "
+                "the same command again"
+            )
     try:
         shutil.rmtree(folder, ignore_errors=True)
     except RecursionError:

@@ -815,6 +815,21 @@ def test_folders_nested_past_pythons_recursion_limit_beside_a_run_are_walked(res
         unnest(deepest, copy / "junk")
 
 
+def test_a_snapshots_leftover_that_is_a_fifo_is_one_line_naming_it(tmp_path):
+    """47b: a FIFO at memory/.final.tmp (or .<name>.old): shutil.rmtree opened it and the resume waited for good, no line."""
+    import os
+
+    leftover = tmp_path / "run" / "memory" / ".final.tmp"
+    leftover.parent.mkdir(parents=True)
+    os.mkfifo(leftover)
+    program = (
+        "import sys\nfrom pathlib import Path\nfrom memrl_bench.core.runfolder import RunFolder\n"
+        "RunFolder(Path(sys.argv[1])).save_snapshot('final', lambda tmp: (tmp / 'items.jsonl').write_text(''))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program, str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert "CorruptRunFolderError" in done.stderr and ".final.tmp is a FIFO, a device or a socket" in done.stderr, done.stderr
+
+
 def test_a_snapshots_leftover_nested_past_what_rmtree_reaches_is_one_line_naming_it(tmp_path):
     """46b: a crash's memory/.final.tmp (or .final.old) holding 3,000 nested folders made every resume a RecursionError
     (shutil.rmtree recurses in Python 3.10-3.11), and the run could never finish."""

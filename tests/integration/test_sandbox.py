@@ -778,6 +778,19 @@ def test_the_list_of_results_folders_takes_any_name_and_writes_through_no_link(m
         shutil.rmtree(base)
 
 
+def test_a_hidden_path_holding_the_libraries_the_sandbox_loads_is_refused():
+    """47b: hiding /usr/lib/x86_64-linux-gnu (libc, the loader) was accepted, from env.extra_hidden_paths or a line of
+    results_dirs.txt, and every sandbox failed to start with a traceback blaming root and namespaces."""
+    from memrl_bench.envs.sandbox.settings import _library_folders
+
+    folders = _library_folders()
+    assert folders, "no system folder of a loaded shared library found in /proc/self/maps"
+    for folder in folders:
+        with pytest.raises(SandboxSettingError, match=f"would hide {folder}, which the sandbox runs from"):
+            Sandbox(hidden_paths=(*DEFAULT_HIDDEN_PATHS, folder))
+    Sandbox(hidden_paths=(*DEFAULT_HIDDEN_PATHS, "/usr/share"))  # a system folder it does not load from: accepted
+
+
 def test_hidden_root_is_refused_by_the_sandbox():
     for hidden, refusal in [
         ("/", "the whole filesystem"),

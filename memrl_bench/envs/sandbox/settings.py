@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 # How every SandboxUnavailable message starts: what the sandbox needs.
@@ -44,6 +46,22 @@ class SandboxSettingError(ValueError):
     (an env turns it into a ConfigError naming its key)."""
 
 
+@lru_cache(maxsize=1)
+def _library_folders() -> tuple[str, ...]:
+    """The system folders of the shared libraries this process has loaded (libc and the loader among them), which the
+    sandbox's tools load too: hiding /usr/lib/x86_64-linux-gnu stopped every sandbox from starting (47b)."""
+    roots = [os.path.realpath(folder) for folder in _NEEDED_FOLDERS]
+    folders = set()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/maps").read_text().splitlines():
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and fields[5].startswith("/") and ".so" in fields[5]:
+                folder = os.path.dirname(os.path.realpath(fields[5]))
+                if any(folder == root or folder.startswith(root + "/") for root in roots):
+                    folders.add(folder)
+    return tuple(sorted(folders))
+
+
 def normal_hidden_paths(paths: tuple[str, ...]) -> tuple[str, ...]:
     """The hidden paths in one form, the host's real path (checked first): `/opt/`, `/var/lib/x/.` and `//opt` would
     otherwise hide nothing, and `/var/run` (a link to /run) only the link, the folder it names staying readable."""
@@ -63,7 +81,7 @@ def check_hidden_paths(paths: tuple[str, ...]) -> None:
         real = os.path.realpath(path)
         if real == "/":
             raise SandboxSettingError(f"hidden path {path!r} is the whole filesystem: nothing would be hidden")
-        for needed in _NEEDED_FOLDERS:
+        for needed in (*_NEEDED_FOLDERS, *_library_folders()):
             target = os.path.realpath(needed)
             if os.path.isdir(needed) and (target == real or target.startswith(real + "/")):
                 raise SandboxSettingError(f"hidden path {path!r} would hide {needed}, which the sandbox runs from")
