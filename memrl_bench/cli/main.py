@@ -28,7 +28,14 @@ from memrl_bench.cli.hydra_support import SWEEP_RECORDS, add_config_sources, reg
 from memrl_bench.cli.summary import print_summary
 from memrl_bench.core.config import CONF_DIR, GROUPS, InputError
 from memrl_bench.core.interrupts import WORKER_LOST
-from memrl_bench.core.redaction import ScrubbedStream, hide_url_secrets_from_command_line, redact_server_text, remember_command_line, scrub
+from memrl_bench.core.redaction import (
+    ScrubbedStream,
+    hide_url_secrets_from_command_line,
+    redact_server_text,
+    remember_command_line,
+    remember_secret,
+    scrub,
+)
 from memrl_bench.core.runfolder import MANIFEST, RunFolder, is_disk_full, write_text_atomic
 from memrl_bench.llm import LLMOutageError
 from memrl_bench.runner.loop import run
@@ -192,6 +199,10 @@ def main() -> None:
     os.environ["HYDRA_FULL_ERROR"] = "1"
     hide_url_secrets_from_command_line()  # Hydra reads sys.argv, a copy
     remember_command_line(sys.argv[1:])
+    # the keys of the variables the groups read (OPENAI_API_KEY, any other an override names), before Hydra or a setting's
+    # check quotes a refused override that holds one (`llm.api_key=$OPENAI_API_KEY`: 47b)
+    for name in {"OPENAI_API_KEY", *(arg.partition("=")[2] for arg in sys.argv[1:] if arg.partition("=")[0].endswith("api_key_env"))}:
+        remember_secret(os.environ.get(name))
     sys.stderr = ScrubbedStream(sys.stderr)  # argparse and Hydra print what they refuse, quoting it
     try:
         app()

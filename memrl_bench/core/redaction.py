@@ -293,11 +293,13 @@ _INTERPOLATION = re.compile(r"\$\{([^}]*)\}")
 
 
 def remember_command_line(argv: list[str]) -> None:
-    """Redact from every text scrubbed from now on the URL passwords (the user, if there is none)
-    and key-like query values of the command line's arguments, also where Hydra or argparse quote
+    """Redact from every text scrubbed from now on the URL passwords (the user, if there is none),
+    key-like query values and key-shaped values of the command line's arguments, also where Hydra or argparse quote
     an argument they refuse (a password holding '#' or a quote: Hydra's lexer error; one holding
     `${name}`: "Interpolation key 'name' not found")."""
     for arg in argv:
+        for match in _KEY_LIKE.finditer(arg):  # a key typed as a setting's value (`llm.api_key=sk-...`: 47b)
+            remember_secret(match[0][match.end("sep") - match.start() :] if match["sep"] else match[0].split()[-1])
         for start, end in _argument_secret_spans(arg):
             value = arg[start:end]
             if value.endswith("@"):

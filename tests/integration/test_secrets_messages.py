@@ -97,6 +97,28 @@ def test_a_malformed_url_on_the_command_line_is_one_line_without_its_secret(tmp_
     assert CANARY not in out.stdout + out.stderr and not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize(
+    "overrides, key_in_the_variable",
+    [
+        (["llm.api_key=KEY"], True),  # Hydra: "Could not override 'llm.api_key' ... +llm.api_key=KEY"
+        (["llm.api_key=KEY"], False),  # a key typed, in no variable: known by its shape
+        (["embedder.api_key=KEY"], True),
+        (["llm.temperature=KEY"], True),  # the setting's check: "got 'KEY'"
+        (["llm.seed=KEY", "-m"], True),
+        (["llm.api_key_env=MY_KEY", "llm.temperature=KEY"], True),
+    ],
+)
+def test_a_key_in_a_refused_override_is_not_printed(tmp_path, overrides: list[str], key_in_the_variable: bool):
+    """47b: the value of $OPENAI_API_KEY in an override Hydra or a setting's check refuses was printed on stderr."""
+    key = f"sk-{CANARY}0123456789"
+    variable = next((o.partition("=")[2] for o in overrides if o.startswith("llm.api_key_env=")), "OPENAI_API_KEY")
+    env = {**os.environ, variable: key if key_in_the_variable else ""}
+    args = [f"results_dir={tmp_path / 'results'}", "llm=openai", "llm.model=m", "llm.base_url=http://127.0.0.1:9/v1"]
+    args += [o.replace("KEY", key) for o in overrides]
+    out = subprocess.run([sys.executable, "-m", "memrl_bench", *args], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 2 and CANARY not in out.stdout + out.stderr, out.stderr
+
+
 @pytest.mark.parametrize("secret", ["userinfo", "query_key"])
 def test_an_embeddings_endpoint_answering_404_is_one_line_without_url_secrets(tmp_path, secret: str):
     """Before: openai.NotFoundError's traceback (exit 1), after Hydra's "Error executing job with
