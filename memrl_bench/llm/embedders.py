@@ -39,7 +39,7 @@ class MiniLMSettings(EmbedderSettings):
     model_dir: str | None = Field(None, description="Folder with model.onnx + tokenizer.json (null: the catalogue's).")
     threads: int = Field(1, ge=1, le=MAX_THREADS, description="onnxruntime intra-op threads.")
     batch_size: int = Field(32, ge=1, description="Texts per forward pass.")
-    max_tokens: int = Field(256, ge=1, description="Longer texts are truncated.")
+    max_tokens: int = Field(256, ge=2, description="Longer texts are truncated (at least [CLS] and [SEP]).")
     cache_path: str | None = Field(None, description="SQLite file caching vectors (null: no cache).")
 
 

@@ -94,6 +94,7 @@ CONFIG_INPUTS = [
     (("llm=openai", "llm.model=m", "llm.max_tokens=500000"), "llm.max_tokens: Input should be less than or equal to 131072"),
     (("method=skillbank", "method.max_tokens=500000"), "method.max_tokens: Input should be less than or equal to 131072"),
     (("method=selfrag", "method.max_tokens=500000"), "method.max_tokens: Input should be less than or equal to 131072"),
+    (("embedder=minilm", "embedder.max_tokens=1"), "embedder.max_tokens: Input should be greater than or equal to 2 (got 1)"),  # 47b
     (("method=selfrag", "method.mode=sometimes"), "method.mode: Input should be 'adaptive_retrieval' or 'always_retrieve'"),
     (("llm=local", "llm.temperature=banana"), "llm.temperature: Input should be a valid number (got 'banana')"),
     (("llm=local", "llm.max_retries=-3"), "llm.max_retries: Input should be greater than or equal to 0"),
