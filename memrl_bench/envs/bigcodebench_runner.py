@@ -1704,15 +1704,17 @@ def _memrl_runner():
         with contextlib.suppress(LookupError):
             codecs.lookup(name)
 
-    def guarded_codecs(kind, _audit=sys.audit):
-        def guarded(*args):
-            _audit("memrl.codecs", kind, *args[:1])
+    def guarded_register(*args, _audit=sys.audit):
+        _audit("memrl.codecs", "register", *args[:1])
 
-        return guarded
+    def guarded_unregister(*args, _audit=sys.audit):
+        _audit("memrl.codecs", "unregister", *args[:1])
 
-    codecs.register = _codecs.register = guarded_codecs("register")
-    codecs.unregister = _codecs.unregister = guarded_codecs("unregister")
-    _codecs._forget_codec = guarded_codecs("_forget_codec")
+    def guarded_forget(*args, _audit=sys.audit):
+        _audit("memrl.codecs", "_forget_codec", *args[:1])
+
+    codecs.register, codecs.unregister = _codecs.register, _codecs.unregister = guarded_register, guarded_unregister
+    _codecs._forget_codec = guarded_forget
     _signal.signal = signal.signal = guarded_signal
     _imp.create_builtin, _imp._fix_co_filename = create_builtin, fix_co_filename
     gc.set_debug = guarded_set_debug
@@ -2276,11 +2278,11 @@ def _memrl_runner():
         for module in _c.list(_modules.values()):
             if module is _main or not _c.issubclass(_c.type(module), _c.ModuleType):
                 continue
-            namespace, names, keys = _c.module_dict(module), {}, set()
+            namespace, names, keys = _c.module_dict(module), {}, {}
             for key, value in _c.list(namespace.items()):
                 if _c.type(key) is not _c.str:
                     continue
-                keys.add(key)
+                keys[key] = True
                 how = _compared(value)
                 if how is not None:
                     names[key] = how
