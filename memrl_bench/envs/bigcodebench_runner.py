@@ -677,17 +677,17 @@ def _memrl_runner():
     unittest.mock._ANY.__eq__, unittest.mock._ANY.__ne__ = equal_to_anything, unequal_to_nothing
 
     # unittest's modules and what its pass or fail rests on (contextlib: every test part runs in one of its context managers);
-    # mock_open sets two globals of unittest.mock on its first call: made before the watch; and a warning a deprecated assert
-    # gives (assertDictContainsSubset) adds its registry to unittest.case (gold task 352 was flagged): there before too
+    # mock_open sets two globals of unittest.mock on its first call: made before the watch
     unittest.mock.mock_open()
-    for module in (unittest.case, unittest.mock, contextlib):
-        vars(module).setdefault("__warningregistry__", {})
     for pattern, module in (
         *[("patches_unittest", module) for module in (unittest, unittest.case, unittest.loader, unittest.result, unittest.runner)],
         *[("patches_unittest", module) for module in (unittest.signals, unittest.suite, unittest.util, unittest.mock, unittest.async_case)],
         ("patches_unittest", unittest._log),  # assertLogs' context manager
         ("patches_a_library", contextlib),
     ):
+        # a warning one of its functions gives adds its registry to the module (assertDictContainsSubset's, to
+        # unittest.case: gold task 352 was flagged): there before the watch
+        vars(module).setdefault("__warningregistry__", {})
         watch(pattern, module.__name__, vars(module), closed=True)
         for value in list(vars(module).values()):
             if isinstance(value, type) and (value.__module__.startswith("unittest") or value.__module__ == module.__name__):
