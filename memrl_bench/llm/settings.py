@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
@@ -20,6 +20,9 @@ most 16 characters a token (memrl_bench.llm.completion_char_cap), so one stays w
 however its text escapes; at max_tokens 500,000 one step's completion of emoji alone passed it, and the run could never
 finish (45b)."""
 
+CompletionTokens = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
+"""A number of completion tokens asked for (llm, actor and method settings): 1 to MAX_TOKENS."""
+
 
 class GenerationSettings(Settings):
     """Sampling settings of a chat call (the llm group's defaults, an actor's overrides)."""
@@ -27,7 +30,7 @@ class GenerationSettings(Settings):
     temperature: float | None = Field(None, ge=0, description="Sampling temperature (0: greedy).")
     top_p: float | None = Field(None, gt=0, le=1, description="Nucleus sampling mass.")
     seed: int | None = Field(None, description="The server's sampling seed.")
-    max_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS, description="Most tokens per completion.")
+    max_tokens: CompletionTokens | None = Field(None, description="Most tokens per completion.")
     stop: str | list[str] | None = Field(None, description="Stop sequences.")
     response_format: dict[str, Any] | None = Field(
         None, description="Structured output (OpenAI's response_format: a JSON schema), sent as given."

@@ -39,7 +39,7 @@ from pydantic import Field
 from memrl_bench import prompts
 from memrl_bench.core.config import Settings
 from memrl_bench.core.schema import MemoryItem, Provenance, Retrieval, RetrievedItem
-from memrl_bench.llm.settings import MAX_TOKENS
+from memrl_bench.llm.settings import CompletionTokens
 from memrl_bench.methods.base import DocumentMethod, Experience, LearnResult, Query, trajectory_text
 from memrl_bench.methods.llm_ops import MemoryCalls, OpError, call_settings, judge_episode, plain_text, require_llm
 
@@ -56,10 +56,8 @@ class AWMConfig(Settings):
     max_examples: int = Field(8, ge=1, description="Most examples shown in one induction (ours; the newest templates first).")
     temperature: float = Field(1.0, ge=0, description="LLM temperature of the induction call (official 1.0).")
     judge_temperature: float = Field(0.0, ge=0, description="judge=llm: LLM temperature of the judge (ours; not found in the code).")
-    max_tokens: int | None = Field(
+    max_tokens: CompletionTokens | None = Field(
         None,
-        ge=1,
-        le=MAX_TOKENS,
         description="Completion tokens of a judge or induction call; None: the LLM's max_tokens (official induction 2048).",
     )
     max_trajectory_chars: int = Field(2000, ge=0, description="An example's trajectory text is cut to this many characters.")

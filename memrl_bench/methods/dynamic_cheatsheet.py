@@ -42,7 +42,7 @@ from pydantic import Field
 from memrl_bench import prompts
 from memrl_bench.core.config import Settings
 from memrl_bench.core.schema import Episode, MemoryItem, Provenance, Retrieval, RetrievedItem, Usage
-from memrl_bench.llm.settings import MAX_TOKENS
+from memrl_bench.llm.settings import CompletionTokens
 from memrl_bench.methods.base import DocumentMethod, Experience, LearnResult, Query, trajectory_text
 from memrl_bench.methods.llm_ops import MemoryCalls, OpError, call_settings, plain_text, require_llm
 
@@ -59,8 +59,8 @@ class DynamicCheatsheetConfig(Settings):
         6000, ge=100, description="Hard cap on the sheet's characters (ours; the code only asks for circa 2000-2500 words)."
     )
     temperature: float = Field(0.0, ge=0, description="LLM temperature of the curator (official 0).")
-    max_tokens: int | None = Field(
-        None, ge=1, le=MAX_TOKENS, description="Completion tokens of a curator call; None: the LLM's max_tokens (official 2 x 2048)."
+    max_tokens: CompletionTokens | None = Field(
+        None, description="Completion tokens of a curator call; None: the LLM's max_tokens (official 2 x 2048)."
     )
     max_trajectory_chars: int = Field(2000, ge=0, description="An attempt's trajectory text is cut to this many characters.")
 

@@ -36,7 +36,7 @@ from pydantic import Field
 from memrl_bench import prompts
 from memrl_bench.core.config import Settings
 from memrl_bench.core.schema import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem
-from memrl_bench.llm.settings import MAX_TOKENS
+from memrl_bench.llm.settings import CompletionTokens
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, Query, StoreMethod, trajectory_text
 from memrl_bench.methods.llm_ops import MemoryCalls, OpError, call_settings, judge_episode, non_empty_text, require_llm
 
@@ -49,10 +49,8 @@ class ReasoningBankConfig(Settings):
     max_items: int = Field(3, ge=1, description="Memory items kept per episode (official: at most 3).")
     extract_temperature: float = Field(1.0, ge=0, description="LLM temperature of the extraction call (official 1.0).")
     judge_temperature: float = Field(0.0, ge=0, description="LLM temperature of the judge (ours; not found in the code).")
-    max_tokens: int | None = Field(
+    max_tokens: CompletionTokens | None = Field(
         None,
-        ge=1,
-        le=MAX_TOKENS,
         description="Completion tokens of a judge or extraction call; None: the LLM's max_tokens (not found in the code).",
     )
     max_trajectory_chars: int = Field(2000, ge=0, description="Trajectory text shown to the judge and the extractor is cut to this.")

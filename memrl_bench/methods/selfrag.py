@@ -34,7 +34,7 @@ from pydantic import Field
 from memrl_bench import prompts
 from memrl_bench.core.schema import Retrieval, Usage
 from memrl_bench.core.vector_index import Hits
-from memrl_bench.llm.settings import MAX_TOKENS
+from memrl_bench.llm.settings import CompletionTokens
 from memrl_bench.methods.base import Query
 from memrl_bench.methods.llm_ops import MemoryCalls, OpError, require_llm
 from memrl_bench.methods.rag import RAG, RAGConfig
@@ -51,7 +51,7 @@ class SelfRAGConfig(RAGConfig):
     )
     top_k: int = Field(5, ge=1, description="Stored episodes judged for relevance (Self-RAG's ndocs; its README's commands use 5 to 10).")
     temperature: float = Field(0.0, ge=0, description="LLM temperature of the judgements (greedy, as Self-RAG's decoding).")
-    max_tokens: int = Field(32, ge=1, le=MAX_TOKENS, description="Most tokens of a Yes/No judgement.")
+    max_tokens: CompletionTokens = Field(32, description="Most tokens of a Yes/No judgement.")
 
 
 def yes_or_no(text: str) -> bool:

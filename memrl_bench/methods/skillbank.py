@@ -51,7 +51,7 @@ from memrl_bench import prompts
 from memrl_bench.core.config import ConfigError, Settings
 from memrl_bench.core.schema import MemoryItem, MemoryStats, Provenance, Retrieval, RetrievedItem, Task
 from memrl_bench.core.vector_index import unit_rows
-from memrl_bench.llm.settings import MAX_TOKENS
+from memrl_bench.llm.settings import CompletionTokens
 from memrl_bench.methods.base import Experience, ItemStore, LearnResult, MemoryMethod, Query, end_reason
 from memrl_bench.methods.llm_ops import MemoryCalls, OpError, call_settings, require_llm
 from memrl_bench.methods.memrl import MemRLConfig, combined_score, reward_of, updated_q
@@ -86,10 +86,8 @@ class SkillBankConfig(Settings):
         8, ge=1, description="Training episodes of a category since its last evolution before its rate is judged (harness's own)."
     )
     temperature: float | None = Field(None, ge=0, description="Temperature of the writer's calls; null: the LLM config's own.")
-    max_tokens: int | None = Field(
+    max_tokens: CompletionTokens | None = Field(
         None,
-        ge=1,
-        le=MAX_TOKENS,
         description="Completion tokens of a writer's call; null: the LLM config's own (SkillRL's o3 distiller: no cap).",
     )
     q_learning: bool = Field(False, description="Skills carry MemRL's Q (its update rule) and are ranked by MemRL's score (harness's arm).")
