@@ -172,7 +172,7 @@ def _memrl_runner():
         "subclasses": type.__subclasses__,
         "case_dict": unittest.case.TestCase.__dict__["__dict__"].__get__,  # a test instance's dict, past any property
         "context_of": BaseException.__dict__["__context__"].__get__,
-        "message_of": BaseException.__str__,
+        "args_of": BaseException.__dict__["args"].__get__,
         "quote": json.encoder.encode_basestring_ascii,  # C (_json)
     }
     Captured = collections.namedtuple("Captured", list(captured))
@@ -316,17 +316,45 @@ def _memrl_runner():
 
     del tag
 
-    # The emitters: the only holders of `report`. Those that say "failed" or "tampered" may be called by anyone.
-    def flag(pattern, _seen=set(), _report=report):
-        if pattern not in _seen:
-            _seen.add(pattern)
-            _report(b"tampering", pattern)
+    # The emitters: the only holders of `report`. Those that say "failed" or "tampered" may be called by anyone. No code of
+    # the program's may run while the frame of one (or of report) is live: from its own frame it reaches theirs by f_back
+    # (not audited) and takes `report` or the tag from their locals (48a: `flag` hashed the pattern it was given, `report`
+    # encoded the payload, each running the program's methods there; a collection an allocation of an emitter started ran
+    # the program's __del__ there). So they call nothing of the program's (exact types first), and the collector is off in
+    # them from their first line (inline, not a `with`: entering one makes a bound method, which may start a collection).
+    collector = (gc.isenabled, gc.disable, gc.enable)
 
-    def failed(_report=report):
-        _report(b"bad", "")
+    def flag(pattern, _seen=set(), _report=report, _c=c, _collector=collector):
+        on = _collector[0]()
+        _collector[1]()
+        try:
+            # a holder of flag that passes anything but a str reached the runner's internals (the argument is kept, not
+            # rebound: dropping the last reference to it would run its __del__ here)
+            name = pattern if _c.type(pattern) is _c.str else "patches_the_runner"
+            if name not in _seen:
+                _seen.add(name)
+                _report(b"tampering", name)
+        finally:
+            if on:
+                _collector[2]()
 
-    def part_run(_report=report):
-        _report(b"part", "")
+    def failed(_report=report, _collector=collector):
+        on = _collector[0]()
+        _collector[1]()
+        try:
+            _report(b"bad", "")
+        finally:
+            if on:
+                _collector[2]()
+
+    def part_run(_report=report, _collector=collector):
+        on = _collector[0]()
+        _collector[1]()
+        try:
+            _report(b"part", "")
+        finally:
+            if on:
+                _collector[2]()
 
     # The code of the whole -c script: the entry's frame, this function's and every function defined here.
     here = sys._getframe()
@@ -352,17 +380,24 @@ def _memrl_runner():
         _sites=(real_case.run.__code__, real_case.doCleanups.__code__, vars(real_case)["subTest"].__wrapped__.__code__),
         _case_globals=vars(unittest.case),
         _c=c,
+        _collector=collector,
     ):
         """`end` for a part the runner's executor ended as unittest's own `with` left it (the harness passes a test only if
         each part it ran ended so): called by anything else (an __exit__ written into Part's dict, calling this or the
         executor's own), flagged."""
-        exit_frame = _c.getframe(1)
-        caller = exit_frame.f_back
-        if exit_frame.f_code is _exit and caller is not None and caller.f_globals is _case_globals:
-            if _c.any(caller.f_code is site for site in _sites):
-                _report(b"end", "")
-                return
-        _flag("patches_the_runner")
+        on = _collector[0]()
+        _collector[1]()
+        try:
+            exit_frame = _c.getframe(1)
+            caller = exit_frame.f_back
+            if exit_frame.f_code is _exit and caller is not None and caller.f_globals is _case_globals:
+                if _c.any(caller.f_code is site for site in _sites):
+                    _report(b"end", "")
+                    return
+            _flag("patches_the_runner")
+        finally:
+            if on:
+                _collector[2]()
 
     kinds = tuple(
         (by_name[f"_memrl_runner.<locals>.Recorder.{method}"], kind)
@@ -392,44 +427,69 @@ def _memrl_runner():
         _suite_calls=suite_calls,
         _runner_run_code=by_name["_memrl_runner.<locals>.run"],
         _entry_frame=entry_frame,
+        _collector=collector,
     ):
         """`start`, `good` or `stop` for the test named, signed only for the result class's startTest, addSuccess or stopTest
         called by unittest's TestCase.run in the real suite: a frame the program reached hands it this too."""
-        caller = _c.getframe(1)
-        kind = None
-        for code, which in _kinds:
-            if caller.f_code is code:
-                kind = which
-        frame = caller.f_back if kind is not None and _c.type(name) is _c.str else None
-        if frame is None or frame.f_code is not _run[0] or frame.f_globals is not _run[1]:
-            _flag("forges_a_result")
-            return
-        frame = frame.f_back
-        if frame is not None and frame.f_code is _async_run[0] and frame.f_globals is _async_run[1]:
-            frame = frame.f_back
-        for code, module_globals in _suite_calls:
-            if frame is None or frame.f_code is not code or frame.f_globals is not module_globals:
+        on = _collector[0]()
+        _collector[1]()
+        try:
+            caller = _c.getframe(1)
+            kind = None
+            for code, which in _kinds:
+                if caller.f_code is code:
+                    kind = which
+            frame = caller.f_back if kind is not None and _c.type(name) is _c.str else None
+            if frame is None or frame.f_code is not _run[0] or frame.f_globals is not _run[1]:
                 _flag("forges_a_result")
                 return
             frame = frame.f_back
-        if frame is None or frame.f_code is not _runner_run_code or frame.f_back is not _entry_frame:
-            _flag("forges_a_result")
-            return
-        _report(kind, _c.quote(name))
+            if frame is not None and frame.f_code is _async_run[0] and frame.f_globals is _async_run[1]:
+                frame = frame.f_back
+            for code, module_globals in _suite_calls:
+                if frame is None or frame.f_code is not code or frame.f_globals is not module_globals:
+                    _flag("forges_a_result")
+                    return
+                frame = frame.f_back
+            if frame is None or frame.f_code is not _runner_run_code or frame.f_back is not _entry_frame:
+                _flag("forges_a_result")
+                return
+            _report(kind, _c.quote(name))
+        finally:
+            if on:
+                _collector[2]()
 
     def from_the_entry(
-        payload, _report=report, _flag=flag, _c=c, _finish_code=by_name["_memrl_runner.<locals>.finish"], _entry_frame=entry_frame
+        payload,
+        _report=report,
+        _flag=flag,
+        _c=c,
+        _finish_code=by_name["_memrl_runner.<locals>.finish"],
+        _entry_frame=entry_frame,
+        _collector=collector,
     ):
         """The last line, `result`, signed only for `finish` called by the entry."""
-        caller = _c.getframe(1)
-        if caller.f_code is not _finish_code or caller.f_back is not _entry_frame:
-            _flag("forges_a_result")
-            return
-        _report(b"result", payload)
+        on = _collector[0]()
+        _collector[1]()
+        try:
+            caller = _c.getframe(1)
+            if caller.f_code is not _finish_code or caller.f_back is not _entry_frame:
+                _flag("forges_a_result")
+                return
+            _report(b"result", payload)
+        finally:
+            if on:
+                _collector[2]()
 
-    def ready(_report=report):
+    def ready(_report=report, _collector=collector):
         """The runner's first line, once it is set up: a run without it failed before the program ran (the harness's own failure)."""
-        _report(b"ready", "")
+        on = _collector[0]()
+        _collector[1]()
+        try:
+            _report(b"ready", "")
+        finally:
+            if on:
+                _collector[2]()
 
     del report
     libraries = frozenset(name for name in libs.split(",") if name and name != "-")
@@ -1742,12 +1802,14 @@ def _memrl_runner():
     )
 
     def refused_patch(error, _c=c, _flag=flag, _refusal=refusal, _frozen_names=frozen_names):
-        """A write to a frozen class (type.__setattr__'s TypeError), in `error` or an exception it was raised during: flagged."""
+        """A write to a frozen class (type.__setattr__'s TypeError), in `error` or an exception it was raised during: flagged.
+        The message is read from the arguments, as an exact str only: str(error) ran the program's __str__ here (48a)."""
         for _ in _c.range(20):
             if not _c.issubclass(_c.type(error), _c.BaseException):
                 return
             if _c.type(error) is _c.TypeError:
-                message = _c.message_of(error)
+                arguments = _c.args_of(error)
+                message = arguments[0] if _c.len(arguments) == 1 else None
                 match = _refusal.fullmatch(message) if _c.type(message) is _c.str else None
                 if match is not None and match.group(1) in _frozen_names:
                     _flag(_frozen_names[match.group(1)])

@@ -356,6 +356,17 @@ def test_bigcodebench_copied_calls_a_filtered_report_or_a_forked_runner_forge_no
     assert info["success"] is False and patterns <= set(info["tampering"]), info
 
 
+@pytest.mark.parametrize("route, patterns", [("str", set()), ("collection", set()), ("collection, then hash", {"patches_the_runner"})])
+def test_no_code_of_the_answers_runs_while_an_emitter_holds_report(isolated: BigCodeBenchEnv, route: str, patterns: set[str]):
+    """48a: the runner ran the answer's __str__ and __hash__ (a refused write's message, flag's pattern) and a collection
+    an emitter's allocation started ran its __del__, each in a frame holding `report`: from there the answer signed a
+    passing transcript of its own (14 of 14 real tasks, both isolations). Emitters take exact types and keep the collector
+    off; the "then hash" route still hands flag an object of its own, which is flagged."""
+    program = (FORGERIES / "emitters_run_the_programs_code.py").read_text().replace('_ROUTE = "str"', f'_ROUTE = "{route}"')
+    _, info = answer(isolated, "BigCodeBench/0", program)
+    assert info["success"] is False and patterns <= set(info.get("tampering", ())), info
+
+
 # Tests that call task_func before they look up an assert (as most of BigCodeBench's do), with subtests and assertAlmostEqual
 CALLS_FIRST = {
     "self_removing_assert.py": TEST_ADD.replace(

@@ -82,3 +82,20 @@ def test_the_tag_and_report_are_held_by_the_emitters_alone():
         "from_the_entry": {b"result"},
         "ready": {b"ready"},  # the first line, before the program runs: called again later, it says nothing
     }
+
+
+def test_the_emitters_switch_the_collector_off_before_anything_else():
+    """48a: a collection an emitter's allocation started ran the program's __del__ in the emitter's frame, which holds
+    `report`. Each emitter's first two statements switch the collector off (no allocation before them), and its `finally`
+    switches it back on."""
+    tree = ast.parse(RUNNER.read_text())
+    emitters = {"flag", "failed", "part_run", "part_ended", "outcome", "from_the_entry", "ready"}
+    seen = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name in emitters:
+            body = node.body[1:] if ast.get_docstring(node) else node.body
+            assert [ast.unparse(statement) for statement in body[:2]] == ["on = _collector[0]()", "_collector[1]()"], node.name
+            assert len(body) == 3 and isinstance(body[2], ast.Try), node.name
+            assert ast.unparse(body[2].finalbody[0]) == "if on:\n    _collector[2]()", node.name
+            seen.add(node.name)
+    assert seen == emitters
