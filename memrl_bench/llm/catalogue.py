@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from memrl_bench.core.config import InputError, cache_root
 from memrl_bench.core.runfolder import MAX_SMALL_FILE_BYTES, CorruptRunFolderError, read_regular
 
@@ -306,20 +308,30 @@ def _stamp(file: Path) -> dict[str, int]:
     return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "ctime_ns": stat.st_ctime_ns, "inode": stat.st_ino}
 
 
+class HashEntry(BaseModel):
+    """One file's entry in ${MEMRL_BENCH_CACHE}/sha256.json: its `_stamp` when hashed, and the hash."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    inode: int
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
 def file_sha256(file: Path) -> str:
     """The sha256 of a file, computed once and cached by path and `_stamp` (in ${MEMRL_BENCH_CACHE}/sha256.json): a
     replaced or edited file is hashed again (a change below the file system, on the disk itself, is not seen)."""
     file = Path(file).resolve()
     stamp = _stamp(file)
-    known = _read_hashes()
-    entry = known.get(str(file))
-    if entry is not None and {k: entry.get(k) for k in stamp} == stamp:
-        return str(entry["sha256"])
+    entry = _read_hashes().get(str(file))
+    if entry is not None and entry.model_dump(exclude={"sha256"}) == stamp:
+        return entry.sha256
     digest = hashlib.sha256()
     with open(file, "rb") as f:
         while chunk := f.read(1 << 20):
             digest.update(chunk)
-    _remember_hash(file, {**stamp, "sha256": digest.hexdigest()})
+    _remember_hash(file, HashEntry(**stamp, sha256=digest.hexdigest()))
     return digest.hexdigest()
 
 
@@ -327,18 +339,25 @@ def _hashes_path() -> Path:
     return cache_root() / "sha256.json"
 
 
-def _read_hashes() -> dict[str, dict[str, Any]]:
+def _read_hashes() -> dict[str, HashEntry]:
     try:  # a regular file of at most 16 MiB: a FIFO there hung every llm=local run, /dev/zero ended it in a MemoryError
         hashes = json.loads(read_regular(_hashes_path(), MAX_SMALL_FILE_BYTES))
     except (OSError, ValueError, RecursionError, CorruptRunFolderError):  # none yet, or damaged: hashes are computed again
         return {}
-    # an entry that is not an object of its stamp and hash is computed again too (a string ended runs in a traceback)
-    return {k: v for k, v in hashes.items() if isinstance(v, dict)} if isinstance(hashes, dict) else {}
+    # an entry that is not its stamp and a hash is computed again too (a string ended runs in a traceback; a missing hash
+    # too, and a null one became the model's checksum, 'None': 48b)
+    entries = {}
+    for name, entry in hashes.items() if isinstance(hashes, dict) else ():
+        try:
+            entries[name] = HashEntry.model_validate(entry)
+        except ValidationError:
+            continue
+    return entries
 
 
-def _remember_hash(file: Path, entry: dict[str, Any]) -> None:
+def _remember_hash(file: Path, entry: HashEntry) -> None:
     """Add one entry, replacing the file atomically (two writers at once lose an entry, never the file)."""
-    hashes = {**_read_hashes(), str(file): entry}
+    hashes = {name: known.model_dump() for name, known in {**_read_hashes(), str(file): entry}.items()}
     target = _hashes_path()
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.{os.getpid()}.part")
@@ -426,7 +445,7 @@ def _assemble_verified(model_file: ModelFile, target: Path) -> None:
                 f"expected {model_file.sha256} and {model_file.size} bytes. The file was not kept."
             )
         os.replace(partial, target)  # atomic: a reader sees the old file or the whole new one, never a half
-        _remember_hash(target.resolve(), {**_stamp(target), "sha256": model_file.sha256})
+        _remember_hash(target.resolve(), HashEntry(**_stamp(target), sha256=model_file.sha256))
     finally:
         partial.unlink(missing_ok=True)
 

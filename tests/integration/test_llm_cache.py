@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import multiprocessing
 import os
 import sqlite3
@@ -179,6 +180,12 @@ def test_a_damaged_model_hash_cache_is_computed_again(tmp_path, monkeypatch):
     for damage in (f'{{"{model}": "not-an-entry"}}', "[" * 100_000):
         hashes.write_text(damage)
         assert file_sha256(model) == hashlib.sha256(b"weights").hexdigest()
+    # 48b: an entry of the file's own stamp with no hash, or one that is no hash: a KeyError, or 'None' as the checksum
+    from memrl_bench.llm.catalogue import _stamp
+
+    for forged in ({}, {"sha256": None}, {"sha256": {"x": 1}}, {"sha256": 1e308}, {"sha256": "F" * 64}, {"sha256": "0" * 63}):
+        hashes.write_text(json.dumps({str(model.resolve()): {**_stamp(model), **forged}}))
+        assert file_sha256(model) == hashlib.sha256(b"weights").hexdigest(), forged
     # the thirty-sixth round: a FIFO there hung the run, a link to /dev/zero ended it in a MemoryError; both are no cache
     for make in (lambda: os.mkfifo(hashes), lambda: hashes.symlink_to("/dev/zero")):
         hashes.unlink()
