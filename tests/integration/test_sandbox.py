@@ -717,6 +717,24 @@ def test_no_start_up_file_of_the_interpreter_runs_before_a_launcher(a_fresh_venv
 
 
 @needs_sandbox
+@needs_sandbox
+def test_thousands_of_hidden_folders_start_a_sandbox_that_hides_them_all():
+    """48b: the hidden paths went to the sandbox's setup as arguments: a few thousand results folders (runs that shared a
+    cache list theirs) passed the kernel's 128 KiB for one argument, and no sandbox started (a traceback blaming root and
+    namespaces), every LLB-OS run with that cache stopped. They go through a file now."""
+    base = Path(tempfile.mkdtemp(prefix="memrl-results-test-", dir="/var/lib"))
+    try:
+        folders = [base / f"run-{n:05d}-{'x' * 60}" for n in range(3000)]  # 3,000 x ~100 bytes: past 128 KiB
+        for folder in folders:
+            folder.mkdir()
+        (folders[-1] / "episodes.jsonl").write_text("another run's answers\n")
+        with Sandbox(Limits(timeout_s=20), hidden_paths=(*DEFAULT_HIDDEN_PATHS, *map(str, folders))) as sandbox:
+            shown = sandbox.run(f"ls {base} | wc -l; ls -A {folders[0]} {folders[-1]}").output
+    finally:
+        shutil.rmtree(base)
+    assert shown.split() == ["3000", f"{folders[0]}:", f"{folders[-1]}:"], shown  # each there, each empty
+
+
 def test_a_results_folder_outside_the_default_hidden_ones_is_hidden_once_a_run_names_it(monkeypatch, tmp_path):
     """43b: a results_dir or cache outside the default hidden folders (here under /var/lib) was readable inside the sandbox,
     other runs' logs and transcripts with it; 44b: after that fix, another run's results folder (listed by the runs that

@@ -19,7 +19,7 @@ from typing import Any
 from memrl_bench.envs.sandbox.cgroup import Cgroup, join_cgroups
 from memrl_bench.envs.sandbox.check import CHECK_ENV, CheckResult, check_rules, system_changes
 from memrl_bench.envs.sandbox.enter import ENTER
-from memrl_bench.envs.sandbox.overlay import LAYERS_FD, MASKED_PROC, setup_script
+from memrl_bench.envs.sandbox.overlay import HIDDEN_LIST, LAYERS_FD, MASKED_PROC, setup_script
 from memrl_bench.envs.sandbox.processes import collect_output, kill_command, live_processes
 from memrl_bench.envs.sandbox.seccomp import syscall_filter
 from memrl_bench.envs.sandbox.settings import (
@@ -57,10 +57,10 @@ def _teardown(state: dict[str, Any]) -> None:
         cgroup.remove()
     mount_point: str | None = state.get("mount_point")
     if mount_point:
-        try:
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(mount_point, HIDDEN_LIST))
+        with contextlib.suppress(OSError):
             os.rmdir(mount_point)
-        except OSError:
-            pass
     state.clear()
 
 
@@ -117,8 +117,10 @@ class Sandbox:
         syscall_filter()  # compiled before anything is built: without libseccomp the sandbox is unavailable
         name = f"memrl-sandbox-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         cgroup = Cgroup(name, self.limits.memory_bytes, self.limits.max_processes)
-        mount_point = tempfile.mkdtemp(prefix=f"{name}-")  # stays empty on the host: the tmpfs is mounted in the private namespace
+        # on the host it holds the hidden paths alone (the tmpfs is mounted over it in the private namespace)
+        mount_point = tempfile.mkdtemp(prefix=f"{name}-")
         self._state.update(cgroup=cgroup, mount_point=mount_point)
+        Path(mount_point, HIDDEN_LIST).write_bytes(b"\0".join(os.fsencode(path) for path in self.hidden_paths))
         # The tmpfs is RAM charged to the memory cgroup: full, it must leave room for the processes, else the
         # cgroup's OOM killer goes on to the container's first process
         disk_bytes = (
@@ -136,7 +138,7 @@ class Sandbox:
             "private",
             "/bin/sh",
             "-c",
-            setup_script(disk_bytes, self.hidden_paths, self.readonly_binds, self.workdir),
+            setup_script(disk_bytes, self.readonly_binds, self.workdir),
             "setup",
             mount_point,
         ]

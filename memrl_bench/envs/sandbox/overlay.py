@@ -21,10 +21,12 @@ _PASSWORD_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-
 # check can read the upper layer; commands cannot follow it (pid 1 keeps capabilities they lack).
 LAYERS_FD = 3
 IDLE_FD = 4  # the container's first process's end of the pipe from the harness it waits on (setup_script)
+HIDDEN_FD = 5  # the hidden paths during setup: the file HIDDEN_LIST beside the tmpfs, read before the tmpfs covers it
+HIDDEN_LIST = "hidden"  # in the mount point: the hidden paths, NUL-separated (as arguments, past 128 KiB, no sandbox started: 48b)
 
 
-# Prepares the overlay's upper layer before it is mounted (argv: the upper layer, the password
-# files, "--", the hidden folders):
+# Prepares the overlay's upper layer before it is mounted (argv: the upper layer, the descriptor of
+# the hidden paths, the password files):
 # - the hidden folders, opaque: empty inside, yet on the same filesystem as the rest (a hard link
 #   from /home to /var still works). A folder inside another hidden one is skipped: making it would
 #   show its name. A hidden file (an SSH host key) is an empty one with the host's owner and mode.
@@ -33,8 +35,16 @@ IDLE_FD = 4  # the container's first process's end of the pipe from the harness 
 #   (their backups too; pam_pwhistory's list of old hashes is empty).
 _PREPARE_UPPER = """
 import os, sys
-upper, split = sys.argv[1], sys.argv.index("--")
-password_files, paths = sys.argv[2:split], sys.argv[split + 1:]
+upper, hidden_fd, password_files = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+with open(hidden_fd, "rb") as listed:
+    paths = [os.fsdecode(path) for path in listed.read().split(b"\\0") if path]
+hidden = set(paths)
+def inside_a_hidden_one(path):  # by its ancestors, not by every other path: thousands of results folders are hidden
+    while path != "/":
+        path = os.path.dirname(path)
+        if path in hidden:
+            return True
+    return False
 def make_folders(path, itself):  # the folders down to `path` (itself included if itself == 1), with the lower layer's owner and mode
     parts = path.strip("/").split("/")
     for depth in range(1, len(parts) + itself):
@@ -54,7 +64,7 @@ def empty_copy(path, text):  # `path` in the upper layer: `text`, with the host 
     os.fchmod(fd, info.st_mode & 0o7777)
     os.close(fd)
 for path in paths:
-    if any(path.startswith(other.rstrip("/") + "/") for other in paths):
+    if inside_a_hidden_one(path):
         continue
     if os.path.isdir(path):
         make_folders(path, 1)
@@ -67,25 +77,27 @@ def masked(line):
         fields[1] = ("!" if fields[1].startswith("!") else "") + "*"
     return ":".join(fields)
 for path in password_files:
-    if not os.path.isfile(path) or path in paths or any(path.startswith(hidden.rstrip("/") + "/") for hidden in paths):
+    if not os.path.isfile(path) or path in hidden or inside_a_hidden_one(path):
         continue
     with open(path) as host:
         empty_copy(path, "" if path.endswith("opasswd") else "\\n".join(masked(line) for line in host.read().split("\\n")))
 """
 
 
-def setup_script(disk_bytes: int, hidden_paths: tuple[str, ...], readonly_binds: tuple[str, ...], workdir: str) -> str:
-    """The shell run as the container's first process ($1 = its mount point): build the root, pivot into it, sleep."""
-    quoted = " ".join(shlex.quote(p) for p in hidden_paths)
+def setup_script(disk_bytes: int, readonly_binds: tuple[str, ...], workdir: str) -> str:
+    """The shell run as the container's first process ($1 = its mount point, holding HIDDEN_LIST): build the root, pivot
+    into it, sleep."""
     lines = [
         'run() { "$@" || { echo "failing call: $*"; exit 1; }; }',
         "B=$1; R=$B/root",
+        f'exec {HIDDEN_FD}<"$B/{HIDDEN_LIST}" || exit 1',
         f'run mount -t tmpfs -o size={disk_bytes},mode=0755 memrl-sandbox "$B"',
         f'exec {LAYERS_FD}<"$B"',  # held by the container's first process: a check reads the upper layer through it
         'run mkdir "$B/upper" "$B/work" "$R"',
         # what the first process waits on: the harness's pipe (stdin), held apart from the commands run during setup
         f"exec {IDLE_FD}<&0 </dev/null",
-        f'run {shlex.quote(PYTHON)} -c {shlex.quote(_PREPARE_UPPER)} "$B/upper" {" ".join(_PASSWORD_FILES)} -- {quoted}',
+        f'run {shlex.quote(PYTHON)} -c {shlex.quote(_PREPARE_UPPER)} "$B/upper" {HIDDEN_FD} {" ".join(_PASSWORD_FILES)}',
+        f"exec {HIDDEN_FD}<&-",
         'run mount -t overlay overlay -o "lowerdir=/,upperdir=$B/upper,workdir=$B/work" "$R"',
         'run mount -t proc -o nosuid,nodev,noexec proc "$R/proc"',
         f'for entry in {" ".join(_READONLY_PROC)}; do if [ -e "$R/proc/$entry" ]; then run mount --bind "$R/proc/$entry" "$R/proc/$entry"; '

@@ -75,16 +75,17 @@ def check_hidden_paths(paths: tuple[str, ...]) -> None:
     Hiding works by showing a folder empty: `/` would hide nothing at all (every other path lies
     inside it and is skipped), and hiding /usr or /etc would leave no shell to run.
     """
+    # found once, not for each path: a sandbox may hide thousands of results folders (48b)
+    needed = [(folder, os.path.realpath(folder)) for folder in (*_NEEDED_FOLDERS, *_library_folders()) if os.path.isdir(folder)]
     for path in paths:
         if not isinstance(path, str) or not path.startswith("/"):
             raise SandboxSettingError(f"hidden path {path!r} is not an absolute path")
         real = os.path.realpath(path)
         if real == "/":
             raise SandboxSettingError(f"hidden path {path!r} is the whole filesystem: nothing would be hidden")
-        for needed in (*_NEEDED_FOLDERS, *_library_folders()):
-            target = os.path.realpath(needed)
-            if os.path.isdir(needed) and (target == real or target.startswith(real + "/")):
-                raise SandboxSettingError(f"hidden path {path!r} would hide {needed}, which the sandbox runs from")
+        for folder, target in needed:
+            if target == real or target.startswith(real + "/"):
+                raise SandboxSettingError(f"hidden path {path!r} would hide {folder}, which the sandbox runs from")
 
 
 _HIDDEN_FOR_THIS_PROCESS: dict[str, None] = {}  # hide_from_sandboxes': the folders this process writes, in order
@@ -95,11 +96,10 @@ def hide_from_sandboxes(*folders: str | os.PathLike) -> None:
     default hidden ones are: a results_dir or a cache outside them was readable inside, other runs' logs and transcripts
     with it (43b). One that cannot be hidden (`/`, or a folder holding /usr/bin) is a SandboxSettingError naming it."""
     defaults = normal_hidden_paths(DEFAULT_HIDDEN_PATHS)
-    for folder in folders:
-        real = os.path.realpath(os.path.abspath(folder))  # a relative results_dir: from the working directory
-        if not any(real == hidden or real.startswith(hidden + "/") for hidden in defaults):
-            check_hidden_paths((real,))
-            _HIDDEN_FOR_THIS_PROCESS[real] = None
+    reals = (os.path.realpath(os.path.abspath(folder)) for folder in folders)  # a relative results_dir: from the working directory
+    added = tuple(real for real in reals if not any(real == hidden or real.startswith(hidden + "/") for hidden in defaults))
+    check_hidden_paths(added)
+    _HIDDEN_FOR_THIS_PROCESS.update(dict.fromkeys(added))
 
 
 def hidden_for_this_process() -> tuple[str, ...]:
