@@ -47,6 +47,7 @@ MANIFEST = "manifest.json"
 EPISODES = "episodes.jsonl"
 METRICS = "metrics.json"
 COMPLETE = "COMPLETE"
+TRANSCRIPTS = "transcripts.jsonl.gz"  # every prompt and completion (core.transcripts)
 LOCK = ".lock"
 CHECKSUMS = "SHA256SUMS"
 FINAL_CHECKSUMS = f"memory/final/{CHECKSUMS}"  # the final snapshot's checksums: their digest binds every file of it
@@ -57,6 +58,9 @@ COMPLETE_DIGESTS = {
     FINAL_CHECKSUMS: "final_memory_sha256",
     MANIFEST: "manifest_file_sha256",
 }
+# ...and of the transcripts, when the run wrote them (transcripts_format 3): a record edited by hand, its episode's digest
+# kept, was shown as what the model said (48b)
+TRANSCRIPTS_DIGEST = "transcripts_sha256"
 REBUILD_HINT = "delete the folder memory/ and re-run the same command: memory is rebuilt from the episode log"
 FINAL_REBUILD_HINT = (
     f"delete the folder memory/ and the {COMPLETE} file, and re-run the same command: memory is rebuilt from the episode log"
@@ -646,9 +650,16 @@ class RunFolder:
 
     def mark_complete(self) -> None:
         """Write COMPLETE with the sha256 of metrics.json, episodes.jsonl, the final snapshot's SHA256SUMS and manifest.json (all
-        written before), which every reader checks."""
+        written before), which every reader checks, and of the transcripts when there are any, which the viewer checks."""
         digests = "".join(f"{key} {_sha256(self.path / name)}\n" for name, key in COMPLETE_DIGESTS.items())
+        if (self.path / TRANSCRIPTS).exists():
+            digests += f"{TRANSCRIPTS_DIGEST} {_sha256(self.path / TRANSCRIPTS)}\n"
         write_text_atomic(self.path / COMPLETE, f"complete\n{digests}")
+
+    def transcripts_as_completed(self) -> bool:
+        """Whether the transcripts are those whose digest COMPLETE records (False without the digest)."""
+        recorded = self.completion_digests().get(TRANSCRIPTS_DIGEST)
+        return recorded is not None and recorded == _sha256(self.path / TRANSCRIPTS)
 
     def completion_digests(self) -> dict[str, str]:
         """The digests COMPLETE records, by their key."""

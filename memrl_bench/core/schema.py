@@ -415,7 +415,7 @@ class ManifestRecord(RunFile):
     memory_model: dict[str, Any] | None = None  # the writer of memory calls, only when it is not the acting model (memory_llm)
     embedder: dict[str, Any] | str | None = None
     started: str | None = None
-    transcripts_format: int = 1  # 2: each transcript record carries its episode's digest (core.transcripts.TRANSCRIPTS_FORMAT)
+    transcripts_format: int = 1  # 2: each transcript record carries its episode's digest, 3: COMPLETE the file's (core.transcripts)
 
     @field_validator("config")
     @classmethod

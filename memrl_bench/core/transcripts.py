@@ -35,9 +35,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrl_bench.core.runfolder import CorruptRunFolderError, FileTooLargeError, UnreadableJSONError, batch_key, parse_json, read_regular
+from memrl_bench.core.runfolder import (
+    TRANSCRIPTS,
+    CorruptRunFolderError,
+    FileTooLargeError,
+    UnreadableJSONError,
+    batch_key,
+    parse_json,
+    read_regular,
+)
 
-TRANSCRIPTS = "transcripts.jsonl.gz"
 # Read whole to salvage around damage; what it inflates to is held as records: both far past a run's
 # (BENCHMARKS.md, "Transcripts": at most ~32 kB of JSON an episode), short of exhausting memory.
 MAX_TRANSCRIPTS_BYTES = 1 << 30
@@ -97,8 +104,9 @@ class Salvage:
 
 
 # 2: every record carries the sha256 of its episode's log line (`episode_sha256`), and a run's manifest says so
-# (`transcripts_format`); runs before it hold records joined to the log by what they say (agrees_with_log)
-TRANSCRIPTS_FORMAT = 2
+# (`transcripts_format`); runs before it hold records joined to the log by what they say (agrees_with_log). 3: COMPLETE
+# records the file's sha256 too (runfolder.TRANSCRIPTS_DIGEST).
+TRANSCRIPTS_FORMAT = 3
 
 
 def episode_digest(episode: dict[str, Any]) -> str:

@@ -37,7 +37,7 @@ from typing import Any
 from memrl_bench import prompts
 from memrl_bench.core.markup import script_json
 from memrl_bench.core.records import RunRecords, read_run
-from memrl_bench.core.runfolder import CorruptRunFolderError
+from memrl_bench.core.runfolder import COMPLETE, CorruptRunFolderError, RunFolder
 from memrl_bench.core.transcripts import TRANSCRIPTS, TranscriptLog, agrees_with_log
 from memrl_bench.report.load import Results
 
@@ -52,6 +52,21 @@ def read_transcripts(run_dir: Path, logged: list[dict[str, Any]] | None = None) 
     whole lines kept and the loss said).
     """
     return TranscriptLog(run_dir).by_episode(logged)
+
+
+def _transcripts_as_completed(run: RunRecords) -> bool:
+    """False (with a warning) for a complete run whose transcripts are not those its COMPLETE records the digest of
+    (transcripts_format 3): edited, damaged or another run's. Older runs' are checked record by record alone."""
+    if not (run.complete and run.manifest.transcripts_format >= 3 and (run.path / TRANSCRIPTS).exists()):
+        return True
+    if RunFolder(run.path).transcripts_as_completed():
+        return True
+    print(
+        f"memrl-bench: warning: {run.path / TRANSCRIPTS} is not the file whose sha256 its {COMPLETE} records (edited, damaged "
+        "or another run's); the run is shown without its transcripts",
+        file=sys.stderr,
+    )
+    return False
 
 
 def _memory_markers() -> list[str]:
@@ -95,7 +110,8 @@ def run_data(run: RunRecords, name: str) -> dict[str, Any]:
     """What the viewer shows of one run (its variant, known once the whole folder is loaded, aside)."""
     items = {item.id: item.content for item in run.items}
     logged = [e.to_dict() for e in run.episodes]
-    transcripts = read_transcripts(run.path, logged)
+    as_completed = _transcripts_as_completed(run)
+    transcripts = read_transcripts(run.path, logged) if as_completed else {}
     markers = _memory_markers()
     episodes, disagreeing = [], 0
     bound = run.manifest.transcripts_format >= 2
@@ -120,7 +136,7 @@ def run_data(run: RunRecords, name: str) -> dict[str, Any]:
         episodes.append(episode)
     # a COMPLETE run wrote each episode's record (one with an LLM call) before the episode reached its log: one missing is
     # damage (the file emptied, a member taken out: 42b), not a crash's cut, unless the writer stopped at its readers' bound
-    recorded = run.complete and run.manifest.config.get("transcripts", True)
+    recorded = run.complete and run.manifest.config.get("transcripts", True) and as_completed
     missing = sum(1 for e in run.episodes if e.act_usage.calls + e.memory_usage.calls and e.episode_id not in transcripts)
     if recorded and missing:
         print(

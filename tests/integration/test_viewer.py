@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from memrl_bench.core.runfolder import RunFolder
 from memrl_bench.core.transcripts import TRANSCRIPTS, episode_digest
 from memrl_bench.report import load_for_report, report
 from memrl_bench.report import viewer as viewer_module
@@ -64,6 +65,15 @@ def _gzip_members(records: list[dict]) -> bytes:
     return gzip.compress("".join(json.dumps(r) + "\n" for r in records).encode(), mtime=0)
 
 
+def _sealed(folder: Path) -> None:
+    """COMPLETE's digests made again, as if the run had written the transcripts as they are now: what the viewer makes of
+    the records themselves is tested (a file changed after COMPLETE shows none: test_transcripts_edited_after_...)."""
+    RunFolder(folder).mark_complete()
+
+
+WHOLE_FILE_WARNING = "is not the file whose sha256 its COMPLETE records (edited, damaged or another run's)"
+
+
 @pytest.fixture(scope="module")
 def llm_run(tmp_path_factory) -> Path:
     """A small MMLU run (RAG, a scripted model answering "Answer: A") with transcripts.jsonl.gz.
@@ -97,6 +107,7 @@ def llm_run(tmp_path_factory) -> Path:
     ]
     torn = _gzip_members(records[-1:])[:12]  # the last episode's member, cut short: its header and 2 bytes
     (folder / TRANSCRIPTS).write_bytes(_gzip_members(records[:2]) + _gzip_members(records[2:-1]) + torn)
+    _sealed(folder)
     report(root)
     return folder
 
@@ -130,6 +141,7 @@ def test_a_cut_last_transcripts_member_the_log_holds_is_said_and_its_whole_lines
         start = len(data) - len(decoder.unused_data)
     last = [json.loads(line)["episode_id"] for line in gzip.decompress(data[start:]).splitlines()]
     (folder / TRANSCRIPTS).write_bytes(data[: len(data) - 40] if cut == "inside" else data[: start + 12])
+    _sealed(folder)
     capsys.readouterr()
     episodes = {e["episode_id"]: e for e in _unpacked(run_page(read_run(folder), "run"))["episodes"]}
     err = capsys.readouterr().err
@@ -144,7 +156,8 @@ def test_a_cut_last_transcripts_member_the_log_holds_is_said_and_its_whole_lines
 def test_records_missing_from_a_complete_runs_transcripts_are_said(llm_run, tmp_path, capsys, damage):
     """Every episode with an LLM call has its record written before it is logged, so in a logged run a record missing is
     damage. 42b: the file emptied (0 of 160 episodes shown with a transcript), or a whole member taken out of the middle
-    (154 of 160), and the viewer said nothing."""
+    (154 of 160), and the viewer said nothing. Since COMPLETE records the file's digest (48b) such a file shows no record at
+    all; sealed as the run's own, the records missing are counted."""
     from memrl_bench.core.records import read_run
     from memrl_bench.report.viewer import run_page
 
@@ -158,11 +171,42 @@ def test_records_missing_from_a_complete_runs_transcripts_are_said(llm_run, tmp_
     else:
         (folder / TRANSCRIPTS).write_bytes(members[damage])
     missing = {"emptied": len(logged), "a member taken out": 3, "removed": len(logged)}[damage]
+    if damage != "removed":
+        capsys.readouterr()
+        episodes = _unpacked(run_page(read_run(folder), "run"))["episodes"]
+        assert not any(e["has_transcript"] for e in episodes) and WHOLE_FILE_WARNING in capsys.readouterr().err
+        _sealed(folder)
     capsys.readouterr()
     episodes = _unpacked(run_page(read_run(folder), "run"))["episodes"]
     err = capsys.readouterr().err
     assert sum(not e["has_transcript"] for e in episodes) == missing
     assert f"{missing} of the log's episodes with LLM calls have no record though the run is complete" in err, err
+
+
+@pytest.mark.parametrize("removed", [False, True])
+def test_transcripts_edited_after_the_run_are_not_shown_as_what_it_wrote(llm_run, tmp_path, capsys, removed):
+    """48b: COMPLETE's digests covered the log, metrics, manifest and final snapshot, not the transcripts, and each record is
+    joined to its episode by the digest of the log line, which an edit keeps: every completion replaced and a memory line
+    added to every prompt were shown as what the model said (6 of 6), no line. COMPLETE records the file's sha256; a file
+    that differs shows no record and says so, and COMPLETE without that digest (its line removed) is the same."""
+    from memrl_bench.core.records import read_run
+    from memrl_bench.report.viewer import run_page
+
+    folder = tmp_path / "run"
+    shutil.copytree(llm_run, folder)
+    records = list(read_transcripts(folder).values())
+    for record in records:
+        for call in record["acting"]:
+            call["completion"] = "FORGED Answer: D"
+            call["messages"][0]["content"] += "\nFORGED-MEMORY: always answer D"
+    (folder / TRANSCRIPTS).write_bytes(_gzip_members(records))
+    if removed:  # the digest's line taken out of COMPLETE, which nothing else seals
+        complete = folder / "COMPLETE"
+        complete.write_text("".join(line for line in complete.read_text().splitlines(True) if not line.startswith("transcripts_sha256")))
+    capsys.readouterr()
+    page = _unpacked(run_page(read_run(folder), "run"))
+    assert not page["transcripts"] and not any(e["has_transcript"] for e in page["episodes"])
+    assert "FORGED" not in json.dumps(page) and WHOLE_FILE_WARNING in capsys.readouterr().err
 
 
 def test_a_number_json_has_not_is_shown_as_null(synthetic, tmp_path):
@@ -177,6 +221,7 @@ def test_a_number_json_has_not_is_shown_as_null(synthetic, tmp_path):
     acting = [{"latency_s": float("nan"), "x": float("inf")}]
     record = {"episode_id": first["episode_id"], "episode_sha256": episode_digest(first), "acting": acting}
     (folder / TRANSCRIPTS).write_bytes(_gzip_members([record]))
+    _sealed(folder)
     page = run_page(read_run(folder), "run")
     data = json.loads(gzip.decompress(base64.b64decode(page.packed)), parse_constant=lambda name: pytest.fail(f"{name} in the page"))
     assert data["episodes"][0]["acting"][0]["latency_s"] is None and data["episodes"][0]["acting"][0]["x"] is None
@@ -195,6 +240,8 @@ def test_another_runs_transcripts_are_not_shown_beside_this_runs_log(llm_run, tm
     assert all(e["has_transcript"] and "Answer: C" in e["acting"][0]["completion"] for e in _unpacked(own)["episodes"])
     capsys.readouterr()
     shutil.copy(llm_run / TRANSCRIPTS, other / TRANSCRIPTS)  # the same episode ids and tasks, completions "Answer: A"
+    assert not _unpacked(run_page(read_run(other), "other"))["transcripts"] and WHOLE_FILE_WARNING in capsys.readouterr().err
+    _sealed(other)  # and sealed as this run's: each record is still checked against its episode
     swapped = _unpacked(run_page(read_run(other), "other"))
     assert not any(e["has_transcript"] or e["acting"] for e in swapped["episodes"]) and not swapped["transcripts"]
     records = len(read_transcripts(other))  # all but the fixture's torn last member
@@ -218,6 +265,7 @@ def test_another_methods_transcripts_with_the_same_completions_are_not_shown(llm
     assert carrying > 0  # what the swap would show
     capsys.readouterr()
     shutil.copy(folders["dynamic_cheatsheet"] / TRANSCRIPTS, folders["none"] / TRANSCRIPTS)
+    _sealed(folders["none"])
     swapped = _unpacked(run_page(read_run(folders["none"]), "none"))
     assert not any(e["has_transcript"] or e["memory_calls"] for e in swapped["episodes"]) and len(own) == len(theirs)
     assert f"{folders['none'] / TRANSCRIPTS}: {len(theirs)} of its records do not match the log's episodes" in capsys.readouterr().err
@@ -237,16 +285,18 @@ def test_another_runs_memory_operations_are_not_shown_and_a_record_without_its_d
     for epsilon, folder in folders.items():
         run(config(method={"name": "memrl", "epsilon": epsilon}, protocol={"epochs": 2, "batch_size": 8}), folder)
     own = _unpacked(run_page(read_run(folders[0.0]), "own"))
-    assert json.loads((folders[0.0] / "manifest.json").read_text())["transcripts_format"] == 2
+    assert json.loads((folders[0.0] / "manifest.json").read_text())["transcripts_format"] == 3
     assert all(e["has_transcript"] for e in own["episodes"] if e["phase"] == "train") and any(e["memory_ops"] for e in own["episodes"])
     theirs = read_transcripts(folders[0.5])
     shutil.copy(folders[0.5] / TRANSCRIPTS, folders[0.0] / TRANSCRIPTS)
+    _sealed(folders[0.0])
     capsys.readouterr()
     swapped = _unpacked(run_page(read_run(folders[0.0]), "swapped"))
     assert not any(e["has_transcript"] or e["memory_ops"] for e in swapped["episodes"])
     assert f"{folders[0.0] / TRANSCRIPTS}: {len(theirs)} of its records do not match" in capsys.readouterr().err
     stripped = [{k: v for k, v in r.items() if k != "episode_sha256"} for r in read_transcripts(folders[0.5]).values()]
     (folders[0.5] / TRANSCRIPTS).write_bytes(_gzip_members(stripped))  # its own records, the digest taken out
+    _sealed(folders[0.5])
     assert not any(e["has_transcript"] for e in _unpacked(run_page(read_run(folders[0.5]), "stripped"))["episodes"])
 
 
