@@ -156,6 +156,7 @@ def _memrl_runner():
         "FunctionType": types.FunctionType,
         "CodeType": types.CodeType,
         "GeneratorType": types.GeneratorType,
+        "TracebackType": types.TracebackType,
         "MethodType": types.MethodType,
         "ModuleType": types.ModuleType,
         "MappingProxyType": types.MappingProxyType,
@@ -322,9 +323,14 @@ def _memrl_runner():
     # encoded the payload, each running the program's methods there; a collection an allocation of an emitter started ran
     # the program's __del__ there). So they call nothing of the program's (exact types first), and the collector is off in
     # them from their first line (inline, not a `with`: entering one makes a bound method, which may start a collection).
+    # Nor may an exception leave one: its traceback holds their frames, and traceback's own functions read their locals
+    # for the program (49a: report's write made to fail by a /dev/null put over the descriptor, or a RecursionError near
+    # the limit, and TracebackException(capture_locals=True) gave the tag as text). One that fails ends the process with
+    # CANNOT_REPORT (no result line: the harness flags `breaks_the_report`).
     collector = (gc.isenabled, gc.disable, gc.enable)
+    CANNOT_REPORT = 86
 
-    def flag(pattern, _seen=set(), _report=report, _c=c, _collector=collector):
+    def flag(pattern, _seen=set(), _report=report, _c=c, _collector=collector, _leave=os._exit, _cannot_report=CANNOT_REPORT):
         on = _collector[0]()
         _collector[1]()
         try:
@@ -334,24 +340,30 @@ def _memrl_runner():
             if name not in _seen:
                 _seen.add(name)
                 _report(b"tampering", name)
+        except _c.BaseException:
+            _leave(_cannot_report)
         finally:
             if on:
                 _collector[2]()
 
-    def failed(_report=report, _collector=collector):
+    def failed(_report=report, _c=c, _collector=collector, _leave=os._exit, _cannot_report=CANNOT_REPORT):
         on = _collector[0]()
         _collector[1]()
         try:
             _report(b"bad", "")
+        except _c.BaseException:
+            _leave(_cannot_report)
         finally:
             if on:
                 _collector[2]()
 
-    def part_run(_report=report, _collector=collector):
+    def part_run(_report=report, _c=c, _collector=collector, _leave=os._exit, _cannot_report=CANNOT_REPORT):
         on = _collector[0]()
         _collector[1]()
         try:
             _report(b"part", "")
+        except _c.BaseException:
+            _leave(_cannot_report)
         finally:
             if on:
                 _collector[2]()
@@ -381,6 +393,8 @@ def _memrl_runner():
         _case_globals=vars(unittest.case),
         _c=c,
         _collector=collector,
+        _leave=os._exit,
+        _cannot_report=CANNOT_REPORT,
     ):
         """`end` for a part the runner's executor ended as unittest's own `with` left it (the harness passes a test only if
         each part it ran ended so): called by anything else (an __exit__ written into Part's dict, calling this or the
@@ -395,6 +409,8 @@ def _memrl_runner():
                     _report(b"end", "")
                     return
             _flag("patches_the_runner")
+        except _c.BaseException:
+            _leave(_cannot_report)
         finally:
             if on:
                 _collector[2]()
@@ -428,6 +444,8 @@ def _memrl_runner():
         _runner_run_code=by_name["_memrl_runner.<locals>.run"],
         _entry_frame=entry_frame,
         _collector=collector,
+        _leave=os._exit,
+        _cannot_report=CANNOT_REPORT,
     ):
         """`start`, `good` or `stop` for the test named, signed only for the result class's startTest, addSuccess or stopTest
         called by unittest's TestCase.run in the real suite: a frame the program reached hands it this too."""
@@ -455,6 +473,8 @@ def _memrl_runner():
                 _flag("forges_a_result")
                 return
             _report(kind, _c.quote(name))
+        except _c.BaseException:
+            _leave(_cannot_report)
         finally:
             if on:
                 _collector[2]()
@@ -467,6 +487,8 @@ def _memrl_runner():
         _finish_code=by_name["_memrl_runner.<locals>.finish"],
         _entry_frame=entry_frame,
         _collector=collector,
+        _leave=os._exit,
+        _cannot_report=CANNOT_REPORT,
     ):
         """The last line, `result`, signed only for `finish` called by the entry."""
         on = _collector[0]()
@@ -477,16 +499,20 @@ def _memrl_runner():
                 _flag("forges_a_result")
                 return
             _report(b"result", payload)
+        except _c.BaseException:
+            _leave(_cannot_report)
         finally:
             if on:
                 _collector[2]()
 
-    def ready(_report=report, _collector=collector):
+    def ready(_report=report, _c=c, _collector=collector, _leave=os._exit, _cannot_report=CANNOT_REPORT):
         """The runner's first line, once it is set up: a run without it failed before the program ran (the harness's own failure)."""
         on = _collector[0]()
         _collector[1]()
         try:
             _report(b"ready", "")
+        except _c.BaseException:
+            _leave(_cannot_report)
         finally:
             if on:
                 _collector[2]()
@@ -1299,6 +1325,18 @@ def _memrl_runner():
             frame = frame.f_back
         return False
 
+    def asked_by_the_runner(frame, _ids=runner_code_ids, _c=c, _a_library=a_library):
+        """Down the stack from `frame` (a generator's resumer is its f_back), past library frames, the runner's code comes
+        before any of the program's: the runner asked (unittest formatting a failure for the runner's result class)."""
+        while frame is not None:
+            code = frame.f_code
+            if _c.id(code) in _ids:
+                return True
+            if not _a_library(code):
+                return False
+            frame = frame.f_back
+        return False
+
     def refused_import(
         args,
         _c=c,
@@ -1525,6 +1563,8 @@ def _memrl_runner():
         _asked_by_a_library=asked_by_a_library,
         _a_library=a_library,
         _handed_out=handed_out,
+        _asked_by_the_runner=asked_by_the_runner,
+        _tb_frame=types.TracebackType.__dict__["tb_frame"].__get__,
         _compile_bytecode=compile_bytecode,
         _compiling=compiling_a_source,
         _disguised=disguised,
@@ -1612,6 +1652,18 @@ def _memrl_runner():
                 and (_c.id(args[0]) in _frames or (taken is not None and _c.id(taken.f_code) in _ids))
                 and _c.id(raising.f_code) not in _ids
             )
+            # ...and one of a traceback that passed through the runner's code, read by a library for the program
+            # (traceback's walk_tb in TracebackException(capture_locals=True), or resumed by heapq.merge: 49a): only the
+            # runner may have it read (unittest formatting a failure); this read is the hook's own, asked by the runner
+            if (
+                event == "object.__getattr__"
+                and name == "tb_frame"
+                and _c.type(args[0]) is _c.TracebackType
+                and not runners
+                and _c.id(raising.f_code) not in _ids
+            ):
+                held = _tb_frame(args[0])
+                runners = _c.id(held.f_code) in _ids and not _asked_by_the_runner(raising)
             return ("inspects_frames" if runners or _handed_out(raising) else None), None
         if event == "exec":  # what code the program runs through exec makes is the program's (natural_comparison)
             return (_note(args[0], raising) if args and _c.type(args[0]) is _c.CodeType else None), None

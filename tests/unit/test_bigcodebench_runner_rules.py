@@ -13,6 +13,8 @@ import inspect
 import types
 from pathlib import Path
 
+from memrl_bench.envs.bigcodebench import RUNNER_CANNOT_REPORT
+
 RUNNER = Path(__file__).resolve().parents[2] / "memrl_bench" / "envs" / "bigcodebench_runner.py"
 COMPREHENSIONS = {"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"}
 LOOKUPS = {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_CLASSDEREF"}
@@ -84,7 +86,7 @@ def test_the_tag_and_report_are_held_by_the_emitters_alone():
     }
 
 
-def test_the_emitters_switch_the_collector_off_before_anything_else():
+def test_the_emitters_keep_the_collector_off_and_let_no_exception_out():
     """48a: a collection an emitter's allocation started ran the program's __del__ in the emitter's frame, which holds
     `report`. Each emitter's first two statements switch the collector off (no allocation before them), and its `finally`
     switches it back on."""
@@ -97,5 +99,11 @@ def test_the_emitters_switch_the_collector_off_before_anything_else():
             assert [ast.unparse(statement) for statement in body[:2]] == ["on = _collector[0]()", "_collector[1]()"], node.name
             assert len(body) == 3 and isinstance(body[2], ast.Try), node.name
             assert ast.unparse(body[2].finalbody[0]) == "if on:\n    _collector[2]()", node.name
+            # 49a: nor does an exception leave one (its traceback holds the frame): the process ends, saying so
+            assert [ast.unparse(handler) for handler in body[2].handlers] == ["except _c.BaseException:\n    _leave(_cannot_report)"], (
+                node.name
+            )
             seen.add(node.name)
     assert seen == emitters
+    constant = next(n for n in ast.walk(tree) if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "CANNOT_REPORT")
+    assert ast.literal_eval(constant.value) == RUNNER_CANNOT_REPORT  # what the harness reads as `breaks_the_report`
