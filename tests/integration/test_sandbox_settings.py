@@ -40,6 +40,10 @@ def refusal(tmp_path: Path, *overrides: str) -> str:
         ("[/usr]", "env.extra_hidden_paths: hidden path '/usr' would hide /usr/bin, which the sandbox runs from"),
         ("[/etc]", "env.extra_hidden_paths: hidden path '/etc' would hide /etc, which the sandbox runs from"),
         ("[/var/lib,tmp]", "env.extra_hidden_paths: hidden path 'tmp' is not an absolute path"),
+        # 49b: a file the sandbox runs, shown empty, did nothing and exited 0: every command and check "passed"
+        ("[/usr/bin/prlimit]", "env.extra_hidden_paths: hidden path '/usr/bin/prlimit' lies inside /usr/bin, which the sandbox runs from"),
+        ("[/bin/bash]", "env.extra_hidden_paths: hidden path '/bin/bash' lies inside /usr/bin, which the sandbox runs from"),
+        ("[/dev/null]", "env.extra_hidden_paths: hidden path '/dev/null' lies inside /dev, which the sandbox runs from"),
     ],
 )
 def test_hidden_root_is_refused(tmp_path, hidden, message):
