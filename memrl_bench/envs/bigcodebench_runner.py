@@ -1653,17 +1653,19 @@ def _memrl_runner():
                 and _c.id(raising.f_code) not in _ids
             )
             # ...and one of a traceback that passed through the runner's code, read by a library for the program
-            # (traceback's walk_tb in TracebackException(capture_locals=True), or resumed by heapq.merge: 49a): only the
-            # runner may have it read (unittest formatting a failure); this read is the hook's own, asked by the runner
+            # (traceback's walk_tb in TracebackException(capture_locals=True), or resumed by heapq.merge: 49a): refused,
+            # not only flagged (the program may have put /dev/null over the report descriptor, and the flag's line with
+            # it); only the runner may have it read (unittest formatting a failure). This read is the hook's own.
             if (
                 event == "object.__getattr__"
                 and name == "tb_frame"
                 and _c.type(args[0]) is _c.TracebackType
                 and not runners
                 and _c.id(raising.f_code) not in _ids
+                and _c.id(_tb_frame(args[0]).f_code) in _ids
+                and not _asked_by_the_runner(raising)
             ):
-                held = _tb_frame(args[0])
-                runners = _c.id(held.f_code) in _ids and not _asked_by_the_runner(raising)
+                return "inspects_frames", _c.PermissionError("the frames of the runner's code in a traceback")
             return ("inspects_frames" if runners or _handed_out(raising) else None), None
         if event == "exec":  # what code the program runs through exec makes is the program's (natural_comparison)
             return (_note(args[0], raising) if args and _c.type(args[0]) is _c.CodeType else None), None

@@ -374,7 +374,7 @@ def test_no_exception_carries_the_runners_frames_to_the_answer(isolated: BigCode
     """49a: an exception out of the runner's report (its write made to fail, or a RecursionError near the limit) carried
     report's frame in its traceback, and TracebackException(capture_locals=True) gave the answer the tag as text: it signed
     its own pass (9 of 9 real tasks, both isolations). No exception leaves an emitter (the process ends: breaks_the_report),
-    and a runner frame a library reads from a traceback for the answer is `inspects_frames`."""
+    and a runner frame a library reads from a traceback for the answer is refused (`inspects_frames`)."""
     program = (FORGERIES / "exceptions_through_the_runner.py").read_text().replace('_ROUTE = "a broken channel"', f'_ROUTE = "{route}"')
     _, info = answer(isolated, "BigCodeBench/0", program)
     assert info["success"] is False and info.get("tampering") and patterns <= set(info["tampering"]), info
