@@ -274,11 +274,19 @@ FOREIGN_OBJECTS = {
 }
 
 
+def _one_entry(path: Path) -> None:
+    """A cache of one entry, its connection closed: one left to the collector checkpointed the WAL into the file at a moment
+    of its choosing, in the middle of a test comparing the file's bytes (3 of 180 tries)."""
+    cache = ResponseCache(path)
+    cache.put("k", CachedResponse("t", "stop", 1, 1))
+    cache.close()
+
+
 @pytest.mark.parametrize("mode", ["read_write", "read_only"])
 @pytest.mark.parametrize("foreign", FOREIGN_OBJECTS)
 def test_a_cache_file_holding_sql_of_its_own_is_refused_naming_it(tmp_path, foreign, mode):
     path = tmp_path / "c.sqlite"
-    ResponseCache(path).put("k", CachedResponse("t", "stop", 1, 1))
+    _one_entry(path)
     with sqlite3.connect(path) as db:
         db.executescript(FOREIGN_OBJECTS[foreign])
     db.close()
@@ -298,7 +306,7 @@ def test_a_cache_whose_schema_runs_sql_as_it_loads_is_refused_in_its_time(tmp_pa
 
     monkeypatch.setattr(errors, "SCHEMA_SECONDS", 1.0)
     path = tmp_path / "c.sqlite"
-    ResponseCache(path).put("k", CachedResponse("t", "stop", 1, 1))
+    _one_entry(path)
     costly = " + ".join(["instr(printf('%.*c', 600000, 'a'), printf('%.*c', 300000, 'a') || 'b')"] * 20)  # seconds each
     with sqlite3.connect(path) as db:
         db.executescript("CREATE INDEX i ON responses(created); ANALYZE; DROP INDEX i; CREATE TABLE zz (tbl, idx, s0)")
