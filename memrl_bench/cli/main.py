@@ -65,8 +65,9 @@ def _caused_by(err: BaseException | None, kinds: type[BaseException] | tuple[typ
     return None
 
 
-def _outcome(err: BaseException, run_dir: Path | None = None) -> tuple[str, int] | None:
-    """The line and the exit code for a known failure; None for a bug (and for an exit already decided)."""
+def _outcome(err: BaseException, run_dir: Path | None = None, composing: bool = False) -> tuple[str, int] | None:
+    """The line and the exit code for a known failure; None for a bug (and for an exit already decided). `composing`: raised
+    while Hydra read the command line and the config files, before any job ran."""
     if isinstance(err, SystemExit):
         return None
     if _caused_by(err, KeyboardInterrupt):  # also when a library turned the interrupt into its own error
@@ -95,6 +96,11 @@ def _outcome(err: BaseException, run_dir: Path | None = None) -> tuple[str, int]
         nulls = [arg for arg in sys.argv[1:] if arg.lstrip("+~").split("=", 1)[0] in GROUPS and arg.endswith(("=null", "=~"))]
         named = f" ({', '.join(nulls)}: a config group is chosen by its name)" if nulls else ""
         return f"error: {_one_line(err)}{named}", 2
+    if composing and isinstance(err, (ValueError, RecursionError)):
+        # what YAML or OmegaConf cannot take in (a 5,000-digit integer, 200 nested brackets, a lone surrogate in a folder
+        # Hydra makes): a traceback before (50b)
+        reason = "values nested too deep" if isinstance(err, RecursionError) else _one_line(err)
+        return f"error: the command line or a config file could not be read: {reason}", 2
     return None
 
 
@@ -119,13 +125,13 @@ register_resolvers()
 add_config_sources()
 
 
-def _stop(err: BaseException, run_dir: Path | None = None) -> NoReturn:
+def _stop(err: BaseException, run_dir: Path | None = None, composing: bool = False) -> NoReturn:
     """Exit on `err`: its one line and code, or for a bug its scrubbed traceback and exit 1.
 
     Inside a job this must exit here: an error reaching Hydra makes it print "Error executing
     job with overrides: [...]", every override as typed (URL passwords, ?key= values), unscrubbed.
     """
-    outcome = _outcome(err, run_dir)
+    outcome = _outcome(err, run_dir, composing)
     if outcome is not None:
         _exit(*outcome)
     if isinstance(err, SystemExit):
@@ -206,8 +212,8 @@ def main() -> None:
     sys.stderr = ScrubbedStream(sys.stderr)  # argparse and Hydra print what they refuse, quoting it
     try:
         app()
-    except BaseException as err:
-        _stop(err)
+    except BaseException as err:  # a job's own errors have ended it (app): this one came as Hydra composed the config
+        _stop(err, composing=True)
     finally:
         for record in SWEEP_RECORDS:
             _scrub_file(record)

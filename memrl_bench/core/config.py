@@ -306,16 +306,41 @@ def fits_64_bits(value: int) -> bool:
     return -(1 << 63) <= value < 1 << 63
 
 
-def check_numbers(value: Any, dotted: str = "") -> None:
-    """No NaN or infinity anywhere in a config (no setting means either), and no integer past 64 bits: the run's own
-    readers refuse its manifest then (`seed=10**24` ran to COMPLETE, twentieth round)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ConfigError(f"{dotted}: must be a finite number (got {value})")
-    if isinstance(value, int) and not fits_64_bits(value):
-        raise ConfigError(f"{dotted}: must be a whole number that fits in 64 bits (got one of {value.bit_length()} bits)")
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, item in items:
-        check_numbers(item, f"{dotted}.{key}" if dotted else str(key))
+MAX_CONFIG_DEPTH = 64  # mappings and lists inside each other in a run's config (the harness's own go 3 deep)
+
+
+def check_values(config: Any) -> None:
+    """What no setting means, anywhere in a config: NaN or infinity; an integer past 64 bits (the run's own readers refuse
+    its manifest then: `seed=10**24` ran to COMPLETE, twentieth round); text with a NUL byte or a lone surrogate, which no
+    file name or file holds (YAML's "\\0" or "\\ud800" in a path setting ended in a traceback: 50b); nesting past
+    MAX_CONFIG_DEPTH. The first found is a ConfigError naming its key."""
+    todo = [(config, "", 0)]
+    while todo:
+        value, dotted, depth = todo.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{dotted}: must be a finite number (got {value})")
+        if isinstance(value, int) and not fits_64_bits(value):
+            raise ConfigError(f"{dotted}: must be a whole number that fits in 64 bits (got one of {value.bit_length()} bits)")
+        if isinstance(value, str) and not usable_text(value):
+            raise ConfigError(f"{dotted or 'a key'}: holds a NUL byte or a lone surrogate, which no file name or file can hold")
+        if depth > MAX_CONFIG_DEPTH:
+            raise ConfigError(f"{dotted.split('.', 1)[0]}: nested more than {MAX_CONFIG_DEPTH} deep")
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        for key, item in items:
+            if isinstance(key, str) and not usable_text(key):
+                raise ConfigError(f"{dotted or 'a key'}: a key holds a NUL byte or a lone surrogate")
+            todo.append((item, f"{dotted}.{key}" if dotted else str(key), depth + 1))
+
+
+def usable_text(text: str) -> bool:
+    """Text a file name (in the system's encoding, undecodable bytes kept as surrogates) or a UTF-8 file can hold."""
+    if "\0" in text:
+        return False
+    try:
+        os.fsencode(text)
+    except UnicodeError:
+        return False
+    return True
 
 
 # ---- the models -----------------------------------------------------------------------
@@ -438,7 +463,7 @@ def validate_config(cfg: dict) -> CheckedConfig:
     unknown = sorted(set(cfg) - set(TOP_LEVEL_KEYS))
     if unknown:
         raise ConfigError(f"unknown config key {unknown[0]!r}; valid top-level keys: {', '.join(TOP_LEVEL_KEYS[:-1])}")
-    check_numbers({k: v for k, v in cfg.items() if k != "hydra"})
+    check_values({k: v for k, v in cfg.items() if k != "hydra"})
     validated(RunSettings, {k: v for k, v in cfg.items() if k not in (*GROUPS, "hydra")}, "")
     for group in ("env", "method"):
         if not isinstance(cfg.get(group), dict) or not cfg[group].get("name"):

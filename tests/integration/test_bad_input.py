@@ -447,6 +447,31 @@ def test_malformed_yaml_in_a_config_dir_names_the_file(tmp_path):
     assert tree(tmp_path) == before
 
 
+CONFIG_FILE_VALUES = {  # 50b: what only a config file carries, or what Hydra cannot take in: a traceback, exit 1
+    "nul": ('env: {data_dir: "/var/x\\0y"}', ("env=mmlu",), "env.data_dir: holds a NUL byte or a lone surrogate"),
+    "surrogate": ('llm: {cache_path: "/tmp/c\\ud800.sqlite"}', (), "llm.cache_path: holds a NUL byte or a lone surrogate"),
+    "surrogate folder": ('results_dir: "/tmp/r\\ud800"', (), "could not be read: 'utf-8' codec can't encode"),
+    "5,000 digits": ("seed: 1" + "0" * 5000, (), "could not be read: Exceeds the limit (4300 digits)"),
+    "nested 3,000 deep": ("env: {seed: " + "[" * 3000 + "]" * 3000 + "}", (), "could not be read: values nested too deep"),
+    "nested 200 deep on the command line": ("", ("seed=" + "[" * 200 + "]" * 200,), "could not be read: values nested too deep"),
+}
+
+
+@pytest.mark.parametrize("name", CONFIG_FILE_VALUES)
+def test_a_value_a_config_file_or_hydra_cannot_take_is_one_line(tmp_path, name):
+    text, overrides, message = CONFIG_FILE_VALUES[name]
+    conf = tmp_path / "conf" / "experiment"
+    conf.mkdir(parents=True)
+    (conf / "odd.yaml").write_text(f"# @package _global_\n{text}\n")
+    chosen = ("+experiment=odd",) if text else ()
+    results = () if text.startswith("results_dir") else (f"results_dir={tmp_path / 'results'}",)
+    out = command(*results, f"hydra.searchpath=[file://{tmp_path / 'conf'}]", *chosen, *overrides, cwd=tmp_path)
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr and out.stderr.count("\n") == 1, out.stderr[
+        -500:
+    ]
+    assert not (tmp_path / "results").exists() or not list((tmp_path / "results").iterdir())
+
+
 def in_a_mount_namespace(script: str, tmp_path: Path) -> subprocess.CompletedProcess:
     """`script` (bash) in a private mount namespace, so that it can mount tmpfs folders of its own."""
     if shutil.which("unshare") is None:
