@@ -1957,8 +1957,50 @@ def _memrl_runner():
     # TestCase's table of type-specific asserts is per-test data: assertEqual looks it up in this copy of TestCase.__init__'s
     equality_table = types.MappingProxyType({kind: vars(real_case)[name] for kind, name in real_case()._type_equality_funcs.items()})
 
-    def equality_function(self, first, second, _table=equality_table, _base=vars(real_case)["_baseAssertEqual"], _c=c):
-        """TestCase._getAssertEqualityFunc over TestCase's own table."""
+    def steers_its_comparison(
+        value,
+        _c=c,
+        _slot_type=types.GetSetDescriptorType,
+        _functions=(types.FunctionType, staticmethod, classmethod, types.MethodDescriptorType, types.WrapperDescriptorType),
+    ):
+        """`value`'s own dict holds a callable under the name of a function its class defines: a library class's comparison
+        that calls that function through `self` calls the value's instead (50a: a UserList given its own
+        `_UserList__cast`, a masked array its own `_comparison`, equal to anything with no class or comparison name of the
+        program's: 51 of 327 stdlib tasks). Read with C alone: the dict through its slot, exact str names."""
+        mro = _c.mro_of(_c.type(value))
+        own = None
+        for base in mro:
+            slot = _c.class_dict(base).get("__dict__")
+            if slot is not None:
+                own = slot.__get__(value) if _c.type(slot) is _slot_type else None  # a property's getter would be the program's
+                break
+        if _c.type(own) is not _c.dict:
+            return False
+        for name, held in _c.list(own.items()):
+            if _c.type(name) is not _c.str or not _c.callable(held):
+                continue
+            for base in mro:
+                defined = _c.class_dict(base).get(name)
+                if defined is not None:
+                    if _c.type(defined) in _functions:
+                        return True
+                    break
+        return False
+
+    def equality_function(
+        self,
+        first,
+        second,
+        _table=equality_table,
+        _base=vars(real_case)["_baseAssertEqual"],
+        _steers=steers_its_comparison,
+        _flag=flag,
+        _c=c,
+    ):
+        """TestCase._getAssertEqualityFunc over TestCase's own table; a value handed to assertEqual that steers its own
+        comparison is flagged."""
+        if _steers(first) or _steers(second):
+            _flag("defines_its_comparisons")
         if _c.type(first) is _c.type(second):
             function = _table.get(_c.type(first))
             if function is not None:
