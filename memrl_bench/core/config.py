@@ -321,18 +321,18 @@ def check_values(config: Any) -> None:
             raise ConfigError(f"{dotted}: must be a finite number (got {value})")
         if isinstance(value, int) and not fits_64_bits(value):
             raise ConfigError(f"{dotted}: must be a whole number that fits in 64 bits (got one of {value.bit_length()} bits)")
-        if isinstance(value, str) and not usable_text(value):
+        if isinstance(value, str) and not _usable_text(value):
             raise ConfigError(f"{dotted or 'a key'}: holds a NUL byte or a lone surrogate, which no file name or file can hold")
         if depth > MAX_CONFIG_DEPTH:
             raise ConfigError(f"{dotted.split('.', 1)[0]}: nested more than {MAX_CONFIG_DEPTH} deep")
         items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
         for key, item in items:
-            if isinstance(key, str) and not usable_text(key):
+            if isinstance(key, str) and not _usable_text(key):
                 raise ConfigError(f"{dotted or 'a key'}: a key holds a NUL byte or a lone surrogate")
             todo.append((item, f"{dotted}.{key}" if dotted else str(key), depth + 1))
 
 
-def usable_text(text: str) -> bool:
+def _usable_text(text: str) -> bool:
     """Text a file name (in the system's encoding, undecodable bytes kept as surrogates) or a UTF-8 file can hold."""
     if "\0" in text:
         return False
