@@ -31,10 +31,10 @@ def _harness_folders() -> tuple[str, ...]:
 DEFAULT_HIDDEN_PATHS = ("/root", "/home", "/tmp", "/var/tmp", "/work", "/mnt", "/media") + _harness_folders()
 # Folders the sandbox runs from (its shell, tools and libraries, /etc, /proc, /dev): a hidden path may not be or hold one.
 _NEEDED_FOLDERS = ("/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/proc", "/dev")
-# ...of which nothing inside may be hidden either: a hidden file is shown empty, and /usr/bin/prlimit shown so ran as an
-# empty script, so every command and every check exited 0 with nothing done (49b: `finish` alone solved 10 of 10 LLB-OS
-# tasks). /etc is not among them: its secrets (/etc/shadow, SSH host keys) are what one hides.
-_SEALED_FOLDERS = tuple(folder for folder in _NEEDED_FOLDERS if folder != "/etc")
+# Nothing inside them may be hidden either (a hidden file is shown empty: /usr/bin/prlimit shown so ran as an empty
+# script, and every command and check exited 0 with nothing done; 49b: `finish` alone solved 10 of 10 LLB-OS tasks), but
+# inside /etc: its secrets (/etc/shadow, SSH host keys) are what one hides.
+_HIDEABLE_INSIDE = ("/etc",)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -74,15 +74,15 @@ def normal_hidden_paths(paths: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def check_hidden_paths(paths: tuple[str, ...]) -> None:
-    """Refuse a hidden path that is relative, is `/`, is or holds a folder the sandbox runs from, or lies inside one of its
-    programs' or libraries' folders (_SEALED_FOLDERS).
+    """Refuse a hidden path that is relative, is `/`, is or holds a folder the sandbox runs from, or lies inside one (but
+    /etc: _HIDEABLE_INSIDE).
 
     Hiding works by showing a folder empty: `/` would hide nothing at all (every other path lies
     inside it and is skipped), and hiding /usr or /etc would leave no shell to run.
     """
     # found once, not for each path: a sandbox may hide thousands of results folders (48b)
     needed = [(folder, os.path.realpath(folder)) for folder in (*_NEEDED_FOLDERS, *_library_folders()) if os.path.isdir(folder)]
-    sealed = [(folder, target) for folder, target in needed if folder in _SEALED_FOLDERS or folder not in _NEEDED_FOLDERS]
+    sealed = [(folder, target) for folder, target in needed if folder not in _HIDEABLE_INSIDE]
     for path in paths:
         if not isinstance(path, str) or not path.startswith("/"):
             raise SandboxSettingError(f"hidden path {path!r} is not an absolute path")
