@@ -19,7 +19,7 @@ from memrl_bench.envs.base import DataMissingError, hash_fraction
 from memrl_bench.envs.checker import check_env
 from memrl_bench.envs.gold import gold_failure
 from memrl_bench.envs.llb_os import LLBOSEnv, parse_action
-from memrl_bench.envs.sandbox import Limits, Sandbox, unavailable_reason
+from memrl_bench.envs.sandbox import DEFAULT_HIDDEN_PATHS, Limits, Sandbox, unavailable_reason
 
 REASON = unavailable_reason()
 needs_sandbox = pytest.mark.skipif(REASON is not None, reason=f"sandbox unavailable here: {REASON}")
@@ -471,6 +471,24 @@ def test_check_python_starts_no_user_site_and_no_module_of_the_working_folder():
         hooks = check.system_changes.get("python_startup_hook", [])
         assert ("json" in name) == (hooks == []), (name, check.system_changes)  # a user site's start-up file is flagged too
         assert all(hook.startswith("/root/.local/lib/python3") for hook in hooks), hooks
+
+
+@needs_sandbox
+def test_what_the_episode_writes_inside_a_hidden_system_folder_is_scanned():
+    """51b: the scan skipped a hidden path and all below it: with /usr/local hidden, a start-up file or a command written
+    there was not flagged. What lies in a hidden folder is the episode's own (the host's files there are not seen)."""
+    writes = (
+        "mkdir -p /usr/local/lib/python3/dist-packages /usr/local/bin /usr/local/share/x && echo 'import os' > "
+        "/usr/local/lib/python3/dist-packages/memrl.pth && printf '#!/bin/sh\\necho 600\\n' > /usr/local/bin/stat && "
+        "chmod +x /usr/local/bin/stat && echo x > /usr/local/share/x/notes"
+    )
+    with Sandbox(Limits(timeout_s=20), hidden_paths=(*DEFAULT_HIDDEN_PATHS, "/usr/local")) as sandbox:
+        assert sandbox.run(writes).ok
+        check = sandbox.check("true")
+    assert check.system_changes == {
+        "python_startup_hook": ["/usr/local/lib/python3/dist-packages/memrl.pth"],
+        "shadowed_system_command": ["/usr/local/bin/stat"],
+    }, check.system_changes
 
 
 def bash_version() -> str:

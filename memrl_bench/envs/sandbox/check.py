@@ -103,7 +103,7 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
     rules = check_rules()
     found: dict[str, list[str]] = {}
     commands: set[str] = set()
-    folders: list[str] = []  # what visit() is still to look at
+    folders: list[tuple[str, bool]] = []  # what visit() is still to look at, and whether it lies in a hidden path
 
     def lower_commands() -> set[str]:
         if not commands:
@@ -112,18 +112,22 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
                     commands.update(os.listdir(folder))
         return commands
 
-    def visit(path: str) -> None:
-        if path in hidden:  # shown empty on purpose (an extra hidden path under /usr)
+    def look_inside(path: str, in_hidden: bool) -> None:
+        with contextlib.suppress(OSError):
+            folders.extend((f"{path}/{child}", in_hidden) for child in sorted(os.listdir(upper + path), reverse=True))
+
+    def visit(path: str, in_hidden: bool) -> None:
+        if path in hidden:  # shown empty on purpose (an extra hidden path under /usr): what the episode writes there is its own
+            look_inside(path, True)  # a start-up file under a hidden /usr/local was not looked at (51b)
             return
         entry, kinds = upper + path, []
         try:
             info = os.lstat(entry)
         except OSError:  # deleted while scanned
             return
-        try:
-            lower: os.stat_result | None = os.lstat(path)
-        except OSError:
-            lower = None
+        lower: os.stat_result | None = None  # in a hidden path the host's file is not what the episode saw
+        with contextlib.suppress(OSError):
+            lower = None if in_hidden else os.lstat(path)
         name = path.rsplit("/", 1)[1]
         if _inside(path, rules["loader"]):
             kinds.append("changed_loader_config")
@@ -136,8 +140,7 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
                 kinds.append("changed_system_file")
             elif lower is not None and _opaque(entry):
                 kinds.append("replaced_system_folder")
-            with contextlib.suppress(OSError):
-                folders.extend(f"{path}/{child}" for child in sorted(os.listdir(entry), reverse=True))
+            look_inside(path, in_hidden)
         elif lower is not None:
             kinds.append("changed_system_file")
         else:
@@ -155,9 +158,9 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
     made = [entry[len(upper) :] for entry in sorted(glob.glob(upper + _PYTHON_CONFIG))]  # also the ones the episode made
     for root in dict.fromkeys([*rules["roots"], *made]):
         # a stack, not recursion: a folder nested 1,400 deep ended the scan in RecursionError (the thirty-first round)
-        folders[:] = [root] if os.path.lexists(upper + root) else []
+        folders[:] = [(root, False)] if os.path.lexists(upper + root) else []
         while folders:
-            visit(folders.pop())
+            visit(*folders.pop())
     for database in _USER_DATABASES:
         seen = _as_seen(upper, database)
         if seen == database:
