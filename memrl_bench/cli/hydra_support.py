@@ -43,7 +43,9 @@ from memrl_bench.core.runfolder import note_new
 # experiment_name first, name the run from the job's overrides (memrl_bench.core.config.run_name),
 # and note which folders do not exist yet, so that a failed start removes only those.
 def _experiment_folder(results_dir: str, experiment_name: str) -> str:
-    return str(results_folder(results_dir, experiment_name))
+    path = results_folder(results_dir, experiment_name)
+    note_new(path)  # a study's own folder (its presets' hydra.run.dir): a study refused before it ran leaves none
+    return str(path)
 
 
 def _run_folder(results_dir: str, experiment_name: str, overrides: list[str]) -> str:
@@ -65,7 +67,7 @@ class SweepRecordCheck(Callback):
     """Before a sweep starts, its record (`multirun.yaml`, which Hydra rewrites) is a regular file or absent: Hydra's open
     for writing hung on a FIFO there, with no output (round 25b), and would write through a link. The record's path is
     kept in SWEEP_RECORDS: Hydra writes every override into it as typed, and a sweep whose first job fails to compose
-    runs no job that would scrub it."""
+    runs no job that would scrub it. A basic sweep's jobs are counted and checked as a study's are (`sweep_jobs`)."""
 
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
         try:
@@ -76,6 +78,16 @@ class SweepRecordCheck(Callback):
         if os.path.islink(path) or (os.path.lexists(path) and not path.is_file()):
             why = InputError(f"{path} is not a regular file, so not the sweep's record; remove it and run the same command again")
             raise SweepRefused from why
+        if str(config.hydra.sweeper.get("_target_", "")).endswith("BasicSweeper"):
+            # its jobs counted as the study and the report count them: Hydra's sweeper lists every job before the first
+            # runs (`seed=range(0,1e400)` grew to gigabytes with no output, 51b) and refuses a range of nan in a traceback
+            params = [f"{k}={v}" for k, v in (config.hydra.sweeper.params or {}).items()]
+            try:
+                sweep_jobs(params + list(config.hydra.overrides.task))
+            except InputError as why:
+                raise SweepRefused from why
+            except Exception:  # noqa: BLE001 - what else the sweep cannot take, Hydra's sweeper says as it did
+                pass
 
 
 class SweepRefused(BaseException):
@@ -177,9 +189,24 @@ def compose(overrides: list[str], hydra_config: bool = False) -> Any:
     return hydra_compose("config", overrides=overrides, return_hydra_config=hydra_config)
 
 
+class SweepValueError(InputError, ValueError):
+    """An override Hydra's parser or its sweeps cannot take: nested too deep, a range of nan, a step of 0, no value."""
+
+
+def _shown(line: str) -> str:
+    return line if len(line) <= 80 else f"{line[:77]}..."
+
+
 def parsed(overrides: list[str]) -> list[Any]:
-    """Hydra's Override objects of command-line overrides."""
-    return OverridesParser.create().parse_overrides(overrides)
+    """Hydra's Override objects of command-line overrides (SweepValueError for one nested past the parser's recursion:
+    a traceback from a sweep's record or a study's grid before, 51b)."""
+    parser, found = OverridesParser.create(), []
+    for line in overrides:  # one at a time, to name the one
+        try:
+            found += parser.parse_overrides([line])
+        except RecursionError:
+            raise SweepValueError(f"{_shown(line)}: nested too deep") from None
+    return found
 
 
 def fixed(overrides: list[str]) -> list[str]:
@@ -190,7 +217,7 @@ def fixed(overrides: list[str]) -> list[str]:
 MAX_SWEEP_JOBS = 10_000  # far past any study; what a sweep expands to is bounded before it is built (a range of 10^8 seeds)
 
 
-class SweepTooLargeError(InputError, ValueError):
+class SweepTooLargeError(SweepValueError):
     """A sweep of more jobs than MAX_SWEEP_JOBS."""
 
 
@@ -205,16 +232,27 @@ def sweep_jobs(arguments: list[str]) -> list[list[str]]:
         if not override.is_sweep_override():
             by_key[key] = [f"{key}={override.get_value_element_as_str()}"]
         elif override.is_discrete_sweep():
-            if (
-                override.is_range_sweep()
-                and sum(1 for _ in itertools.islice(override.value().range(), MAX_SWEEP_JOBS + 1)) > MAX_SWEEP_JOBS
-            ):
-                raise SweepTooLargeError(
-                    f"{override.input_line}: more than {MAX_SWEEP_JOBS} values"
-                )  # before Hydra lists it (shuffle does)
-            by_key[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
+            by_key[key] = _values(override)
         else:
             raise HydraException(f"{override.input_line}: range and interval sweeps are not supported by the basic sweeper")
     if math.prod(len(values) for values in by_key.values()) > MAX_SWEEP_JOBS:
         raise SweepTooLargeError(f"{' x '.join(str(len(v)) for v in by_key.values() if len(v) > 1)} jobs, more than {MAX_SWEEP_JOBS}")
     return [list(job) for job in itertools.product(*by_key.values())]
+
+
+def _values(override: Any) -> list[str]:
+    """A discrete sweep's `key=value` lines; SweepTooLargeError past MAX_SWEEP_JOBS (a range counted before Hydra lists it:
+    shuffle does, and `range(0,1e400)` is endless), SweepValueError for a range Hydra's arithmetic refuses or one of no value."""
+    line, key = _shown(override.input_line), override.get_key_element()
+    try:
+        if override.is_range_sweep() and sum(1 for _ in itertools.islice(override.value().range(), MAX_SWEEP_JOBS + 1)) > MAX_SWEEP_JOBS:
+            raise SweepTooLargeError(f"{line}: more than {MAX_SWEEP_JOBS} values")
+        values = [f"{key}={value}" for value in override.sweep_string_iterator()]
+    except (ArithmeticError, ValueError) as err:  # decimal's InvalidOperation for nan, range's "arg 3 must not be zero"
+        if isinstance(err, InputError):
+            raise
+        why = "a bound or step that is no finite number" if isinstance(err, ArithmeticError) else str(err)
+        raise SweepValueError(f"{line}: not a sweep Hydra can expand ({why})") from None
+    if not values:
+        raise SweepValueError(f"{line}: a sweep of no value (a sweep would run no job)")
+    return values

@@ -36,7 +36,7 @@ from memrl_bench.core.redaction import (
     remember_secret,
     scrub,
 )
-from memrl_bench.core.runfolder import MANIFEST, RunFolder, is_disk_full, write_text_atomic
+from memrl_bench.core.runfolder import MANIFEST, RunFolder, is_disk_full, remove_new_folders, write_text_atomic
 from memrl_bench.llm import LLMOutageError
 from memrl_bench.runner.loop import run
 
@@ -191,8 +191,12 @@ def _run_study(cfg: DictConfig, overrides: list[str]) -> None:
         timing = run_study(
             study.presets, results_dir, study_dir, passed_on(overrides), study.workers, bool(cfg.progress), study.grids, study.in_order
         )
-    except StudyError as err:
-        _exit(f"error: {err}", 2)
+    except BaseException as err:
+        # the folder Hydra made for the study, if this command made it and it is empty: a grid refused leaves none (51b)
+        remove_new_folders(HydraConfig.get().runtime.output_dir)
+        if isinstance(err, StudyError):
+            _exit(f"error: {err}", 2)
+        raise
     print(
         f"{timing['runs']} runs in {timing['runs_wall_s']:.0f} s, findings in {timing['findings_wall_s']:.0f} s ({timing['workers']} "
         "workers)"

@@ -316,6 +316,19 @@ def note_new(path: Path | str) -> None:
         _NEW_FOLDERS[key] = missing[-1] if missing else None
 
 
+def remove_new_folders(path: Path | str) -> None:
+    """The folders note_new found missing for `path`, `path` first, each only if it is empty (what lives there stays)."""
+    key = _key(path)
+    top = _NEW_FOLDERS.get(key)
+    if top is None:
+        return
+    for folder in (key, *key.parents):
+        if not folder.is_relative_to(top):
+            break
+        with contextlib.suppress(OSError):  # not empty: something else lives there now
+            folder.rmdir()
+
+
 def forget_new(path: Path | str) -> None:
     _NEW_FOLDERS.pop(_key(path), None)
 
@@ -396,11 +409,7 @@ class RunFolder:
                 (self.path / LOCK).unlink(missing_ok=True)  # safe while held: lockers check the file they hold is still there
             return
         shutil.rmtree(self.path, ignore_errors=True)
-        for parent in _key(self.path).parents:
-            if not parent.is_relative_to(top):
-                break
-            with contextlib.suppress(OSError):  # not empty: something else lives there now
-                parent.rmdir()
+        remove_new_folders(self.path)
 
     def remove_if_new(self) -> None:
         """A start that failed before the run began (a config that does not resolve): what remove_if_created removes,

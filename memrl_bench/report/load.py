@@ -242,7 +242,7 @@ def expected_sweep_runs(sweep_dir: Path) -> list[str] | None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from memrl_bench.cli.hydra_support import SweepTooLargeError, sweep_jobs
+    from memrl_bench.cli.hydra_support import SweepValueError, sweep_jobs
 
     path = sweep_dir / SWEEP_FILE
     try:
@@ -264,7 +264,7 @@ def expected_sweep_runs(sweep_dir: Path) -> list[str] | None:
         TypeError,
         CorruptRunFolderError,
         YAMLTooLargeError,
-        SweepTooLargeError,
+        SweepValueError,
     ) as err:  # damaged, hostile, or not Hydra's record
         what = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
         raise ReportInputError(

@@ -472,6 +472,27 @@ def test_a_value_a_config_file_or_hydra_cannot_take_is_one_line(tmp_path, name):
     assert not (tmp_path / "results").exists() or not list((tmp_path / "results").iterdir())
 
 
+SWEEPS_NOT_EXPANDABLE = {  # 51b: a traceback, or (endless) gigabytes with no output, before any job or folder
+    "-m range of nan": (("-m",), "seed=range(0,nan)", "not a sweep Hydra can expand (a bound or step that is no finite number)"),
+    "-m endless range": (("-m",), "seed=range(0,1e400)", "seed=range(0,1e400): more than 10000 values"),
+    "-m range of no value": (("-m",), "seed=range(0,1,-inf)", "a sweep of no value"),
+    "-m 20,000 jobs": (("-m",), "seed=range(0,20000)", "more than 10000 values"),  # Hydra's own sweeper ran it
+    "study grid of nan": (("+experiment=critique_study", "study.workers=1"), "+study.grids=['seed=range(0,nan)']", "no finite number"),
+    "study grid nested 600 deep": (("+experiment=critique_study",), f"+study.grids=['seed={'[' * 600}{']' * 600}']", "nested too deep"),
+    "study grid Hydra cannot parse": (("+experiment=critique_study",), "+study.grids=['seed=[']", "no viable alternative at input"),
+}
+
+
+@pytest.mark.parametrize("name", SWEEPS_NOT_EXPANDABLE)
+def test_a_sweep_hydra_cannot_expand_is_one_line_and_leaves_no_folder(tmp_path, name):
+    command_args, sweep, message = SWEEPS_NOT_EXPANDABLE[name]
+    out = command(*command_args, "env=synthetic", "method=none", sweep, f"results_dir={tmp_path / 'results'}")
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr and out.stderr.count("\n") == 1, out.stderr[
+        -500:
+    ]
+    assert not (tmp_path / "results").exists(), tree(tmp_path)  # the study's folder too, made by Hydra before the grid was read
+
+
 def in_a_mount_namespace(script: str, tmp_path: Path) -> subprocess.CompletedProcess:
     """`script` (bash) in a private mount namespace, so that it can mount tmpfs folders of its own."""
     if shutil.which("unshare") is None:

@@ -622,6 +622,9 @@ HOSTILE_SWEEPS = [  # mr11.sh: each ran out of memory, hung or overflowed the st
         _sweep({key: "0,1,2,3,4,5,6,7,8,9" for key in "abcdefgh"}),
         "SweepTooLargeError: 10 x 10 x 10 x 10 x 10 x 10 x 10 x 10 jobs, more than 10000",
     ),
+    ("range_of_nan", _sweep({"seed": "range(0,nan)"}), "SweepValueError: seed=range(0,nan): not a sweep Hydra can expand"),  # 51b
+    ("step_of_0", _sweep({"seed": "range(0,10,0)"}), "SweepValueError: seed=range(0,10,0): not a sweep Hydra can expand"),
+    ("nested_600_deep_in_a_value", _sweep({"seed": "'" + "[" * 600 + "]" * 600 + "'"}), "SweepValueError: seed=[[[[[[[[[["),
     ("alias_bomb", _alias_bomb(), "YAMLTooLargeError: more than 100000 nodes once its aliases are expanded"),
     ("nested_20000_deep", b"hydra: " + b"[" * 20000 + b"]" * 20000 + b"\n", "YAMLTooLargeError: nested more than 64 deep"),
     ("larger_than_1_mib", b"hydra: {sweeper: {}}\n" + b"# padding\n" * 110_000, "YAMLTooLargeError: larger than 1048576 bytes"),

@@ -30,6 +30,24 @@ def test_sweep_jobs_are_the_basic_sweepers(arguments):
     assert sweep_jobs(arguments) == jobs
 
 
+UNEXPANDABLE = {  # 51b: each a traceback (decimal's InvalidOperation, ValueError, RecursionError) from a sweep's record or a grid
+    "range of nan": ("seed=range(0,nan)", "seed=range(0,nan): not a sweep Hydra can expand (a bound or step that is no finite number)"),
+    "sorted range from nan": ("seed=sort(range(nan,1))", "not a sweep Hydra can expand (a bound or step that is no finite number)"),
+    "step of 0": ("seed=range(0,10,0)", "seed=range(0,10,0): not a sweep Hydra can expand (range() arg 3 must not be zero)"),
+    "no value": ("seed=range(0,1,-inf)", "seed=range(0,1,-inf): a sweep of no value"),
+    "endless": ("seed=range(0,1e400)", "seed=range(0,1e400): more than 10000 values"),
+    "nested 600 deep": ("seed=" + "[" * 600 + "]" * 600, "seed=" + "[" * 72 + "...: nested too deep"),
+}
+
+
+@pytest.mark.parametrize("name", UNEXPANDABLE)
+def test_a_sweep_hydra_cannot_expand_is_an_input_error_naming_it(name):
+    override, message = UNEXPANDABLE[name]
+    with pytest.raises(InputError) as refused:
+        sweep_jobs(["method=none,rag", override])
+    assert message in str(refused.value)
+
+
 def test_compose_runs_inside_a_running_app_and_reads_the_sweep():
     with composing():
         outer = compose(fixed(["+experiment=demo", "seed=5,6"]), hydra_config=True)
