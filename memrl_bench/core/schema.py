@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
-from memrl_bench.core.config import upgrade
+from memrl_bench.core.config import check_values, upgrade
 
 Phase = Literal["train", "validation", "test", "replay"]  # replay: learned stream tasks re-tested, memory frozen
 # poison: an adversarial memory fed to learn() by the poisoning experiment, never scored.
@@ -420,7 +420,10 @@ class ManifestRecord(RunFile):
     @field_validator("config")
     @classmethod
     def _as_written_now(cls, config: dict[str, Any]) -> dict[str, Any]:
-        """An older version's config read as this version writes it (config.upgrade); the file keeps what was written."""
+        """An older version's config read as this version writes it (config.upgrade); the file keeps what was written. Its
+        values are what a run's config may hold (config.check_values): a list 500 deep in a manifest whose digest was made
+        again ended the report in a RecursionError traceback (51b)."""
+        check_values(config)
         return upgrade(config)
 
     @model_validator(mode="after")

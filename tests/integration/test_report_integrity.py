@@ -379,3 +379,18 @@ def test_runs_of_another_harness_version_beside_this_ones_leave_the_report_whole
     assert "unknown-protocol" in err and "future" in err, err
     page = (tmp_path / "report" / "report.html").read_text()
     assert "older" in page and "newer" in page
+
+
+def test_a_manifest_whose_config_nests_past_the_limit_leaves_its_run_out_with_one_line(results, tmp_path, capsys):
+    """51b: a list nested 500 deep in a manifest's config, its hash and digest made again, ended the report in a
+    RecursionError traceback (its canonical form recurses twice per level); a run's own config is refused past 64."""
+    root = tmp_path / "results"
+    shutil.copytree(results / "seed=0", root / "now")
+    deep: object = 1
+    for _ in range(500):
+        deep = [deep]
+    resealed(shutil.copytree(results / "seed=1", root / "deep"), lambda config: config["method"].update(extra=deep))
+    report_main([str(root), "--out", str(tmp_path / "report")])
+    _, err = capsys.readouterr()
+    assert "Traceback" not in err and f"{root / 'deep' / 'manifest.json'}" in err and "method: nested more than 64 deep" in err, err
+    assert "method: nested more than 64 deep" in (tmp_path / "report" / "report.html").read_text()  # the page says it left it out
