@@ -149,7 +149,7 @@ def _memrl_runner():
         for name in (
             "type issubclass str bytes int list tuple frozenset id len any all zip map getattr range callable staticmethod classmethod"
             " property object BaseException Exception OSError ValueError TypeError PermissionError ImportError RuntimeError SystemExit"
-            " KeyError AttributeError dict"
+            " KeyError AttributeError dict set slice"
         ).split()
     }
     captured |= {
@@ -165,6 +165,7 @@ def _memrl_runner():
         "class_dict": type.__dict__["__dict__"].__get__,
         "mro_of": type.__dict__["__mro__"].__get__,
         "qualname_of": type.__dict__["__qualname__"].__get__,
+        "module_of": type.__dict__["__module__"].__get__,
         "flags_of": type.__dict__["__flags__"].__get__,
         "name_of": type.__dict__["__name__"].__get__,
         "WrapperDescriptorType": types.WrapperDescriptorType,
@@ -1960,31 +1961,58 @@ def _memrl_runner():
     def steers_its_comparison(
         value,
         _c=c,
+        _exact=exact,
         _slot_type=types.GetSetDescriptorType,
         _functions=(types.FunctionType, staticmethod, classmethod, types.MethodDescriptorType, types.WrapperDescriptorType),
+        _limit=20_000,
     ):
-        """`value`'s own dict holds a callable under the name of a function its class defines: a library class's comparison
-        that calls that function through `self` calls the value's instead (50a: a UserList given its own
-        `_UserList__cast`, a masked array its own `_comparison`, equal to anything with no class or comparison name of the
-        program's: 51 of 327 stdlib tasks). Read with C alone: the dict through its slot, exact str names."""
-        mro = _c.mro_of(_c.type(value))
-        own = None
-        for base in mro:
-            slot = _c.class_dict(base).get("__dict__")
-            if slot is not None:
-                own = slot.__get__(value) if _c.type(slot) is _slot_type else None  # a property's getter would be the program's
-                break
-        if _c.type(own) is not _c.dict:
-            return False
-        for name, held in _c.list(own.items()):
-            if _c.type(name) is not _c.str or not _c.callable(held):
+        """A value a comparison of `value` reaches holds in its own dict a callable under the name of a function its class
+        defines: a library class's comparison that calls that function through `self` calls the value's instead (50a: a
+        UserList given its own `_UserList__cast`, a masked array its own `_comparison`, equal to anything with no class or
+        comparison name of the program's: 51 of 327 stdlib tasks). Looked for in `value` and what it holds, as a comparison
+        reaches it (51a: such a UserList as another's `data`, a UserString's or an object array's element; an own dict made
+        an OrderedDict; a name held as a str subclass), up to `_limit` objects. Read with C alone: the dict through its slot,
+        as a dict; containers of exact builtin types and numpy's own object arrays listed by their C code."""
+        todo, seen, containers = [value], _c.set(), (_c.list, _c.tuple, _c.set, _c.frozenset)
+        while todo and _c.len(seen) < _limit:
+            each = todo.pop()
+            if _c.id(each) in seen:
                 continue
+            seen.add(_c.id(each))
+            kind = _c.type(each)
+            if kind in containers:
+                todo.extend(each)
+                continue
+            if kind is _c.dict:
+                todo.extend(_c.dict.keys(each))
+                todo.extend(_c.dict.values(each))
+                continue
+            if _c.issubclass(kind, (_c.type, _c.ModuleType)):
+                continue  # a class's or a module's dict is what the other checks look at
+            if not _c.flags_of(kind) & 1 << 9 and _c.qualname_of(kind) == "ndarray" and _c.module_of(kind) == "numpy":
+                array = _c.class_dict(kind)  # numpy's own, C: an object array's elements are compared one by one
+                todo.extend(array["tolist"](array["__getitem__"](array["ravel"](each), _c.slice(0, _limit - _c.len(seen)))))
+                continue
+            mro = _c.mro_of(kind)
+            own = None
             for base in mro:
-                defined = _c.class_dict(base).get(name)
-                if defined is not None:
-                    if _c.type(defined) in _functions:
-                        return True
+                slot = _c.class_dict(base).get("__dict__")
+                if slot is not None:
+                    own = slot.__get__(each) if _c.type(slot) is _slot_type else None  # a property's getter would be the program's
                     break
+            if own is None or not _c.issubclass(_c.type(own), _c.dict):
+                continue
+            for name, held in _c.list(_c.dict.items(own)):
+                todo.append(held)
+                name = _exact(name)
+                if _c.type(name) is not _c.str or not _c.callable(held):
+                    continue
+                for base in mro:
+                    defined = _c.class_dict(base).get(name)
+                    if defined is not None:
+                        if _c.type(defined) in _functions:
+                            return True
+                        break
         return False
 
     def equality_function(

@@ -380,11 +380,23 @@ def test_no_exception_carries_the_runners_frames_to_the_answer(isolated: BigCode
     assert info["success"] is False and info.get("tampering") and patterns <= set(info["tampering"]), info
 
 
-@pytest.mark.parametrize("route", ["cast", "masked"])
+@pytest.mark.parametrize(
+    "route",
+    [
+        "cast",
+        "masked",
+        "inside a UserList",
+        "inside a UserString",
+        "inside an object array",
+        "own dict an OrderedDict",
+        "name a str subclass",
+    ],
+)
 def test_a_value_that_steers_its_library_classes_comparison_is_flagged(isolated: BigCodeBenchEnv, route: str):
     """50a: an instance of a library class whose own dict holds a callable under the name of a function its class's
     comparison calls through `self` (UserList's `__cast`, a masked array's `_comparison`) was equal to anything under
-    assertEqual, with no class of the answer's to see: a value handed to assertEqual is looked at as it is handed."""
+    assertEqual, with no class of the answer's to see: a value handed to assertEqual is looked at as it is handed, and
+    (51a) what it holds as a comparison reaches it, its own dict read whatever dict it is, its names as text."""
     program = (FORGERIES / "value_steering_its_library_comparison.py").read_text().replace('_ROUTE = "cast"', f'_ROUTE = "{route}"')
     _, info = answer(isolated, "BigCodeBench/0", program)
     assert info["success"] is False and "defines_its_comparisons" in info.get("tampering", ()), info
