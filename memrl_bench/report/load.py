@@ -252,7 +252,13 @@ def expected_sweep_runs(sweep_dir: Path) -> list[str] | None:
         if not str(hydra_cfg["sweeper"].get("_target_", "")).endswith("BasicSweeper"):
             return None
         params = [f"{k}={v}" for k, v in (hydra_cfg["sweeper"].get("params") or {}).items()]
-        return [run_name(job) for job in sweep_jobs(params + [str(o) for o in hydra_cfg["overrides"]["task"]])]
+        arguments = params + [str(o) for o in hydra_cfg["overrides"]["task"]]
+        longest = max(map(len, arguments), default=0)
+        if longest > MAX_RECORDED_OVERRIDE_CHARS or sum(map(len, arguments)) > 4 * MAX_RECORDED_OVERRIDE_CHARS:
+            # Hydra's parser takes time growing with the square of an override's length: one list of 80 KB in an edited
+            # record stalled the report 13 minutes, a 1 MiB one would take about a day (52b)
+            raise SweepValueError(f"an override of {longest} characters, past {MAX_RECORDED_OVERRIDE_CHARS} (or all past 4 times that)")
+        return [run_name(job) for job in sweep_jobs(arguments)]
     except (HydraException, OmegaConfBaseException):
         return None
     except (
@@ -274,6 +280,7 @@ def expected_sweep_runs(sweep_dir: Path) -> list[str] | None:
 
 
 MAX_SWEEP_FILE_BYTES = 1 << 20  # Hydra's multirun.yaml is a few KB
+MAX_RECORDED_OVERRIDE_CHARS = 4_000  # an override as a sweep's record holds it (0.9 s to parse: seed=0,1,...,999 is 3,894)
 MAX_YAML_NODES = 100_000  # nodes once aliases are expanded: Hydra's record has hundreds, and writes no alias
 MAX_YAML_DEPTH = 64
 

@@ -625,6 +625,8 @@ HOSTILE_SWEEPS = [  # mr11.sh: each ran out of memory, hung or overflowed the st
     ("range_of_nan", _sweep({"seed": "range(0,nan)"}), "SweepValueError: seed=range(0,nan): not a sweep Hydra can expand"),  # 51b
     ("step_of_0", _sweep({"seed": "range(0,10,0)"}), "SweepValueError: seed=range(0,10,0): not a sweep Hydra can expand"),
     ("nested_600_deep_in_a_value", _sweep({"seed": "'" + "[" * 600 + "]" * 600 + "'"}), "SweepValueError: seed=[[[[[[[[[["),
+    # 52b: parsed in time growing with the square of its length (40,000 items: 166 s, 80,000: 784 s)
+    ("a_list_of_40000_items", _sweep({}, task="['+extra=[" + ",".join(["1"] * 40_000) + "]']"), "SweepValueError: an override of 80008"),
     ("alias_bomb", _alias_bomb(), "YAMLTooLargeError: more than 100000 nodes once its aliases are expanded"),
     ("nested_20000_deep", b"hydra: " + b"[" * 20000 + b"]" * 20000 + b"\n", "YAMLTooLargeError: nested more than 64 deep"),
     ("larger_than_1_mib", b"hydra: {sweeper: {}}\n" + b"# padding\n" * 110_000, "YAMLTooLargeError: larger than 1048576 bytes"),
