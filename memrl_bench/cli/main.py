@@ -183,16 +183,17 @@ def _run_study(cfg: DictConfig, overrides: list[str]) -> None:
     """A study (conf/experiment/critique_study.yaml): its presets' sweeps, then the findings."""
     from memrl_bench.cli.study import StudyError, passed_on, run_study, study_settings
 
-    study = study_settings(OmegaConf.to_container(cfg.study, resolve=True))
     results_dir = Path(cfg.results_dir).resolve()
     study_dir = results_dir / cfg.experiment_name
-    study_dir.mkdir(parents=True, exist_ok=True)
     try:
+        study = study_settings(OmegaConf.to_container(cfg.study, resolve=True))
+        study_dir.mkdir(parents=True, exist_ok=True)
         timing = run_study(
             study.presets, results_dir, study_dir, passed_on(overrides), study.workers, bool(cfg.progress), study.grids, study.in_order
         )
     except BaseException as err:
-        # the folder Hydra made for the study, if this command made it and it is empty: a grid refused leaves none (51b)
+        # the folder Hydra made for the study, if this command made it and it is empty: a study refused before its first run
+        # (its settings, a grid) leaves none (51b, 52b)
         remove_new_folders(HydraConfig.get().runtime.output_dir)
         if isinstance(err, StudyError):
             _exit(f"error: {err}", 2)

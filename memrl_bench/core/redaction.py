@@ -106,10 +106,20 @@ def _url_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+# '@' and the characters NFKC makes one ('＠' as a CJK input method types it, '﹫'): urllib normalizes a netloc so, and a
+# userinfo ending in '＠' was quoted in the clear by the URL check and Hydra's lexer (52b)
+_AT_SIGNS = ("@", "\uff20", "\ufe6b")
+
+
+def _last_at(text: str, start: int = 0, end: int | None = None) -> int:
+    """The index of the last at-sign (any of _AT_SIGNS) in text[start:end], or -1."""
+    return max(text.rfind(sign, start, len(text) if end is None else end) for sign in _AT_SIGNS)
+
+
 def _split(rest: str) -> tuple[str, str]:
-    """(userinfo with its '@', or "", the remainder) of a URL without its scheme."""
+    """(userinfo with its at-sign, or "", the remainder) of a URL without its scheme."""
     authority_end = min((i for i in (rest.find("?"), rest.find("#")) if i >= 0), default=len(rest))
-    at = rest.rfind("@", 0, authority_end)
+    at = _last_at(rest, 0, authority_end)
     return (rest[: at + 1], rest[at + 1 :]) if at >= 0 else ("", rest)
 
 
@@ -254,9 +264,9 @@ def redact_url_value(url: str) -> str:
     a space, which end the userinfo for strip_url_secrets), and key-like query values redacted."""
     scheme = _SCHEME.match(url)
     head, rest = (url[: scheme.end()], url[scheme.end() :]) if scheme else ("", url)
-    hidden = ""
-    if "@" in rest:
-        hidden, rest = f"{REDACTED}@", rest.rpartition("@")[2]
+    hidden, at = "", _last_at(rest)
+    if at >= 0:
+        hidden, rest = f"{REDACTED}@", rest[at + 1 :]
     return head + hidden + scrub(_without_parameter_secrets(rest))
 
 
@@ -274,7 +284,7 @@ def _argument_secret_spans(arg: str) -> list[tuple[int, int]]:
     may hold '?', '#', a quote or a space, which end it for strip_url_secrets)."""
     spans = []
     for start, _ in _url_spans(arg):
-        host = arg.rfind("@", start) + 1  # 0: no userinfo
+        host = _last_at(arg, start) + 1  # 0: no userinfo
         if host > start:
             spans.append((start, host))
         spans += _secret_value_spans(arg, max(start, host))  # to the argument's end: Hydra's lexer quotes what ends a URL
@@ -302,7 +312,7 @@ def remember_command_line(argv: list[str]) -> None:
             remember_secret(match[0][match.end("sep") - match.start() :] if match["sep"] else match[0].split()[-1])
         for start, end in _argument_secret_spans(arg):
             value = arg[start:end]
-            if value.endswith("@"):
+            if value.endswith(_AT_SIGNS):
                 plain = value[:-1].replace("\\:", ":")
                 value = plain.partition(":")[2] or plain
                 _USERINFOS.update(_variants(arg[start:end]))

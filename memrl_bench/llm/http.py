@@ -117,8 +117,13 @@ def capped_async_client(max_bytes: int, deadline_s: float) -> httpx.AsyncClient:
 
 
 # What the HTTP client reads from the environment as it is built: proxies (their URLs may hold a password) and certificates.
-PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
-CLIENT_VARIABLES = (*PROXY_VARIABLES, "SSL_CERT_FILE", "SSL_CERT_DIR")
+CERTIFICATE_VARIABLES = ("SSL_CERT_FILE", "SSL_CERT_DIR")
+
+
+def proxy_variables() -> list[str]:
+    """The variables the client takes proxies from: any `*_proxy` in any case, as urllib's getproxies reads them
+    (`Http_Proxy` printed its password in a traceback: 52b)."""
+    return [name for name in os.environ if name.lower().endswith("_proxy") and name.lower() != "no_proxy"]
 
 
 def _from_the_environment(make: Any, **settings: Any) -> Any:
@@ -126,17 +131,17 @@ def _from_the_environment(make: Any, **settings: Any) -> Any:
     wherever the harness writes from now on, and a setting the client refuses (a malformed proxy URL, an unknown scheme, a
     missing certificate file) is one ConfigError naming the variables, never their values (41b: a traceback printed the
     password of $HTTP_PROXY)."""
-    for name in PROXY_VARIABLES:
-        if os.environ.get(name):
-            remember_url(os.environ[name])
+    proxies = [name for name in proxy_variables() if os.environ[name]]
+    for name in proxies:
+        remember_url(os.environ[name])
     try:
         return make(**settings)
     except Exception as err:  # noqa: BLE001 - whatever the client raises on the environment's settings
-        named = [name for name in CLIENT_VARIABLES if os.environ.get(name)]
-        if not named:
+        certificates = [name for name in CERTIFICATE_VARIABLES if os.environ.get(name)]
+        if not proxies + certificates:
             raise
         # a proxy, or a certificate path that is not there (a machine may set SSL_CERT_FILE for every program)
-        named = [n for n in named if n in PROXY_VARIABLES or not os.path.exists(os.environ[n])] or named
+        named = proxies + [name for name in certificates if not os.path.exists(os.environ[name])] or certificates
         raise ConfigError(
             f"the HTTP client refused the proxy or certificate settings of the environment ({type(err).__name__}); check or "
             f"unset {', '.join('$' + name for name in named)}"

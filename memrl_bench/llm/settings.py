@@ -50,6 +50,7 @@ def checked_url(url: str | None) -> str | None:
         return url
     if not re.match(r"^https?://[^/\s]+", url):
         raise ValueError("must be an http(s) URL such as http://127.0.0.1:8000/v1")
+    _readable(url, urlsplit)
     if url_host(url) != urlsplit(url).netloc.rpartition("@")[2]:  # HTTP clients take the host from before the first '/'
         raise ValueError(
             "its host is ambiguous: a '/' before the last '@' (a password holding '/', or a path holding '@'); percent-encode it (%2F, %40)"
@@ -66,7 +67,24 @@ def checked_url(url: str | None) -> str | None:
             "holds a space, a quote, '<', '>', a backtick or a second '://', which end a URL for redaction; percent-encode it "
             "(%20, %27, %22, %3A%2F%2F, ...)"
         )
-    return url
+    import httpx  # the client's own reading of it (openai's): at the first request, a traceback (52b: `http://[::1]]:9/v1`)
+
+    return _readable(url, httpx.URL)
+
+
+def _readable(url: str, read: Any) -> str:
+    """`url` if `read` takes it; else a ValueError that never quotes it (urllib's and httpx's messages quote the netloc,
+    a password in it: a full-width '＠' ends no userinfo for them)."""
+    try:
+        read(url)
+    except Exception:  # noqa: BLE001 - urllib's ValueError, httpx's InvalidURL (no ValueError)
+        pass
+    else:
+        return url
+    raise ValueError(
+        "the HTTP client cannot read its host or port (an IPv6 host is written [2001:db8::1]:8000; a character that reads as '@', '/' "
+        "or ':' once normalized, such as a full-width '＠', is typed in ASCII or percent-encoded)"
+    )
 
 
 def checked_key_env(name: str) -> str:

@@ -108,6 +108,9 @@ CONFIG_INPUTS = [
         "embedder.base_url: the port must be a number in 1-65535 (got 'http://127.0.0.1:0/v1')",
     ),
     (("llm=openai", "llm.model=m", "llm.base_url='http://user:pa/ss@127.0.0.1:8000/v1'"), "llm.base_url: its host is ambiguous"),
+    # 52b: what only the HTTP client refused, at the first request (a traceback): an IPv6 host with more after its bracket
+    (("llm=openai", "llm.model=m", "llm.base_url='http://[::1]]:9/v1'"), "llm.base_url: the HTTP client cannot read its host or port"),
+    (("embedder=openai", "embedder.base_url='http://[::1]x:9/v1'"), "embedder.base_url: the HTTP client cannot read its host or port"),
     (("method.epsilon='0.1'",), "method.epsilon: Input should be a valid number (got '0.1')"),
     (("env=null",), "Config group override must be a string or a list"),  # Hydra's ValueError (second independent round)
     # past what the worker's limits and SQLite's integers hold (sixth independent round: every episode env_error, or a traceback)
@@ -480,6 +483,8 @@ SWEEPS_NOT_EXPANDABLE = {  # 51b: a traceback, or (endless) gigabytes with no ou
     "study grid of nan": (("+experiment=critique_study", "study.workers=1"), "+study.grids=['seed=range(0,nan)']", "no finite number"),
     "study grid nested 600 deep": (("+experiment=critique_study",), f"+study.grids=['seed={'[' * 600}{']' * 600}']", "nested too deep"),
     "study grid Hydra cannot parse": (("+experiment=critique_study",), "+study.grids=['seed=[']", "no viable alternative at input"),
+    "study of no worker": (("+experiment=critique_study",), "study.workers=0", "study.workers: Input should be greater than or equal to 1"),
+    "study of no preset": (("+experiment=families_study",), "study.presets=[]", "study.presets: List should have at least 1 item"),
 }
 
 

@@ -330,11 +330,22 @@ def test_a_sweep_whose_first_job_fails_to_compose_leaves_no_password_in_its_reco
     assert "127.0.0.1:9" in record.read_text() and CANARY not in record.read_text() + out.stdout + out.stderr
 
 
+@pytest.mark.parametrize("quoted", [False, True])
+def test_a_password_ended_by_a_full_width_at_sign_is_written_nowhere(tmp_path, quoted):
+    """52b: a userinfo ending in '＠' (U+FF20, as a CJK input method types '@'; urllib reads it as '@' once normalized) was
+    quoted in the clear by Hydra's lexer (unquoted) or by the URL check (quoted, urllib's NFKC error)."""
+    url = f"http://user:{CANARY}\uff20127.0.0.1:9/v1"
+    out = memrl_bench(f"results_dir={tmp_path / 'results'}", "llm=openai", "llm.model=m", f"llm.base_url={repr(url) if quoted else url}")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert CANARY not in out.stdout + out.stderr and not (tmp_path / "results").exists(), out.stderr
+
+
 CLIENT_ENVIRONMENTS = {  # what the HTTP client reads from the environment as it is built (41b: tracebacks, a password in one)
     "proxy_password_holding_a_slash": ("HTTP_PROXY", f"http://pu:{CANARY}/q@127.0.0.1:9", "InvalidURL"),
     "proxy_of_an_unknown_scheme": ("ALL_PROXY", f"ftp://pu:{CANARY}@127.0.0.1:9/", "ValueError"),
     "socks_proxy_without_its_package": ("ALL_PROXY", f"socks5://pu:{CANARY}@127.0.0.1:9", "ImportError"),
     "proxy_host_left_open": ("https_proxy", f"http://pu:{CANARY}@[::1", "InvalidURL"),
+    "proxy_named_in_mixed_case": ("Http_Proxy", f"http://pu:{CANARY}/word@127.0.0.1:9", "InvalidURL"),  # 52b: getproxies reads it
     "certificate_file_missing": ("SSL_CERT_FILE", f"/nonexistent/{CANARY}.pem", "FileNotFoundError"),
 }
 
