@@ -104,6 +104,7 @@ def _memrl_runner():
     import _signal
     import _stat
     import _thread
+    import _weakref
     import ast
     import builtins
     import codecs
@@ -154,6 +155,7 @@ def _memrl_runner():
     }
     captured |= {
         "FunctionType": types.FunctionType,
+        "referents": gc.get_referents,
         "CodeType": types.CodeType,
         "GeneratorType": types.GeneratorType,
         "TracebackType": types.TracebackType,
@@ -378,7 +380,10 @@ def _memrl_runner():
         runner_codes.append(code)
         todo.extend(constant for constant in code.co_consts if type(constant) is types.CodeType)
     by_name = {code.co_qualname: code for code in runner_codes}
-    runner_code_ids = frozenset(id(code) for code in runner_codes)  # by identity: code objects compare equal by value
+    # by identity: code objects compare equal by value. Watched's call is not counted as the runner's: it runs between a
+    # test and the solution's function, and a frame of it (in a traceback unittest clears, as the solution's f_back) holds
+    # nothing of the runner's; counted, it would make what the solution's code runs look asked by the runner
+    runner_code_ids = frozenset(id(code) for code in runner_codes if not code.co_qualname.endswith(".Watched.__call__"))
     frames = frozenset({id(here.f_back), id(here.f_back.f_back)})  # the entry's frame and the script's, alive to the end
     entry_frame = here.f_back  # the one frame of the entry: a function made from its code runs in another
     real_case = unittest.case.TestCase
@@ -1958,62 +1963,126 @@ def _memrl_runner():
     # TestCase's table of type-specific asserts is per-test data: assertEqual looks it up in this copy of TestCase.__init__'s
     equality_table = types.MappingProxyType({kind: vars(real_case)[name] for kind, name in real_case()._type_equality_funcs.items()})
 
+    def steered_names(
+        kind,
+        _c=c,
+        _exact=exact,
+        _comparisons=("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__len__", "__contains__", "equals"),
+        _functions=(types.FunctionType, staticmethod, classmethod, types.MethodDescriptorType, types.WrapperDescriptorType),
+    ):
+        """The names of functions `kind`'s comparisons call through `self`: its comparison names, and every name their code
+        (and the code made inside it) reads that `kind` resolves to a function, followed into that function's code. An
+        instance's own callable under one of them is what the comparison calls instead (UserList's `__eq__` reads
+        `_UserList__cast`); one under another name is a library's own business (matplotlib's TransformWrapper sets its own
+        `transform`)."""
+        mro, names, todo, seen = _c.mro_of(kind), [], _c.list(_comparisons), _c.set()
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            for base in mro:
+                held = _c.class_dict(base).get(name)
+                if held is not None:
+                    break
+            if _c.type(held) not in _functions:
+                continue
+            names.append(name)
+            function = held.__func__ if _c.type(held) in (_c.staticmethod, _c.classmethod) else held
+            codes = [function.__code__] if _c.type(function) is _c.FunctionType else []
+            while codes:
+                code = codes.pop()
+                todo.extend(_exact(each) for each in code.co_names)
+                codes.extend(each for each in code.co_consts if _c.type(each) is _c.CodeType)
+        return _c.frozenset(names)
+
     def steers_its_comparison(
         value,
         _c=c,
         _exact=exact,
+        _steered=steered_names,
         _slot_type=types.GetSetDescriptorType,
-        _functions=(types.FunctionType, staticmethod, classmethod, types.MethodDescriptorType, types.WrapperDescriptorType),
+        _atoms=frozenset({int, float, complex, str, bytes, bool, type(None)}),
+        _opaque=(type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.CodeType, types.FrameType),
+        _proxies=(_weakref.ProxyType, _weakref.CallableProxyType),
         _limit=20_000,
     ):
-        """A value a comparison of `value` reaches holds in its own dict a callable under the name of a function its class
-        defines: a library class's comparison that calls that function through `self` calls the value's instead (50a: a
-        UserList given its own `_UserList__cast`, a masked array its own `_comparison`, equal to anything with no class or
-        comparison name of the program's: 51 of 327 stdlib tasks). Looked for in `value` and what it holds, as a comparison
-        reaches it (51a: such a UserList as another's `data`, a UserString's or an object array's element; an own dict made
-        an OrderedDict; a name held as a str subclass), up to `_limit` objects. Read with C alone: the dict through its slot,
-        as a dict; containers of exact builtin types and numpy's own object arrays listed by their C code."""
-        todo, seen, containers = [value], _c.set(), (_c.list, _c.tuple, _c.set, _c.frozenset)
+        """A value a comparison of `value` reaches holds in its own dict a callable under the name of a function its class's
+        comparisons call through `self` (steered_names): the comparison calls the value's instead (50a: a UserList given its
+        own `_UserList__cast`, a masked array its own `_comparison`, equal to anything with no class or comparison name of the
+        program's: 51 of 327 stdlib tasks); or it is a weak proxy, which compares as what it hides (52a). Looked for in `value`
+        and what it holds, up to `_limit` objects (numbers and text not counted): what the collector's traversal hands out
+        (items of containers and their subclasses, slots, own dicts: 51a, 52a), numpy's own arrays' elements; not into
+        classes, modules, functions or frames (their dicts and globals are the other checks'). An own dict is read as a dict
+        whatever dict it is, its names as text. C alone."""
+        todo, seen, kinds, made = [value], _c.set(), {}, []
         while todo and _c.len(seen) < _limit:
             each = todo.pop()
-            if _c.id(each) in seen:
+            kind = _c.type(each)
+            if kind in _atoms or _c.id(each) in seen:
                 continue
             seen.add(_c.id(each))
-            kind = _c.type(each)
-            if kind in containers:
-                todo.extend(each)
+            if kind in _proxies:
+                return True
+            if _c.issubclass(kind, _opaque):
                 continue
-            if kind is _c.dict:
-                todo.extend(_c.dict.keys(each))
-                todo.extend(_c.dict.values(each))
-                continue
-            if _c.issubclass(kind, (_c.type, _c.ModuleType)):
-                continue  # a class's or a module's dict is what the other checks look at
-            if not _c.flags_of(kind) & 1 << 9 and _c.qualname_of(kind) == "ndarray" and _c.module_of(kind) == "numpy":
-                array = _c.class_dict(kind)  # numpy's own, C: an object array's elements are compared one by one
-                todo.extend(array["tolist"](array["__getitem__"](array["ravel"](each), _c.slice(0, _limit - _c.len(seen)))))
-                continue
-            mro = _c.mro_of(kind)
-            own = None
-            for base in mro:
-                slot = _c.class_dict(base).get("__dict__")
-                if slot is not None:
-                    own = slot.__get__(each) if _c.type(slot) is _slot_type else None  # a property's getter would be the program's
-                    break
-            if own is None or not _c.issubclass(_c.type(own), _c.dict):
-                continue
-            for name, held in _c.list(_c.dict.items(own)):
-                todo.append(held)
-                name = _exact(name)
-                if _c.type(name) is not _c.str or not _c.callable(held):
-                    continue
-                for base in mro:
-                    defined = _c.class_dict(base).get(name)
-                    if defined is not None:
-                        if _c.type(defined) in _functions:
-                            return True
+            known = kinds.get(_c.id(kind))
+            if known is None:  # per kind: its dict's slot and the names its comparisons call
+                slot = None
+                for base in _c.mro_of(kind):
+                    slot = _c.class_dict(base).get("__dict__")
+                    if slot is not None:
                         break
+                if _c.type(slot) is not _slot_type:  # none, or a property whose getter would be the program's
+                    slot = None
+                array = not _c.flags_of(kind) & 1 << 9 and _c.qualname_of(kind) == "ndarray" and _c.module_of(kind) == "numpy"
+                known = kinds[_c.id(kind)] = (slot, _steered(kind) if slot is not None else (), array)
+            slot, names, array = known
+            if array:  # numpy's own, C: an object array's elements are compared one by one (no traversal of its own)
+                methods = _c.class_dict(kind)
+                made.append(methods["tolist"](methods["__getitem__"](methods["ravel"](each), _c.slice(0, _limit - _c.len(seen)))))
+                todo.append(made[-1])  # kept alive in `made`: an id seen is not a later list's
+                continue
+            own = slot.__get__(each) if slot is not None else None
+            if own is not None and _c.issubclass(_c.type(own), _c.dict) and names:
+                for name, held in _c.list(_c.dict.items(own)):
+                    if _exact(name) in names and _c.callable(held):
+                        return True
+            todo.extend(_c.referents(each))
         return False
+
+    class Watched(tuple):
+        """(a function of the solution's, steers_its_comparison, flag): the function as the tests' names hold it. What it
+        returns, and what it was handed (changed in place), is looked at as assertEqual's values are, whatever compares it
+        later (numpy.testing's asserts, `assertIn`, a bare `==`: an object array holding a steered UserList passed numpy's
+        asserts, 51a). A tuple of an immutable class: nothing in it can be set, and its class cannot be swapped."""
+
+        __slots__ = ()
+
+        def __call__(self, /, *args, **kwargs):
+            value = self[0](*args, **kwargs)
+            if self[1]((value, args, kwargs)):
+                self[2]("defines_its_comparisons")
+            return value
+
+    frozen[Watched] = "patches_the_runner"
+
+    def watch_the_solutions_functions(
+        _store=tests_store,
+        _tests=tests_globals,
+        _from_the_solution=from_the_solution,
+        _watched=Watched,
+        _steers=steers_its_comparison,
+        _flag=flag,
+        _c=c,
+    ):
+        """The solution's functions the tests were given (give_the_tests) held by them as Watched; the solution's own names
+        keep the functions themselves."""
+        for name, value in _c.list(_store.items()):
+            if _c.type(value) is _c.FunctionType and _from_the_solution(value.__code__):
+                watched = _watched((value, _steers, _flag))
+                _store[name] = watched
+                _c.dict.__setitem__(_tests, name, watched)
 
     def equality_function(
         self,
@@ -2658,6 +2727,7 @@ def _memrl_runner():
         _tests=tests_globals,
         _tests_store=tests_store,
         _give=give_the_tests,
+        _watch=watch_the_solutions_functions,
         _path=path,
         _compile=compile,
         _exec=exec,
@@ -2687,6 +2757,7 @@ def _memrl_runner():
             # moving the solution's code past the first line of the tests': twentieth round)
             _exec(_compile(_solution, _path, "exec"), _c.module_dict(_main))
             _give()
+            _watch()
             _check_names()  # builtins.__build_class__ replaced would run the solution's code as the tests' classes are made
             tests_code = _compile(_tests_source, _path, "exec")
             _tests_store["\0code"] = tests_code

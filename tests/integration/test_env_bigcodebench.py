@@ -390,18 +390,58 @@ def test_no_exception_carries_the_runners_frames_to_the_answer(isolated: BigCode
         "inside an object array",
         "own dict an OrderedDict",
         "name a str subclass",
+        "behind a weak proxy",
+        "in a Fraction's slots",
+        "in an OrderedDict's values",
+        "in a list subclass",
+        "after 20,001 numbers",
     ],
 )
 def test_a_value_that_steers_its_library_classes_comparison_is_flagged(isolated: BigCodeBenchEnv, route: str):
     """50a: an instance of a library class whose own dict holds a callable under the name of a function its class's
     comparison calls through `self` (UserList's `__cast`, a masked array's `_comparison`) was equal to anything under
     assertEqual, with no class of the answer's to see: a value handed to assertEqual is looked at as it is handed, and
-    (51a) what it holds as a comparison reaches it, its own dict read whatever dict it is, its names as text."""
+    (51a) what it holds as a comparison reaches it, its own dict read whatever dict it is, its names as text; (52a) slots,
+    containers' subclasses, a weak proxy, numbers not counted against the walk's bound."""
     program = (FORGERIES / "value_steering_its_library_comparison.py").read_text().replace('_ROUTE = "cast"', f'_ROUTE = "{route}"')
     _, info = answer(isolated, "BigCodeBench/0", program)
     assert info["success"] is False and "defines_its_comparisons" in info.get("tampering", ()), info
     honest = "from collections import UserList\ndef task_func(a, b):\n    UserList([a]).data.append(b)\n    return a + b\n"
     assert answer(isolated, "BigCodeBench/0", honest)[1]["success"] is True
+
+
+OUTSIDE_ASSERT_EQUAL = """import unittest
+import numpy as np
+class TestCases(unittest.TestCase):
+    def test_numpy(self):
+        np.testing.assert_equal(task_func(2, 3), 5)
+    def test_eq(self):
+        self.assertTrue(task_func(-2, -3) == -5)
+    def test_in(self):
+        self.assertIn(task_func(1, 1), [2])
+"""
+
+
+@pytest.mark.parametrize("isolation", ["sandbox", "process"])
+@pytest.mark.parametrize("route", ["cast", "inside an object array"])
+def test_a_value_that_steers_its_library_classes_comparison_is_flagged_however_it_is_compared(
+    tmp_path: Path, monkeypatch, isolation: str, route: str
+):
+    """51a: the steered value held in an object array passed numpy.testing's asserts (assertEqual alone looked). What the
+    solution's functions return to the tests, and what they were handed, is looked at as they return."""
+    folder = tmp_path / "bigcodebench"
+    folder.mkdir()
+    with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
+        out.write(json.dumps(record(0, ["numpy"], test=OUTSIDE_ASSERT_EQUAL)) + "\n")
+    (folder / "full_seed123.json").write_text(json.dumps({"seed": 1, "train_ids": [], "val_ids": ["BigCodeBench/0"]}))
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    env = BigCodeBenchEnv(
+        {"data_dir": str(folder), "timeout_s": 20, "isolation": isolation, "exclude_gold_failures": False, "subset": "full"}
+    )
+    program = (FORGERIES / "value_steering_its_library_comparison.py").read_text().replace('_ROUTE = "cast"', f'_ROUTE = "{route}"')
+    _, info = answer(env, "BigCodeBench/0", program)
+    assert info["success"] is False and "defines_its_comparisons" in info.get("tampering", ()), info
+    assert answer(env, "BigCodeBench/0", "def task_func(a, b):\n    return a + b\n")[1]["success"] is True
 
 
 # Tests that call task_func before they look up an assert (as most of BigCodeBench's do), with subtests and assertAlmostEqual
