@@ -44,6 +44,17 @@ def record(number: int, libs: list[str], canonical: str = "    return a + b\n", 
     }
 
 
+def one_task_env(tmp_path: Path, monkeypatch, task: dict, isolation: str, **settings) -> BigCodeBenchEnv:
+    """The env on a data folder of `task` alone (BigCodeBench/0, in the validation split), its cache in tmp_path."""
+    folder = tmp_path / "bigcodebench"
+    folder.mkdir()
+    with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
+        out.write(json.dumps(task) + "\n")
+    (folder / "full_seed123.json").write_text(json.dumps({"seed": 1, "train_ids": [], "val_ids": ["BigCodeBench/0"]}))
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    return BigCodeBenchEnv({"data_dir": str(folder), "timeout_s": 20, "isolation": isolation, "exclude_gold_failures": False} | settings)
+
+
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
     folder = tmp_path / "bigcodebench"
@@ -429,15 +440,7 @@ def test_a_value_that_steers_its_library_classes_comparison_is_flagged_however_i
 ):
     """51a: the steered value held in an object array passed numpy.testing's asserts (assertEqual alone looked). What the
     solution's functions return to the tests, and what they were handed, is looked at as they return."""
-    folder = tmp_path / "bigcodebench"
-    folder.mkdir()
-    with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
-        out.write(json.dumps(record(0, ["numpy"], test=OUTSIDE_ASSERT_EQUAL)) + "\n")
-    (folder / "full_seed123.json").write_text(json.dumps({"seed": 1, "train_ids": [], "val_ids": ["BigCodeBench/0"]}))
-    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
-    env = BigCodeBenchEnv(
-        {"data_dir": str(folder), "timeout_s": 20, "isolation": isolation, "exclude_gold_failures": False, "subset": "full"}
-    )
+    env = one_task_env(tmp_path, monkeypatch, record(0, ["numpy"], test=OUTSIDE_ASSERT_EQUAL), isolation, subset="full")
     program = (FORGERIES / "value_steering_its_library_comparison.py").read_text().replace('_ROUTE = "cast"', f'_ROUTE = "{route}"')
     _, info = answer(env, "BigCodeBench/0", program)
     assert info["success"] is False and "defines_its_comparisons" in info.get("tampering", ()), info
@@ -2117,13 +2120,7 @@ def test_the_tests_read_the_code_prompts_constants_not_the_answers(tmp_path: Pat
 def test_what_an_honest_answers_tests_leave_in_a_library_is_no_tampering(
     tmp_path: Path, monkeypatch, isolation: str, program: str, test: str
 ):
-    folder = tmp_path / "bigcodebench"
-    folder.mkdir()
-    with gzip.open(folder / "BigCodeBench.jsonl.gz", "wt") as out:
-        out.write(json.dumps(record(0, ["math"], test=test)) + "\n")
-    (folder / "full_seed123.json").write_text(json.dumps({"seed": 1, "train_ids": [], "val_ids": ["BigCodeBench/0"]}))
-    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
-    env = BigCodeBenchEnv({"data_dir": str(folder), "timeout_s": 20, "isolation": isolation, "exclude_gold_failures": False})
+    env = one_task_env(tmp_path, monkeypatch, record(0, ["math"], test=test), isolation)
     info = answer(env, "BigCodeBench/0", program)[1]
     assert info["success"] is True and "tampering" not in info, info
 
