@@ -1968,7 +1968,9 @@ def _memrl_runner():
         _c=c,
         _exact=exact,
         _comparisons=("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__len__", "__contains__", "equals"),
-        _functions=(types.FunctionType, staticmethod, classmethod, types.MethodDescriptorType, types.WrapperDescriptorType),
+        _functions=frozenset(
+            map(id, (types.FunctionType, staticmethod, classmethod, types.MethodDescriptorType, types.WrapperDescriptorType))
+        ),
     ):
         """The names of functions `kind`'s comparisons call through `self`: its comparison names, and every name their code
         (and the code made inside it) reads that `kind` resolves to a function, followed into that function's code. An
@@ -1985,10 +1987,10 @@ def _memrl_runner():
                 held = _c.class_dict(base).get(name)
                 if held is not None:
                     break
-            if _c.type(held) not in _functions:
+            if _c.id(_c.type(held)) not in _functions:  # by identity: `in` would run a metaclass's __eq__ (the program's)
                 continue
             names.append(name)
-            function = held.__func__ if _c.type(held) in (_c.staticmethod, _c.classmethod) else held
+            function = held.__func__ if _c.type(held) is _c.staticmethod or _c.type(held) is _c.classmethod else held
             codes = [function.__code__] if _c.type(function) is _c.FunctionType else []
             while codes:
                 code = codes.pop()
@@ -2002,9 +2004,9 @@ def _memrl_runner():
         _exact=exact,
         _steered=steered_names,
         _slot_type=types.GetSetDescriptorType,
-        _atoms=frozenset({int, float, complex, str, bytes, bool, type(None)}),
+        _atoms=frozenset(map(id, (int, float, complex, str, bytes, bool, type(None)))),
         _opaque=(type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.CodeType, types.FrameType),
-        _proxies=(_weakref.ProxyType, _weakref.CallableProxyType),
+        _proxies=frozenset(map(id, (_weakref.ProxyType, _weakref.CallableProxyType))),
         _limit=20_000,
     ):
         """A value a comparison of `value` reaches holds in its own dict a callable under the name of a function its class's
@@ -2019,10 +2021,10 @@ def _memrl_runner():
         while todo and _c.len(seen) < _limit:
             each = todo.pop()
             kind = _c.type(each)
-            if kind in _atoms or _c.id(each) in seen:
+            if _c.id(kind) in _atoms or _c.id(each) in seen:  # kinds by identity: `in` would run a metaclass's __eq__ or __hash__
                 continue
             seen.add(_c.id(each))
-            if kind in _proxies:
+            if _c.id(kind) in _proxies:
                 return True
             if _c.issubclass(kind, _opaque):
                 continue
