@@ -78,12 +78,12 @@ class SweepRecordCheck(Callback):
         if os.path.islink(path) or (os.path.lexists(path) and not path.is_file()):
             why = InputError(f"{path} is not a regular file, so not the sweep's record; remove it and run the same command again")
             raise SweepRefused from why
-        if str(config.hydra.sweeper.get("_target_", "")).endswith("BasicSweeper"):
+        arguments = basic_sweep_arguments(config.hydra)
+        if arguments is not None:
             # its jobs counted as the study and the report count them: Hydra's sweeper lists every job before the first
             # runs (`seed=range(0,1e400)` grew to gigabytes with no output, 51b) and refuses a range of nan in a traceback
-            params = [f"{k}={v}" for k, v in (config.hydra.sweeper.params or {}).items()]
             try:
-                sweep_jobs(params + list(config.hydra.overrides.task))
+                sweep_jobs(arguments)
             except InputError as why:
                 raise SweepRefused from why
             except Exception:  # noqa: BLE001 - what else the sweep cannot take, Hydra's sweeper says as it did
@@ -221,6 +221,14 @@ class SweepTooLargeError(SweepValueError):
     """A sweep of more jobs than MAX_SWEEP_JOBS."""
 
 
+def basic_sweep_arguments(hydra: Any) -> list[str] | None:
+    """What Hydra's basic sweeper expands for a sweep whose `hydra` node (the running config's or a record's, as a mapping)
+    is this: its params, then the command's overrides; None for another sweeper."""
+    if not str(hydra["sweeper"].get("_target_", "")).endswith("BasicSweeper"):
+        return None
+    return [f"{k}={v}" for k, v in (hydra["sweeper"].get("params") or {}).items()] + [str(o) for o in hydra["overrides"]["task"]]
+
+
 def sweep_jobs(arguments: list[str]) -> list[list[str]]:
     """Every job's overrides for `arguments` (the sweeper's params first, then the command's),
     as Hydra's basic sweeper expands them: a later value of a key replaces an earlier one
@@ -245,14 +253,13 @@ def _values(override: Any) -> list[str]:
     shuffle does, and `range(0,1e400)` is endless), SweepValueError for a range Hydra's arithmetic refuses or one of no value."""
     line, key = _shown(override.input_line), override.get_key_element()
     try:
-        if override.is_range_sweep() and sum(1 for _ in itertools.islice(override.value().range(), MAX_SWEEP_JOBS + 1)) > MAX_SWEEP_JOBS:
-            raise SweepTooLargeError(f"{line}: more than {MAX_SWEEP_JOBS} values")
-        values = [f"{key}={value}" for value in override.sweep_string_iterator()]
+        counted = sum(1 for _ in itertools.islice(override.value().range(), MAX_SWEEP_JOBS + 1)) if override.is_range_sweep() else 0
+        values = [f"{key}={value}" for value in override.sweep_string_iterator()] if counted <= MAX_SWEEP_JOBS else []
     except (ArithmeticError, ValueError) as err:  # decimal's InvalidOperation for nan, range's "arg 3 must not be zero"
-        if isinstance(err, InputError):
-            raise
         why = "a bound or step that is no finite number" if isinstance(err, ArithmeticError) else str(err)
         raise SweepValueError(f"{line}: not a sweep Hydra can expand ({why})") from None
+    if counted > MAX_SWEEP_JOBS:
+        raise SweepTooLargeError(f"{line}: more than {MAX_SWEEP_JOBS} values")
     if not values:
         raise SweepValueError(f"{line}: a sweep of no value (a sweep would run no job)")
     return values

@@ -242,17 +242,16 @@ def expected_sweep_runs(sweep_dir: Path) -> list[str] | None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from memrl_bench.cli.hydra_support import SweepValueError, sweep_jobs
+    from memrl_bench.cli.hydra_support import SweepValueError, basic_sweep_arguments, sweep_jobs
 
     path = sweep_dir / SWEEP_FILE
     try:
         # plain YAML, as written: OmegaConf would resolve interpolations, and `${oc.env:OPENAI_API_KEY}` added to a sweep's
         # record put the key of whoever made the report into its page (round 25b)
         hydra_cfg = yaml.safe_load(_bounded_yaml(path))["hydra"]
-        if not str(hydra_cfg["sweeper"].get("_target_", "")).endswith("BasicSweeper"):
+        arguments = basic_sweep_arguments(hydra_cfg)
+        if arguments is None:
             return None
-        params = [f"{k}={v}" for k, v in (hydra_cfg["sweeper"].get("params") or {}).items()]
-        arguments = params + [str(o) for o in hydra_cfg["overrides"]["task"]]
         longest = max(map(len, arguments), default=0)
         if longest > MAX_RECORDED_OVERRIDE_CHARS or sum(map(len, arguments)) > 4 * MAX_RECORDED_OVERRIDE_CHARS:
             # Hydra's parser takes time growing with the square of an override's length: one list of 80 KB in an edited

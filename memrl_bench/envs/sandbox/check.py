@@ -125,9 +125,10 @@ def system_changes(upper: str, hidden: tuple[str, ...]) -> dict[str, list[str]]:
             info = os.lstat(entry)
         except OSError:  # deleted while scanned
             return
-        lower: os.stat_result | None = None  # in a hidden path the host's file is not what the episode saw
-        with contextlib.suppress(OSError):
-            lower = None if in_hidden else os.lstat(path)
+        lower: os.stat_result | None = None
+        if not in_hidden:  # in a hidden path the host's file is not what the episode saw
+            with contextlib.suppress(OSError):
+                lower = os.lstat(path)
         name = path.rsplit("/", 1)[1]
         if _inside(path, rules["loader"]):
             kinds.append("changed_loader_config")
