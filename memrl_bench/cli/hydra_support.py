@@ -1,12 +1,13 @@
 """What the harness takes from Hydra besides `@hydra.main`: the resolvers conf/config.yaml
 names its folders with, the config folders of installed packages on the search path, the
 defaults of each part's settings model as configs (`settings/<kind>/<name>`, which the YAMLs of
-conf/ start from), composing conf/ from code, and a sweep's jobs as Hydra's basic sweeper expands them.
+conf/ start from), config files read within bounds, composing conf/ from code, and a sweep's
+jobs as Hydra's basic sweeper expands them.
 
 The only module that reaches below Hydra's documented API (it swaps the global Hydra
-state aside so that compose runs inside the running app, and it repeats the basic
-sweeper's expansion with the public override parser instead of importing
-hydra._internal). tests/unit/test_hydra_support.py checks both against Hydra itself, so a
+state aside so that compose runs inside the running app, it puts its own reader of config
+files in the place of Hydra's, and it repeats the basic sweeper's expansion with the public
+override parser). tests/unit/test_hydra_support.py checks them against Hydra itself, so a
 Hydra upgrade that changes them fails there, loudly, and nowhere else.
 """
 
@@ -20,8 +21,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import yaml
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
+from hydra._internal.core_plugins.file_config_source import FileConfigSource
+from hydra._internal.sources_registry import SourcesRegistry
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.object_type import ObjectType
@@ -34,8 +38,10 @@ from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import OmegaConf
 
 from memrl_bench.core import registry
-from memrl_bench.core.config import CONF_DIR, NAMED_BY, InputError, defaults_of, results_folder, run_name
-from memrl_bench.core.runfolder import note_new
+from memrl_bench.core.bounded_yaml import YAMLTooLargeError, bounded_yaml
+from memrl_bench.core.config import CONF_DIR, NAMED_BY, ConfigError, InputError, defaults_of, results_folder, run_name
+from memrl_bench.core.redaction import remember_key_variable
+from memrl_bench.core.runfolder import CorruptRunFolderError, note_new
 
 
 # Resolvers of conf/config.yaml's hydra.run.dir and hydra.sweep.dir/subdir. Hydra
@@ -161,12 +167,40 @@ class InstalledConfigs(SearchPathPlugin):
         search_path.append(provider="memrl-bench settings", path=f"{PartSettings.scheme()}://")
 
 
+class CheckedConfigFiles(FileConfigSource):
+    """Hydra's reader of config files in a folder (`file://`: conf/, `--config-dir`, a search path's), which reads each file
+    within bounded_yaml's bounds first: an alias bomb of 11 lines in a config file composed for minutes, growing past
+    gigabytes, with no output, and a FIFO would block the read (53b). It also remembers, as a secret, the variable a file's
+    `api_key_env` names, before Hydra or a setting's check quotes a refused override holding its value (53b)."""
+
+    def load_config(self, config_path: str) -> ConfigResult:
+        path = Path(os.path.realpath(os.path.join(self.path, self._normalize_file_name(config_path))))
+        if path.exists():
+            try:
+                bounded_yaml(path)
+            except (YAMLTooLargeError, CorruptRunFolderError, yaml.YAMLError, UnicodeDecodeError) as err:
+                what = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
+                raise ConfigError(f"config file {path}: {what}") from None
+        result = super().load_config(config_path)
+        todo = [OmegaConf.to_container(result.config, resolve=False)]
+        while todo:
+            node = todo.pop()
+            items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+            for key, value in items:
+                if key == "api_key_env":
+                    remember_key_variable(value)
+                todo.append(value)
+        return result
+
+
 def add_config_sources() -> None:
-    """Register InstalledConfigs and PartSettings with Hydra (before it composes). Registered by hand,
-    not found in the hydra_plugins namespace package: Hydra's scan of that package misses the modules
-    of an editable install (setuptools >= 64, hydra issue 2359), which is how this project is installed for work on it."""
+    """Register InstalledConfigs and PartSettings with Hydra (before it composes), and put CheckedConfigFiles in the place
+    of Hydra's FileConfigSource. Registered by hand, not found in the hydra_plugins namespace package: Hydra's scan of that
+    package misses the modules of an editable install (setuptools >= 64, hydra issue 2359), which is how this project is
+    installed for work on it; and Hydra's registry refuses a second class for a scheme."""
     Plugins.instance().register(PartSettings)
     Plugins.instance().register(InstalledConfigs)
+    SourcesRegistry.instance().types[FileConfigSource.scheme()] = CheckedConfigFiles
 
 
 @contextmanager

@@ -33,7 +33,7 @@ from memrl_bench.core.redaction import (
     hide_url_secrets_from_command_line,
     redact_server_text,
     remember_command_line,
-    remember_secret,
+    remember_key_variable,
     scrub,
 )
 from memrl_bench.core.runfolder import MANIFEST, RunFolder, is_disk_full, remove_new_folders, write_text_atomic
@@ -210,10 +210,11 @@ def main() -> None:
     os.environ["HYDRA_FULL_ERROR"] = "1"
     hide_url_secrets_from_command_line()  # Hydra reads sys.argv, a copy
     remember_command_line(sys.argv[1:])
-    # the keys of the variables the groups read (OPENAI_API_KEY, any other an override names), before Hydra or a setting's
-    # check quotes a refused override that holds one (`llm.api_key=$OPENAI_API_KEY`: 47b)
+    # the keys of the variables the groups read (OPENAI_API_KEY, any other an override names; one a config file names is
+    # remembered as Hydra reads the file: CheckedConfigFiles), before Hydra or a setting's check quotes a refused override
+    # that holds one (`llm.api_key=$OPENAI_API_KEY`: 47b)
     for name in {"OPENAI_API_KEY", *(arg.partition("=")[2] for arg in sys.argv[1:] if arg.partition("=")[0].endswith("api_key_env"))}:
-        remember_secret(os.environ.get(name))
+        remember_key_variable(name)
     sys.stderr = ScrubbedStream(sys.stderr)  # argparse and Hydra print what they refuse, quoting it
     try:
         app()

@@ -289,6 +289,9 @@ def config_error(err: ValidationError, prefix: str) -> ConfigError:
 def validated(model: type[BaseModel], values: Any, prefix: str) -> BaseModel:
     if not isinstance(values, dict):
         raise ConfigError(f"{prefix}: must be a mapping of settings (got {values!r})")
+    for key in values:
+        if not isinstance(key, str):  # YAML's `1: 2` in a config file: `model(**values)` ended in a TypeError traceback (53b)
+            raise ConfigError(f"{prefix}: a setting's name is text (got the key {key!r} of type {type(key).__name__})")
     try:
         return model(**values)
     except ValidationError as err:

@@ -25,9 +25,11 @@ of removing too much.
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import json
 import logging
+import os
 import re
 import sys
 from typing import Any
@@ -186,6 +188,14 @@ def remember_secret(value: str | None) -> None:
     scrubbed from now on in this process."""
     if value and len(value) >= _MIN_SECRET_CHARS:
         _SECRETS.update(v for v in _variants(value) | _encodings(value) if len(v) >= _MIN_SECRET_CHARS)
+
+
+def remember_key_variable(name: Any) -> None:
+    """Redact from now on the value of the environment variable `name` (what an `api_key_env` setting names), whichever
+    config names it; nothing for a name that is no text or no variable."""
+    if isinstance(name, str) and name:
+        with contextlib.suppress(UnicodeError, ValueError):  # a name no environment can hold (a lone surrogate, a NUL)
+            remember_secret(os.environ.get(name))
 
 
 def remember_url(text: str) -> None:

@@ -23,11 +23,12 @@ import pandas as pd
 
 from memrl_bench import protocols
 from memrl_bench.core import metrics
+from memrl_bench.core.bounded_yaml import YAMLTooLargeError, bounded_yaml
 from memrl_bench.core.config import InputError, KeyRole, override_key, role_of, run_name
 from memrl_bench.core.errors import resolved
 from memrl_bench.core.records import RunRecords, read_run
 from memrl_bench.core.registry import UnknownNameError
-from memrl_bench.core.runfolder import COMPLETE, MANIFEST, CorruptRunFolderError, open_regular, walk
+from memrl_bench.core.runfolder import COMPLETE, MANIFEST, CorruptRunFolderError, walk
 from memrl_bench.core.schema import INFO_COUNTS, Episode
 from memrl_bench.protocols import drift, retry
 from memrl_bench.report.axes import Place, condition_key, places
@@ -248,7 +249,7 @@ def expected_sweep_runs(sweep_dir: Path) -> list[str] | None:
     try:
         # plain YAML, as written: OmegaConf would resolve interpolations, and `${oc.env:OPENAI_API_KEY}` added to a sweep's
         # record put the key of whoever made the report into its page (round 25b)
-        hydra_cfg = yaml.safe_load(_bounded_yaml(path))["hydra"]
+        hydra_cfg = yaml.safe_load(bounded_yaml(path))["hydra"]
         arguments = basic_sweep_arguments(hydra_cfg)
         if arguments is None:
             return None
@@ -278,49 +279,7 @@ def expected_sweep_runs(sweep_dir: Path) -> list[str] | None:
         ) from None
 
 
-MAX_SWEEP_FILE_BYTES = 1 << 20  # Hydra's multirun.yaml is a few KB
 MAX_RECORDED_OVERRIDE_CHARS = 4_000  # an override as a sweep's record holds it (0.9 s to parse: seed=0,1,...,999 is 3,894)
-MAX_YAML_NODES = 100_000  # nodes once aliases are expanded: Hydra's record has hundreds, and writes no alias
-MAX_YAML_DEPTH = 64
-
-
-class YAMLTooLargeError(ValueError):
-    """YAML past the bounds above: a file, an expansion of its aliases or a nesting no sweep record has."""
-
-
-def _bounded_yaml(path: Path) -> str:
-    """The text of a regular file of YAML within the bounds above, checked on the parser's events
-    (no node is built, no recursion) before OmegaConf builds it: an alias bomb of a few lines
-    expands to billions of nodes, and deep nesting exhausts the stack of yaml's composer."""
-    import yaml
-
-    with open_regular(path) as f:
-        data = f.read(MAX_SWEEP_FILE_BYTES + 1)
-    if len(data) > MAX_SWEEP_FILE_BYTES:
-        raise YAMLTooLargeError(f"larger than {MAX_SWEEP_FILE_BYTES} bytes")
-    text = data.decode()
-    sizes: dict[str, int] = {}  # nodes each anchor stands for
-    open_nodes = [[None, 0]]  # [anchor, nodes so far] of each open collection; the first is the whole stream
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            open_nodes.append([event.anchor, 1])
-            if len(open_nodes) > MAX_YAML_DEPTH:
-                raise YAMLTooLargeError(f"nested more than {MAX_YAML_DEPTH} deep (line {event.start_mark.line + 1})")
-            continue
-        if isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            anchor, nodes = open_nodes.pop()
-        elif isinstance(event, yaml.ScalarEvent):
-            anchor, nodes = event.anchor, 1
-        elif isinstance(event, yaml.AliasEvent):
-            anchor, nodes = None, sizes.get(event.anchor, 1)
-        else:
-            continue
-        if anchor is not None:
-            sizes[anchor] = nodes
-        open_nodes[-1][1] += nodes
-        if open_nodes[-1][1] > MAX_YAML_NODES:
-            raise YAMLTooLargeError(f"more than {MAX_YAML_NODES} nodes once its aliases are expanded (line {event.start_mark.line + 1})")
-    return text
 
 
 def _missing_runs(root: Path, sweeps: list[Path]) -> list[str]:

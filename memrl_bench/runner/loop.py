@@ -42,7 +42,7 @@ from memrl_bench.core.config import (
     validate_config,
 )
 from memrl_bench.core.records import episode_records, memory_items
-from memrl_bench.core.redaction import remember_secret, remember_url, scrub, scrub_data
+from memrl_bench.core.redaction import remember_key_variable, remember_url, scrub, scrub_data
 from memrl_bench.core.runfolder import (
     MAX_SMALL_FILE_BYTES,
     REBUILD_HINT,
@@ -316,9 +316,9 @@ class Runner:
             forget_new(self.folder.path)
 
     def _run(self) -> dict:
+        _remember_secrets(self.cfg)  # before a check quotes a refused value that holds one (47b, 53b)
         checked = validate_config(self.cfg)
         protocol = protocols.build(self.cfg.get("protocol") or {})
-        _remember_secrets(self.cfg)
         written = scrub_data(self.cfg)  # what the folder records, and what its hash is of
         digest = config_hash(written)
         existing = self.folder.read_manifest()
@@ -661,16 +661,15 @@ def _phase_ends(schedule: list[Batch], i: int) -> bool:
 def _remember_secrets(cfg: dict) -> None:
     """The API keys the groups name (api_key_env, whether or not their part uses one), and URL userinfo, for redaction."""
     for group in ("llm", "memory_llm", "embedder"):
-        remember_secret(os.environ.get((cfg.get(group) or {}).get("api_key_env", "OPENAI_API_KEY")))
-    for value in _strings(cfg):
-        remember_url(value)
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
-    return [s for item in items for s in _strings(item)]
+        part = cfg.get(group)
+        remember_key_variable(part.get("api_key_env", "OPENAI_API_KEY") if isinstance(part, dict) else "OPENAI_API_KEY")
+    todo = [cfg]  # not yet checked: any nesting, any type
+    while todo:
+        value = todo.pop()
+        if isinstance(value, str):
+            remember_url(value)
+        else:
+            todo += value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
 
 
 def _charge(result: LearnResult, episodes: list[Episode], memory_calls: dict[str, list[dict]], method: str) -> None:

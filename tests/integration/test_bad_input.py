@@ -455,8 +455,18 @@ CONFIG_FILE_VALUES = {  # 50b: what only a config file carries, or what Hydra ca
     "surrogate": ('llm: {cache_path: "/tmp/c\\ud800.sqlite"}', (), "llm.cache_path: holds a NUL byte or a lone surrogate"),
     "surrogate folder": ('results_dir: "/tmp/r\\ud800"', (), "could not be read: 'utf-8' codec can't encode"),
     "5,000 digits": ("seed: 1" + "0" * 5000, (), "could not be read: Exceeds the limit (4300 digits)"),
-    "nested 3,000 deep": ("env: {seed: " + "[" * 3000 + "]" * 3000 + "}", (), "could not be read: values nested too deep"),
+    "nested 3,000 deep": ("env: {seed: " + "[" * 3000 + "]" * 3000 + "}", (), "odd.yaml: nested more than 64 deep"),
     "nested 200 deep on the command line": ("", ("seed=" + "[" * 200 + "]" * 200,), "could not be read: values nested too deep"),
+    # 53b: a key that is no text: "TypeError: keywords must be strings", a traceback
+    "an int key": ("llm: {1: 2}", (), "llm: a setting's name is text (got the key 1 of type int)"),
+    "a float key": ("env: {1.5: 2}", ("env=mmlu",), "env: a setting's name is text (got the key 1.5 of type float)"),
+    "a bool key": ("llm: {true: 2}", (), "llm: a setting's name is text (got the key True of type bool)"),
+    # 53b: 11 lines whose aliases expand to 10^7 nodes: minutes of composing, gigabytes, no output
+    "an alias bomb": (
+        "\n".join(["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 8)]),
+        (),
+        "odd.yaml: more than 100000 nodes once its aliases are expanded",
+    ),
 }
 
 

@@ -119,6 +119,26 @@ def test_a_key_in_a_refused_override_is_not_printed(tmp_path, overrides: list[st
     assert out.returncode == 2 and CANARY not in out.stdout + out.stderr, out.stderr
 
 
+@pytest.mark.parametrize("override", ["llm.temperature=KEY", "llm.max_tokens=KEY", "seed=KEY", "env.n_shots=KEY"])
+def test_a_key_in_a_refused_override_is_not_printed_when_only_a_config_file_names_its_variable(tmp_path, override: str):
+    """53b: an `api_key_env` named only in a config file was remembered after the settings' checks had quoted the key (got
+    '...') and never before Hydra's "Could not override" did; a key of letters only has no key's shape to be known by."""
+    key = "plainlettersonlysecretkeyvalueCanary"
+    (tmp_path / "conf" / "llm").mkdir(parents=True)
+    (tmp_path / "conf" / "llm" / "keyed.yaml").write_text("defaults: [openai, _self_]\napi_key_env: MY_UNUSUAL_TOKEN\nmodel: m\n")
+    args = [f"--config-dir={tmp_path / 'conf'}", f"results_dir={tmp_path / 'results'}", "llm=keyed", "llm.base_url=http://127.0.0.1:9/v1"]
+    env = {**os.environ, "MY_UNUSUAL_TOKEN": key}
+    out = subprocess.run(
+        [sys.executable, "-m", "memrl_bench", *args, override.replace("KEY", key)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert out.returncode == 2 and "[redacted]" in out.stderr and "Canary" not in out.stdout + out.stderr, out.stderr
+
+
 @pytest.mark.parametrize("secret", ["userinfo", "query_key"])
 def test_an_embeddings_endpoint_answering_404_is_one_line_without_url_secrets(tmp_path, secret: str):
     """Before: openai.NotFoundError's traceback (exit 1), after Hydra's "Error executing job with

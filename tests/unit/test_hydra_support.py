@@ -57,6 +57,21 @@ def test_compose_runs_inside_a_running_app_and_reads_the_sweep():
     assert inner.method.name == "rag" and "hydra" not in inner
 
 
+def test_config_files_are_read_by_the_bounded_reader_in_hydras_place(tmp_path):
+    """Hydra resolves file:// to CheckedConfigFiles (its registry is below the documented API): a config file past the
+    bounds is refused as Hydra loads it (what it remembers: test_secrets_messages)."""
+    from hydra._internal.sources_registry import SourcesRegistry
+
+    from memrl_bench.cli.hydra_support import CheckedConfigFiles
+
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "deep.yaml").write_text("# @package _global_\nseed: " + "[" * 100 + "]" * 100 + "\n")
+    with composing():
+        assert SourcesRegistry.instance().resolve("file") is CheckedConfigFiles
+        with pytest.raises(InputError, match="deep.yaml: nested more than 64 deep"):
+            compose([f"hydra.searchpath=[file://{tmp_path}]", "+experiment=deep"])
+
+
 def test_installed_packages_add_their_config_folders_after_the_harnesss_own(tmp_path, monkeypatch):
     files = {
         "plugin_search/__init__.py": "",
