@@ -1963,10 +1963,48 @@ def _memrl_runner():
     # TestCase's table of type-specific asserts is per-test data: assertEqual looks it up in this copy of TestCase.__init__'s
     equality_table = types.MappingProxyType({kind: vars(real_case)[name] for kind, name in real_case()._type_equality_funcs.items()})
 
+    class GuardedFunction(tuple):
+        """(binder, a library class's function, its name, comparison_state, own_entry, what the class held): put in the
+        function's place in its class (guard_the_comparisons) once the walk has met an instance of a class whose
+        comparisons call it. As a data descriptor it is asked before an instance's own dict whenever the name is read: an
+        own callable there, read where the instance's class's comparisons call the name, is flagged however late it was set
+        (53a: a thread of the answer's set `_UserList__cast` on a value just after the walk had looked at it). It returns
+        and stores what Python's lookup would without it; the class check reads what it replaced (unguarded)."""
+
+        __slots__ = ()
+
+        def __get__(self, instance, owner=None, _flag=flag, _c=c):
+            if instance is not None:
+                found, value = self[4](instance, self[2])
+                if found:
+                    if _c.callable(value) and self[2] in self[3](_c.type(instance))[1]:
+                        _flag("defines_its_comparisons")
+                    return value
+            return self[0](self[1], instance, owner)
+
+        def __set__(self, instance, value, _c=c):
+            slot = self[3](_c.type(instance))[0]
+            own = slot.__get__(instance) if slot is not None else None
+            if own is None:
+                raise _c.AttributeError(f"'{_c.name_of(_c.type(instance))}' object attribute '{self[2]}' is read-only")
+            _c.dict.__setitem__(own, self[2], value)
+
+        def __delete__(self, instance, _c=c):
+            if not self[4](instance, self[2])[0]:
+                raise _c.AttributeError(self[2])
+            _c.dict.__delitem__(self[3](_c.type(instance))[0].__get__(instance), self[2])
+
+    frozen[GuardedFunction] = "patches_the_runner"
+
+    def unguarded(value, _guarded=GuardedFunction, _c=c):
+        """What a class held where a GuardedFunction is now; any other value itself."""
+        return value[5] if _c.type(value) is _guarded else value
+
     def steered_names(
         kind,
         _c=c,
         _exact=exact,
+        _guarded=GuardedFunction,
         _comparisons=("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__len__", "__contains__", "equals"),
         _functions=frozenset(
             map(id, (types.FunctionType, staticmethod, classmethod, types.MethodDescriptorType, types.WrapperDescriptorType))
@@ -1987,6 +2025,8 @@ def _memrl_runner():
                 held = _c.class_dict(base).get(name)
                 if held is not None:
                     break
+            if _c.type(held) is _guarded:  # guarded already (guard_the_comparisons): what it guards
+                held = held[1]
             if _c.id(_c.type(held)) not in _functions:  # by identity: `in` would run a metaclass's __eq__ (the program's)
                 continue
             names.append(name)
@@ -1998,12 +2038,74 @@ def _memrl_runner():
                 codes.extend(each for each in code.co_consts if _c.type(each) is _c.CodeType)
         return _c.frozenset(names)
 
+    comparison_kinds = {}  # id -> (class, its instances' own dict's slot or None, steered_names): kept, so an id is no later class's
+
+    def comparison_state(kind, _kinds=comparison_kinds, _steered=steered_names, _slot_type=types.GetSetDescriptorType, _c=c):
+        """(the slot of the own dict of `kind`'s instances or None, the names its comparisons call through `self`), per class."""
+        known = _kinds.get(_c.id(kind))
+        if known is None or known[0] is not kind:
+            slot = None
+            for base in _c.mro_of(kind):
+                slot = _c.class_dict(base).get("__dict__")
+                if slot is not None:
+                    break
+            if _c.type(slot) is not _slot_type:  # none, or a property whose getter would be the program's
+                slot = None
+            known = _kinds[_c.id(kind)] = (kind, slot, _steered(kind) if slot is not None else _c.frozenset())
+        return known[1], known[2]
+
+    def own_entry(instance, name, _state=comparison_state, _exact=exact, _c=c):
+        """(True, value) if `instance`'s own dict holds `name`, else (False, None); no method of a key's class runs."""
+        slot, _ = _state(_c.type(instance))
+        own = slot.__get__(instance) if slot is not None else None
+        if own is not None and _c.issubclass(_c.type(own), _c.dict):
+            for key, value in _c.list(_c.dict.items(own)):
+                if _exact(key) == name:
+                    return True, value
+        return False, None
+
+    def a_library_function(held, _a_library=a_library, _c=c):
+        """`held` (as a class holds it) is a library's function, bare or as a staticmethod or classmethod."""
+        function = held.__func__ if _c.type(held) is _c.staticmethod or _c.type(held) is _c.classmethod else held
+        return _c.type(function) is _c.FunctionType and _a_library(function.__code__)
+
+    def guard_the_comparisons(
+        kind,
+        names,
+        _guard=GuardedFunction,
+        _state=comparison_state,
+        _own=own_entry,
+        _a_library_function=a_library_function,
+        _the_value=the_value,
+        _to_the_class=to_the_class,
+        _set=type.__setattr__,
+        _c=c,
+    ):
+        """Each of `names` (steered_names of `kind`) a library's Python class of `kind`'s bases holds as a function, a
+        staticmethod or a classmethod held by a GuardedFunction in its place; special names aside (operators look them up on
+        the class, never in an instance's dict)."""
+        for name in names:
+            if name.startswith("__") and name.endswith("__"):
+                continue
+            for base in _c.mro_of(kind):
+                held = _c.class_dict(base).get(name)
+                if held is not None:
+                    break
+            if _c.type(held) is _guard or _c.flags_of(base) & (1 << 9 | 1 << 8) != 1 << 9 or not _a_library_function(held):
+                continue  # guarded already; a class of C's or an immutable one; no library's function
+            binder, function = _c.FunctionType.__get__, held
+            if _c.type(held) is _c.staticmethod:
+                binder, function = _the_value, held.__func__
+            elif _c.type(held) is _c.classmethod:
+                binder, function = _to_the_class, held.__func__
+            _set(base, name, _guard((binder, function, name, _state, _own, held)))
+
     def steers_its_comparison(
         value,
         _c=c,
         _exact=exact,
-        _steered=steered_names,
-        _slot_type=types.GetSetDescriptorType,
+        _state=comparison_state,
+        _guard=guard_the_comparisons,
         _atoms=frozenset(map(id, (int, float, complex, str, bytes, bool, type(None)))),
         _opaque=(type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.CodeType, types.FrameType),
         _proxies=frozenset(map(id, (_weakref.ProxyType, _weakref.CallableProxyType))),
@@ -2014,10 +2116,12 @@ def _memrl_runner():
         own `_UserList__cast`, a masked array its own `_comparison`, equal to anything with no class or comparison name of the
         program's: 51 of 327 stdlib tasks); or it is a weak proxy, which compares as what it hides (52a). Looked for in `value`
         and what it holds, up to `_limit` objects (numbers and text not counted): what the collector's traversal hands out
-        (items of containers and their subclasses, slots, own dicts: 51a, 52a), numpy's own arrays' elements; not into
-        classes, modules, functions or frames (their dicts and globals are the other checks'). An own dict is read as a dict
-        whatever dict it is, its names as text. C alone."""
-        todo, seen, kinds, made = [value], _c.set(), {}, []
+        (items of containers and their subclasses, slots, own dicts: 51a, 52a), the elements of numpy's arrays and of their
+        subclasses' (a masked array's or a matrix's: 53a); not into classes, modules, functions or frames (their dicts and
+        globals are the other checks'). An own dict is read as a dict whatever dict it is, its names as text. The library
+        functions under those names are guarded first (guard_the_comparisons): one set on the instance after this look is
+        flagged as the comparison reads it (53a). C alone."""
+        todo, seen, arrays, made = [value], _c.set(), {}, []
         while todo and _c.len(seen) < _limit:
             each = todo.pop()
             kind = _c.type(each)
@@ -2028,23 +2132,23 @@ def _memrl_runner():
                 return True
             if _c.issubclass(kind, _opaque):
                 continue
-            known = kinds.get(_c.id(kind))
-            if known is None:  # per kind: its dict's slot and the names its comparisons call
-                slot = None
+            array = arrays.get(_c.id(kind))
+            if array is None:  # numpy's own ndarray among its bases, or False
+                array = arrays[_c.id(kind)] = False
                 for base in _c.mro_of(kind):
-                    slot = _c.class_dict(base).get("__dict__")
-                    if slot is not None:
+                    if not _c.flags_of(base) & 1 << 9 and _c.qualname_of(base) == "ndarray" and _c.module_of(base) == "numpy":
+                        array = arrays[_c.id(kind)] = base
                         break
-                if _c.type(slot) is not _slot_type:  # none, or a property whose getter would be the program's
-                    slot = None
-                array = not _c.flags_of(kind) & 1 << 9 and _c.qualname_of(kind) == "ndarray" and _c.module_of(kind) == "numpy"
-                known = kinds[_c.id(kind)] = (slot, _steered(kind) if slot is not None else (), array)
-            slot, names, array = known
-            if array:  # numpy's own, C: an object array's elements are compared one by one (no traversal of its own)
-                methods = _c.class_dict(kind)
-                made.append(methods["tolist"](methods["__getitem__"](methods["ravel"](each), _c.slice(0, _limit - _c.len(seen)))))
+            if array is not False:  # C: an object array's elements are compared one by one (no traversal of its own)
+                methods = _c.class_dict(array)
+                plain = methods["view"](each, array) if kind is not array else each  # a subclass's data as numpy's own array
+                made.append(methods["tolist"](methods["__getitem__"](methods["ravel"](plain), _c.slice(0, _limit - _c.len(seen)))))
                 todo.append(made[-1])  # kept alive in `made`: an id seen is not a later list's
-                continue
+                if kind is array:
+                    continue
+            slot, names = _state(kind)
+            if names:
+                _guard(kind, names)
             own = slot.__get__(each) if slot is not None else None
             if own is not None and _c.issubclass(_c.type(own), _c.dict) and names:
                 for name, held in _c.list(_c.dict.items(own)):
@@ -2069,22 +2173,58 @@ def _memrl_runner():
 
     frozen[Watched] = "patches_the_runner"
 
+    def imported_from_a_library(_modules=sys.modules, _library=a_library_module, _c=c):
+        """The ids of the values library modules hold (what `from x import y` gave a name of the solution's)."""
+        ids = _c.set()
+        for module in _c.list(_modules.values()):
+            if _c.issubclass(_c.type(module), _c.ModuleType) and _library(module):
+                ids.update(_c.map(_c.id, _c.list(_c.module_dict(module).values())))
+        return ids
+
     def watch_the_solutions_functions(
         _store=tests_store,
         _tests=tests_globals,
         _from_the_solution=from_the_solution,
+        _imported=imported_from_a_library,
+        _state=comparison_state,
+        _guard=guard_the_comparisons,
+        _resolved=resolved,
+        _own=own,
+        _a_library_function=a_library_function,
         _watched=Watched,
         _steers=steers_its_comparison,
         _flag=flag,
         _c=c,
     ):
-        """The solution's functions the tests were given (give_the_tests) held by them as Watched; the solution's own names
-        keep the functions themselves."""
+        """The solution's callables the tests were given (give_the_tests) held by them as Watched: its functions, and any
+        other callable it made rather than imported (a partial of its function, an lru_cache wrapper, a callable object:
+        `task_func = functools.partial(task_func)` was never looked at, 53a), a class of its among them only if calling it
+        may make something else than an instance of it (a `__new__` or a metaclass's `__call__` of the program's: `class
+        task_func` whose `__new__` returned a steered value, 53a; a class stays a class where the tests take it as one). The
+        library functions a class of its compares its instances with are guarded (guard_the_comparisons) before the tests
+        run. The solution's own names keep them all."""
+        imported = None
         for name, value in _c.list(_store.items()):
-            if _c.type(value) is _c.FunctionType and _from_the_solution(value.__code__):
-                watched = _watched((value, _steers, _flag))
-                _store[name] = watched
-                _c.dict.__setitem__(_tests, name, watched)
+            kind = _c.type(value)
+            if kind is _c.FunctionType and _from_the_solution(value.__code__):
+                pass
+            elif not _c.callable(value) or kind is _watched:
+                continue
+            else:
+                imported = _imported() if imported is None else imported
+                if _c.id(value) in imported:
+                    continue
+                if _c.issubclass(kind, _c.type):
+                    names = _state(value)[1]
+                    if names:
+                        _guard(value, names)
+                    held = [_own(k, "__new__") for k in _c.mro_of(value) if _c.flags_of(k) & 1 << 9 and not _resolved(k)]
+                    held += [_own(k, "__call__") for k in _c.mro_of(kind) if _c.flags_of(k) & 1 << 9 and not _resolved(k)]
+                    if not _c.any(each is not None and not _a_library_function(each) for each in held):
+                        continue  # made by type's call, or a library's (an Enum's `__new__` is Enum's own)
+            watched = _watched((value, _steers, _flag))
+            _store[name] = watched
+            _c.dict.__setitem__(_tests, name, watched)
 
     def equality_function(
         self,
@@ -2106,10 +2246,10 @@ def _memrl_runner():
                 return _c.MethodType(function, self)
         return _c.MethodType(_base, self)
 
-    def comparisons_of(klass, steering=(), _names=comparison_names, _held_by=held_by, _exact=exact, _c=c):
+    def comparisons_of(klass, steering=(), _names=comparison_names, _held_by=held_by, _exact=exact, _unguarded=unguarded, _c=c):
         """The (name, value, what the value holds) of `klass`'s own dict under a comparison name or one of `steering` (no key's
-        __eq__ runs)."""
-        pairs = ((_exact(key), value) for key, value in _c.list(_c.class_dict(klass).items()))
+        __eq__ runs); a guarded function as the class held it."""
+        pairs = ((_exact(key), _unguarded(value)) for key, value in _c.list(_c.class_dict(klass).items()))
         return _c.tuple((name, value, _held_by(value)) for name, value in pairs if name in _names or name in steering)
 
     def names_read(comparisons, _c=c, _exact=exact):
@@ -2261,6 +2401,7 @@ def _memrl_runner():
         _seen=seen_classes,
         _steering=steering,
         _comparisons=comparisons_of,
+        _unguarded=unguarded,
         _held_by=held_by,
         _natural=natural_comparison,
         _names=comparison_names,
@@ -2316,7 +2457,9 @@ def _memrl_runner():
                     and known[1] == ids
                     and known[2] is mro
                     and known[4]  # every key a str: a lookup by name runs no code of the program's
-                    and _c.all(namespace.get(name) is value and (was is value or _held_by(value) is was) for name, value, was in before)
+                    and _c.all(
+                        _unguarded(namespace.get(name)) is value and (was is value or _held_by(value) is was) for name, value, was in before
+                    )
                 ):
                     continue  # same keys, bases and comparisons (a descriptor re-initialised in place holds another function)
                 # nothing is flagged at the first look

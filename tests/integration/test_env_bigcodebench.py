@@ -399,6 +399,8 @@ def test_no_exception_carries_the_runners_frames_to_the_answer(isolated: BigCode
         "inside a UserList",
         "inside a UserString",
         "inside an object array",
+        "inside a masked array",
+        "inside a matrix",
         "own dict an OrderedDict",
         "name a str subclass",
         "behind a weak proxy",
@@ -446,6 +448,42 @@ def test_a_value_that_steers_its_library_classes_comparison_is_flagged_however_i
     _, info = answer(env, "BigCodeBench/0", program)
     assert info["success"] is False and "defines_its_comparisons" in info.get("tampering", ()), info
     assert answer(env, "BigCodeBench/0", "def task_func(a, b):\n    return a + b\n")[1]["success"] is True
+
+
+@pytest.mark.parametrize("isolation", ["sandbox", "process"])
+@pytest.mark.parametrize(
+    "route", ["a partial", "a callable object", "a class whose __new__ makes the value", "a class steering its instances"]
+)
+def test_a_steered_value_from_an_entry_point_that_is_no_function_is_flagged(tmp_path: Path, monkeypatch, isolation: str, route: str):
+    """53a: task_func a partial or a class was never watched; what any callable the solution made returns is looked at, and
+    the library functions a class of its compares with are guarded before the tests run."""
+    env = one_task_env(tmp_path, monkeypatch, record(0, ["numpy"], test=OUTSIDE_ASSERT_EQUAL), isolation, subset="full")
+    program = (FORGERIES / "entry_point_not_a_function.py").read_text().replace('_ROUTE = "a partial"', f'_ROUTE = "{route}"')
+    _, info = answer(env, "BigCodeBench/0", program)
+    assert info["success"] is False and "defines_its_comparisons" in info.get("tampering", ()), info
+    honest = "import functools\ndef add(a, b):\n    return a + b\ndef task_func(a, b):\n    pass\ntask_func = functools.partial(add)\n"
+    assert answer(env, "BigCodeBench/0", honest)[1]["success"] is True
+
+
+COMPARED_AFTER_BOTH_CALLS = """import unittest
+class TestCases(unittest.TestCase):
+    def test_both(self):
+        results = [task_func(2, 3), task_func(-2, -3)]
+        self.assertTrue(results[0] == 5)
+        self.assertTrue(results[1] == -5)
+"""
+
+
+@pytest.mark.parametrize("isolation", ["sandbox", "process"])
+def test_a_value_steered_after_it_was_looked_at_is_flagged_as_it_is_compared(tmp_path: Path, monkeypatch, isolation: str):
+    """53a: a thread of the answer's steered a returned UserList once the walk had passed it. The library functions a
+    walked value's comparisons call are guarded in their classes (GuardedFunction): an own callable set later is flagged
+    as the comparison reads it."""
+    env = one_task_env(tmp_path, monkeypatch, record(0, [], test=COMPARED_AFTER_BOTH_CALLS), isolation, subset="full")
+    _, info = answer(env, "BigCodeBench/0", (FORGERIES / "value_steered_after_its_look.py").read_text())
+    assert info["success"] is False and "defines_its_comparisons" in info.get("tampering", ()), info
+    honest = "from collections import UserList\ndef task_func(a, b):\n    UserList([a]) == [a]\n    return a + b\n"
+    assert answer(env, "BigCodeBench/0", honest)[1]["success"] is True
 
 
 # Tests that call task_func before they look up an assert (as most of BigCodeBench's do), with subtests and assertAlmostEqual
