@@ -6,6 +6,7 @@ import gzip
 import hmac
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -436,29 +437,27 @@ class TestCases(unittest.TestCase):
 """
 
 
+STEERED_OUTSIDE_ASSERT_EQUAL = [
+    ("value_steering_its_library_comparison.py", "cast"),
+    ("value_steering_its_library_comparison.py", "inside an object array"),
+    ("entry_point_not_a_function.py", "a partial"),
+    ("entry_point_not_a_function.py", "a callable object"),
+    ("entry_point_not_a_function.py", "a class whose __new__ makes the value"),
+    ("entry_point_not_a_function.py", "a class steering its instances"),
+]
+
+
 @pytest.mark.parametrize("isolation", ["sandbox", "process"])
-@pytest.mark.parametrize("route", ["cast", "inside an object array"])
+@pytest.mark.parametrize("forgery, route", STEERED_OUTSIDE_ASSERT_EQUAL)
 def test_a_value_that_steers_its_library_classes_comparison_is_flagged_however_it_is_compared(
-    tmp_path: Path, monkeypatch, isolation: str, route: str
+    tmp_path: Path, monkeypatch, isolation: str, forgery: str, route: str
 ):
     """51a: the steered value held in an object array passed numpy.testing's asserts (assertEqual alone looked). What the
-    solution's functions return to the tests, and what they were handed, is looked at as they return."""
+    solution's functions return to the tests, and what they were handed, is looked at as they return. 53a: task_func a
+    partial or a class was never watched: what any callable the solution made returns is looked at, and the library
+    functions a class of its compares with are guarded before the tests run."""
     env = one_task_env(tmp_path, monkeypatch, record(0, ["numpy"], test=OUTSIDE_ASSERT_EQUAL), isolation, subset="full")
-    program = (FORGERIES / "value_steering_its_library_comparison.py").read_text().replace('_ROUTE = "cast"', f'_ROUTE = "{route}"')
-    _, info = answer(env, "BigCodeBench/0", program)
-    assert info["success"] is False and "defines_its_comparisons" in info.get("tampering", ()), info
-    assert answer(env, "BigCodeBench/0", "def task_func(a, b):\n    return a + b\n")[1]["success"] is True
-
-
-@pytest.mark.parametrize("isolation", ["sandbox", "process"])
-@pytest.mark.parametrize(
-    "route", ["a partial", "a callable object", "a class whose __new__ makes the value", "a class steering its instances"]
-)
-def test_a_steered_value_from_an_entry_point_that_is_no_function_is_flagged(tmp_path: Path, monkeypatch, isolation: str, route: str):
-    """53a: task_func a partial or a class was never watched; what any callable the solution made returns is looked at, and
-    the library functions a class of its compares with are guarded before the tests run."""
-    env = one_task_env(tmp_path, monkeypatch, record(0, ["numpy"], test=OUTSIDE_ASSERT_EQUAL), isolation, subset="full")
-    program = (FORGERIES / "entry_point_not_a_function.py").read_text().replace('_ROUTE = "a partial"', f'_ROUTE = "{route}"')
+    program = re.sub(r'^_ROUTE = ".*"$', f'_ROUTE = "{route}"', (FORGERIES / forgery).read_text(), count=1, flags=re.MULTILINE)
     _, info = answer(env, "BigCodeBench/0", program)
     assert info["success"] is False and "defines_its_comparisons" in info.get("tampering", ()), info
     honest = "import functools\ndef add(a, b):\n    return a + b\ndef task_func(a, b):\n    pass\ntask_func = functools.partial(add)\n"
