@@ -170,8 +170,8 @@ class InstalledConfigs(SearchPathPlugin):
 class CheckedConfigFiles(FileConfigSource):
     """Hydra's reader of config files in a folder (`file://`: conf/, `--config-dir`, a search path's), which reads each file
     within bounded_yaml's bounds first: an alias bomb of 11 lines in a config file composed for minutes, growing past
-    gigabytes, with no output, and a FIFO would block the read (53b). It also remembers, as a secret, the variable a file's
-    `api_key_env` names, before Hydra or a setting's check quotes a refused override holding its value (53b)."""
+    gigabytes, with no output (53b). It also remembers, as a secret, the variable a file's `api_key_env` names, before Hydra
+    or a setting's check quotes a refused override holding its value (53b)."""
 
     def load_config(self, config_path: str) -> ConfigResult:
         path = Path(os.path.realpath(os.path.join(self.path, self._normalize_file_name(config_path))))

@@ -9,7 +9,7 @@ from pathlib import Path
 from memrl_bench.core.errors import InputError
 from memrl_bench.core.runfolder import open_regular
 
-MAX_YAML_BYTES = 1 << 20  # Hydra's multirun.yaml is a few KB; the largest config of conf/ is 2 KB
+MAX_YAML_BYTES = 1 << 20  # Hydra's multirun.yaml is a few KB; the largest config of conf/ is 3.4 KB
 MAX_YAML_NODES = 100_000  # nodes once aliases are expanded: Hydra's record has hundreds, and writes no alias
 MAX_YAML_DEPTH = 64
 
