@@ -2000,11 +2000,31 @@ def _memrl_runner():
         """What a class held where a GuardedFunction is now; any other value itself."""
         return value[5] if _c.type(value) is _guarded else value
 
+    def a_compiled_callable(held, _own=own, _c=c):
+        """`held` is a callable whose type calls and binds it with no Python code (Cython's function, a builtin, a partial, a
+        class), and which an instance's own value shadows (no `__set__` or `__delete__` on its type)."""
+        if held is None or _c.type(held) is _c.FunctionType or not _c.callable(held):
+            return False
+        for klass in _c.mro_of(_c.type(held)):
+            if _own(klass, "__set__") is not None or _own(klass, "__delete__") is not None:
+                return False
+            if _c.type(_own(klass, "__call__")) is _c.FunctionType or _c.type(_own(klass, "__get__")) is _c.FunctionType:
+                return False
+        return True
+
+    def by_its_type(held, instance, owner, _c=c):  # a compiled callable's binder: its (C) type's __get__, or itself
+        for klass in _c.mro_of(_c.type(held)):
+            getter = _c.class_dict(klass).get("__get__")
+            if getter is not None:
+                return getter(held, instance, owner)
+        return held
+
     def steered_names(
         kind,
         _c=c,
         _exact=exact,
         _guarded=GuardedFunction,
+        _compiled=a_compiled_callable,
         _comparisons=("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__len__", "__contains__", "equals"),
         _functions=frozenset(
             map(id, (types.FunctionType, staticmethod, classmethod, types.MethodDescriptorType, types.WrapperDescriptorType))
@@ -2025,9 +2045,11 @@ def _memrl_runner():
                 held = _c.class_dict(base).get(name)
                 if held is not None:
                     break
-            if _c.type(held) is _guarded:  # guarded already (guard_the_comparisons): what it guards
-                held = held[1]
+            if _c.type(held) is _guarded:  # guarded already (guard_the_comparisons): what the class held
+                held = held[5]
             if _c.id(_c.type(held)) not in _functions:  # by identity: `in` would run a metaclass's __eq__ (the program's)
+                if _compiled(held):  # counted, its code not followed (54a: pandas' Cython `_from_backing_data`)
+                    names.append(name)
                 continue
             names.append(name)
             function = held.__func__ if _c.type(held) is _c.staticmethod or _c.type(held) is _c.classmethod else held
@@ -2076,14 +2098,17 @@ def _memrl_runner():
         _state=comparison_state,
         _own=own_entry,
         _a_library_function=a_library_function,
+        _compiled=a_compiled_callable,
+        _resolved=resolved,
+        _by_its_type=by_its_type,
         _the_value=the_value,
         _to_the_class=to_the_class,
         _set=type.__setattr__,
         _c=c,
     ):
         """Each of `names` (steered_names of `kind`) a library's Python class of `kind`'s bases holds as a function, a
-        staticmethod or a classmethod held by a GuardedFunction in its place; special names aside (operators look them up on
-        the class, never in an instance's dict)."""
+        staticmethod, a classmethod or a compiled callable held by a GuardedFunction in its place; special names aside
+        (operators look them up on the class, never in an instance's dict)."""
         for name in names:
             if name.startswith("__") and name.endswith("__"):
                 continue
@@ -2091,10 +2116,15 @@ def _memrl_runner():
                 held = _c.class_dict(base).get(name)
                 if held is not None:
                     break
-            if _c.type(held) is _guard or _c.flags_of(base) & (1 << 9 | 1 << 8) != 1 << 9 or not _a_library_function(held):
-                continue  # guarded already; a class of C's or an immutable one; no library's function
+            if _c.type(held) is _guard or _c.flags_of(base) & (1 << 9 | 1 << 8) != 1 << 9:
+                continue  # guarded already; a class of C's or an immutable one
+            compiled = _compiled(held) and _resolved(base)  # a library class's compiled callable (54a)
+            if not (compiled or _a_library_function(held)):
+                continue
             binder, function = _c.FunctionType.__get__, held
-            if _c.type(held) is _c.staticmethod:
+            if compiled:
+                binder = _by_its_type
+            elif _c.type(held) is _c.staticmethod:
                 binder, function = _the_value, held.__func__
             elif _c.type(held) is _c.classmethod:
                 binder, function = _to_the_class, held.__func__

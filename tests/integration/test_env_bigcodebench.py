@@ -464,6 +464,25 @@ def test_a_value_that_steers_its_library_classes_comparison_is_flagged_however_i
     assert answer(env, "BigCodeBench/0", honest)[1]["success"] is True
 
 
+EQUALS_OF_PANDAS = """import unittest
+import pandas as pd
+class TestCases(unittest.TestCase):
+    def test_letters(self):
+        self.assertTrue(task_func(1, 1).equals(pd.Series(pd.Categorical(["a", "b"], categories=["a", "b"]))))
+"""
+
+
+@pytest.mark.parametrize("isolation", ["sandbox", "process"])
+def test_a_value_steered_through_a_compiled_function_of_its_class_is_flagged(tmp_path: Path, monkeypatch, isolation: str):
+    """54a: only names a class holds as Python functions counted as steered: a Categorical's own `_from_backing_data` (a
+    Cython function of its class, which `equals` calls) made a wrong Series equal to the expected one, unflagged."""
+    env = one_task_env(tmp_path, monkeypatch, record(0, ["pandas"], test=EQUALS_OF_PANDAS), isolation, subset="full")
+    _, info = answer(env, "BigCodeBench/0", (FORGERIES / "steered_through_a_compiled_function.py").read_text())
+    assert info["success"] is False and "defines_its_comparisons" in info.get("tampering", ()), info
+    honest = 'import pandas as pd\ndef task_func(a, b):\n    return pd.Series(pd.Categorical(["a", "b"], categories=["a", "b"]))\n'
+    assert answer(env, "BigCodeBench/0", honest)[1]["success"] is True
+
+
 COMPARED_AFTER_BOTH_CALLS = """import unittest
 class TestCases(unittest.TestCase):
     def test_both(self):
