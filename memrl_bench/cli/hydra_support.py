@@ -35,12 +35,12 @@ from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from hydra.plugins.search_path_plugin import SearchPathPlugin
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from memrl_bench.core import registry
 from memrl_bench.core.bounded_yaml import YAMLTooLargeError, bounded_yaml
 from memrl_bench.core.config import CONF_DIR, NAMED_BY, ConfigError, InputError, defaults_of, results_folder, run_name
-from memrl_bench.core.redaction import remember_key_variable
+from memrl_bench.core.redaction import remember_key_variable, remember_key_variables
 from memrl_bench.core.runfolder import CorruptRunFolderError, note_new
 
 
@@ -167,6 +167,9 @@ class InstalledConfigs(SearchPathPlugin):
         search_path.append(provider="memrl-bench settings", path=f"{PartSettings.scheme()}://")
 
 
+MAX_DEFAULTS = 100  # entries of one config file's defaults list (conf/'s longest has 10)
+
+
 class CheckedConfigFiles(FileConfigSource):
     """Hydra's reader of config files in a folder (`file://`: conf/, `--config-dir`, a search path's), which reads each file
     within bounded_yaml's bounds first: an alias bomb of 11 lines in a config file composed for minutes, growing past
@@ -182,14 +185,22 @@ class CheckedConfigFiles(FileConfigSource):
                 what = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
                 raise ConfigError(f"config file {path}: {what}") from None
         result = super().load_config(config_path)
-        todo = [OmegaConf.to_container(result.config, resolve=False)]
+        defaults = result.config.get("defaults") if isinstance(result.config, DictConfig) else None
+        if isinstance(defaults, ListConfig) and len(defaults) > MAX_DEFAULTS:
+            # Hydra's defaults tree takes time growing with the square of a list's length: 500 entries (10 KB) composed for
+            # 49 s, 1,000 for minutes, with no output (54b)
+            raise ConfigError(f"config file {path}: a defaults list of {len(defaults)} entries, more than {MAX_DEFAULTS}")
+        todo = [("", OmegaConf.to_container(result.config, resolve=False))]
         while todo:
-            node = todo.pop()
+            dotted, node = todo.pop()
             items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
             for key, value in items:
+                where = f"{dotted}.{key}" if dotted else str(key)
                 if key == "api_key_env":
-                    remember_key_variable(value)
-                todo.append(value)
+                    remember_key_variables(str(value))  # `${oc.env:WHICH}` names one too (54b)
+                    resolved = OmegaConf.select(result.config, where, throw_on_resolution_failure=False)
+                    remember_key_variable(resolved)  # `${.which}`: the name another key of the file holds (54b)
+                todo.append((where, value))
         return result
 
 

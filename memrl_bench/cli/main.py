@@ -34,6 +34,7 @@ from memrl_bench.core.redaction import (
     redact_server_text,
     remember_command_line,
     remember_key_variable,
+    remember_key_variables,
     scrub,
 )
 from memrl_bench.core.runfolder import MANIFEST, RunFolder, is_disk_full, remove_new_folders, write_text_atomic
@@ -213,8 +214,10 @@ def main() -> None:
     # the keys of the variables the groups read (OPENAI_API_KEY, any other an override names; one a config file names is
     # remembered as Hydra reads the file: CheckedConfigFiles), before Hydra or a setting's check quotes a refused override
     # that holds one (`llm.api_key=$OPENAI_API_KEY`: 47b)
-    for name in {"OPENAI_API_KEY", *(arg.partition("=")[2] for arg in sys.argv[1:] if arg.partition("=")[0].endswith("api_key_env"))}:
-        remember_key_variable(name)
+    remember_key_variable("OPENAI_API_KEY")
+    for arg in sys.argv[1:]:
+        if "api_key_env" in arg:  # every name in it: Hydra reads `'NAME'`, `= NAME`, `llm={api_key_env:NAME}`, a sweep (54b)
+            remember_key_variables(arg)
     sys.stderr = ScrubbedStream(sys.stderr)  # argparse and Hydra print what they refuse, quoting it
     try:
         app()

@@ -198,6 +198,14 @@ def remember_key_variable(name: Any) -> None:
             remember_secret(os.environ.get(name))
 
 
+def remember_key_variables(text: str) -> None:
+    """remember_key_variable for every name in `text` (an argument or a setting that names api_key_env in any form Hydra
+    reads: quoted, spaced, in a dict override, a sweep or an `${oc.env:NAME}`: 54b)."""
+    for name in set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)):
+        remember_key_variable(name)
+        remember_key_variable(os.environ.get(name))  # `${oc.env:WHICH}`: the variable WHICH names
+
+
 def remember_url(text: str) -> None:
     """For every URL in `text`: remove its userinfo (also as part of a bare host:port) and redact
     its password (the user, if there is no password) and key-like query values from every text

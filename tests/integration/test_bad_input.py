@@ -461,6 +461,12 @@ CONFIG_FILE_VALUES = {  # 50b: what only a config file carries, or what Hydra ca
     "an int key": ("llm: {1: 2}", (), "llm: a setting's name is text (got the key 1 of type int)"),
     "a float key": ("env: {1.5: 2}", ("env=mmlu",), "env: a setting's name is text (got the key 1.5 of type float)"),
     "a bool key": ("llm: {true: 2}", (), "llm: a setting's name is text (got the key True of type bool)"),
+    # 54b: Hydra's defaults tree takes time growing with the square of a list's length (500 entries: 49 s, no output)
+    "a defaults list of 500": (
+        "defaults:\n" + "\n".join(f"  - /llm@x{i}: none" for i in range(500)),
+        (),
+        "odd.yaml: a defaults list of 500 entries, more than 100",
+    ),
     # 53b: 11 lines whose aliases expand to 10^7 nodes: minutes of composing, gigabytes, no output
     "an alias bomb": (
         "\n".join(["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 8)]),

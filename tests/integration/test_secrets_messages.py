@@ -139,6 +139,32 @@ def test_a_key_in_a_refused_override_is_not_printed_when_only_a_config_file_name
     assert out.returncode == 2 and "[redacted]" in out.stderr and "Canary" not in out.stdout + out.stderr, out.stderr
 
 
+@pytest.mark.parametrize(
+    "naming",
+    [
+        ["llm.api_key_env='MY_UNUSUAL_TOKEN'"],
+        ["llm.api_key_env= MY_UNUSUAL_TOKEN"],
+        ["llm={name:openai,model:m,api_key_env:MY_UNUSUAL_TOKEN}"],
+        ["llm.api_key_env=${oc.env:WHICH_TOKEN}"],
+        ["-m", "llm.api_key_env=MY_UNUSUAL_TOKEN,OPENAI_API_KEY"],
+        ["llm=keyed_through_a_key"],  # a config file's `api_key_env: ${.which}`
+    ],
+)
+def test_a_key_in_a_refused_override_is_not_printed_whatever_form_names_its_variable(tmp_path, naming: list[str]):
+    """54b: only `X.api_key_env=NAME` was read for the variable's name; Hydra reads the name quoted, spaced, in a dict
+    override, from `${oc.env:...}`, in a sweep, or through an interpolation of a config file's, and the key was printed."""
+    key = "plainlettersonlysecretkeyvalueCanary"
+    (tmp_path / "conf" / "llm").mkdir(parents=True)
+    keyed = "defaults: [openai, _self_]\nwhich: MY_UNUSUAL_TOKEN\napi_key_env: ${.which}\nmodel: m\n"
+    (tmp_path / "conf" / "llm" / "keyed_through_a_key.yaml").write_text(keyed)
+    args = [f"--config-dir={tmp_path / 'conf'}", f"results_dir={tmp_path / 'results'}", "llm=openai", "llm.model=m", *naming]
+    env = {**os.environ, "MY_UNUSUAL_TOKEN": key, "WHICH_TOKEN": "MY_UNUSUAL_TOKEN"}
+    out = subprocess.run(
+        [sys.executable, "-m", "memrl_bench", *args, f"llm.tok={key}"], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env
+    )
+    assert out.returncode == 2 and "[redacted]" in out.stderr and "Canary" not in out.stdout + out.stderr, out.stderr
+
+
 @pytest.mark.parametrize("secret", ["userinfo", "query_key"])
 def test_an_embeddings_endpoint_answering_404_is_one_line_without_url_secrets(tmp_path, secret: str):
     """Before: openai.NotFoundError's traceback (exit 1), after Hydra's "Error executing job with
