@@ -392,6 +392,13 @@ def test_no_exception_carries_the_runners_frames_to_the_answer(isolated: BigCode
     assert info["success"] is False and info.get("tampering") and patterns <= set(info["tampering"]), info
 
 
+def flagged_while_an_honest_answer_passes(env: BigCodeBenchEnv, program: str, honest: str) -> None:
+    """The forged answer scores 0, flagged `defines_its_comparisons`; an honest answer to the same tests passes."""
+    _, info = answer(env, "BigCodeBench/0", program)
+    assert info["success"] is False and "defines_its_comparisons" in info.get("tampering", ()), info
+    assert answer(env, "BigCodeBench/0", honest)[1]["success"] is True
+
+
 @pytest.mark.parametrize(
     "route",
     [
@@ -419,10 +426,8 @@ def test_a_value_that_steers_its_library_classes_comparison_is_flagged(isolated:
     (51a) what it holds as a comparison reaches it, its own dict read whatever dict it is, its names as text; (52a) slots,
     containers' subclasses, a weak proxy, numbers not counted against the walk's bound."""
     program = (FORGERIES / "value_steering_its_library_comparison.py").read_text().replace('_ROUTE = "cast"', f'_ROUTE = "{route}"')
-    _, info = answer(isolated, "BigCodeBench/0", program)
-    assert info["success"] is False and "defines_its_comparisons" in info.get("tampering", ()), info
     honest = "from collections import UserList\ndef task_func(a, b):\n    UserList([a]).data.append(b)\n    return a + b\n"
-    assert answer(isolated, "BigCodeBench/0", honest)[1]["success"] is True
+    flagged_while_an_honest_answer_passes(isolated, program, honest)
 
 
 OUTSIDE_ASSERT_EQUAL = """import unittest
@@ -458,10 +463,8 @@ def test_a_value_that_steers_its_library_classes_comparison_is_flagged_however_i
     functions a class of its compares with are guarded before the tests run."""
     env = one_task_env(tmp_path, monkeypatch, record(0, ["numpy"], test=OUTSIDE_ASSERT_EQUAL), isolation, subset="full")
     program = re.sub(r'^_ROUTE = ".*"$', f'_ROUTE = "{route}"', (FORGERIES / forgery).read_text(), count=1, flags=re.MULTILINE)
-    _, info = answer(env, "BigCodeBench/0", program)
-    assert info["success"] is False and "defines_its_comparisons" in info.get("tampering", ()), info
     honest = "import functools\ndef add(a, b):\n    return a + b\ndef task_func(a, b):\n    pass\ntask_func = functools.partial(add)\n"
-    assert answer(env, "BigCodeBench/0", honest)[1]["success"] is True
+    flagged_while_an_honest_answer_passes(env, program, honest)
 
 
 EQUALS_OF_PANDAS = """import unittest
@@ -477,10 +480,8 @@ def test_a_value_steered_through_a_compiled_function_of_its_class_is_flagged(tmp
     """54a: only names a class holds as Python functions counted as steered: a Categorical's own `_from_backing_data` (a
     Cython function of its class, which `equals` calls) made a wrong Series equal to the expected one, unflagged."""
     env = one_task_env(tmp_path, monkeypatch, record(0, ["pandas"], test=EQUALS_OF_PANDAS), isolation, subset="full")
-    _, info = answer(env, "BigCodeBench/0", (FORGERIES / "steered_through_a_compiled_function.py").read_text())
-    assert info["success"] is False and "defines_its_comparisons" in info.get("tampering", ()), info
     honest = 'import pandas as pd\ndef task_func(a, b):\n    return pd.Series(pd.Categorical(["a", "b"], categories=["a", "b"]))\n'
-    assert answer(env, "BigCodeBench/0", honest)[1]["success"] is True
+    flagged_while_an_honest_answer_passes(env, (FORGERIES / "steered_through_a_compiled_function.py").read_text(), honest)
 
 
 COMPARED_AFTER_BOTH_CALLS = """import unittest
@@ -498,10 +499,8 @@ def test_a_value_steered_after_it_was_looked_at_is_flagged_as_it_is_compared(tmp
     walked value's comparisons call are guarded in their classes (GuardedFunction): an own callable set later is flagged
     as the comparison reads it."""
     env = one_task_env(tmp_path, monkeypatch, record(0, [], test=COMPARED_AFTER_BOTH_CALLS), isolation, subset="full")
-    _, info = answer(env, "BigCodeBench/0", (FORGERIES / "value_steered_after_its_look.py").read_text())
-    assert info["success"] is False and "defines_its_comparisons" in info.get("tampering", ()), info
     honest = "from collections import UserList\ndef task_func(a, b):\n    UserList([a]) == [a]\n    return a + b\n"
-    assert answer(env, "BigCodeBench/0", honest)[1]["success"] is True
+    flagged_while_an_honest_answer_passes(env, (FORGERIES / "value_steered_after_its_look.py").read_text(), honest)
 
 
 # Tests that call task_func before they look up an assert (as most of BigCodeBench's do), with subtests and assertAlmostEqual
