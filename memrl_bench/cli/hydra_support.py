@@ -40,7 +40,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from memrl_bench.core import registry
 from memrl_bench.core.bounded_yaml import YAMLTooLargeError, bounded_yaml
 from memrl_bench.core.config import CONF_DIR, NAMED_BY, ConfigError, InputError, defaults_of, results_folder, run_name
-from memrl_bench.core.redaction import remember_key_variable, remember_key_variables
+from memrl_bench.core.redaction import remember_key_variables
 from memrl_bench.core.runfolder import CorruptRunFolderError, note_new
 
 
@@ -196,10 +196,9 @@ class CheckedConfigFiles(FileConfigSource):
             items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
             for key, value in items:
                 where = f"{dotted}.{key}" if dotted else str(key)
-                if key == "api_key_env":
-                    remember_key_variables(str(value))  # `${oc.env:WHICH}` names one too (54b)
+                if key == "api_key_env":  # as the file resolves it (`${.which}`, `${oc.env:WHICH}`: 54b), or its names as written
                     resolved = OmegaConf.select(result.config, where, throw_on_resolution_failure=False)
-                    remember_key_variable(resolved)  # `${.which}`: the name another key of the file holds (54b)
+                    remember_key_variables(str(value if resolved is None else resolved))
                 todo.append((where, value))
         return result
 
