@@ -203,6 +203,12 @@ class CheckedConfigFiles(FileConfigSource):
         return result
 
 
+# Hydra's registry keeps a source already registered for a scheme when a later one has the same class name: a launcher's
+# worker restores the parent's registry (this class in file://), then registers Hydra's FileConfigSource again, which it
+# refused as "a different class" under this class's own name (every joblib and submitit sweep failed)
+CheckedConfigFiles.__name__ = FileConfigSource.__name__
+
+
 def add_config_sources() -> None:
     """Register InstalledConfigs and PartSettings with Hydra (before it composes), and put CheckedConfigFiles in the place
     of Hydra's FileConfigSource. Registered by hand, not found in the hydra_plugins namespace package: Hydra's scan of that

@@ -72,6 +72,25 @@ def test_config_files_are_read_by_the_bounded_reader_in_hydras_place(tmp_path):
             compose([f"hydra.searchpath=[file://{tmp_path}]", "+experiment=deep"])
 
 
+def test_a_launchers_worker_keeps_the_bounded_reader_as_it_restores_hydras_state():
+    """A joblib or submitit worker restores the parent's Hydra singletons, then Hydra scans its plugins again and registers
+    its own FileConfigSource: it refused a second class for file:// there ("file is already registered with a different
+    class": every launcher sweep failed), and must keep the bounded reader in place."""
+    from hydra._internal.sources_registry import SourcesRegistry
+    from hydra.core.singleton import Singleton
+
+    from memrl_bench.cli.hydra_support import CheckedConfigFiles
+
+    saved = dict(Singleton._instances)
+    try:
+        with composing():
+            state = Singleton.get_state()
+        Singleton.set_state(state)  # what the launchers' workers do first (joblib's execute_job, submitit's __call__)
+        assert SourcesRegistry.instance().resolve("file") is CheckedConfigFiles
+    finally:
+        Singleton._instances = saved
+
+
 def test_installed_packages_add_their_config_folders_after_the_harnesss_own(tmp_path, monkeypatch):
     files = {
         "plugin_search/__init__.py": "",
