@@ -11,7 +11,7 @@ def main() -> None:
         from memrl_bench.cli.main import main as run_command
     except KeyboardInterrupt:
         print("memrl-bench: interrupted", file=sys.stderr)
-        sys.exit(130)  # memrl_bench.cli.main.INTERRUPTED
+        sys.exit(130)  # memrl_bench.core.interrupts.INTERRUPTED
     run_command()
 
 

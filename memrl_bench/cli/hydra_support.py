@@ -40,7 +40,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from memrl_bench.core import registry
 from memrl_bench.core.bounded_yaml import YAMLTooLargeError, bounded_yaml
 from memrl_bench.core.config import CONF_DIR, NAMED_BY, ConfigError, InputError, defaults_of, results_folder, run_name
-from memrl_bench.core.redaction import remember_key_variables
+from memrl_bench.core.interrupts import note_the_sweep
+from memrl_bench.core.redaction import remember_key_variables, scrub
 from memrl_bench.core.runfolder import CorruptRunFolderError, note_new
 
 
@@ -69,6 +70,35 @@ def _job_folder(sweep_dir: str, overrides: list[str]) -> str:
 SWEEP_RECORDS: list[Path] = []  # the records (multirun.yaml) of the sweeps this process started: scrubbed as it ends
 
 
+# launchers whose jobs run in worker processes on this host, which end with the sweep (interrupts.a_sweeps_job: 55b);
+# a cluster's (submitit's Slurm) are meant to outlive the process that submitted them
+LOCAL_LAUNCHERS = (
+    "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher",
+    "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher",
+)
+JOBS_ON_DISK = "hydra_plugins.hydra_submitit_launcher."  # launchers that pickle every job, its settings too, into a folder
+
+
+def refuse_secrets_written_with_the_jobs(config: Any, launcher: str) -> None:
+    """A sweep whose launcher writes its jobs to disk (submitit's `.submitit` folder) holds no URL password, key-like URL
+    parameter or remembered key in an override or a setting: both were written there in clear (55b)."""
+    settings = OmegaConf.to_container(config, resolve=False)
+    settings.pop("hydra", None)
+    todo = [(f"override {override}", override) for override in config.hydra.overrides.task] + [("", settings)]
+    while todo:
+        where, value = todo.pop()
+        if isinstance(value, dict | list):
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            todo += [(f"{where}.{key}" if where else str(key), item) for key, item in items]
+        elif isinstance(value, str) and scrub(value) != value:
+            name = where.split("=", 1)[0] if where.startswith("override ") else where
+            raise SweepRefused from ConfigError(
+                f"{scrub(name)}: holds a URL password or a key, and hydra/launcher={launcher.rsplit('.', 1)[-1]} writes every job, "
+                "its settings too, to disk; give the URL through an environment variable (llm.base_url='${oc.env:MY_URL}') and "
+                "a key through api_key_env"
+            )
+
+
 class SweepRecordCheck(Callback):
     """Before a sweep starts, its record (`multirun.yaml`, which Hydra rewrites) is a regular file or absent: Hydra's open
     for writing hung on a FIFO there, with no output (round 25b), and would write through a link. The record's path is
@@ -84,6 +114,11 @@ class SweepRecordCheck(Callback):
         if os.path.islink(path) or (os.path.lexists(path) and not path.is_file()):
             why = InputError(f"{path} is not a regular file, so not the sweep's record; remove it and run the same command again")
             raise SweepRefused from why
+        launcher = str(config.hydra.launcher.get("_target_", ""))
+        if launcher.startswith(JOBS_ON_DISK):
+            refuse_secrets_written_with_the_jobs(config, launcher)
+        if launcher in LOCAL_LAUNCHERS:
+            note_the_sweep()
         arguments = basic_sweep_arguments(config.hydra)
         if arguments is not None:
             # its jobs counted as the study and the report count them: Hydra's sweeper lists every job before the first

@@ -27,7 +27,7 @@ from omegaconf.errors import OmegaConfBaseException
 from memrl_bench.cli.hydra_support import SWEEP_RECORDS, add_config_sources, register_resolvers
 from memrl_bench.cli.summary import print_summary
 from memrl_bench.core.config import CONF_DIR, GROUPS, InputError
-from memrl_bench.core.interrupts import WORKER_LOST
+from memrl_bench.core.interrupts import INTERRUPTED, WORKER_LOST, a_sweeps_job
 from memrl_bench.core.redaction import (
     ScrubbedStream,
     hide_url_secrets_from_command_line,
@@ -40,8 +40,6 @@ from memrl_bench.core.redaction import (
 from memrl_bench.core.runfolder import MANIFEST, RunFolder, is_disk_full, remove_new_folders, write_text_atomic
 from memrl_bench.llm import LLMOutageError
 from memrl_bench.runner.loop import run
-
-INTERRUPTED = 130  # the shell's code for a command ended by SIGINT
 
 
 def _one_line(err: BaseException) -> str:
@@ -144,10 +142,11 @@ def _stop(err: BaseException, run_dir: Path | None = None, composing: bool = Fal
 
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base=None)
 def app(cfg: DictConfig) -> None:
-    try:
-        _job(cfg)
-    except BaseException as err:
-        _stop(err)
+    with a_sweeps_job():  # in a launcher's worker process: ends with the sweep (55b)
+        try:
+            _job(cfg)
+        except BaseException as err:
+            _stop(err)
 
 
 def _job(cfg: DictConfig) -> None:

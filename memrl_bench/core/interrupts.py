@@ -12,6 +12,10 @@ Nor does a Ctrl-C that lands between a coroutine's creation and its `await` prin
 ... was never awaited": after the first interrupt that warning is ignored (before it, it is
 a bug and still shown).
 
+Nor does a sweep's job outlive the sweep: a job a local launcher (joblib, submitit_local) runs in a worker process
+of its own (`a_sweeps_job`) is interrupted as by a Ctrl-C when the sweep's process ends, however it ends, and its
+worker ends then too (a killed sweep's workers went on playing their runs, holding their folders' locks, 55b).
+
 Nor is a killed process's pool left behind: `die_with_parent`, a pool's initializer, has
 the kernel kill each worker when the process that forked it dies, however it dies (a
 SIGKILL gives it no chance to stop its pool; forked workers blocked on the pool's queue
@@ -26,6 +30,7 @@ import asyncio
 import contextlib
 import ctypes
 import os
+import select
 import signal
 import sys
 import threading
@@ -101,6 +106,7 @@ def quiet_about_interrupted_tasks(loop: asyncio.AbstractEventLoop, context: dict
         loop.default_exception_handler(context)
 
 
+INTERRUPTED = 130  # the shell's code for a command ended by SIGINT
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 # what a command says when a worker of its pool died outright (the OOM killer, a SIGKILL): concurrent.futures' own
 # BrokenProcessPool is a traceback (42b); what finished before is kept
@@ -145,3 +151,70 @@ def study_task() -> Iterator[None]:
         yield
     finally:
         _in_task.clear()
+
+
+SWEEP_PROCESS = "MEMRL_BENCH_SWEEP_PROCESS"  # "<pid> <start time>" of the sweep whose local launcher runs its jobs elsewhere
+JOB_STOP_S = 60  # how long a job whose sweep ended may take to stop as a Ctrl-C stops it, before its worker ends anyway
+_idle = threading.Event()  # no job is running in this (worker) process
+_idle.set()
+_watching = threading.Lock()
+
+
+def _started(pid: int) -> str | None:
+    """The start time of process `pid` (clock ticks after boot: a pid used again has another), or None if it has ended."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rpartition(b")")[2].split()[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def note_the_sweep() -> None:
+    """In a sweep's process, before its local launcher starts the worker processes that run its jobs (which inherit the
+    environment): name this process to them (`a_sweeps_job`)."""
+    os.environ[SWEEP_PROCESS] = f"{os.getpid()} {_started(os.getpid())}"
+
+
+def _watch_the_sweep() -> None:
+    """In a worker process of a sweep's (SWEEP_PROCESS names another process): a thread that waits for the sweep's
+    process to end, then interrupts the job running (as a Ctrl-C: what it finished is kept), waits up to JOB_STOP_S for
+    it to stop and ends the worker; started once. Not watched: no pidfd (Linux before 5.3)."""
+    pid, _, started = os.environ.get(SWEEP_PROCESS, "").partition(" ")
+    if not pid.isdigit() or int(pid) == os.getpid() or not _watching.acquire(blocking=False):
+        return
+    try:
+        sweep: int | None = os.pidfd_open(int(pid))
+    except ProcessLookupError:
+        sweep = None
+    except OSError:
+        return
+    if _started(int(pid)) != started:  # ended before this worker looked, its pid perhaps another process's since
+        sweep = None
+
+    def watch() -> None:
+        if sweep is not None:
+            poller = select.poll()
+            poller.register(sweep, select.POLLIN)  # readable once the process has ended
+            poller.poll()
+        if not _idle.is_set():
+            os.kill(os.getpid(), signal.SIGINT)
+            _idle.wait(JOB_STOP_S)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(INTERRUPTED)
+
+    threading.Thread(target=watch, name="memrl-bench sweep watch", daemon=True).start()
+
+
+@contextlib.contextmanager
+def a_sweeps_job() -> Iterator[None]:
+    """Around a job of a sweep: where a local launcher runs it in a worker process (note_the_sweep), it is interrupted as
+    by a Ctrl-C when the sweep's process ends (a SIGKILL, a SIGTERM), and the worker ends then (one idle at once); a job
+    the sweep's own process runs is left as it is."""
+    _watch_the_sweep()
+    _idle.clear()
+    try:
+        yield
+    finally:
+        _idle.set()

@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -50,13 +51,12 @@ LAUNCHERS = {
 }
 
 
-def sweep(tmp_path: Path, launcher: str, overrides: list[str], env: dict[str, str] | None = None) -> list[Path]:
-    """Run a sweep through `launcher`; the folders of its complete runs, sorted."""
+def sweep_command(tmp_path: Path, launcher: str, overrides: list[str]) -> list[str]:
+    """The command of a sweep through `launcher` (skipped where its plugin is not installed)."""
     plugin, extra, launcher_overrides = LAUNCHERS[launcher]
     if importlib.util.find_spec(plugin) is None:
         pytest.skip(f"{plugin} is not installed: pip install 'memrl-bench[{extra}]'")
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **(env or {})}
-    command = [
+    return [
         sys.executable,
         "-m",
         "memrl_bench",
@@ -66,7 +66,16 @@ def sweep(tmp_path: Path, launcher: str, overrides: list[str], env: dict[str, st
         f"experiment_name={launcher}",
         *overrides,
     ]
-    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+
+
+def sweep_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    return {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **(env or {})}
+
+
+def sweep(tmp_path: Path, launcher: str, overrides: list[str], env: dict[str, str] | None = None) -> list[Path]:
+    """Run a sweep through `launcher`; the folders of its complete runs, sorted."""
+    command = sweep_command(tmp_path, launcher, overrides)
+    done = subprocess.run(command, cwd=REPO, env=sweep_env(env), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return sorted(p.parent for p in (tmp_path / launcher).glob("*/COMPLETE"))
 
@@ -127,3 +136,102 @@ def test_two_jobs_share_one_llm_server(tmp_path, launcher):
         calls_by_model[model] = sum(usage[purpose]["calls"] + usage[purpose]["retries"] for purpose in ("act", "memory"))
     assert requests_by_model == calls_by_model
     assert sorted(calls_by_model) == ["job-a", "job-b"] and min(calls_by_model.values()) > 0
+
+
+def processes_below(pid: int) -> set[int]:
+    """The processes descending from `pid` (read from /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_bytes().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def running(pids: set[int]) -> set[int]:
+    """Those of `pids` still running (a zombie has ended)."""
+    alive = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
+        except OSError:
+            continue
+        if state != b"Z":
+            alive.add(pid)
+    return alive
+
+
+def logged(tmp_path: Path, launcher: str) -> list[int]:
+    return sorted(len(log.read_bytes().splitlines()) for log in (tmp_path / launcher).glob("*/episodes.jsonl"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", ["joblib", "submitit_local"])
+def test_a_killed_sweeps_workers_end_with_it_and_the_sweep_resumes(tmp_path, launcher):
+    """A sweep's process SIGKILLed while its jobs play their runs in a launcher's worker processes: the workers went on
+    playing them to the end, holding their folders' locks, and the same command was refused meanwhile (55b). Now each job
+    stops as by a Ctrl-C, every worker ends, nothing more is written, and the same command completes both runs."""
+    overrides = [
+        "llm.model=job-a,job-b",
+        "env=mmlu",
+        "env.tasks_per_split=40",
+        "method=none",
+        "llm=openai",
+        "llm.cache_mode=off",
+        "llm.max_concurrency=1",
+        "protocol.epochs=1",
+        "protocol.batch_size=1",
+        "progress=false",
+    ]
+    with FaultServer(reply=answer_b, delay_s=0.3) as server:
+        command = sweep_command(tmp_path, launcher, [f"llm.base_url={server.base_url}", *overrides])
+        env = sweep_env({"OPENAI_API_KEY": "test-key-not-a-secret"})
+        sweeping = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while (len(logged(tmp_path, launcher)) < 2 or min(logged(tmp_path, launcher)) < 1) and time.monotonic() < deadline:
+            assert sweeping.poll() is None, sweeping.stderr.read().decode()[-3000:]
+            time.sleep(0.2)
+        workers = processes_below(sweeping.pid)
+        assert running(workers), "the jobs run in processes of their own"
+        sweeping.kill()
+        sweeping.wait()
+        deadline = time.monotonic() + 90  # interrupts.JOB_STOP_S and a margin
+        while running(workers) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not running(workers)
+        lines = logged(tmp_path, launcher)
+        time.sleep(2)
+        assert logged(tmp_path, launcher) == lines and max(lines) < 120  # nothing more written; neither run finished
+        server.delay_s = 0.0
+        runs = sweep(tmp_path, launcher, [f"llm.base_url={server.base_url}", *overrides], env={"OPENAI_API_KEY": "test-key-not-a-secret"})
+    assert len(runs) == 2
+    for run in runs:
+        assert json.loads((run / "metrics.json").read_text())["episodes"] == 120
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "http://user:pw-NOT-IN-ANY-FILE@127.0.0.1:9/v1",
+        "'http://127.0.0.1:9/v1?api_key=key-NOT-IN-ANY-FILE'",
+        "http://127.0.0.1:9/v1,http://u:pw-NOT-IN-ANY-FILE@127.0.0.1:9/v1",  # one value of the sweep's
+    ],
+)
+def test_a_sweep_whose_launcher_writes_its_jobs_to_disk_refuses_a_secret_in_its_settings(tmp_path, base_url):
+    """submitit pickles every job, its settings too, into the sweep's `.submitit` folder: a URL password and a key-like
+    URL parameter were written there in clear (55b). Such a sweep is refused in one line naming the setting, and nothing
+    holding the secret is written."""
+    command = sweep_command(tmp_path, "submitit_local", [*TINY, "llm=openai", f"llm.base_url={base_url}"])
+    done = subprocess.run(command, cwd=REPO, env=sweep_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.count("\n") == 1 and "llm.base_url: holds a URL password or a key" in done.stderr
+    assert "NOT-IN-ANY-FILE" not in done.stderr + done.stdout
+    assert not any(b"NOT-IN-ANY-FILE" in path.read_bytes() for path in tmp_path.rglob("*") if path.is_file())
+    assert not list(tmp_path.rglob(".submitit"))
