@@ -82,9 +82,9 @@ JOBS_ON_DISK = "hydra_plugins.hydra_submitit_launcher."  # launchers that pickle
 def refuse_secrets_written_with_the_jobs(config: Any, launcher: str) -> None:
     """A sweep whose launcher writes its jobs to disk (submitit's `.submitit` folder) holds no URL password, key-like URL
     parameter or remembered key in an override or a setting: both were written there in clear (55b)."""
-    settings = OmegaConf.to_container(config, resolve=False)
-    settings.pop("hydra", None)
-    todo = [(f"override {override}", override) for override in config.hydra.overrides.task] + [("", settings)]
+    settings = OmegaConf.to_container(config, resolve=False)  # as written: an `${oc.env:MY_URL}` travels as itself
+    overrides = settings.pop("hydra", {}).get("overrides", {}).get("task", [])
+    todo = [(f"override {override}", override) for override in overrides] + [("", settings)]
     while todo:
         where, value = todo.pop()
         if isinstance(value, dict | list):
@@ -93,7 +93,7 @@ def refuse_secrets_written_with_the_jobs(config: Any, launcher: str) -> None:
         elif isinstance(value, str) and scrub(value) != value:
             name = where.split("=", 1)[0] if where.startswith("override ") else where
             raise SweepRefused from ConfigError(
-                f"{scrub(name)}: holds a URL password or a key, and hydra/launcher={launcher.rsplit('.', 1)[-1]} writes every job, "
+                f"{scrub(name)}: holds a URL password or a key, and hydra/launcher={launcher} writes every job, "
                 "its settings too, to disk; give the URL through an environment variable (llm.base_url='${oc.env:MY_URL}') and "
                 "a key through api_key_env"
             )
@@ -116,7 +116,7 @@ class SweepRecordCheck(Callback):
             raise SweepRefused from why
         launcher = str(config.hydra.launcher.get("_target_", ""))
         if launcher.startswith(JOBS_ON_DISK):
-            refuse_secrets_written_with_the_jobs(config, launcher)
+            refuse_secrets_written_with_the_jobs(config, config.hydra.runtime.choices.get("hydra/launcher", launcher))
         if launcher in LOCAL_LAUNCHERS:
             note_the_sweep()
         arguments = basic_sweep_arguments(config.hydra)

@@ -235,3 +235,23 @@ def test_a_sweep_whose_launcher_writes_its_jobs_to_disk_refuses_a_secret_in_its_
     assert "NOT-IN-ANY-FILE" not in done.stderr + done.stdout
     assert not any(b"NOT-IN-ANY-FILE" in path.read_bytes() for path in tmp_path.rglob("*") if path.is_file())
     assert not list(tmp_path.rglob(".submitit"))
+
+
+@pytest.mark.slow
+def test_a_url_password_given_through_the_environment_reaches_the_server_and_no_file_through_submitit(tmp_path):
+    """What the refusal above says to do: `llm.base_url='${oc.env:MY_URL}'` travels to the jobs as written, and each job
+    reads the URL (its password too) from its environment."""
+    with FaultServer(reply=answer_b) as server:
+        url = server.base_url.replace("http://", "http://user:pw-NOT-IN-ANY-FILE@")
+        overrides = [
+            "env=mmlu",
+            "env.tasks_per_split=2",
+            "method=none,rag",
+            "llm=openai",
+            "llm.model=m",
+            "llm.cache_mode=off",
+            "llm.base_url=${oc.env:MY_URL}",
+        ]
+        runs = sweep(tmp_path, "submitit_local", [*overrides, "protocol.epochs=1"], env={"MY_URL": url, "OPENAI_API_KEY": "k"})
+        assert len(runs) == 2 and len(server.chat_bodies) > 0
+    assert not any(b"NOT-IN-ANY-FILE" in path.read_bytes() for path in tmp_path.rglob("*") if path.is_file())
