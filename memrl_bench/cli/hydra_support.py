@@ -117,8 +117,7 @@ class SweepRecordCheck(Callback):
         launcher = str(config.hydra.launcher.get("_target_", ""))
         if launcher.startswith(JOBS_ON_DISK):
             refuse_secrets_written_with_the_jobs(config, config.hydra.runtime.choices.get("hydra/launcher", launcher))
-        if launcher in LOCAL_LAUNCHERS:
-            note_the_sweep()
+        note_the_sweep(in_workers=launcher in LOCAL_LAUNCHERS)
         arguments = basic_sweep_arguments(config.hydra)
         if arguments is not None:
             # its jobs counted as the study and the report count them: Hydra's sweeper lists every job before the first

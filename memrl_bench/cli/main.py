@@ -142,7 +142,7 @@ def _stop(err: BaseException, run_dir: Path | None = None, composing: bool = Fal
 
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base=None)
 def app(cfg: DictConfig) -> None:
-    with a_sweeps_job():  # in a launcher's worker process: ends with the sweep (55b)
+    with a_sweeps_job(HydraConfig.get().mode == RunMode.MULTIRUN):  # in a launcher's worker process: ends with the sweep (55b)
         try:
             _job(cfg)
         except BaseException as err:

@@ -169,10 +169,14 @@ def _started(pid: int) -> str | None:
         return None
 
 
-def note_the_sweep() -> None:
-    """In a sweep's process, before its local launcher starts the worker processes that run its jobs (which inherit the
-    environment): name this process to them (`a_sweeps_job`)."""
-    os.environ[SWEEP_PROCESS] = f"{os.getpid()} {_started(os.getpid())}"
+def note_the_sweep(in_workers: bool) -> None:
+    """In a sweep's process, before its launcher starts: name this process to the worker processes that run its jobs
+    (they inherit the environment: `a_sweeps_job`) where a local launcher runs them so (`in_workers`); else name none
+    (a name inherited from elsewhere would stop a job run here)."""
+    if in_workers:
+        os.environ[SWEEP_PROCESS] = f"{os.getpid()} {_started(os.getpid())}"
+    else:
+        os.environ.pop(SWEEP_PROCESS, None)
 
 
 def _watch_the_sweep() -> None:
@@ -208,11 +212,12 @@ def _watch_the_sweep() -> None:
 
 
 @contextlib.contextmanager
-def a_sweeps_job() -> Iterator[None]:
-    """Around a job of a sweep: where a local launcher runs it in a worker process (note_the_sweep), it is interrupted as
-    by a Ctrl-C when the sweep's process ends (a SIGKILL, a SIGTERM), and the worker ends then (one idle at once); a job
-    the sweep's own process runs is left as it is."""
-    _watch_the_sweep()
+def a_sweeps_job(in_a_sweep: bool) -> Iterator[None]:
+    """Around a job (`in_a_sweep`: of a sweep): where a local launcher runs it in a worker process (note_the_sweep), it is
+    interrupted as by a Ctrl-C when the sweep's process ends (a SIGKILL, a SIGTERM), and the worker ends then (one idle at
+    once); a job the sweep's own process runs, and a single run, are left as they are."""
+    if in_a_sweep:
+        _watch_the_sweep()
     _idle.clear()
     try:
         yield

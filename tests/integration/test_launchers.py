@@ -255,3 +255,18 @@ def test_a_url_password_given_through_the_environment_reaches_the_server_and_no_
         runs = sweep(tmp_path, "submitit_local", [*overrides, "protocol.epochs=1"], env={"MY_URL": url, "OPENAI_API_KEY": "k"})
         assert len(runs) == 2 and len(server.chat_bodies) > 0
     assert not any(b"NOT-IN-ANY-FILE" in path.read_bytes() for path in tmp_path.rglob("*") if path.is_file())
+
+
+@pytest.mark.parametrize("sweeping", [False, True], ids=["a single run", "a sweep in its own process"])
+def test_a_sweep_process_named_by_a_stale_variable_stops_no_run(tmp_path, sweeping):
+    """MEMRL_BENCH_SWEEP_PROCESS names the sweep a worker's jobs end with; one inherited from elsewhere (here a process
+    that has ended: pid 1 with another start time) stops neither a single run nor the jobs a sweep runs itself."""
+    overrides = [f"results_dir={tmp_path}", "experiment_name=stale", *TINY]
+    if not sweeping:
+        overrides[overrides.index("method=none,rag")] = "method=none"
+    command = [sys.executable, "-m", "memrl_bench", *(["-m"] if sweeping else []), *overrides]
+    done = subprocess.run(
+        command, cwd=REPO, env=sweep_env({"MEMRL_BENCH_SWEEP_PROCESS": "1 0"}), capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(list((tmp_path / "stale").glob("*/COMPLETE"))) == (2 if sweeping else 1)
