@@ -41,6 +41,8 @@ from memrl_bench.core.runfolder import MANIFEST, RunFolder, is_disk_full, remove
 from memrl_bench.llm import LLMOutageError
 from memrl_bench.runner.loop import run
 
+SERVER_BACK = "re-run the same command once the server is back"  # how an outage's line ends (exit 3)
+
 
 def _one_line(err: BaseException) -> str:
     """A multi-line message (Hydra's, YAML's) on one line."""
@@ -84,7 +86,7 @@ def _outcome(err: BaseException, run_dir: Path | None = None, composing: bool = 
         return WORKER_LOST, 1
     if isinstance(err, LLMOutageError):
         kept = f"every finished batch is kept in {run_dir}; " if run_dir is not None and (run_dir / MANIFEST).exists() else ""
-        return f"stopped: {err}; {kept}re-run the same command once the server is back", 3
+        return f"stopped: {err}; {kept}{SERVER_BACK}", 3
     if isinstance(err, OSError) and (err.filename or is_disk_full(err)):
         where = f"{err.filename}: " if err.filename else ""
         hint = "; free some space and re-run the same command to resume" if is_disk_full(err) else ""
@@ -95,12 +97,28 @@ def _outcome(err: BaseException, run_dir: Path | None = None, composing: bool = 
         nulls = [arg for arg in sys.argv[1:] if arg.lstrip("+~").split("=", 1)[0] in GROUPS and arg.endswith(("=null", "=~"))]
         named = f" ({', '.join(nulls)}: a config group is chosen by its name)" if nulls else ""
         return f"error: {_one_line(err)}{named}", 2
+    if composing and type(err).__module__.startswith("submitit."):
+        return _a_jobs_own_line(err)
     if composing and isinstance(err, (ValueError, RecursionError)):
         # what YAML or OmegaConf cannot take in (a 5,000-digit integer, 200 nested brackets, a lone surrogate in a folder
         # Hydra makes): a traceback before (50b)
         reason = "values nested too deep" if isinstance(err, RecursionError) else _one_line(err)
         return f"error: the command line or a config file could not be read: {reason}", 2
     return None
+
+
+def _a_jobs_own_line(err: BaseException) -> tuple[str, int] | None:
+    """The line a job submitit ran in another process ended on (submitit hands the sweep the job's stderr inside a
+    traceback of its own: 40 lines, exit 1), with the code `_outcome` gave it there; None if the job printed none."""
+    lines = [line.removeprefix("memrl-bench: ") for line in str(err).splitlines() if line.startswith("memrl-bench: ")]
+    if not lines:
+        return None
+    line = lines[-1]
+    if line.startswith("interrupted"):
+        return line, INTERRUPTED
+    if line.startswith("error: "):
+        return line, 2
+    return line, 3 if line.endswith(SERVER_BACK) else 1
 
 
 def _raised_in_hydra(err: BaseException) -> bool:

@@ -270,3 +270,21 @@ def test_a_sweep_process_named_by_a_stale_variable_stops_no_run(tmp_path, sweepi
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert len(list((tmp_path / "stale").glob("*/COMPLETE"))) == (2 if sweeping else 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", ["joblib", "submitit_local"])
+def test_a_jobs_bad_setting_is_its_one_line_and_exit_2_through_a_launcher(tmp_path, launcher):
+    """A job refusing its settings in a launcher's worker: submitit handed the sweep the job's line inside 40 lines of its
+    own traceback, exit 1 (found beside 55b); the sweep now ends on the job's line and code, as joblib's did."""
+    done = subprocess.run(
+        sweep_command(tmp_path, launcher, ["method=none,rag", "env=mmlu", "env.tasks_per_split=2", "llm=openai", "progress=false"]),
+        cwd=REPO,
+        env=sweep_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr[-3000:]
+    own = [line for line in done.stderr.splitlines() if not line.startswith("[20")]  # Hydra's log lines aside
+    assert len(own) == 1 and own[0].startswith("memrl-bench: error: llm.model is required for llm=openai"), own
