@@ -1963,8 +1963,16 @@ def _memrl_runner():
     # TestCase's table of type-specific asserts is per-test data: assertEqual looks it up in this copy of TestCase.__init__'s
     equality_table = types.MappingProxyType({kind: vars(real_case)[name] for kind, name in real_case()._type_equality_funcs.items()})
 
+    def held_in(own, name, _exact=exact, _c=c):
+        """(True, value) if the dict `own` (None: no dict) holds `name`, else (False, None); no method of a key's class runs."""
+        if own is not None:
+            for key, value in _c.list(_c.dict.items(own)):
+                if _exact(key) == name:
+                    return True, value
+        return False, None
+
     class GuardedFunction(tuple):
-        """(binder, a library class's function, its name, comparison_state, own_entry, what the class held): put in the
+        """(binder, a library class's function, its name, comparison_state, own_dict, what the class held): put in the
         function's place in its class (guard_the_comparisons) once the walk has met an instance of a class whose
         comparisons call it. As a data descriptor it is asked before an instance's own dict whenever the name is read: an
         own callable there, read where the instance's class's comparisons call the name, is flagged however late it was set
@@ -1973,9 +1981,9 @@ def _memrl_runner():
 
         __slots__ = ()
 
-        def __get__(self, instance, owner=None, _flag=flag, _c=c):
+        def __get__(self, instance, owner=None, _flag=flag, _held_in=held_in, _c=c):
             if instance is not None:
-                found, value = self[4](instance, self[2])
+                found, value = _held_in(self[4](instance), self[2])
                 if found:
                     if _c.callable(value) and self[2] in self[3](_c.type(instance))[1]:
                         _flag("defines_its_comparisons")
@@ -1983,16 +1991,16 @@ def _memrl_runner():
             return self[0](self[1], instance, owner)
 
         def __set__(self, instance, value, _c=c):
-            slot = self[3](_c.type(instance))[0]
-            own = slot.__get__(instance) if slot is not None else None
+            own = self[4](instance)
             if own is None:
                 raise _c.AttributeError(f"'{_c.name_of(_c.type(instance))}' object attribute '{self[2]}' is read-only")
             _c.dict.__setitem__(own, self[2], value)
 
-        def __delete__(self, instance, _c=c):
-            if not self[4](instance, self[2])[0]:
+        def __delete__(self, instance, _held_in=held_in, _c=c):
+            own = self[4](instance)
+            if not _held_in(own, self[2])[0]:
                 raise _c.AttributeError(self[2])
-            _c.dict.__delitem__(self[3](_c.type(instance))[0].__get__(instance), self[2])
+            _c.dict.__delitem__(own, self[2])
 
     frozen[GuardedFunction] = "patches_the_runner"
 
@@ -2076,15 +2084,11 @@ def _memrl_runner():
             known = _kinds[_c.id(kind)] = (kind, slot, _steered(kind) if slot is not None else _c.frozenset())
         return known[1], known[2]
 
-    def own_entry(instance, name, _state=comparison_state, _exact=exact, _c=c):
-        """(True, value) if `instance`'s own dict holds `name`, else (False, None); no method of a key's class runs."""
-        slot, _ = _state(_c.type(instance))
+    def own_dict(instance, _state=comparison_state, _c=c):
+        """`instance`'s own dict, read through its class's slot (no code of the program's runs), or None if it has none."""
+        slot = _state(_c.type(instance))[0]
         own = slot.__get__(instance) if slot is not None else None
-        if own is not None and _c.issubclass(_c.type(own), _c.dict):
-            for key, value in _c.list(_c.dict.items(own)):
-                if _exact(key) == name:
-                    return True, value
-        return False, None
+        return own if own is not None and _c.issubclass(_c.type(own), _c.dict) else None
 
     def a_library_function(held, _a_library=a_library, _c=c):
         """`held` (as a class holds it) is a library's function, bare or as a staticmethod or classmethod."""
@@ -2096,7 +2100,7 @@ def _memrl_runner():
         names,
         _guard=GuardedFunction,
         _state=comparison_state,
-        _own=own_entry,
+        _own=own_dict,
         _a_library_function=a_library_function,
         _compiled=a_compiled_callable,
         _resolved=resolved,
@@ -2135,6 +2139,7 @@ def _memrl_runner():
         _c=c,
         _exact=exact,
         _state=comparison_state,
+        _own_dict=own_dict,
         _guard=guard_the_comparisons,
         _atoms=frozenset(map(id, (int, float, complex, str, bytes, bool, type(None)))),
         _opaque=(type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.CodeType, types.FrameType),
@@ -2176,11 +2181,11 @@ def _memrl_runner():
                 todo.append(made[-1])  # kept alive in `made`: an id seen is not a later list's
                 if kind is array:
                     continue
-            slot, names = _state(kind)
+            names = _state(kind)[1]
             if names:
                 _guard(kind, names)
-            own = slot.__get__(each) if slot is not None else None
-            if own is not None and _c.issubclass(_c.type(own), _c.dict) and names:
+            own = _own_dict(each) if names else None
+            if own is not None:
                 for name, held in _c.list(_c.dict.items(own)):
                     if _exact(name) in names and _c.callable(held):
                         return True
