@@ -2027,19 +2027,38 @@ def _memrl_runner():
                 return getter(held, instance, owner)
         return held
 
+    def names_read_by(function, todo, _exact=exact, _cell=cell_contents, _c=c):
+        """Add to `todo` every name the code of `function` (a Python function; anything else adds none) reads, with the code
+        made inside it and the functions its closure holds (a decorator's wrapper calls the method it wraps from there:
+        pandas' `__eq__` calls `self._cmp_method` so, 55a)."""
+        functions, seen = [function], _c.set()
+        while functions:
+            each = functions.pop()
+            if _c.type(each) is not _c.FunctionType or _c.id(each) in seen:
+                continue
+            seen.add(_c.id(each))
+            codes = [each.__code__]
+            while codes:
+                code = codes.pop()
+                todo.extend(_exact(name) for name in code.co_names)
+                codes.extend(const for const in code.co_consts if _c.type(const) is _c.CodeType)
+            functions.extend(_cell(cell) for cell in each.__closure__ or ())
+
     def steered_names(
         kind,
         _c=c,
         _exact=exact,
         _guarded=GuardedFunction,
         _compiled=a_compiled_callable,
+        _follow=names_read_by,
         _comparisons=("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__len__", "__contains__", "equals"),
         _functions=frozenset(
             map(id, (types.FunctionType, staticmethod, classmethod, types.MethodDescriptorType, types.WrapperDescriptorType))
         ),
     ):
         """The names of functions `kind`'s comparisons call through `self`: its comparison names, and every name their code
-        (and the code made inside it) reads that `kind` resolves to a function, followed into that function's code. An
+        reads (names_read_by) that `kind` resolves to a function, followed into that function (and into a property's
+        getter, whose own name an instance's dict cannot shadow). An
         instance's own callable under one of them is what the comparison calls instead (UserList's `__eq__` reads
         `_UserList__cast`); one under another name is a library's own business (matplotlib's TransformWrapper sets its own
         `transform`)."""
@@ -2055,17 +2074,16 @@ def _memrl_runner():
                     break
             if _c.type(held) is _guarded:  # guarded already (guard_the_comparisons): what the class held
                 held = held[5]
+            if _c.type(held) is _c.property:  # asked before an instance's dict: not steered, but what its getter reads may be
+                _follow(held.fget, todo)
+                continue
             if _c.id(_c.type(held)) not in _functions:  # by identity: `in` would run a metaclass's __eq__ (the program's)
                 if _compiled(held):  # counted, its code not followed (54a: pandas' Cython `_from_backing_data`)
                     names.append(name)
                 continue
             names.append(name)
             function = held.__func__ if _c.type(held) is _c.staticmethod or _c.type(held) is _c.classmethod else held
-            codes = [function.__code__] if _c.type(function) is _c.FunctionType else []
-            while codes:
-                code = codes.pop()
-                todo.extend(_exact(each) for each in code.co_names)
-                codes.extend(each for each in code.co_consts if _c.type(each) is _c.CodeType)
+            _follow(function, todo)
         return _c.frozenset(names)
 
     comparison_kinds = {}  # id -> (class, its instances' own dict's slot or None, steered_names): kept, so an id is no later class's

@@ -484,6 +484,18 @@ def test_a_value_steered_through_a_compiled_function_of_its_class_is_flagged(tmp
     flagged_while_an_honest_answer_passes(env, (FORGERIES / "steered_through_a_compiled_function.py").read_text(), honest)
 
 
+PANDAS_NAMED = "import pandas as pd\n" + TEST_ADD
+
+
+@pytest.mark.parametrize("isolation", ["sandbox", "process"])
+def test_a_value_steered_through_a_name_its_comparisons_wrapped_method_calls_is_flagged(tmp_path: Path, monkeypatch, isolation: str):
+    """55a: the names a comparison calls were read from its own code only: pandas' `__eq__` is a decorator's wrapper whose
+    closure holds the method calling `self._cmp_method`, so a Series with its own `_cmp_method` equalled anything."""
+    env = one_task_env(tmp_path, monkeypatch, record(0, ["pandas"], test=PANDAS_NAMED), isolation, subset="full")
+    honest = "import pandas as pd\ndef task_func(a, b):\n    pd.Series([a]) == a\n    return a + b\n"
+    flagged_while_an_honest_answer_passes(env, (FORGERIES / "steered_through_a_decorators_closure.py").read_text(), honest)
+
+
 COMPARED_AFTER_BOTH_CALLS = """import unittest
 class TestCases(unittest.TestCase):
     def test_both(self):
