@@ -505,14 +505,29 @@ class TestCases(unittest.TestCase):
 """
 
 
+STEERED_AFTER_THE_LOOK = {  # forgery: (libraries, the tests' first line, an honest answer)
+    "value_steered_after_its_look.py": (
+        [],
+        "",
+        "from collections import UserList\ndef task_func(a, b):\n    UserList([a]) == [a]\n    return a + b\n",
+    ),
+    "steered_after_its_look_through_a_wrapped_method.py": (  # 55a
+        ["pandas"],
+        "import pandas as pd\n",
+        "import pandas as pd\ndef task_func(a, b):\n    pd.Series([a]) == a\n    return a + b\n",
+    ),
+}
+
+
 @pytest.mark.parametrize("isolation", ["sandbox", "process"])
-def test_a_value_steered_after_it_was_looked_at_is_flagged_as_it_is_compared(tmp_path: Path, monkeypatch, isolation: str):
+@pytest.mark.parametrize("forgery", list(STEERED_AFTER_THE_LOOK))
+def test_a_value_steered_after_it_was_looked_at_is_flagged_as_it_is_compared(tmp_path: Path, monkeypatch, forgery: str, isolation: str):
     """53a: a thread of the answer's steered a returned UserList once the walk had passed it. The library functions a
     walked value's comparisons call are guarded in their classes (GuardedFunction): an own callable set later is flagged
     as the comparison reads it."""
-    env = one_task_env(tmp_path, monkeypatch, record(0, [], test=COMPARED_AFTER_BOTH_CALLS), isolation, subset="full")
-    honest = "from collections import UserList\ndef task_func(a, b):\n    UserList([a]) == [a]\n    return a + b\n"
-    flagged_while_an_honest_answer_passes(env, (FORGERIES / "value_steered_after_its_look.py").read_text(), honest)
+    libs, first_line, honest = STEERED_AFTER_THE_LOOK[forgery]
+    env = one_task_env(tmp_path, monkeypatch, record(0, libs, test=first_line + COMPARED_AFTER_BOTH_CALLS), isolation, subset="full")
+    flagged_while_an_honest_answer_passes(env, (FORGERIES / forgery).read_text(), honest)
 
 
 # Tests that call task_func before they look up an assert (as most of BigCodeBench's do), with subtests and assertAlmostEqual
