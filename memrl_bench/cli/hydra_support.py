@@ -79,12 +79,13 @@ LOCAL_LAUNCHERS = (
 JOBS_ON_DISK = "hydra_plugins.hydra_submitit_launcher."  # launchers that pickle every job, its settings too, into a folder
 
 
-def refuse_secrets_written_with_the_jobs(config: Any, launcher: str) -> None:
-    """A sweep whose launcher writes its jobs to disk (submitit's `.submitit` folder) holds no URL password, key-like URL
-    parameter or remembered key in an override or a setting: both were written there in clear (55b)."""
-    settings = OmegaConf.to_container(config, resolve=False)  # as written: an `${oc.env:MY_URL}` travels as itself
-    overrides = settings.pop("hydra", {}).get("overrides", {}).get("task", [])
-    todo = [(f"override {override}", override) for override in overrides] + [("", settings)]
+def refuse_secrets_written_with_the_jobs(settings: dict, launcher: str) -> None:
+    """A sweep whose launcher writes its jobs to disk (submitit's `.submitit` folder: every job's overrides and its whole
+    config, the `hydra` node's too) holds no URL password, key-like URL parameter or remembered key in its `settings` (as
+    written) or its overrides: both were written there in clear (55b; in `hydra.sweeper.params` or `hydra.job.env_set`,
+    56b)."""
+    overrides = settings["hydra"]["overrides"]["task"]
+    todo = [("", settings)] + [(f"override {override}", override) for override in overrides]  # the overrides named first
     while todo:
         where, value = todo.pop()
         if isinstance(value, dict | list):
@@ -114,11 +115,14 @@ class SweepRecordCheck(Callback):
         if os.path.islink(path) or (os.path.lexists(path) and not path.is_file()):
             why = InputError(f"{path} is not a regular file, so not the sweep's record; remove it and run the same command again")
             raise SweepRefused from why
-        launcher = str(config.hydra.launcher.get("_target_", ""))
+        # read as written: an `${oc.env:MY_URL}` travels to the jobs as itself, and an override only a job resolves
+        # (`seed=${hydra:job.num}`) raised here, which Hydra turns into a warning, skipping the checks below (56b)
+        settings = OmegaConf.to_container(config, resolve=False)
+        launcher = str(settings["hydra"]["launcher"].get("_target_", ""))
         if launcher.startswith(JOBS_ON_DISK):
-            refuse_secrets_written_with_the_jobs(config, config.hydra.runtime.choices.get("hydra/launcher", launcher))
+            refuse_secrets_written_with_the_jobs(settings, settings["hydra"]["runtime"]["choices"].get("hydra/launcher", launcher))
         note_the_sweep(in_workers=launcher in LOCAL_LAUNCHERS)
-        arguments = basic_sweep_arguments(config.hydra)
+        arguments = basic_sweep_arguments(settings["hydra"])
         if arguments is not None:
             # its jobs counted as the study and the report count them: Hydra's sweeper lists every job before the first
             # runs (`seed=range(0,1e400)` grew to gigabytes with no output, 51b) and refuses a range of nan in a traceback

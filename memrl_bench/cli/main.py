@@ -8,6 +8,7 @@ for Ctrl-C. Anything else is a bug and shows its traceback.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 import traceback
@@ -93,12 +94,17 @@ def _outcome(err: BaseException, run_dir: Path | None = None, composing: bool = 
         return f"error: {where}{err.strerror or err}{hint}", 2
     if isinstance(err, (HydraException, OmegaConfBaseException, yaml.YAMLError)):
         return f"error: {_one_line(err)}", 2
-    if isinstance(err, ValueError) and _raised_in_hydra(err):  # Hydra's own checks of the command line (`env=null`)
+    if isinstance(err, ValueError) and _raised_in(err, "hydra"):  # Hydra's own checks of the command line (`env=null`)
         nulls = [arg for arg in sys.argv[1:] if arg.lstrip("+~").split("=", 1)[0] in GROUPS and arg.endswith(("=null", "=~"))]
         named = f" ({', '.join(nulls)}: a config group is chosen by its name)" if nulls else ""
         return f"error: {_one_line(err)}{named}", 2
     if composing and type(err).__module__.startswith("submitit."):
         return _a_jobs_own_line(err)
+    if composing and isinstance(err, TimeoutError | multiprocessing.TimeoutError):  # joblib's launcher past its `timeout`
+        return "error: a job of the sweep ran past hydra.launcher.timeout; what finished is kept: re-run the same command to resume", 2
+    if composing and isinstance(err, AttributeError | AssertionError) and _raised_in(err, "hydra", "omegaconf"):
+        # OmegaConf's merge into a node that is None (`hydra.sweeper.params={x:1}`): its own AttributeError (56b)
+        return f"error: the command line or a config file could not be read: {_one_line(err)}", 2
     if composing and isinstance(err, (ValueError, RecursionError)):
         # what YAML or OmegaConf cannot take in (a 5,000-digit integer, 200 nested brackets, a lone surrogate in a folder
         # Hydra makes): a traceback before (50b)
@@ -121,12 +127,12 @@ def _a_jobs_own_line(err: BaseException) -> tuple[str, int] | None:
     return line, 3 if line.endswith(SERVER_BACK) else 1
 
 
-def _raised_in_hydra(err: BaseException) -> bool:
-    """`err` was raised by Hydra's code (its innermost frame is Hydra's)."""
+def _raised_in(err: BaseException, *packages: str) -> bool:
+    """`err` was raised by the code of one of `packages` (its innermost frame is theirs)."""
     tb = err.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
-    return tb is not None and f"{os.sep}hydra{os.sep}" in tb.tb_frame.f_code.co_filename
+    return tb is not None and any(f"{os.sep}{package}{os.sep}" in tb.tb_frame.f_code.co_filename for package in packages)
 
 
 def _exit(line: str, code: int) -> NoReturn:

@@ -457,6 +457,9 @@ CONFIG_FILE_VALUES = {  # 50b: what only a config file carries, or what Hydra ca
     "5,000 digits": ("seed: 1" + "0" * 5000, (), "could not be read: Exceeds the limit (4300 digits)"),
     "nested 3,000 deep": ("env: {seed: " + "[" * 3000 + "]" * 3000 + "}", (), "odd.yaml: nested more than 64 deep"),
     "nested 200 deep on the command line": ("", ("seed=" + "[" * 200 + "]" * 200,), "could not be read: values nested too deep"),
+    # 56b: OmegaConf's merge into a node that is None (its own AttributeError, AssertionError): a traceback, exit 1
+    "a mapping for the sweeper's params": ("", ("hydra.sweeper.params={x:1}",), "full_key: hydra.sweeper.params"),
+    "a key added under the sweeper's params": ("", ("+hydra.sweeper.params.x=1",), "could not be read: Unexpected type for root"),
     # 53b: a key that is no text: "TypeError: keywords must be strings", a traceback
     "an int key": ("llm: {1: 2}", (), "llm: a setting's name is text (got the key 1 of type int)"),
     "a float key": ("env: {1.5: 2}", ("env=mmlu",), "env: a setting's name is text (got the key 1.5 of type float)"),
@@ -494,6 +497,8 @@ def test_a_value_a_config_file_or_hydra_cannot_take_is_one_line(tmp_path, name):
 SWEEPS_NOT_EXPANDABLE = {  # 51b: a traceback, or (endless) gigabytes with no output, before any job or folder
     "-m range of nan": (("-m",), "seed=range(0,nan)", "not a sweep Hydra can expand (a bound or step that is no finite number)"),
     "-m endless range": (("-m",), "seed=range(0,1e400)", "seed=range(0,1e400): more than 10000 values"),
+    # 56b: an override only a job resolves made the check raise, which Hydra turned into a warning, skipping the count
+    "-m endless range beside a job's own value": (("-m", "task_order_seed=${hydra:job.num}"), "seed=range(0,1e400)", "more than 10000"),
     "-m range of no value": (("-m",), "seed=range(0,1,-inf)", "a sweep of no value"),
     "-m 20,000 jobs": (("-m",), "seed=range(0,20000)", "more than 10000 values"),  # Hydra's own sweeper ran it
     "study grid of nan": (("+experiment=critique_study", "study.workers=1"), "+study.grids=['seed=range(0,nan)']", "no finite number"),

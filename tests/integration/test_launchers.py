@@ -216,24 +216,36 @@ def test_a_killed_sweeps_workers_end_with_it_and_the_sweep_resumes(tmp_path, lau
         assert json.loads((run / "metrics.json").read_text())["episodes"] == 120
 
 
-@pytest.mark.parametrize(
-    "base_url",
-    [
-        "http://user:pw-NOT-IN-ANY-FILE@127.0.0.1:9/v1",
-        "'http://127.0.0.1:9/v1?api_key=key-NOT-IN-ANY-FILE'",
-        "http://127.0.0.1:9/v1,http://u:pw-NOT-IN-ANY-FILE@127.0.0.1:9/v1",  # one value of the sweep's
-    ],
-)
-def test_a_sweep_whose_launcher_writes_its_jobs_to_disk_refuses_a_secret_in_its_settings(tmp_path, base_url):
-    """submitit pickles every job, its settings too, into the sweep's `.submitit` folder: a URL password and a key-like
-    URL parameter were written there in clear (55b). Such a sweep is refused in one line naming the setting, and nothing
-    holding the secret is written."""
-    command = sweep_command(tmp_path, "submitit_local", [*TINY, "llm=openai", f"llm.base_url={base_url}"])
+SECRETS_FOR_SUBMITIT = {  # name: (overrides, a config file's text or "", the setting named)
+    "a password": (["llm.base_url=http://user:pw-NOT-IN-ANY-FILE@127.0.0.1:9/v1"], "", "llm.base_url"),
+    "a key parameter": (["llm.base_url='http://127.0.0.1:9/v1?api_key=key-NOT-IN-ANY-FILE'"], "", "llm.base_url"),
+    "one value of a sweep": (["llm.base_url=http://127.0.0.1:9/v1,http://u:pw-NOT-IN-ANY-FILE@127.0.0.1:9/v1"], "", "llm.base_url"),
+    # 56b: the `hydra` node is pickled too
+    "hydra's environment for the jobs": (["+hydra.job.env_set.MY_URL=http://u:pw-NOT-IN-ANY-FILE@h/v1"], "", "hydra.job.env_set.MY_URL"),
+    "a config file's sweeper params": (
+        ["+experiment=leak"],
+        "hydra:\n  sweeper:\n    params:\n      llm.base_url: http://127.0.0.1:9/v1,http://u:pw-NOT-IN-ANY-FILE@127.0.0.1:9/v1\n",
+        "hydra.sweeper.params.llm.base_url",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", SECRETS_FOR_SUBMITIT)
+def test_a_sweep_whose_launcher_writes_its_jobs_to_disk_refuses_a_secret_in_its_settings(tmp_path, name):
+    """submitit pickles every job, its overrides and its whole config, into the sweep's `.submitit` folder: a URL password
+    and a key-like URL parameter were written there in clear (55b, 56b). Such a sweep is refused in one line naming the
+    setting, and nothing holding the secret is written."""
+    overrides, text, setting = SECRETS_FOR_SUBMITIT[name]
+    if text:
+        (tmp_path / "conf" / "experiment").mkdir(parents=True)
+        (tmp_path / "conf" / "experiment" / "leak.yaml").write_text(f"# @package _global_\n{text}")
+        overrides = [f"hydra.searchpath=[file://{tmp_path / 'conf'}]", *overrides]
+    command = sweep_command(tmp_path / "results", "submitit_local", [*TINY, "llm=openai", *overrides])
     done = subprocess.run(command, cwd=REPO, env=sweep_env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr[-3000:]
-    assert done.stderr.count("\n") == 1 and "llm.base_url: holds a URL password or a key" in done.stderr
+    assert done.stderr.count("\n") == 1 and f"{setting}: holds a URL password or a key" in done.stderr, done.stderr
     assert "NOT-IN-ANY-FILE" not in done.stderr + done.stdout
-    assert not any(b"NOT-IN-ANY-FILE" in path.read_bytes() for path in tmp_path.rglob("*") if path.is_file())
+    assert not any(b"NOT-IN-ANY-FILE" in path.read_bytes() for path in (tmp_path / "results").rglob("*") if path.is_file())
     assert not list(tmp_path.rglob(".submitit"))
 
 
@@ -288,3 +300,20 @@ def test_a_jobs_bad_setting_is_its_one_line_and_exit_2_through_a_launcher(tmp_pa
     assert done.returncode == 2, done.stderr[-3000:]
     own = [line for line in done.stderr.splitlines() if not line.startswith("[20")]  # Hydra's log lines aside
     assert len(own) == 1 and own[0].startswith("memrl-bench: error: llm.model is required for llm=openai"), own
+
+
+def test_a_job_past_the_joblib_launchers_time_limit_is_one_line(tmp_path):
+    """joblib's launcher stops waiting for a job at `hydra.launcher.timeout`: multiprocessing's TimeoutError ended the
+    sweep in 43 lines, exit 1 (56b)."""
+    done = subprocess.run(
+        sweep_command(tmp_path, "joblib", [*TINY, "hydra.launcher.timeout=0.001"]),
+        cwd=REPO,
+        env=sweep_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    own = [line for line in done.stderr.splitlines() if not line.startswith("[20")]  # Hydra's log lines aside
+    assert done.returncode == 2 and own == [
+        "memrl-bench: error: a job of the sweep ran past hydra.launcher.timeout; what finished is kept: re-run the same command to resume"
+    ], done.stderr[-3000:]
