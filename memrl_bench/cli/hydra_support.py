@@ -13,6 +13,7 @@ Hydra upgrade that changes them fails there, loudly, and nowhere else.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import os
@@ -40,7 +41,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from memrl_bench.core import registry
 from memrl_bench.core.bounded_yaml import YAMLTooLargeError, bounded_yaml
 from memrl_bench.core.config import CONF_DIR, NAMED_BY, ConfigError, InputError, defaults_of, results_folder, run_name
-from memrl_bench.core.interrupts import note_the_sweep
+from memrl_bench.core.interrupts import note_the_sweep, watch_the_sweep
 from memrl_bench.core.redaction import remember_key_variables, scrub
 from memrl_bench.core.runfolder import CorruptRunFolderError, note_new
 
@@ -77,6 +78,16 @@ LOCAL_LAUNCHERS = (
     "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher",
 )
 JOBS_ON_DISK = "hydra_plugins.hydra_submitit_launcher."  # launchers that pickle every job, its settings too, into a folder
+
+
+def joblib_workers_watch_the_sweep() -> None:
+    """joblib's workers (loky's, the only backend Hydra's launcher uses) watch the sweep from their start, not only from
+    their first job's: a worker that had no job yet when the sweep was killed waited on its queue for good, holding the
+    sweep's stderr open (56b). joblib's own registry makes "loky" a LokyBackend with this initializer, in this process."""
+    from joblib import register_parallel_backend
+    from joblib._parallel_backends import LokyBackend
+
+    register_parallel_backend("loky", functools.partial(LokyBackend, initializer=watch_the_sweep))
 
 
 def refuse_secrets_written_with_the_jobs(settings: dict, launcher: str) -> None:
@@ -122,6 +133,8 @@ class SweepRecordCheck(Callback):
         if launcher.startswith(JOBS_ON_DISK):
             refuse_secrets_written_with_the_jobs(settings, settings["hydra"]["runtime"]["choices"].get("hydra/launcher", launcher))
         note_the_sweep(in_workers=launcher in LOCAL_LAUNCHERS)
+        if launcher == LOCAL_LAUNCHERS[0]:
+            joblib_workers_watch_the_sweep()
         arguments = basic_sweep_arguments(settings["hydra"])
         if arguments is not None:
             # its jobs counted as the study and the report count them: Hydra's sweeper lists every job before the first

@@ -179,10 +179,11 @@ def note_the_sweep(in_workers: bool) -> None:
         os.environ.pop(SWEEP_PROCESS, None)
 
 
-def _watch_the_sweep() -> None:
-    """In a worker process of a sweep's (SWEEP_PROCESS names another process): a thread that waits for the sweep's
-    process to end, then interrupts the job running (as a Ctrl-C: what it finished is kept), waits up to JOB_STOP_S for
-    it to stop and ends the worker; started once. Not watched: no pidfd (Linux before 5.3)."""
+def watch_the_sweep() -> None:
+    """In a worker process of a sweep's (SWEEP_PROCESS names another process), as a job starts or as the worker does (a
+    pool's initializer): a thread that waits for the sweep's process to end, then interrupts the job running (as a Ctrl-C:
+    what it finished is kept), waits up to JOB_STOP_S for it to stop and ends the worker; started once. Not watched: no
+    pidfd (Linux before 5.3)."""
     pid, _, started = os.environ.get(SWEEP_PROCESS, "").partition(" ")
     if not pid.isdigit() or int(pid) == os.getpid() or not _watching.acquire(blocking=False):
         return
@@ -217,7 +218,7 @@ def a_sweeps_job(in_a_sweep: bool) -> Iterator[None]:
     interrupted as by a Ctrl-C when the sweep's process ends (a SIGKILL, a SIGTERM), and the worker ends then (one idle at
     once); a job the sweep's own process runs, and a single run, are left as they are."""
     if in_a_sweep:
-        _watch_the_sweep()
+        watch_the_sweep()
     _idle.clear()
     try:
         yield

@@ -168,6 +168,13 @@ def running(pids: set[int]) -> set[int]:
     return alive
 
 
+def command_line(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # ended
+        return b""
+
+
 def logged(tmp_path: Path, launcher: str) -> list[int]:
     return sorted(len(log.read_bytes().splitlines()) for log in (tmp_path / launcher).glob("*/episodes.jsonl"))
 
@@ -317,3 +324,25 @@ def test_a_job_past_the_joblib_launchers_time_limit_is_one_line(tmp_path):
     assert done.returncode == 2 and own == [
         "memrl-bench: error: a job of the sweep ran past hydra.launcher.timeout; what finished is kept: re-run the same command to resume"
     ], done.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_a_sweep_killed_before_its_workers_had_jobs_leaves_none_waiting(tmp_path):
+    """A joblib sweep SIGKILLed just as loky started its workers: a worker that had no job yet (so no job's watch) waited
+    on its queue for good, holding the sweep's stderr open (56b: 4 of 6 kills within 0.7 s). Workers watch from their
+    start now."""
+    command = sweep_command(tmp_path, "joblib", [*TINY, "method=none,rag,memrl", "env.tasks.train=400"])
+    sweeping = subprocess.Popen(command, cwd=REPO, env=sweep_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if any(b"LokyProcess" in command_line(pid) for pid in processes_below(sweeping.pid)):
+            break
+        time.sleep(0.01)
+    time.sleep(0.3)
+    workers = processes_below(sweeping.pid)
+    sweeping.kill()
+    sweeping.wait()
+    deadline = time.monotonic() + 90  # interrupts.JOB_STOP_S and a margin, for a worker that had a job
+    while running(workers) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert workers and not running(workers)
