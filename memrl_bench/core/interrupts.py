@@ -195,6 +195,10 @@ def watch_the_sweep() -> None:
         return
     if _started(int(pid)) != started:  # ended before this worker looked, its pid perhaps another process's since
         sweep = None
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # a sweep started in the background (`nohup ... &`) hands its workers SIGINT ignored: the watch's SIGINT did not
+        # stop the job, which played on for JOB_STOP_S after the sweep was killed
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def watch() -> None:
         if sweep is not None:

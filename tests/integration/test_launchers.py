@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -179,12 +180,19 @@ def logged(tmp_path: Path, launcher: str) -> list[int]:
     return sorted(len(log.read_bytes().splitlines()) for log in (tmp_path / launcher).glob("*/episodes.jsonl"))
 
 
+def ignoring_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a shell starts a command in the background (`nohup ... &`)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("launcher", ["joblib", "submitit_local"])
-def test_a_killed_sweeps_workers_end_with_it_and_the_sweep_resumes(tmp_path, launcher):
+@pytest.mark.parametrize(
+    ("launcher", "background"), [("joblib", False), ("submitit_local", False), ("joblib", True)], ids=["joblib", "submitit", "nohup"]
+)
+def test_a_killed_sweeps_workers_end_with_it_and_the_sweep_resumes(tmp_path, launcher, background):
     """A sweep's process SIGKILLed while its jobs play their runs in a launcher's worker processes: the workers went on
     playing them to the end, holding their folders' locks, and the same command was refused meanwhile (55b). Now each job
-    stops as by a Ctrl-C, every worker ends, nothing more is written, and the same command completes both runs."""
+    stops as by a Ctrl-C, every worker ends, nothing more is written, and the same command completes both runs; also when
+    the sweep was started with SIGINT ignored, as in the background (a job played on for a minute then)."""
     overrides = [
         "llm.model=job-a,job-b",
         "env=mmlu",
@@ -200,7 +208,14 @@ def test_a_killed_sweeps_workers_end_with_it_and_the_sweep_resumes(tmp_path, lau
     with FaultServer(reply=answer_b, delay_s=0.3) as server:
         command = sweep_command(tmp_path, launcher, [f"llm.base_url={server.base_url}", *overrides])
         env = sweep_env({"OPENAI_API_KEY": "test-key-not-a-secret"})
-        sweeping = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        sweeping = subprocess.Popen(
+            command,
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            preexec_fn=ignoring_sigint if background else None,
+        )
         deadline = time.monotonic() + 120
         while (len(logged(tmp_path, launcher)) < 2 or min(logged(tmp_path, launcher)) < 1) and time.monotonic() < deadline:
             assert sweeping.poll() is None, sweeping.stderr.read().decode()[-3000:]
