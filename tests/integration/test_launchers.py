@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from memrl_bench.envs.sandbox.processes import descendants, live_processes
 from tests.fault_server import FaultServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -140,33 +141,12 @@ def test_two_jobs_share_one_llm_server(tmp_path, launcher):
 
 
 def processes_below(pid: int) -> set[int]:
-    """The processes descending from `pid` (read from /proc)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_bytes().rpartition(b")")[2].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
+    return descendants(pid, live_processes())
 
 
 def running(pids: set[int]) -> set[int]:
     """Those of `pids` still running (a zombie has ended)."""
-    alive = set()
-    for pid in pids:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
-        except OSError:
-            continue
-        if state != b"Z":
-            alive.add(pid)
-    return alive
+    return pids & live_processes().keys()
 
 
 def command_line(pid: int) -> bytes:

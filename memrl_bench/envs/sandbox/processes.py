@@ -29,7 +29,8 @@ def live_processes() -> dict[int, int]:
     return parents
 
 
-def _descendants(root_pid: int, parents: dict[int, int]) -> set[int]:
+def descendants(root_pid: int, parents: dict[int, int]) -> set[int]:
+    """The processes below `root_pid` in `parents` (live_processes)."""
     children: dict[int, list[int]] = {}
     for pid, parent in parents.items():
         children.setdefault(parent, []).append(pid)
@@ -68,7 +69,7 @@ def kill_command(proc: subprocess.Popen, pipe: int | None) -> None:
     """
     for _ in range(200):
         parents = live_processes()
-        victims = _descendants(proc.pid, parents) | ({proc.pid} & parents.keys())
+        victims = descendants(proc.pid, parents) | ({proc.pid} & parents.keys())
         if pipe is not None:
             victims |= _pipe_holders(pipe, set(parents) - {os.getpid()})
         try:  # the process group too: every Popen here starts a session, so its pgid is proc.pid
