@@ -2009,10 +2009,10 @@ def _memrl_runner():
         return value[5] if _c.type(value) is _guarded else value
 
     def a_compiled_callable(held, _own=own, _c=c):
-        """`held` is a callable whose type calls and binds it with no Python code (Cython's function, a builtin, a partial, a
-        class), and which an instance's own value shadows (no `__set__` or `__delete__` on its type)."""
-        if held is None or _c.type(held) is _c.FunctionType or not _c.callable(held):
-            return False
+        """`held` is a callable whose type calls and binds it with no Python code (Cython's function, a builtin, a partial; not
+        a class), and which an instance's own value shadows (no `__set__` or `__delete__` on its type)."""
+        if held is None or _c.type(held) is _c.FunctionType or not _c.callable(held) or _c.issubclass(_c.type(held), _c.type):
+            return False  # a class held by a class is data to it (a masked array's `_baseclass`, which each one holds: 56a)
         for klass in _c.mro_of(_c.type(held)):
             if _own(klass, "__set__") is not None or _own(klass, "__delete__") is not None:
                 return False
@@ -2068,22 +2068,23 @@ def _memrl_runner():
             if name in seen:
                 continue
             seen.add(name)
-            for base in mro:
+            first = True  # the definition `kind` resolves the name to: it decides whether the name is steered
+            for base in mro:  # every definition is followed: a later one is what `super()` reaches (56a: RangeIndex.equals)
                 held = _c.class_dict(base).get(name)
-                if held is not None:
-                    break
-            if _c.type(held) is _guarded:  # guarded already (guard_the_comparisons): what the class held
-                held = held[5]
-            if _c.type(held) is _c.property:  # asked before an instance's dict: not steered, but what its getter reads may be
-                _follow(held.fget, todo)
-                continue
-            if _c.id(_c.type(held)) not in _functions:  # by identity: `in` would run a metaclass's __eq__ (the program's)
-                if _compiled(held):  # counted, its code not followed (54a: pandas' Cython `_from_backing_data`)
+                if held is None:
+                    continue
+                if _c.type(held) is _guarded:  # guarded already (guard_the_comparisons): what the class held
+                    held = held[5]
+                if _c.type(held) is _c.property:  # asked before an instance's dict: not steered, but what its getter reads may be
+                    _follow(held.fget, todo)
+                elif _c.id(_c.type(held)) in _functions:  # by identity: `in` would run a metaclass's __eq__ (the program's)
+                    if first:
+                        names.append(name)
+                    function = held.__func__ if _c.type(held) is _c.staticmethod or _c.type(held) is _c.classmethod else held
+                    _follow(function, todo)
+                elif first and _compiled(held):  # counted, its code not followed (54a: pandas' Cython `_from_backing_data`)
                     names.append(name)
-                continue
-            names.append(name)
-            function = held.__func__ if _c.type(held) is _c.staticmethod or _c.type(held) is _c.classmethod else held
-            _follow(function, todo)
+                first = False
         return _c.frozenset(names)
 
     comparison_kinds = {}  # id -> (class, its instances' own dict's slot or None, steered_names): kept, so an id is no later class's

@@ -484,6 +484,41 @@ def test_a_value_steered_through_a_compiled_function_of_its_class_is_flagged(tmp
     flagged_while_an_honest_answer_passes(env, (FORGERIES / "steered_through_a_compiled_function.py").read_text(), honest)
 
 
+EQUALS_A_FRAME = """import unittest
+import pandas as pd
+class TestCases(unittest.TestCase):
+    def test_frame(self):
+        self.assertTrue(task_func(2, 3).equals(pd.DataFrame({"sum": [5]})))
+"""
+
+
+@pytest.mark.parametrize("isolation", ["sandbox", "process"])
+def test_a_value_steered_through_a_name_a_method_reached_by_super_calls_is_flagged(tmp_path: Path, monkeypatch, isolation: str):
+    """56a: RangeIndex.equals reaches Index.equals through `super()`, which calls `self.is_`: every definition of a name
+    along the class's bases is followed now, not only the one the class resolves it to."""
+    env = one_task_env(tmp_path, monkeypatch, record(0, ["pandas"], test=EQUALS_A_FRAME), isolation, subset="full")
+    honest = 'import pandas as pd\ndef task_func(a, b):\n    return pd.DataFrame({"sum": [a + b]})\n'
+    flagged_while_an_honest_answer_passes(env, (FORGERIES / "steered_through_a_method_super_reaches.py").read_text(), honest)
+
+
+SUM_OF_A_MASKED_ARRAY = """import unittest
+import numpy as np
+class TestCases(unittest.TestCase):
+    def test_sum(self):
+        self.assertEqual(task_func(2, 3), np.ma.array([5]))
+"""
+
+
+@pytest.mark.parametrize("isolation", ["sandbox", "process"])
+def test_an_honest_masked_array_is_not_flagged(tmp_path: Path, monkeypatch, isolation: str):
+    """56a: every masked array holds its own `_baseclass` (numpy's array class), which its comparisons read, and a class
+    held by a class counted as a compiled callable (54a): every honest answer whose value the walk met as a masked array
+    was flagged (the gold answers of tasks 253 and 257: matplotlib keeps masked arrays in its lines). A class is data."""
+    env = one_task_env(tmp_path, monkeypatch, record(0, ["numpy"], test=SUM_OF_A_MASKED_ARRAY), isolation, subset="full")
+    _, info = answer(env, "BigCodeBench/0", "import numpy as np\ndef task_func(a, b):\n    return np.ma.array([a + b])\n")
+    assert info["success"] is True and not info.get("tampering"), info
+
+
 PANDAS_NAMED = "import pandas as pd\n" + TEST_ADD
 
 
