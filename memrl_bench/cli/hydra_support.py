@@ -68,15 +68,25 @@ def _job_folder(sweep_dir: str, overrides: list[str]) -> str:
     return name
 
 
+def dotted_items(value: Any) -> Iterator[tuple[str, Any]]:
+    """(dotted key, node) of every node below `value`, nested mappings and lists as OmegaConf.to_container gives them."""
+    todo = [("", value)]
+    while todo:
+        dotted, node = todo.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, item in items:
+            where = f"{dotted}.{key}" if dotted else str(key)
+            yield where, item
+            todo.append((where, item))
+
+
 SWEEP_RECORDS: list[Path] = []  # the records (multirun.yaml) of the sweeps this process started: scrubbed as it ends
 
 
 # launchers whose jobs run in worker processes on this host, which end with the sweep (interrupts.a_sweeps_job: 55b);
 # a cluster's (submitit's Slurm) are meant to outlive the process that submitted them
-LOCAL_LAUNCHERS = (
-    "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher",
-    "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher",
-)
+JOBLIB_LAUNCHER = "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"
+LOCAL_LAUNCHERS = (JOBLIB_LAUNCHER, "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher")
 JOBS_ON_DISK = "hydra_plugins.hydra_submitit_launcher."  # launchers that pickle every job, its settings too, into a folder
 
 
@@ -95,17 +105,11 @@ def refuse_secrets_written_with_the_jobs(settings: dict, launcher: str) -> None:
     config, the `hydra` node's too) holds no URL password, key-like URL parameter or remembered key in its `settings` (as
     written) or its overrides: both were written there in clear (55b; in `hydra.sweeper.params` or `hydra.job.env_set`,
     56b)."""
-    overrides = settings["hydra"]["overrides"]["task"]
-    todo = [("", settings)] + [(f"override {override}", override) for override in overrides]  # the overrides named first
-    while todo:
-        where, value = todo.pop()
-        if isinstance(value, dict | list):
-            items = value.items() if isinstance(value, dict) else enumerate(value)
-            todo += [(f"{where}.{key}" if where else str(key), item) for key, item in items]
-        elif isinstance(value, str) and scrub(value) != value:
-            name = where.split("=", 1)[0] if where.startswith("override ") else where
+    overrides = [(f"override {override.split('=', 1)[0]}", override) for override in settings["hydra"]["overrides"]["task"]]
+    for where, value in [*overrides, *dotted_items(settings)]:  # an override named as typed first
+        if isinstance(value, str) and scrub(value) != value:
             raise SweepRefused from ConfigError(
-                f"{scrub(name)}: holds a URL password or a key, and hydra/launcher={launcher} writes every job, "
+                f"{scrub(where)}: holds a URL password or a key, and hydra/launcher={launcher} writes every job, "
                 "its settings too, to disk; give the URL through an environment variable (llm.base_url='${oc.env:MY_URL}') and "
                 "a key through api_key_env"
             )
@@ -133,7 +137,7 @@ class SweepRecordCheck(Callback):
         if launcher.startswith(JOBS_ON_DISK):
             refuse_secrets_written_with_the_jobs(settings, settings["hydra"]["runtime"]["choices"].get("hydra/launcher", launcher))
         note_the_sweep(in_workers=launcher in LOCAL_LAUNCHERS)
-        if launcher == LOCAL_LAUNCHERS[0]:
+        if launcher == JOBLIB_LAUNCHER:
             joblib_workers_watch_the_sweep()
         arguments = basic_sweep_arguments(settings["hydra"])
         if arguments is not None:
@@ -241,16 +245,10 @@ class CheckedConfigFiles(FileConfigSource):
             # Hydra's defaults tree takes time growing with the square of a list's length: 500 entries (10 KB) composed for
             # 49 s, 1,000 for minutes, with no output (54b)
             raise ConfigError(f"config file {path}: a defaults list of {len(defaults)} entries, more than {MAX_DEFAULTS}")
-        todo = [("", OmegaConf.to_container(result.config, resolve=False))]
-        while todo:
-            dotted, node = todo.pop()
-            items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-            for key, value in items:
-                where = f"{dotted}.{key}" if dotted else str(key)
-                if key == "api_key_env":  # as the file resolves it (`${.which}`, `${oc.env:WHICH}`: 54b), or its names as written
-                    resolved = OmegaConf.select(result.config, where, throw_on_resolution_failure=False)
-                    remember_key_variables(str(value if resolved is None else resolved))
-                todo.append((where, value))
+        for where, value in dotted_items(OmegaConf.to_container(result.config, resolve=False)):
+            if where.rpartition(".")[2] == "api_key_env":  # as the file resolves it (`${.which}`, `${oc.env:WHICH}`: 54b), or as written
+                resolved = OmegaConf.select(result.config, where, throw_on_resolution_failure=False)
+                remember_key_variables(str(value if resolved is None else resolved))
         return result
 
 

@@ -74,10 +74,20 @@ def sweep_env(env: dict[str, str] | None = None) -> dict[str, str]:
     return {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **(env or {})}
 
 
+def run_sweep(tmp_path: Path, launcher: str, overrides: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        sweep_command(tmp_path, launcher, overrides), cwd=REPO, env=sweep_env(env), capture_output=True, text=True, timeout=600
+    )
+
+
+def own_lines(stderr: str) -> list[str]:
+    """The command's lines, Hydra's log lines aside."""
+    return [line for line in stderr.splitlines() if not line.startswith("[20")]
+
+
 def sweep(tmp_path: Path, launcher: str, overrides: list[str], env: dict[str, str] | None = None) -> list[Path]:
     """Run a sweep through `launcher`; the folders of its complete runs, sorted."""
-    command = sweep_command(tmp_path, launcher, overrides)
-    done = subprocess.run(command, cwd=REPO, env=sweep_env(env), capture_output=True, text=True, timeout=600)
+    done = run_sweep(tmp_path, launcher, overrides, env)
     assert done.returncode == 0, done.stderr[-3000:]
     return sorted(p.parent for p in (tmp_path / launcher).glob("*/COMPLETE"))
 
@@ -156,6 +166,14 @@ def command_line(pid: int) -> bytes:
         return b""
 
 
+def still_running_after_a_while(workers: set[int]) -> set[int]:
+    """Those of `workers` still running once interrupts.JOB_STOP_S and a margin have passed (or as soon as none is)."""
+    deadline = time.monotonic() + 90
+    while running(workers) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return running(workers)
+
+
 def logged(tmp_path: Path, launcher: str) -> list[int]:
     return sorted(len(log.read_bytes().splitlines()) for log in (tmp_path / launcher).glob("*/episodes.jsonl"))
 
@@ -204,10 +222,7 @@ def test_a_killed_sweeps_workers_end_with_it_and_the_sweep_resumes(tmp_path, lau
         assert running(workers), "the jobs run in processes of their own"
         sweeping.kill()
         sweeping.wait()
-        deadline = time.monotonic() + 90  # interrupts.JOB_STOP_S and a margin
-        while running(workers) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert not running(workers)
+        assert not still_running_after_a_while(workers)
         lines = logged(tmp_path, launcher)
         time.sleep(2)
         assert logged(tmp_path, launcher) == lines and max(lines) < 120  # nothing more written; neither run finished
@@ -242,8 +257,7 @@ def test_a_sweep_whose_launcher_writes_its_jobs_to_disk_refuses_a_secret_in_its_
         (tmp_path / "conf" / "experiment").mkdir(parents=True)
         (tmp_path / "conf" / "experiment" / "leak.yaml").write_text(f"# @package _global_\n{text}")
         overrides = [f"hydra.searchpath=[file://{tmp_path / 'conf'}]", *overrides]
-    command = sweep_command(tmp_path / "results", "submitit_local", [*TINY, "llm=openai", *overrides])
-    done = subprocess.run(command, cwd=REPO, env=sweep_env(), capture_output=True, text=True, timeout=120)
+    done = run_sweep(tmp_path / "results", "submitit_local", [*TINY, "llm=openai", *overrides])
     assert done.returncode == 2, done.stderr[-3000:]
     assert done.stderr.count("\n") == 1 and f"{setting}: holds a URL password or a key" in done.stderr, done.stderr
     assert "NOT-IN-ANY-FILE" not in done.stderr + done.stdout
@@ -291,32 +305,17 @@ def test_a_sweep_process_named_by_a_stale_variable_stops_no_run(tmp_path, sweepi
 def test_a_jobs_bad_setting_is_its_one_line_and_exit_2_through_a_launcher(tmp_path, launcher):
     """A job refusing its settings in a launcher's worker: submitit handed the sweep the job's line inside 40 lines of its
     own traceback, exit 1 (found beside 55b); the sweep now ends on the job's line and code, as joblib's did."""
-    done = subprocess.run(
-        sweep_command(tmp_path, launcher, ["method=none,rag", "env=mmlu", "env.tasks_per_split=2", "llm=openai", "progress=false"]),
-        cwd=REPO,
-        env=sweep_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_sweep(tmp_path, launcher, ["method=none,rag", "env=mmlu", "env.tasks_per_split=2", "llm=openai", "progress=false"])
     assert done.returncode == 2, done.stderr[-3000:]
-    own = [line for line in done.stderr.splitlines() if not line.startswith("[20")]  # Hydra's log lines aside
+    own = own_lines(done.stderr)
     assert len(own) == 1 and own[0].startswith("memrl-bench: error: llm.model is required for llm=openai"), own
 
 
 def test_a_job_past_the_joblib_launchers_time_limit_is_one_line(tmp_path):
     """joblib's launcher stops waiting for a job at `hydra.launcher.timeout`: multiprocessing's TimeoutError ended the
     sweep in 43 lines, exit 1 (56b)."""
-    done = subprocess.run(
-        sweep_command(tmp_path, "joblib", [*TINY, "hydra.launcher.timeout=0.001"]),
-        cwd=REPO,
-        env=sweep_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    own = [line for line in done.stderr.splitlines() if not line.startswith("[20")]  # Hydra's log lines aside
-    assert done.returncode == 2 and own == [
+    done = run_sweep(tmp_path, "joblib", [*TINY, "hydra.launcher.timeout=0.001"])
+    assert done.returncode == 2 and own_lines(done.stderr) == [
         "memrl-bench: error: a job of the sweep ran past hydra.launcher.timeout; what finished is kept: re-run the same command to resume"
     ], done.stderr[-3000:]
 
@@ -337,7 +336,4 @@ def test_a_sweep_killed_before_its_workers_had_jobs_leaves_none_waiting(tmp_path
     workers = processes_below(sweeping.pid)
     sweeping.kill()
     sweeping.wait()
-    deadline = time.monotonic() + 90  # interrupts.JOB_STOP_S and a margin, for a worker that had a job
-    while running(workers) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert workers and not running(workers)
+    assert workers and not still_running_after_a_while(workers)
