@@ -304,11 +304,13 @@ def test_a_sweep_process_named_by_a_stale_variable_stops_no_run(tmp_path, sweepi
 @pytest.mark.parametrize("launcher", ["joblib", "submitit_local"])
 def test_a_jobs_bad_setting_is_its_one_line_and_exit_2_through_a_launcher(tmp_path, launcher):
     """A job refusing its settings in a launcher's worker: submitit handed the sweep the job's line inside 40 lines of its
-    own traceback, exit 1 (found beside 55b); the sweep now ends on the job's line and code, as joblib's did."""
+    own traceback, exit 1 (found beside 55b); the sweep now ends on the job's line and code, as joblib's did. joblib runs
+    both jobs at once: each that started before the sweep stopped says its line (CI saw both)."""
     done = run_sweep(tmp_path, launcher, ["method=none,rag", "env=mmlu", "env.tasks_per_split=2", "llm=openai", "progress=false"])
     assert done.returncode == 2, done.stderr[-3000:]
     own = own_lines(done.stderr)
-    assert len(own) == 1 and own[0].startswith("memrl-bench: error: llm.model is required for llm=openai"), own
+    assert 1 <= len(own) <= 2 and len(set(own)) == 1, own
+    assert own[0].startswith("memrl-bench: error: llm.model is required for llm=openai"), own
 
 
 def test_a_job_past_the_joblib_launchers_time_limit_is_one_line(tmp_path):
