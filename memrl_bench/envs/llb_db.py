@@ -11,15 +11,17 @@ Checking:
   Query tasks (the gold SQL is a SELECT): the answer is the rows given with ANSWER or, with
   COMMIT, the rows of the last statement the agent ran that returned rows. They must equal
   the rows of the gold SQL run on a fresh copy of the table: as a multiset unless the gold
-  SQL has a top-level ORDER BY; numbers within 1e-6 (relative or absolute); strings that
-  read as numbers compare as numbers. The gold SQL also runs on a copy with the rows
+  SQL has a top-level ORDER BY; integers exactly, other numbers within 1e-6 (relative or
+  absolute); strings that read as numbers compare as numbers, text without surrounding blanks,
+  NULL written NULL or None. The gold SQL also runs on a copy with the rows
   inserted in reverse order, and matching either result is right, so answers that hinge on
   unspecified tie order (LIMIT without ORDER BY, ties in ORDER BY) are not failed; except
   when the gold SQL skips rows (OFFSET) with no top-level ORDER BY: such a question names
   positions in the table's stored order ("10 entries starting from the 6th"), and on the
   reversed copy a query without the OFFSET would match (found by scripts/audit_llb_db.py).
   Modifying tasks (INSERT / UPDATE / DELETE): with COMMIT or ANSWER, the final table
-  (column names, rows as a multiset) must equal the table after the gold SQL on a fresh copy.
+  (column names, rows as a multiset) must equal the table after the gold SQL on a fresh copy,
+  values as stored: text exactly, NULL only as NULL.
 Why not LLB's own check: LLB compares with answers recorded on MySQL (the `direct` rows; an
 MD5 of the table), where AVG rounds to 4 decimals and INT columns round updated values, so
 a right query run here would fail it. The reference is the gold SQL on the engine the agent
@@ -125,23 +127,49 @@ def _cell_key(value: Any) -> tuple:
     return (0, 0.0, "" if value is None else str(value).strip())
 
 
-def _cells_equal(agent: Any, gold: Any, tolerance: float) -> bool:
+_INTEGER_TEXT = re.compile(r"\s*[+-]?\d+\s*")
+
+
+def _whole(value: Any) -> int | None:
+    """`value` as an integer if it is one (an int, or text of one), else None."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value):
+        return int(value)
+    return None
+
+
+def _cells_equal(agent: Any, gold: Any, tolerance: float, stored: bool) -> bool:
+    """An answer's cell against the reference's. An integer is exact (a count, an id, a date stored as YYYYMMDD: the
+    relative tolerance let 20221135 pass for 20221120, 57b); other numbers within `tolerance`. A value the model wrote
+    (ANSWER text) is read as written: numbers however spelled, text without surrounding blanks, NULL as NULL or None. A
+    value `stored` in the final table is compared as stored: text exactly, NULL only as NULL (57b: the text 'None' and
+    padded text passed a modify task)."""
+    if stored and (isinstance(agent, str) or isinstance(gold, str) or agent is None or gold is None):
+        return type(agent) is type(gold) and agent == gold
     gold_number, agent_number = _number(gold), _number(agent)
     if gold_number is not None and agent_number is not None:
-        return math.isclose(agent_number, gold_number, rel_tol=tolerance, abs_tol=tolerance)
+        whole = _whole(gold)
+        if whole is None:
+            return math.isclose(agent_number, gold_number, rel_tol=tolerance, abs_tol=tolerance)
+        agent_whole = _whole(agent)
+        if agent_whole is None and agent_number.is_integer():  # 7.0 written for 7
+            agent_whole = int(agent_number)
+        return agent_whole == whole
     if gold is None or agent is None:
         return gold is None and (agent is None or str(agent).strip().upper() in ("NULL", "NONE"))
     return str(agent).strip() == str(gold).strip()
 
 
-def rows_match(agent: list[Row], gold: list[Row], ordered: bool, tolerance: float = _TOLERANCE) -> bool:
-    """Equal rows (in order if `ordered`, else as multisets); numbers within `tolerance`."""
+def rows_match(agent: list[Row], gold: list[Row], ordered: bool, tolerance: float = _TOLERANCE, stored: bool = False) -> bool:
+    """Equal rows (in order if `ordered`, else as multisets), cell by cell as _cells_equal says (`stored`: the agent's rows
+    are a final table's)."""
     if len(agent) != len(gold):
         return False
     if not ordered:
         agent = sorted(agent, key=lambda row: [_cell_key(c) for c in row])
         gold = sorted(gold, key=lambda row: [_cell_key(c) for c in row])
-    return all(len(a) == len(g) and all(_cells_equal(x, y, tolerance) for x, y in zip(a, g)) for a, g in zip(agent, gold))
+    return all(len(a) == len(g) and all(_cells_equal(x, y, tolerance, stored) for x, y in zip(a, g)) for a, g in zip(agent, gold))
 
 
 _UNREADABLE = object()
@@ -481,7 +509,7 @@ class LLBDBEnv(Env):
             except SQLError as err:
                 return False, f"cannot read the final table: {err}"
             renamed = self._task.data.get("renamed_columns", {})
-            same = columns == [renamed.get(c, c) for c in reference[0]] and rows_match(rows, reference[1], ordered=False)
+            same = columns == [renamed.get(c, c) for c in reference[0]] and rows_match(rows, reference[1], ordered=False, stored=True)
             return same, "final table compared with the table after the gold SQL"
         gold, gold_reversed, ordered = reference
         if answer is not None:

@@ -139,6 +139,40 @@ def test_parse_rows_and_match():
     assert rows_match([("x", "NULL")], [("x", None)], ordered=True)
 
 
+def test_cells_compare_integers_exactly_and_a_final_tables_values_as_stored():
+    """57b: integers within a relative 1e-6 let dates stored as YYYYMMDD pass 15 days off; a modify task's table passed
+    with the text 'None' for NULL and text padded with blanks. An ANSWER's text stays read as written."""
+    assert not rows_match([(20221135,)], [(20221120,)], ordered=True)
+    assert not rows_match([("20221135",)], [(20221120,)], ordered=True)
+    assert not rows_match([(5.000001,)], [(5,)], ordered=True)
+    assert rows_match([("7.0",), (3.3333333,)], [(7,), (10 / 3,)], ordered=True)
+    assert rows_match([(" USA ", "NULL", "None")], [("USA", None, None)], ordered=True)
+    assert not rows_match([("None",)], [(None,)], ordered=True, stored=True)
+    assert not rows_match([(" Politics ",)], [("Politics",)], ordered=True, stored=True)
+    assert not rows_match([(1500.0000001,)], [(1500,)], ordered=True, stored=True)
+    assert rows_match([(None, "a", 1500.0, 2.5)], [(None, "a", 1500, 2.5)], ordered=True, stored=True)
+
+
+@pytest.mark.parametrize(
+    "key, actions",
+    [
+        ("10", ["ANSWER: 5.000001"]),  # a count a millionth off
+        (
+            "3",
+            [
+                "SQL: UPDATE staff SET salary = salary + 10 WHERE team = 'red'",
+                "SQL: UPDATE staff SET name = ' Ann ' WHERE id = 1",
+                "COMMIT",
+            ],
+        ),
+    ],
+    ids=["an integer answered off", "a name stored padded"],
+)
+def test_a_near_miss_the_check_read_loosely_is_a_wrong_answer(env: LLBDBEnv, key: str, actions: list[str]):
+    info = play(env, key, *actions)
+    assert info["success"] is False and "status" not in info, info
+
+
 def test_observations_and_unknown_actions(env: LLBDBEnv):
     observation, info = env.reset(task(env, "2"))
     assert "staff(id INT, name TEXT, team TEXT, salary INT) has 5 rows" in observation and info["multiline_actions"]
