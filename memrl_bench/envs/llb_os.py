@@ -9,7 +9,9 @@ episode, and so does `answer: <text>`. Success: the task's evaluation script exi
 `Sandbox.check` with the host's system tools (what the episode did to /usr, /bin, /lib ... cannot
 change what the check runs), and the episode changed no system file: an episode that modified,
 replaced or deleted one, shadowed a system command, added a library or changed the loader's
-configuration ends with status "tampered" (the patterns in info["tampering"]) and scores 0.
+configuration ends with status "tampered" (the patterns in info["tampering"]) and scores 0; so
+does one whose check had a process killed for lack of memory (`starves_the_check`: the episode's
+files fill the sandbox's memory, and `! grep -q X file` read a killed grep as "not found").
 
 All 500 tasks check the final state (files, users, permissions, file contents) with
 that script; none compares an answer string, so an `answer:` text is recorded in the
@@ -192,7 +194,9 @@ class LLBOSEnv(Env):
         if ends:
             check = self._sandbox.check(self._task.data["evaluation"])
             self.close()
-            result, changes = check.result, check.system_changes
+            result, changes = check.result, dict(check.system_changes)
+            if check.out_of_memory:
+                changes["starves_the_check"] = ["a process of the check was killed for lack of memory"]
             info: dict[str, Any] = {
                 "success": result.ok and not changes,
                 "answer": answer,
@@ -203,9 +207,9 @@ class LLBOSEnv(Env):
             if changes:
                 changed = "; ".join(f"{pattern}: {', '.join(paths)}" for pattern, paths in sorted(changes.items()))
                 info.update(
-                    status="tampered", tampering=sorted(changes), detail=f"{info['detail']}; system files changed ({changed})"[-600:]
+                    status="tampered", tampering=sorted(changes), detail=f"{info['detail']}; the episode tampered ({changed})"[-600:]
                 )
-                return f"The task is not solved: the episode changed system files ({', '.join(sorted(changes))}).", 0.0, True, info
+                return f"The task is not solved: the episode tampered with its check ({', '.join(sorted(changes))}).", 0.0, True, info
             return ("The task is solved." if info["success"] else "The task is not solved."), float(info["success"]), True, info
         if not command:
             return "Empty command: give a bash command, or `finish` when the task is done.", 0.0, False, {"multiline_actions": True}

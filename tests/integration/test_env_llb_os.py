@@ -595,3 +595,21 @@ def test_llb_os_episode_cut_at_the_step_limit_is_judged_by_its_final_state(env: 
     assert [t.action for t in outcome.turns][-1] == commands[-1] and len(outcome.turns) == 3  # never `finish`
     assert (outcome.status, outcome.success) == ("step_limit", solved)
     assert outcome.info["judged_at_step_limit"] is True
+
+
+@needs_sandbox
+def test_a_check_starved_of_memory_by_the_episodes_files_is_flagged(data: Path, tmp_path: Path, monkeypatch):
+    """57b: the episode's files share the sandbox's memory with its check; one long line before a wrong answer got
+    `! grep -q X file`'s grep killed for lack of memory, which the negation read as "not found": the check passed (4 of 4
+    real tasks). A check with a process killed so has no verdict."""
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    env = LLBOSEnv({"data_dir": str(data), "tasks_per_split": 3, "memory_mb": 256})  # its files may take 192 MiB
+    task = own_task("! grep -q wrong /root/answer")
+    try:
+        long_line = "head -c 150M /dev/zero | tr '\\0' a > /root/answer && echo wrong >> /root/answer"
+        info = play(env, task, long_line)
+        assert info["success"] is False and info["status"] == "tampered" and info["tampering"] == ["starves_the_check"], info
+        assert play(env, task, "echo right > /root/answer")["success"] is True
+        assert play(env, task, "echo wrong > /root/answer")["success"] is False
+    finally:
+        env.close()

@@ -98,6 +98,18 @@ class Cgroup:
                     return False
         return True
 
+    def oom_kills(self) -> int | None:
+        """How many processes the kernel has killed for lack of memory in this sandbox's memory cgroup, its children
+        included (None where no count is readable)."""
+        for directory in self.dirs:
+            for name in ("memory.events", "memory.oom_control"):  # v2; v1 (kernel 4.13 and later)
+                with contextlib.suppress(OSError, ValueError):
+                    for line in (directory / name).read_text().splitlines():
+                        key, _, value = line.partition(" ")
+                        if key == "oom_kill":
+                            return int(value)
+        return None
+
     def procs_files(self) -> list[str]:
         return [str(d / "cgroup.procs") for d in self.dirs]
 

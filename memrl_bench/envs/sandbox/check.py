@@ -29,6 +29,9 @@ class CheckResult:
     # visible) or "bind" (where overlays cannot stack: the host's folders alone); "" if that failed (the
     # check then fails, exit 125)
     trusted_view: str
+    # a process in the sandbox was killed for lack of memory while the check ran: its verdict is none (a file of the
+    # episode's holding one 420 MB line got `! grep -q X file`'s grep killed, and the check passed: 57b)
+    out_of_memory: bool = False
 
 
 # System files, as `Sandbox.check` sees them. Changes to them (found in the overlay's upper layer)

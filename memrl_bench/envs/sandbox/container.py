@@ -232,7 +232,9 @@ class Sandbox:
             try:
                 try:
                     changes = system_changes(upper, self.hidden_paths)
+                    killed_before = cgroup.oom_kills()
                     result = self._run(command, timeout_s, None, CHECK_ENV, settings, (write,))
+                    out_of_memory = killed_before is not None and (cgroup.oom_kills() or 0) > killed_before
                 finally:
                     os.close(write)
                 for kind, paths in system_changes(upper, self.hidden_paths).items():
@@ -243,7 +245,7 @@ class Sandbox:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGCONT)
             view = channel.read().decode(errors="replace")
-        return CheckResult(result, {kind: paths[:5] for kind, paths in changes.items()}, view)
+        return CheckResult(result, {kind: paths[:5] for kind, paths in changes.items()}, view, out_of_memory)
 
     def _episode_processes(self) -> set[int]:
         """Every live process in the container but its first."""
