@@ -116,21 +116,25 @@ RESULTS_DIRS = "results_dirs.txt"  # in cache_root(): the results folders runs w
 
 
 def hide_what_the_run_writes(cfg: dict, run_dir: Path) -> None:
-    """The results folder (the run's own, when the config names none), the caches this run writes and the run it transfers
-    from, shown empty in its sandboxes with the default hidden folders: one outside those was readable by the model's
-    commands and programs, other runs' logs and transcripts with it (43b); and so is every results folder another run with
-    this cache named (a concurrent run's, an earlier study's: 44b), which cache_root()/results_dirs.txt lists."""
+    """The results folder (the run's own, when the config names none), the run's own folder where it lies outside that
+    (`hydra.run.dir` elsewhere: its episodes were readable by its own sandboxes, 57b), the caches this run writes and the
+    run it transfers from, shown empty in its sandboxes with the default hidden folders: one outside those was readable by
+    the model's commands and programs, other runs' logs and transcripts with it (43b); and so is every results folder
+    another run with this cache named (a concurrent run's, an earlier study's, a sweep's earlier job's: 44b), which
+    cache_root()/results_dirs.txt lists."""
     caches = [cfg.get(part) or {} for part in ("llm", "memory_llm", "embedder")]
     paths = [p for p in (c.get("cache_path") for c in caches if isinstance(c, dict)) if isinstance(p, str) and p]
     results = cfg.get("results_dir")
     results = os.path.realpath(results if isinstance(results, str) and results else run_dir)
+    run = os.path.realpath(run_dir)
+    written = [results] if run == results or run.startswith(results + "/") else [results, run]
     source = (cfg.get("protocol") or {}).get("transfer_from")
     try:
         hide_from_sandboxes(
-            results, cache_root(), *(Path(p).parent for p in paths), *([source] if isinstance(source, str) and source else [])
+            *written, cache_root(), *(Path(p).parent for p in paths), *([source] if isinstance(source, str) and source else [])
         )
     except SandboxSettingError as err:
-        raise ConfigError(f"results_dir, a cache_path or protocol.transfer_from: {err}") from err
+        raise ConfigError(f"results_dir, the run folder (hydra.run.dir), a cache_path or protocol.transfer_from: {err}") from err
     listed = cache_root() / RESULTS_DIRS
     try:
         # A folder's name in the bytes the system gives (one not UTF-8 was a traceback: 45b), never through a link (the
@@ -138,13 +142,14 @@ def hide_what_the_run_writes(cfg: dict, run_dir: Path) -> None:
         if listed.is_symlink():
             raise CorruptRunFolderError("a symbolic link, which no run writes; it was put there by hand")
         known = [os.fsdecode(line) for line in read_regular(listed, MAX_SMALL_FILE_BYTES).splitlines()] if listed.exists() else []
-        if results not in known and results in hidden_for_this_process():  # one under a default hidden folder needs no line
-            listed.parent.mkdir(parents=True, exist_ok=True)
-            descriptor = os.open(listed, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-            try:
-                os.write(descriptor, os.fsencode(results) + b"\n")  # one short write: runs appending at once do not mix lines
-            finally:
-                os.close(descriptor)
+        for folder in written:
+            if folder not in known and folder in hidden_for_this_process():  # one under a default hidden folder needs no line
+                listed.parent.mkdir(parents=True, exist_ok=True)
+                descriptor = os.open(listed, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+                try:
+                    os.write(descriptor, os.fsencode(folder) + b"\n")  # one short write: runs appending at once do not mix lines
+                finally:
+                    os.close(descriptor)
     except (OSError, CorruptRunFolderError) as err:
         print(f"memrl-bench: warning: {listed}: {err}; other runs' results folders are not hidden from the sandbox", file=sys.stderr)
         return

@@ -766,6 +766,31 @@ def test_a_results_folder_outside_the_default_hidden_ones_is_hidden_once_a_run_n
         hide_what_the_run_writes({"results_dir": "/usr"}, first)
 
 
+def test_a_run_folder_outside_its_results_folder_is_hidden_and_listed_for_later_runs(monkeypatch, tmp_path):
+    """57b: `hydra.run.dir` outside results_dir: the run's own episodes and transcripts (a sweep's, its other jobs' too)
+    were readable by the run's sandboxes."""
+    from memrl_bench.envs.sandbox import settings
+    from memrl_bench.runner.loop import RESULTS_DIRS, hide_what_the_run_writes
+
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    base = Path(tempfile.mkdtemp(prefix="memrl-results-test-", dir="/var/lib"))
+    try:
+        results, run = base / "results", base / "elsewhere" / "0"
+        results.mkdir()
+        run.mkdir(parents=True)
+        monkeypatch.setattr(settings, "_HIDDEN_FOR_THIS_PROCESS", {})
+        hide_what_the_run_writes({"results_dir": str(results)}, run)
+        assert {str(results), str(run)} <= set(settings.hidden_for_this_process())
+        assert (tmp_path / "cache" / RESULTS_DIRS).read_text().splitlines() == [str(results), str(run)]
+        monkeypatch.setattr(settings, "_HIDDEN_FOR_THIS_PROCESS", {})
+        hide_what_the_run_writes({"results_dir": str(results)}, results / "x" / "run")  # inside: the results folder's line only
+        assert (
+            settings.hidden_for_this_process()[0] == str(results) and str(results / "x" / "run") not in settings.hidden_for_this_process()
+        )
+    finally:
+        shutil.rmtree(base)
+
+
 def test_the_list_of_results_folders_takes_any_name_and_writes_through_no_link(monkeypatch, tmp_path, capsys):
     """45b: a results folder whose name is not UTF-8 (outside the default hidden folders) ended the run in a traceback; the
     list, a link to a user's file, had the run's line appended to that file."""
