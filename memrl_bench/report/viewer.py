@@ -134,10 +134,13 @@ def run_data(run: RunRecords, name: str) -> dict[str, Any]:
         episode["has_transcript"] = bool(record)
         episode["text"] = _task_text(acting)
         episodes.append(episode)
-    # a COMPLETE run wrote each episode's record (one with an LLM call) before the episode reached its log: one missing is
-    # damage (the file emptied, a member taken out: 42b), not a crash's cut, unless the writer stopped at its readers' bound
+    # a COMPLETE run wrote each episode's record (one with an LLM call that answered) before the episode reached its log: one
+    # missing is damage (the file emptied, a member taken out: 42b), not a crash's cut, unless the writer stopped at its
+    # readers' bound. A call that failed is counted (calls, failures) and recorded nowhere (57b: a run whose every call
+    # failed was said to be damaged)
     recorded = run.complete and run.manifest.config.get("transcripts", True) and as_completed
-    missing = sum(1 for e in run.episodes if e.act_usage.calls + e.memory_usage.calls and e.episode_id not in transcripts)
+    answered = (e.act_usage.calls - e.act_usage.failures + e.memory_usage.calls - e.memory_usage.failures for e in run.episodes)
+    missing = sum(1 for e, calls in zip(run.episodes, answered) if calls > 0 and e.episode_id not in transcripts)
     if recorded and missing:
         print(
             f"memrl-bench: warning: {run.path / TRANSCRIPTS}: {missing} of the log's episodes with LLM calls have no record though "

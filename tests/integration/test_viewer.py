@@ -183,6 +183,27 @@ def test_records_missing_from_a_complete_runs_transcripts_are_said(llm_run, tmp_
     assert f"{missing} of the log's episodes with LLM calls have no record though the run is complete" in err, err
 
 
+def test_a_complete_run_whose_every_llm_call_failed_is_not_said_to_be_damaged(llm_run, tmp_path, capsys):
+    """57b: a call that failed is counted in the episode's usage and recorded nowhere; a complete run whose every call failed
+    has no transcripts, and the viewer warned that its records were taken out."""
+    from memrl_bench.core.records import read_run
+    from memrl_bench.report.viewer import run_page
+
+    folder = tmp_path / "run"
+    shutil.copytree(llm_run, folder)
+    lines = []
+    for episode in _logged(folder):
+        for usage in ("act_usage", "memory_usage"):
+            episode[usage]["failures"] = episode[usage]["calls"]
+        lines.append(json.dumps(episode) + "\n")
+    (folder / "episodes.jsonl").write_text("".join(lines))
+    (folder / TRANSCRIPTS).unlink()
+    _sealed(folder)
+    capsys.readouterr()
+    run_page(read_run(folder), "run")
+    assert "have no record though the run is complete" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("removed", [False, True])
 def test_transcripts_edited_after_the_run_are_not_shown_as_what_it_wrote(llm_run, tmp_path, capsys, removed):
     """48b: COMPLETE's digests covered the log, metrics, manifest and final snapshot, not the transcripts, and each record is
