@@ -5,6 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def _printable(text: str) -> str:
+    """`text` with each character a terminal would act on (ESC, BEL, a carriage return ...) written as its escape: a model
+    name holding ESC sequences reached the terminal raw through the run folder's name (57b)."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
 def _pct(x: float | None) -> str:
     return "  -  " if x is None else f"{100 * x:5.1f}"
 
@@ -12,7 +18,7 @@ def _pct(x: float | None) -> str:
 def summary_lines(name: str, metrics: dict) -> list[str]:
     """SR of the last epoch per phase, CSR and both forgetting rates of training, test SR per split."""
     labels = metrics.get("labels") or []
-    lines = [f"{name}" + (f"  [{', '.join(labels)}]" if labels else "")]
+    lines = [_printable(name) + (f"  [{', '.join(labels)}]" if labels else "")]
     sr = metrics.get("success_rate", {})
     for phase, by_epoch in sr.items():
         if not by_epoch:
@@ -37,4 +43,4 @@ def summary_lines(name: str, metrics: dict) -> list[str]:
 def print_summary(name: str, metrics: dict, run_dir: Path | None = None) -> None:
     print("\n".join(summary_lines(name, metrics)))
     if run_dir is not None:
-        print(f"  -> {run_dir}")
+        print(f"  -> {_printable(str(run_dir))}")
