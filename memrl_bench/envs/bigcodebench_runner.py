@@ -693,6 +693,21 @@ def _memrl_runner():
     ):
         return _manager(_generator, (self, msg), params)
 
+    def almost_equal(self, first, second, places=None, msg=None, delta=None, *, _real=None, _steers=None, _flag=flag):
+        """TestCase's assertAlmostEqual (or assertNotAlmostEqual), its values first looked at for what `first == second` and
+        then `round(abs(first - second), places)` call through `self` (steers_its_comparison with differences: a pandas
+        Index of a wrong float given its own `_arith_method`, which its `__sub__` calls, passed: 56a)."""
+        if _steers(first, True) or _steers(second, True):
+            _flag("defines_its_comparisons")
+        return _real(self, first, second, places, msg, delta)
+
+    almost_equals = {}  # name -> the runner's function in TestCase's place
+    for name in ("assertAlmostEqual", "assertNotAlmostEqual"):
+        almost_equals[name] = types.FunctionType(almost_equal.__code__, almost_equal.__globals__, name)
+        almost_equals[name].__defaults__ = almost_equal.__defaults__
+        almost_equals[name].__kwdefaults__ = {**almost_equal.__kwdefaults__, "_real": vars(unittest.case.TestCase)[name]}  # _steers: below
+        setattr(unittest.case.TestCase, name, almost_equals[name])
+
     def deprecated_alias(*args, _original=None, _name="", _warn=warnings.warn, _warning=DeprecationWarning, **kwargs):
         _warn(f"Please use {_name} instead.", _warning, 2)
         return _original(*args, **kwargs)
@@ -700,6 +715,7 @@ def _memrl_runner():
     for name, value in list(vars(unittest.case.TestCase).items()):
         if type(value) is types.FunctionType and value.__code__.co_name == "deprecated_func":  # assertEquals ...
             original = value.__closure__[0].cell_contents
+            original = almost_equals.get(original.__name__, original)
             alias = types.FunctionType(deprecated_alias.__code__, deprecated_alias.__globals__, name)
             alias.__kwdefaults__ = {**deprecated_alias.__kwdefaults__, "_original": original, "_name": original.__name__}
             setattr(unittest.case.TestCase, name, alias)
@@ -945,14 +961,16 @@ def _memrl_runner():
                 continue
         return False
 
-    # What the tests import, imported before the program runs (the tests would import it before their first test): a
-    # library whose function the program then replaces, or steers through its keyword defaults, is one check_the_libraries
-    # took as it was. Only libraries' names: nothing of the program's folder runs before the program.
-    try:
-        tests_imports = [
+    def imports_in(text):
+        """The absolute module names `text`'s import statements name (`from a import b`: a and a.b); none if it does not parse."""
+        try:
+            nodes = [node for node in ast.walk(ast.parse(text)) if isinstance(node, (ast.Import, ast.ImportFrom))]
+        except (SyntaxError, ValueError, RecursionError):  # code that does not parse fails as the runner compiles it
+            return []
+        return [
             name
-            for node in ast.walk(ast.parse(test_text))
-            if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0)
+            for node in nodes
+            if not getattr(node, "level", 0)
             for name in (
                 [alias.name for alias in node.names]
                 if isinstance(node, ast.Import)
@@ -960,9 +978,19 @@ def _memrl_runner():
             )
             if name
         ]
-    except (SyntaxError, ValueError):  # tests that do not parse fail as the runner compiles them
-        tests_imports = []
-    for name in tests_imports:
+
+    # What the tests import, imported before the program runs (the tests would import it before their first test): a
+    # library whose function the program then replaces, or steers through its keyword defaults, is one check_the_libraries
+    # took as it was. So are the installed (not standard) libraries the solution imports, where the task's libraries let C
+    # be called (c_allowed): a class the program's import made after the class check's first look was held to the rules
+    # for classes the program made, and pandas' decorated comparisons are not a class body's (56a: an honest answer using
+    # pandas where neither the tests nor the code prompt import it was flagged). Standard modules are left to the program:
+    # some act as they load (antigravity opens a browser) and the hooks are not in place yet. Only libraries' names:
+    # nothing of the program's folder runs before the program.
+    preloaded = imports_in(test_text)
+    if c_allowed:
+        preloaded += [name for name in imports_in(solution_source) if name.split(".")[0] not in sys.stdlib_module_names]
+    for name in preloaded:
         if a_library_name(name):
             try:
                 importlib.import_module(name)
@@ -2046,12 +2074,14 @@ def _memrl_runner():
 
     def steered_names(
         kind,
+        differences=False,
         _c=c,
         _exact=exact,
         _guarded=GuardedFunction,
         _compiled=a_compiled_callable,
         _follow=names_read_by,
         _comparisons=("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__len__", "__contains__", "equals"),
+        _differences=("__sub__", "__rsub__", "__abs__", "__round__"),  # what assertAlmostEqual computes after `==` (56a)
         _functions=frozenset(
             map(id, (types.FunctionType, staticmethod, classmethod, types.MethodDescriptorType, types.WrapperDescriptorType))
         ),
@@ -2061,8 +2091,9 @@ def _memrl_runner():
         getter, whose own name an instance's dict cannot shadow). An
         instance's own callable under one of them is what the comparison calls instead (UserList's `__eq__` reads
         `_UserList__cast`); one under another name is a library's own business (matplotlib's TransformWrapper sets its own
-        `transform`)."""
-        mro, names, todo, seen = _c.mro_of(kind), [], _c.list(_comparisons), _c.set()
+        `transform`). With `differences`, also what its subtraction, `abs` and `round` call (assertAlmostEqual's values only:
+        matplotlib's TransformWrapper holds its own `inverted`, which a transform's `__sub__` calls)."""
+        mro, names, todo, seen = _c.mro_of(kind), [], _c.list(_comparisons + (_differences if differences else ())), _c.set()
         while todo:
             name = todo.pop()
             if name in seen:
@@ -2087,12 +2118,17 @@ def _memrl_runner():
                 first = False
         return _c.frozenset(names)
 
-    comparison_kinds = {}  # id -> (class, its instances' own dict's slot or None, steered_names): kept, so an id is no later class's
+    # id -> (class, its instances' own dict's slot or None, steered_names, with differences): kept, so an id is no later class's
+    comparison_kinds = {}
 
-    def comparison_state(kind, _kinds=comparison_kinds, _steered=steered_names, _slot_type=types.GetSetDescriptorType, _c=c):
-        """(the slot of the own dict of `kind`'s instances or None, the names its comparisons call through `self`), per class."""
+    def comparison_state(
+        kind, differences=False, _kinds=comparison_kinds, _steered=steered_names, _slot_type=types.GetSetDescriptorType, _c=c
+    ):
+        """(the slot of the own dict of `kind`'s instances or None, the names its comparisons call through `self`), per class;
+        once asked with `differences` (a value handed to assertAlmostEqual), the names its differences call too, from then on
+        (a guard set for them flags one set later: 53a)."""
         known = _kinds.get(_c.id(kind))
-        if known is None or known[0] is not kind:
+        if known is None or known[0] is not kind or (differences and not known[3]):
             slot = None
             for base in _c.mro_of(kind):
                 slot = _c.class_dict(base).get("__dict__")
@@ -2100,7 +2136,8 @@ def _memrl_runner():
                     break
             if _c.type(slot) is not _slot_type:  # none, or a property whose getter would be the program's
                 slot = None
-            known = _kinds[_c.id(kind)] = (kind, slot, _steered(kind) if slot is not None else _c.frozenset())
+            names = _steered(kind, differences) if slot is not None else _c.frozenset()
+            known = _kinds[_c.id(kind)] = (kind, slot, names, differences)
         return known[1], known[2]
 
     def own_dict(instance, _state=comparison_state, _c=c):
@@ -2155,6 +2192,7 @@ def _memrl_runner():
 
     def steers_its_comparison(
         value,
+        differences=False,
         _c=c,
         _exact=exact,
         _state=comparison_state,
@@ -2174,7 +2212,8 @@ def _memrl_runner():
         subclasses' (a masked array's or a matrix's: 53a); not into classes, modules, functions or frames (their dicts and
         globals are the other checks'). An own dict is read as a dict whatever dict it is, its names as text. The library
         functions under those names are guarded first (guard_the_comparisons): one set on the instance after this look is
-        flagged as the comparison reads it (53a). C alone."""
+        flagged as the comparison reads it (53a). With `differences`, also the names their differences call (assertAlmostEqual's
+        values: almost_equal). C alone."""
         todo, seen, arrays, made = [value], _c.set(), {}, []
         while todo and _c.len(seen) < _limit:
             each = todo.pop()
@@ -2200,7 +2239,7 @@ def _memrl_runner():
                 todo.append(made[-1])  # kept alive in `made`: an id seen is not a later list's
                 if kind is array:
                     continue
-            names = _state(kind)[1]
+            names = _state(kind, differences)[1]
             if names:
                 _guard(kind, names)
             own = _own_dict(each) if names else None
@@ -2210,6 +2249,9 @@ def _memrl_runner():
                         return True
             todo.extend(_c.referents(each))
         return False
+
+    for function in almost_equals.values():
+        function.__kwdefaults__["_steers"] = steers_its_comparison
 
     class Watched(tuple):
         """(a function of the solution's, steers_its_comparison, flag): the function as the tests' names hold it. What it
