@@ -2122,7 +2122,13 @@ def _memrl_runner():
     comparison_kinds = {}
 
     def comparison_state(
-        kind, differences=False, _kinds=comparison_kinds, _steered=steered_names, _slot_type=types.GetSetDescriptorType, _c=c
+        kind,
+        differences=False,
+        _kinds=comparison_kinds,
+        _steered=steered_names,
+        _slot_type=types.GetSetDescriptorType,
+        _member_type=types.MemberDescriptorType,
+        _c=c,
     ):
         """(the slot of the own dict of `kind`'s instances or None, the names its comparisons call through `self`), per class;
         once asked with `differences` (a value handed to assertAlmostEqual), the names its differences call too, from then on
@@ -2134,7 +2140,8 @@ def _memrl_runner():
                 slot = _c.class_dict(base).get("__dict__")
                 if slot is not None:
                     break
-            if _c.type(slot) is not _slot_type:  # none, or a property whose getter would be the program's
+            # a getset, or a member of a class of C's (SimpleNamespace's: 57a); not a property, whose getter would be the program's
+            if not (_c.type(slot) is _slot_type or (_c.type(slot) is _member_type and not _c.flags_of(base) & 1 << 9)):
                 slot = None
             names = _steered(kind, differences) if slot is not None else _c.frozenset()
             known = _kinds[_c.id(kind)] = (kind, slot, names, differences)
@@ -2201,12 +2208,20 @@ def _memrl_runner():
         _atoms=frozenset(map(id, (int, float, complex, str, bytes, bool, type(None)))),
         _opaque=(type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.CodeType, types.FrameType),
         _proxies=frozenset(map(id, (_weakref.ProxyType, _weakref.CallableProxyType))),
+        # what numpy reads on the object itself, not on its class, as it converts, compares or wraps a result (57a: a
+        # memmap's own `__array_wrap__` and `__array_priority__` made every comparison all True; a namespace's own
+        # `__array__` made its value in the comparison)
+        _numpys_hooks=frozenset(
+            "__array__ __array_wrap__ __array_prepare__ __array_priority__ __array_interface__ __array_struct__ __array_ufunc__"
+            " __array_function__ __array_finalize__".split()
+        ),
         _limit=20_000,
     ):
         """A value a comparison of `value` reaches holds in its own dict a callable under the name of a function its class's
         comparisons call through `self` (steered_names): the comparison calls the value's instead (50a: a UserList given its
         own `_UserList__cast`, a masked array its own `_comparison`, equal to anything with no class or comparison name of the
-        program's: 51 of 327 stdlib tasks); or it is a weak proxy, which compares as what it hides (52a). Looked for in `value`
+        program's: 51 of 327 stdlib tasks); or holds one of numpy's hooks in its own dict, whatever it holds there (57a); or it
+        is a weak proxy, which compares as what it hides (52a). Looked for in `value`
         and what it holds, up to `_limit` objects (numbers and text not counted): what the collector's traversal hands out
         (items of containers and their subclasses, slots, own dicts: 51a, 52a), the elements of numpy's arrays and of their
         subclasses' (a masked array's or a matrix's: 53a); not into classes, modules, functions or frames (their dicts and
@@ -2242,10 +2257,11 @@ def _memrl_runner():
             names = _state(kind, differences)[1]
             if names:
                 _guard(kind, names)
-            own = _own_dict(each) if names else None
+            own = _own_dict(each)
             if own is not None:
                 for name, held in _c.list(_c.dict.items(own)):
-                    if _exact(name) in names and _c.callable(held):
+                    name = _exact(name)
+                    if name in _numpys_hooks or (name in names and _c.callable(held)):
                         return True
             todo.extend(_c.referents(each))
         return False

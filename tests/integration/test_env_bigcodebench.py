@@ -527,6 +527,26 @@ def test_a_value_steered_through_a_name_its_comparisons_reach_is_flagged(tmp_pat
     flagged_while_an_honest_answer_passes(env, (FORGERIES / forgery).read_text(), honest)
 
 
+ARRAY_OF_A_SUM = """import unittest
+import numpy as np
+class TestCases(unittest.TestCase):
+    def test_sum(self):
+        np.testing.assert_array_equal(task_func(2, 3), np.array([5]))
+"""
+
+
+@pytest.mark.parametrize("isolation", ["sandbox", "process"])
+@pytest.mark.parametrize("forgery", ["array_wrapped_through_its_own_hook.py", "array_made_by_its_own_hook.py"])
+def test_a_value_holding_a_hook_numpy_reads_on_it_is_flagged(tmp_path: Path, monkeypatch, forgery: str, isolation: str):
+    """57a: numpy reads `__array__`, `__array_wrap__`, `__array_priority__` (and its other hooks) on the object itself:
+    an array's own wrap made its comparisons all True, a namespace's own `__array__` made a steered value inside the
+    comparison. A value holding one in its own dict is flagged; an honest array passes."""
+    env = one_task_env(tmp_path, monkeypatch, record(0, ["numpy"], test=ARRAY_OF_A_SUM), isolation, subset="full")
+    flagged_while_an_honest_answer_passes(
+        env, (FORGERIES / forgery).read_text(), "import numpy as np\ndef task_func(a, b):\n    return np.array([a + b])\n"
+    )
+
+
 SUM_OF_A_MASKED_ARRAY = """import unittest
 import numpy as np
 class TestCases(unittest.TestCase):
