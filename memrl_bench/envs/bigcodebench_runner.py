@@ -961,23 +961,28 @@ def _memrl_runner():
                 continue
         return False
 
-    def imports_in(text):
+    def imports_in(
+        text,
+        _parse=ast.parse,
+        _walk=ast.walk,
+        _import=ast.Import,
+        _from=ast.ImportFrom,
+        _unreadable=(SyntaxError, ValueError, RecursionError),
+        _c=c,
+    ):
         """The absolute module names `text`'s import statements name (`from a import b`: a and a.b); none if it does not parse."""
         try:
-            nodes = [node for node in ast.walk(ast.parse(text)) if isinstance(node, (ast.Import, ast.ImportFrom))]
-        except (SyntaxError, ValueError, RecursionError):  # code that does not parse fails as the runner compiles it
+            nodes = [node for node in _walk(_parse(text)) if _c.type(node) is _import or _c.type(node) is _from]
+        except _unreadable:  # code that does not parse fails as the runner compiles it
             return []
-        return [
-            name
-            for node in nodes
-            if not getattr(node, "level", 0)
-            for name in (
-                [alias.name for alias in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module, *(f"{node.module}.{alias.name}" for alias in node.names if alias.name != "*")]
-            )
-            if name
-        ]
+        names = []
+        for node in nodes:
+            if _c.type(node) is _import:
+                names.extend(alias.name for alias in node.names)
+            elif not node.level and node.module:
+                names.append(node.module)
+                names.extend(f"{node.module}.{alias.name}" for alias in node.names if alias.name != "*")
+        return names
 
     # What the tests import, imported before the program runs (the tests would import it before their first test): a
     # library whose function the program then replaces, or steers through its keyword defaults, is one check_the_libraries
