@@ -2213,13 +2213,10 @@ def _memrl_runner():
         _atoms=frozenset(map(id, (int, float, complex, str, bytes, bool, type(None)))),
         _opaque=(type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.CodeType, types.FrameType),
         _proxies=frozenset(map(id, (_weakref.ProxyType, _weakref.CallableProxyType))),
-        # what numpy reads on the object itself, not on its class, as it converts, compares or wraps a result (57a: a
-        # memmap's own `__array_wrap__` and `__array_priority__` made every comparison all True; a namespace's own
+        # numpy's hooks, which it reads on the object itself, not on its class, as it converts, compares or wraps a result
+        # (57a: a memmap's own `__array_wrap__` and `__array_priority__` made every comparison all True; a namespace's own
         # `__array__` made its value in the comparison)
-        _numpys_hooks=frozenset(
-            "__array__ __array_wrap__ __array_prepare__ __array_priority__ __array_interface__ __array_struct__ __array_ufunc__"
-            " __array_function__ __array_finalize__".split()
-        ),
+        _numpys_hooks=frozenset(name for name in comparison_names if name.startswith("__array")),
         _limit=20_000,
     ):
         """A value a comparison of `value` reaches holds in its own dict a callable under the name of a function its class's

@@ -139,8 +139,11 @@ def run_data(run: RunRecords, name: str) -> dict[str, Any]:
     # readers' bound. A call that failed is counted (calls, failures) and recorded nowhere (57b: a run whose every call
     # failed was said to be damaged)
     recorded = run.complete and run.manifest.config.get("transcripts", True) and as_completed
-    answered = (e.act_usage.calls - e.act_usage.failures + e.memory_usage.calls - e.memory_usage.failures for e in run.episodes)
-    missing = sum(1 for e, calls in zip(run.episodes, answered) if calls > 0 and e.episode_id not in transcripts)
+    missing = sum(
+        1
+        for e in run.episodes
+        if e.act_usage.calls - e.act_usage.failures + e.memory_usage.calls - e.memory_usage.failures > 0 and e.episode_id not in transcripts
+    )
     if recorded and missing:
         print(
             f"memrl-bench: warning: {run.path / TRANSCRIPTS}: {missing} of the log's episodes with LLM calls have no record though "

@@ -142,14 +142,15 @@ def hide_what_the_run_writes(cfg: dict, run_dir: Path) -> None:
         if listed.is_symlink():
             raise CorruptRunFolderError("a symbolic link, which no run writes; it was put there by hand")
         known = [os.fsdecode(line) for line in read_regular(listed, MAX_SMALL_FILE_BYTES).splitlines()] if listed.exists() else []
-        for folder in written:
-            if folder not in known and folder in hidden_for_this_process():  # one under a default hidden folder needs no line
-                listed.parent.mkdir(parents=True, exist_ok=True)
-                descriptor = os.open(listed, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-                try:
-                    os.write(descriptor, os.fsencode(folder) + b"\n")  # one short write: runs appending at once do not mix lines
-                finally:
-                    os.close(descriptor)
+        # one under a default hidden folder needs no line
+        lines = b"".join(os.fsencode(f) + b"\n" for f in written if f not in known and f in hidden_for_this_process())
+        if lines:
+            listed.parent.mkdir(parents=True, exist_ok=True)
+            descriptor = os.open(listed, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            try:
+                os.write(descriptor, lines)  # one short write: runs appending at once do not mix lines
+            finally:
+                os.close(descriptor)
     except (OSError, CorruptRunFolderError) as err:
         print(f"memrl-bench: warning: {listed}: {err}; other runs' results folders are not hidden from the sandbox", file=sys.stderr)
         return
