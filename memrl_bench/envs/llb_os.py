@@ -10,8 +10,9 @@ episode, and so does `answer: <text>`. Success: the task's evaluation script exi
 change what the check runs), and the episode changed no system file: an episode that modified,
 replaced or deleted one, shadowed a system command, added a library or changed the loader's
 configuration ends with status "tampered" (the patterns in info["tampering"]) and scores 0; so
-does one whose check had a process killed for lack of memory (`starves_the_check`: the episode's
-files fill the sandbox's memory, and `! grep -q X file` read a killed grep as "not found").
+does one whose check was refused memory or a process (`starves_the_check`: the episode's files fill the sandbox's
+memory, and `! grep -q X file` read a killed grep as "not found"; processes the episode left take every process slot,
+and `find ... | awk` read a `find` that could not start `stat` as nothing to report).
 
 All 500 tasks check the final state (files, users, permissions, file contents) with
 that script; none compares an answer string, so an `answer:` text is recorded in the
@@ -51,6 +52,11 @@ _FILES = {"train": "os_interaction_train.json", "validation": "os_interaction_va
 _FETCH = "python scripts/fetch_data.py llb"
 _FENCED = re.compile(r"```[\w-]*\n?(.*?)```", re.DOTALL)
 _END_ACTIONS = ("finish", "commit", "act: finish")
+# why a check that was refused a resource has no verdict (Sandbox.check's CheckResult.starved)
+_STARVED = {
+    "memory": "a process of the check was killed for lack of memory",
+    "processes": "a process of the check could not start: the episode's processes hold every slot",
+}
 
 
 def parse_action(action: str) -> tuple[str, bool, str | None]:
@@ -195,8 +201,8 @@ class LLBOSEnv(Env):
             check = self._sandbox.check(self._task.data["evaluation"])
             self.close()
             result, changes = check.result, dict(check.system_changes)
-            if check.out_of_memory:
-                changes["starves_the_check"] = ["a process of the check was killed for lack of memory"]
+            if check.starved:
+                changes["starves_the_check"] = [_STARVED[resource] for resource in check.starved]
             info: dict[str, Any] = {
                 "success": result.ok and not changes,
                 "answer": answer,

@@ -562,6 +562,47 @@ def test_llb_os_a_process_waiting_for_the_check_cannot_shadow_a_command(env: LLB
     assert info["success"] is False and "tampering" not in info, info
 
 
+# Forks until the sandbox's process limit refuses one, each child asleep in a session of its own; then frees one slot.
+_EVERY_PROCESS_SLOT = """python3 - <<'PY'
+import os, signal
+children = []
+while True:
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        os.setsid()
+        null = os.open("/dev/null", os.O_RDWR)
+        for fd in (0, 1, 2):  # the command ends as its output closes
+            os.dup2(null, fd)
+        signal.pause()
+        os._exit(0)
+    children.append(pid)
+os.kill(children[0], signal.SIGKILL)
+os.waitpid(children[0], 0)
+PY"""
+
+
+@needs_sandbox
+def test_a_check_refused_a_process_by_what_the_episode_left_is_flagged(data: Path, tmp_path: Path, monkeypatch):
+    """58b: the processes an episode leaves are frozen while its check runs, but they hold their process slots: with all
+    but one taken, `find -exec stat` could not start `stat`, and `find ... | awk` (awk's status: no output, no complaint)
+    passed a wrong answer (real task 83, 5 of 5). A check refused a process has no verdict."""
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    env = LLBOSEnv({"data_dir": str(data), "tasks_per_split": 3, "max_processes": 32})
+    task = own_task("find /root/d -type f -exec stat -c %a {} \\; | awk '$1 != 600 {exit 1}'")
+    files = "mkdir /root/d && touch /root/d/a /root/d/b"  # 644: a wrong answer
+    try:
+        info = play(env, task, files, _EVERY_PROCESS_SLOT)
+        assert info["success"] is False and info["status"] == "tampered" and info["tampering"] == ["starves_the_check"], info
+        assert "could not start" in info["detail"]
+        assert play(env, task, files)["success"] is False
+        assert play(env, task, files, "chmod 600 /root/d/*")["success"] is True
+    finally:
+        env.close()
+
+
 @needs_sandbox
 def test_a_check_freezes_what_the_episode_left_forking(tmp_path: Path):
     # Four loops that fork without pause: one write of FROZEN to a v1 freezer left several of 100 freezes FREEZING for good

@@ -98,17 +98,23 @@ class Cgroup:
                     return False
         return True
 
-    def oom_kills(self) -> int | None:
-        """How many processes the kernel has killed for lack of memory in this sandbox's memory cgroup, its children
-        included (None where no count is readable)."""
+    def refusals(self) -> dict[str, int]:
+        """How often the kernel has refused this sandbox a resource so far, its children included: "memory", processes
+        killed for lack of it (`oom_kill` of memory.events; v1 memory.oom_control, kernel 4.13 and later); "processes",
+        forks refused at its process limit (`max` of pids.events). A count that cannot be read is left out."""
+        counts: dict[str, int] = {}
         for directory in self.dirs:
-            for name in ("memory.events", "memory.oom_control"):  # v2; v1 (kernel 4.13 and later)
+            for resource, name, wanted in (
+                ("memory", "memory.events", "oom_kill"),
+                ("memory", "memory.oom_control", "oom_kill"),
+                ("processes", "pids.events", "max"),
+            ):
                 with contextlib.suppress(OSError, ValueError):
                     for line in (directory / name).read_text().splitlines():
                         key, _, value = line.partition(" ")
-                        if key == "oom_kill":
-                            return int(value)
-        return None
+                        if key == wanted and resource not in counts:
+                            counts[resource] = int(value)
+        return counts
 
     def procs_files(self) -> list[str]:
         return [str(d / "cgroup.procs") for d in self.dirs]

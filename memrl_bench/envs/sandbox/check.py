@@ -29,9 +29,11 @@ class CheckResult:
     # visible) or "bind" (where overlays cannot stack: the host's folders alone); "" if that failed (the
     # check then fails, exit 125)
     trusted_view: str
-    # a process in the sandbox was killed for lack of memory while the check ran: its verdict is none (a file of the
-    # episode's holding one 420 MB line got `! grep -q X file`'s grep killed, and the check passed: 57b)
-    out_of_memory: bool = False
+    # what the sandbox was refused while the check ran (Cgroup.refusals: "memory", a process killed for lack of it;
+    # "processes", a fork refused at the process limit): its verdict is none. A file of the episode's holding one 420 MB
+    # line got `! grep -q X file`'s grep killed (57b); 250 processes the episode left asleep kept `find` from starting
+    # `stat`, and `find ... | awk` passed on no output (58b). Both checks passed.
+    starved: tuple[str, ...] = ()
 
 
 # System files, as `Sandbox.check` sees them. Changes to them (found in the overlay's upper layer)

@@ -232,9 +232,10 @@ class Sandbox:
             try:
                 try:
                     changes = system_changes(upper, self.hidden_paths)
-                    killed_before = cgroup.oom_kills()
+                    refused_before = cgroup.refusals()
                     result = self._run(command, timeout_s, None, CHECK_ENV, settings, (write,))
-                    out_of_memory = killed_before is not None and (cgroup.oom_kills() or 0) > killed_before
+                    refused = cgroup.refusals()
+                    starved = tuple(resource for resource, count in refused_before.items() if refused.get(resource, count) > count)
                 finally:
                     os.close(write)
                 for kind, paths in system_changes(upper, self.hidden_paths).items():
@@ -245,7 +246,7 @@ class Sandbox:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGCONT)
             view = channel.read().decode(errors="replace")
-        return CheckResult(result, {kind: paths[:5] for kind, paths in changes.items()}, view, out_of_memory)
+        return CheckResult(result, {kind: paths[:5] for kind, paths in changes.items()}, view, starved)
 
     def _episode_processes(self) -> set[int]:
         """Every live process in the container but its first."""
