@@ -1051,6 +1051,19 @@ def _memrl_runner():
         " __array_struct__ __getattr__ __getattribute__".split()
     )
 
+    # The names the tests' code reads (every function and class body of it), and what their syntax calls on a value
+    # (`x[k]`, `for`, `str()`, a call): a value of the answer's runs what its class resolves them to as the tests use it, and
+    # an own callable of the value's under one is the answer's code deciding what the tests see (58a: an OrderedDict's own
+    # `values` returning [], a bar's own `get_height`, a DataFrame's own `_get_item`, which `df[...]` calls).
+    names_the_tests_read = set("__getitem__ __iter__ __next__ __reversed__ __str__ __repr__ __format__ __call__".split())
+    tests_codes = [compile(tests_source, path, "exec")]
+    while tests_codes:
+        tests_code = tests_codes.pop()
+        names_the_tests_read.update(tests_code.co_names)
+        tests_codes.extend(each for each in tests_code.co_consts if type(each) is types.CodeType)
+    names_the_tests_read = tuple(sorted(names_the_tests_read))
+    del tests_codes, tests_code
+
     def entry(namespace, name, _c=c, _exact=exact):
         """`namespace`'s `name` (None if it has none), found with no key of the program's compared (a str subclass's __eq__)."""
         for key, value in _c.list(namespace.items()):
@@ -2087,18 +2100,20 @@ def _memrl_runner():
         _follow=names_read_by,
         _comparisons=("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__len__", "__contains__", "equals"),
         _differences=("__sub__", "__rsub__", "__abs__", "__round__"),  # what assertAlmostEqual computes after `==` (56a)
+        _tests_names=names_the_tests_read,
         _functions=frozenset(
             map(id, (types.FunctionType, staticmethod, classmethod, types.MethodDescriptorType, types.WrapperDescriptorType))
         ),
     ):
-        """The names of functions `kind`'s comparisons call through `self`: its comparison names, and every name their code
-        reads (names_read_by) that `kind` resolves to a function, followed into that function (and into a property's
-        getter, whose own name an instance's dict cannot shadow). An
-        instance's own callable under one of them is what the comparison calls instead (UserList's `__eq__` reads
-        `_UserList__cast`); one under another name is a library's own business (matplotlib's TransformWrapper sets its own
-        `transform`). With `differences`, also what its subtraction, `abs` and `round` call (assertAlmostEqual's values only:
+        """The names of functions `kind`'s comparisons and the tests call through `self`: its comparison names and the names
+        the tests read (names_the_tests_read), and every name their code reads (names_read_by) that `kind` resolves to a
+        function, followed into that function (and into a property's getter, whose own name an instance's dict cannot
+        shadow). An instance's own callable under one of them is what the comparison or the test calls instead (UserList's
+        `__eq__` reads `_UserList__cast`; 58a: an OrderedDict's own `values`); one under another name is a library's own
+        business (matplotlib's TransformWrapper sets its own `transform`, ipaddress a /31 network's own `hosts`, which no
+        test calls). With `differences`, also what its subtraction, `abs` and `round` call (assertAlmostEqual's values only:
         matplotlib's TransformWrapper holds its own `inverted`, which a transform's `__sub__` calls)."""
-        mro, names, todo, seen = _c.mro_of(kind), [], _c.list(_comparisons + (_differences if differences else ())), _c.set()
+        mro, names, todo, seen = _c.mro_of(kind), [], _c.list(_comparisons + _tests_names + (_differences if differences else ())), _c.set()
         while todo:
             name = todo.pop()
             if name in seen:
@@ -2220,7 +2235,7 @@ def _memrl_runner():
         _limit=20_000,
     ):
         """A value a comparison of `value` reaches holds in its own dict a callable under the name of a function its class's
-        comparisons call through `self` (steered_names): the comparison calls the value's instead (50a: a UserList given its
+        comparisons or the tests call through `self` (steered_names): they call the value's instead (50a: a UserList given its
         own `_UserList__cast`, a masked array its own `_comparison`, equal to anything with no class or comparison name of the
         program's: 51 of 327 stdlib tasks); or holds one of numpy's hooks in its own dict, whatever it holds there (57a); or it
         is a weak proxy, which compares as what it hides (52a). Looked for in `value`

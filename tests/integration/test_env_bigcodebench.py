@@ -547,6 +547,34 @@ def test_a_value_holding_a_hook_numpy_reads_on_it_is_flagged(tmp_path: Path, mon
     )
 
 
+CALLED_BY_THE_TESTS = {  # forgery: (its libraries, the tests, an honest answer to them)
+    "own_method_the_tests_call.py": (
+        [],
+        "import unittest\nclass TestCases(unittest.TestCase):\n    def test_sum(self):\n"
+        "        self.assertListEqual(list(task_func(2, 3).values()), [5])\n",
+        "from collections import OrderedDict\ndef task_func(a, b):\n    return OrderedDict(sum=a + b)\n",
+    ),
+    "own_method_a_subscript_calls.py": (
+        ["pandas"],
+        "import unittest\nclass TestCases(unittest.TestCase):\n    def test_sum(self):\n"
+        '        self.assertListEqual(task_func(2, 3)["sum"].tolist(), [5])\n',
+        'import pandas as pd\ndef task_func(a, b):\n    return pd.DataFrame({"sum": [a + b]})\n',
+    ),
+}
+
+
+@pytest.mark.parametrize("isolation", ["sandbox", "process"])
+@pytest.mark.parametrize("forgery", list(CALLED_BY_THE_TESTS))
+def test_a_value_whose_own_callable_the_tests_call_is_flagged(tmp_path: Path, monkeypatch, forgery: str, isolation: str):
+    """58a: a value the answer returns holding its own callable under a name its class resolves to a method the tests
+    call, directly (an OrderedDict's `values`) or through what they call (`frame[k]` reaching a DataFrame's
+    `_get_item`): the answer's code decides what the tests see, with no comparison of its own. Flagged; an honest answer
+    passes."""
+    libraries, tests, honest = CALLED_BY_THE_TESTS[forgery]
+    env = one_task_env(tmp_path, monkeypatch, record(0, libraries, test=tests), isolation, subset="full")
+    flagged_while_an_honest_answer_passes(env, (FORGERIES / forgery).read_text(), honest)
+
+
 SUM_OF_A_MASKED_ARRAY = """import unittest
 import numpy as np
 class TestCases(unittest.TestCase):
