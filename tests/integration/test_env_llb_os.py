@@ -604,6 +604,32 @@ def test_a_check_refused_a_process_by_what_the_episode_left_is_flagged(data: Pat
 
 
 @needs_sandbox
+def test_no_process_of_the_episode_holds_a_lease_on_what_the_check_reads(data: Path, tmp_path: Path, monkeypatch):
+    """59b: a process the episode left held a write lease on each file the check reads, and stayed frozen through the
+    check: `grep -r` opens what it finds without blocking, failed on those files, and `! grep -rq X dir` read that as
+    "not found" (6 real tasks). No lease can be taken in the sandbox."""
+    monkeypatch.setenv("MEMRL_BENCH_CACHE", str(tmp_path / "cache"))
+    env = LLBOSEnv({"data_dir": str(data), "tasks_per_split": 3})
+    task = own_task("! grep -rq wrong /root/d")
+    answer = "mkdir -p /root/d && echo wrong > /root/d/a"
+    lease = (
+        'nohup python3 -c \'import fcntl, os, time; fd = os.open("/root/d/a", os.O_RDONLY); '
+        'fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK); print("held", flush=True); time.sleep(600)\' > /root/lease 2>&1 &'
+        " sleep 1; cat /root/lease"
+    )
+    try:
+        env.reset(task)
+        env.step(answer)
+        said = env.step(lease)[0]
+        assert "Operation not permitted" in said and "held" not in said, said
+        info = env.step("finish")[3]
+        assert info["success"] is False, info
+        assert play(env, task, "mkdir -p /root/d && echo right > /root/d/a")["success"] is True
+    finally:
+        env.close()
+
+
+@needs_sandbox
 def test_a_check_freezes_what_the_episode_left_forking(tmp_path: Path):
     # Four loops that fork without pause: one write of FROZEN to a v1 freezer left several of 100 freezes FREEZING for good
     # (a process forked at the wrong moment), and the check ended in "did not freeze within 5 s" (in CI, on the test above).
