@@ -1051,18 +1051,17 @@ def _memrl_runner():
         " __array_struct__ __getattr__ __getattribute__".split()
     )
 
-    # The names the tests' code reads (every function and class body of it), and what their syntax calls on a value
-    # (`x[k]`, `for`, `str()`, a call): a value of the answer's runs what its class resolves them to as the tests use it, and
-    # an own callable of the value's under one is the answer's code deciding what the tests see (58a: an OrderedDict's own
-    # `values` returning [], a bar's own `get_height`, a DataFrame's own `_get_item`, which `df[...]` calls).
-    names_the_tests_read = set("__getitem__ __iter__ __next__ __reversed__ __str__ __repr__ __format__ __call__".split())
-    tests_codes = [compile(tests_source, path, "exec")]
-    while tests_codes:
-        tests_code = tests_codes.pop()
-        names_the_tests_read.update(tests_code.co_names)
-        tests_codes.extend(each for each in tests_code.co_consts if type(each) is types.CodeType)
-    names_the_tests_read = tuple(sorted(names_the_tests_read))
-    del tests_codes, tests_code
+    # The attributes the tests' code reads, and what their syntax calls on a value (`x[k]`, `for`, `str()`, a call): a value
+    # of the answer's runs what its class resolves them to as the tests use it, and an own callable of the value's under
+    # one is the answer's code deciding what the tests see (58a: an OrderedDict's own `values` returning [], a bar's own
+    # `get_height`, a DataFrame's own `_get_item`, which `df[...]` calls). Attributes only: a builtin the tests call by
+    # name (`set`) is no method of the value's, and TransformWrapper's `set` writes its own `transform` (59a).
+    names_the_tests_read = tuple(
+        sorted(
+            {node.attr for node in ast.walk(ast.parse(tests_source)) if type(node) is ast.Attribute and type(node.ctx) is ast.Load}
+            | set("__getitem__ __iter__ __next__ __reversed__ __str__ __repr__ __format__ __call__".split())
+        )
+    )
 
     def entry(namespace, name, _c=c, _exact=exact):
         """`namespace`'s `name` (None if it has none), found with no key of the program's compared (a str subclass's __eq__)."""
