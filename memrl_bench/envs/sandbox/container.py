@@ -344,5 +344,6 @@ def require_sandbox() -> None:
 # What code inside a Sandbox may do, in short; a change makes gold results checked in the sandbox stale.
 CONTAINMENT = (
     "namespaces, overlay, capabilities, cgroup; seccomp filter, fresh session keyring, /dev/shm in the disk tmpfs; own shadow files, "
-    "checks with the host's system folders; a first process that starts nothing; the host's device nodes read only"
+    "checks with the host's system folders; a first process that starts nothing; the host's device nodes read only; no file "
+    "leases; a check refused memory or a process has no verdict"
 )
