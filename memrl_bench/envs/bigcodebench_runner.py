@@ -1057,10 +1057,8 @@ def _memrl_runner():
     # `get_height`, a DataFrame's own `_get_item`, which `df[...]` calls). Attributes only: a builtin the tests call by
     # name (`set`) is no method of the value's, and TransformWrapper's `set` writes its own `transform` (59a).
     names_the_tests_read = tuple(
-        sorted(
-            {node.attr for node in ast.walk(ast.parse(tests_source)) if type(node) is ast.Attribute and type(node.ctx) is ast.Load}
-            | set("__getitem__ __iter__ __next__ __reversed__ __str__ __repr__ __format__ __call__".split())
-        )
+        {node.attr for node in ast.walk(ast.parse(tests_source)) if type(node) is ast.Attribute and type(node.ctx) is ast.Load}
+        | set("__getitem__ __iter__ __next__ __reversed__ __str__ __repr__ __format__ __call__".split())
     )
 
     def entry(namespace, name, _c=c, _exact=exact):
