@@ -20,7 +20,7 @@ fresh in-memory database per episode), under:
     libseccomp is here) refuses every call that opens or changes a file, makes a socket or
     starts a process or program, so a SQLite bug the SQL reaches can read no host file,
     connect nowhere and run nothing.
-A worker that dies, hits a limit or sends a reply over `MAX_REPLY_BYTES` raises `WorkerLimit`
+A worker that dies, hits a limit or sends a reply over `MAX_REPLY_BYTES` or `MAX_REPLY_VALUES` raises `WorkerLimit`
 naming what happened (the env ends the episode with status "env_limit"), and is not reused.
 
 Every connection (the worker's and the harness's own reference copies) gets the same
@@ -60,7 +60,10 @@ from typing import Any
 
 Row = tuple[Any, ...]
 
-MAX_REPLY_BYTES = 64 << 20  # a reply past this is a limit, not a result
+MAX_REPLY_BYTES = 16 << 20  # a reply past this is a limit, not a result
+# Values (rows x columns) a reply may hold: each is a Python object in the harness once parsed, so a reply under the
+# byte cap could still cost ~6 times its size there (10,001 rows of 2,000 zeros: 60 MB of JSON, 300 MB held: 60b)
+MAX_REPLY_VALUES = 1_000_000
 EXIT_OUT_OF_MEMORY = 3  # the worker's exit code after a MemoryError
 _GRACE_S = 2  # CPU seconds a request gets past its statement's own time limit
 _START_S = 30.0  # wall time for a worker to start
@@ -185,9 +188,13 @@ def _handle(state: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
     try:
         if op == "run":
             columns, rows, changed = run_sql(connection, request["sql"], request["timeout_s"], request["max_rows"])
-            return {"columns": columns, "rows": _cells_out(rows), "changed": changed}
-        columns, rows = read_table(connection, request["name"], request["timeout_s"], request["max_rows"])
-        return {"columns": columns, "rows": _cells_out(rows)}
+            reply = {"columns": columns, "rows": rows, "changed": changed}
+        else:
+            columns, rows = read_table(connection, request["name"], request["timeout_s"], request["max_rows"])
+            reply = {"columns": columns, "rows": rows}
+        if len(rows) * len(columns or ()) > MAX_REPLY_VALUES:
+            return {"limit": f"the SQL worker's reply exceeded {MAX_REPLY_VALUES:,} values"}
+        return reply | {"rows": _cells_out(rows)}
     except sqlite3.Error as err:
         return {"error": str(err)}
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from memrl_bench.envs.llb_db import LLBDBEnv
-from memrl_bench.envs.sqlite_worker import MAX_REPLY_BYTES, SQLWorker, WorkerLimit
+from memrl_bench.envs.sqlite_worker import MAX_REPLY_BYTES, MAX_REPLY_VALUES, SQLWorker, WorkerLimit
 from memrl_bench.llm.cache import CachedResponse, ResponseCache
 from tests.integration.test_env_llb_db import TABLE, TASKS, play, task
 
@@ -166,6 +166,18 @@ def test_a_result_past_the_reply_cap_ends_the_episode_with_env_limit(env: LLBDBE
         and info["status"] == "env_limit"
         and observation == f"The episode ended: the SQL worker's reply exceeded {MAX_REPLY_BYTES >> 20} MiB."
     )
+    assert play(env, "2", "SQL: SELECT name FROM staff WHERE team = 'blue'", "COMMIT")["success"]
+
+
+def test_a_result_of_more_values_than_the_cap_ends_the_episode_with_env_limit(env: LLBDBEnv):
+    """60b: 10,001 rows of 2,000 zeros are 60 MB of JSON, under the byte cap, and 300 MB of Python objects once parsed in
+    the harness. A reply of more values than MAX_REPLY_VALUES is a limit: the worker never sends the rows."""
+    env.reset(task(env, "2"))
+    zeros = ", ".join(["0"] * 200)  # 10,001 rows x 200 columns: 2,000,200 values, 6 MB of JSON
+    wide = f"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 20000) SELECT {zeros} FROM c"
+    observation, _, done, info = env.step(f"SQL: {wide}")
+    assert done and info["status"] == "env_limit", info
+    assert observation == f"The episode ended: the SQL worker's reply exceeded {MAX_REPLY_VALUES:,} values."
     assert play(env, "2", "SQL: SELECT name FROM staff WHERE team = 'blue'", "COMMIT")["success"]
 
 
