@@ -6,6 +6,7 @@ the registry, whose errors are input errors too."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -108,3 +109,23 @@ def resolved(path: str | Path) -> Path:
         return Path(path).resolve()
     except (RuntimeError, OSError) as err:
         raise InputError(f"{path}: its symbolic links lead back to themselves ({err}); give a path that exists") from None
+
+
+def not_utf8(path: str | Path) -> str | None:
+    """`path` as it can be shown (undecodable bytes as backslash escapes) if its name holds bytes of the file system's that
+    are no UTF-8 (surrogate escapes, which the tables' text columns refuse), else None."""
+    try:
+        str(path).encode()
+    except UnicodeEncodeError:
+        return str(path).encode(errors="surrogateescape").decode(errors="backslashreplace")
+    return None
+
+
+def print_or_exit(text: str, program: str) -> None:
+    """`text` on the standard output, flushed; one that cannot take it (a full device) ends in one line and exit 2."""
+    try:
+        print(text, flush=True)
+    except OSError as err:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the interpreter's flush at exit must not fail again
+        print(f"{program}: error: the standard output: {err.strerror or err}", file=sys.stderr)
+        sys.exit(2)

@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from memrl_bench.core.config import NOT_RESULTS, InputError, KeyRole, role_of
+from memrl_bench.core.errors import not_utf8, print_or_exit
 from memrl_bench.core.records import RunRecords, read_run
 from memrl_bench.core.runfolder import MANIFEST, CorruptRunFolderError, damaged_by_writing, replacing, run_folders
 from memrl_bench.core.schema import Episode
@@ -66,22 +67,13 @@ def read_runs(results_dir: Path | str) -> list[tuple[str, RunRecords]]:
     runs = []
     for path in paths:
         name = str(path.relative_to(root)) if path != root else path.name
-        if not name.isascii() and not _is_utf8(name):  # the tables hold names as UTF-8 (parquet refuses anything else)
-            shown = str(path).encode(errors="surrogateescape").decode(errors="backslashreplace")
-            raise ExportInputError(f"cannot export run folder {shown}: its name is not UTF-8; rename it") from None
+        if not_utf8(name) is not None:  # the tables hold names as UTF-8 (parquet refuses anything else)
+            raise ExportInputError(f"cannot export run folder {not_utf8(path)}: its name is not UTF-8; rename it")
         try:
             runs.append((name, read_run(path)))
         except (CorruptRunFolderError, OSError) as err:
             raise ExportInputError(f"cannot read run folder {path}: {err}") from None
     return runs
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode()
-    except UnicodeEncodeError:  # bytes of the file system's that were no UTF-8 (surrogate escapes)
-        return False
-    return True
 
 
 def run_settings(runs: list[tuple[str, RunRecords]]) -> dict[str, dict[str, Any]]:
@@ -246,8 +238,7 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:  # a file being written is left whole or not at all (runfolder.replacing)
         print("memrl-bench-export: interrupted", file=sys.stderr)
         sys.exit(130)
-    for path in written:
-        print(path)
+    print_or_exit("\n".join(map(str, written)), "memrl-bench-export")
 
 
 if __name__ == "__main__":

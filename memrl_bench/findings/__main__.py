@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from memrl_bench.core.errors import InputError
+from memrl_bench.core.errors import InputError, print_or_exit
 from memrl_bench.core.runfolder import damaged_by_writing, replacing
 from memrl_bench.findings.render import render_html, render_markdown
 from memrl_bench.findings.section import findings
@@ -37,7 +37,7 @@ def main() -> None:
                 raise
             print(f"memrl-bench: error: {args.html}: {err.strerror or err}", file=sys.stderr)  # not the temporary file's name
             sys.exit(2)
-    print(render_markdown(found, args.results_dir))
+    print_or_exit(render_markdown(found, args.results_dir), "memrl-bench")
 
 
 if __name__ == "__main__":

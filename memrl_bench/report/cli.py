@@ -7,7 +7,7 @@ import sys
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from memrl_bench.core.errors import InputError
+from memrl_bench.core.errors import InputError, print_or_exit
 from memrl_bench.core.interrupts import WORKER_LOST
 from memrl_bench.report import load_for_report, write_report
 
@@ -37,12 +37,11 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:  # the report folder is swapped in one step: the previous one stays whole
         print("memrl-bench-report: interrupted", file=sys.stderr)
         sys.exit(130)
-    except OSError as err:  # a folder it cannot write (read-only, full, no permission)
-        if not err.filename:
-            raise
-        print(f"memrl-bench-report: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
+    except OSError as err:  # a folder it cannot write (read-only, full, no permission): the previous report stays whole
+        where = err.filename or (args.out or args.results_dir / "report")  # a full disk's error names no file (60b)
+        print(f"memrl-bench-report: error: {where}: {err.strerror or err}", file=sys.stderr)
         sys.exit(2)
-    print(page)
+    print_or_exit(str(page), "memrl-bench-report")
 
 
 if __name__ == "__main__":

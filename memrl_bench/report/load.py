@@ -25,7 +25,7 @@ from memrl_bench import protocols
 from memrl_bench.core import metrics
 from memrl_bench.core.bounded_yaml import YAMLTooLargeError, bounded_yaml
 from memrl_bench.core.config import InputError, KeyRole, override_key, role_of, run_name
-from memrl_bench.core.errors import resolved
+from memrl_bench.core.errors import not_utf8, resolved
 from memrl_bench.core.records import RunRecords, read_run
 from memrl_bench.core.registry import UnknownNameError
 from memrl_bench.core.runfolder import COMPLETE, MANIFEST, CorruptRunFolderError, walk
@@ -300,6 +300,8 @@ def load(results_dir: Path, keep: Callable[[RunRecords, str], Any] | None = None
     root = resolved(results_dir)
     if not root.is_dir():
         raise ReportInputError(f"{results_dir}: not a folder")
+    if (shown := not_utf8(root)) is not None:  # the tables hold each run's path as text (60b: pyarrow's traceback)
+        raise ReportInputError(f"{shown}: its path is not UTF-8; rename it")
     paths, sweeps = scan(root)
     if not paths:
         raise ReportInputError(f"{results_dir}: no run folders (folders holding {MANIFEST}) found")

@@ -575,6 +575,54 @@ def test_a_full_disk_stops_with_one_line_and_the_same_command_resumes(tmp_path):
     assert stripped(tmp_path / "resumed.jsonl") == stripped(reference / "episodes.jsonl")
 
 
+def small_run(folder: Path) -> Path:
+    run(composed(*SMALL), folder)
+    return folder
+
+
+def test_a_report_on_a_full_disk_is_one_line(tmp_path):
+    """60b: a write that fails on a full disk names no file, and the report re-raised such an OSError: a traceback."""
+    run_dir = small_run(tmp_path / "results" / "run")
+    (tmp_path / "disk").mkdir()
+    script = (
+        f"mount -t tmpfs -o size=16k tmpfs {tmp_path}/disk && "
+        f"{sys.executable} -m memrl_bench.report.cli {run_dir} --out {tmp_path}/disk/report"
+    )
+    out = in_a_mount_namespace(script, tmp_path)
+    assert out.returncode == 2 and "Traceback" not in out.stderr and out.stderr.count("\n") == 1, out.stderr[-800:]
+    assert out.stderr.startswith(f"memrl-bench-report: error: {tmp_path}/disk/report") and "No space left on device" in out.stderr
+
+
+@pytest.mark.parametrize(
+    "module, extra",
+    [("memrl_bench.report.cli", ("--out", "report")), ("memrl_bench.findings", ()), ("memrl_bench.core.export", ("--out", "export"))],
+)
+def test_a_standard_output_that_cannot_be_written_is_one_line(tmp_path, module, extra):
+    """60b: each command's last output (the report's path, the findings, the exported files) on a full device ended in a
+    traceback (or Python's "Exception ignored" at exit)."""
+    run_dir = small_run(tmp_path / "results" / "run")
+    args = [str(tmp_path / arg) if arg in ("report", "export") else arg for arg in extra]
+    with open("/dev/full", "w") as full:
+        out = subprocess.run(
+            [sys.executable, "-m", module, str(run_dir), *args], cwd=ROOT, stdout=full, stderr=subprocess.PIPE, text=True, timeout=600
+        )
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr[-800:]
+    assert out.stderr.endswith("error: the standard output: No space left on device\n"), out.stderr
+
+
+def test_a_results_folder_whose_path_is_not_utf8_is_one_line(tmp_path):
+    """60b: the report held each run's path as text, and a results folder named in bytes that are not UTF-8 (its run
+    folders named as usual) ended in pyarrow's traceback."""
+    named = Path(os.fsdecode(bytes(tmp_path) + b"/p\xff"))
+    small_run(named / "run")
+    out = subprocess.run(
+        [sys.executable, "-m", "memrl_bench.report.cli", named, "--out", tmp_path / "report"], cwd=ROOT, capture_output=True, timeout=600
+    )
+    stderr = out.stderr.decode(errors="replace")
+    assert out.returncode == 2 and stderr.count("\n") == 1 and "its path is not UTF-8; rename it" in stderr, stderr[-800:]
+    assert b"/p\\xff" in out.stderr  # named as it can be shown
+
+
 def test_an_embeddings_server_refusing_the_key_is_one_line():
     import httpx
     import openai
