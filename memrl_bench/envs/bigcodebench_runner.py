@@ -88,7 +88,10 @@ the suite with its result class; before the suite and after it, it checks unitte
 sys.modules, the test class (nothing of the solution's code, no replaced machinery), each test's
 method as it starts (the function the test code defined), that no module but the program's holds a
 function of the solution's code, that no signal handler was installed, and that no class made since
-the program started decides a comparison by the program's code (a value equal to anything). "The
+the program started decides a comparison by the program's code (a value equal to anything). What the
+solution's functions return, and what is handed to the tests' asserts, is walked: an own callable where
+a method the comparisons or the tests' calls reach is looked up, numpy's hooks on an instance, and
+pandas' caches (emptied, or checked against the data) are what a wrong value passes with. "The
 solution's code": compiled from program.py above the first line of test code.
 """
 # ruff: noqa: B006, B008 - binding in defaults, mutable ones included, is how this file keeps state out of the program's reach
@@ -2014,6 +2017,61 @@ def _memrl_runner():
                     return True, value
         return False, None
 
+    # Library classes whose instances hold an own callable under a method's name as the library made them (a scan of every
+    # object after numpy, pandas, matplotlib and scipy work found these alone): (module, class; None: any of the module's)
+    # -> (what the callable must be: a bound method of the object under that own attribute, "self": one of the instance's
+    # own or a function of a library's code, None: anything; the names). A title's own `get_text` bound to another Text
+    # is what 59a forged with.
+    honest_own_callables = types.MappingProxyType(
+        {
+            ("matplotlib.transforms", "TransformWrapper"): (
+                "_child",
+                frozenset(
+                    "transform transform_affine transform_non_affine transform_path transform_path_affine"
+                    " transform_path_non_affine get_affine inverted get_matrix".split()
+                ),
+            ),
+            ("matplotlib.backends.backend_agg", "RendererAgg"): (
+                "_renderer",
+                frozenset("draw_gouraud_triangles draw_image draw_markers draw_path_collection draw_quad_mesh copy_from_bbox".split()),
+            ),
+            ("ipaddress", "IPv4Network"): ("self", frozenset({"hosts"})),  # a /31 network's `__iter__`, a /32's lambda
+            ("ipaddress", "IPv6Network"): ("self", frozenset({"hosts"})),
+            ("importlib.metadata", "FastPath"): (None, frozenset({"lookup"})),  # lru caches of bound methods
+            ("importlib.metadata._text", "FoldedCase"): (None, frozenset({"lower"})),
+            ("pyparsing.core", None): ("self", frozenset({"parseImpl"})),
+        }
+    )
+
+    def made_so_by_its_library(
+        instance,
+        name,
+        held,
+        own,
+        _c=c,
+        _exact=exact,
+        _table=honest_own_callables,
+        _resolved=resolved,
+        _held_in=held_in,
+        _a_library=a_library,
+        _self_of={
+            id(types.MethodType): types.MethodType.__dict__["__self__"].__get__,
+            id(types.BuiltinMethodType): types.BuiltinMethodType.__dict__["__self__"].__get__,
+        },
+    ):
+        """`instance`'s own callable `held` under `name` (`own`: its dict) is one its library class (honest_own_callables)
+        sets there."""
+        kind = _c.type(instance)
+        module, qualname = _exact(_c.class_dict(kind).get("__module__")), _exact(_c.qualname_of(kind))
+        entry = _table.get((module, qualname)) or _table.get((module, None))
+        if entry is None or name not in entry[1] or not _resolved(kind):
+            return False
+        self_of = _self_of.get(_c.id(_c.type(held)))
+        if entry[0] == "self":
+            return (self_of is not None and self_of(held) is instance) or (_c.type(held) is _c.FunctionType and _a_library(held.__code__))
+        found, delegate = _held_in(own, entry[0]) if entry[0] is not None else (True, None)
+        return found and (entry[0] is None or (self_of is not None and self_of(held) is delegate))
+
     class GuardedFunction(tuple):
         """(binder, a library class's function, its name, comparison_state, own_dict, what the class held): put in the
         function's place in its class (guard_the_comparisons) once the walk has met an instance of a class whose
@@ -2024,11 +2082,12 @@ def _memrl_runner():
 
         __slots__ = ()
 
-        def __get__(self, instance, owner=None, _flag=flag, _held_in=held_in, _c=c):
+        def __get__(self, instance, owner=None, _flag=flag, _held_in=held_in, _library=made_so_by_its_library, _c=c):
             if instance is not None:
-                found, value = _held_in(self[4](instance), self[2])
+                own = self[4](instance)
+                found, value = _held_in(own, self[2])
                 if found:
-                    if _c.callable(value) and self[2] in self[3](_c.type(instance))[1]:
+                    if _c.callable(value) and self[2] in self[3](_c.type(instance))[1] and not _library(instance, self[2], value, own):
                         _flag("defines_its_comparisons")
                     return value
             return self[0](self[1], instance, owner)
@@ -2070,6 +2129,10 @@ def _memrl_runner():
                 return getter(held, instance, owner)
         return held
 
+    function_types = frozenset(
+        map(id, (types.FunctionType, staticmethod, classmethod, types.MethodDescriptorType, types.WrapperDescriptorType))
+    )
+
     def names_read_by(function, todo, _exact=exact, _cell=cell_contents, _c=c):
         """Add to `todo` every name the code of `function` (a Python function; anything else adds none) reads, with the code
         made inside it and the functions its closure holds (a decorator's wrapper calls the method it wraps from there:
@@ -2087,37 +2150,29 @@ def _memrl_runner():
                 codes.extend(const for const in code.co_consts if _c.type(const) is _c.CodeType)
             functions.extend(_cell(cell) for cell in each.__closure__ or ())
 
-    def steered_names(
-        kind,
+    def names_followed(
+        bases,
         differences=False,
         _c=c,
-        _exact=exact,
         _guarded=GuardedFunction,
-        _compiled=a_compiled_callable,
         _follow=names_read_by,
         _comparisons=("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__len__", "__contains__", "equals"),
         _differences=("__sub__", "__rsub__", "__abs__", "__round__"),  # what assertAlmostEqual computes after `==` (56a)
         _tests_names=names_the_tests_read,
-        _functions=frozenset(
-            map(id, (types.FunctionType, staticmethod, classmethod, types.MethodDescriptorType, types.WrapperDescriptorType))
-        ),
+        _functions=function_types,
     ):
-        """The names of functions `kind`'s comparisons and the tests call through `self`: its comparison names and the names
-        the tests read (names_the_tests_read), and every name their code reads (names_read_by) that `kind` resolves to a
-        function, followed into that function (and into a property's getter, whose own name an instance's dict cannot
-        shadow). An instance's own callable under one of them is what the comparison or the test calls instead (UserList's
-        `__eq__` reads `_UserList__cast`; 58a: an OrderedDict's own `values`); one under another name is a library's own
-        business (matplotlib's TransformWrapper sets its own `transform`, ipaddress a /31 network's own `hosts`, which no
-        test calls). With `differences`, also what its subtraction, `abs` and `round` call (assertAlmostEqual's values only:
-        matplotlib's TransformWrapper holds its own `inverted`, which a transform's `__sub__` calls)."""
-        mro, names, todo, seen = _c.mro_of(kind), [], _c.list(_comparisons + _tests_names + (_differences if differences else ())), _c.set()
+        """The comparison names and the names the tests read (names_the_tests_read), and every name the code (names_read_by)
+        of what the classes `bases` hold under a name reached reads, followed into every definition (a later one in a
+        class's order is what `super()` reaches: 56a, RangeIndex.equals) and into a property's getter. With `differences`,
+        also what a subtraction, `abs` and `round` call (assertAlmostEqual's values only: matplotlib's TransformWrapper
+        holds its own `inverted`, which a transform's `__sub__` calls)."""
+        todo, seen = _c.list(_comparisons + _tests_names + (_differences if differences else ())), _c.set()
         while todo:
             name = todo.pop()
             if name in seen:
                 continue
             seen.add(name)
-            first = True  # the definition `kind` resolves the name to: it decides whether the name is steered
-            for base in mro:  # every definition is followed: a later one is what `super()` reaches (56a: RangeIndex.equals)
+            for base in bases:
                 held = _c.class_dict(base).get(name)
                 if held is None:
                     continue
@@ -2126,14 +2181,26 @@ def _memrl_runner():
                 if _c.type(held) is _c.property:  # asked before an instance's dict: not steered, but what its getter reads may be
                     _follow(held.fget, todo)
                 elif _c.id(_c.type(held)) in _functions:  # by identity: `in` would run a metaclass's __eq__ (the program's)
-                    if first:
-                        names.append(name)
-                    function = held.__func__ if _c.type(held) is _c.staticmethod or _c.type(held) is _c.classmethod else held
-                    _follow(function, todo)
-                elif first and _compiled(held):  # counted, its code not followed (54a: pandas' Cython `_from_backing_data`)
-                    names.append(name)
-                first = False
-        return _c.frozenset(names)
+                    _follow(held.__func__ if _c.type(held) is _c.staticmethod or _c.type(held) is _c.classmethod else held, todo)
+        return seen
+
+    def a_method_of(kind, name, _c=c, _guarded=GuardedFunction, _compiled=a_compiled_callable, _functions=function_types):
+        """What `kind` resolves `name` to is a function or a compiled callable (54a: pandas' Cython `_from_backing_data`),
+        which an instance's own callable under the name shadows; not a property, asked before an instance's dict."""
+        for base in _c.mro_of(kind):
+            held = _c.class_dict(base).get(name)
+            if held is not None:
+                held = held[5] if _c.type(held) is _guarded else held
+                return _c.id(_c.type(held)) in _functions or _compiled(held)
+        return False
+
+    def steered_names(kind, differences=False, _followed=names_followed, _a_method=a_method_of, _c=c):
+        """The names of functions `kind`'s comparisons and the tests call through `self`: those followed through `kind`'s
+        classes (names_followed) that `kind` resolves to a function. An instance's own callable under one of them is what
+        the comparison or the test calls instead (UserList's `__eq__` reads `_UserList__cast`; 58a: an OrderedDict's own
+        `values`); one under another name is a library's own business unless a method of another class reaches it
+        (calls_through_another_object)."""
+        return _c.frozenset(name for name in _followed(_c.mro_of(kind), differences) if _a_method(kind, name))
 
     # id -> (class, its instances' own dict's slot or None, steered_names, with differences): kept, so an id is no later class's
     comparison_kinds = {}
@@ -2214,6 +2281,116 @@ def _memrl_runner():
                 binder, function = _to_the_class, held.__func__
             _set(base, name, _guard((binder, function, name, _state, _own, held)))
 
+    def calls_through_another_object(
+        kinds, candidates, differences, _followed=names_followed, _a_method=a_method_of, _library=made_so_by_its_library, _c=c
+    ):
+        """Of `candidates` ((instance, class, name, own callable, own dict) the walk met), one under a name its class resolves to a
+        method and that a method of any class the walk met reaches (names_followed over all of them), not made so by its
+        library: the tests' call reaches it through an attribute rather than `self` (59a: `ax.get_title()` is matplotlib's
+        and reads `self.title.get_text()`; a title's own `get_text` said the right title over a wrong one)."""
+        shadowing = [
+            (kind, name) for each, kind, name, held, own in candidates if _a_method(kind, name) and not _library(each, name, held, own)
+        ]
+        if not shadowing:
+            return False
+        bases, seen = [], _c.set()
+        for kind in kinds.values():
+            for base in _c.mro_of(kind):
+                if _c.id(base) not in seen:
+                    seen.add(_c.id(base))
+                    bases.append(base)
+        reached = _followed(bases, differences)
+        return _c.any(name in reached for kind, name in shadowing)
+
+    # pandas' classes whose instances the walk checks beyond their caches, by (module, class)
+    pandas_classes = types.MappingProxyType(
+        {
+            ("pandas._libs.internals", "BlockManager"): "manager",
+            ("pandas._libs.internals", "Block"): "block",
+            ("pandas._libs.internals", "BlockPlacement"): "placement",
+        }
+    )
+
+    def pandas_base(kind, what, _known={}, _table=pandas_classes, _resolved=resolved, _exact=exact, _c=c):
+        """`kind`'s base that is pandas' class of role `what` (pandas_classes; "pandas": any class of pandas'), or None."""
+        known = _known.get(_c.id(kind))
+        if known is None or known[0] is not kind:
+            found = {}
+            for base in _c.mro_of(kind):
+                module = _exact(_c.class_dict(base).get("__module__"))
+                role = _table.get((module, _exact(_c.qualname_of(base))))
+                pandas = _c.type(module) is _c.str and (module == "pandas" or module.startswith("pandas."))
+                for each in (role, "pandas" if pandas else None):
+                    if each is not None and each not in found and _resolved(base):
+                        found[each] = base
+            known = _known[_c.id(kind)] = (kind, found)
+        return known[1].get(what)
+
+    def numpys_array(kind, _c=c):
+        """numpy's own ndarray among `kind`'s bases (a class of C's so named), or None."""
+        for base in _c.mro_of(kind):
+            if not _c.flags_of(base) & 1 << 9 and _c.qualname_of(base) == "ndarray" and _c.module_of(base) == "numpy":
+                return base
+        return None
+
+    def as_list(array, _array=numpys_array, _c=c):
+        """numpy's array `array` as a list, by numpy's own `tolist` (a subclass's would be the program's code)."""
+        base = _array(_c.type(array))
+        if base is None:
+            raise _c.TypeError("not an array")
+        return _c.class_dict(base)["tolist"](array)
+
+    def column_map_of(blocks, _base=pandas_base, _as_list=as_list, _c=c):
+        """(block number, location in it) of each column, from the placements of `blocks` (a BlockManager's): what pandas
+        rebuilds its column-to-block map from; None if they do not cover 0 ... n-1 once each."""
+        placed = {}
+        for number, block in _c.zip(_c.range(_c.len(blocks)), blocks):
+            base = _base(_c.type(block), "block")
+            locations = _c.class_dict(base)["_mgr_locs"].__get__(block) if base is not None else None
+            placement = _base(_c.type(locations), "placement")
+            if placement is None:
+                return None
+            listed = _as_list(_c.class_dict(placement)["as_array"].__get__(locations))
+            for at, location in _c.zip(_c.range(_c.len(listed)), listed):
+                if _c.type(location) is not _c.int or location in placed:
+                    return None
+                placed[location] = (number, at)
+        columns = [placed.get(location) for location in _c.range(_c.len(placed))]
+        return None if None in columns else columns
+
+    def refreshed_pandas_caches(
+        each, kind, own, _base=pandas_base, _held_in=held_in, _map=column_map_of, _as_list=as_list, _retired=[], _c=c
+    ):
+        """Empties or checks the caches pandas keeps on `each` (59a: an Index's cached lookup engine taken from another
+        index made `df["A"]` return column B, task 559; a frame's cached column-to-block map pointed at a block no column
+        names made assert_frame_equal read hidden values, task 149; 60a: a Series' cached block, 120, a block's cached
+        dtype, 638): the `_cache` of an object of pandas' (where `cache_readonly` keeps what it derives from the data, and
+        what an Index's own `_reset_cache` empties) is emptied; a BlockManager's column-to-block map must be the one its
+        blocks' placements give, and its cached dtypes are dropped. False if that does not hold. What is dropped is kept in
+        `_retired`, so no code of the program's (a `__del__`) runs here. C and numpy's C alone."""
+        if _base(kind, "pandas") is not None:
+            found, cache = _held_in(own, "_cache")
+            if found and _c.type(cache) is not _c.dict:
+                return False
+            if found:
+                _retired.append(_c.dict.copy(cache))
+                _c.dict.clear(cache)
+        manager = _base(kind, "manager")
+        if manager is None:
+            return True
+        slots = _c.class_dict(manager)
+        try:
+            columns = _map(slots["blocks"].__get__(each))
+            numbers, locations = slots["_blknos"].__get__(each), slots["_blklocs"].__get__(each)
+            if numbers is not None or locations is not None:
+                if columns is None or [*_c.zip(_as_list(numbers), _as_list(locations))] != columns:
+                    return False
+        except _c.Exception:  # blocks or placements not pandas' own
+            return False
+        _retired.append(slots["_dtypes_cache"].__get__(each))
+        slots["_dtypes_cache"].__set__(each, None)
+        return True
+
     def steers_its_comparison(
         value,
         differences=False,
@@ -2229,6 +2406,10 @@ def _memrl_runner():
         # (57a: a memmap's own `__array_wrap__` and `__array_priority__` made every comparison all True; a namespace's own
         # `__array__` made its value in the comparison)
         _numpys_hooks=frozenset(name for name in comparison_names if name.startswith("__array")),
+        _across=calls_through_another_object,
+        _refreshed=refreshed_pandas_caches,
+        _library=made_so_by_its_library,
+        _numpys_array=numpys_array,
         _limit=20_000,
     ):
         """A value a comparison of `value` reaches holds in its own dict a callable under the name of a function its class's
@@ -2242,8 +2423,10 @@ def _memrl_runner():
         globals are the other checks'). An own dict is read as a dict whatever dict it is, its names as text. The library
         functions under those names are guarded first (guard_the_comparisons): one set on the instance after this look is
         flagged as the comparison reads it (53a). With `differences`, also the names their differences call (assertAlmostEqual's
-        values: almost_equal). C alone."""
-        todo, seen, arrays, made = [value], _c.set(), {}, []
+        values: almost_equal). Then an own callable under a name a method of any class met reaches, through an attribute
+        rather than `self` (calls_through_another_object, 59a), unless its library put it there (made_so_by_its_library);
+        and pandas' caches on what it meets are emptied or checked as it meets them (refreshed_pandas_caches). C alone."""
+        todo, seen, arrays, made, kinds, candidates = [value], _c.set(), {}, [], {}, []
         while todo and _c.len(seen) < _limit:
             each = todo.pop()
             kind = _c.type(each)
@@ -2256,11 +2439,8 @@ def _memrl_runner():
                 continue
             array = arrays.get(_c.id(kind))
             if array is None:  # numpy's own ndarray among its bases, or False
-                array = arrays[_c.id(kind)] = False
-                for base in _c.mro_of(kind):
-                    if not _c.flags_of(base) & 1 << 9 and _c.qualname_of(base) == "ndarray" and _c.module_of(base) == "numpy":
-                        array = arrays[_c.id(kind)] = base
-                        break
+                found = _numpys_array(kind)
+                array = arrays[_c.id(kind)] = False if found is None else found
             if array is not False:  # C: an object array's elements are compared one by one (no traversal of its own)
                 methods = _c.class_dict(array)
                 plain = methods["view"](each, array) if kind is not array else each  # a subclass's data as numpy's own array
@@ -2268,17 +2448,22 @@ def _memrl_runner():
                 todo.append(made[-1])  # kept alive in `made`: an id seen is not a later list's
                 if kind is array:
                     continue
+            kinds[_c.id(kind)] = kind
             names = _state(kind, differences)[1]
             if names:
                 _guard(kind, names)
             own = _own_dict(each)
+            if not _refreshed(each, kind, own):
+                return True
             if own is not None:
                 for name, held in _c.list(_c.dict.items(own)):
                     name = _exact(name)
-                    if name in _numpys_hooks or (name in names and _c.callable(held)):
+                    if name in _numpys_hooks or (name in names and _c.callable(held) and not _library(each, name, held, own)):
                         return True
+                    if _c.type(name) is _c.str and _c.callable(held):
+                        candidates.append((each, kind, name, held, own))
             todo.extend(_c.referents(each))
-        return False
+        return _c.len(candidates) > 0 and _across(kinds, candidates, differences)
 
     for function in almost_equals.values():
         function.__kwdefaults__["_steers"] = steers_its_comparison
