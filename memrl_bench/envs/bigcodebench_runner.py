@@ -2387,8 +2387,10 @@ def _memrl_runner():
                     return False
         except _c.Exception:  # blocks or placements not pandas' own
             return False
-        _retired.append(slots["_dtypes_cache"].__get__(each))
-        slots["_dtypes_cache"].__set__(each, None)
+        dtypes = slots.get("_dtypes_cache")  # pandas 3's
+        if dtypes is not None:
+            _retired.append(dtypes.__get__(each))
+            dtypes.__set__(each, None)
         return True
 
     def steers_its_comparison(
