@@ -62,7 +62,7 @@ Row = tuple[Any, ...]
 
 MAX_REPLY_BYTES = 16 << 20  # a reply past this is a limit, not a result
 # Values (rows x columns) a reply may hold: each is a Python object in the harness once parsed, so a reply under the
-# byte cap could still cost ~6 times its size there (10,001 rows of 2,000 zeros: 60 MB of JSON, 300 MB held: 60b)
+# byte cap could still cost ~5 times its size there (10,001 rows of 2,000 zeros: 60 MB of JSON, 300 MB held: 60b)
 MAX_REPLY_VALUES = 1_000_000
 EXIT_OUT_OF_MEMORY = 3  # the worker's exit code after a MemoryError
 _GRACE_S = 2  # CPU seconds a request gets past its statement's own time limit
@@ -188,13 +188,13 @@ def _handle(state: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
     try:
         if op == "run":
             columns, rows, changed = run_sql(connection, request["sql"], request["timeout_s"], request["max_rows"])
-            reply = {"columns": columns, "rows": rows, "changed": changed}
+            counts = {"changed": changed}
         else:
             columns, rows = read_table(connection, request["name"], request["timeout_s"], request["max_rows"])
-            reply = {"columns": columns, "rows": rows}
+            counts = {}
         if len(rows) * len(columns or ()) > MAX_REPLY_VALUES:
             return {"limit": f"the SQL worker's reply exceeded {MAX_REPLY_VALUES:,} values"}
-        return reply | {"rows": _cells_out(rows)}
+        return {"columns": columns, "rows": _cells_out(rows)} | counts
     except sqlite3.Error as err:
         return {"error": str(err)}
 
