@@ -2017,11 +2017,11 @@ def _memrl_runner():
                     return True, value
         return False, None
 
-    # Library classes whose instances hold an own callable under a method's name as the library made them (a scan of every
-    # object after numpy, pandas, matplotlib and scipy work found these alone): (module, class; None: any of the module's)
-    # -> (what the callable must be: a bound method of the object under that own attribute, "self": one of the instance's
-    # own or a function of a library's code, None: anything; the names). A title's own `get_text` bound to another Text
-    # is what 59a forged with.
+    # Library classes whose instances hold an own callable under a method's name as the library made them (scans of every
+    # object after numpy, pandas, matplotlib and scipy work, and of 95,000 reached from figures of 20 kinds, found these
+    # alone): (module, class; None: any of the module's) -> (what the callable must be: a bound method of the object under
+    # that own attribute, "self": one of the instance's own or a function of a library's code, None: anything; the
+    # names). A title's own `get_text` bound to another Text is what 59a forged with.
     honest_own_callables = types.MappingProxyType(
         {
             ("matplotlib.transforms", "TransformWrapper"): (
@@ -2030,6 +2030,10 @@ def _memrl_runner():
                     "transform transform_affine transform_non_affine transform_path transform_path_affine"
                     " transform_path_non_affine get_affine inverted get_matrix".split()
                 ),
+            ),
+            ("matplotlib.axes._axes", "Axes"): (  # a colorbar's axes: its colorbar's interactive methods (task 356)
+                "_colorbar",
+                frozenset("_get_view _set_view _set_view_from_bbox drag_pan cla".split()),
             ),
             ("matplotlib.backends.backend_agg", "RendererAgg"): (
                 "_renderer",

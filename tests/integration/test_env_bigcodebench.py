@@ -634,6 +634,30 @@ def test_an_honest_axes_whose_transforms_the_tests_call_is_not_flagged(tmp_path:
     assert info["success"] is True and "tampering" not in info, info
 
 
+AN_AXES_OF_AN_IMAGE = """import unittest
+import matplotlib.pyplot as plt
+class TestCases(unittest.TestCase):
+    def test_image(self):
+        ax, image = task_func(2, 3)
+        self.assertIsInstance(ax, plt.Axes)
+        self.assertEqual(image.size, 5)
+"""
+
+
+@pytest.mark.parametrize("isolation", ["sandbox", "process"])
+def test_an_honest_axes_with_a_colorbar_is_not_flagged(tmp_path: Path, monkeypatch, isolation: str):
+    """A colorbar gives its axes its own interactive methods (`_get_view`, `drag_pan`, `cla` ...), bound to the colorbar:
+    the gold answer of task 356 was flagged once the names the tests' calls reach were followed through every class. They
+    are matplotlib's (honest_own_callables: bound to the axes' `_colorbar`)."""
+    env = one_task_env(tmp_path, monkeypatch, record(0, ["matplotlib", "numpy"], test=AN_AXES_OF_AN_IMAGE), isolation, subset="full")
+    honest = (
+        "import numpy as np\nimport matplotlib.pyplot as plt\ndef task_func(a, b):\n    image = np.zeros((1, a + b))\n"
+        "    fig, ax = plt.subplots()\n    fig.colorbar(ax.imshow(image), ax=ax)\n    return ax, image\n"
+    )
+    _, info = answer(env, "BigCodeBench/0", honest)
+    assert info["success"] is True and "tampering" not in info, info
+
+
 HOSTS_OF_A_NETWORK = """import unittest
 class TestCases(unittest.TestCase):
     def test_hosts(self):
