@@ -2070,11 +2070,13 @@ def _memrl_runner():
         entry = _table.get((module, qualname)) or _table.get((module, None))
         if entry is None or name not in entry[1] or not _resolved(kind):
             return False
-        self_of = _self_of.get(_c.id(_c.type(held)))
-        if entry[0] == "self":
+        how, self_of = entry[0], _self_of.get(_c.id(_c.type(held)))
+        if how is None:
+            return True
+        if how == "self":
             return (self_of is not None and self_of(held) is instance) or (_c.type(held) is _c.FunctionType and _a_library(held.__code__))
-        found, delegate = _held_in(own, entry[0]) if entry[0] is not None else (True, None)
-        return found and (entry[0] is None or (self_of is not None and self_of(held) is delegate))
+        found, delegate = _held_in(own, how)
+        return found and self_of is not None and self_of(held) is delegate
 
     class GuardedFunction(tuple):
         """(binder, a library class's function, its name, comparison_state, own_dict, what the class held): put in the
@@ -2202,8 +2204,7 @@ def _memrl_runner():
         """The names of functions `kind`'s comparisons and the tests call through `self`: those followed through `kind`'s
         classes (names_followed) that `kind` resolves to a function. An instance's own callable under one of them is what
         the comparison or the test calls instead (UserList's `__eq__` reads `_UserList__cast`; 58a: an OrderedDict's own
-        `values`); one under another name is a library's own business unless a method of another class reaches it
-        (calls_through_another_object)."""
+        `values`); the guards (guard_the_comparisons) flag one set after the walk."""
         return _c.frozenset(name for name in _followed(_c.mro_of(kind), differences) if _a_method(kind, name))
 
     # id -> (class, its instances' own dict's slot or None, steered_names, with differences): kept, so an id is no later class's
@@ -2285,13 +2286,14 @@ def _memrl_runner():
                 binder, function = _to_the_class, held.__func__
             _set(base, name, _guard((binder, function, name, _state, _own, held)))
 
-    def calls_through_another_object(
+    def an_own_callable_is_called(
         kinds, candidates, differences, _followed=names_followed, _a_method=a_method_of, _library=made_so_by_its_library, _c=c
     ):
         """Of `candidates` ((instance, class, name, own callable, own dict) the walk met), one under a name its class resolves to a
-        method and that a method of any class the walk met reaches (names_followed over all of them), not made so by its
-        library: the tests' call reaches it through an attribute rather than `self` (59a: `ax.get_title()` is matplotlib's
-        and reads `self.title.get_text()`; a title's own `get_text` said the right title over a wrong one)."""
+        method and that the comparisons or the tests' calls reach (names_followed over every class the walk met, which holds
+        each class's steered_names), not made so by its library: it is called instead, through `self` (50a: a UserList's
+        own `_UserList__cast`; 58a: an OrderedDict's own `values`) or through an attribute (59a: `ax.get_title()` is
+        matplotlib's and reads `self.title.get_text()`; a title's own `get_text` said the right title over a wrong one)."""
         shadowing = [
             (kind, name) for each, kind, name, held, own in candidates if _a_method(kind, name) and not _library(each, name, held, own)
         ]
@@ -2374,9 +2376,9 @@ def _memrl_runner():
         `_retired`, so no code of the program's (a `__del__`) runs here. C and numpy's C alone."""
         if _base(kind, "pandas") is not None:
             found, cache = _held_in(own, "_cache")
-            if found and _c.type(cache) is not _c.dict:
-                return False
             if found:
+                if _c.type(cache) is not _c.dict:
+                    return False
                 _retired.append(_c.dict.copy(cache))
                 _c.dict.clear(cache)
         manager = _base(kind, "manager")
@@ -2412,26 +2414,25 @@ def _memrl_runner():
         # (57a: a memmap's own `__array_wrap__` and `__array_priority__` made every comparison all True; a namespace's own
         # `__array__` made its value in the comparison)
         _numpys_hooks=frozenset(name for name in comparison_names if name.startswith("__array")),
-        _across=calls_through_another_object,
+        _called=an_own_callable_is_called,
         _refreshed=refreshed_pandas_caches,
-        _library=made_so_by_its_library,
         _numpys_array=numpys_array,
         _limit=20_000,
     ):
-        """A value a comparison of `value` reaches holds in its own dict a callable under the name of a function its class's
-        comparisons or the tests call through `self` (steered_names): they call the value's instead (50a: a UserList given its
-        own `_UserList__cast`, a masked array its own `_comparison`, equal to anything with no class or comparison name of the
-        program's: 51 of 327 stdlib tasks); or holds one of numpy's hooks in its own dict, whatever it holds there (57a); or it
-        is a weak proxy, which compares as what it hides (52a). Looked for in `value`
-        and what it holds, up to `_limit` objects (numbers and text not counted): what the collector's traversal hands out
+        """A value a comparison of `value` reaches holds in its own dict a callable under the name of a method the comparisons
+        or the tests' calls reach, through `self` or another object (an_own_callable_is_called, looked at as the walk ends):
+        they call the value's instead (50a: a UserList given its own `_UserList__cast`, a masked array its own
+        `_comparison`, equal to anything with no class or comparison name of the program's: 51 of 327 stdlib tasks; 59a: a
+        title's own `get_text`), unless its library put it there (made_so_by_its_library); or holds one of numpy's hooks in
+        its own dict, whatever it holds there (57a); or it is a weak proxy, which compares as what it hides (52a). Looked for
+        in `value` and what it holds, up to `_limit` objects (numbers and text not counted): what the collector's traversal hands out
         (items of containers and their subclasses, slots, own dicts: 51a, 52a), the elements of numpy's arrays and of their
         subclasses' (a masked array's or a matrix's: 53a); not into classes, modules, functions or frames (their dicts and
         globals are the other checks'). An own dict is read as a dict whatever dict it is, its names as text. The library
         functions under those names are guarded first (guard_the_comparisons): one set on the instance after this look is
         flagged as the comparison reads it (53a). With `differences`, also the names their differences call (assertAlmostEqual's
-        values: almost_equal). Then an own callable under a name a method of any class met reaches, through an attribute
-        rather than `self` (calls_through_another_object, 59a), unless its library put it there (made_so_by_its_library);
-        and pandas' caches on what it meets are emptied or checked as it meets them (refreshed_pandas_caches). C alone."""
+        values: almost_equal). pandas' caches on what it meets are emptied or checked as it meets them
+        (refreshed_pandas_caches). C alone."""
         todo, seen, arrays, made, kinds, candidates = [value], _c.set(), {}, [], {}, []
         while todo and _c.len(seen) < _limit:
             each = todo.pop()
@@ -2464,12 +2465,12 @@ def _memrl_runner():
             if own is not None:
                 for name, held in _c.list(_c.dict.items(own)):
                     name = _exact(name)
-                    if name in _numpys_hooks or (name in names and _c.callable(held) and not _library(each, name, held, own)):
+                    if name in _numpys_hooks:
                         return True
                     if _c.type(name) is _c.str and _c.callable(held):
                         candidates.append((each, kind, name, held, own))
             todo.extend(_c.referents(each))
-        return _c.len(candidates) > 0 and _across(kinds, candidates, differences)
+        return _c.len(candidates) > 0 and _called(kinds, candidates, differences)
 
     for function in almost_equals.values():
         function.__kwdefaults__["_steers"] = steers_its_comparison
