@@ -128,6 +128,7 @@ def _memrl_runner():
     import signal
     import sys
     import sysconfig
+    import threading
     import time
     import traceback
     import types
@@ -153,7 +154,7 @@ def _memrl_runner():
         for name in (
             "type issubclass str bytes int list tuple frozenset id len any all zip map getattr range callable staticmethod classmethod"
             " property object BaseException Exception OSError ValueError TypeError PermissionError ImportError RuntimeError SystemExit"
-            " KeyError AttributeError dict set slice"
+            " KeyError AttributeError dict set slice next"
         ).split()
     }
     captured |= {
@@ -385,8 +386,11 @@ def _memrl_runner():
     by_name = {code.co_qualname: code for code in runner_codes}
     # by identity: code objects compare equal by value. Watched's call is not counted as the runner's: it runs between a
     # test and the solution's function, and a frame of it (in a traceback unittest clears, as the solution's f_back) holds
-    # nothing of the runner's; counted, it would make what the solution's code runs look asked by the runner
-    runner_code_ids = frozenset(id(code) for code in runner_codes if not code.co_qualname.endswith(".Watched.__call__"))
+    # nothing of the runner's; counted, it would make what the solution's code runs look asked by the runner. Nor is the
+    # first frame of a thread the program starts (a_thread_of_the_programs): what runs above it is the program's.
+    runner_code_ids = frozenset(
+        id(code) for code in runner_codes if not code.co_qualname.endswith((".Watched.__call__", ".a_thread_of_the_programs"))
+    )
     frames = frozenset({id(here.f_back), id(here.f_back.f_back)})  # the entry's frame and the script's, alive to the end
     entry_frame = here.f_back  # the one frame of the entry: a function made from its code runs in another
     real_case = unittest.case.TestCase
@@ -603,6 +607,16 @@ def _memrl_runner():
             ):
                 _flag(pattern)
 
+    # The threads the program starts (through _thread, which threading and every pool call: start_a_thread), by number, as
+    # long as their function runs. One still running when a function of the solution's returns to the tests, or as a test
+    # part ends, can change what the tests compare after the runner looked at it (60a: a daemon thread put the forged
+    # Index engine back into a frame's `_cache` once the walk had emptied it, task 559, 4 of 4).
+    programs_threads = {}
+
+    def threads_left_running(_threads=programs_threads, _flag=flag, _c=c):
+        if _c.len(_threads):
+            _flag("leaves_a_thread_running")
+
     def check_the_part(test_case, _check=check_the_instance, _sealed=check_the_sealed, _c=c, _tests=None):  # _tests bound below
         """As a part starts and as it ends: the test instance, the classes made immutable, and the tests' class (a subtest's
         test's)."""
@@ -633,10 +647,12 @@ def _memrl_runner():
             _flag=flag,
             _check=check_the_part,
             _ended=part_ended,
+            _running=threads_left_running,
             _c=c,
         ):
             outcome, test_case, inner = self
             _ended()
+            _running()
             if kind is not None:
                 _failed()
                 if _c.issubclass(kind, _stop):
@@ -1599,6 +1615,61 @@ def _memrl_runner():
             return "replaces_test_machinery", _c.PermissionError(f"{name} of a test or a test class")
         return None, None
 
+    def thread_ended(number, _threads=programs_threads):
+        _threads.pop(number, None)
+
+    def a_thread_of_the_programs(function, args, kwargs, ended, number):
+        """The first frame of a thread the program started: not counted as the runner's (what runs above it is the
+        program's, as a stack of library frames on such a thread is: note_the_programs_code). It holds nothing: what it
+        calls as the function returns comes in its arguments."""
+        try:
+            return function(*args) if kwargs is None else function(*args, **kwargs)
+        finally:
+            ended(number)
+
+    def start_a_thread(
+        event_args,
+        raising,
+        _start=_thread.start_new_thread,
+        _threads=programs_threads,
+        _numbers=itertools.count(),
+        _ended=thread_ended,
+        _first=a_thread_of_the_programs,
+        _by_the_tests=by_the_tests,
+        _tests=tests_globals,
+        _store=tests_store,
+        _a_library=a_library,
+        _c=c,
+        _guard=None,  # the code of guarded_start_new_thread, bound below
+    ):
+        """_thread.start_new_thread for the hook (what guarded_start_new_thread asks): the error to raise, or None with the
+        new thread's id in the box. A thread started by the tests' code (the first frame down the stack that is no library's
+        is theirs: a client the tests run beside the answer, task 1038) runs as asked; any other is the program's: numbered
+        in programs_threads while its function runs."""
+        if _c.len(event_args) != 4 or _c.type(event_args[3]) is not _c.list:
+            return _c.TypeError("memrl.start_thread is the runner's event")
+        function, args, kwargs, box = event_args
+        if not _c.callable(function):
+            return _c.TypeError("first arg must be callable")
+        if not _c.issubclass(_c.type(args), _c.tuple):
+            return _c.TypeError("2nd arg must be a tuple")
+        if kwargs is not None and not _c.issubclass(_c.type(kwargs), _c.dict):
+            return _c.TypeError("optional 3rd arg must be a dictionary")
+        frame = raising
+        while frame is not None and (frame.f_code is _guard or _a_library(frame.f_code)):
+            frame = frame.f_back
+        if frame is not None and _by_the_tests(frame, _tests, _store):
+            _c.list.append(box, _start(function, args) if kwargs is None else _start(function, args, kwargs))
+            return None
+        number = _c.next(_numbers)
+        _threads[number] = True
+        try:
+            _c.list.append(box, _start(_first, (function, args, kwargs, _ended, number)))
+        except _c.BaseException as error:
+            _threads.pop(number, None)
+            return error
+        return None
+
     def look(
         event,
         args,
@@ -1625,6 +1696,7 @@ def _memrl_runner():
         _refused_write=refused_write,
         _opens_memory=opens_memory,
         _set_attribute=set_attribute,
+        _start_a_thread=start_a_thread,
         _note=note_the_programs_code,
         _real_path=real_path,
         _save_all=gc.DEBUG_SAVEALL,
@@ -1644,6 +1716,8 @@ def _memrl_runner():
             return (
                 None if (event == "ctypes.dlopen" and "ctypes" in _libraries) or _asked_by_a_library(raising) else "calls_c_directly"
             ), None
+        if event == "memrl.start_thread":
+            return None, _start_a_thread(args, raising)
         if event == "memrl.create_builtin":  # a fresh module of a built-in (a _signal whose signal() is the original)
             return "recreates_a_builtin_module", None
         if event == "memrl.codecs":  # a search function a library registers adds codecs; nothing may take one away
@@ -1774,6 +1848,7 @@ def _memrl_runner():
             "memrl.signal",
             "memrl.fix_co_filename",
             "memrl.gc_set_debug",
+            "memrl.start_thread",
             "sys.addaudithook",
             "marshal.loads",
             "marshal.load",
@@ -1853,6 +1928,13 @@ def _memrl_runner():
     def guarded_set_debug(flags, _audit=sys.audit):
         _audit("memrl.gc_set_debug", flags)
 
+    def guarded_start_new_thread(function, args, kwargs=None, _audit=sys.audit):
+        box = []
+        _audit("memrl.start_thread", function, args, kwargs, box)
+        return box[0]
+
+    start_a_thread.__defaults__ = start_a_thread.__defaults__[:-1] + (guarded_start_new_thread.__code__,)
+
     def fix_co_filename(code, path, _audit=sys.audit):
         _audit("memrl.fix_co_filename", code, path)
 
@@ -1884,6 +1966,7 @@ def _memrl_runner():
     _signal.signal = signal.signal = guarded_signal
     _imp.create_builtin, _imp._fix_co_filename = create_builtin, fix_co_filename
     gc.set_debug = guarded_set_debug
+    _thread.start_new_thread = _thread.start_new = threading._start_new_thread = guarded_start_new_thread
     watch("scans_memory", "gc", vars(gc), ("set_debug",))
 
     def check_the_names(_watched=tuple(watched), _shapes=tuple(shapes), _codes=tuple(codes), _flag=flag, _c=c, _sentinel=object()):
@@ -2476,10 +2559,11 @@ def _memrl_runner():
         function.__kwdefaults__["_steers"] = steers_its_comparison
 
     class Watched(tuple):
-        """(a function of the solution's, steers_its_comparison, flag): the function as the tests' names hold it. What it
-        returns, and what it was handed (changed in place), is looked at as assertEqual's values are, whatever compares it
-        later (numpy.testing's asserts, `assertIn`, a bare `==`: an object array holding a steered UserList passed numpy's
-        asserts, 51a). A tuple of an immutable class: nothing in it can be set, and its class cannot be swapped."""
+        """(a function of the solution's, steers_its_comparison, flag, threads_left_running): the function as the tests'
+        names hold it. What it returns, and what it was handed (changed in place), is looked at as assertEqual's values
+        are, whatever compares it later (numpy.testing's asserts, `assertIn`, a bare `==`: an object array holding a
+        steered UserList passed numpy's asserts, 51a); no thread of the program's may still run as it returns. A tuple of
+        an immutable class: nothing in it can be set, and its class cannot be swapped."""
 
         __slots__ = ()
 
@@ -2487,6 +2571,7 @@ def _memrl_runner():
             value = self[0](*args, **kwargs)
             if self[1]((value, args, kwargs)):
                 self[2]("defines_its_comparisons")
+            self[3]()
             return value
 
     frozen[Watched] = "patches_the_runner"
@@ -2512,6 +2597,7 @@ def _memrl_runner():
         _watched=Watched,
         _steers=steers_its_comparison,
         _flag=flag,
+        _running=threads_left_running,
         _c=c,
     ):
         """The solution's callables the tests were given (give_the_tests) held by them as Watched: its functions, and any
@@ -2540,7 +2626,7 @@ def _memrl_runner():
                     held += [_own(k, "__call__") for k in _c.mro_of(kind) if _c.flags_of(k) & 1 << 9 and not _resolved(k)]
                     if not _c.any(each is not None and not _a_library_function(each) for each in held):
                         continue  # made by type's call, or a library's (an Enum's `__new__` is Enum's own)
-            watched = _watched((value, _steers, _flag))
+            watched = _watched((value, _steers, _flag, _running))
             _store[name] = watched
             _c.dict.__setitem__(_tests, name, watched)
 

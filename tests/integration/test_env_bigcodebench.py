@@ -721,6 +721,54 @@ def test_a_value_whose_pandas_cache_says_what_its_data_does_not_is_read_by_its_d
     assert answer(env, "BigCodeBench/0", honest)[1]["success"] is True
 
 
+HONEST_WITH_THREADS = """import threading
+from concurrent.futures import ThreadPoolExecutor
+import pandas as pd
+def task_func(a, b):
+    columns = {}
+    worker = threading.Thread(target=columns.update, args=({"A": [a]},))
+    worker.start()
+    worker.join()
+    with ThreadPoolExecutor(2) as pool:
+        columns["B"] = pool.submit(list, [b]).result()
+    return pd.DataFrame(columns)
+"""
+
+# the tests run a thread of their own beside the answer, as task 1038's client
+TESTS_WITH_A_THREAD = """import unittest
+import threading
+class TestCases(unittest.TestCase):
+    def test_column(self):
+        seen = []
+        client = threading.Thread(target=lambda: seen.append(threading.Event().wait(1)))
+        client.start()
+        self.assertListEqual(task_func(2, 3)["A"].tolist(), [2])
+        client.join()
+        self.assertEqual(seen, [False])
+"""
+
+
+@pytest.mark.parametrize("isolation", ["sandbox", "process"])
+@pytest.mark.parametrize("forgery", ["cache_set_again_by_a_thread.py", "cache_set_again_by_a_raw_thread.py"])
+def test_a_thread_of_the_answers_still_running_as_its_function_returns_is_flagged(
+    tmp_path: Path, monkeypatch, forgery: str, isolation: str
+):
+    """A thread of the answer's put the forged cache back once the walk had emptied it, before the tests read it (60a,
+    task 559). Every thread the program starts (threading's or _thread's) is counted while its function runs; one still
+    running as a function of the solution's returns to the tests is `leaves_a_thread_running`. An honest answer that
+    joins its threads (a Thread, a pool in a `with`) passes, and so does one whose tests run a thread of their own."""
+    tests, honest = CACHED_BY_PANDAS["cached_engine_of_an_index.py"]
+    env = one_task_env(tmp_path, monkeypatch, record(0, ["pandas"], test=tests), isolation, subset="full")
+    _, info = answer(env, "BigCodeBench/0", (FORGERIES / forgery).read_text())
+    assert info["success"] is False and "leaves_a_thread_running" in info.get("tampering", ()), info
+    _, info = answer(env, "BigCodeBench/0", HONEST_WITH_THREADS)
+    assert info["success"] is True and not info.get("tampering"), info
+    (tmp_path / "theirs").mkdir()
+    env = one_task_env(tmp_path / "theirs", monkeypatch, record(0, ["pandas"], test=TESTS_WITH_A_THREAD), isolation, subset="full")
+    _, info = answer(env, "BigCodeBench/0", honest)
+    assert info["success"] is True and not info.get("tampering"), info
+
+
 FRAME_OF_A_SUM = """import unittest
 import pandas as pd
 class TestCases(unittest.TestCase):
