@@ -145,6 +145,7 @@ def _memrl_runner():
     import unittest.suite
     import unittest.util
     import warnings
+    import weakref
     import zipimport
     from importlib.machinery import SourceFileLoader
 
@@ -607,16 +608,6 @@ def _memrl_runner():
             ):
                 _flag(pattern)
 
-    # The threads the program starts (through _thread, which threading and every pool call: start_a_thread), by number, as
-    # long as their function runs. One still running when a function of the solution's returns to the tests, or as a test
-    # part ends, can change what the tests compare after the runner looked at it (60a: a daemon thread put the forged
-    # Index engine back into a frame's `_cache` once the walk had emptied it, task 559, 4 of 4).
-    programs_threads = {}
-
-    def threads_left_running(_threads=programs_threads, _flag=flag, _c=c):
-        if _c.len(_threads):
-            _flag("leaves_a_thread_running")
-
     def check_the_part(test_case, _check=check_the_instance, _sealed=check_the_sealed, _c=c, _tests=None):  # _tests bound below
         """As a part starts and as it ends: the test instance, the classes made immutable, and the tests' class (a subtest's
         test's)."""
@@ -647,8 +638,8 @@ def _memrl_runner():
             _flag=flag,
             _check=check_the_part,
             _ended=part_ended,
-            _running=threads_left_running,
             _c=c,
+            _running=None,  # left_to_run, bound below
         ):
             outcome, test_case, inner = self
             _ended()
@@ -1054,6 +1045,46 @@ def _memrl_runner():
     def a_library(code, _c=c, _exact=exact, _file=a_library_file):
         name = _exact(code.co_filename)
         return _c.type(name) is _c.str and _file(name)
+
+    def a_library_function(held, _a_library=a_library, _c=c):
+        """`held` (as a class holds it) is a library's function, bare or as a staticmethod or classmethod."""
+        function = held.__func__ if _c.type(held) is _c.staticmethod or _c.type(held) is _c.classmethod else held
+        return _c.type(function) is _c.FunctionType and _a_library(function.__code__)
+
+    # The threads the program starts (through _thread, which threading and every pool call: start_a_thread), by number, as
+    # long as they run its code. One still running when a function of the solution's returns to the tests, or as a test
+    # part ends, can change what the tests compare after the runner looked at it (60a: a daemon thread put the forged
+    # Index engine back into a frame's `_cache` once the walk had emptied it, task 559, 4 of 4).
+    programs_threads = {}
+
+    def left_to_run(
+        _threads=programs_threads,
+        _callbacks=gc.callbacks,
+        _finalize=weakref.finalize,
+        _registry=weakref.finalize._registry,
+        _func=weakref.finalize._Info.__dict__["func"].__get__,
+        _a_library_function=a_library_function,
+        _flag=flag,
+        _c=c,
+    ):
+        """What the program left to run behind the tests as its function returns or a part ends: a thread of its own
+        (`leaves_a_thread_running`); a callback of the collector's but the runner's, or a weakref.finalize call of anything
+        but a library's function (a bound method of a C object, `cache.__setitem__`, put a forged cache back as the tests
+        unpacked the tuple holding its object, with no code of the program's: 61a), `finalizes_in_its_own_code`."""
+        if _c.len(_threads):
+            _flag("leaves_a_thread_running")
+        if _c.len(_callbacks) > 1 or _c.class_dict(_finalize).get("_registry") is not _registry:
+            _flag("finalizes_in_its_own_code")
+        for info in _c.list(_c.dict.values(_registry)):
+            try:
+                function = _func(info)
+            except _c.TypeError:  # not weakref's own record
+                function = None
+            if not _a_library_function(function.__func__ if _c.type(function) is _c.MethodType else function):
+                _flag("finalizes_in_its_own_code")
+
+    exit_of_a_part = vars(Part)["__exit__"]
+    exit_of_a_part.__defaults__ = exit_of_a_part.__defaults__[:-1] + (left_to_run,)
 
     def from_the_solution(code, _c=c, _path=path, _first=first_test_line) -> bool:
         return _c.type(code) is _c.CodeType and code.co_filename == _path and code.co_firstlineno < _first
@@ -1618,13 +1649,24 @@ def _memrl_runner():
     def thread_ended(number, _threads=programs_threads):
         _threads.pop(number, None)
 
-    def a_thread_of_the_programs(function, args, kwargs, ended, number):
+    def a_thread_of_the_programs(held, ended, number, _print=traceback.print_exception, _c=c):
         """The first frame of a thread the program started: not counted as the runner's (what runs above it is the
-        program's, as a stack of library frames on such a thread is: note_the_programs_code). It holds nothing: what it
-        calls as the function returns comes in its arguments."""
+        program's, as a stack of library frames on such a thread is: note_the_programs_code). The thread is counted
+        until everything of the program's it was handed is let go, here: its function, arguments, result and exception
+        (a callable's `__del__` ran uncounted after its call had returned, 61a); an exception is shown as _thread shows
+        it. What ends the count comes in its arguments: its defaults are anyone's to read."""
+        function, args, kwargs = held
+        _c.list.clear(held)
         try:
-            return function(*args) if kwargs is None else function(*args, **kwargs)
+            if kwargs is None:
+                function(*args)
+            else:
+                function(*args, **kwargs)
+        except _c.BaseException as error:
+            if not _c.issubclass(_c.type(error), _c.SystemExit):
+                _print(error)
         finally:
+            function = args = kwargs = None
             ended(number)
 
     def start_a_thread(
@@ -1639,13 +1681,22 @@ def _memrl_runner():
         _tests=tests_globals,
         _store=tests_store,
         _a_library=a_library,
+        _bootstrap=threading.Thread._bootstrap,
+        _thread_class=threading.Thread,
+        _dict_of=threading.Thread.__dict__["__dict__"].__get__,
+        _path=path,
+        _first_test_line=first_test_line,
+        _exact=exact,
         _c=c,
         _guard=None,  # the code of guarded_start_new_thread, bound below
+        _watched=None,  # Watched, bound below
     ):
         """_thread.start_new_thread for the hook (what guarded_start_new_thread asks): the error to raise, or None with the
-        new thread's id in the box. A thread started by the tests' code (the first frame down the stack that is no library's
-        is theirs: a client the tests run beside the answer, task 1038) runs as asked; any other is the program's: numbered
-        in programs_threads while its function runs."""
+        new thread's id in the box. A thread the tests' code starts on a function of theirs runs as asked (the first frame
+        down the stack that is no library's is theirs, and so is what the thread runs: a bare function, or a Thread whose
+        target is one or the solution's function as the tests hold it: task 1038's client, 1040's server); any other is the
+        program's, numbered in programs_threads while it runs (a Thread started by a weakref.finalize of the answer's as
+        the tests dropped its object had the tests' frames below it, 61a)."""
         if _c.len(event_args) != 4 or _c.type(event_args[3]) is not _c.list:
             return _c.TypeError("memrl.start_thread is the runner's event")
         function, args, kwargs, box = event_args
@@ -1658,13 +1709,24 @@ def _memrl_runner():
         frame = raising
         while frame is not None and (frame.f_code is _guard or _a_library(frame.f_code)):
             frame = frame.f_back
-        if frame is not None and _by_the_tests(frame, _tests, _store):
+        runs = function
+        if _c.type(runs) is _c.MethodType and runs.__func__ is _bootstrap and _c.type(runs.__self__) is _thread_class:
+            runs = _c.dict.get(_dict_of(runs.__self__), "_target")
+        if _c.type(runs) is _c.MethodType:
+            runs = runs.__func__
+        theirs = _c.type(runs) is _watched or (
+            _c.type(runs) is _c.FunctionType
+            and _exact(runs.__code__.co_filename) == _path
+            and runs.__code__.co_firstlineno >= _first_test_line
+            and runs.__globals__ is _tests
+        )
+        if theirs and frame is not None and _by_the_tests(frame, _tests, _store):
             _c.list.append(box, _start(function, args) if kwargs is None else _start(function, args, kwargs))
             return None
         number = _c.next(_numbers)
         _threads[number] = True
         try:
-            _c.list.append(box, _start(_first, (function, args, kwargs, _ended, number)))
+            _c.list.append(box, _start(_first, ([function, args, kwargs], _ended, number)))
         except _c.BaseException as error:
             _threads.pop(number, None)
             return error
@@ -1933,7 +1995,7 @@ def _memrl_runner():
         _audit("memrl.start_thread", function, args, kwargs, box)
         return box[0]
 
-    start_a_thread.__defaults__ = start_a_thread.__defaults__[:-1] + (guarded_start_new_thread.__code__,)
+    start_a_thread.__defaults__ = start_a_thread.__defaults__[:-2] + (guarded_start_new_thread.__code__, None)
 
     def fix_co_filename(code, path, _audit=sys.audit):
         _audit("memrl.fix_co_filename", code, path)
@@ -2325,11 +2387,6 @@ def _memrl_runner():
         own = slot.__get__(instance) if slot is not None else None
         return own if own is not None and _c.issubclass(_c.type(own), _c.dict) else None
 
-    def a_library_function(held, _a_library=a_library, _c=c):
-        """`held` (as a class holds it) is a library's function, bare or as a staticmethod or classmethod."""
-        function = held.__func__ if _c.type(held) is _c.staticmethod or _c.type(held) is _c.classmethod else held
-        return _c.type(function) is _c.FunctionType and _a_library(function.__code__)
-
     def guard_the_comparisons(
         kind,
         names,
@@ -2392,16 +2449,17 @@ def _memrl_runner():
         return _c.any(name in reached for kind, name in shadowing)
 
     # pandas' classes whose instances the walk checks beyond their caches, by (module, class)
-    pandas_classes = types.MappingProxyType(
+    cached_classes = types.MappingProxyType(
         {
             ("pandas._libs.internals", "BlockManager"): "manager",
             ("pandas._libs.internals", "Block"): "block",
             ("pandas._libs.internals", "BlockPlacement"): "placement",
+            ("matplotlib.lines", "Line2D"): "line",
         }
     )
 
-    def pandas_base(kind, what, _known={}, _table=pandas_classes, _resolved=resolved, _exact=exact, _c=c):
-        """`kind`'s base that is pandas' class of role `what` (pandas_classes; "pandas": any class of pandas'), or None."""
+    def library_base(kind, what, _known={}, _table=cached_classes, _resolved=resolved, _exact=exact, _c=c):
+        """`kind`'s base that is the library class of role `what` (cached_classes; "pandas": any class of pandas'), or None."""
         known = _known.get(_c.id(kind))
         if known is None or known[0] is not kind:
             found = {}
@@ -2429,7 +2487,7 @@ def _memrl_runner():
             raise _c.TypeError("not an array")
         return _c.class_dict(base)["tolist"](array)
 
-    def column_map_of(blocks, _base=pandas_base, _as_list=as_list, _c=c):
+    def column_map_of(blocks, _base=library_base, _as_list=as_list, _c=c):
         """(block number, location in it) of each column, from the placements of `blocks` (a BlockManager's): what pandas
         rebuilds its column-to-block map from; None if they do not cover 0 ... n-1 once each."""
         placed = {}
@@ -2447,16 +2505,23 @@ def _memrl_runner():
         columns = [placed.get(location) for location in _c.range(_c.len(placed))]
         return None if None in columns else columns
 
-    def refreshed_pandas_caches(
-        each, kind, own, _base=pandas_base, _held_in=held_in, _map=column_map_of, _as_list=as_list, _retired=[], _c=c
+    def refreshed_library_caches(
+        each, kind, own, _base=library_base, _held_in=held_in, _map=column_map_of, _as_list=as_list, _retired=[], _c=c
     ):
         """Empties or checks the caches pandas keeps on `each` (59a: an Index's cached lookup engine taken from another
         index made `df["A"]` return column B, task 559; a frame's cached column-to-block map pointed at a block no column
         names made assert_frame_equal read hidden values, task 149; 60a: a Series' cached block, 120, a block's cached
         dtype, 638): the `_cache` of an object of pandas' (where `cache_readonly` keeps what it derives from the data, and
         what an Index's own `_reset_cache` empties) is emptied; a BlockManager's column-to-block map must be the one its
-        blocks' placements give, and its cached dtypes are dropped. False if that does not hold. What is dropped is kept in
-        `_retired`, so no code of the program's (a `__del__`) runs here. C and numpy's C alone."""
+        blocks' placements give, and its cached dtypes are dropped. A matplotlib line is marked stale, so it makes its
+        drawing data (`_xy`, `_path`, which `get_xydata` reads) from its own data again (61a: a flat line's cached points
+        were the fitted curve, task 373). False if that does not hold. What is dropped is kept in `_retired`, so no code
+        of the program's (a `__del__`) runs here. C and numpy's C alone."""
+        if _base(kind, "line") is not None:
+            if _c.type(own) is not _c.dict:
+                return False
+            _retired.append(_c.dict.copy(own))
+            _c.dict.update(own, _invalidx=True, _invalidy=True)
         if _base(kind, "pandas") is not None:
             found, cache = _held_in(own, "_cache")
             if found:
@@ -2498,7 +2563,12 @@ def _memrl_runner():
         # `__array__` made its value in the comparison)
         _numpys_hooks=frozenset(name for name in comparison_names if name.startswith("__array")),
         _called=an_own_callable_is_called,
-        _refreshed=refreshed_pandas_caches,
+        _refreshed=refreshed_library_caches,
+        _weakrefs=_weakref.getweakrefs,
+        _callback_of=_weakref.ReferenceType.__dict__["__callback__"].__get__,
+        _partial=functools.partial,
+        _a_library_function=a_library_function,
+        _flag=flag,
         _numpys_array=numpys_array,
         _limit=20_000,
     ):
@@ -2515,7 +2585,7 @@ def _memrl_runner():
         functions under those names are guarded first (guard_the_comparisons): one set on the instance after this look is
         flagged as the comparison reads it (53a). With `differences`, also the names their differences call (assertAlmostEqual's
         values: almost_equal). pandas' caches on what it meets are emptied or checked as it meets them
-        (refreshed_pandas_caches). C alone."""
+        (refreshed_library_caches). C alone."""
         todo, seen, arrays, made, kinds, candidates = [value], _c.set(), {}, [], {}, []
         while todo and _c.len(seen) < _limit:
             each = todo.pop()
@@ -2545,6 +2615,14 @@ def _memrl_runner():
             own = _own_dict(each)
             if not _refreshed(each, kind, own):
                 return True
+            # a weak reference's callback runs as the object goes (as the tests drop the tuple that held it: 61a)
+            for ref in _weakrefs(each):
+                callback = _callback_of(ref)
+                while _c.type(callback) is _partial:
+                    callback = callback.func
+                callback = callback.__func__ if _c.type(callback) is _c.MethodType else callback
+                if callback is not None and not _a_library_function(callback):
+                    _flag("finalizes_in_its_own_code")
             if own is not None:
                 for name, held in _c.list(_c.dict.items(own)):
                     name = _exact(name)
@@ -2559,10 +2637,10 @@ def _memrl_runner():
         function.__kwdefaults__["_steers"] = steers_its_comparison
 
     class Watched(tuple):
-        """(a function of the solution's, steers_its_comparison, flag, threads_left_running): the function as the tests'
+        """(a function of the solution's, steers_its_comparison, flag, left_to_run): the function as the tests'
         names hold it. What it returns, and what it was handed (changed in place), is looked at as assertEqual's values
         are, whatever compares it later (numpy.testing's asserts, `assertIn`, a bare `==`: an object array holding a
-        steered UserList passed numpy's asserts, 51a); no thread of the program's may still run as it returns. A tuple of
+        steered UserList passed numpy's asserts, 51a); and what the program left to run behind the tests (left_to_run). A tuple of
         an immutable class: nothing in it can be set, and its class cannot be swapped."""
 
         __slots__ = ()
@@ -2575,6 +2653,7 @@ def _memrl_runner():
             return value
 
     frozen[Watched] = "patches_the_runner"
+    start_a_thread.__defaults__ = start_a_thread.__defaults__[:-1] + (Watched,)
 
     def imported_from_a_library(_modules=sys.modules, _library=a_library_module, _c=c):
         """The ids of the values library modules hold (what `from x import y` gave a name of the solution's)."""
@@ -2597,7 +2676,7 @@ def _memrl_runner():
         _watched=Watched,
         _steers=steers_its_comparison,
         _flag=flag,
-        _running=threads_left_running,
+        _running=left_to_run,
         _c=c,
     ):
         """The solution's callables the tests were given (give_the_tests) held by them as Watched: its functions, and any
@@ -2820,12 +2899,16 @@ def _memrl_runner():
         _counted=collections_kept,
         _stats=gc.get_stats,
         _since=[],
+        _finalizer=frozenset({"__del__"}),
         _flag=flag,
         _c=c,
     ):
         """Every comparison (see comparison_names, and the names its bases' comparisons read) a class holds that it did not
         hold at the first call (made before the program runs) is natural (natural_comparison): the program's own classes
-        hold none, a library's hold their own (mocks are the tests' and the answer's to configure: listed). A class is looked
+        hold none, a library's hold their own (mocks are the tests' and the answer's to configure: listed). So is a
+        `__del__`, which runs wherever the last reference goes: a program's ran as the tests unpacked the tuple it was
+        returned in, or as the collector ran, after the walk and before the comparison, and put a forged cache back (61a,
+        task 559): `finalizes_in_its_own_code`. A class is looked
         at again when its dict's keys, its bases, a comparison or what a comparison's descriptor holds changed (a class's
         attributes are set with no audit event; its dict's size alone missed two spare attributes swapped for `__eq__` and
         `__ne__`: the thirtieth round)."""
@@ -2868,12 +2951,15 @@ def _memrl_runner():
                     continue  # same keys, bases and comparisons (a descriptor re-initialised in place holds another function)
                 # nothing is flagged at the first look
                 read, shadowed = (_c.frozenset(), _c.frozenset()) if first else (_steering(klass), _values(klass))
-                found = _comparisons(klass, read | shadowed)
+                found = _comparisons(klass, read | shadowed | _finalizer)
                 _seen[_c.id(klass)] = (keys, ids, mro, found, _c.all(_c.type(key) is _c.str for key in keys))
                 changed = [(name, value) for name, value, held in found if not _c.any(value is v and held is h for _, v, h in before)]
                 if not first and changed and not _c.issubclass(klass, _mock) and _c.id(klass) not in _pinned:  # the runner's
+                    if _c.any(name in _finalizer and not _natural(klass, name, value) for name, value in changed):
+                        _flag("finalizes_in_its_own_code")
                     if not _c.all(
-                        _natural(klass, name, value)
+                        name in _finalizer
+                        or _natural(klass, name, value)
                         # a library's class nested in a library's class, read by a base's comparison (pyparsing's And._ErrorStop)
                         or (name not in _names and _c.issubclass(_c.type(value), _c.type) and _resolved(value))
                         # a value base's name held by no code of the program's (numpy.matrix's `all`, a namedtuple's `__repr__`)
