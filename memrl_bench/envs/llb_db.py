@@ -468,8 +468,8 @@ class LLBDBEnv(Env):
         assert self._worker is not None
         try:
             columns, rows, changed = self._worker.run(sql, self.statement_timeout_s, self.max_answer_rows + 1)
-        except SQLError as err:
-            return f"Error: {err}"
+        except SQLError as err:  # SQLite copies the statement's text into some messages: cut as a result is (61b)
+            return self._cut(f"Error: {err}")
         if columns is None:
             return f"OK, {max(changed, 0)} rows changed."
         self._last_rows = rows[: self.max_answer_rows]
@@ -478,6 +478,9 @@ class LLBDBEnv(Env):
         text = f"columns: {tuple(columns)}\n{shown}" + (
             f"\n... {more}{'+' if len(rows) > self.max_answer_rows else ''} more rows" if more > 0 else ""
         )
+        return self._cut(text)
+
+    def _cut(self, text: str) -> str:
         return text if len(text) <= self.max_output_chars else text[: self.max_output_chars] + "\n... (output cut)"
 
     def _reference(self, task: Task) -> tuple:

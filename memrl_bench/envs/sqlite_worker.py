@@ -62,8 +62,10 @@ Row = tuple[Any, ...]
 
 MAX_REPLY_BYTES = 16 << 20  # a reply past this is a limit, not a result
 # Values (rows x columns) a reply may hold: each is a Python object in the harness once parsed, so a reply under the
-# byte cap could still cost ~5 times its size there (10,001 rows of 2,000 zeros: 60 MB of JSON, 300 MB held: 60b)
-MAX_REPLY_VALUES = 1_000_000
+# byte cap could still cost ~5 times its size there (10,001 rows of 2,000 zeros: 60 MB of JSON, 300 MB held: 60b; at
+# 1,000,000 values, one-byte BLOBs, each a dict, took the harness from 55 to 323 MB: 61b). No task's table holds a
+# hundredth of this.
+MAX_REPLY_VALUES = 100_000
 EXIT_OUT_OF_MEMORY = 3  # the worker's exit code after a MemoryError
 _GRACE_S = 2  # CPU seconds a request gets past its statement's own time limit
 _START_S = 30.0  # wall time for a worker to start

@@ -169,6 +169,17 @@ def test_a_result_past_the_reply_cap_ends_the_episode_with_env_limit(env: LLBDBE
     assert play(env, "2", "SQL: SELECT name FROM staff WHERE team = 'blue'", "COMMIT")["success"]
 
 
+def test_an_error_message_as_long_as_the_statement_makes_it_is_cut_as_a_result_is(env: LLBDBEnv):
+    """61b: SQLite copies the statement's text into some error messages; a 70-character statement made a 9,000,031
+    character observation, sent to the model at every later step. An error is cut at `max_output_chars` as a result is."""
+    env.reset(task(env, "2"))
+    observation, _, done, _ = env.step("SQL: SELECT json_extract('{}', 'x' || printf('%.*c', 200000, 'a'))")
+    assert not done and observation.startswith("Error: ") and observation.endswith("\n... (output cut)")
+    assert len(observation) == env.max_output_chars + len("\n... (output cut)")
+    observation, *_ = env.step("SQL: SELECT json_extract('{}', 'x')")  # a short one whole
+    assert observation.startswith("Error: ") and not observation.endswith("(output cut)")
+
+
 def test_a_result_of_more_values_than_the_cap_ends_the_episode_with_env_limit(env: LLBDBEnv):
     """60b: 10,001 rows of 2,000 zeros are 60 MB of JSON, under the byte cap, and 300 MB of Python objects once parsed in
     the harness. A reply of more values than MAX_REPLY_VALUES is a limit: the worker never sends the rows."""
