@@ -23,6 +23,9 @@ class InputError(Exception):
     """
 
 
+_SQLITE_IOERR, _SQLITE_FULL = 10, 13  # SQLite's primary result codes (an extended code's low byte)
+
+
 @contextmanager
 def sqlite_errors_as(error: type[InputError], path: Path, what: str, remedy: str) -> Iterator[None]:
     """SQLite's errors on the file `path` (garbled, truncated, a full disk) as one `error` naming it;
@@ -34,6 +37,12 @@ def sqlite_errors_as(error: type[InputError], path: Path, what: str, remedy: str
     except sqlite3.OperationalError as err:
         if "locked" in str(err) or "busy" in str(err):  # a whole file another process holds, not a damaged one
             raise error(f"{path}: {what} is held by another process ({err}); wait for it to finish, or {remedy}") from None
+        if getattr(err, "sqlite_errorcode", 0) & 0xFF in (_SQLITE_IOERR, _SQLITE_FULL):
+            # the disk failed the file, not the file itself: an intact cache on a full disk was called unusable (61b)
+            raise error(
+                f"{path}: {what} could not be written or read ({err}): is its disk full? The file is kept as it is; "
+                f"free space and run the command again, or {remedy}"
+            ) from None
         raise error(f"{path}: {what} cannot be used ({err}); move it away to start a new one, or {remedy}") from None
     except (sqlite3.DatabaseError, UnicodeDecodeError) as err:
         # UnicodeDecodeError: SQLite's message quoted damaged bytes, which Python cannot decode (the thirty-first round)

@@ -593,6 +593,45 @@ def test_a_report_on_a_full_disk_is_one_line(tmp_path):
     assert out.stderr.startswith(f"memrl-bench-report: error: {tmp_path}/disk/report") and "No space left on device" in out.stderr
 
 
+FULL_CACHE = """
+import os, random, sqlite3, sys
+from memrl_bench.llm.cache import CacheError, CachedResponse, ResponseCache
+path = sys.argv[1] + "/cache.sqlite"
+cache = ResponseCache(path)
+cache.put("k" * 64, CachedResponse("kept", "stop", 1, 1))
+with open(sys.argv[1] + "/fill", "wb") as fill:  # the disk filled by another writer
+    try:
+        while True:
+            fill.write(b"0" * 65536)
+    except OSError:
+        pass
+try:
+    for n in range(64):
+        cache.put(f"{n:064d}", CachedResponse(random.randbytes(65536).hex(), "stop", 1, 1))
+    print("WROTE")
+except CacheError as err:
+    print(err)
+cache.close()
+os.remove(sys.argv[1] + "/fill")
+again = ResponseCache(path)
+print(len(again), again.get("k" * 64).text, sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone()[0])
+"""
+
+
+def test_a_cache_on_a_full_disk_is_not_called_unusable(tmp_path):
+    """61b: the response cache on a full disk was "cannot be used (disk I/O error); move it away to start a new one":
+    intact, it worked again once space was freed, and following the advice threw it away. A full disk's error says so,
+    keeps the file, and the cache holds what it held."""
+    (tmp_path / "disk").mkdir()
+    script = f"mount -t tmpfs -o size=1m tmpfs {tmp_path}/disk && {sys.executable} -c '{FULL_CACHE}' {tmp_path}/disk"
+    out = in_a_mount_namespace(script, tmp_path)
+    assert out.returncode == 0, out.stderr[-800:]
+    refusal, reopened = out.stdout.splitlines()
+    assert refusal.startswith(f"{tmp_path}/disk/cache.sqlite: the LLM response cache could not be written or read"), refusal
+    assert "is its disk full?" in refusal and "move it away" not in refusal
+    assert reopened == "1 kept ok"
+
+
 @pytest.mark.parametrize(
     "module, extra",
     [("memrl_bench.report.cli", ("--out", "report")), ("memrl_bench.findings", ()), ("memrl_bench.core.export", ("--out", "export"))],
