@@ -29,7 +29,7 @@ from typing import Any
 from memrl_bench.core.errors import InputError
 from memrl_bench.llm.gguf import GGUFError, GGUFModel
 
-# Runs in the child. Exits through os._exit once stdin closes: the kernel then
+# Runs in the child. Exits through os._exit once stdin closes, or when its address cannot be told: the kernel then
 # releases the port and every llama.cpp thread at once.
 _LAUNCHER = """
 import json, os, sys
@@ -58,8 +58,14 @@ params.embedding = cfg["embedding"]
 if cfg["embedding"]:  # decoder models default to no pooling, which /v1/embeddings refuses
     params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
 server = xllamacpp.Server(params)
-print(json.dumps({"address": server.listening_address}), flush=True)
-sys.stdin.read()
+try:
+    print(json.dumps({"address": server.listening_address}), flush=True)
+except OSError:  # the harness is gone (killed as the model loaded): leave now, without the server's
+    # destructor, which could hang and keep the port and the model's memory for good (61b), and with the log
+    os.unlink(cfg["log_path"])
+    os._exit(1)
+if sys.stdin.read() != "stop":  # the harness died without stopping it: nobody else removes its log
+    os.unlink(cfg["log_path"])
 os._exit(0)
 """
 
@@ -158,6 +164,7 @@ class LocalLlamaServer:
         }
         fd, log_name = tempfile.mkstemp(prefix="llama-server-", suffix=".log")
         self.log_path = Path(log_name)
+        cfg["log_path"] = log_name
         with os.fdopen(fd, "wb") as log:
             self._process = subprocess.Popen(
                 [sys.executable, "-c", _LAUNCHER, json.dumps(cfg)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log
@@ -306,7 +313,12 @@ def available_cores() -> int:
 
 
 def _stop_process(process: subprocess.Popen[bytes]) -> None:
-    """Close the launcher's stdin, then SIGTERM, then SIGKILL; always reap the child."""
+    """Tell the launcher to stop and close its stdin, then SIGTERM, then SIGKILL; always reap the child."""
+    if process.stdin is not None:
+        try:
+            process.stdin.write(b"stop")
+        except OSError:  # it has exited
+            pass
     for stream in (process.stdin, process.stdout):
         if stream is not None:
             try:

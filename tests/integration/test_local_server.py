@@ -196,3 +196,50 @@ def test_prompt_tokens_are_counted_before_sending_as_the_server_counts_them(loca
         assert model.prompt_budget({}) == local_llm_server.ctx_size - 8
     finally:
         model.close()
+
+
+KILLED_AS_IT_LOADS = """
+import sys
+from memrl_bench.llm import catalogue as models
+from memrl_bench.llm.local_server import LocalLlamaServer
+LocalLlamaServer(models.ensure(sys.argv[1]), threads=1, ctx_size=512, parallel=1).start()
+sys.stdin.read()  # until killed
+"""
+
+
+def processes_naming(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and text.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:  # gone meanwhile
+            pass
+    return found
+
+
+@pytest.mark.parametrize("after_s", [0.0, 3.0])
+def test_a_harness_killed_as_its_server_loads_leaves_no_server_and_no_log(local_llm_server, tmp_path, after_s):
+    """61b: a harness killed (SIGKILL, or SIGTERM, which it does not handle) before its server told its address left the
+    server's print failing, and then at times its destructor hung: the server alive for good (891 MB, listening), and
+    every such kill left its log in /tmp. The server now leaves at once when the harness is gone, with its log; so does
+    one whose harness died after it had loaded."""
+    logs = tmp_path / "tmp"
+    logs.mkdir()
+    harness = subprocess.Popen(
+        [sys.executable, "-c", KILLED_AS_IT_LOADS, "smollm2-135m"],
+        env={**os.environ, "TMPDIR": str(logs)},
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not processes_naming(str(logs)) and time.monotonic() < deadline:  # the server's launcher names its log
+        time.sleep(0.01)
+    assert processes_naming(str(logs)), "the server never started"
+    time.sleep(after_s)
+    harness.kill()
+    harness.wait()
+    while processes_naming(str(logs)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not processes_naming(str(logs)), "the server outlived its harness"
+    assert list(logs.iterdir()) == []
