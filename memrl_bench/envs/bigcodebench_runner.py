@@ -2615,14 +2615,15 @@ def _memrl_runner():
             own = _own_dict(each)
             if not _refreshed(each, kind, own):
                 return True
-            # a weak reference's callback runs as the object goes (as the tests drop the tuple that held it: 61a)
+            # a weak reference's callback runs as the object goes (as the tests drop the tuple that held it: 61a); a weak
+            # proxy's is all it hands the collector
             for ref in _weakrefs(each):
-                callback = _callback_of(ref)
-                while _c.type(callback) is _partial:
-                    callback = callback.func
-                callback = callback.__func__ if _c.type(callback) is _c.MethodType else callback
-                if callback is not None and not _a_library_function(callback):
-                    _flag("finalizes_in_its_own_code")
+                for callback in _c.referents(ref) if _c.id(_c.type(ref)) in _proxies else (_callback_of(ref),):
+                    while _c.type(callback) is _partial:
+                        callback = callback.func
+                    callback = callback.__func__ if _c.type(callback) is _c.MethodType else callback
+                    if callback is not None and not _a_library_function(callback):
+                        _flag("finalizes_in_its_own_code")
             if own is not None:
                 for name, held in _c.list(_c.dict.items(own)):
                     name = _exact(name)
