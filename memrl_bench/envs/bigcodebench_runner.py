@@ -2567,6 +2567,7 @@ def _memrl_runner():
         _weakrefs=_weakref.getweakrefs,
         _callback_of=_weakref.ReferenceType.__dict__["__callback__"].__get__,
         _partial=functools.partial,
+        _finalize=weakref.finalize,
         _a_library_function=a_library_function,
         _flag=flag,
         _numpys_array=numpys_array,
@@ -2616,13 +2617,14 @@ def _memrl_runner():
             if not _refreshed(each, kind, own):
                 return True
             # a weak reference's callback runs as the object goes (as the tests drop the tuple that held it: 61a); a weak
-            # proxy's is all it hands the collector
+            # proxy's is all it hands the collector. A weakref.finalize is its own reference's callback: what it calls is
+            # looked at in its registry (left_to_run)
             for ref in _weakrefs(each):
                 for callback in _c.referents(ref) if _c.id(_c.type(ref)) in _proxies else (_callback_of(ref),):
                     while _c.type(callback) is _partial:
                         callback = callback.func
                     callback = callback.__func__ if _c.type(callback) is _c.MethodType else callback
-                    if callback is not None and not _a_library_function(callback):
+                    if callback is not None and _c.type(callback) is not _finalize and not _a_library_function(callback):
                         _flag("finalizes_in_its_own_code")
             if own is not None:
                 for name, held in _c.list(_c.dict.items(own)):

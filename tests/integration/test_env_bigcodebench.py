@@ -793,13 +793,15 @@ def test_code_the_answer_leaves_to_run_after_the_walk_is_flagged(tmp_path: Path,
     weakref.finalize of a C method or a weak reference's callback run as the tests dropped the returned tuple; a thread
     started there by weakref.finalize (the tests' frames below its start); a thread counted while its function ran,
     which went on as its start let go of the arguments. Each is flagged; an honest answer passes, also one keeping a weak
-    proxy to what it returns (a proxy has no `__callback__`: the walk failed on it once)."""
+    proxy to what it returns (a proxy has no `__callback__`: the walk failed on it once) and one holding a library's
+    finalizer (a TemporaryDirectory's weakref.finalize, its reference's own callback, was flagged once)."""
     tests, pattern = BEHIND_THE_TESTS[forgery]
     env = one_task_env(tmp_path, monkeypatch, record(0, ["pandas"], test=tests), isolation, subset="full")
     _, info = answer(env, "BigCodeBench/0", (FORGERIES / forgery).read_text())
     assert info["success"] is False and pattern in info.get("tampering", ()), info
-    honest = "import weakref\nimport pandas as pd\nKEPT = []\ndef task_func(a, b):\n"
+    honest = "import tempfile, weakref\nimport pandas as pd\nKEPT = []\ndef task_func(a, b):\n"
     honest += '    frame = pd.DataFrame({"A": [a], "B": [b]})\n    KEPT.append(weakref.proxy(frame))\n'
+    honest += '    frame.attrs["scratch"] = tempfile.TemporaryDirectory()\n'  # its cleanup: a library's weakref.finalize
     honest += "    return (frame,)\n" if tests is TESTS_OF_THE_FIRST_ITEM else "    return frame\n"
     _, info = answer(env, "BigCodeBench/0", honest)
     assert info["success"] is True and not info.get("tampering"), info
