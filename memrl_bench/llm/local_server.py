@@ -32,7 +32,7 @@ from memrl_bench.llm.gguf import GGUFError, GGUFModel
 # Runs in the child. Exits through os._exit once stdin closes, or when its address cannot be told: the kernel then
 # releases the port and every llama.cpp thread at once.
 _LAUNCHER = """
-import json, os, sys
+import contextlib, json, os, sys
 import xllamacpp
 cfg = json.loads(sys.argv[1])
 params = xllamacpp.CommonParams()
@@ -62,10 +62,12 @@ try:
     print(json.dumps({"address": server.listening_address}), flush=True)
 except OSError:  # the harness is gone (killed as the model loaded): leave now, without the server's
     # destructor, which could hang and keep the port and the model's memory for good (61b), and with the log
-    os.unlink(cfg["log_path"])
+    with contextlib.suppress(OSError):
+        os.unlink(cfg["log_path"])
     os._exit(1)
 if sys.stdin.read() != "stop":  # the harness died without stopping it: nobody else removes its log
-    os.unlink(cfg["log_path"])
+    with contextlib.suppress(OSError):
+        os.unlink(cfg["log_path"])
 os._exit(0)
 """
 
