@@ -905,16 +905,17 @@ def _memrl_runner():
     # Builtins are the builtins module's, live: tests patch builtins.open and call open themselves.
     tests_store = {}  # "\0closed" in it once the tests' module code has run
 
-    def by_the_tests(frame, namespace, _store, _ids=runner_code_ids, _path=path, _first=first_test_line, _exact=exact, _c=c):
-        """`frame` (the one binding a name in the tests' namespace) runs the runner's code or the tests' own in that namespace:
-        their module code (the runner compiled it) or a function of theirs. The solution's code ran as the tests' class
-        statement called a `__build_class__` it had put in builtins, and rebound the tests' `patch`, `np` and asserts in
-        the store (31st round)."""
-        code = frame.f_code
-        if _c.id(code) in _ids:
-            return True
+    def the_tests_code(code, globals_, namespace, _store, _path=path, _first=first_test_line, _exact=exact):
+        """`code`, run with `globals_`, is the tests' own in their namespace: their module code (the runner compiled it) or
+        a function of theirs."""
         theirs = _exact(code.co_filename) == _path and (code.co_firstlineno >= _first or _store.get("\0code") is code)
-        return theirs and frame.f_globals is namespace
+        return theirs and globals_ is namespace
+
+    def by_the_tests(frame, namespace, _store, _ids=runner_code_ids, _theirs=the_tests_code, _c=c):
+        """`frame` (the one binding a name in the tests' namespace) runs the runner's code or the tests' own in that namespace
+        (the_tests_code). The solution's code ran as the tests' class statement called a `__build_class__` it had put in
+        builtins, and rebound the tests' `patch`, `np` and asserts in the store (31st round)."""
+        return _c.id(frame.f_code) in _ids or _theirs(frame.f_code, frame.f_globals, namespace, _store)
 
     class TestsGlobals(dict):
         """The tests' globals: read from the runner's store; written only while the tests' module code runs."""
@@ -1051,6 +1052,10 @@ def _memrl_runner():
         function = held.__func__ if _c.type(held) is _c.staticmethod or _c.type(held) is _c.classmethod else held
         return _c.type(function) is _c.FunctionType and _a_library(function.__code__)
 
+    def a_library_callback(callback, _library_function=a_library_function, _c=c):
+        """`callback` (what a finalizer or a weak reference calls) is a library's function, bare or bound."""
+        return _library_function(callback.__func__ if _c.type(callback) is _c.MethodType else callback)
+
     # The threads the program starts (through _thread, which threading and every pool call: start_a_thread), by number, as
     # long as they run its code. One still running when a function of the solution's returns to the tests, or as a test
     # part ends, can change what the tests compare after the runner looked at it (60a: a daemon thread put the forged
@@ -1063,7 +1068,7 @@ def _memrl_runner():
         _finalize=weakref.finalize,
         _registry=weakref.finalize._registry,
         _func=weakref.finalize._Info.__dict__["func"].__get__,
-        _a_library_function=a_library_function,
+        _a_library_callback=a_library_callback,
         _flag=flag,
         _c=c,
     ):
@@ -1080,7 +1085,7 @@ def _memrl_runner():
                 function = _func(info)
             except _c.TypeError:  # not weakref's own record
                 function = None
-            if not _a_library_function(function.__func__ if _c.type(function) is _c.MethodType else function):
+            if not _a_library_callback(function):
                 _flag("finalizes_in_its_own_code")
 
     exit_of_a_part = vars(Part)["__exit__"]
@@ -1678,15 +1683,13 @@ def _memrl_runner():
         _ended=thread_ended,
         _first=a_thread_of_the_programs,
         _by_the_tests=by_the_tests,
+        _the_tests_code=the_tests_code,
         _tests=tests_globals,
         _store=tests_store,
         _a_library=a_library,
         _bootstrap=threading.Thread._bootstrap,
         _thread_class=threading.Thread,
         _dict_of=threading.Thread.__dict__["__dict__"].__get__,
-        _path=path,
-        _first_test_line=first_test_line,
-        _exact=exact,
         _c=c,
         _guard=None,  # the code of guarded_start_new_thread, bound below
         _watched=None,  # Watched, bound below
@@ -1715,10 +1718,7 @@ def _memrl_runner():
         if _c.type(runs) is _c.MethodType:
             runs = runs.__func__
         theirs = _c.type(runs) is _watched or (
-            _c.type(runs) is _c.FunctionType
-            and _exact(runs.__code__.co_filename) == _path
-            and runs.__code__.co_firstlineno >= _first_test_line
-            and runs.__globals__ is _tests
+            _c.type(runs) is _c.FunctionType and _the_tests_code(runs.__code__, runs.__globals__, _tests, _store)
         )
         if theirs and frame is not None and _by_the_tests(frame, _tests, _store):
             _c.list.append(box, _start(function, args) if kwargs is None else _start(function, args, kwargs))
@@ -2568,7 +2568,7 @@ def _memrl_runner():
         _callback_of=_weakref.ReferenceType.__dict__["__callback__"].__get__,
         _partial=functools.partial,
         _finalize=weakref.finalize,
-        _a_library_function=a_library_function,
+        _a_library_callback=a_library_callback,
         _flag=flag,
         _numpys_array=numpys_array,
         _limit=20_000,
@@ -2623,8 +2623,7 @@ def _memrl_runner():
                 for callback in _c.referents(ref) if _c.id(_c.type(ref)) in _proxies else (_callback_of(ref),):
                     while _c.type(callback) is _partial:
                         callback = callback.func
-                    callback = callback.__func__ if _c.type(callback) is _c.MethodType else callback
-                    if callback is not None and _c.type(callback) is not _finalize and not _a_library_function(callback):
+                    if callback is not None and _c.type(callback) is not _finalize and not _a_library_callback(callback):
                         _flag("finalizes_in_its_own_code")
             if own is not None:
                 for name, held in _c.list(_c.dict.items(own)):
